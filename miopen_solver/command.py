@@ -1,0 +1,365 @@
+"""MIOpenDriver ``conv*`` command lines -> :class:`ConvProblem`.
+
+Semantics follow MIOpenDriver (driver/InputFlags.cpp, driver/conv_driver.hpp):
+
+* ``argv[0]`` (after any leading program path such as ``./bin/MIOpenDriver``) is the base
+  argument: ``conv``/``convfp32`` (fp32), ``convfp16``, ``convbfp16``; ``convint8``,
+  ``convfp8`` and ``convbfp8`` are recognised and rejected.
+* a flag's value is always the next token; the last repeat wins;
+* defaults are MIOpen's (table in :data:`FLAGS`).
+
+Where MIOpen is lax we are strict, and say so in one :class:`MiopenCommandError` naming
+the flag, the value and what is allowed: unknown flags, missing values, non-integers,
+``-i 0``, a group count that does not divide C and K, and a derived Ho/Wo below 1 are
+errors (MIOpen exits 0 or clamps). Layout values are accepted in any case (MIOpen rejects
+lowercase short forms, issues #1235/#1311). ``-F`` is a direction bitmask and only
+exactly ``2`` (backward data) is accepted.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from .errors import MiopenCommandError
+from .problem import LAYOUTS_2D, LAYOUTS_3D, ConvProblem
+
+BASE_DTYPES = {"conv": "fp32", "convfp32": "fp32", "convfp16": "fp16", "convbfp16": "bf16"}
+"""Accepted base arguments and their storage type."""
+
+REJECTED_BASES = {
+    "convint8": "int8 has no backward-data pass in MIOpen (RunBackwardGPU prints 'Int8 Backward Convolution is not supported')",
+    "convfp8": "fp8 backward data is not supported by this solver",
+    "convbfp8": "bf8 backward data is not supported by this solver",
+}
+
+
+@dataclass(frozen=True)
+class Flag:
+    short: str
+    long: str
+    default: object
+    kind: str  # "int" | "str" | "layout" | "choice"
+    help: str
+    choices: tuple = ()
+
+
+# MIOpen's conv driver flags (ConvDriver::AddCmdLineArgs), short letter, long name, default.
+FLAGS = (
+    Flag("I", "in_layout", "", "layout", "dX layout (NCHW, NHWC, CHWN, NCDHW, NDHWC)"),
+    Flag("O", "out_layout", "", "layout", "dY layout"),
+    Flag("f", "fil_layout", "", "layout", "W layout"),
+    Flag("_", "spatial_dim", 2, "int", "2 or 3"),
+    Flag("F", "forw", 0, "int", "direction bitmask: 1 fwd, 2 bwd data, 4 bwd weights"),
+    Flag("n", "batchsize", 100, "int", "N"),
+    Flag("c", "in_channels", 3, "int", "C"),
+    Flag("!", "in_d", 32, "int", "input depth (3-D)"),
+    Flag("H", "in_h", 32, "int", "dX height"),
+    Flag("W", "in_w", 32, "int", "dX width"),
+    Flag("k", "out_channels", 32, "int", "K"),
+    Flag("@", "fil_d", 3, "int", "filter depth (3-D)"),
+    Flag("y", "fil_h", 3, "int", "filter height"),
+    Flag("x", "fil_w", 3, "int", "filter width"),
+    Flag("#", "conv_stride_d", 1, "int", "stride depth"),
+    Flag("u", "conv_stride_h", 1, "int", "stride height"),
+    Flag("v", "conv_stride_w", 1, "int", "stride width"),
+    Flag("$", "pad_d", 0, "int", "pad depth"),
+    Flag("p", "pad_h", 0, "int", "pad height"),
+    Flag("q", "pad_w", 0, "int", "pad width"),
+    Flag("r", "pad_val", 0, "int", "pad value (MIOpen uses it only in cache names)"),
+    Flag("%", "trans_output_pad_d", 0, "int", "transposed-mode output pad depth"),
+    Flag("Y", "trans_output_pad_h", 0, "int", "transposed-mode output pad height"),
+    Flag("X", "trans_output_pad_w", 0, "int", "transposed-mode output pad width"),
+    Flag("i", "iter", 10, "int", "timed iterations (> 0)"),
+    Flag("V", "verify", 1, "int", "verify (0/1)"),
+    Flag("C", "verification_cache", "", "str", "reference cache directory"),
+    Flag("t", "time", 0, "int", "print kernel time (0/1)"),
+    Flag("w", "wall", 0, "int", "wall-clock timing (0/1/2), needs -t 1"),
+    Flag("s", "search", 0, "int", "exhaustive search (0/1)"),
+    Flag("P", "printconv", 1, "int", "unused by MIOpen's conv driver"),
+    Flag("o", "dump_output", 0, "int", "dump buffers to dump_*.bin"),
+    Flag("d", "in_data", "", "str", "x file (unused for backward data)"),
+    Flag("e", "weights", "", "str", "W binary input file"),
+    Flag("b", "bias", "", "str", "bias on/off"),
+    Flag("m", "mode", "conv", "choice", "conv or trans", ("conv", "trans")),
+    Flag("z", "pad_mode", "default", "choice", "default, same or valid", ("default", "same", "valid")),
+    Flag("Z", "tensor_vect", 0, "int", "vectorised tensor (0/1)"),
+    Flag("L", "vector_length", 1, "int", "vector length"),
+    Flag("^", "dilation_d", 1, "int", "dilation depth"),
+    Flag("l", "dilation_h", 1, "int", "dilation height"),
+    Flag("j", "dilation_w", 1, "int", "dilation width"),
+    Flag("a", "in_bias", "", "str", "bias file"),
+    Flag("g", "group_count", 1, "int", "G, divides C and K"),
+    Flag("D", "dout_data", "", "str", "dY binary input file"),
+    Flag("S", "solution", "-1", "str", "solution id or solver name (immediate mode)"),
+    Flag("G", "gpualloc", 0, "int", "allocate on GPU (0/1)"),
+    Flag("U", "in_cast_type", "-1", "str", "cast type"),
+    Flag("T", "out_cast_type", "-1", "str", "cast type"),
+    Flag("R", "wei_cast_type", "-1", "str", "cast type"),
+    Flag("N", "init_output_nan", 0, "int", "initialise output with NaN (newer MIOpen)"),
+    Flag("&", "tuning_policy", 0, "int", "tuning policy (newer MIOpen)"),
+    Flag("M", "math_type", 1, "int", "math type (newer MIOpen)"),
+    Flag("~", "gpubuffer_check", 0, "int", "GPU buffer check (newer MIOpen)"),
+    Flag("J", "use_hip_graph", 0, "int", "time through a graph (newer MIOpen)"),
+)
+
+_BY_SHORT = {f.short: f for f in FLAGS}
+_BY_LONG = {f.long: f for f in FLAGS}
+
+DIRECTION_BITS = ((1, "forward"), (2, "backward data"), (4, "backward weights"))
+
+
+def describe_directions(forw: int) -> str:
+    """Plain words for what a ``-F`` bitmask asks MIOpenDriver to run."""
+    if forw == 0:
+        return "forward, backward data and backward weights (-F 0 runs all three)"
+    names = [n for bit, n in DIRECTION_BITS if forw & bit]
+    if not names:
+        return "no direction at all (only bits 1, 2 and 4 select directions)"
+    return " and ".join(names)
+
+
+@dataclass(frozen=True)
+class DriverCommand:
+    """A parsed MIOpenDriver line: the problem plus the driver's run options."""
+
+    base: str
+    problem: ConvProblem
+    flags: dict = field(compare=False)
+    """Every flag's final value, keyed by long name (defaults filled in)."""
+    argv: tuple = ()
+
+    @property
+    def iters(self) -> int:
+        return int(self.flags["iter"])
+
+    @property
+    def verify(self) -> int:
+        return int(self.flags["verify"])
+
+    @property
+    def time(self) -> int:
+        return int(self.flags["time"])
+
+    @property
+    def wall(self) -> int:
+        return int(self.flags["wall"])
+
+    @property
+    def solution(self) -> str:
+        return str(self.flags["solution"])
+
+    def command_line(self) -> str:
+        """The line as MIOpenDriver echoes it (base argument and flags)."""
+        return " ".join(self.argv)
+
+
+def _strip_prefix(tokens: list) -> list:
+    """Drop everything before the base argument (``./bin/MIOpenDriver``, log prefixes)."""
+    for i, t in enumerate(tokens):
+        if t in BASE_DTYPES or t in REJECTED_BASES:
+            return tokens[i:]
+    return tokens
+
+
+def _parse_int(flag_text: str, value: str) -> int:
+    try:
+        return int(value, 10)
+    except (TypeError, ValueError):
+        raise MiopenCommandError(flag_text, value, "an integer") from None
+
+
+def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
+    """Parse a MIOpenDriver conv command.
+
+    Args:
+        argv: a string (shell-split with :mod:`shlex`) or a token list, starting with the
+            base argument (anything before it, e.g. ``./bin/MIOpenDriver``, is ignored).
+        allow_any_direction: accept any ``-F`` value (for tools that list lines and skip
+            non-backward ones with a note). The solver itself always requires ``-F 2``.
+
+    Returns:
+        A :class:`DriverCommand` whose ``problem`` is validated.
+
+    Raises:
+        MiopenCommandError: for every user mistake, naming the flag, the value and what
+            is allowed.
+    """
+    tokens = shlex.split(argv) if isinstance(argv, str) else [str(t) for t in argv]
+    tokens = _strip_prefix(tokens)
+    if not tokens:
+        raise MiopenCommandError("<base>", None, ", ".join(BASE_DTYPES), "empty command")
+    base = tokens[0]
+    if base in REJECTED_BASES:
+        raise MiopenCommandError("<base>", base, ", ".join(BASE_DTYPES), REJECTED_BASES[base])
+    if base not in BASE_DTYPES:
+        raise MiopenCommandError("<base>", base, ", ".join(BASE_DTYPES), "unknown base argument")
+
+    values = {f.long: f.default for f in FLAGS}
+    given = {}  # long name -> flag text as written (for messages)
+    i = 1
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("--") and len(tok) > 2:
+            name = tok[2:]
+            if "=" in name:
+                raise MiopenCommandError(tok, None, f"--{name.split('=')[0]} VALUE (space-separated)",
+                                         "MIOpenDriver takes the value as the next token")
+            flag = _BY_LONG.get(name)
+            if flag is None:
+                raise MiopenCommandError(tok, None, "a MIOpenDriver conv flag (see --help)", "unknown flag")
+        elif tok.startswith("-") and len(tok) == 2:
+            flag = _BY_SHORT.get(tok[1])
+            if flag is None:
+                raise MiopenCommandError(tok, None, "a MIOpenDriver conv flag (see --help)", "unknown flag")
+        elif tok in ("-h", "--help", "-?"):
+            raise MiopenCommandError(tok, None, "a conv flag", "help is not a command")
+        else:
+            raise MiopenCommandError(tok, None, "-x VALUE or --long_name VALUE",
+                                     "not a flag (values follow their flag)")
+        if i + 1 >= len(tokens):
+            raise MiopenCommandError(tok, None, _allowed(flag), "missing value")
+        raw = tokens[i + 1]
+        values[flag.long] = _convert(tok, flag, raw)
+        given[flag.long] = tok
+        i += 2
+
+    flag_text = {f.long: given.get(f.long, "-" + f.short) for f in FLAGS}
+    forw = values["forw"]
+    if forw != 2 and not allow_any_direction:
+        raise MiopenCommandError(flag_text["forw"], str(forw), "exactly 2 (backward data)",
+                                 f"the line asks for {describe_directions(forw)}")
+    if values["iter"] < 1:
+        raise MiopenCommandError(flag_text["iter"], str(values["iter"]), "an integer >= 1")
+    for name in ("verify", "time"):
+        if values[name] not in (0, 1):
+            raise MiopenCommandError(flag_text[name], str(values[name]), "0 or 1")
+    if values["wall"] not in (0, 1, 2):
+        raise MiopenCommandError(flag_text["wall"], str(values["wall"]), "0, 1 or 2")
+    sdim = values["spatial_dim"]
+    if sdim not in (2, 3):
+        raise MiopenCommandError(flag_text["spatial_dim"], str(sdim), "2 or 3")
+
+    problem = _build_problem(base, values, flag_text)
+    return DriverCommand(base=base, problem=problem, flags=values, argv=tuple(tokens))
+
+
+def _allowed(flag: Flag) -> str:
+    if flag.kind == "int":
+        return "an integer"
+    if flag.kind == "layout":
+        return ", ".join(LAYOUTS_2D + LAYOUTS_3D)
+    if flag.kind == "choice":
+        return ", ".join(flag.choices)
+    return "a value"
+
+
+def _convert(tok: str, flag: Flag, raw: str):
+    if flag.kind == "int":
+        return _parse_int(tok, raw)
+    if flag.kind == "layout":
+        up = raw.upper()
+        if up not in LAYOUTS_2D + LAYOUTS_3D:
+            raise MiopenCommandError(tok, raw, _allowed(flag), "unknown layout")
+        return up
+    if flag.kind == "choice":
+        if raw not in flag.choices:
+            raise MiopenCommandError(tok, raw, _allowed(flag))
+        return raw
+    return raw
+
+
+_POSITIVE = (("batchsize", "N"), ("in_channels", "C"), ("out_channels", "K"), ("in_h", "Hi"),
+             ("in_w", "Wi"), ("fil_h", "Y"), ("fil_w", "X"), ("conv_stride_h", "sH"),
+             ("conv_stride_w", "sW"), ("dilation_h", "dH"), ("dilation_w", "dW"),
+             ("group_count", "G"))
+
+
+def _same_pad(size: int, filt: int, stride: int) -> int:
+    """MIOpenDriver's ``--pad_mode same`` pad: ``max(fil - (in % s == 0 ? s : in % s), 0) / 2``."""
+    r = stride if size % stride == 0 else size % stride
+    return max(filt - r, 0) // 2
+
+
+def _build_problem(base: str, v: dict, ft: dict) -> ConvProblem:
+    sdim = v["spatial_dim"]
+    is3 = sdim == 3
+    for name, _ in _POSITIVE:
+        if v[name] < 1:
+            raise MiopenCommandError(ft[name], str(v[name]), "an integer >= 1")
+    if is3:
+        for name in ("in_d", "fil_d", "conv_stride_d", "dilation_d"):
+            if v[name] < 1:
+                raise MiopenCommandError(ft[name], str(v[name]), "an integer >= 1 for a 3-D problem")
+    for name in ("pad_h", "pad_w") + (("pad_d",) if is3 else ()):
+        if v[name] < 0:
+            raise MiopenCommandError(ft[name], str(v[name]), "an integer >= 0")
+
+    layouts = []
+    default = "NCDHW" if is3 else "NCHW"
+    allowed = LAYOUTS_3D if is3 else LAYOUTS_2D
+    for name in ("in_layout", "out_layout", "fil_layout"):
+        lay = v[name] or default
+        if lay not in allowed:
+            raise MiopenCommandError(ft[name], v[name], ", ".join(allowed),
+                                     f"layout does not match spatial_dim {sdim}")
+        layouts.append(lay)
+
+    g = v["group_count"]
+    if v["in_channels"] % g or v["out_channels"] % g:
+        raise MiopenCommandError(ft["group_count"], str(g),
+                                 f"a divisor of both C={v['in_channels']} and K={v['out_channels']}")
+
+    ph, pw, pd = v["pad_h"], v["pad_w"], v["pad_d"]
+    one_by_one = v["fil_h"] == 1 and v["fil_w"] == 1 and (not is3 or v["fil_d"] == 1)
+    undilated = v["dilation_h"] == 1 and v["dilation_w"] == 1 and (not is3 or v["dilation_d"] == 1)
+    if v["mode"] == "conv" and v["pad_mode"] != "default" and (undilated or one_by_one):
+        if v["pad_mode"] == "valid":
+            ph = pw = pd = 0
+        else:
+            ph = _same_pad(v["in_h"], v["fil_h"], v["conv_stride_h"])
+            pw = _same_pad(v["in_w"], v["fil_w"], v["conv_stride_w"])
+            if is3:
+                pd = _same_pad(v["in_d"], v["fil_d"], v["conv_stride_d"])
+
+    kw = dict(
+        N=v["batchsize"], C=v["in_channels"], Hi=v["in_h"], Wi=v["in_w"], K=v["out_channels"],
+        Y=v["fil_h"], X=v["fil_w"], pH=ph, pW=pw, sH=v["conv_stride_h"], sW=v["conv_stride_w"],
+        dH=v["dilation_h"], dW=v["dilation_w"], G=g, dtype=BASE_DTYPES[base],
+        in_layout=layouts[0], out_layout=layouts[1], fil_layout=layouts[2], spatial_dim=sdim,
+        mode=v["mode"],
+        trans_pads=(v["trans_output_pad_d"], v["trans_output_pad_h"], v["trans_output_pad_w"]),
+    )
+    if is3:
+        kw.update(Di=v["in_d"], Z=v["fil_d"], pD=pd, sD=v["conv_stride_d"], dD=v["dilation_d"])
+
+    # Derived output sizes: an error here, where MIOpen silently clamps to 1.
+    probe = dict(kw)
+    if v["mode"] == "conv":
+        for axis, (i, f, p, s, d, flag) in {
+            "Ho": (kw["Hi"], kw["Y"], ph, kw["sH"], kw["dH"], "in_h"),
+            "Wo": (kw["Wi"], kw["X"], pw, kw["sW"], kw["dW"], "in_w"),
+        }.items():
+            out = (i + 2 * p - d * (f - 1) - 1) // s + 1
+            if out < 1:
+                raise MiopenCommandError(
+                    ft[flag], str(i), f"a size with (in + 2*pad - dilation*(filter-1) - 1)/stride + 1 >= 1",
+                    f"derived {axis}={out} < 1 (filter {f}, pad {p}, stride {s}, dilation {d})")
+        if is3:
+            out = (kw["Di"] + 2 * pd - kw["dD"] * (kw["Z"] - 1) - 1) // kw["sD"] + 1
+            if out < 1:
+                raise MiopenCommandError(ft["in_d"], str(kw["Di"]), "a depth the filter fits",
+                                         f"derived Do={out} < 1")
+    return ConvProblem(**probe)
+
+
+def format_command(problem: ConvProblem, base: str | None = None, extra: str = "") -> str:
+    """An MIOpenDriver line (short flags) that parses back to ``problem``."""
+    base = base or {v: k for k, v in reversed(list(BASE_DTYPES.items()))}[problem.dtype]
+    p = problem
+    s = (f"{base} -n {p.N} -c {p.C} -H {p.Hi} -W {p.Wi} -k {p.K} -y {p.Y} -x {p.X} "
+         f"-p {p.pH} -q {p.pW} -u {p.sH} -v {p.sW} -l {p.dH} -j {p.dW} -g {p.G} -m {p.mode} "
+         f"-F 2 --in_layout {p.in_layout} --out_layout {p.out_layout} --fil_layout {p.fil_layout}")
+    if p.is_3d:
+        s += (f" -_ 3 -! {p.Di} -@ {p.Z} -$ {p.pD} -# {p.sD} -^ {p.dD}")
+    return s + (" " + extra if extra else "")

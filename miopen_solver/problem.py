@@ -1,0 +1,220 @@
+"""The backward-data convolution problem: shapes, dtype, layouts and derived sizes.
+
+Terms (MIOpen / CK): dX is the input gradient (``-H/-W`` are its spatial size, NHWC or
+NCHW), dY the output gradient (Ho x Wo, K channels), W the filter (K x cpg x Y x X, stored
+KYXC for NHWC). ``cpg = C/G`` and ``kpg = K/G``.
+
+Output size follows MIOpen's ``miopenGetConvolutionNdForwardOutputDim``
+(src/convolution.cpp): ``Ho = (Hi + 2*pH - dH*(Y-1) - 1) // sH + 1``, except that a result
+below 1 is an error here where MIOpen silently clamps it to 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "bf8": 1}
+"""Storage size in bytes per element of each data type name."""
+
+DTYPE_KEY = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "bf8": "BF8"}
+"""Data type spelling in MIOpen's problem key (``EncodeDataTypesForKey``)."""
+
+LAYOUTS_2D = ("NCHW", "NHWC", "CHWN")
+LAYOUTS_3D = ("NCDHW", "NDHWC")
+
+
+@dataclass(frozen=True)
+class ConvProblem:
+    """One backward-data convolution, as MIOpenDriver's conv flags describe it.
+
+    Spatial fields carry the 3-D depth too (``Di``, ``Z``, ``pD``, ``sD``, ``dD``); for a
+    2-D problem (``spatial_dim == 2``) they are 1/0 and ignored.
+
+    Layouts use MIOpenDriver's flag roles: ``in_layout`` is dX (the convolution input),
+    ``out_layout`` is dY, ``fil_layout`` is W.
+
+    Raises:
+        ValueError: a derived output size below 1, a group count that does not divide C
+            and K, or a non-positive size. (The command parser turns these into
+            :class:`~miopen_solver.errors.MiopenCommandError` naming the flag.)
+    """
+
+    N: int
+    C: int
+    Hi: int
+    Wi: int
+    K: int
+    Y: int
+    X: int
+    pH: int = 0
+    pW: int = 0
+    sH: int = 1
+    sW: int = 1
+    dH: int = 1
+    dW: int = 1
+    G: int = 1
+    dtype: str = "fp32"
+    in_layout: str = "NCHW"
+    out_layout: str = "NCHW"
+    fil_layout: str = "NCHW"
+    spatial_dim: int = 2
+    Di: int = 1
+    Z: int = 1
+    pD: int = 0
+    sD: int = 1
+    dD: int = 1
+    mode: str = "conv"
+    trans_pads: tuple = (0, 0, 0)
+
+    def __post_init__(self):
+        for name in ("N", "C", "Hi", "Wi", "K", "Y", "X", "sH", "sW", "dH", "dW", "G"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("pH", "pW"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.C % self.G or self.K % self.G:
+            raise ValueError(f"group count {self.G} must divide C={self.C} and K={self.K}")
+        if self.mode == "conv":
+            for name, v in (("Ho", self.Ho), ("Wo", self.Wo)) + ((("Do", self.Do),) if self.is_3d else ()):
+                if v < 1:
+                    raise ValueError(f"derived {name}={v} < 1: the filter does not fit the padded input")
+
+    # ----------------------------------------------------------------- derived sizes
+    @property
+    def is_3d(self) -> bool:
+        return self.spatial_dim == 3
+
+    @staticmethod
+    def _out(i: int, f: int, p: int, s: int, d: int) -> int:
+        return (i + 2 * p - d * (f - 1) - 1) // s + 1
+
+    @property
+    def Ho(self) -> int:
+        """dY height (MIOpen's floor formula, unclamped)."""
+        if self.mode == "trans":
+            return self.sH * (self.Hi - 1) + self.dH * (self.Y - 1) + 1 - 2 * self.pH + self.trans_pads[1]
+        return self._out(self.Hi, self.Y, self.pH, self.sH, self.dH)
+
+    @property
+    def Wo(self) -> int:
+        """dY width (MIOpen's floor formula, unclamped)."""
+        if self.mode == "trans":
+            return self.sW * (self.Wi - 1) + self.dW * (self.X - 1) + 1 - 2 * self.pW + self.trans_pads[2]
+        return self._out(self.Wi, self.X, self.pW, self.sW, self.dW)
+
+    @property
+    def Do(self) -> int:
+        """dY depth (3-D only; 1 for 2-D problems)."""
+        if not self.is_3d:
+            return 1
+        return self._out(self.Di, self.Z, self.pD, self.sD, self.dD)
+
+    @property
+    def cpg(self) -> int:
+        """dX channels per group, C/G."""
+        return self.C // self.G
+
+    @property
+    def kpg(self) -> int:
+        """dY channels per group, K/G."""
+        return self.K // self.G
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def is_pointwise(self) -> bool:
+        """1x1 filter, stride 1, pad 0 (dilation is irrelevant for a 1x1 filter)."""
+        return (self.Y == 1 and self.X == 1 and self.sH == 1 and self.sW == 1
+                and self.pH == 0 and self.pW == 0 and not self.is_3d)
+
+    @property
+    def is_depthwise(self) -> bool:
+        return self.G > 1 and self.cpg == 1 and self.kpg == 1
+
+    @property
+    def dy_elems(self) -> int:
+        return self.N * self.K * self.Do * self.Ho * self.Wo
+
+    @property
+    def dx_elems(self) -> int:
+        return self.N * self.C * self.Di * self.Hi * self.Wi
+
+    @property
+    def w_elems(self) -> int:
+        return self.K * self.cpg * self.Z * self.Y * self.X
+
+    @property
+    def flops(self) -> int:
+        """Forward FLOP count ``2*N*C*Y*X*K*Ho*Wo/G`` (MIOpenDriver's flopCnt; 3-D adds Z*Do)."""
+        return 2 * self.N * self.cpg * self.Z * self.Y * self.X * self.K * self.Do * self.Ho * self.Wo
+
+    @property
+    def min_bytes(self) -> int:
+        """Bytes a kernel must at least move: read dY and W once, write dX once."""
+        return (self.dy_elems + self.w_elems + self.dx_elems) * self.elem_bytes
+
+    @property
+    def all_nhwc(self) -> bool:
+        nat = "NDHWC" if self.is_3d else "NHWC"
+        return self.in_layout == nat and self.out_layout == nat and self.fil_layout == nat
+
+    def replace(self, **changes) -> "ConvProblem":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    # ----------------------------------------------------------------- MIOpen key
+    def problem_key(self) -> str:
+        """MIOpen's perf-db key for this problem as backward data.
+
+        Follows ``ProblemDescription::Serialize`` (MIOpen src/conv/problem_description.cpp):
+        for direction B the "in" tensor is dY (K, Ho, Wo) and "out" is dX (C, Hi, Wi);
+        one layout token when all three are NCHW/NCDHW, else ``in-weights-out``;
+        ``_g<G>`` when G != 1. Example::
+
+            64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B
+        """
+        if self.is_3d:
+            in_sp = f"{self.K}-{self.Do}-{self.Ho}-{self.Wo}"
+            fil = f"{self.Z}x{self.Y}x{self.X}"
+            out_sp = f"{self.C}-{self.Di}-{self.Hi}-{self.Wi}"
+            pads = f"{self.pD}x{self.pH}x{self.pW}"
+            strides = f"{self.sD}x{self.sH}x{self.sW}"
+            dils = f"{self.dD}x{self.dH}x{self.dW}"
+            default = "NCDHW"
+        else:
+            in_sp = f"{self.K}-{self.Ho}-{self.Wo}"
+            fil = f"{self.Y}x{self.X}"
+            out_sp = f"{self.C}-{self.Hi}-{self.Wi}"
+            pads = f"{self.pH}x{self.pW}"
+            strides = f"{self.sH}x{self.sW}"
+            dils = f"{self.dH}x{self.dW}"
+            default = "NCHW"
+        lay = (self.out_layout, self.fil_layout, self.in_layout)
+        layouts = default if all(x == default for x in lay) else "-".join(lay)
+        key = (f"{in_sp}-{fil}-{out_sp}-{self.N}-{pads}-{strides}-{dils}-0-{layouts}-"
+               f"{DTYPE_KEY[self.dtype]}-{'F' if self.mode == 'trans' else 'B'}")
+        if self.G != 1:
+            key += f"_g{self.G}"
+        return key
+
+    def short_tag(self) -> str:
+        """Compact problem spelling used inside kernel names: every field that is compiled
+        into a kernel, e.g. ``n32c64h56w56k64y3x3p1x1s1x1d1x1g1``."""
+        return (f"n{self.N}c{self.C}h{self.Hi}w{self.Wi}k{self.K}y{self.Y}x{self.X}"
+                f"p{self.pH}x{self.pW}s{self.sH}x{self.sW}d{self.dH}x{self.dW}g{self.G}")
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["trans_pads"] = list(self.trans_pads)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ConvProblem":
+        d = dict(d)
+        if "trans_pads" in d:
+            d["trans_pads"] = tuple(d["trans_pads"])
+        return cls(**d)

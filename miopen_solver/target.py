@@ -1,0 +1,147 @@
+"""GPU targets: what a kernel may assume about the device it is built for.
+
+Presets cover the architectures the solver knows (``gfx90a``, ``gfx942``, ``gfx950``,
+``sm_80``, ``sm_90``) plus ``cpu`` for the numpy engine. ``runtime`` fills a Target from
+a live device (:func:`from_device`).
+
+Matrix atoms are the shape one matrix instruction covers across a warp/wave:
+``mma.sync.m16n8k16`` (NVIDIA fp16/bf16), ``v_mfma_f32_32x32x8{f16,bf16_1k}`` and
+``v_mfma_f32_16x16x16{f16,bf16_1k}`` (AMD CDNA2/3). fp32 runs on FFMA: its "atom" is the
+lane grid of the warp (4x8 lanes on a 32-wide warp, 8x8 on a 64-wide wave), one FMA each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class MmaAtom:
+    """One matrix instruction's shape (m x n x k) across a whole warp/wave."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+
+    def accumulators_per_lane(self, wave_size: int) -> int:
+        return self.m * self.n // wave_size
+
+
+_MMA16 = (MmaAtom("mma16816", 16, 8, 16),)
+_FMA32 = (MmaAtom("fma4x8", 4, 8, 1),)
+_FMA64 = (MmaAtom("fma8x8", 8, 8, 1),)
+_MFMA_F16 = (MmaAtom("mfma32x32x8", 32, 32, 8), MmaAtom("mfma16x16x16", 16, 16, 16))
+
+
+@dataclass(frozen=True)
+class Target:
+    """A device architecture as the solver sees it.
+
+    Attributes:
+        vendor: ``"nvidia"``, ``"amd"`` or ``"cpu"``.
+        arch: ``sm_90``, ``gfx942`` ...; the compile target.
+        wave_size: lanes per warp/wave (32 or 64).
+        lds_bytes: shared memory / LDS a block may use, bytes.
+        max_threads: threads per block.
+        atoms: data type -> matrix atoms available for it (first = preferred).
+        max_accumulators: fp32 accumulators per lane the kernels stay correct and
+            spill-free with (NVIDIA: 128 of 255 registers; AMD: 256 with AGPRs, rocKE's
+            guard after a spilled 512-accumulator kernel returned wrong dX).
+        packed_fp16_atomics / packed_bf16_atomics: a 2-wide packed atomic add exists
+            (``red.global.add.noftz.f16x2`` / ``.bf16x2``; ``global_atomic_pk_add_*``).
+        async_copy: ``cp.async`` global->shared copies (sm_80+).
+        transposed_lds_read: a transposing shared-memory fragment read (``ldmatrix.trans``
+            on sm_80+, ``ds_read_b64_tr_b16`` on gfx950); needed for k-outer B tiles.
+        num_cus: multiprocessors / compute units (a preset's typical count).
+    """
+
+    vendor: str
+    arch: str
+    wave_size: int
+    lds_bytes: int
+    max_threads: int
+    atoms: dict = field(hash=False, compare=False)
+    max_accumulators: int = 128
+    packed_fp16_atomics: bool = True
+    packed_bf16_atomics: bool = True
+    async_copy: bool = False
+    transposed_lds_read: bool = False
+    num_cus: int = 108
+    name: str = ""
+
+    def atoms_for(self, dtype: str) -> tuple:
+        return self.atoms.get(dtype, ())
+
+    def atom(self, dtype: str, name: str | None = None) -> MmaAtom | None:
+        for a in self.atoms_for(dtype):
+            if name is None or a.name == name:
+                return a
+        return None
+
+    def with_(self, **changes) -> "Target":
+        return replace(self, **changes)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.vendor in ("nvidia", "amd")
+
+
+PRESETS = {
+    "sm_80": Target("nvidia", "sm_80", 32, 166912, 1024,
+                    {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
+                    max_accumulators=128, async_copy=True, transposed_lds_read=True, num_cus=108),
+    "sm_90": Target("nvidia", "sm_90", 32, 232448, 1024,
+                    {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
+                    max_accumulators=128, async_copy=True, transposed_lds_read=True, num_cus=132),
+    "gfx90a": Target("amd", "gfx90a", 64, 65536, 1024,
+                     {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64},
+                     max_accumulators=256, packed_bf16_atomics=False, num_cus=104),
+    "gfx942": Target("amd", "gfx942", 64, 65536, 1024,
+                     {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64},
+                     max_accumulators=256, num_cus=304),
+    "gfx950": Target("amd", "gfx950", 64, 163840, 1024,
+                     {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64},
+                     max_accumulators=256, transposed_lds_read=True, num_cus=256),
+    "cpu": Target("cpu", "cpu", 32, 232448, 1024,
+                  {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
+                  max_accumulators=128, num_cus=1),
+}
+for _k, _t in list(PRESETS.items()):
+    PRESETS[_k] = replace(_t, name=_k)
+
+
+def get_target(name: str) -> Target:
+    """A preset by arch name. ``sm_90a`` is accepted as ``sm_90``; ``gfx942:sramecc+:xnack-``
+    style feature suffixes are ignored.
+
+    Raises:
+        ValueError: unknown arch, naming the known ones.
+    """
+    base = name.split(":")[0].strip().lower()
+    if base == "sm_90a":
+        base = "sm_90"
+    if base not in PRESETS:
+        raise ValueError(f"unknown arch {name!r}; known: {', '.join(sorted(PRESETS))}")
+    return PRESETS[base]
+
+
+def from_device(vendor: str, arch: str, *, lds_bytes: int | None = None,
+                max_threads: int | None = None, num_cus: int | None = None,
+                wave_size: int | None = None) -> Target:
+    """A Target for a live device: the nearest preset, with the device's own numbers.
+
+    ``arch`` is e.g. ``sm_90`` / ``sm_89`` / ``gfx942``. NVIDIA archs at or above sm_90 take
+    the sm_90 preset, sm_80..sm_89 the sm_80 preset.
+    """
+    if vendor == "nvidia":
+        major_minor = int(arch.split("_")[1].rstrip("a"))
+        base = get_target("sm_90" if major_minor >= 90 else "sm_80")
+    else:
+        base = get_target(arch)
+    changes = {"arch": arch}
+    for k, v in (("lds_bytes", lds_bytes), ("max_threads", max_threads), ("num_cus", num_cus),
+                 ("wave_size", wave_size)):
+        if v is not None:
+            changes[k] = v
+    return replace(base, **changes)
