@@ -1,0 +1,746 @@
+// Implicit-GEMM backward-data convolution (dgrad), NHWC, one source for CUDA and HIP.
+//
+//   dX[n,hi,wi,g*cpg+c] = sum_{k,y,x} dY[n,ho,wo,g*kpg+k] * W[g*kpg+k,y,x,c]
+//
+// Decomposed into tilde sub-GEMMs (CK transform_conv_bwd_data_to_gemm_v1; see tilde.py):
+// sub-GEMM s computes dX_s[GemmM, cpg] = dY_s[GemmM, GemmK] x W_s[GemmK, cpg] with
+// GemmK = YDotSlice*XDotSlice*kpg ordered (ydot, xdot, k), k innermost.
+//
+// One launch covers every sub-GEMM: grid = (tiles of all sub-GEMMs [+ zero-fill blocks],
+// G, split_k). Each block finds its sub-GEMM in DG_SUB (a compile-time table; folded to
+// constants when there is one sub-GEMM), loads A (dY, vectors along k) and B (W, vectors
+// along c) tiles into shared memory through a DG_STAGES-deep pipeline, multiplies them on
+// the matrix cores (mma.sync m16n8k16 / MFMA) or on FMA (fp32), and stores dX directly
+// (or accumulates atomically when split_k > 1; dX is zeroed before such a launch).
+//
+// Every problem and config value arrives as a DG_* define from kernels/emit.py. No vendor
+// header is included: the vendor pieces sit in the "vendor layer" section below.
+
+// ------------------------------------------------------------------ vendor layer
+#if defined(DG_VENDOR_AMD)
+// hiprtc predefines these; a plain `clang -x hip -nogpuinc` does not.
+#ifndef __global__
+#define __global__ __attribute__((global))
+#endif
+#ifndef __device__
+#define __device__ __attribute__((device))
+#endif
+#ifndef __shared__
+#define __shared__ __attribute__((shared))
+#endif
+#ifndef __constant__
+#define __constant__ __attribute__((constant))
+#endif
+#define DG_GLOBAL extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(DG_THREADS, DG_THREADS)))
+#define DG_DEVICE __device__ inline __attribute__((always_inline))
+#define DG_SHARED __shared__
+#define DG_SYNC()                                                 \
+    do {                                                          \
+        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");    \
+        __builtin_amdgcn_s_barrier();                             \
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");    \
+    } while (0)
+#define DG_TID() ((int)__builtin_amdgcn_workitem_id_x())
+#define DG_BID_X() ((int)__builtin_amdgcn_workgroup_id_x())
+#define DG_BID_Y() ((int)__builtin_amdgcn_workgroup_id_y())
+#define DG_BID_Z() ((int)__builtin_amdgcn_workgroup_id_z())
+#else
+#define DG_GLOBAL extern "C" __global__ __launch_bounds__(DG_THREADS)
+#define DG_DEVICE __device__ __forceinline__
+#define DG_SHARED __shared__
+#define DG_SYNC() __syncthreads()
+#define DG_TID() ((int)threadIdx.x)
+#define DG_BID_X() ((int)blockIdx.x)
+#define DG_BID_Y() ((int)blockIdx.y)
+#define DG_BID_Z() ((int)blockIdx.z)
+#endif
+
+typedef unsigned short dg_u16;
+typedef unsigned int dg_u32;
+
+// Storage element: raw bits for 16-bit types (moved, never computed on, until the epilogue).
+#if DG_DTYPE == 0
+typedef float dg_t;
+#define DG_EB 4
+#else
+typedef dg_u16 dg_t;
+#define DG_EB 2
+#endif
+
+// Raw copies of 2/4/8/16 bytes.
+struct __attribute__((aligned(8))) dg_b8 { dg_u32 v[2]; };
+struct __attribute__((aligned(16))) dg_b16 { dg_u32 v[4]; };
+template <int BYTES> struct dg_bytes;
+template <> struct dg_bytes<2> { typedef dg_u16 type; };
+template <> struct dg_bytes<4> { typedef dg_u32 type; };
+template <> struct dg_bytes<8> { typedef dg_b8 type; };
+template <> struct dg_bytes<16> { typedef dg_b16 type; };
+
+template <int BYTES>
+DG_DEVICE typename dg_bytes<BYTES>::type dg_zero_bytes() {
+    typename dg_bytes<BYTES>::type z;
+    unsigned char* p = reinterpret_cast<unsigned char*>(&z);
+#pragma unroll
+    for (int i = 0; i < BYTES; ++i) p[i] = 0;
+    return z;
+}
+
+// fp32 -> storage conversion (round to nearest even).
+DG_DEVICE dg_u16 dg_f2bf(float f) {
+    union { float f; dg_u32 u; } cvt;
+    cvt.f = f;
+    dg_u32 u = cvt.u;
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return (dg_u16)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (dg_u16)(u >> 16);
+}
+#if defined(DG_VENDOR_AMD)
+DG_DEVICE dg_u16 dg_f2h(float f) {
+    union { _Float16 h; dg_u16 u; } cvt;
+    cvt.h = (_Float16)f;
+    return cvt.u;
+}
+#else
+DG_DEVICE dg_u16 dg_f2h(float f) {
+    dg_u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+#endif
+DG_DEVICE dg_t dg_from_float(float f) {
+#if DG_DTYPE == 0
+    return f;
+#elif DG_DTYPE == 1
+    return dg_f2h(f);
+#else
+    return dg_f2bf(f);
+#endif
+}
+
+// Atomic accumulation for split-K (fp32: scalar; fp16/bf16: packed pair, 4-byte aligned).
+DG_DEVICE void dg_atomic_add1(float* p, float v) {
+#if defined(DG_VENDOR_AMD)
+    __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#else
+    asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+#endif
+}
+DG_DEVICE void dg_atomic_add2(dg_u16* p, float lo, float hi) {
+#if DG_DTYPE == 1
+#if defined(DG_VENDOR_AMD)
+    typedef _Float16 h2 __attribute__((ext_vector_type(2)));
+    h2 v = {(_Float16)lo, (_Float16)hi};
+    __builtin_amdgcn_global_atomic_fadd_v2f16((h2 __attribute__((address_space(1)))*)p, v);
+#else
+    dg_u32 v = (dg_u32)dg_f2h(lo) | ((dg_u32)dg_f2h(hi) << 16);
+    asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#endif
+#elif DG_DTYPE == 2
+#if defined(DG_VENDOR_AMD)
+    typedef short s2 __attribute__((ext_vector_type(2)));
+    s2 v = {(short)dg_f2bf(lo), (short)dg_f2bf(hi)};
+    __builtin_amdgcn_global_atomic_fadd_v2bf16((s2 __attribute__((address_space(1)))*)p, v);
+#else
+    dg_u32 v = (dg_u32)dg_f2bf(lo) | ((dg_u32)dg_f2bf(hi) << 16);
+    asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#endif
+#else
+    (void)p; (void)lo; (void)hi;
+#endif
+}
+
+// Global -> shared copies. With DG_ASYNC (sm_80+ cp.async) the copy is asynchronous and
+// zero-fills when !valid; otherwise the caller goes through registers.
+#if !defined(DG_VENDOR_AMD)
+DG_DEVICE dg_u32 dg_smem_addr(const void* p) {
+    dg_u32 r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+#endif
+#if defined(DG_ASYNC) && DG_ASYNC
+template <int BYTES>
+DG_DEVICE void dg_cp_async(void* smem, const void* gmem, bool valid) {
+    dg_u32 s = dg_smem_addr(smem);
+    int src_bytes = valid ? BYTES : 0;
+    if (BYTES == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(src_bytes));
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(s), "l"(gmem), "n"(BYTES), "r"(src_bytes));
+    }
+}
+DG_DEVICE void dg_cp_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+DG_DEVICE void dg_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+#else
+DG_DEVICE void dg_cp_commit() {}
+template <int N>
+DG_DEVICE void dg_cp_wait() {}
+#endif
+
+// ------------------------------------------------------------------ sub-GEMM records
+struct dg_sub {
+    int block_start, n_tiles, gemm_m, gemm_k, h_slice, w_slice, x_dot_slice;
+    int dy_h_coeff, dy_w_coeff, y_stride, y_offset, x_stride, x_offset;
+    int h_begin, w_begin, dx_h_stride, dx_h_offset, dx_w_stride, dx_w_offset;
+};
+
+#if DG_NSUB == 1
+DG_DEVICE dg_sub dg_find_sub(int) {
+    dg_sub s = {DG_SUB0};
+    return s;
+}
+#else
+__constant__ int dg_sub_table[DG_NSUB][19] = {DG_SUB_TABLE};
+DG_DEVICE dg_sub dg_find_sub(int bid) {
+    int idx = 0;
+#pragma unroll
+    for (int i = 1; i < DG_NSUB; ++i) idx += (bid >= dg_sub_table[i][0]) ? 1 : 0;
+    const int* r = dg_sub_table[idx];
+    dg_sub s = {r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17], r[18]};
+    return s;
+}
+#endif
+
+// ------------------------------------------------------------------ tile geometry
+#define DG_A_ROW (DG_TILE_K + DG_LDS_PAD)                     // A tile: [TILE_M][TILE_K+pad]
+#define DG_A_STAGE (DG_TILE_M * DG_A_ROW)
+#if DG_K_OUTER
+#define DG_B_ROW (DG_TILE_N + DG_LDS_PAD)                     // B tile: [TILE_K][TILE_N+pad]
+#define DG_B_STAGE (DG_TILE_K * DG_B_ROW)
+#else
+#define DG_B_ROW (DG_TILE_K + DG_LDS_PAD)                     // B tile: [TILE_N][TILE_K+pad]
+#define DG_B_STAGE (DG_TILE_N * DG_B_ROW)
+#endif
+#define DG_A_VECS_PER_ROW (DG_TILE_K / DG_VEC_A)
+#define DG_A_LOADS (DG_TILE_M * DG_TILE_K / DG_VEC_A / DG_THREADS)
+#define DG_B_VECS_PER_ROW (DG_TILE_N / DG_VEC_B)
+#define DG_B_LOADS (DG_TILE_K * DG_TILE_N / DG_VEC_B / DG_THREADS)
+#define DG_WARPS (DG_THREADS / DG_WAVE)
+#define DG_WARP_ROWS (DG_TILE_M / DG_WARP_M)                  // rows one warp covers
+#define DG_WARP_COLS (DG_TILE_N / DG_WARP_N)
+
+typedef typename dg_bytes<DG_VEC_A * DG_EB>::type dg_va_t;
+typedef typename dg_bytes<DG_VEC_B * DG_EB>::type dg_vb_t;
+
+#if defined(DG_ASYNC) && DG_ASYNC && (DG_VEC_A * DG_EB >= 4)
+#define DG_A_ASYNC 1
+#else
+#define DG_A_ASYNC 0
+#endif
+#if defined(DG_ASYNC) && DG_ASYNC && DG_K_OUTER && (DG_VEC_B * DG_EB >= 4)
+#define DG_B_ASYNC 1
+#else
+#define DG_B_ASYNC 0
+#endif
+
+// Per-thread A rows: fixed across the K loop, decoded once.
+struct dg_arow {
+    int pix;   // pointwise: m (dY row); tilde: n*HO*WO
+    int h, w;  // tilde: htilde, wtilde; h = -1<<20 marks a row past GemmM
+};
+
+DG_DEVICE void dg_decode_arows(const dg_sub& s, int m_tile, dg_arow (&ar)[DG_A_LOADS]) {
+    const int tid = DG_TID();
+#pragma unroll
+    for (int i = 0; i < DG_A_LOADS; ++i) {
+        int v = tid + i * DG_THREADS;
+        int m = m_tile * DG_TILE_M + v / DG_A_VECS_PER_ROW;
+#if DG_POINTWISE
+        ar[i].pix = m;
+        ar[i].h = m < s.gemm_m ? 0 : -(1 << 20);
+        ar[i].w = 0;
+#else
+        int hw = s.h_slice * s.w_slice;
+        int n = m / hw;
+        int r = m - n * hw;
+        int htl = r / s.w_slice;
+        ar[i].pix = n * DG_HO * DG_WO;
+        ar[i].h = m < s.gemm_m ? s.h_begin + htl : -(1 << 20);
+        ar[i].w = s.w_begin + (r - htl * s.w_slice);
+#endif
+    }
+}
+
+// Address and validity of one A vector (dY) for k-tile kt.
+DG_DEVICE const dg_t* dg_a_src(const dg_t* dy, const dg_sub& s, const dg_arow& r, int g, int kg, bool& ok) {
+#if DG_POINTWISE
+    ok = r.h == 0 && kg < DG_KPG;
+    return dy + (long long)r.pix * DG_K + g * DG_KPG + kg;
+#else
+    int tap = kg / DG_KPG;
+    int k = kg - tap * DG_KPG;
+    int ydot = tap / s.x_dot_slice;
+    int xdot = tap - ydot * s.x_dot_slice;
+    int ho = r.h - ydot * s.dy_h_coeff;
+    int wo = r.w - xdot * s.dy_w_coeff;
+    ok = kg < s.gemm_k && (unsigned)ho < (unsigned)DG_HO && (unsigned)wo < (unsigned)DG_WO;
+    return dy + (long long)(r.pix + ho * DG_WO + wo) * DG_K + g * DG_KPG + k;
+#endif
+}
+
+// Address and validity of one B vector (W) at GemmK row kg, channel c.
+DG_DEVICE const dg_t* dg_b_src(const dg_t* w, const dg_sub& s, int g, int kg, int c, bool& ok) {
+#if DG_POINTWISE
+    ok = kg < DG_KPG && c < DG_CPG;
+    return w + (long long)(g * DG_KPG + kg) * DG_CPG + c;
+#else
+    int tap = kg / DG_KPG;
+    int k = kg - tap * DG_KPG;
+    int ydot = tap / s.x_dot_slice;
+    int xdot = tap - ydot * s.x_dot_slice;
+    int y = ydot * s.y_stride + s.y_offset;
+    int x = xdot * s.x_stride + s.x_offset;
+    ok = kg < s.gemm_k && c < DG_CPG;
+    return w + ((long long)((g * DG_KPG + k) * DG_Y + y) * DG_X + x) * DG_CPG + c;
+#endif
+}
+
+// Register staging for the parts that do not go through cp.async.
+struct dg_stage_regs {
+#if !DG_A_ASYNC
+    dg_va_t a[DG_A_LOADS];
+#endif
+#if !DG_B_ASYNC
+    dg_vb_t b[DG_B_LOADS];
+#endif
+    int dummy;
+};
+
+DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg_arow (&ar)[DG_A_LOADS],
+                        int g, int n_tile, int kt, dg_t* As, dg_t* Bs, dg_stage_regs& regs) {
+    const int tid = DG_TID();
+#pragma unroll
+    for (int i = 0; i < DG_A_LOADS; ++i) {
+        int v = tid + i * DG_THREADS;
+        int row = v / DG_A_VECS_PER_ROW;
+        int col = (v - row * DG_A_VECS_PER_ROW) * DG_VEC_A;
+        bool ok;
+        const dg_t* src = dg_a_src(dy, s, ar[i], g, kt * DG_TILE_K + col, ok);
+#if DG_A_ASYNC
+        dg_cp_async<DG_VEC_A * DG_EB>(As + row * DG_A_ROW + col, ok ? src : dy, ok);
+#else
+        regs.a[i] = ok ? *reinterpret_cast<const dg_va_t*>(src) : dg_zero_bytes<DG_VEC_A * DG_EB>();
+#endif
+    }
+#pragma unroll
+    for (int i = 0; i < DG_B_LOADS; ++i) {
+        int v = tid + i * DG_THREADS;
+        int row = v / DG_B_VECS_PER_ROW;
+        int col = (v - row * DG_B_VECS_PER_ROW) * DG_VEC_B;
+        bool ok;
+        const dg_t* src = dg_b_src(w, s, g, kt * DG_TILE_K + row, n_tile * DG_TILE_N + col, ok);
+#if DG_B_ASYNC
+        dg_cp_async<DG_VEC_B * DG_EB>(Bs + row * DG_B_ROW + col, ok ? src : w, ok);
+#else
+        regs.b[i] = ok ? *reinterpret_cast<const dg_vb_t*>(src) : dg_zero_bytes<DG_VEC_B * DG_EB>();
+#endif
+    }
+}
+
+DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
+    const int tid = DG_TID();
+#if !DG_A_ASYNC
+#pragma unroll
+    for (int i = 0; i < DG_A_LOADS; ++i) {
+        int v = tid + i * DG_THREADS;
+        int row = v / DG_A_VECS_PER_ROW;
+        int col = (v - row * DG_A_VECS_PER_ROW) * DG_VEC_A;
+        *reinterpret_cast<dg_va_t*>(As + row * DG_A_ROW + col) = regs.a[i];
+    }
+#endif
+#if !DG_B_ASYNC
+#pragma unroll
+    for (int i = 0; i < DG_B_LOADS; ++i) {
+        int v = tid + i * DG_THREADS;
+        int row = v / DG_B_VECS_PER_ROW;
+        int col = (v - row * DG_B_VECS_PER_ROW) * DG_VEC_B;
+#if DG_K_OUTER
+        *reinterpret_cast<dg_vb_t*>(Bs + row * DG_B_ROW + col) = regs.b[i];
+#else
+        const dg_t* e = reinterpret_cast<const dg_t*>(&regs.b[i]);
+#pragma unroll
+        for (int j = 0; j < DG_VEC_B; ++j) Bs[(col + j) * DG_B_ROW + row] = e[j];
+#endif
+    }
+#endif
+    (void)As; (void)Bs; (void)regs; (void)tid;
+}
+
+// ------------------------------------------------------------------ matrix atoms
+// Accumulator fragment per warp: DG_MMA_M x DG_MMA_N atoms, DG_ACC_PER_ATOM floats each.
+#if DG_ATOM == 0  // NVIDIA mma.sync.m16n8k16, fp16/bf16 in, fp32 accumulate
+#define DG_ACC_PER_ATOM 4
+
+DG_DEVICE void dg_ldmatrix_x4(dg_u32 (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(dg_smem_addr(p)));
+}
+DG_DEVICE void dg_ldmatrix_x4_t(dg_u32 (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(dg_smem_addr(p)));
+}
+DG_DEVICE void dg_ldmatrix_x2(dg_u32 (&r)[2], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(dg_smem_addr(p)));
+}
+DG_DEVICE void dg_ldmatrix_x2_t(dg_u32 (&r)[2], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(dg_smem_addr(p)));
+}
+DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
+#if DG_DTYPE == 1
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+#endif
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += 16) {
+        dg_u32 a[DG_MMA_M][4];
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) {
+            int row = wm * DG_WARP_ROWS + i * 16 + (lane & 15);
+            dg_ldmatrix_x4(a[i], As + row * DG_A_ROW + kk + (lane >> 4) * 8);
+        }
+        dg_u32 b[DG_MMA_N][2];
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; j += 2) {
+            int nb = wn * DG_WARP_COLS + j * 8;
+            if (j + 1 < DG_MMA_N) {
+                dg_u32 r[4];
+#if DG_K_OUTER
+                // matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15), rows = k
+                int krow = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
+                int ncol = nb + (lane >> 4) * 8;
+                dg_ldmatrix_x4_t(r, Bs + krow * DG_B_ROW + ncol);
+#else
+                // rows = n, 8 contiguous k each
+                int nrow = nb + (lane & 7) + (lane >> 4) * 8;
+                int kcol = kk + ((lane >> 3) & 1) * 8;
+                dg_ldmatrix_x4(r, Bs + nrow * DG_B_ROW + kcol);
+#endif
+                b[j][0] = r[0]; b[j][1] = r[1]; b[j + 1][0] = r[2]; b[j + 1][1] = r[3];
+            } else {
+                dg_u32 r[2];
+#if DG_K_OUTER
+                int krow = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
+                dg_ldmatrix_x2_t(r, Bs + krow * DG_B_ROW + nb);
+#else
+                int nrow = nb + (lane & 7);
+                int kcol = kk + ((lane >> 3) & 1) * 8;
+                dg_ldmatrix_x2(r, Bs + nrow * DG_B_ROW + kcol);
+#endif
+                b[j][0] = r[0]; b[j][1] = r[1];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j) dg_mma(acc[i][j], a[i], b[j][0], b[j][1]);
+    }
+}
+
+// Tile coordinates (row, col) of accumulator e of atom (i, j) for this lane.
+DG_DEVICE int dg_acc_row(int wm, int i, int lane, int e) { return wm * DG_WARP_ROWS + i * 16 + (lane >> 2) + (e >> 1) * 8; }
+DG_DEVICE int dg_acc_col(int wn, int j, int lane, int e) { return wn * DG_WARP_COLS + j * 8 + (lane & 3) * 2 + (e & 1); }
+#define DG_ACC_PAIRED 1  // accumulators e, e+1 are adjacent columns of one row
+
+#elif DG_ATOM == 1 || DG_ATOM == 2  // AMD MFMA 32x32x8 / 16x16x16, fp16/bf16 in, fp32 accumulate
+#if DG_ATOM == 1
+#define DG_AM 32
+#define DG_AK 8
+#define DG_ACC_PER_ATOM 16
+#else
+#define DG_AM 16
+#define DG_AK 16
+#define DG_ACC_PER_ATOM 4
+#endif
+typedef float dg_accv __attribute__((ext_vector_type(DG_ACC_PER_ATOM)));
+#if DG_DTYPE == 1
+typedef _Float16 dg_opv __attribute__((ext_vector_type(4)));
+#else
+typedef short dg_opv __attribute__((ext_vector_type(4)));
+#endif
+
+DG_DEVICE dg_accv dg_mfma(dg_opv a, dg_opv b, dg_accv c) {
+#if DG_ATOM == 1 && DG_DTYPE == 1
+    return __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
+#elif DG_ATOM == 1
+    return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0);
+#elif DG_DTYPE == 1
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0);
+#else
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0);
+#endif
+}
+
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int lane) {
+    // Lane l feeds A[m = l % AM][k = (l / AM)*4 .. +3] and B[k = (l / AM)*4 .. +3][n = l % AM].
+    const int lm = lane % DG_AM;
+    const int lk = (lane / DG_AM) * 4;
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += DG_AK) {
+        dg_opv a[DG_MMA_M], b[DG_MMA_N];
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) {
+            int row = wm * DG_WARP_ROWS + i * DG_AM + lm;
+            a[i] = *reinterpret_cast<const dg_opv*>(As + row * DG_A_ROW + kk + lk);
+        }
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j) {
+            int col = wn * DG_WARP_COLS + j * DG_AM + lm;
+#if DG_K_OUTER
+            union { dg_u16 t[4]; dg_opv v; } cvt;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) cvt.t[q] = Bs[(kk + lk + q) * DG_B_ROW + col];
+            b[j] = cvt.v;
+#else
+            b[j] = *reinterpret_cast<const dg_opv*>(Bs + col * DG_B_ROW + kk + lk);
+#endif
+        }
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j) {
+                dg_accv c;
+#pragma unroll
+                for (int e = 0; e < DG_ACC_PER_ATOM; ++e) c[e] = acc[i][j][e];
+                c = dg_mfma(a[i], b[j], c);
+#pragma unroll
+                for (int e = 0; e < DG_ACC_PER_ATOM; ++e) acc[i][j][e] = c[e];
+            }
+    }
+}
+
+// Output element e of a lane: column l % AM; row (e/4)*8 + (l/AM)*4 + e%4 (32x32) or (l/16)*4 + e (16x16).
+DG_DEVICE int dg_acc_row(int wm, int i, int lane, int e) {
+#if DG_ATOM == 1
+    return wm * DG_WARP_ROWS + i * 32 + (e >> 2) * 8 + (lane >> 5) * 4 + (e & 3);
+#else
+    return wm * DG_WARP_ROWS + i * 16 + (lane >> 4) * 4 + e;
+#endif
+}
+DG_DEVICE int dg_acc_col(int wn, int j, int lane, int e) { return wn * DG_WARP_COLS + j * DG_AM + (lane % DG_AM); }
+#define DG_ACC_PAIRED 0
+
+#else  // DG_ATOM == 3: FFMA; the warp is a DG_ATOM_M x DG_ATOM_N lane grid, each lane a TM x TN block
+#define DG_TM (DG_WARP_ROWS / DG_ATOM_M)
+#define DG_TN (DG_WARP_COLS / DG_ATOM_N)
+#define DG_ACC_PER_ATOM 1
+
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int lane) {
+    const int r0 = wm * DG_WARP_ROWS + (lane / DG_ATOM_N) * DG_TM;
+    const int c0 = wn * DG_WARP_COLS + (lane % DG_ATOM_N) * DG_TN;
+#pragma unroll 4
+    for (int kk = 0; kk < DG_TILE_K; ++kk) {
+        float a[DG_TM], b[DG_TN];
+#pragma unroll
+        for (int i = 0; i < DG_TM; ++i) a[i] = As[(r0 + i) * DG_A_ROW + kk];
+#pragma unroll
+        for (int j = 0; j < DG_TN; ++j) {
+#if DG_K_OUTER
+            b[j] = Bs[kk * DG_B_ROW + c0 + j];
+#else
+            b[j] = Bs[(c0 + j) * DG_B_ROW + kk];
+#endif
+        }
+#pragma unroll
+        for (int i = 0; i < DG_TM; ++i)
+#pragma unroll
+            for (int j = 0; j < DG_TN; ++j) acc[i][j][0] += a[i] * b[j];
+    }
+}
+DG_DEVICE int dg_acc_row(int wm, int i, int lane, int) { return wm * DG_WARP_ROWS + (lane / DG_ATOM_N) * DG_TM + i; }
+DG_DEVICE int dg_acc_col(int wn, int j, int lane, int) { return wn * DG_WARP_COLS + (lane % DG_ATOM_N) * DG_TN + j; }
+#define DG_ACC_PAIRED 0
+#endif
+
+// ------------------------------------------------------------------ epilogue
+// dX offset of GEMM row m (this sub-GEMM), or -1 when the pixel lies outside dX.
+DG_DEVICE int dg_dx_pixel(const dg_sub& s, int m) {
+#if DG_POINTWISE
+    return m;
+#else
+    int hw = s.h_slice * s.w_slice;
+    int n = m / hw;
+    int r = m - n * hw;
+    int htl = r / s.w_slice;
+    int wtl = r - htl * s.w_slice;
+    int hi = htl * s.dx_h_stride + s.dx_h_offset;
+    int wi = wtl * s.dx_w_stride + s.dx_w_offset;
+    if ((unsigned)hi >= (unsigned)DG_HI || (unsigned)wi >= (unsigned)DG_WI) return -1;
+    return (n * DG_HI + hi) * DG_WI + wi;
+#endif
+}
+
+DG_DEVICE void dg_epilogue(dg_t* dx, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                           int g, int m_tile, int n_tile, int wm, int wn, int lane) {
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j) {
+#pragma unroll
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e) {
+#if DG_ACC_PAIRED
+                if (e & 1) continue;
+#endif
+                int m = m_tile * DG_TILE_M + dg_acc_row(wm, i, lane, e);
+                int c = n_tile * DG_TILE_N + dg_acc_col(wn, j, lane, e);
+                if (m >= s.gemm_m || c >= DG_CPG) continue;
+                int pix = dg_dx_pixel(s, m);
+                if (pix < 0) continue;
+                dg_t* p = dx + (long long)pix * DG_C + g * DG_CPG + c;
+#if DG_SPLIT_K > 1
+#if DG_DTYPE == 0
+                dg_atomic_add1(p, acc[i][j][e]);
+#if DG_ACC_PAIRED
+                if (c + 1 < DG_CPG) dg_atomic_add1(p + 1, acc[i][j][e + 1]);
+#endif
+#else
+#if DG_ACC_PAIRED
+                dg_atomic_add2(p, acc[i][j][e], acc[i][j][e + 1]);  // cpg even: pair stays in range
+#else
+                if (c & 1) dg_atomic_add2(p - 1, 0.0f, acc[i][j][e]);
+                else dg_atomic_add2(p, acc[i][j][e], 0.0f);
+#endif
+#endif
+#else
+#if DG_ACC_PAIRED && DG_VEC_C >= 2
+                // cpg even: c is even, so c + 1 < cpg and the pair is 2-element aligned
+#if DG_DTYPE == 0
+                struct __attribute__((aligned(8))) f2 { float x, y; };
+                f2 v = {acc[i][j][e], acc[i][j][e + 1]};
+                *reinterpret_cast<f2*>(p) = v;
+#else
+                dg_u32 v = (dg_u32)dg_from_float(acc[i][j][e]) | ((dg_u32)dg_from_float(acc[i][j][e + 1]) << 16);
+                *reinterpret_cast<dg_u32*>(p) = v;
+#endif
+#else
+                p[0] = dg_from_float(acc[i][j][e]);
+#if DG_ACC_PAIRED
+                if (c + 1 < DG_CPG) p[1] = dg_from_float(acc[i][j][e + 1]);
+#endif
+#endif
+#endif
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ zero fill
+#if DG_ZF_BLOCKS > 0
+// True iff some non-empty sub-GEMM writes dX row hi (resp. column wi): the phase
+// i = ((hi + p) / d) mod tilde must satisfy (hi + p) % gcd == 0 and i < filter.
+DG_DEVICE bool dg_axis_covered(int v, int pad, int stride, int dil, int gcd_sd, int tilde, int filt) {
+    int t = v + pad;
+    if (t % gcd_sd) return false;
+#pragma unroll 1
+    for (int i = 0; i < tilde && i < filt; ++i) {
+        int r = t - dil * i;
+        if (r >= 0 && r % stride == 0) return true;
+    }
+    return false;
+}
+
+DG_DEVICE void dg_zero_fill(dg_t* dx, int zb) {
+    typedef typename dg_bytes<DG_VEC_Z * DG_EB>::type vz_t;
+    const int units_per_pix = DG_C / DG_VEC_Z;
+    const int total = DG_N * DG_HI * DG_WI * units_per_pix;
+    for (int u = zb * DG_THREADS + DG_TID(); u < total; u += DG_ZF_BLOCKS * DG_THREADS) {
+        int pix = u / units_per_pix;
+        int wi = pix % DG_WI;
+        int hi = (pix / DG_WI) % DG_HI;
+        if (dg_axis_covered(hi, DG_PH, DG_SH, DG_DH, DG_GCD_H, DG_YTILDE, DG_Y) &&
+            dg_axis_covered(wi, DG_PW, DG_SW, DG_DW, DG_GCD_W, DG_XTILDE, DG_X))
+            continue;
+        reinterpret_cast<vz_t*>(dx)[u] = dg_zero_bytes<DG_VEC_Z * DG_EB>();
+    }
+}
+#endif
+
+// ------------------------------------------------------------------ the kernel
+DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restrict__ w, dg_t* __restrict__ dx) {
+    extern DG_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
+    const int bid = DG_BID_X();
+#if DG_ZF_BLOCKS > 0
+    if (bid >= DG_TILES) {
+        if (DG_BID_Y() == 0 && DG_BID_Z() == 0) dg_zero_fill(dx, bid - DG_TILES);
+        return;
+    }
+#endif
+    const int g = DG_BID_Y();
+    const int kz = DG_BID_Z();
+    const dg_sub s = dg_find_sub(bid);
+    const int local = bid - s.block_start;
+    const int m_tile = local / s.n_tiles;
+    const int n_tile = local - m_tile * s.n_tiles;
+
+    const int k_tiles = (s.gemm_k + DG_TILE_K - 1) / DG_TILE_K;
+    const int per_split = (k_tiles + DG_SPLIT_K - 1) / DG_SPLIT_K;
+    const int kt0 = kz * per_split;
+    const int kt1 = kt0 + per_split < k_tiles ? kt0 + per_split : k_tiles;
+
+    dg_t* As = reinterpret_cast<dg_t*>(dg_smem);
+    dg_t* Bs = As + DG_STAGES * DG_A_STAGE;
+
+    const int tid = DG_TID();
+    const int lane = tid % DG_WAVE;
+    const int warp = tid / DG_WAVE;
+    const int wm = warp / DG_WARP_N;
+    const int wn = warp - wm * DG_WARP_N;
+
+    float acc[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM];
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j)
+#pragma unroll
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e) acc[i][j][e] = 0.0f;
+
+    dg_arow ar[DG_A_LOADS];
+    dg_decode_arows(s, m_tile, ar);
+    dg_stage_regs regs;
+
+#if DG_STAGES == 1
+    for (int kt = kt0; kt < kt1; ++kt) {
+        DG_SYNC();
+        dg_fetch(dy, w, s, ar, g, n_tile, kt, As, Bs, regs);
+        dg_store_regs(As, Bs, regs);
+        dg_cp_commit();
+        dg_cp_wait<0>();
+        DG_SYNC();
+        dg_compute(As, Bs, acc, wm, wn, lane);
+    }
+#else
+    // Prologue: stages 0 .. STAGES-2 in flight.
+#pragma unroll
+    for (int st = 0; st < DG_STAGES - 1; ++st) {
+        if (kt0 + st < kt1) {
+            dg_fetch(dy, w, s, ar, g, n_tile, kt0 + st, As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
+            dg_store_regs(As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
+        }
+        dg_cp_commit();
+    }
+    for (int kt = kt0; kt < kt1; ++kt) {
+        dg_cp_wait<DG_STAGES - 2>();
+        DG_SYNC();
+        const int rd = (kt - kt0) % DG_STAGES;
+        const int wr = (kt - kt0 + DG_STAGES - 1) % DG_STAGES;
+        const bool more = kt + DG_STAGES - 1 < kt1;
+        if (more) dg_fetch(dy, w, s, ar, g, n_tile, kt + DG_STAGES - 1, As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
+        dg_cp_commit();
+        dg_compute(As + rd * DG_A_STAGE, Bs + rd * DG_B_STAGE, acc, wm, wn, lane);
+        if (more) dg_store_regs(As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
+    }
+#endif
+    dg_epilogue(dx, s, acc, g, m_tile, n_tile, wm, wn, lane);
+}

@@ -1,0 +1,199 @@
+"""NVIDIA runtime on cuda-python: ``cuda.bindings.driver`` + ``cuda.bindings.nvrtc``.
+
+Thin and explicit: every call's return code is checked where it is returned
+(:func:`_ok`), and a failure raises with the API name and the CUDA error name.
+Kernels are compiled by NVRTC to a cubin for the device's exact arch (``sm_90a`` on
+Hopper, so Hopper-only instructions are allowed). The kernel sources include no headers,
+so no include path is needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import RuntimeUnavailable
+from ..target import Target, from_device
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver or NVRTC call failed (message names the call and the error)."""
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a kernel; the message carries the compiler log."""
+
+
+def _import():
+    try:
+        from cuda.bindings import driver, nvrtc
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        raise RuntimeUnavailable(
+            f"no CUDA runtime found: cuda-python is not installed ({e}); install the 'cuda' extra") from None
+    return driver, nvrtc
+
+
+class CudaRuntime:
+    """One NVIDIA device (ordinal 0 by default), its primary context and a stream."""
+
+    name = "cuda"
+    vendor = "nvidia"
+
+    def __init__(self, ordinal: int = 0):
+        drv, nvrtc = _import()
+        self._drv, self._nvrtc = drv, nvrtc
+        try:
+            (err,) = drv.cuInit(0)
+        except Exception as e:  # libcuda missing: cuda-python raises on first call
+            raise RuntimeUnavailable(f"no CUDA driver found: {e}") from None
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise RuntimeUnavailable(f"no NVIDIA GPU found: cuInit returned {self._errname(err)}")
+        count = self._ok(drv.cuDeviceGetCount(), "cuDeviceGetCount")
+        if count <= ordinal:
+            raise RuntimeUnavailable(f"no NVIDIA GPU found: {count} CUDA devices, wanted ordinal {ordinal}")
+        self.device = self._ok(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.context = self._ok(drv.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        self._ok(drv.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        self.stream = self._ok(drv.cuStreamCreate(0), "cuStreamCreate")
+        self._target = None
+
+    # ----------------------------------------------------------------- checking
+    def _errname(self, err) -> str:
+        try:
+            e, name = self._drv.cuGetErrorName(err)
+            return name.decode() if isinstance(name, bytes) else str(name)
+        except Exception:
+            return str(err)
+
+    def _ok(self, result, call: str):
+        """Check a cuda-python result tuple; return its payload (None, a value or a tuple)."""
+        err, rest = result[0], result[1:]
+        if isinstance(err, self._nvrtc.nvrtcResult):
+            if err != self._nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                raise CudaError(f"{call} failed: {err.name}")
+        elif err != self._drv.CUresult.CUDA_SUCCESS:
+            raise CudaError(f"{call} failed: {self._errname(err)}")
+        if not rest:
+            return None
+        return rest[0] if len(rest) == 1 else rest
+
+    def _attr(self, name: str) -> int:
+        a = getattr(self._drv.CUdevice_attribute, name)
+        return self._ok(self._drv.cuDeviceGetAttribute(a, self.device), f"cuDeviceGetAttribute({name})")
+
+    # ----------------------------------------------------------------- device
+    def target(self) -> Target:
+        """The device as a Target (arch ``sm_<major><minor>``, its shared memory and SMs)."""
+        if self._target is None:
+            major = self._attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR")
+            minor = self._attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR")
+            self._target = from_device(
+                "nvidia", f"sm_{major}{minor}",
+                lds_bytes=self._attr("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+                max_threads=self._attr("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK"),
+                num_cus=self._attr("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
+                wave_size=self._attr("CU_DEVICE_ATTRIBUTE_WARP_SIZE"))
+        return self._target
+
+    def device_name(self) -> str:
+        raw = self._ok(self._drv.cuDeviceGetName(256, self.device), "cuDeviceGetName")
+        return raw.split(b"\0")[0].decode()
+
+    # ----------------------------------------------------------------- compile / load
+    def compiler_id(self) -> str:
+        major, minor = self._ok(self._nvrtc.nvrtcVersion(), "nvrtcVersion")
+        return f"nvrtc-{major}.{minor}"
+
+    def compile_options(self, arch: str) -> list:
+        gpu = arch + "a" if arch in ("sm_90", "sm_100", "sm_120") else arch
+        return [f"--gpu-architecture={gpu}", "-std=c++17", "--extra-device-vectorization"]
+
+    def compile(self, text: str, name: str, arch: str) -> bytes:
+        """NVRTC -> cubin bytes. Raises CompileError with the log."""
+        nv = self._nvrtc
+        prog = self._ok(nv.nvrtcCreateProgram(text.encode(), f"{name}.cu".encode(), 0, [], []),
+                        "nvrtcCreateProgram")
+        try:
+            opts = [o.encode() for o in self.compile_options(arch)]
+            (err,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
+            if err != nv.nvrtcResult.NVRTC_SUCCESS:
+                size = self._ok(nv.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+                log = b" " * size
+                self._ok(nv.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+                raise CompileError(f"NVRTC failed for {name}:\n{log.decode(errors='replace')}")
+            size = self._ok(nv.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            buf = b" " * size
+            self._ok(nv.nvrtcGetCUBIN(prog, buf), "nvrtcGetCUBIN")
+            return bytes(buf)
+        finally:
+            self._ok(nv.nvrtcDestroyProgram(prog), "nvrtcDestroyProgram")
+
+    def load(self, binary: bytes, name: str, shared_bytes: int = 0):
+        """Load a cubin and return the named function, with its dynamic shared-memory limit
+        raised when it needs more than the default 48 KiB."""
+        drv = self._drv
+        module = self._ok(drv.cuModuleLoadData(binary), "cuModuleLoadData")
+        func = self._ok(drv.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
+        if shared_bytes > 48 * 1024:
+            self._ok(drv.cuFuncSetAttribute(
+                func, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes),
+                "cuFuncSetAttribute")
+        return func
+
+    def function_registers(self, func) -> int:
+        a = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS
+        return self._ok(self._drv.cuFuncGetAttribute(a, func), "cuFuncGetAttribute")
+
+    # ----------------------------------------------------------------- memory
+    def alloc(self, nbytes: int) -> int:
+        return int(self._ok(self._drv.cuMemAlloc(max(1, nbytes)), "cuMemAlloc"))
+
+    def free(self, ptr: int):
+        self._ok(self._drv.cuMemFree(ptr), "cuMemFree")
+
+    def copy_to_device(self, ptr: int, host: np.ndarray):
+        host = np.ascontiguousarray(host)
+        self._ok(self._drv.cuMemcpyHtoD(ptr, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
+
+    def copy_to_host(self, host: np.ndarray, ptr: int):
+        self._ok(self._drv.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH")
+
+    def memset(self, ptr: int, byte: int, nbytes: int):
+        """Fill ``nbytes`` with ``byte`` on the runtime's stream (asynchronous)."""
+        self._ok(self._drv.cuMemsetD8Async(ptr, byte, nbytes, self.stream), "cuMemsetD8Async")
+
+    def synchronize(self):
+        self._ok(self._drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    # ----------------------------------------------------------------- launch
+    def launch(self, func, grid, block, shared_bytes: int, pointers):
+        """Launch ``func`` with device-pointer arguments on the runtime's stream."""
+        vals = [np.array([p], dtype=np.uint64) for p in pointers]
+        params = np.array([v.ctypes.data for v in vals], dtype=np.uint64)
+        self._ok(self._drv.cuLaunchKernel(func, *grid, *block, shared_bytes, self.stream,
+                                          params.ctypes.data, 0), "cuLaunchKernel")
+
+    # ----------------------------------------------------------------- events / graphs
+    def event(self):
+        return self._ok(self._drv.cuEventCreate(self._drv.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
+
+    def record(self, ev):
+        self._ok(self._drv.cuEventRecord(ev, self.stream), "cuEventRecord")
+
+    def elapsed_ms(self, start, end) -> float:
+        self._ok(self._drv.cuEventSynchronize(end), "cuEventSynchronize")
+        fn = getattr(self._drv, "cuEventElapsedTime_v2", None) or self._drv.cuEventElapsedTime
+        return float(self._ok(fn(start, end), "cuEventElapsedTime"))
+
+    def capture(self, body):
+        """Capture the launches ``body()`` issues on the stream into an executable graph."""
+        drv = self._drv
+        self._ok(drv.cuStreamBeginCapture(self.stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                 "cuStreamBeginCapture")
+        try:
+            body()
+        finally:
+            graph = self._ok(drv.cuStreamEndCapture(self.stream), "cuStreamEndCapture")
+        return self._ok(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+
+    def replay(self, graph_exec):
+        self._ok(self._drv.cuGraphLaunch(graph_exec, self.stream), "cuGraphLaunch")

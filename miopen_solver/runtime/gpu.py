@@ -1,0 +1,176 @@
+"""The GPU engine: emit -> compile (cached) -> load -> launch, on any vendor runtime.
+
+A vendor runtime (:class:`~miopen_solver.runtime.cuda.CudaRuntime`,
+:class:`~miopen_solver.runtime.hip.HipRuntime`) supplies compile/load/alloc/copy/launch/
+events/graphs; this module holds everything that is the same for both. Tensors are NHWC
+(dY ``(N, Ho, Wo, K)``, W ``(K, Y, X, cpg)``, dX ``(N, Hi, Wi, C)``); GPU kernels take no
+other layout.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..kernels import KernelSource, emit, emit_reference
+from .base import Timing
+from .cache import BinaryCache, cache_key
+
+POISON_BYTE = 0xFF
+"""dX is filled with 0xFF bytes before every run: NaN in fp32, fp16 and bf16."""
+
+
+@dataclass
+class Loaded:
+    source: KernelSource
+    func: object
+    compile_ms: float
+    cache_hit: bool
+
+
+def storage_dtype(dtype: str):
+    if dtype == "bf16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype({"fp32": np.float32, "fp16": np.float16}[dtype])
+
+
+class GpuEngine:
+    """Runs specs on one GPU through a vendor runtime (see module docstring)."""
+
+    def __init__(self, runtime, cache: BinaryCache | None = None):
+        self.rt = runtime
+        self.name = runtime.name
+        self.cache = cache or BinaryCache()
+        self._loaded = {}
+
+    @property
+    def target(self):
+        return self.rt.target()
+
+    # ----------------------------------------------------------------- build
+    def load(self, source: KernelSource) -> Loaded:
+        """Compile (or fetch from the binary cache) and load ``source``."""
+        if source.sha256 in self._loaded:
+            return self._loaded[source.sha256]
+        arch = self.target.arch
+        opts = self.rt.compile_options(arch)
+        key = cache_key(source.text, arch, self.rt.compiler_id(), opts)
+        t0 = time.perf_counter()
+        binary = self.cache.get(key)
+        hit = binary is not None
+        if not hit:
+            binary = self.rt.compile(source.text, source.name, arch)
+            self.cache.put(key, binary)
+        ms = (time.perf_counter() - t0) * 1e3
+        func = self.rt.load(binary, source.name, source.shared_bytes)
+        out = Loaded(source, func, 0.0 if hit else ms, hit)
+        self._loaded[source.sha256] = out
+        return out
+
+    def build(self, spec) -> Loaded:
+        return self.load(emit(spec))
+
+    # ----------------------------------------------------------------- buffers
+    def _upload(self, arr: np.ndarray) -> int:
+        ptr = self.rt.alloc(arr.nbytes)
+        self.rt.copy_to_device(ptr, arr)
+        return ptr
+
+    @staticmethod
+    def _check_layout(spec):
+        p = spec.problem
+        if not p.all_nhwc:
+            raise ValueError(f"GPU kernels take NHWC tensors; got dX {p.in_layout}, dY {p.out_layout}, "
+                             f"W {p.fil_layout}")
+
+    def _launch(self, k: Loaded, dy: int, w: int, dx: int, dx_bytes: int):
+        if k.source.pre_memset:
+            self.rt.memset(dx, 0, dx_bytes)
+        self.rt.launch(k.func, k.source.grid, k.source.block, k.source.shared_bytes, (dy, w, dx))
+
+    # ----------------------------------------------------------------- run / time
+    def run(self, spec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """dX (NHWC, storage type) from one launch into a NaN-poisoned buffer."""
+        self._check_layout(spec)
+        p = spec.problem
+        k = self.build(spec)
+        out = np.empty((p.N, p.Hi, p.Wi, p.C), dtype=storage_dtype(p.dtype))
+        pdy, pw = self._upload(dy), self._upload(w)
+        pdx = self.rt.alloc(out.nbytes)
+        try:
+            self.rt.memset(pdx, POISON_BYTE, out.nbytes)
+            self._launch(k, pdy, pw, pdx, out.nbytes)
+            self.rt.synchronize()
+            self.rt.copy_to_host(out, pdx)
+        finally:
+            for ptr in (pdy, pw, pdx):
+                self.rt.free(ptr)
+        return out
+
+    def time(self, spec, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
+        """Per-launch GPU-event times (ms); split-K's dX memset is inside the timed region,
+        as MIOpen's kernel time counts every kernel of the invoker."""
+        self._check_layout(spec)
+        p = spec.problem
+        k = self.build(spec)
+        nbytes = p.dx_elems * p.elem_bytes
+        pdy, pw, pdx = self._upload(dy), self._upload(w), self.rt.alloc(nbytes)
+        try:
+            for _ in range(warmup):
+                self._launch(k, pdy, pw, pdx, nbytes)
+            evs = [self.rt.event() for _ in range(iters + 1)]
+            self.rt.record(evs[0])
+            for i in range(iters):
+                self._launch(k, pdy, pw, pdx, nbytes)
+                self.rt.record(evs[i + 1])
+            self.rt.synchronize()
+            times = [self.rt.elapsed_ms(evs[i], evs[i + 1]) for i in range(iters)]
+        finally:
+            for ptr in (pdy, pw, pdx):
+                self.rt.free(ptr)
+        return Timing(times, method="events", compile_ms=k.compile_ms, cache_hit=k.cache_hit)
+
+    def time_graph(self, spec, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
+        """Per-launch time (ms) from replays of a graph of ``launches`` captured launches
+        (launch gaps removed, as MIOpenDriver's ``--use_hip_graph``); one entry per replay."""
+        self._check_layout(spec)
+        p = spec.problem
+        k = self.build(spec)
+        nbytes = p.dx_elems * p.elem_bytes
+        pdy, pw, pdx = self._upload(dy), self._upload(w), self.rt.alloc(nbytes)
+        try:
+            self._launch(k, pdy, pw, pdx, nbytes)
+            graph = self.rt.capture(lambda: [self._launch(k, pdy, pw, pdx, nbytes) for _ in range(launches)])
+            self.rt.replay(graph)
+            self.rt.synchronize()
+            times = []
+            for _ in range(replays):
+                a, b = self.rt.event(), self.rt.event()
+                self.rt.record(a)
+                self.rt.replay(graph)
+                self.rt.record(b)
+                times.append(self.rt.elapsed_ms(a, b) / launches)
+        finally:
+            for ptr in (pdy, pw, pdx):
+                self.rt.free(ptr)
+        return Timing(times, method="graph", compile_ms=k.compile_ms, cache_hit=k.cache_hit)
+
+    # ----------------------------------------------------------------- reference
+    def reference(self, problem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """dX (NHWC, float32) from the naive direct GPU kernel (fp32 accumulation)."""
+        src = emit_reference(problem, self.rt.vendor, self.target.arch)
+        k = self.load(src)
+        out = np.empty((problem.N, problem.Hi, problem.Wi, problem.C), dtype=np.float32)
+        pdy, pw, pdx = self._upload(dy), self._upload(w), self.rt.alloc(out.nbytes)
+        try:
+            self.rt.memset(pdx, POISON_BYTE, out.nbytes)
+            self.rt.launch(k.func, src.grid, src.block, 0, (pdy, pw, pdx))
+            self.rt.synchronize()
+            self.rt.copy_to_host(out, pdx)
+        finally:
+            for ptr in (pdy, pw, pdx):
+                self.rt.free(ptr)
+        return out
