@@ -13,13 +13,34 @@ as MIOpen does, comma-separated in field order::
 atom, accumulators per lane, clamped vector widths, resolved split_k and lds_k_outer, LDS
 bytes, sub-GEMM list). :func:`make_spec` builds one or raises :class:`PerfConfigError`
 with the reason; :func:`is_valid_performance_config` returns ``(ok, reason)``.
+
+:func:`default_performance_config` is MIOpen's GetDefaultPerformanceConfig: a constant-time
+heuristic that always returns a config :func:`make_spec` accepts (or raises when none of
+its short fixed fallback list does either).
+
+Validation rules and their sources (rocKE ``DgradConvSpec.validate``, research notes
+dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
+
+* tile_m divisible by warp_m*warp_tile_m, tile_n by warp_n*warp_tile_n; warp tile and
+  tile_k divisible by a matrix atom that exists for the dtype on the target;
+* block size (warp_m*warp_n*wave) <= the target's max threads;
+* accumulators per lane <= the target's safe bound (a spilled accumulator file gave wrong
+  dX in rocKE);
+* shared memory (stages x padded A and B tiles) <= the target's capacity;
+* stages > 2 only with asynchronous copies;
+* split_k in {-1} and [1, 64]; 0 is invalid; split_k > 1 with fp16/bf16 needs an even cpg
+  and a packed atomic on the target;
+* lds_k_outer=1 on a 16-bit dtype needs a transposing LDS fragment read;
+* vector caps 0 or powers of two, clamped (never rejected) when too wide;
+* the launch grid fits the target (x: tiles, y: G, z: split_k).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from . import vectors
 from .errors import PerfConfigError
@@ -31,6 +52,8 @@ FIELDS = ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp
           "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages")
 
 MAX_SPLIT_K = 64
+"""Largest accepted split-K degree (a bound on atomic traffic, not a hardware limit)."""
+MAX_STAGES = 6
 LDS_PAD_BYTES = 16
 """Row padding of every shared-memory tile, bytes (one 16-byte access width: spreads rows
 over banks)."""
@@ -54,6 +77,12 @@ class PerfConfig:
     lds_k_outer: int = -1
     stages: int = 3
 
+    def __post_init__(self):
+        for name in FIELDS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise PerfConfigError(f"perf config field {name} must be an integer, got {v!r}")
+
     def serialize(self) -> str:
         """MIOpen's perf-db VALUES form: fields joined by ``,``."""
         return ",".join(str(getattr(self, f)) for f in FIELDS)
@@ -62,10 +91,20 @@ class PerfConfig:
     def parse(cls, text: str) -> "PerfConfig":
         """Inverse of :meth:`serialize`.
 
+        Only the syntax is checked here; whether the values suit a problem is
+        :func:`is_valid_performance_config`'s question.
+
         Raises:
-            PerfConfigError: wrong field count or a non-integer field, naming it.
+            PerfConfigError: an empty string, a wrong field count or a non-integer field,
+                naming it and listing the expected fields.
         """
-        parts = [p.strip() for p in str(text).strip().strip('"').split(",")]
+        if not isinstance(text, str):
+            raise PerfConfigError(f"perf config must be a string, got {type(text).__name__}")
+        body = text.strip().strip('"').strip("'").strip()
+        if not body:
+            raise PerfConfigError(f"perf config is empty; expected {len(FIELDS)} comma-separated "
+                                  f"integers: {','.join(FIELDS)}")
+        parts = [p.strip() for p in body.split(",")]
         if len(parts) != len(FIELDS):
             raise PerfConfigError(
                 f"perf config {text!r} has {len(parts)} fields; expected {len(FIELDS)}: {','.join(FIELDS)}")
@@ -101,10 +140,17 @@ def _pick_atom(target: Target, dtype: str, cfg: PerfConfig) -> MmaAtom:
         f"of any {dtype} atom on {target.arch} ({shapes})")
 
 
+cached_decompose = lru_cache(maxsize=256)(decompose)
+"""Memoised :func:`~miopen_solver.tilde.decompose` (problems are frozen; the result too):
+search and validation call it once per config."""
+
+
 def resolve_split_k(problem: ConvProblem, target: Target, cfg: PerfConfig, decomp: Decomposition) -> int:
-    """``split_k = -1`` -> a concrete degree: split only when the output tiles fill less than
-    half the machine and each slice keeps at least 4 k-tiles; never where atomics are not
-    allowed (see :func:`split_k_atomics_reason`)."""
+    """``split_k = -1`` -> a concrete degree (>= 1); any other value is returned as is.
+
+    Split only when the output tiles fill less than half the machine (``num_cus``) and each
+    slice keeps at least 4 k-tiles; powers of two up to :data:`MAX_SPLIT_K`; never where
+    atomics are not allowed (see :func:`split_k_atomics_reason`)."""
     if cfg.split_k != -1:
         return cfg.split_k
     if split_k_atomics_reason(problem, target) is not None:
@@ -128,8 +174,7 @@ def split_k_atomics_reason(problem: ConvProblem, target: Target) -> str | None:
         return None
     if problem.cpg % 2:
         return f"split_k > 1 with {problem.dtype} needs an even cpg (packed 2-wide atomics); cpg={problem.cpg}"
-    flag = target.packed_fp16_atomics if problem.dtype == "fp16" else target.packed_bf16_atomics
-    if not flag:
+    if not target.packed_atomics(problem.dtype):
         return f"{target.arch} has no packed {problem.dtype} atomic add, needed for split_k > 1"
     return None
 
@@ -225,12 +270,17 @@ class DgradSpec:
     @cached_property
     def kernel_name(self) -> str:
         """A name that spells every parameter that changes the emitted code, so it
-        identifies one binary (CUTLASS naming discipline), e.g.
-        ``dgrad_fp16_t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3_tilde4_n32c64h56...``."""
+        identifies one binary (CUTLASS naming discipline): the target arch (wave size,
+        vendor and async copies follow from it), dtype, tiles, warp grid and warp tile,
+        atom, resolved vector widths, resolved split-K, B layout, stages, path (pointwise
+        or number of tilde sub-GEMMs), zero-fill kind and the problem's compiled sizes, e.g.
+        ``dgrad_sm_90_fp16_t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3_tilde4_n32c64h56...``.
+        A valid C identifier (arch feature suffixes such as ``:sramecc+`` are dropped)."""
         c, p = self.config, self.problem
+        arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
         path = "pw" if self.pointwise else f"tilde{len(self.sub_gemms)}"
         zf = {"memset": "_zfm", "blocks": "_zfb", "none": ""}[self.zero_fill]
-        return (f"dgrad_{p.dtype}_t{c.tile_m}x{c.tile_n}x{c.tile_k}_w{c.warp_m}x{c.warp_n}"
+        return (f"dgrad_{arch}_{p.dtype}_t{c.tile_m}x{c.tile_n}x{c.tile_k}_w{c.warp_m}x{c.warp_n}"
                 f"_a{c.warp_tile_m}x{c.warp_tile_n}_{self.atom.name}_v{self.vec_a}v{self.vec_b}v{self.vec_c}"
                 f"_sk{self.split_k}_{'ko' if self.lds_k_outer else 'mo'}_s{c.stages}_{path}{zf}"
                 f"_{p.short_tag()}")
@@ -268,6 +318,7 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     """
     c, p, t = config, problem, target
     _check(not p.is_3d, "3-D problems are not supported")
+    _check(p.mode == "conv", "transposed-mode problems (-m trans) are forward convolutions in MIOpen")
     for name in ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp_tile_n", "stages"):
         _check(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     for name in ("vector_size_a", "vector_size_b", "vector_size_c"):
@@ -286,9 +337,9 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     _check(threads <= t.max_threads, f"block of {threads} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
         _check(c.stages <= 2, f"stages {c.stages} > 2 needs asynchronous copies, which {t.arch} lacks")
-    _check(c.stages <= 6, f"stages must be <= 6, got {c.stages}")
+    _check(c.stages <= MAX_STAGES, f"stages must be <= {MAX_STAGES}, got {c.stages}")
 
-    decomp = decompose(p)
+    decomp = cached_decompose(p)
     _check(len(decomp.sub_gemms) > 0, "the problem has no non-empty sub-GEMM")
 
     if c.split_k > 1:
@@ -328,13 +379,88 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
     _check(spec.lds_bytes <= t.lds_bytes,
            f"{spec.lds_bytes} bytes of shared memory exceed {t.arch}'s {t.lds_bytes}")
+    gx, gy, gz = t.max_grid
+    _check(spec.tiles_per_group <= gx,
+           f"{spec.tiles_per_group} tiles per group exceed {t.arch}'s grid limit {gx} along x")
+    limit = t.max_grid_work_items
+    _check(limit is None or spec.tiles_per_group * threads <= limit,
+           f"{spec.tiles_per_group} tiles x {threads} threads exceed {t.arch}'s {limit} work-items along x")
+    _check(p.G <= gy, f"G={p.G} groups exceed {t.arch}'s grid limit {gy} along y")
+    _check(split <= gz, f"split_k={split} exceeds {t.arch}'s grid limit {gz} along z")
     return spec
 
 
 def is_valid_performance_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
-    """MIOpen's IsValidPerformanceConfig: ``(True, "")`` or ``(False, reason)``."""
+    """MIOpen's IsValidPerformanceConfig: ``(True, "")`` or ``(False, reason)`` where
+    ``reason`` is the first rule :func:`make_spec` found broken. Never raises for a
+    :class:`PerfConfig`."""
     try:
         make_spec(problem, target, config)
     except PerfConfigError as e:
         return False, str(e)
     return True, ""
+
+
+# ------------------------------------------------------------------- default config
+FALLBACK_CONFIGS = (
+    PerfConfig(64, 64, 32, 2, 2, 32, 32, 0, 0, 0, 1, -1, 2),
+    PerfConfig(32, 32, 16, 1, 1, 32, 32, 0, 0, 0, 1, -1, 1),
+    PerfConfig(16, 16, 16, 1, 1, 16, 16, 0, 0, 0, 1, -1, 1),
+)
+"""Tried in order when the heuristic's pick does not validate (smaller tiles, one warp,
+fewer stages). Every entry divides by every preset's atoms."""
+
+
+def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The tile choice behind :func:`default_performance_config`, before validation.
+
+    Constant time in the problem size (it reads sub-GEMM sizes, not data):
+
+    * tile_n: the smallest power of two >= cpg, between 16 and 128 (columns past cpg are
+      wasted MMA work, so small groups get narrow tiles);
+    * tile_m: 128, or 64 when 128-row tiles would leave compute units idle
+      (``G * tiles < num_cus``);
+    * tile_k: 32 for fp16/bf16, 16 for fp32 (the same 64 bytes per row); halved for fp32
+      when no sub-GEMM's GemmK (taps x kpg) reaches it; 16-bit atoms need k >= 16;
+    * warp grid 2x2 when tile_n >= 64, else warps stacked along M (4x1 at tile_m 128,
+      2x1 at 64), one warp tile per warp;
+    * stages 3 where copies are asynchronous (cp.async), else 2 (double buffer);
+    * split_k 1 (deterministic, plain stores; search explores split-K), vector caps and
+      lds_k_outer automatic.
+    """
+    p, t = problem, target
+    subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
+    tile_n = 16
+    while tile_n < min(p.cpg, 128):
+        tile_n *= 2
+    n_tiles = -(-p.cpg // tile_n)
+    tiles_128 = p.G * sum(-(-s.gemm_m // 128) * n_tiles for s in subs)
+    tile_m = 128 if tiles_128 >= t.num_cus else 64
+    tile_k = 32 if p.dtype in ("fp16", "bf16") else 16
+    max_gemm_k = max((s.gemm_k for s in subs), default=tile_k)
+    if p.dtype == "fp32" and max_gemm_k <= tile_k // 2:
+        tile_k //= 2
+    if tile_n >= 64:
+        warp_m, warp_n = 2, 2
+    else:
+        warp_m, warp_n = (4 if tile_m >= 128 else 2), 1
+    return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, warp_m=warp_m, warp_n=warp_n,
+                      warp_tile_m=tile_m // warp_m, warp_tile_n=tile_n // warp_n,
+                      vector_size_a=0, vector_size_b=0, vector_size_c=0, split_k=1,
+                      lds_k_outer=-1, stages=3 if t.async_copy else 2)
+
+
+def default_performance_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """MIOpen's GetDefaultPerformanceConfig: :func:`heuristic_config`, or the first of
+    :data:`FALLBACK_CONFIGS` that validates.
+
+    Raises:
+        PerfConfigError: no candidate validates; the message gives each candidate's reason.
+    """
+    reasons = []
+    for cfg in (heuristic_config(problem, target),) + FALLBACK_CONFIGS:
+        ok, why = is_valid_performance_config(problem, target, cfg)
+        if ok:
+            return cfg
+        reasons.append(f"{cfg.serialize()}: {why}")
+    raise PerfConfigError("no default config is valid: " + "; ".join(reasons))

@@ -4,6 +4,16 @@ Presets cover the architectures the solver knows (``gfx90a``, ``gfx942``, ``gfx9
 ``sm_80``, ``sm_90``) plus ``cpu`` for the numpy engine. ``runtime`` fills a Target from
 a live device (:func:`from_device`).
 
+Sources for the preset numbers: shared memory per block is the opt-in maximum
+(CUDA C Programming Guide, "Technical Specifications per Compute Capability": 163 KB on
+8.0, 227 KB on 9.0); LDS per workgroup is 64 KiB on CDNA2/CDNA3 and 160 KiB on CDNA4
+(AMD Instinct ISA guides). Packed atomics: PTX ``red/atom.add.noftz.f16x2`` exists from
+sm_60, ``.bf16x2`` only from sm_90 (PTX ISA, ``atom`` target notes; cuda_bf16.hpp falls back
+to a CAS loop below sm_90); ``global_atomic_pk_add_f16`` exists on gfx90a,
+``global_atomic_pk_add_bf16`` from gfx940 on (CDNA3 ISA). Grid limits: x <= 2^31-1,
+y and z <= 65535 blocks (CUDA and HIP ``maxGridSize``); on AMD the grid size in work-items
+(blocks x threads) must also fit 32 bits (HSA dispatch packet).
+
 Matrix atoms are the shape one matrix instruction covers across a warp/wave:
 ``mma.sync.m16n8k16`` (NVIDIA fp16/bf16), ``v_mfma_f32_32x32x8{f16,bf16_1k}`` and
 ``v_mfma_f32_16x16x16{f16,bf16_1k}`` (AMD CDNA2/3). fp32 runs on FFMA: its "atom" is the
@@ -12,6 +22,7 @@ lane grid of the warp (4x8 lanes on a 32-wide warp, 8x8 on a 64-wide wave), one 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 
@@ -25,6 +36,7 @@ class MmaAtom:
     k: int
 
     def accumulators_per_lane(self, wave_size: int) -> int:
+        """fp32 accumulator registers one atom leaves in each lane: ``m*n / wave_size``."""
         return self.m * self.n // wave_size
 
 
@@ -54,6 +66,8 @@ class Target:
         transposed_lds_read: a transposing shared-memory fragment read (``ldmatrix.trans``
             on sm_80+, ``ds_read_b64_tr_b16`` on gfx950); needed for k-outer B tiles.
         num_cus: multiprocessors / compute units (a preset's typical count).
+        max_grid: most blocks per launch along x, y, z.
+        name: the preset name (``""`` for a hand-made Target).
     """
 
     vendor: str
@@ -68,12 +82,15 @@ class Target:
     async_copy: bool = False
     transposed_lds_read: bool = False
     num_cus: int = 108
+    max_grid: tuple = (2**31 - 1, 65535, 65535)
     name: str = ""
 
     def atoms_for(self, dtype: str) -> tuple:
+        """The matrix atoms for ``dtype``, preferred first; ``()`` when there is none."""
         return self.atoms.get(dtype, ())
 
     def atom(self, dtype: str, name: str | None = None) -> MmaAtom | None:
+        """The first atom for ``dtype`` (named ``name`` if given), or None."""
         for a in self.atoms_for(dtype):
             if name is None or a.name == name:
                 return a
@@ -81,6 +98,21 @@ class Target:
 
     def with_(self, **changes) -> "Target":
         return replace(self, **changes)
+
+    def packed_atomics(self, dtype: str) -> bool:
+        """Whether a 2-wide packed atomic add exists for a 16-bit ``dtype`` (fp32 atomics
+        always exist, so ``"fp32"`` answers True)."""
+        if dtype == "fp16":
+            return self.packed_fp16_atomics
+        if dtype == "bf16":
+            return self.packed_bf16_atomics
+        return dtype == "fp32"
+
+    @property
+    def max_grid_work_items(self) -> int | None:
+        """Most work-items (blocks x threads) along one grid axis, or None for no limit
+        beyond :attr:`max_grid` (AMD: 2^32-1, the HSA dispatch packet's 32-bit grid size)."""
+        return 2**32 - 1 if self.vendor == "amd" else None
 
     @property
     def is_gpu(self) -> bool:
@@ -90,7 +122,8 @@ class Target:
 PRESETS = {
     "sm_80": Target("nvidia", "sm_80", 32, 166912, 1024,
                     {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
-                    max_accumulators=128, async_copy=True, transposed_lds_read=True, num_cus=108),
+                    max_accumulators=128, packed_bf16_atomics=False, async_copy=True,
+                    transposed_lds_read=True, num_cus=108),
     "sm_90": Target("nvidia", "sm_90", 32, 232448, 1024,
                     {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
                     max_accumulators=128, async_copy=True, transposed_lds_read=True, num_cus=132),
@@ -131,14 +164,26 @@ def from_device(vendor: str, arch: str, *, lds_bytes: int | None = None,
                 wave_size: int | None = None) -> Target:
     """A Target for a live device: the nearest preset, with the device's own numbers.
 
-    ``arch`` is e.g. ``sm_90`` / ``sm_89`` / ``gfx942``. NVIDIA archs at or above sm_90 take
-    the sm_90 preset, sm_80..sm_89 the sm_80 preset.
+    ``arch`` is e.g. ``sm_90`` / ``sm_89`` / ``sm_90a`` / ``gfx942:sramecc+``. NVIDIA archs at
+    or above sm_90 take the sm_90 preset, sm_80..sm_89 the sm_80 preset.
+
+    Raises:
+        ValueError: an unknown vendor, an NVIDIA arch below sm_80 (no bf16 MMA, no
+            ``cp.async``) or one that is not ``sm_<digits>[letters]``, or an AMD arch
+            without a preset.
     """
     if vendor == "nvidia":
-        major_minor = int(arch.split("_")[1].rstrip("a"))
-        base = get_target("sm_90" if major_minor >= 90 else "sm_80")
-    else:
+        m = re.fullmatch(r"sm_(\d+)[a-z]*", arch.strip().lower())
+        if m is None:
+            raise ValueError(f"NVIDIA arch {arch!r} is not of the form sm_<digits>, e.g. sm_90")
+        cc = int(m.group(1))
+        if cc < 80:
+            raise ValueError(f"NVIDIA arch {arch} is below sm_80; the kernels need bf16 MMA and cp.async")
+        base = get_target("sm_90" if cc >= 90 else "sm_80")
+    elif vendor == "amd":
         base = get_target(arch)
+    else:
+        raise ValueError(f"unknown vendor {vendor!r}; expected 'nvidia' or 'amd'")
     changes = {"arch": arch}
     for k, v in (("lds_bytes", lds_bytes), ("max_threads", max_threads), ("num_cus", num_cus),
                  ("wave_size", wave_size)):

@@ -1,0 +1,213 @@
+"""``dgrad-driver applicable`` and ``dgrad-driver config``: ask the solver, no GPU needed.
+
+Both take an MIOpenDriver line verbatim (``convfp16 -n 32 ... -F 2 ...``; a leading
+``./bin/MIOpenDriver`` is ignored, and the whole line may also be one quoted argument).
+Our own options are long-form and may stand before the line or anywhere after it, since
+MIOpenDriver has no flag of the same name:
+
+``--arch ARCH``         target preset (gfx90a, gfx942, gfx950, sm_80, sm_90, cpu); default gfx942
+``--json``              one JSON object on stdout instead of text
+``--perf-config STR``   (config) a serialised PerfConfig to resolve instead of the default
+``--perfdb PATH``       (config) perf-db to look the problem up in (default: ``$MIOPEN_DGRAD_PERFDB``,
+                        else the user cache dir); ``--no-perfdb`` skips the lookup
+
+Exit status: 0 applicable / resolved; 1 not applicable, or ``--perf-config`` invalid for the
+problem; 2 bad input (unparsable line, unknown arch, malformed perf config), with one line
+on stderr.
+
+Direction policy: ``applicable`` parses with ``allow_any_direction`` so a ``-F 1`` line is
+answered (not applicable, code ``DIRECTION``, exit 1) rather than refused; ``config`` needs a
+backward-data line (``-F 2``) and refuses anything else as bad input (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import click
+
+from miopen_solver import SOLVER_NAME
+from miopen_solver.command import parse
+from miopen_solver.errors import MiopenCommandError, PerfConfigError
+from miopen_solver.perfdb import PerfDb
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.target import get_target
+
+DEFAULT_ARCH = "gfx942"
+_SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
+_VALUED = ("--arch", "--perf-config", "--perfdb")
+_SWITCHES = ("--json", "--no-perfdb")
+
+
+class BadInput(Exception):
+    """A user mistake: printed as one line on stderr, exit 2."""
+
+
+def split_own_options(tokens) -> tuple:
+    """Pull our long options out of an MIOpenDriver token list.
+
+    Returns:
+        ``(driver_tokens, options)`` with options keyed by name without dashes
+        (``arch``, ``perf-config``, ``perfdb``, ``json``, ``no-perfdb``).
+
+    Raises:
+        BadInput: a valued option without its value.
+    """
+    tokens = list(tokens)
+    if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
+        tokens = shlex.split(tokens[0])
+    rest, opts = [], {}
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        name, eq, value = tok.partition("=")
+        if name in _VALUED:
+            if not eq:
+                if i + 1 >= len(tokens):
+                    raise BadInput(f"{name} needs a value")
+                value = tokens[i + 1]
+                i += 1
+            opts[name[2:]] = value
+        elif tok in _SWITCHES:
+            opts[tok[2:]] = True
+        else:
+            rest.append(tok)
+        i += 1
+    return rest, opts
+
+
+def _merge(opts: dict, **given) -> dict:
+    """Options given before the line (click) overridden by those after it."""
+    merged = {k: v for k, v in given.items() if v not in (None, False)}
+    merged.update(opts)
+    return merged
+
+
+def _target(opts: dict):
+    try:
+        return get_target(opts.get("arch") or DEFAULT_ARCH)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+
+
+def _parse_line(tokens, any_direction: bool):
+    if not tokens:
+        raise BadInput("missing the MIOpenDriver line (e.g. convfp16 -n 32 -c 64 ... -F 2)")
+    try:
+        return parse(tokens, allow_any_direction=any_direction)
+    except MiopenCommandError as e:
+        raise BadInput(str(e)) from None
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    raise SystemExit(2)
+
+
+def _verdict_doc(problem, target, verdict) -> dict:
+    return {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
+            **verdict.as_dict()}
+
+
+def _verdict_text(doc: dict) -> str:
+    state = "applicable" if doc["applicable"] else "not applicable"
+    lines = [f"{doc['solver']} on {doc['arch']}: {state}", f"problem key: {doc['problem_key']}"]
+    lines += [f"  {r['code']}: {r['message']}" for r in doc["reasons"]]
+    lines += [f"  note {n['code']}: {n['message']}" for n in doc["notes"]]
+    return "\n".join(lines)
+
+
+def _emit(doc: dict, as_json: bool, text: str) -> None:
+    click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else text)
+
+
+@click.command("applicable", context_settings=_SETTINGS)
+@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.argument("line", nargs=-1, type=click.UNPROCESSED)
+def applicable_cmd(arch, as_json, line):
+    """Is an MIOpenDriver problem applicable? Prints every reason.
+
+    Exit 0 applicable, 1 not applicable, 2 bad input.
+    """
+    try:
+        tokens, opts = split_own_options(line)
+        opts = _merge(opts, arch=arch, json=as_json)
+        target = _target(opts)
+        cmd = _parse_line(tokens, any_direction=True)
+    except BadInput as e:
+        _fail(str(e))
+    verdict = DgradSolver().is_applicable(cmd.problem, target, forw=int(cmd.flags["forw"]))
+    doc = _verdict_doc(cmd.problem, target, verdict)
+    _emit(doc, bool(opts.get("json")), _verdict_text(doc))
+    raise SystemExit(0 if verdict.ok else 1)
+
+
+@click.command("config", context_settings=_SETTINGS)
+@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
+@click.option("--perf-config", "perf_config", default=None,
+              help="Serialised PerfConfig (tile_m,tile_n,...,stages) to resolve.")
+@click.option("--perfdb", default=None, help="Perf-db file to look the problem up in.")
+@click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Do not consult a perf-db.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.argument("line", nargs=-1, type=click.UNPROCESSED)
+def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
+    """Resolve the kernel spec for an MIOpenDriver problem: the given config, the perf-db's
+    or the default, with every derived value and the kernel name.
+
+    Exit 0 resolved, 1 not applicable or config invalid, 2 bad input.
+    """
+    try:
+        tokens, opts = split_own_options(line)
+        opts = _merge(opts, arch=arch, json=as_json, perfdb=perfdb, **{"perf-config": perf_config,
+                                                                        "no-perfdb": no_perfdb})
+        target = _target(opts)
+        cmd = _parse_line(tokens, any_direction=False)
+        given = PerfConfig.parse(opts["perf-config"]) if "perf-config" in opts else None
+    except (BadInput, PerfConfigError) as e:
+        _fail(str(e))
+    as_json = bool(opts.get("json"))
+    solver, problem = DgradSolver(), cmd.problem
+    verdict = solver.is_applicable(problem, target)
+    if not verdict.ok:
+        doc = _verdict_doc(problem, target, verdict)
+        _emit(doc, as_json, _verdict_text(doc))
+        raise SystemExit(1)
+    if given is not None:
+        cfg, source = given, "given"
+    elif opts.get("no-perfdb"):
+        cfg, source = solver.get_default_performance_config(problem, target), "default"
+    else:
+        with PerfDb(opts.get("perfdb")) as db:
+            cfg, source = solver.find_performance_config(problem, target, db)
+    try:
+        spec = make_spec(problem, target, cfg)
+    except PerfConfigError as e:
+        doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
+               "valid": False, "perf_config": cfg.serialize(), "reason": str(e)}
+        _emit(doc, as_json, f"invalid perf config {cfg.serialize()} for {target.arch}: {e}")
+        raise SystemExit(1)
+    solution = solver.get_solution(problem, target, cfg)
+    doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
+           "valid": True, "source": source, "perf_config": cfg.serialize(),
+           "kernel_name": spec.kernel_name, "spec": spec.as_dict(),
+           "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
+                      "workspace_bytes": solution.workspace_bytes}}
+    _emit(doc, as_json, _config_text(doc))
+
+
+def _config_text(doc: dict) -> str:
+    launch = doc["launch"]
+    lines = [f"kernel: {doc['kernel_name']}",
+             f"solver: {doc['solver']} on {doc['arch']}",
+             f"problem key: {doc['problem_key']}",
+             f"perf config: {doc['perf_config']} ({doc['source']})",
+             f"grid: {' x '.join(map(str, launch['grid']))}  block: {launch['block'][0]}  "
+             f"zero-fill: {launch['zero_fill']['kind']}  workspace: {launch['workspace_bytes']} bytes"]
+    lines += [f"  {k}: {v}" for k, v in doc["spec"].items() if k not in ("kernel_name", "problem_key")]
+    return "\n".join(lines)
+
+
+__all__ = ["applicable_cmd", "config_cmd", "split_own_options"]

@@ -1,0 +1,253 @@
+"""The perf-db: (problem key, arch, solver id) -> best config and its time.
+
+Storage is one sqlite file (stdlib :mod:`sqlite3`). Location, first that is set:
+
+1. the ``path`` argument (the CLI's ``--perfdb``);
+2. the environment variable :data:`ENV_VAR` (``MIOPEN_DGRAD_PERFDB``);
+3. ``$XDG_CACHE_HOME/miopen-dgrad/perfdb.sqlite``, or ``~/.cache/miopen-dgrad/perfdb.sqlite``.
+
+Concurrency: WAL journal (readers never block the writer), a busy timeout
+(:data:`BUSY_TIMEOUT_S`) so a writer waits for another instead of failing, and every write
+in one ``BEGIN IMMEDIATE`` transaction, so two processes tuning at once cannot corrupt the
+file or interleave half-records. Lookups never create the file.
+
+Text form (import/export) is MIOpen's perf-db record line (``src/include/miopen/db_record.hpp``;
+research miopen.md section 2)::
+
+    KEY=SolverId:VALUES;OtherSolver:VALUES
+
+one line per problem key, several solvers ``;``-separated; VALUES is the solver's
+serialised PerformanceConfig (for us :meth:`PerfConfig.serialize`, ``,``-separated). None of
+``=;:`` may occur inside a field. MIOpen keeps one text file per arch, so the arch is an
+argument of import/export, not part of the line. Times are not part of MIOpen's record
+and are not exported.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_VAR = "MIOPEN_DGRAD_PERFDB"
+BUSY_TIMEOUT_S = 30.0
+"""Seconds a writer waits for another writer's lock before sqlite raises."""
+_FORBIDDEN = "=;:"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS perf_db (
+    problem_key TEXT NOT NULL,
+    arch        TEXT NOT NULL,
+    solver      TEXT NOT NULL,
+    params      TEXT NOT NULL,
+    time_ms     REAL,
+    updated     REAL NOT NULL,
+    PRIMARY KEY (problem_key, arch, solver)
+)
+"""
+
+
+def default_path() -> Path:
+    """Where the perf-db lives when no path is given (see module docstring)."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "miopen-dgrad" / "perfdb.sqlite"
+
+
+@dataclass(frozen=True)
+class PerfRecord:
+    """One row: the best known config (``values``, the serialised PerfConfig) of
+    ``solver`` for ``problem_key`` on ``arch``, and its kernel time in ms (None when
+    unknown, e.g. imported from MIOpen's text form)."""
+
+    problem_key: str
+    arch: str
+    solver: str
+    values: str
+    time_ms: float | None = None
+
+
+def _check_field(name: str, value: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"perf-db {name} must be a non-empty string, got {value!r}")
+    bad = [c for c in _FORBIDDEN if c in value]
+    if bad:
+        raise ValueError(f"perf-db {name} {value!r} contains {''.join(bad)!r}; "
+                         f"MIOpen records forbid any of {_FORBIDDEN!r} inside a field")
+    return value
+
+
+def parse_record_line(line: str, lineno: int = 0) -> list:
+    """``KEY=Id:VALUES;Id:VALUES`` -> ``[(key, solver, values), ...]``.
+
+    Raises:
+        ValueError: a line without ``=``, an entry without ``:``, an empty field or one
+            holding a second ``=;:``, naming the line number.
+    """
+    where = f"line {lineno}: " if lineno else ""
+    key, sep, rest = line.strip().partition("=")
+    if not sep or not key:
+        raise ValueError(f"{where}perf-db record {line.strip()!r} is not KEY=SolverId:VALUES")
+    out = []
+    for entry in rest.split(";"):
+        solver, sep, values = entry.partition(":")
+        if not sep or not solver or not values:
+            raise ValueError(f"{where}perf-db entry {entry!r} is not SolverId:VALUES")
+        try:
+            out.append((_check_field("problem key", key), _check_field("solver id", solver),
+                        _check_field("values", values)))
+        except ValueError as e:
+            raise ValueError(f"{where}{e}") from None
+    return out
+
+
+class PerfDb:
+    """A perf-db file. Use as a context manager, or call :meth:`close`.
+
+    Args:
+        path: the sqlite file; None for :func:`default_path`.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self._conn = None
+
+    # ----------------------------------------------------------- connection
+    def _connect(self, create: bool):
+        if self._conn is not None:
+            return self._conn
+        if not create and not self.path.exists():
+            return None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(_SCHEMA)
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "PerfDb":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _write(self, rows: list, replace: bool) -> int:
+        """Write ``rows`` of PerfRecord in one immediate transaction; returns rows changed."""
+        conn = self._connect(create=True)
+        changed = 0
+        now = time.time()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for r in rows:
+                if replace:
+                    cur = conn.execute(
+                        "INSERT OR REPLACE INTO perf_db VALUES (?, ?, ?, ?, ?, ?)",
+                        (r.problem_key, r.arch, r.solver, r.values, r.time_ms, now))
+                else:
+                    cur = conn.execute(
+                        "INSERT INTO perf_db VALUES (?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (problem_key, arch, solver) DO UPDATE SET "
+                        "params = excluded.params, time_ms = excluded.time_ms, updated = excluded.updated "
+                        "WHERE perf_db.time_ms IS NULL OR excluded.time_ms < perf_db.time_ms",
+                        (r.problem_key, r.arch, r.solver, r.values, r.time_ms, now))
+                changed += cur.rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return changed
+
+    # ----------------------------------------------------------- queries
+    def get(self, problem_key: str, arch: str, solver: str) -> PerfRecord | None:
+        """The record for (problem key, arch, solver), or None (also when the file does
+        not exist; a lookup never creates it)."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return None
+        row = conn.execute("SELECT problem_key, arch, solver, params, time_ms FROM perf_db "
+                           "WHERE problem_key = ? AND arch = ? AND solver = ?",
+                           (problem_key, arch, solver)).fetchone()
+        return PerfRecord(*row) if row else None
+
+    def records(self, arch: str | None = None) -> list:
+        """Every record (of one arch when given), sorted by key, arch and solver."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        sql = "SELECT problem_key, arch, solver, params, time_ms FROM perf_db"
+        args = ()
+        if arch is not None:
+            sql, args = sql + " WHERE arch = ?", (arch,)
+        return [PerfRecord(*r) for r in conn.execute(sql + " ORDER BY problem_key, arch, solver", args)]
+
+    def update(self, problem_key: str, arch: str, solver: str, values: str,
+               time_ms: float | None = None, *, force: bool = False) -> bool:
+        """Store ``values`` (a serialised config) for (problem key, arch, solver).
+
+        Keeps the best: an existing record is replaced only when it has no time, the new
+        time is lower, or ``force`` is set. Atomic against concurrent writers.
+
+        Returns:
+            True when the record was written.
+
+        Raises:
+            ValueError: an empty field, one containing ``=;:``, or a negative time.
+        """
+        rec = PerfRecord(_check_field("problem key", problem_key), _check_field("arch", arch),
+                         _check_field("solver id", solver), _check_field("values", values),
+                         None if time_ms is None else float(time_ms))
+        if rec.time_ms is not None and not rec.time_ms >= 0:
+            raise ValueError(f"perf-db time must be >= 0 ms, got {time_ms!r}")
+        return self._write([rec], replace=force) > 0
+
+    def remove(self, problem_key: str, arch: str, solver: str) -> bool:
+        """Delete one record; True when it existed."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return False
+        conn.execute("BEGIN IMMEDIATE")
+        cur = conn.execute("DELETE FROM perf_db WHERE problem_key = ? AND arch = ? AND solver = ?",
+                           (problem_key, arch, solver))
+        conn.execute("COMMIT")
+        return cur.rowcount > 0
+
+    # ----------------------------------------------------------- MIOpen text form
+    def export_text(self, arch: str) -> str:
+        """Records of ``arch`` as MIOpen record lines, one per problem key, solvers in
+        name order, ``;``-separated; lines sorted by key; ends with a newline when not
+        empty."""
+        lines = {}
+        for r in self.records(arch):
+            lines.setdefault(r.problem_key, []).append(f"{r.solver}:{r.values}")
+        return "".join(f"{k}={';'.join(v)}\n" for k, v in sorted(lines.items()))
+
+    def import_text(self, text: str, arch: str) -> int:
+        """Load MIOpen record lines for ``arch`` (blank lines skipped). An imported record
+        replaces an existing one and carries no time. All lines are checked before any is
+        written; the write is one transaction.
+
+        Returns:
+            the number of (key, solver) records written.
+
+        Raises:
+            ValueError: a malformed line (nothing is written then).
+        """
+        _check_field("arch", arch)
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            for key, solver, values in parse_record_line(line, n):
+                rows.append(PerfRecord(key, arch, solver, values, None))
+        return self._write(rows, replace=True) if rows else 0
