@@ -1,0 +1,210 @@
+"""CPU engine: runs a DgradSpec's tilde sub-GEMMs with numpy.
+
+It executes the same decomposition the GPU kernels execute (``spec.sub_gemms``, formulas in
+:mod:`miopen_solver.tilde`), so a CPU run checks the decomposition itself, not just the
+convolution. Per group ``g`` and sub-GEMM ``s``::
+
+    A[m, k_gemm]  = dY[n, ho, wo, g*kpg + k]     m -> (n, htl, wtl), k_gemm -> (ydot, xdot, k),
+                                                 k innermost; ho = h_begin + htl - ydot*dy_h_coeff
+                                                 (zero unless 0 <= ho < Ho; wo likewise)
+    B[k_gemm, c]  = W[g*kpg + k, y, x, c]        y = ydot*y_stride + y_offset (x likewise)
+    D = A @ B     (fp32 accumulation)
+    dX[n, hi, wi, g*cpg + c] = D[m, c]           hi = htl*dx_h_stride + dx_h_offset, written
+                                                 iff 0 <= hi < Hi (wi likewise)
+
+dX is NaN-poisoned before every run; pixels no sub-GEMM covers are then zero-filled the way
+the spec says (``zero_fill``: ``blocks`` writes zeros to uncovered pixels, ``memset`` zeroes
+all of dX first). With ``split_k > 1`` GemmK is cut into ``split_k`` slices of
+``ceil(GemmK/(tile_k*split_k))*tile_k`` and each slice's fp32 partial is added into dX in
+the storage type, as the GPU's atomic adds do.
+
+Vectorisation: dY is converted to fp32 once and zero-padded so every tap of every phase is a
+plain slice (``ho`` runs over consecutive rows within a phase); A is gathered tap by tap with
+slice copies into a buffer of a few tens of MB (a chunk of images), and dX is written through
+strided slices. Python loops run over sub-GEMMs, taps and image chunks only.
+
+Layouts and shapes are those of :mod:`miopen_solver.runtime.base`; storage fp32, fp16 or
+bf16 (``ml_dtypes.bfloat16``), output rounded to the storage type.
+"""
+
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+
+from .. import layouts
+from ..target import Target, get_target
+from .base import Timing
+
+CHUNK_BYTES = 1 << 20
+"""Target size of one gathered A block (fp32), bytes; bounds memory and stays cache-friendly."""
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _valid_range(offset: int, stride: int, count: int, size: int) -> tuple:
+    """``[t0, t1)``: the ``t < count`` with ``0 <= t*stride + offset < size``."""
+    t0 = max(0, _ceil_div(-offset, stride))
+    t1 = min(count, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
+    return t0, max(t0, t1)
+
+
+def split_k_slices(gemm_k: int, tile_k: int, split_k: int) -> list:
+    """GemmK ranges ``[(k0, k1), ...]`` of a split-K launch: slice j owns
+    ``[j*q, (j+1)*q)`` clipped to GemmK, ``q = ceil(GemmK/(tile_k*split_k))*tile_k``;
+    empty slices are dropped."""
+    if split_k <= 1:
+        return [(0, gemm_k)]
+    q = _ceil_div(gemm_k, tile_k * split_k) * tile_k
+    return [(j * q, min((j + 1) * q, gemm_k)) for j in range(split_k) if j * q < gemm_k]
+
+
+def coverage_mask(problem, sub_gemms) -> np.ndarray:
+    """``(Hi, Wi)`` bool: True where some sub-GEMM writes the pixel."""
+    mask = np.zeros((problem.Hi, problem.Wi), dtype=bool)
+    for s in sub_gemms:
+        h0, h1 = _valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, problem.Hi)
+        w0, w1 = _valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, problem.Wi)
+        if h1 > h0 and w1 > w0:
+            rows = slice(s.dx_h_offset + h0 * s.dx_h_stride, s.dx_h_offset + (h1 - 1) * s.dx_h_stride + 1,
+                         s.dx_h_stride)
+            cols = slice(s.dx_w_offset + w0 * s.dx_w_stride, s.dx_w_offset + (w1 - 1) * s.dx_w_stride + 1,
+                         s.dx_w_stride)
+            mask[rows, cols] = True
+    return mask
+
+
+class CpuEngine:
+    """numpy implementation of :class:`~miopen_solver.runtime.base.Engine` (``name == "cpu"``)."""
+
+    name = "cpu"
+
+    def __init__(self, target: Target | None = None):
+        self.target = target or get_target("cpu")
+
+    # ------------------------------------------------------------------ Engine API
+    def run(self, spec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """dX for ``spec`` from dY and W (see module docstring); a new array in
+        ``spec.problem.in_layout`` and storage type.
+
+        Raises:
+            ValueError: dY/W shape or dtype does not match the problem, or the problem is 3-D.
+        """
+        p = spec.problem
+        if p.is_3d:
+            raise ValueError("the CPU engine runs 2-D problems only")
+        layouts.check_inputs(p, dy, w)
+        st = layouts.storage_dtype(p.dtype)
+        dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=st)          # poison
+        if spec.zero_fill == "memset":
+            dx[...] = 0
+        subs = spec.sub_gemms
+        if subs:
+            dy_pad, pad_h, pad_w = self._padded_dy(p, dy, subs)
+            w_kyxc = layouts.w_to_kyxc(p, w).astype(np.float32)
+            for s in subs:
+                self._run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, dx)
+        if spec.zero_fill == "blocks":
+            dx[:, ~coverage_mask(p, subs)] = 0
+        return layouts.dx_from_nhwc(p, dx)
+
+    def time(self, spec, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
+        """Wall-clock time of ``iters`` runs (after ``warmup`` untimed ones), ms per run."""
+        if iters < 1:
+            raise ValueError(f"iters must be >= 1, got {iters}")
+        for _ in range(max(0, warmup)):
+            self.run(spec, dy, w)
+        times = []
+        for _ in range(iters):
+            t0 = _time.perf_counter()
+            self.run(spec, dy, w)
+            times.append((_time.perf_counter() - t0) * 1e3)
+        return Timing(times_ms=times, method="wall")
+
+    # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _padded_dy(p, dy, subs):
+        """dY as fp32 ``(N, Ho + pads, Wo + pads, K)`` with zero rows/columns wide enough that
+        every tap slice of every sub-GEMM is in bounds; returns it with the pads."""
+        ho_lo = min(s.h_begin - (s.y_dot_slice - 1) * s.dy_h_coeff for s in subs)
+        ho_hi = max(s.h_begin + s.h_slice - 1 for s in subs)
+        wo_lo = min(s.w_begin - (s.x_dot_slice - 1) * s.dy_w_coeff for s in subs)
+        wo_hi = max(s.w_begin + s.w_slice - 1 for s in subs)
+        pad_h = (max(0, -ho_lo), max(0, ho_hi - (p.Ho - 1)))
+        pad_w = (max(0, -wo_lo), max(0, wo_hi - (p.Wo - 1)))
+        out = np.zeros((p.N, p.Ho + sum(pad_h), p.Wo + sum(pad_w), p.K), dtype=np.float32)
+        out[:, pad_h[0]:pad_h[0] + p.Ho, pad_w[0]:pad_w[0] + p.Wo] = layouts.dy_to_nhwc(p, dy)
+        return out, pad_h, pad_w
+
+    @staticmethod
+    def _run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, dx):
+        """One sub-GEMM, all groups. GemmK is walked tap by tap (each tap a kpg-deep block of
+        the k-innermost GemmK, as the GPU's K loop walks it): ``D += A_tap @ B_tap``.
+
+        A_tap needs no gather: in the padded NHWK dY, the rows ``ho`` of one tap are
+        consecutive within a phase, so the pixels ``(n, htl, wtl)`` of a chunk read the flat
+        pixel sequence ``n*Hp*Wp + (ho0 + htl)*Wp + wo0 + wtl`` -- one strided 2-D view
+        (``Wp - nw`` junk columns per row are computed and dropped)."""
+        G, kpg, cpg = p.G, p.kpg, p.cpg
+        h0, h1 = _valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, p.Hi)
+        w0, w1 = _valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, p.Wi)
+        if h1 <= h0 or w1 <= w0:
+            return
+        # Only rows htl in [h0, h1) and columns wtl in [w0, w1) land in dX; the GPU computes
+        # the halo rows too and masks their stores, which changes nothing written.
+        nh, nw = h1 - h0, w1 - w0
+        _, hp, wp, _ = dy_pad.shape
+        img = hp * wp
+        flat = dy_pad.reshape(p.N * img, G, kpg)
+        taps = [(yd, xd) for yd in range(s.y_dot_slice) for xd in range(s.x_dot_slice)]
+        w_g = w_kyxc.reshape(G, kpg, p.Y, p.X, cpg)
+        b_taps = [w_g[:, :, yd * s.y_stride + s.y_offset, xd * s.x_stride + s.x_offset, :] for yd, xd in taps]
+        # GemmK split into split_k slices; each slice as (tap, k0, k1) pieces.
+        pieces = []
+        for k0, k1 in split_k_slices(len(taps) * kpg, spec.config.tile_k, spec.split_k):
+            pieces.append([(t, max(k0, t * kpg) - t * kpg, min(k1, (t + 1) * kpg) - t * kpg)
+                           for t in range(len(taps)) if t * kpg < k1 and (t + 1) * kpg > k0])
+        cols = slice(s.dx_w_offset + w0 * s.dx_w_stride, s.dx_w_offset + (w1 - 1) * s.dx_w_stride + 1,
+                     s.dx_w_stride)
+        row_bytes = G * wp * cpg * 4                       # one output row (all groups), fp32
+        rows_per = max(1, CHUNK_BYTES // row_bytes)
+        if rows_per >= hp:                                 # whole images per chunk
+            nb, rows_per = max(1, min(p.N, rows_per // hp)), nh
+        else:
+            nb = 1
+        st = dx.dtype
+        for n0 in range(0, p.N, nb):
+            n1 = min(p.N, n0 + nb)
+            for r0 in range(h0, h1, rows_per):
+                r1 = min(h1, r0 + rows_per)
+                nr = r1 - r0
+                length = (n1 - n0 - 1) * img + (nr - 1) * wp + nw      # flat pixels touched
+                alloc = (n1 - n0) * img if n1 - n0 > 1 else nr * wp
+                rows = slice(s.dx_h_offset + r0 * s.dx_h_stride,
+                             s.dx_h_offset + (r1 - 1) * s.dx_h_stride + 1, s.dx_h_stride)
+                for piece in pieces:
+                    d = np.empty((G, alloc, cpg), dtype=np.float32)   # rows >= length: unused
+                    tmp = np.empty((G, length, cpg), dtype=np.float32)
+                    for i, (t, ka, kb) in enumerate(piece):
+                        yd, xd = taps[t]
+                        start = (n0 * img + (s.h_begin + r0 - yd * s.dy_h_coeff + pad_h[0]) * wp
+                                 + s.w_begin + w0 - xd * s.dy_w_coeff + pad_w[0])
+                        a_t = flat[start:start + length, :, ka:kb]           # (L, G, k)
+                        out = d[:, :length] if i == 0 else tmp
+                        if G == 1:
+                            np.matmul(a_t[:, 0], b_taps[t][0, ka:kb], out=out[0])
+                        else:
+                            np.matmul(a_t.transpose(1, 0, 2), b_taps[t][:, ka:kb], out=out)
+                        if i:
+                            d[:, :length] += tmp
+                    if n1 - n0 > 1:
+                        d = d.reshape(G, n1 - n0, hp, wp, cpg)[:, :, :nr, :nw]
+                    else:
+                        d = d.reshape(G, 1, nr, wp, cpg)[:, :, :, :nw]
+                    d = np.moveaxis(d, 0, 3).reshape(n1 - n0, nr, nw, p.C)
+                    if spec.split_k > 1:   # accumulate in the storage type, like atomic adds
+                        d = dx[n0:n1, rows, cols].astype(np.float32) + d
+                    dx[n0:n1, rows, cols] = d.astype(st)

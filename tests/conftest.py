@@ -1,0 +1,76 @@
+"""Shared test helpers: small specs on the CPU target, random inputs, an independent oracle."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, ROOT)
+
+from miopen_solver import layouts  # noqa: E402
+from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402
+from miopen_solver.target import get_target  # noqa: E402
+
+settings.register_profile("default", max_examples=150, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+CPU_CONFIG = PerfConfig(stages=2)
+"""A config valid on the ``cpu`` target for any problem (the cpu preset has no async copy)."""
+
+
+def cpu_spec(problem, **config):
+    """A DgradSpec for ``problem`` on the cpu target (``config`` overrides PerfConfig fields)."""
+    return make_spec(problem, get_target("cpu"), CPU_CONFIG.replace(**config))
+
+
+def random_inputs(problem, seed=0, low=-1.0, high=1.0):
+    """dY and W in the problem's layouts and storage type, uniform in [low, high)."""
+    rng = np.random.default_rng(seed)
+    st = layouts.storage_dtype(problem.dtype)
+    dy = rng.uniform(low, high, layouts.dy_shape(problem)).astype(st)
+    w = rng.uniform(low, high, layouts.w_shape(problem)).astype(st)
+    return dy, w
+
+
+def naive_dgrad(problem, dy, w):
+    """dX by the textbook gather definition (research dgrad_kernels.md §1), pure Python
+    loops over every (n, hi, wi, c, k, y, x) -- for tiny problems only. Returns float64 NHWC.
+
+    ``ho = (hi + pH - y*dH) / sH`` counts only when the division is exact and in range."""
+    p = problem
+    dy_n = layouts.dy_to_nhwc(p, dy).astype(np.float64)
+    w_n = layouts.w_to_kyxc(p, w).astype(np.float64)
+    dx = np.zeros((p.N, p.Hi, p.Wi, p.C))
+    for n in range(p.N):
+        for hi in range(p.Hi):
+            for wi in range(p.Wi):
+                for g in range(p.G):
+                    for c in range(p.cpg):
+                        acc = 0.0
+                        for y in range(p.Y):
+                            th = hi + p.pH - y * p.dH
+                            if th % p.sH or not 0 <= th // p.sH < p.Ho:
+                                continue
+                            for x in range(p.X):
+                                tw = wi + p.pW - x * p.dW
+                                if tw % p.sW or not 0 <= tw // p.sW < p.Wo:
+                                    continue
+                                for k in range(p.kpg):
+                                    acc += (dy_n[n, th // p.sH, tw // p.sW, g * p.kpg + k]
+                                            * w_n[g * p.kpg + k, y, x, c])
+                        dx[n, hi, wi, g * p.cpg + c] = acc
+    return dx
+
+
+@pytest.fixture
+def no_seed_env(monkeypatch):
+    monkeypatch.delenv("MIOPEN_DEBUG_DRIVER_PRNG_SEED", raising=False)
