@@ -1,0 +1,143 @@
+"""MIOpenDriver's text formats for a backward-data run, plus our JSON record.
+
+Strings follow MIOpen ``driver/conv_driver.hpp`` (research/miopen.md §1.7), 2024 snapshot:
+
+* ``MIOpenDriver <argv>`` echo, ``PRNG seed: <seed>``;
+* ``MIOpen Backward Data Conv. Algorithm: <a>, Solution: <id>/<name>``;
+* ``GPU Kernel Time Backward Data Conv. Elapsed: %f ms (average)`` with the average
+  ``(total - first)/(iter - 1)`` taken in float32 like MIOpen's ``float`` arithmetic;
+* the stats header and value line. The header says ``n, c, ho, wo, x, y, k`` but the values
+  are printed as ``n, c, Y, X, K, Ho, Wo`` (confirmed by real output in MIOpen issue #1206;
+  newer rocm-libraries reorders both). ``flopCnt = 2*N*C*Y*X*K*Ho*Wo/G``,
+  ``bytesRead = N*C*K*sizeof + K*(C/G)*Y*X*sizeof`` (MIOpen's formula, which drops the
+  spatial dims), ``bytesWritten = N*K*Ho*Wo*sizeof``; GFLOPs and GB/s divide a float32 count
+  by the float32 time as C's usual conversions do;
+* ``Wall-clock Time Backward Data Conv. Elapsed: <ms> ms, Auxiliary API calls: <ms> ms
+  (GWSS: <ms>)`` and the verification lines, numbers in iostream's default format
+  (``%g``, 6 significant digits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from miopen_solver import SOLVER_ID, SOLVER_NAME
+
+ALGORITHM_IMPLICIT_GEMM = 5
+"""``miopenConvolutionBwdDataAlgoImplicitGEMM``."""
+
+STATS_HEADER = ("stats: name, n, c, ho, wo, x, y, k, flopCnt, bytesRead, bytesWritten, GFLOPs, "
+                "GB/s, timeMs")
+
+
+def cpp_float(x: float) -> str:
+    """``std::cout << x`` with default formatting (``%g``, precision 6)."""
+    return "%g" % float(x)
+
+
+def echo_line(argv) -> str:
+    return "MIOpenDriver " + " ".join(argv)
+
+
+def seed_line(seed: int) -> str:
+    return f"PRNG seed: {seed}"
+
+
+def algorithm_line(solution_id: int = SOLVER_ID, solver_name: str = SOLVER_NAME,
+                   algorithm: int = ALGORITHM_IMPLICIT_GEMM) -> str:
+    return f"MIOpen Backward Data Conv. Algorithm: {algorithm}, Solution: {solution_id}/{solver_name}"
+
+
+def miopen_average_ms(times_ms) -> float:
+    """MIOpenDriver's ``ComputeAverageTime`` over per-iteration times, in float32:
+    ``(total - first)/(iter - 1)`` when ``iter > 1``, else the first time."""
+    t = np.asarray(times_ms, dtype=np.float32)
+    if t.size == 0:
+        raise ValueError("no timed iterations")
+    total = np.float32(0)
+    for v in t:  # sequential float accumulation, as the driver's loop does
+        total = np.float32(total + v)
+    if t.size > 1:
+        return float(np.float32((total - t[0]) / np.float32(t.size - 1)))
+    return float(t[0])
+
+
+def kernel_time_line(avg_ms: float) -> str:
+    return "GPU Kernel Time Backward Data Conv. Elapsed: %f ms (average)" % avg_ms
+
+
+def stats_values(problem) -> dict:
+    """MIOpen's counters for the stats line (bytes use the storage type's size)."""
+    p = problem
+    eb = p.elem_bytes
+    return {
+        "flop_count": p.flops,
+        "bytes_read": p.N * p.C * p.K * eb + p.K * p.cpg * p.Y * p.X * eb,
+        "bytes_written": p.N * p.K * p.Ho * p.Wo * eb,
+    }
+
+
+def _rate(count: int, avg_ms: float) -> float:
+    """``size_t / float / 1e6`` in C: the count becomes a float, the quotient a float."""
+    ms = np.float32(avg_ms)
+    if ms == 0:
+        return float("inf")
+    return float(np.float32(np.float32(count) / ms)) / 1e6
+
+
+def stats_lines(problem, avg_ms: float) -> list:
+    """The two ``stats:`` lines of ``PrintBackwardDataTime`` (2-D)."""
+    p = problem
+    v = stats_values(p)
+    gflops = _rate(v["flop_count"], avg_ms)
+    gbps = _rate(v["bytes_read"] + v["bytes_written"], avg_ms)
+    value = ("stats: bwdd-conv%dx%du%d, %d, %d, %d, %d, %d, %d, %d,  %d, %d, %d, %.0f, %.0f, %f"
+             % (p.Y, p.X, p.sH, p.N, p.C, p.Y, p.X, p.K, p.Ho, p.Wo,
+                v["flop_count"], v["bytes_read"], v["bytes_written"], gflops, gbps, avg_ms))
+    return [STATS_HEADER, value]
+
+
+def wall_line(wall_ms: float, auxiliary_ms: float, gwss_ms: float) -> str:
+    return (f"Wall-clock Time Backward Data Conv. Elapsed: {cpp_float(wall_ms)} ms, "
+            f"Auxiliary API calls: {cpp_float(auxiliary_ms)} ms (GWSS: {cpp_float(gwss_ms)})")
+
+
+def wall_ignored_line(wall: int) -> str:
+    return f"Info: '--wall {wall}' is ignored because '--time' is not set"
+
+
+def verify_line(verdict, reference: str = "CPU") -> str:
+    """OK: ``... Verifies OK on CPU reference (err < tol)``; else ``... FAILED: err > tol``."""
+    if verdict.ok:
+        return (f"Backward Convolution Data Verifies OK on {reference} reference "
+                f"({cpp_float(verdict.error)} < {cpp_float(verdict.tolerance)})")
+    return f"Backward Convolution Data FAILED: {cpp_float(verdict.error)} > {cpp_float(verdict.tolerance)}"
+
+
+def json_record(*, command, problem, spec, backend: str, seed: int, timing=None, avg_ms=None,
+                wall_ms=None, verdict=None, status: str) -> dict:
+    """One machine-readable record of a run (``dgrad-driver ... --json``)."""
+    rec = {
+        "command": command,
+        "solver": SOLVER_NAME,
+        "solution_id": SOLVER_ID,
+        "algorithm": ALGORITHM_IMPLICIT_GEMM,
+        "backend": backend,
+        "arch": spec.target.arch,
+        "problem_key": problem.problem_key(),
+        "kernel_name": spec.kernel_name,
+        "perf_config": spec.config.serialize(),
+        "seed": seed,
+        "status": status,
+        "timing": None,
+        "stats": None,
+        "verify": verdict.as_dict() if verdict is not None else None,
+    }
+    if timing is not None:
+        v = stats_values(problem)
+        rec["timing"] = {"method": timing.method, "average_ms": avg_ms, "wall_average_ms": wall_ms,
+                         "times_ms": list(timing.times_ms), "compile_ms": timing.compile_ms,
+                         "cache_hit": timing.cache_hit}
+        rec["stats"] = {**v, "gflops": _rate(v["flop_count"], avg_ms),
+                        "gbps": _rate(v["bytes_read"] + v["bytes_written"], avg_ms)}
+    return rec
