@@ -241,12 +241,21 @@ class DgradSpec:
         return LDS_PAD_BYTES // self.problem.elem_bytes
 
     @property
+    def staged_epilogue(self) -> bool:
+        """dX tiles go through shared memory for row-wise vector stores (split_k == 1);
+        split-K accumulates atomically straight from the registers."""
+        return self.split_k == 1
+
+    @property
     def lds_bytes(self) -> int:
-        """Shared memory per block: stages x (A tile + B tile), rows padded."""
+        """Shared memory per block: the larger of the main loop's stages x (A tile + B
+        tile) and the staged epilogue's C tile (it reuses the same memory), rows padded."""
         c, pad = self.config, self.lds_pad
         a = c.tile_m * (c.tile_k + pad)
         b = c.tile_k * (c.tile_n + pad) if self.lds_k_outer else c.tile_n * (c.tile_k + pad)
-        return c.stages * (a + b) * self.problem.elem_bytes
+        main = c.stages * (a + b) * self.problem.elem_bytes
+        epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
+        return max(main, epi)
 
     @property
     def tiles_per_group(self) -> int:
@@ -360,18 +369,15 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     vb = vectors.clamp_to_tile(vectors.choose(c.vector_size_b, p.cpg, eb), c.tile_n, c.tile_k, threads)
     _check(va > 0, f"the {c.tile_m}x{c.tile_k} A tile does not spread evenly over {threads} threads")
     _check(vb > 0, f"the {c.tile_k}x{c.tile_n} B tile does not spread evenly over {threads} threads")
-    # The direct epilogue stores the atom's lane fragment: at most 2 adjacent c per store.
-    vc = vectors.choose(c.vector_size_c, p.cpg, eb)
-    if atom.name.startswith("mma"):
-        vc = min(vc, 2)
-    elif atom.name.startswith("mfma"):
-        vc = 1
-    else:  # FFMA: a lane owns warp_tile_n / atom.n adjacent columns
-        vc = min(vc, vectors.pow2_divisor(c.warp_tile_n // atom.n, 4))
-    if split > 1 and p.dtype != "fp32":
-        vc = 2  # packed 2-wide atomics (cpg is even, checked above)
-    elif split > 1:
-        vc = 1
+    # dX store width. split_k == 1: the epilogue stages the tile in shared memory and
+    # stores rows of c in vectors (16 bytes at most, along c, bounded by cpg), clamped so
+    # the tile spreads evenly over the threads. split_k > 1: atomics straight from the
+    # accumulators -- packed pairs for fp16/bf16 (cpg even, checked above), scalars for fp32.
+    if split > 1:
+        vc = 1 if p.dtype == "fp32" else 2
+    else:
+        vc = vectors.clamp_to_tile(vectors.choose(c.vector_size_c, p.cpg, eb), c.tile_n, c.tile_m, threads)
+        _check(vc > 0, f"the {c.tile_m}x{c.tile_n} C tile does not spread evenly over {threads} threads")
 
     spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,
                      vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp)

@@ -582,8 +582,11 @@ DG_DEVICE int dg_dx_pixel(const dg_sub& s, int m) {
 #endif
 }
 
-DG_DEVICE void dg_epilogue(dg_t* dx, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
-                           int g, int m_tile, int n_tile, int wm, int wn, int lane) {
+#if DG_SPLIT_K > 1
+// Split-K epilogue: each k-slice adds its partial sums into dX (zeroed before the launch),
+// fp32 one element at a time, fp16/bf16 as 4-byte-aligned packed pairs.
+DG_DEVICE void dg_epilogue_atomic(dg_t* dx, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                                  int g, int m_tile, int n_tile, int wm, int wn, int lane) {
 #pragma unroll
     for (int i = 0; i < DG_MMA_M; ++i) {
 #pragma unroll
@@ -599,42 +602,65 @@ DG_DEVICE void dg_epilogue(dg_t* dx, const dg_sub& s, const float (&acc)[DG_MMA_
                 int pix = dg_dx_pixel(s, m);
                 if (pix < 0) continue;
                 dg_t* p = dx + (long long)pix * DG_C + g * DG_CPG + c;
-#if DG_SPLIT_K > 1
 #if DG_DTYPE == 0
                 dg_atomic_add1(p, acc[i][j][e]);
 #if DG_ACC_PAIRED
                 if (c + 1 < DG_CPG) dg_atomic_add1(p + 1, acc[i][j][e + 1]);
 #endif
-#else
-#if DG_ACC_PAIRED
-                dg_atomic_add2(p, acc[i][j][e], acc[i][j][e + 1]);  // cpg even: pair stays in range
+#elif DG_ACC_PAIRED
+                dg_atomic_add2(p, acc[i][j][e], acc[i][j][e + 1]);  // c even, cpg even: pair in range
 #else
                 if (c & 1) dg_atomic_add2(p - 1, 0.0f, acc[i][j][e]);
                 else dg_atomic_add2(p, acc[i][j][e], 0.0f);
-#endif
-#endif
-#else
-#if DG_ACC_PAIRED && DG_VEC_C >= 2
-                // cpg even: c is even, so c + 1 < cpg and the pair is 2-element aligned
-#if DG_DTYPE == 0
-                struct __attribute__((aligned(8))) f2 { float x, y; };
-                f2 v = {acc[i][j][e], acc[i][j][e + 1]};
-                *reinterpret_cast<f2*>(p) = v;
-#else
-                dg_u32 v = (dg_u32)dg_from_float(acc[i][j][e]) | ((dg_u32)dg_from_float(acc[i][j][e + 1]) << 16);
-                *reinterpret_cast<dg_u32*>(p) = v;
-#endif
-#else
-                p[0] = dg_from_float(acc[i][j][e]);
-#if DG_ACC_PAIRED
-                if (c + 1 < DG_CPG) p[1] = dg_from_float(acc[i][j][e + 1]);
-#endif
-#endif
 #endif
             }
         }
     }
 }
+#endif
+
+#if DG_SPLIT_K == 1
+// Staged epilogue: the block's accumulators go to a TILE_M x TILE_N tile in shared memory
+// (storage type, rows padded), then every thread stores whole DG_VEC_C-wide runs of c for
+// one dX pixel at a time: coalesced, 16-byte stores where cpg allows.
+#define DG_C_ROW (DG_TILE_N + DG_LDS_PAD)
+typedef typename dg_bytes<DG_VEC_C * DG_EB>::type dg_vc_t;
+
+DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                                  int g, int m_tile, int n_tile, int wm, int wn, int lane, dg_t* Cs) {
+    dg_cp_wait<0>();
+    DG_SYNC();  // every warp is done reading the A/B stages that Cs overlays
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j)
+#pragma unroll
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e) {
+#if DG_ACC_PAIRED && DG_DTYPE != 0
+                if (e & 1) continue;
+                dg_u32 v = (dg_u32)dg_from_float(acc[i][j][e]) | ((dg_u32)dg_from_float(acc[i][j][e + 1]) << 16);
+                *reinterpret_cast<dg_u32*>(Cs + dg_acc_row(wm, i, lane, e) * DG_C_ROW + dg_acc_col(wn, j, lane, e)) = v;
+#else
+                Cs[dg_acc_row(wm, i, lane, e) * DG_C_ROW + dg_acc_col(wn, j, lane, e)] = dg_from_float(acc[i][j][e]);
+#endif
+            }
+    DG_SYNC();
+    const int tid = DG_TID();
+    const int per_row = DG_TILE_N / DG_VEC_C;
+#pragma unroll 4
+    for (int u = tid; u < DG_TILE_M * per_row; u += DG_THREADS) {
+        const int row = u / per_row;
+        const int col = (u - row * per_row) * DG_VEC_C;
+        const int m = m_tile * DG_TILE_M + row;
+        const int c = n_tile * DG_TILE_N + col;
+        if (m >= s.gemm_m || c >= DG_CPG) continue;  // DG_VEC_C divides cpg: all or nothing
+        const int pix = dg_dx_pixel(s, m);
+        if (pix < 0) continue;
+        *reinterpret_cast<dg_vc_t*>(dx + (long long)pix * DG_C + g * DG_CPG + c) =
+            *reinterpret_cast<const dg_vc_t*>(Cs + row * DG_C_ROW + col);
+    }
+}
+#endif
 
 // ------------------------------------------------------------------ zero fill
 #if DG_ZF_BLOCKS > 0
@@ -742,5 +768,9 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         if (more) dg_store_regs(As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
     }
 #endif
-    dg_epilogue(dx, s, acc, g, m_tile, n_tile, wm, wn, lane);
+#if DG_SPLIT_K > 1
+    dg_epilogue_atomic(dx, s, acc, g, m_tile, n_tile, wm, wn, lane);
+#else
+    dg_epilogue_staged(dx, s, acc, g, m_tile, n_tile, wm, wn, lane, As);
+#endif
 }

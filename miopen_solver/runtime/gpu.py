@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels import KernelSource, emit, emit_reference
+from ..layouts import storage_dtype
 from .base import Timing
 from .cache import BinaryCache, cache_key
 
@@ -28,13 +29,6 @@ class Loaded:
     func: object
     compile_ms: float
     cache_hit: bool
-
-
-def storage_dtype(dtype: str):
-    if dtype == "bf16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype({"fp32": np.float32, "fp16": np.float16}[dtype])
 
 
 class GpuEngine:

@@ -1,0 +1,117 @@
+"""Offline compilation of emitted kernels, for machines without a GPU.
+
+* AMD: a plain LLVM clang that knows the AMDGPU targets (Debian's ``clang-19``/``lld-19``
+  know gfx90a and gfx942) builds a code object from the HIP text with no ROCm installed
+  (``-nogpulib -nogpuinc``: the kernel source needs no vendor headers);
+  ``llvm-objdump`` disassembles it.
+* NVIDIA: ``nvcc -cubin`` for the given ``sm_XX`` (``sm_90`` builds ``sm_90a``).
+
+Used by the CI compile check (tests/test_amd_compile.py) and by
+``dgrad-driver ... --arch gfxNNN`` compile-only runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CLANG_CANDIDATES = ("clang-19", "clang-20", "clang-18", "clang")
+OBJDUMP_CANDIDATES = ("llvm-objdump-19", "llvm-objdump-20", "llvm-objdump-18", "llvm-objdump")
+
+
+class OfflineCompileError(RuntimeError):
+    """The offline compiler failed or is missing; the message says which and why."""
+
+
+def _find(candidates) -> str | None:
+    env = os.environ.get("DGRAD_CLANG") if candidates is CLANG_CANDIDATES else None
+    if env:
+        return env
+    for c in candidates:
+        if shutil.which(c):
+            return c
+    return None
+
+
+def find_amd_clang() -> str | None:
+    """A clang on PATH (or ``$DGRAD_CLANG``) that lists gfx942 among its targets, or None."""
+    clang = _find(CLANG_CANDIDATES)
+    if clang is None:
+        return None
+    try:
+        out = subprocess.run([clang, "--print-targets"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return clang if "amdgcn" in out else None
+
+
+@dataclass(frozen=True)
+class CodeObject:
+    arch: str
+    path: Path
+    data: bytes
+    disassembly: str
+
+    def count(self, mnemonic_prefix: str) -> int:
+        """Instructions in the disassembly whose mnemonic starts with the prefix, compared
+        without underscores (gfx90a prints ``v_mfma_f32_32x32x8f16``, gfx942
+        ``v_mfma_f32_32x32x8_f16``)."""
+        want = mnemonic_prefix.replace("_", "")
+        n = 0
+        for line in self.disassembly.splitlines():
+            parts = line.split()
+            if parts and parts[0].replace("_", "").startswith(want):
+                n += 1
+        return n
+
+
+def compile_amd(text: str, arch: str, out_dir: str | os.PathLike | None = None, name: str = "kernel") -> CodeObject:
+    """Compile HIP kernel text to an AMD code object (ELF) and disassemble it.
+
+    Raises:
+        OfflineCompileError: no suitable clang, or the compile failed (with its stderr).
+    """
+    clang = find_amd_clang()
+    if clang is None:
+        raise OfflineCompileError("no clang with AMDGPU targets found (install clang-19 and lld-19)")
+    objdump = _find(OBJDUMP_CANDIDATES)
+    out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-amd-"))
+    out.mkdir(parents=True, exist_ok=True)
+    src = out / f"{name}.hip"
+    co = out / f"{name}.{arch}.co"
+    src.write_text(text)
+    cmd = [clang, "-x", "hip", f"--offload-arch={arch}", "-nogpulib", "-nogpuinc", "--cuda-device-only",
+           "--no-gpu-bundle-output", "-O3", "-std=c++17", "-o", str(co), str(src)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    dis = ""
+    if objdump:
+        d = subprocess.run([objdump, "-d", f"--mcpu={arch}", str(co)], capture_output=True, text=True)
+        dis = d.stdout
+    return CodeObject(arch, co, co.read_bytes(), dis)
+
+
+def compile_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = None, name: str = "kernel") -> bytes:
+    """Compile CUDA kernel text to a cubin with nvcc (``sm_90`` builds ``sm_90a``).
+
+    Raises:
+        OfflineCompileError: nvcc missing or the compile failed.
+    """
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise OfflineCompileError("nvcc not found on PATH")
+    gpu = arch + "a" if arch == "sm_90" else arch
+    out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-nv-"))
+    out.mkdir(parents=True, exist_ok=True)
+    src, cubin = out / f"{name}.cu", out / f"{name}.{arch}.cubin"
+    src.write_text(text)
+    cmd = [nvcc, f"-gencode=arch=compute_{gpu[3:]},code={gpu}", "-cubin", "-std=c++17", "-o", str(cubin), str(src)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    return cubin.read_bytes()
