@@ -18,6 +18,7 @@ exactly ``2`` (backward data) is accepted.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -110,13 +111,20 @@ DIRECTION_BITS = ((1, "forward"), (2, "backward data"), (4, "backward weights"))
 
 
 def describe_directions(forw: int) -> str:
-    """Plain words for what a ``-F`` bitmask asks MIOpenDriver to run."""
+    """Plain words for what a ``-F`` bitmask asks MIOpenDriver to run.
+
+    MIOpen (``ParseCmdLineArgs``): ``is_fwd = F == 0 || F & 1``, ``is_bwd = F == 0 || F & 2``,
+    ``is_wrw = F == 0 || F & 4``; bits 8 and up select nothing."""
     if forw == 0:
         return "forward, backward data and backward weights (-F 0 runs all three)"
+    if forw < 0:
+        return "a negative value, which is not a direction bitmask"
     names = [n for bit, n in DIRECTION_BITS if forw & bit]
+    extra = " (bits 8 and up select nothing)" if forw >= 8 else ""
     if not names:
         return "no direction at all (only bits 1, 2 and 4 select directions)"
-    return " and ".join(names)
+    words = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return words + extra
 
 
 @dataclass(frozen=True)
@@ -162,11 +170,16 @@ def _strip_prefix(tokens: list) -> list:
     return tokens
 
 
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+
+
 def _parse_int(flag_text: str, value: str) -> int:
-    try:
-        return int(value, 10)
-    except (TypeError, ValueError):
-        raise MiopenCommandError(flag_text, value, "an integer") from None
+    """A plain decimal integer (ASCII digits, optional sign). Python's ``int`` alone would
+    also take ``1_000``, surrounding spaces and non-ASCII digits; MIOpen's ``atoi`` would
+    take ``12abc`` as 12 and ``abc`` as 0. All of those are errors here."""
+    if not isinstance(value, str) or not _INT_RE.fullmatch(value):
+        raise MiopenCommandError(flag_text, value, "an integer")
+    return int(value, 10)
 
 
 def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
@@ -200,6 +213,8 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
     i = 1
     while i < len(tokens):
         tok = tokens[i]
+        if tok in ("-h", "--help", "-?"):
+            raise MiopenCommandError(tok, None, "a conv flag", "help is not a command")
         if tok.startswith("--") and len(tok) > 2:
             name = tok[2:]
             if "=" in name:
@@ -212,8 +227,6 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
             flag = _BY_SHORT.get(tok[1])
             if flag is None:
                 raise MiopenCommandError(tok, None, "a MIOpenDriver conv flag (see --help)", "unknown flag")
-        elif tok in ("-h", "--help", "-?"):
-            raise MiopenCommandError(tok, None, "a conv flag", "help is not a command")
         else:
             raise MiopenCommandError(tok, None, "-x VALUE or --long_name VALUE",
                                      "not a flag (values follow their flag)")

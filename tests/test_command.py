@@ -1,0 +1,370 @@
+"""MIOpenDriver command-line parsing (miopen_solver.command).
+
+Expected values come from MIOpen's flag table (research miopen.md §1.3, ConvDriver::
+AddCmdLineArgs), written out here independently of the parser's own FLAGS table.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from miopen_solver.command import FLAGS, describe_directions, format_command, parse
+from miopen_solver.errors import MiopenCommandError
+from miopen_solver.problem import ConvProblem
+
+# short, long, MIOpen default (verbatim from ConvDriver::AddCmdLineArgs; ints as ints)
+MIOPEN_FLAGS = [
+    ("I", "in_layout", ""), ("O", "out_layout", ""), ("f", "fil_layout", ""),
+    ("_", "spatial_dim", 2), ("F", "forw", 0), ("n", "batchsize", 100), ("c", "in_channels", 3),
+    ("!", "in_d", 32), ("H", "in_h", 32), ("W", "in_w", 32), ("k", "out_channels", 32),
+    ("@", "fil_d", 3), ("y", "fil_h", 3), ("x", "fil_w", 3), ("#", "conv_stride_d", 1),
+    ("u", "conv_stride_h", 1), ("v", "conv_stride_w", 1), ("$", "pad_d", 0), ("p", "pad_h", 0),
+    ("q", "pad_w", 0), ("r", "pad_val", 0), ("%", "trans_output_pad_d", 0),
+    ("Y", "trans_output_pad_h", 0), ("X", "trans_output_pad_w", 0), ("i", "iter", 10),
+    ("V", "verify", 1), ("C", "verification_cache", ""), ("t", "time", 0), ("w", "wall", 0),
+    ("s", "search", 0), ("P", "printconv", 1), ("o", "dump_output", 0), ("d", "in_data", ""),
+    ("e", "weights", ""), ("b", "bias", ""), ("m", "mode", "conv"), ("z", "pad_mode", "default"),
+    ("Z", "tensor_vect", 0), ("L", "vector_length", 1), ("^", "dilation_d", 1),
+    ("l", "dilation_h", 1), ("j", "dilation_w", 1), ("a", "in_bias", ""), ("g", "group_count", 1),
+    ("D", "dout_data", ""), ("S", "solution", "-1"), ("G", "gpualloc", 0),
+    ("U", "in_cast_type", "-1"), ("T", "out_cast_type", "-1"), ("R", "wei_cast_type", "-1"),
+    # newer MIOpen (rocm-libraries)
+    ("N", "init_output_nan", 0), ("&", "tuning_policy", 0), ("M", "math_type", 1),
+    ("~", "gpubuffer_check", 0), ("J", "use_hip_graph", 0),
+]
+
+# A value different from the default for every flag, valid on top of BASE.
+BASE = "conv -F 2 -c 6 -k 12"
+TEST_VALUES = {
+    "in_layout": ("NHWC", "NHWC"), "out_layout": ("NHWC", "NHWC"), "fil_layout": ("NHWC", "NHWC"),
+    "spatial_dim": ("3", 3), "forw": ("2", 2), "batchsize": ("7", 7), "in_channels": ("9", 9),
+    "in_d": ("5", 5), "in_h": ("20", 20), "in_w": ("21", 21), "out_channels": ("15", 15),
+    "fil_d": ("2", 2), "fil_h": ("5", 5), "fil_w": ("1", 1), "conv_stride_d": ("2", 2),
+    "conv_stride_h": ("2", 2), "conv_stride_w": ("3", 3), "pad_d": ("1", 1), "pad_h": ("2", 2),
+    "pad_w": ("1", 1), "pad_val": ("4", 4), "trans_output_pad_d": ("1", 1),
+    "trans_output_pad_h": ("1", 1), "trans_output_pad_w": ("1", 1), "iter": ("5", 5),
+    "verify": ("0", 0), "verification_cache": ("/tmp/cache", "/tmp/cache"), "time": ("1", 1),
+    "wall": ("2", 2), "search": ("1", 1), "printconv": ("0", 0), "dump_output": ("1", 1),
+    "in_data": ("x.bin", "x.bin"), "weights": ("w.bin", "w.bin"), "bias": ("1", "1"),
+    "mode": ("trans", "trans"), "pad_mode": ("valid", "valid"), "tensor_vect": ("1", 1),
+    "vector_length": ("4", 4), "dilation_d": ("2", 2), "dilation_h": ("2", 2),
+    "dilation_w": ("3", 3), "in_bias": ("b.bin", "b.bin"), "group_count": ("3", 3),
+    "dout_data": ("dy.bin", "dy.bin"), "solution": ("ConvHipImplicitGemmBwdXdlops", "ConvHipImplicitGemmBwdXdlops"),
+    "gpualloc": ("1", 1), "in_cast_type": ("fp16", "fp16"), "out_cast_type": ("bf16", "bf16"),
+    "wei_cast_type": ("fp8", "fp8"), "init_output_nan": ("1", 1), "tuning_policy": ("2", 2),
+    "math_type": ("0", 0), "gpubuffer_check": ("1", 1), "use_hip_graph": ("1", 1),
+}
+
+
+def err(line) -> MiopenCommandError:
+    with pytest.raises(MiopenCommandError) as info:
+        parse(line)
+    return info.value
+
+
+def test_flag_table_is_miopens():
+    assert [(f.short, f.long) for f in FLAGS] == [(s, lg) for s, lg, _ in MIOPEN_FLAGS]
+
+
+def test_defaults_are_miopens():
+    cmd = parse("conv -F 2")
+    for _, long, default in MIOPEN_FLAGS:
+        want = 2 if long == "forw" else default
+        assert cmd.flags[long] == want, long
+    p = cmd.problem
+    assert (p.N, p.C, p.Hi, p.Wi, p.K, p.Y, p.X) == (100, 3, 32, 32, 32, 3, 3)
+    assert (p.pH, p.pW, p.sH, p.sW, p.dH, p.dW, p.G) == (0, 0, 1, 1, 1, 1, 1)
+    assert (p.in_layout, p.out_layout, p.fil_layout) == ("NCHW",) * 3     # "" -> NCHW
+    assert p.dtype == "fp32" and p.spatial_dim == 2 and p.mode == "conv"
+    assert (cmd.iters, cmd.verify, cmd.time, cmd.wall, cmd.solution) == (10, 1, 0, 0, "-1")
+
+
+@pytest.mark.parametrize("short,long,_default", MIOPEN_FLAGS)
+@pytest.mark.parametrize("form", ["short", "long"])
+def test_every_flag_short_and_long(short, long, _default, form):
+    raw, want = TEST_VALUES[long]
+    flag = f"-{short}" if form == "short" else f"--{long}"
+    extra = []
+    if long in ("spatial_dim",):
+        extra = ["-I", "NCDHW", "-O", "NCDHW", "-f", "NCDHW"]
+    cmd = parse(BASE.split() + [flag, raw] + extra)
+    assert cmd.flags[long] == want
+
+
+def test_flags_reach_the_problem():
+    cmd = parse("convfp16 -F 2 -n 7 -c 6 -H 20 -W 21 -k 12 -y 5 -x 1 -p 2 -q 1 -u 2 -v 3 -l 2 -j 3 "
+                "-g 3 -I NHWC -O NHWC -f NHWC")
+    assert cmd.problem == ConvProblem(N=7, C=6, Hi=20, Wi=21, K=12, Y=5, X=1, pH=2, pW=1, sH=2, sW=3,
+                                      dH=2, dW=3, G=3, dtype="fp16", in_layout="NHWC",
+                                      out_layout="NHWC", fil_layout="NHWC")
+
+
+def test_last_repeat_wins():
+    assert parse("conv -F 2 -n 4 -n 8").problem.N == 8
+    assert parse("conv -F 2 -n 4 --batchsize 9").problem.N == 9
+    assert parse("conv -F 2 --batchsize 9 -n 4").problem.N == 4
+    assert parse("conv -F 1 -F 2").flags["forw"] == 2
+
+
+@pytest.mark.parametrize("flag", ["-I", "--in_layout", "-O", "--out_layout", "-f", "--fil_layout"])
+@pytest.mark.parametrize("value", ["nhwc", "Nhwc", "nHwC"])
+def test_lowercase_layouts_accepted_in_both_forms(flag, value):
+    # MIOpen upper-cases only long-form layout values, so `-I nhwc` fails there
+    # ("Invalid Layout Parameter Value", issues #1235/#1311). We are kinder: any case, any form.
+    cmd = parse(f"conv -F 2 {flag} {value}")
+    long = {"-I": "in_layout", "-O": "out_layout", "-f": "fil_layout"}.get(flag, flag[2:])
+    assert cmd.flags[long] == "NHWC"
+
+
+def test_layouts_default_independently():
+    p = parse("conv -F 2 --out_layout NHWC").problem    # perf-model lines do exactly this
+    assert (p.in_layout, p.out_layout, p.fil_layout) == ("NCHW", "NHWC", "NCHW")
+
+
+@pytest.mark.parametrize("value", ["NCWH", "HWCN", "nchw4", "", "NC"])
+def test_unknown_layout(value):
+    e = err(["conv", "-F", "2", "-I", value])
+    assert e.flag == "-I" and e.value == value and "NHWC" in e.allowed
+
+
+@pytest.mark.parametrize("forw,words", [
+    (0, "forward, backward data and backward weights"),
+    (1, "forward"), (3, "forward and backward data"), (4, "backward weights"),
+    (5, "forward and backward weights"), (6, "backward data and backward weights"),
+    (7, "forward, backward data and backward weights"), (8, "no direction at all"),
+    (10, "backward data (bits 8 and up select nothing)"), (-2, "negative"),
+])
+def test_forw_bitmask_only_2(forw, words):
+    e = err(f"conv -n 2 -F {forw}")
+    assert e.flag == "-F" and e.value == str(forw)
+    assert "exactly 2" in e.allowed and words in str(e)
+    assert words in describe_directions(forw)
+
+
+def test_forw_missing_means_all_directions():
+    e = err("conv -n 2")              # MIOpen's default -F 0 runs all three directions
+    assert "forward, backward data and backward weights" in str(e)
+
+
+def test_forw_error_names_the_flag_as_written():
+    assert err("conv --forw 1").flag == "--forw"
+
+
+def test_allow_any_direction():
+    assert parse("conv -F 1", allow_any_direction=True).flags["forw"] == 1
+
+
+@pytest.mark.parametrize("line,flag", [
+    ("conv -F 2 -K 3", "-K"), ("conv -F 2 -? 3", "-?"), ("conv -F 2 --nope 1", "--nope"),
+    ("conv -F 2 --batch 5", "--batch"),               # no prefix abbreviation
+    ("conv -F 2 -h", "-h"), ("conv -F 2 --help", "--help"),
+])
+def test_unknown_flags(line, flag):
+    e = err(line)
+    assert e.flag == flag
+    assert ("help is not a command" if flag in ("-h", "--help", "-?") else "unknown flag") in str(e)
+
+
+@pytest.mark.parametrize("line,flag", [
+    ("conv -F 2 -n16", "-n16"),                      # value must be the next token
+    ("conv -F 2 16", "16"),                           # stray value
+    ("conv -F 2 --batchsize=16", "--batchsize=16"),   # MIOpen has no --name=value
+])
+def test_malformed_tokens(line, flag):
+    e = err(line)
+    assert e.flag == flag
+
+
+@pytest.mark.parametrize("line,flag", [("conv -F 2 -n", "-n"), ("conv -F 2 --in_h", "--in_h"),
+                                       ("conv -F", "-F"), ("conv -F 2 -I", "-I")])
+def test_missing_value(line, flag):
+    e = err(line)
+    assert e.flag == flag and e.value is None and "missing value" in str(e)
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "0x10", "1_000", " 5", "5 ", "", "١٢", "12abc", "+", "-"])
+@pytest.mark.parametrize("flag", ["-n", "-F", "--pad_h", "-g", "-i"])
+def test_non_integer_values(flag, value):
+    e = err(["conv", "-F", "2", flag, value])
+    assert e.flag == flag and e.value == value and e.allowed == "an integer"
+
+
+def test_signed_integers_parse():
+    assert parse("conv -F 2 -S -1").solution == "-1"
+    assert parse("conv -F 2 -n +4").problem.N == 4
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_iter_must_be_positive(value):
+    e = err(f"conv -F 2 -i {value}")
+    assert e.flag == "-i" and ">= 1" in e.allowed
+
+
+@pytest.mark.parametrize("line,flag", [("conv -F 2 -V 2", "-V"), ("conv -F 2 -t 5", "-t"),
+                                       ("conv -F 2 -w 3", "-w"), ("conv -F 2 --spatial_dim 4", "--spatial_dim"),
+                                       ("conv -F 2 -_ 1", "-_")])
+def test_option_ranges(line, flag):
+    assert err(line).flag == flag
+
+
+@pytest.mark.parametrize("line", ["conv -F 2 -c 6 -k 4 -g 4", "conv -F 2 -c 6 -k 10 -g 3",
+                                  "conv -F 2 -c 4 -k 8 -g 8", "conv -F 2 -c 4 -k 4 -g 0",
+                                  "conv -F 2 --group_count -2"])
+def test_bad_group_count(line):
+    e = err(line)
+    assert e.flag in ("-g", "--group_count")
+
+
+@pytest.mark.parametrize("line,flag,axis", [
+    ("conv -F 2 -H 2 -y 5", "-H", "Ho"), ("conv -F 2 -W 2 -x 5", "-W", "Wo"),
+    ("conv -F 2 --in_h 4 -y 3 -l 2", "--in_h", "Ho"),     # dilated filter spans 5 rows
+    ("conv -F 2 -H 1 -W 5 -y 3 -p 0", "-H", "Ho"),
+])
+def test_output_size_below_one_is_an_error(line, flag, axis):
+    e = err(line)             # MIOpen silently clamps to 1; we refuse
+    assert e.flag == flag and f"derived {axis}=" in str(e)
+
+
+def test_output_size_exactly_one_is_fine():
+    p = parse("conv -F 2 -H 3 -W 3 -y 3 -x 3").problem
+    assert (p.Ho, p.Wo) == (1, 1)
+
+
+@pytest.mark.parametrize("line,flag", [
+    ("conv -F 2 -n 0", "-n"), ("conv -F 2 -c 0", "-c"), ("conv -F 2 -k 0", "-k"),
+    ("conv -F 2 -H 0", "-H"), ("conv -F 2 -y 0", "-y"), ("conv -F 2 -u 0", "-u"),
+    ("conv -F 2 -v -1", "-v"), ("conv -F 2 -l 0", "-l"), ("conv -F 2 -p -1", "-p"),
+    ("conv -F 2 --pad_w -3", "--pad_w"),
+])
+def test_sizes_must_be_positive(line, flag):
+    assert err(line).flag == flag
+
+
+@pytest.mark.parametrize("H,Y,u,want", [(56, 3, 1, 1), (56, 3, 2, 0), (57, 3, 2, 1), (56, 7, 2, 2),
+                                        (7, 1, 1, 0), (10, 5, 3, 2)])
+def test_pad_mode_same(H, Y, u, want):
+    # MIOpenDriver: pad = max(fil - (in % s == 0 ? s : in % s), 0) / 2
+    p = parse(f"conv -F 2 -H {H} -W {H} -y {Y} -x {Y} -u {u} -v {u} -p 5 -q 5 --pad_mode same").problem
+    assert (p.pH, p.pW) == (want, want)
+
+
+def test_pad_mode_valid_zeroes_pads():
+    p = parse("conv -F 2 -p 2 -q 1 -z valid").problem
+    assert (p.pH, p.pW) == (0, 0)
+
+
+def test_pad_mode_ignored_for_dilated_filters():
+    # only rewritten when all dilations are 1 or the filter is 1x1
+    p = parse("conv -F 2 -p 2 -q 2 -l 2 -j 2 -z valid").problem
+    assert (p.pH, p.pW) == (2, 2)
+    p = parse("conv -F 2 -y 1 -x 1 -p 1 -q 1 -l 2 -j 2 -z valid").problem
+    assert (p.pH, p.pW) == (0, 0)
+
+
+def test_pad_mode_bad_value():
+    e = err("conv -F 2 --pad_mode full")
+    assert e.flag == "--pad_mode" and "same" in e.allowed
+
+
+def test_mode_values():
+    assert parse("conv -F 2 -m trans").problem.mode == "trans"
+    assert err("conv -F 2 -m deconv").flag == "-m"
+
+
+def test_3d_flags():
+    cmd = parse("conv -n 2 -c 2 --in_d 5 -H 4 -W 3 -k 3 --fil_d 5 -y 4 -x 3 --pad_d 0 -p 0 -q 0 "
+                "--conv_stride_d 1 -u 1 -v 1 --dilation_d 1 -l 1 -j 1 --spatial_dim 3 -m conv -g 1 -F 2 -t 1")
+    p = cmd.problem                      # MIOpen PR #926's line
+    assert p.is_3d and (p.Di, p.Z, p.pD, p.sD, p.dD) == (5, 5, 0, 1, 1)
+    assert (p.in_layout, p.out_layout, p.fil_layout) == ("NCDHW",) * 3
+    assert (p.Do, p.Ho, p.Wo) == (1, 1, 1)
+    p = parse("conv -F 2 -_ 3 -! 6 -@ 3 -$ 1 -# 2 -^ 1 -I NDHWC -O NDHWC -f NDHWC").problem
+    assert (p.Di, p.Z, p.pD, p.sD, p.dD, p.Do) == (6, 3, 1, 2, 1, 3)
+
+
+def test_3d_errors():
+    assert "spatial_dim 3" in str(err("conv -F 2 -_ 3 -I NHWC"))
+    assert err("conv -F 2 -_ 3 --in_d 2 --fil_d 5").flag == "--in_d"
+    assert err("conv -F 2 -_ 3 --conv_stride_d 0").flag == "--conv_stride_d"
+    assert "spatial_dim 2" in str(err("conv -F 2 -I NCDHW"))
+
+
+def test_3d_flags_ignored_in_2d():
+    # MIOpen perf-model lines carry --conv_stride_d 0 --dilation_d 0 with spatial_dim 2
+    p = parse("conv -F 2 --in_d 1 --fil_d 1 --pad_d 0 --conv_stride_d 0 --dilation_d 0").problem
+    assert not p.is_3d and (p.Di, p.Z) == (1, 1)
+
+
+@pytest.mark.parametrize("prefix", ["./bin/MIOpenDriver", "/opt/rocm/bin/MIOpenDriver", "MIOpenDriver",
+                                    "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver"])
+def test_leading_program_is_ignored(prefix):
+    cmd = parse(f"{prefix} convfp16 -n 2 -F 2")
+    assert cmd.base == "convfp16" and cmd.problem.N == 2
+    assert cmd.command_line() == "convfp16 -n 2 -F 2"
+
+
+@pytest.mark.parametrize("base,dtype", [("conv", "fp32"), ("convfp32", "fp32"), ("convfp16", "fp16"),
+                                        ("convbfp16", "bf16")])
+def test_base_arguments(base, dtype):
+    assert parse(f"{base} -F 2").problem.dtype == dtype
+
+
+@pytest.mark.parametrize("base,words", [("convint8", "int8"), ("convfp8", "fp8"), ("convbfp8", "bf8")])
+def test_rejected_bases(base, words):
+    e = err(f"{base} -F 2")
+    assert e.flag == "<base>" and words in str(e)
+
+
+@pytest.mark.parametrize("line", ["convxx -F 2", "", "-n 2 -F 2"])
+def test_unknown_base(line):
+    assert err(line).flag == "<base>"
+
+
+def test_string_and_token_list_agree():
+    line = "convbfp16 -n 3 -c 8 -k 16 -H 9 -W 7 -y 3 -x 1 -p 1 -q 0 -F 2 --in_layout NHWC"
+    assert parse(line).problem == parse(line.split()).problem
+
+
+def test_error_attributes_and_message():
+    e = err("conv -F 2 -n abc")
+    assert (e.flag, e.value, e.allowed) == ("-n", "abc", "an integer")
+    assert str(e) == "-n 'abc': allowed: an integer"
+    assert isinstance(e, ValueError)
+
+
+REAL_LINES = [  # research miopen.md §5
+    ("./bin/MIOpenDriver conv --batchsize 128 --spatial_dim 2 --pad_h 0 --pad_w 0 --pad_d 0 "
+     "--conv_stride_h 2 --conv_stride_w 2 --conv_stride_d 0 --dilation_h 1 --dilation_w 1 "
+     "--dilation_d 0 --group_count 1 --mode conv --pad_mode default --trans_output_pad_h 0 "
+     "--trans_output_pad_w 0 --trans_output_pad_d 0 --out_layout NCHW --in_d 1 --in_h 14 --in_w 14 "
+     "--fil_d 1 --fil_h 1 --fil_w 1 --in_channels 1024 --out_channels 512 --forw 2",
+     dict(N=128, C=1024, K=512, Hi=14, Y=1, sH=2, Ho=7, G=1)),
+    ("convbfp16 -n 128 -c 384 -H 24 -W 48 -k 384 -y 1 -x 3 -p 0 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 3 "
+     "-F 2 -t 1 --iter 100 --in_layout NHWC --out_layout NHWC --fil_layout NHWC",
+     dict(N=128, C=384, K=384, Hi=24, Wi=48, X=3, pW=1, G=3, Wo=48, dtype="bf16")),
+    ("conv -n 64 -c 512 -H 14 -W 14 -k 512 -y 4 -x 1 -p 0 -q 0 -u 3 -v 1 -l 1 -j 1 -g 1 -F 2 -t 1",
+     dict(Y=4, sH=3, Ho=4, Wo=14)),
+    ("convbfp16 -n 16 -c 144 -H 24 -W 16 -k 144 -y 5 -x 5 -p 8 -q 8 -u 1 -v 1 -l 4 -j 4 -m conv -g 1 "
+     "-F 2 -t 1 --iter 100 --in_layout NHWC --out_layout NHWC --fil_layout NHWC",
+     dict(dH=4, pH=8, Ho=24, Wo=16)),
+    ("conv -n 32 -c 256 -H 38 -W 38 -k 256 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -t 1 -F 2 -i 1",
+     dict(N=32, C=256, K=256, Ho=38)),
+    ("conv -F 2 -n 128 -c 256 -H 17 -W 17 -k 128 -y 1 -x 7 -p 0 -q 3 -u 1 -v 1 -l 1 -j 1 -t 1",
+     dict(X=7, pW=3, Wo=17)),
+]
+
+
+@pytest.mark.parametrize("line,expect", REAL_LINES)
+def test_real_lines(line, expect):
+    p = parse(line).problem
+    for k, v in expect.items():
+        assert getattr(p, k) == v, k
+
+
+@pytest.mark.parametrize("problem", [
+    ConvProblem(N=2, C=6, Hi=9, Wi=7, K=4, Y=3, X=2, pH=1, pW=0, sH=2, sW=1, dH=1, dW=2, G=2,
+                dtype="bf16", in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC"),
+    ConvProblem(N=1, C=3, Hi=5, Wi=5, K=3, Y=1, X=1),
+])
+def test_format_command_round_trips(problem):
+    assert parse(format_command(problem)).problem == problem
