@@ -1,0 +1,159 @@
+"""Perf-db: location, best-of semantics, MIOpen's text record form, concurrent writers."""
+
+import multiprocessing as mp
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from miopen_solver import SOLVER_NAME
+from miopen_solver.perfdb import ENV_VAR, PerfDb, PerfRecord, default_path, parse_record_line
+
+KEY = "64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B"
+CFG = "128,64,32,2,2,64,32,0,0,0,1,-1,3"
+
+
+# ------------------------------------------------------------------ location
+def test_default_path_env_then_xdg_then_home(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "x.sqlite"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_path() == tmp_path / "x.sqlite"
+    monkeypatch.delenv(ENV_VAR)
+    assert default_path() == tmp_path / "xdg" / "miopen-dgrad" / "perfdb.sqlite"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_path() == tmp_path / "home" / ".cache" / "miopen-dgrad" / "perfdb.sqlite"
+    assert PerfDb().path == default_path()
+    assert PerfDb(tmp_path / "given.sqlite").path == tmp_path / "given.sqlite"
+
+
+def test_lookups_never_create_the_file(tmp_path):
+    path = tmp_path / "sub" / "db.sqlite"
+    with PerfDb(path) as db:
+        assert db.get(KEY, "gfx942", SOLVER_NAME) is None
+        assert db.records() == [] and db.export_text("gfx942") == ""
+        assert db.remove(KEY, "gfx942", SOLVER_NAME) is False
+    assert not path.exists()
+
+
+# ------------------------------------------------------------------ records
+def test_update_keeps_the_best(tmp_path):
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        assert db.update(KEY, "gfx942", SOLVER_NAME, CFG, 0.50)
+        assert db.get(KEY, "gfx942", SOLVER_NAME) == PerfRecord(KEY, "gfx942", SOLVER_NAME, CFG, 0.50)
+        assert not db.update(KEY, "gfx942", SOLVER_NAME, "other", 0.60)      # slower: kept
+        assert db.update(KEY, "gfx942", SOLVER_NAME, "faster", 0.40)
+        assert db.get(KEY, "gfx942", SOLVER_NAME).values == "faster"
+        assert db.update(KEY, "gfx942", SOLVER_NAME, "forced", 9.0, force=True)
+        assert db.get(KEY, "gfx942", SOLVER_NAME).time_ms == 9.0
+        assert db.update(KEY, "gfx942", SOLVER_NAME, "untimed", None, force=True)
+        assert db.update(KEY, "gfx942", SOLVER_NAME, "timed", 1.0)           # beats an unknown time
+        # arch and solver are part of the key
+        assert db.get(KEY, "sm_90", SOLVER_NAME) is None
+        db.update(KEY, "gfx942", "OtherSolver", "x", 0.1)
+        assert len(db.records()) == 2 and len(db.records("gfx942")) == 2 and db.records("sm_90") == []
+        assert db.remove(KEY, "gfx942", "OtherSolver") and len(db.records()) == 1
+
+
+@pytest.mark.parametrize("field", ["key", "arch", "solver", "values"])
+@pytest.mark.parametrize("bad", ["a=b", "a;b", "a:b", ""])
+def test_fields_reject_record_separators(tmp_path, field, bad):
+    args = dict(key=KEY, arch="gfx942", solver=SOLVER_NAME, values=CFG)
+    args[field] = bad
+    with PerfDb(tmp_path / "db.sqlite") as db, pytest.raises(ValueError):
+        db.update(args["key"], args["arch"], args["solver"], args["values"], 1.0)
+
+
+def test_negative_time_rejected(tmp_path):
+    with PerfDb(tmp_path / "db.sqlite") as db, pytest.raises(ValueError, match=">= 0"):
+        db.update(KEY, "gfx942", SOLVER_NAME, CFG, -1.0)
+
+
+def test_wal_mode(tmp_path):
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        db.update(KEY, "gfx942", SOLVER_NAME, CFG, 1.0)
+    con = sqlite3.connect(tmp_path / "db.sqlite")
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.close()
+
+
+# ------------------------------------------------------------------ MIOpen text form
+MIOPEN_TEXT = (
+    "576-4-4-1x1-192-4-4-8-1x1-2x2-3x3-0-NCHW-FP32-F=ConvAsm1x1U:1,16,1,64,2,2,1,4\n"
+    f"{KEY}=ConvHipImplicitGemmGroupBwdXdlops:DeviceGroupedConvBwdDataMultipleD_Xdl_CShuffle_v1<256, 128, 256>+1;"
+    f"{SOLVER_NAME}:{CFG}\n"
+    "\n"
+)
+
+
+def test_parse_record_line():
+    assert parse_record_line(f"{KEY}=A:1,2;B:3") == [(KEY, "A", "1,2"), (KEY, "B", "3")]
+    for bad in ("no-equals", "=A:1", f"{KEY}=A", f"{KEY}=A:", f"{KEY}=:1", f"{KEY}=A:1;", f"{KEY}=A:1:2"):
+        with pytest.raises(ValueError):
+            parse_record_line(bad, 7)
+    with pytest.raises(ValueError, match="line 7"):
+        parse_record_line("junk", 7)
+
+
+def test_import_export_round_trip(tmp_path):
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        assert db.import_text(MIOPEN_TEXT, "gfx942") == 3
+        rec = db.get(KEY, "gfx942", SOLVER_NAME)
+        assert rec.values == CFG and rec.time_ms is None
+        out = db.export_text("gfx942")
+        # one line per key, sorted as text ("576-..." < "64-..."); solvers of a key in name
+        # order, ';'-separated
+        assert out == (
+            "576-4-4-1x1-192-4-4-8-1x1-2x2-3x3-0-NCHW-FP32-F=ConvAsm1x1U:1,16,1,64,2,2,1,4\n"
+            f"{KEY}={SOLVER_NAME}:{CFG};ConvHipImplicitGemmGroupBwdXdlops:"
+            "DeviceGroupedConvBwdDataMultipleD_Xdl_CShuffle_v1<256, 128, 256>+1\n")
+        assert db.export_text("sm_90") == ""
+    with PerfDb(tmp_path / "copy.sqlite") as db2:
+        db2.import_text(out, "gfx942")
+        assert db2.export_text("gfx942") == out
+
+
+def test_import_is_all_or_nothing(tmp_path):
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        with pytest.raises(ValueError, match="line 2"):
+            db.import_text(f"{KEY}={SOLVER_NAME}:{CFG}\nbroken line\n", "gfx942")
+        assert db.records() == []
+
+
+# ------------------------------------------------------------------ concurrency
+N_WRITES = 1500
+
+
+def _writer(path: str, worker: int, start) -> None:
+    start.wait(30)
+    with PerfDb(path) as db:
+        for i in range(N_WRITES):
+            db.update(f"key-{worker}-{i}", "gfx942", SOLVER_NAME, f"{worker},{i}", float(i))
+            db.update("shared", "gfx942", SOLVER_NAME, f"{worker},{i}", 10000.0 - i - worker / 10)
+            if i % 250 == 0:
+                db.import_text("".join(f"imp-{worker}-{i}-{j}={SOLVER_NAME}:{j}\n" for j in range(20)), "sm_90")
+
+
+def test_two_processes_writing_at_once(tmp_path):
+    path = str(tmp_path / "db.sqlite")
+    ctx = mp.get_context("spawn")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(path, w, start)) for w in (0, 1)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    with PerfDb(path) as db:
+        recs = db.records("gfx942")
+        assert len(recs) == 2 * N_WRITES + 1
+        assert {r.problem_key for r in recs} >= {f"key-{w}-{i}" for w in (0, 1) for i in range(N_WRITES)}
+        best = db.get("shared", "gfx942", SOLVER_NAME)
+        # the lowest time any writer offered: 10000 - (N_WRITES-1) - 0.1, by worker 1
+        assert best.time_ms == pytest.approx(10000.0 - (N_WRITES - 1) - 0.1) and best.values == f"1,{N_WRITES - 1}"
+        assert len(db.records("sm_90")) == 2 * (N_WRITES // 250) * 20
+    assert Path(path).exists()

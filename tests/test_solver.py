@@ -1,0 +1,187 @@
+"""DgradSolver: MIOpen's verbs, the Solution record and search."""
+
+import hashlib
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miopen_solver import SOLVER_ID, SOLVER_NAME
+from miopen_solver.applicability import NotApplicableError
+from miopen_solver.command import parse
+from miopen_solver.errors import PerfConfigError
+from miopen_solver.perfdb import PerfDb
+from miopen_solver.problem import ConvProblem
+from miopen_solver.solver import ALGORITHM, DgradSolver
+from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.target import PRESETS, get_target
+from test_applicability import COMMANDS
+from test_spec import problems
+
+SOLVER = DgradSolver()
+GFX942, SM90 = get_target("gfx942"), get_target("sm_90")
+BASES = ("conv", "convfp16", "convbfp16")
+
+
+def nhwc(**kw):
+    base = dict(N=2, C=32, Hi=10, Wi=10, K=32, Y=3, X=3, pH=1, pW=1, dtype="fp16",
+                in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    base.update(kw)
+    return ConvProblem(**base)
+
+
+def test_ids():
+    assert SOLVER.solver_db_id() == SOLVER_NAME == "ConvDgradImplicitGemmTilde"
+    assert SOLVER.solution_id == SOLVER_ID == 200
+    assert ALGORITHM == "miopenConvolutionBwdDataAlgoImplicitGEMM"
+
+
+def _line_problems():
+    """Every data line that parses as backward data, in all three dtypes (the suite says:
+    swap convfp16 for convbfp16 or conv)."""
+    out = []
+    for label, cmd, _ in COMMANDS:
+        for base in BASES:
+            tokens = cmd.split()
+            tokens[0] = base
+            dc = parse(tokens, allow_any_direction=True)
+            if dc.flags["forw"] == 2:
+                out.append((f"{label}-{base}", dc.problem))
+    return out
+
+
+LINE_PROBLEMS = _line_problems()
+
+
+@pytest.mark.parametrize("arch", sorted(PRESETS))
+def test_default_config_is_valid_for_every_applicable_line(arch):
+    t = get_target(arch)
+    applicable = 0
+    for label, p in LINE_PROBLEMS:
+        if not SOLVER.is_applicable(p, t):
+            continue
+        applicable += 1
+        cfg = SOLVER.get_default_performance_config(p, t)
+        assert SOLVER.is_valid_performance_config(p, t, cfg) == (True, ""), label
+        make_spec(p, t, cfg)
+    assert applicable >= 3 * (14 + 14 + 1)     # suite + NHWC research lines + depthwise line
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.sampled_from(sorted(PRESETS)))
+def test_applicable_implies_a_valid_default(problem, arch):
+    t = get_target(arch)
+    v = SOLVER.is_applicable(problem, t)
+    assert v.ok                      # random NHWC 2-D fp16/bf16/fp32 problems are all in scope
+    cfg = SOLVER.get_default_performance_config(problem, t)
+    assert SOLVER.is_valid_performance_config(problem, t, cfg)[0]
+
+
+def test_workspace_is_zero():
+    assert SOLVER.get_workspace_size(nhwc(), GFX942) == 0
+    assert SOLVER.get_workspace_size(nhwc(), SM90, PerfConfig(64, 32, 32, 2, 1, 32, 32, 0, 0, 0, 2, -1, 3)) == 0
+    with pytest.raises(PerfConfigError):
+        SOLVER.get_workspace_size(nhwc(), SM90, PerfConfig(split_k=0))
+
+
+# ------------------------------------------------------------------ get_solution
+def test_solution_plain_tilde():
+    # 3x3 s1 p1 on 2x10x10: one sub-GEMM of 200 rows; default on gfx942: tile 64x32
+    # (cpg 32 -> tile_n 32, 4 tiles < 304 CUs -> tile_m 64) -> ceil(200/64) = 4 tiles.
+    sol = SOLVER.get_solution(nhwc(), GFX942)
+    assert sol.solver_id == SOLVER_NAME and sol.solution_id == 200 and sol.algorithm == ALGORITHM
+    assert sol.perf_config.serialize() == "64,32,32,2,1,32,32,0,0,0,1,-1,2"
+    (k,) = sol.kernels
+    assert k.grid == (4, 1, 1) and k.block == (128, 1, 1)
+    assert k.name == sol.spec.kernel_name and k.lds_bytes == sol.spec.lds_bytes
+    assert sol.zero_fill.kind == "none" and sol.zero_fill.bytes == 0 and sol.zero_fill.blocks == 0
+    assert sol.workspace_bytes == 0
+    d = sol.as_dict()
+    assert json.loads(json.dumps(d)) == d and d["kernels"][0]["grid"] == [4, 1, 1]
+
+
+def test_solution_split_k_has_a_memset():
+    p = nhwc(G=2, C=32, K=64)
+    cfg = PerfConfig(64, 16, 32, 2, 1, 32, 16, 0, 0, 0, 4, -1, 3)
+    sol = SOLVER.get_solution(p, SM90, cfg)
+    # 200 rows / 64 = 4 row tiles x cpg 16 / 16 = 1 -> x = 4; y = G = 2; z = split 4.
+    assert sol.kernels[0].grid == (4, 2, 4)
+    assert sol.zero_fill.kind == "memset" and sol.zero_fill.bytes == 2 * 32 * 10 * 10 * 2
+
+
+def test_solution_zero_fill_blocks_extend_the_grid():
+    # 1x1 s2 on 2x12x12: 2*6*6 = 72 rows -> 2 row tiles of 64; 3/4 of dX is written by nobody.
+    p = nhwc(Hi=12, Wi=12, Y=1, X=1, pH=0, pW=0, sH=2, sW=2)
+    cfg = PerfConfig(64, 32, 32, 2, 1, 32, 32, 0, 0, 0, 1, -1, 2)
+    sol = SOLVER.get_solution(p, GFX942, cfg)
+    assert sol.zero_fill.kind == "blocks" and sol.zero_fill.blocks >= 1
+    assert sol.kernels[0].grid == (2 + sol.zero_fill.blocks, 1, 1)
+    kernels = pytest.importorskip("miopen_solver.kernels", reason="kernels package not importable")
+    assert sol.zero_fill.blocks == kernels.zero_fill_blocks(sol.spec)
+
+
+def test_solution_source_is_emitted_lazily():
+    pytest.importorskip("miopen_solver.kernels", reason="kernels package not importable")
+    sol = SOLVER.get_solution(nhwc(Hi=12, Wi=12, sH=2, sW=2), SM90)
+    src = sol.kernels[0].source
+    assert src is sol.kernels[0].source                      # emitted once
+    assert src.sha256 == hashlib.sha256(src.text.encode()).hexdigest()
+    assert src.name == sol.kernels[0].name
+    assert tuple(src.grid) == sol.kernels[0].grid and tuple(src.block) == sol.kernels[0].block
+
+
+def test_get_solution_errors():
+    with pytest.raises(NotApplicableError) as e:
+        SOLVER.get_solution(nhwc(in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW"), GFX942)
+    assert e.value.verdict.codes == ("LAYOUT",)
+    with pytest.raises(PerfConfigError, match="split_k"):
+        SOLVER.get_solution(nhwc(), GFX942, PerfConfig(split_k=0, stages=2))
+    # The cpu target runs NCHW: a solution exists for it.
+    cpu = SOLVER.get_solution(nhwc(in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW"), get_target("cpu"))
+    assert cpu.kernels[0].grid[1] == 1
+
+
+# ------------------------------------------------------------------ search
+def test_search_yields_distinct_valid_configs_default_first():
+    p = nhwc(dtype="fp32", C=64, K=256, Hi=6, Wi=6)
+    configs = list(SOLVER.search(p, GFX942))
+    assert configs[0] == SOLVER.get_default_performance_config(p, GFX942)
+    specs = [make_spec(p, GFX942, c) for c in configs]
+    names = [s.kernel_name for s in specs]
+    assert len(names) == len(set(names)) > 100
+    assert any(s.split_k > 1 for s in specs)                    # fp32 atomics: split-K explored
+    assert {s.config.stages for s in specs} <= {1, 2}           # no async copies on gfx942
+    assert all(s.config.tile_n <= 64 for s in specs)            # cpg 64: wider tiles are waste
+
+
+def test_search_respects_target_and_atomics():
+    odd = nhwc(C=33, K=64)
+    specs = [make_spec(odd, SM90, c) for c in SOLVER.search(odd, SM90)]
+    assert specs and all(s.split_k == 1 for s in specs)         # fp16 odd cpg: no packed atomic
+    assert {s.lds_k_outer for s in specs} == {False, True}      # both B layouts on sm_90
+    amd = [make_spec(nhwc(), GFX942, c) for c in SOLVER.search(nhwc(), GFX942)]
+    assert {s.lds_k_outer for s in amd} == {False}              # no transposing read on gfx942
+
+
+def test_search_of_a_non_applicable_problem_is_empty():
+    assert list(SOLVER.search(nhwc(in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW"), SM90)) == []
+
+
+# ------------------------------------------------------------------ perf-db lookup
+def test_find_performance_config(tmp_path):
+    p = nhwc()
+    key = p.problem_key()
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        assert SOLVER.find_performance_config(p, SM90, db) == (SOLVER.get_default_performance_config(p, SM90), "default")
+        tuned = PerfConfig(32, 32, 32, 1, 2, 32, 16, 0, 0, 0, 1, 0, 4)
+        db.update(key, "sm_90", SOLVER_NAME, tuned.serialize(), 0.01)
+        assert SOLVER.find_performance_config(p, SM90, db) == (tuned, "perfdb")
+        # The record is per arch: gfx942 still gets its default.
+        assert SOLVER.find_performance_config(p, GFX942, db)[1] == "default"
+        # An invalid or malformed record falls back to the default (MIOpen re-validates db hits).
+        db.update(key, "sm_90", SOLVER_NAME, tuned.replace(split_k=0).serialize(), force=True)
+        assert SOLVER.find_performance_config(p, SM90, db)[1] == "default"
+        db.update(key, "sm_90", SOLVER_NAME, "1,2,3", force=True)
+        assert SOLVER.find_performance_config(p, SM90, db)[1] == "default"
+    assert SOLVER.find_performance_config(p, SM90, None)[1] == "default"

@@ -1,0 +1,190 @@
+"""``applicable`` and ``config`` through click's CliRunner: the same answers as Python for
+every line of tests/data/commands.txt, exit codes 0/1/2, one-line errors."""
+
+import json
+import shlex
+
+import pytest
+from click.testing import CliRunner
+
+from driver.solver_cmds import applicable_cmd, config_cmd, split_own_options
+from miopen_solver import SOLVER_NAME
+from miopen_solver.command import parse
+from miopen_solver.perfdb import ENV_VAR, PerfDb
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.target import get_target
+from test_applicability import COMMANDS, expected_codes
+
+SUITE_LINE = ("convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 "
+              "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+NCHW_LINE = "conv -n 2 -c 256 -H 64 -W 64 -k 512 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -t 1 -F 2 -V 1"
+SOLVER = DgradSolver()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_perfdb(monkeypatch, tmp_path):
+    """No test reads or writes the user's real perf-db."""
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "perfdb.sqlite"))
+
+
+def run(cmd, args):
+    result = CliRunner().invoke(cmd, args)
+    assert result.exit_code in (0, 1, 2), result.output
+    return result
+
+
+def one_line_error(result):
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr
+    return lines[0]
+
+
+# ------------------------------------------------------------------ every data line
+@pytest.mark.parametrize("arch", ["gfx942", "sm_90"])
+@pytest.mark.parametrize("label,cmd,codes", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_applicable_matches_python(label, cmd, codes, arch):
+    r = run(applicable_cmd, shlex.split(cmd) + ["--arch", arch, "--json"])
+    doc = json.loads(r.stdout)
+    dc = parse(cmd, allow_any_direction=True)
+    verdict = SOLVER.is_applicable(dc.problem, get_target(arch), forw=dc.flags["forw"])
+    assert {k: doc[k] for k in ("applicable", "reasons", "notes")} == verdict.as_dict()
+    assert tuple(x["code"] for x in doc["reasons"]) == expected_codes(codes, arch)
+    assert doc["arch"] == arch and doc["solver"] == SOLVER_NAME and doc["problem_key"] == dc.problem.problem_key()
+    assert r.exit_code == (0 if verdict.ok else 1)
+    text = run(applicable_cmd, shlex.split(cmd) + ["--arch", arch])
+    assert text.exit_code == r.exit_code
+    assert text.stdout.startswith(f"{SOLVER_NAME} on {arch}: {'applicable' if verdict.ok else 'not applicable'}")
+    for reason in verdict.reasons:
+        assert f"  {reason.code}: {reason.message}" in text.stdout
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "sm_90"])
+@pytest.mark.parametrize("label,cmd,codes", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_config_matches_python(label, cmd, codes, arch):
+    dc = parse(cmd, allow_any_direction=True)
+    r = run(config_cmd, shlex.split(cmd) + ["--arch", arch, "--json"])
+    if dc.flags["forw"] != 2:
+        one_line_error(r)                      # config needs a backward-data line
+        return
+    doc = json.loads(r.stdout)
+    t = get_target(arch)
+    if expected_codes(codes, arch):
+        assert r.exit_code == 1 and doc["applicable"] is False
+        return
+    assert r.exit_code == 0 and doc["source"] == "default"
+    spec = make_spec(dc.problem, t, SOLVER.get_default_performance_config(dc.problem, t))
+    assert doc["kernel_name"] == spec.kernel_name and doc["spec"] == spec.as_dict()
+    assert doc["launch"]["grid"][1:] == [dc.problem.G, spec.split_k]
+
+
+# ------------------------------------------------------------------ options and forms
+def test_options_before_after_and_inline():
+    line = shlex.split(SUITE_LINE)
+    forms = [["--arch", "sm_90", "--json"] + line, line + ["--arch", "sm_90", "--json"],
+             line[:5] + ["--arch=sm_90"] + line[5:] + ["--json"], [SUITE_LINE + " --arch sm_90 --json"],
+             ["./bin/MIOpenDriver"] + line + ["--json", "--arch", "sm_90"]]
+    docs = [json.loads(run(applicable_cmd, f).stdout) for f in forms]
+    assert all(d == docs[0] for d in docs) and docs[0]["arch"] == "sm_90" and docs[0]["applicable"]
+
+
+def test_default_arch_is_gfx942():
+    assert json.loads(run(applicable_cmd, shlex.split(SUITE_LINE) + ["--json"]).stdout)["arch"] == "gfx942"
+
+
+def test_split_own_options():
+    rest, opts = split_own_options(["conv", "-n", "2", "--arch", "sm_90", "--perf-config=1,2", "--json"])
+    assert rest == ["conv", "-n", "2"] and opts == {"arch": "sm_90", "perf-config": "1,2", "json": True}
+
+
+def test_forward_line_is_a_direction_verdict():
+    r = run(applicable_cmd, shlex.split(SUITE_LINE.replace("-F 2", "-F 1")))
+    assert r.exit_code == 1 and "  DIRECTION: -F 1 asks for forward" in r.stdout
+
+
+def test_not_applicable_exit_1_lists_all_reasons():
+    r = run(applicable_cmd, shlex.split(NCHW_LINE.replace("-F 2", "-F 4")) + ["--arch", "sm_90", "--json"])
+    assert r.exit_code == 1
+    assert [x["code"] for x in json.loads(r.stdout)["reasons"]] == ["DIRECTION", "LAYOUT"]
+    cpu = run(applicable_cmd, shlex.split(NCHW_LINE) + ["--arch", "cpu"])
+    assert cpu.exit_code == 0
+
+
+def test_depthwise_note_in_text():
+    line = SUITE_LINE.replace("-g 1", "-g 64")
+    r = run(applicable_cmd, shlex.split(line))
+    assert r.exit_code == 0 and "  note DEPTHWISE:" in r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], "missing the MIOpenDriver line"),
+    (shlex.split(SUITE_LINE) + ["--arch", "gfx1100"], "unknown arch 'gfx1100'"),
+    (shlex.split(SUITE_LINE) + ["--arch"], "--arch needs a value"),
+    (shlex.split(SUITE_LINE) + ["--bogus", "1"], "--bogus"),
+    (["convint8", "-n", "1"], "convint8"),
+    (shlex.split(SUITE_LINE.replace("-H 56", "-H 0")), "-H"),
+    (shlex.split(SUITE_LINE.replace("-g 1", "-g 3")), "-g"),
+])
+def test_applicable_bad_input_is_one_line_exit_2(args, needle):
+    assert needle in one_line_error(run(applicable_cmd, args))
+
+
+# ------------------------------------------------------------------ config
+def test_config_text_and_json_agree():
+    j = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--json", "--arch", "sm_90"]).stdout)
+    t = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90"])
+    assert t.exit_code == 0
+    assert t.stdout.splitlines()[0] == f"kernel: {j['kernel_name']}"
+    assert f"perf config: {j['perf_config']} (default)" in t.stdout
+    assert f"  lds_bytes: {j['spec']['lds_bytes']}" in t.stdout
+
+
+def test_config_with_given_perf_config():
+    cfg = "64,64,32,2,2,32,32,0,0,0,-1,-1,3"
+    r = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perf-config", cfg, "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["source"] == "given" and doc["perf_config"] == cfg
+    spec = make_spec(parse(SUITE_LINE).problem, get_target("sm_90"), PerfConfig.parse(cfg))
+    assert doc["spec"]["split_k"] == spec.split_k >= 1           # -1 resolved, never passed on
+    assert doc["kernel_name"] == spec.kernel_name
+
+
+def test_config_invalid_and_malformed_perf_config():
+    bad = run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "64,64,32,2,2,32,32,0,0,0,1,1,2"])
+    assert bad.exit_code == 1 and "transposing LDS fragment read" in bad.stdout   # k-outer on gfx942
+    msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "1,2,x"]))
+    assert "has 3 fields; expected 13" in msg
+
+
+def test_config_not_applicable_and_strict_direction():
+    r = run(config_cmd, shlex.split(NCHW_LINE) + ["--json"])
+    assert r.exit_code == 1 and json.loads(r.stdout)["reasons"][0]["code"] == "LAYOUT"
+    assert "-F" in one_line_error(run(config_cmd, shlex.split(SUITE_LINE.replace("-F 2", "-F 1"))))
+
+
+def test_config_reads_the_perfdb(tmp_path, monkeypatch):
+    problem = parse(SUITE_LINE).problem
+    tuned = "32,32,32,1,2,32,16,0,0,0,1,0,4"
+    path = tmp_path / "tuned.sqlite"
+    with PerfDb(path) as db:
+        db.update(problem.problem_key(), "sm_90", SOLVER_NAME, tuned, 0.1)
+    via_flag = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perfdb", str(path),
+                                                                     "--json"]).stdout)
+    assert via_flag["source"] == "perfdb" and via_flag["perf_config"] == tuned
+    monkeypatch.setenv(ENV_VAR, str(path))
+    via_env = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--json"]).stdout)
+    assert via_env["source"] == "perfdb"
+    skipped = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--no-perfdb",
+                                                                    "--json"]).stdout)
+    assert skipped["source"] == "default"
+    other_arch = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "gfx942", "--json"]).stdout)
+    assert other_arch["source"] == "default"
+
+
+def test_commands_are_exported_for_registration():
+    for cmd, name in ((applicable_cmd, "applicable"), (config_cmd, "config")):
+        assert cmd.name == name
+        assert cmd.context_settings["ignore_unknown_options"] is True
+        assert cmd.context_settings["allow_interspersed_args"] is False

@@ -1,0 +1,482 @@
+"""PerfConfig serialisation, DgradSpec validation and derived values, kernel names, the
+default-config heuristic, and the contract "every config that validates builds".
+
+Expected numbers are worked out by hand in the comments (formulas from research
+dgrad_kernels.md sections 2 and 3), never read back from the module under test.
+"""
+
+import hashlib
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from miopen_solver.errors import PerfConfigError
+from miopen_solver.problem import ConvProblem
+from miopen_solver.spec import (FALLBACK_CONFIGS, FIELDS, MAX_SPLIT_K, PerfConfig, default_performance_config,
+                                heuristic_config, is_valid_performance_config, make_spec)
+from miopen_solver.target import PRESETS, get_target
+
+try:
+    from miopen_solver.kernels import emit
+except ImportError as e:  # pragma: no cover - the lead's package exists on main
+    emit = None
+    EMIT_SKIP = f"miopen_solver.kernels.emit is not importable: {e}"
+else:
+    EMIT_SKIP = ""
+needs_emit = pytest.mark.skipif(emit is None, reason=EMIT_SKIP or "emit available")
+
+
+def nhwc(**kw):
+    base = dict(N=2, C=64, Hi=8, Wi=8, K=64, Y=3, X=3, pH=1, pW=1, dtype="fp16",
+                in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    base.update(kw)
+    return ConvProblem(**base)
+
+
+SM90, SM80, GFX942, GFX950, GFX90A = (get_target(a) for a in ("sm_90", "sm_80", "gfx942", "gfx950", "gfx90a"))
+C64 = PerfConfig(64, 64, 32, 2, 2, 32, 32, 0, 0, 0, 1, -1, 2)
+
+
+# ------------------------------------------------------------------ PerfConfig text form
+def test_serialize_field_order():
+    cfg = PerfConfig(128, 64, 32, 2, 2, 64, 32, 8, 4, 2, -1, 0, 3)
+    assert cfg.serialize() == "128,64,32,2,2,64,32,8,4,2,-1,0,3"
+    assert str(cfg) == cfg.serialize()
+    assert FIELDS[0] == "tile_m" and FIELDS[-1] == "stages" and len(FIELDS) == 13
+
+
+@given(st.lists(st.integers(-5, 4096), min_size=13, max_size=13))
+def test_round_trip(values):
+    cfg = PerfConfig(*values)
+    assert PerfConfig.parse(cfg.serialize()) == cfg
+    assert PerfConfig.parse(" " + ", ".join(map(str, values)) + " ") == cfg
+    assert PerfConfig.parse('"' + cfg.serialize() + '"') == cfg
+
+
+@pytest.mark.parametrize("text,match", [
+    ("", "empty"), ("   ", "empty"), ('""', "empty"),
+    ("1,2,3", "has 3 fields; expected 13: tile_m,tile_n"),
+    ("128,128,32,2,2,64,64,0,0,0,1,-1,3,9", "has 14 fields"),
+    ("128,128,32,2,2,64,64,0,0,0,one,-1,3", "split_k='one' is not an integer"),
+    ("128,128,32,2,2,64,64,0,0,0,1,,3", "lds_k_outer='' is not an integer"),
+    ("128;128;32", "has 1 fields"),
+    ("1.5,128,32,2,2,64,64,0,0,0,1,-1,3", "tile_m='1.5'"),
+])
+def test_parse_errors_name_the_problem(text, match):
+    with pytest.raises(PerfConfigError, match=re.escape(match) if "'" not in match else match):
+        PerfConfig.parse(text)
+
+
+def test_parse_rejects_non_strings():
+    with pytest.raises(PerfConfigError, match="must be a string"):
+        PerfConfig.parse(None)
+
+
+@pytest.mark.parametrize("bad", [1.5, True, "8", None])
+def test_fields_must_be_integers(bad):
+    with pytest.raises(PerfConfigError, match="tile_k must be an integer"):
+        PerfConfig(tile_k=bad)
+
+
+# ------------------------------------------------------------------ validation rules
+def _reason(problem, target, cfg):
+    ok, why = is_valid_performance_config(problem, target, cfg)
+    assert not ok
+    with pytest.raises(PerfConfigError):
+        make_spec(problem, target, cfg)
+    return why
+
+
+@pytest.mark.parametrize("cfg,match", [
+    (C64.replace(tile_m=96), "tile_m 96 is not a multiple of warp_m\\*warp_tile_m = 64"),
+    (C64.replace(tile_n=48), "tile_n 48 is not a multiple of warp_n\\*warp_tile_n = 64"),
+    (C64.replace(tile_m=48, warp_tile_m=24, warp_m=2), "not a multiple of any fp16 atom"),
+    (C64.replace(tile_k=8), "not a multiple of any fp16 atom"),           # mma k = 16
+    (C64.replace(warp_m=0), "warp_m must be >= 1"),
+    (C64.replace(stages=0), "stages must be >= 1"),
+    (C64.replace(stages=7), "stages must be <= 6"),
+    (C64.replace(split_k=0), "split_k must be -1 \\(choose\\) or >= 1, got 0"),
+    (C64.replace(split_k=-2), "split_k must be -1"),
+    (C64.replace(split_k=MAX_SPLIT_K + 1), "split_k must be <= 64"),
+    (C64.replace(lds_k_outer=2), "lds_k_outer must be -1 \\(auto\\), 0 or 1"),
+    (C64.replace(vector_size_a=6), "vector_size_a must be 0 \\(auto\\) or a power of two"),
+    (C64.replace(vector_size_c=-2), "vector_size_c must be 0"),
+])
+def test_rule_violations_have_reasons(cfg, match):
+    assert re.search(match, _reason(nhwc(), SM90, cfg))
+
+
+def test_block_size_bound():
+    # 4x4 warps of 64 lanes = 1024 threads is the limit on gfx942; 8x4 = 2048 exceeds it.
+    ok = PerfConfig(128, 128, 32, 4, 4, 32, 32, 0, 0, 0, 1, -1, 2)
+    assert is_valid_performance_config(nhwc(), GFX942, ok)[0]
+    bad = PerfConfig(256, 128, 32, 8, 4, 32, 32, 0, 0, 0, 1, -1, 2)
+    assert "block of 2048 threads exceeds gfx942's 1024" in _reason(nhwc(), GFX942, bad)
+
+
+def test_accumulator_bound():
+    # A block owns tile_m*tile_n fp32 accumulators spread over its threads:
+    # 256*128 / (2*2*32) = 256 per lane > 128 on sm_90; 128*128/128 = 128 is the limit.
+    bad = PerfConfig(256, 128, 32, 2, 2, 128, 64, 0, 0, 0, 1, -1, 3)
+    assert "256 accumulators per lane exceed sm_90's safe bound 128" in _reason(nhwc(), SM90, bad)
+    ok = PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
+    assert make_spec(nhwc(), SM90, ok).accumulators_per_lane == 128
+    # AMD: 256*256/(4*64) = 256 per lane is allowed (bound 256); gfx950 has the LDS for
+    # the 256x256 epilogue tile (256*(256+8)*2 = 135168 bytes).
+    big = PerfConfig(256, 256, 16, 2, 2, 128, 128, 0, 0, 0, 1, -1, 1)
+    assert make_spec(nhwc(), GFX950, big).accumulators_per_lane == 256
+
+
+@pytest.mark.parametrize("target,cfg,k_outer,lds", [
+    # fp16 pad = 16 bytes = 8 elements. k-outer B: tile_k x (tile_n + pad); m-outer: tile_n x (tile_k + pad).
+    # The staged epilogue's C tile, tile_m x (tile_n + pad), reuses the same memory: the
+    # larger of the two counts. Here the main loop is larger (C tiles: 34816, 34816, 5120).
+    (SM90, PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3), True, 3 * (128 * 40 + 32 * 136) * 2),
+    (GFX942, PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 2), False, 2 * (128 * 40 + 128 * 40) * 2),
+    (SM90, PerfConfig(64, 32, 64, 2, 1, 32, 32, 0, 0, 0, 1, 0, 4), False, 4 * (64 * 72 + 32 * 72) * 2),
+])
+def test_lds_bytes_count_padding_and_stages(target, cfg, k_outer, lds):
+    spec = make_spec(nhwc(), target, cfg)
+    assert spec.lds_k_outer is k_outer
+    assert spec.lds_bytes == lds
+    assert spec.lds_pad == 8
+
+
+def test_lds_epilogue_tile_can_dominate():
+    # 128x128x16, one stage, m-outer: main loop (128*24 + 128*24)*2 = 12288 bytes; the C tile
+    # 128*(128+8)*2 = 34816 bytes. Split-K adds atomically from registers: no C tile.
+    cfg = PerfConfig(128, 128, 16, 2, 2, 64, 64, 0, 0, 0, 1, 0, 1)
+    assert make_spec(nhwc(), GFX942, cfg).lds_bytes == 34816
+    assert make_spec(nhwc(), GFX942, cfg.replace(split_k=2)).lds_bytes == 12288
+
+
+def test_fp32_lds_pad_is_four_elements():
+    cfg = PerfConfig(64, 64, 16, 2, 2, 32, 32, 0, 0, 0, 1, -1, 2)
+    spec = make_spec(nhwc(dtype="fp32"), GFX942, cfg)
+    assert spec.lds_pad == 4 and spec.lds_k_outer
+    assert spec.lds_bytes == 2 * (64 * 20 + 16 * 68) * 4     # > C tile 64*68*4 = 17408
+
+
+def test_lds_capacity():
+    # 256x256x64 fp16 m-outer, 2 stages: 2*(256*72 + 256*72)*2 = 147456 bytes > 65536.
+    cfg = PerfConfig(256, 256, 64, 2, 2, 128, 128, 0, 0, 0, 1, 0, 2)
+    assert "147456 bytes of shared memory exceed gfx942's 65536" in _reason(nhwc(), GFX942, cfg)
+    assert make_spec(nhwc(), GFX950, cfg).lds_bytes == 147456      # 160 KiB fits
+
+
+def test_stages_need_async_copy():
+    assert "stages 3 > 2 needs asynchronous copies, which gfx942 lacks" in _reason(nhwc(), GFX942, C64.replace(stages=3))
+    assert make_spec(nhwc(), SM90, C64.replace(stages=4)).config.stages == 4
+
+
+def test_problem_level_rejections():
+    p3 = ConvProblem(N=1, C=8, Hi=4, Wi=4, K=8, Y=1, X=1, spatial_dim=3, Di=4, Z=1,
+                     in_layout="NDHWC", out_layout="NDHWC", fil_layout="NDHWC", dtype="fp16")
+    assert "3-D" in _reason(p3, SM90, C64)
+    assert "transposed" in _reason(nhwc(mode="trans"), SM90, C64)
+    assert "no matrix atom for int8" in _reason(nhwc(dtype="int8"), SM90, C64)
+
+
+# ------------------------------------------------------------------ split-K
+def test_split_k_rules():
+    odd = nhwc(C=63)
+    assert "needs an even cpg" in _reason(odd, SM90, C64.replace(split_k=2))
+    assert "needs an even cpg" in _reason(nhwc(dtype="bf16", C=63), GFX942, C64.replace(split_k=2))
+    assert "gfx90a has no packed bf16 atomic" in _reason(nhwc(dtype="bf16"), GFX90A, C64.replace(split_k=2))
+    assert "sm_80 has no packed bf16 atomic" in _reason(nhwc(dtype="bf16"), SM80,
+                                                        C64.replace(split_k=2, stages=3))
+    fp32 = make_spec(nhwc(dtype="fp32", C=63), GFX942, C64.replace(tile_k=16, split_k=4))
+    assert (fp32.split_k, fp32.zero_fill, fp32.vec_c) == (4, "memset", 1)
+    fp16 = make_spec(nhwc(), GFX90A, C64.replace(split_k=2))
+    assert (fp16.split_k, fp16.zero_fill, fp16.vec_c) == (2, "memset", 2)
+
+
+def test_split_k_minus_one_is_resolved():
+    # Odd cpg with fp16 cannot split: -1 resolves to 1, never to -1.
+    assert make_spec(nhwc(C=63), SM90, C64.replace(split_k=-1)).split_k == 1
+    # A tiny output (1 tile) with a deep reduction on 304 CUs: 1x1, N*H*W = 64 rows, cpg 64,
+    # K = 4096 fp32 -> 4096/16 = 256 k-tiles. Doubling while 2*split tiles <= 304 and each
+    # slice keeps >= 4 k-tiles: 2, 4, ..., 64 (256/64 = 4), capped at 64.
+    p = ConvProblem(N=1, C=64, Hi=8, Wi=8, K=4096, Y=1, X=1, dtype="fp32",
+                    in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    spec = make_spec(p, GFX942, C64.replace(tile_k=16, split_k=-1))
+    assert spec.split_k == 64 and spec.zero_fill == "memset" and spec.config.split_k == -1
+    assert spec.as_dict()["split_k"] == 64
+    # A full machine never splits: 32*56*56/64 = 3136 row tiles.
+    big = ConvProblem(N=32, C=64, Hi=56, Wi=56, K=4096, Y=1, X=1, dtype="fp32",
+                      in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    assert make_spec(big, GFX942, C64.replace(tile_k=16, split_k=-1)).split_k == 1
+
+
+# ------------------------------------------------------------------ lds_k_outer policy
+@pytest.mark.parametrize("target,dtype,C,want", [
+    (GFX942, "fp16", 64, False),   # no transposing LDS read on CDNA3
+    (GFX942, "bf16", 64, False),
+    (GFX950, "fp16", 64, True),    # ds_read_b64_tr_b16, even cpg
+    (GFX950, "bf16", 63, False),   # odd cpg: W loads are scalar, transpose only costs
+    (SM90, "fp16", 64, True),      # ldmatrix.trans
+    (SM90, "fp16", 65, False),
+    (SM80, "bf16", 32, True),
+    (GFX942, "fp32", 63, True),    # FFMA reads either layout
+    (SM90, "fp32", 64, True),
+])
+def test_lds_k_outer_auto(target, dtype, C, want):
+    cfg = C64.replace(tile_k=16 if dtype == "fp32" else 32)
+    assert make_spec(nhwc(dtype=dtype, C=C), target, cfg).lds_k_outer is want
+
+
+def test_lds_k_outer_forced():
+    assert make_spec(nhwc(), SM90, C64.replace(lds_k_outer=0)).lds_k_outer is False
+    assert make_spec(nhwc(), GFX950, C64.replace(lds_k_outer=1)).lds_k_outer is True
+    assert make_spec(nhwc(C=63), SM90, C64.replace(lds_k_outer=1)).lds_k_outer is True
+    why = _reason(nhwc(), GFX942, C64.replace(lds_k_outer=1))
+    assert why == "lds_k_outer=1 needs a transposing LDS fragment read for fp16, which gfx942 lacks"
+    fp32 = make_spec(nhwc(dtype="fp32"), GFX942, C64.replace(tile_k=16, lds_k_outer=1))
+    assert fp32.lds_k_outer is True
+
+
+# ------------------------------------------------------------------ launch limits
+def test_grid_limits():
+    small = SM90.with_(max_grid=(100, 65535, 65535))
+    # 2*8*8 = 128 rows -> 2 row tiles x 1 column tile; 3x3 s1 -> 1 sub-GEMM: 2 tiles fit.
+    assert make_spec(nhwc(), small, C64).tiles_per_group == 2
+    assert "3 tiles per group exceed sm_90's grid limit 2 along x" in _reason(
+        nhwc(N=3), SM90.with_(max_grid=(2, 65535, 65535)), C64)
+    deep = ConvProblem(N=1, C=65536, Hi=1, Wi=1, K=65536, Y=1, X=1, G=65536, dtype="fp16",
+                       in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    assert "G=65536 groups exceed sm_90's grid limit 65535 along y" in _reason(deep, SM90, C64)
+    # AMD: blocks x threads <= 2^32-1. 1x1 over N*H*W = 2^26*16 = 2^30 rows with 16-row tiles
+    # = 2^26 tiles x 64 threads = 2^32 work-items (NVIDIA: 32 threads, 2^31, fine).
+    huge = ConvProblem(N=2**26, C=16, Hi=4, Wi=4, K=16, Y=1, X=1, dtype="fp16",
+                       in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    tiny = PerfConfig(16, 16, 16, 1, 1, 16, 16, 0, 0, 0, 1, -1, 1)
+    assert "67108864 tiles x 64 threads exceed gfx942's 4294967295 work-items" in _reason(huge, GFX942, tiny)
+    assert make_spec(huge, SM90, tiny).tiles_per_group == 2**26
+
+
+# ------------------------------------------------------------------ derived values
+def test_tiles_per_group_3x3_s2():
+    # 3x3 s2 p1 Hi=56: Ho=28, YTilde=2, HTilde=29, slice [0,29): four sub-GEMMs of
+    # GemmM = N*29*29 each (N=2: 1682 rows -> ceil(1682/64) = 27 row tiles), cpg 64 -> 1.
+    p = nhwc(Hi=56, Wi=56, sH=2, sW=2)
+    spec = make_spec(p, SM90, C64)
+    assert len(spec.sub_gemms) == 4
+    assert [s.gemm_m for s in spec.sub_gemms] == [1682] * 4
+    assert [s.gemm_k for s in spec.sub_gemms] == [4 * 64, 2 * 64, 2 * 64, 1 * 64]
+    assert spec.tiles_per_group == 4 * 27
+    assert spec.zero_fill == "none" and not spec.pointwise
+
+
+def test_threads_atom_mma_counts():
+    spec = make_spec(nhwc(), GFX942, PerfConfig(128, 64, 32, 2, 2, 64, 32, 0, 0, 0, 1, -1, 2))
+    assert spec.threads == 256 and spec.atom.name == "mfma32x32x8"
+    assert (spec.mma_m, spec.mma_n) == (2, 1)          # 64/32 rows, 32/32 columns per warp
+    assert spec.accumulators_per_lane == 128 * 64 // 256
+    small = make_spec(nhwc(), GFX942, PerfConfig(64, 32, 32, 2, 2, 32, 16, 0, 0, 0, 1, -1, 2))
+    assert small.atom.name == "mfma16x16x16"           # 16 columns: only the 16x16 atom fits
+    assert small.workspace_bytes == 0
+
+
+def test_as_dict_is_plain_json():
+    d = make_spec(nhwc(), SM90, C64).as_dict()
+    assert json.loads(json.dumps(d)) == d
+    for key in ("kernel_name", "problem_key", "arch", "perf_config", "threads", "atom", "lds_bytes",
+                "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer",
+                "stages", "pointwise", "zero_fill", "sub_gemms", "tiles_per_group", "workspace_bytes"):
+        assert key in d
+    assert d["perf_config"] == "64,64,32,2,2,32,32,0,0,0,1,-1,2"
+
+
+# ------------------------------------------------------------------ pointwise and 1x1 strided
+@pytest.mark.parametrize("G", [1, 4])
+def test_pointwise_including_grouped(G):
+    p = nhwc(C=64, K=128, Y=1, X=1, pH=0, pW=0, G=G)
+    spec = make_spec(p, SM90, C64)
+    assert spec.pointwise and len(spec.sub_gemms) == 1
+    s = spec.sub_gemms[0]
+    assert (s.gemm_m, s.gemm_n, s.gemm_k) == (2 * 8 * 8, 64 // G, 128 // G)
+    assert spec.zero_fill == "none"
+    assert "_pw_" in spec.kernel_name
+
+
+@pytest.mark.parametrize("kw", [dict(pH=1, pW=1), dict(sH=2, sW=2), dict(Y=3)])
+def test_not_pointwise(kw):
+    base = dict(Y=1, X=1, pH=0, pW=0)
+    base.update(kw)
+    assert not make_spec(nhwc(**base), SM90, C64).pointwise
+
+
+@pytest.mark.parametrize("Hi,Ho", [(56, 28), (7, 4)])
+def test_1x1_stride2_is_one_strided_sub_gemm_plus_zero_fill(Hi, Ho):
+    p = nhwc(Hi=Hi, Wi=Hi, Y=1, X=1, pH=0, pW=0, sH=2, sW=2, C=32, K=48)
+    spec = make_spec(p, GFX942, C64)
+    assert not spec.pointwise and len(spec.sub_gemms) == 1
+    s = spec.sub_gemms[0]
+    assert s.gemm_m == 2 * Ho * Ho and s.gemm_k == 48 and s.gemm_n == 32
+    assert (s.dx_h_stride, s.dx_w_stride, s.dx_h_offset, s.dx_w_offset) == (2, 2, 0, 0)
+    assert spec.zero_fill == "blocks" and "_zfb_" in spec.kernel_name
+
+
+def test_zero_fill_kinds():
+    assert make_spec(nhwc(), SM90, C64).zero_fill == "none"
+    # s2 d2 3x3: gcd(2,2)=2 -> pixels with odd hi+pH belong to no phase.
+    assert make_spec(nhwc(Hi=16, Wi=16, sH=2, sW=2, dH=2, dW=2, pH=2, pW=2), SM90, C64).zero_fill == "blocks"
+    assert make_spec(nhwc(), SM90, C64.replace(split_k=2, stages=3)).zero_fill == "memset"
+
+
+# ------------------------------------------------------------------ kernel names
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def test_name_spells_parameters():
+    spec = make_spec(nhwc(), SM90, PerfConfig(128, 64, 32, 2, 2, 64, 32, 0, 0, 0, 1, -1, 3))
+    assert spec.kernel_name == ("dgrad_sm_90_fp16_t128x64x32_w2x2_a64x32_mma16816_v8v8v8_sk1_ko_s3_tilde1"
+                                "_n2c64h8w8k64y3x3p1x1s1x1d1x1g1")
+    assert IDENT.fullmatch(spec.kernel_name)
+    odd_arch = get_target("gfx942").with_(arch="gfx942:sramecc+:xnack-")
+    name = make_spec(nhwc(), odd_arch, C64).kernel_name
+    assert name.startswith("dgrad_gfx942_fp16_") and IDENT.fullmatch(name)
+
+
+def test_names_differ_across_targets_when_code_does():
+    a, b = make_spec(nhwc(), SM80, C64), make_spec(nhwc(), SM90, C64)
+    assert a.kernel_name != b.kernel_name
+    if emit is not None:
+        assert emit(a).sha256 != emit(b).sha256
+
+
+def _resolved(spec):
+    c = spec.config
+    return (c.tile_m, c.tile_n, c.tile_k, c.warp_m, c.warp_n, c.warp_tile_m, c.warp_tile_n,
+            spec.atom.name, spec.vec_a, spec.vec_b, spec.vec_c, spec.split_k, spec.lds_k_outer, c.stages)
+
+
+PROBLEMS_FOR_NAMES = [
+    (nhwc(), "sm_90"), (nhwc(dtype="fp32", C=24, K=40), "gfx942"), (nhwc(dtype="bf16", Hi=12, Wi=12, sH=2, sW=2), "gfx950"),
+]
+
+
+@pytest.mark.parametrize("problem,arch", PROBLEMS_FOR_NAMES)
+def test_distinct_configs_give_distinct_names(problem, arch):
+    """Over the whole search grid: a name identifies one resolved spec (and one source)."""
+    from miopen_solver.solver import _search_space
+    t = get_target(arch)
+    by_name, by_resolved = {}, {}
+    for cfg in _search_space(problem, t):
+        if not is_valid_performance_config(problem, t, cfg)[0]:
+            continue
+        spec = make_spec(problem, t, cfg)
+        r = _resolved(spec)
+        assert by_name.setdefault(spec.kernel_name, r) == r
+        assert by_resolved.setdefault(r, spec.kernel_name) == spec.kernel_name
+    assert len(by_name) > 50
+
+
+@needs_emit
+@pytest.mark.parametrize("problem,arch", PROBLEMS_FOR_NAMES)
+def test_same_name_same_source(problem, arch):
+    t = get_target(arch)
+    a = make_spec(problem, t, C64.replace(tile_k=16, vector_size_a=0, lds_k_outer=-1))
+    explicit = C64.replace(tile_k=16, vector_size_a=a.vec_a, lds_k_outer=int(a.lds_k_outer))
+    b = make_spec(problem, t, explicit)
+    assert a.config != b.config and a.kernel_name == b.kernel_name
+    assert emit(a).sha256 == emit(b).sha256
+
+
+# ------------------------------------------------------------------ default heuristic
+@pytest.mark.parametrize("problem,arch,want", [
+    # cpg 64 -> tile_n 64, 2x2 warps; 2*8*8 rows = 128 -> 1 tile < CUs -> tile_m 64; 16-bit k 32.
+    (nhwc(), "gfx942", "64,64,32,2,2,32,32,0,0,0,1,-1,2"),
+    (nhwc(), "sm_90", "64,64,32,2,2,32,32,0,0,0,1,-1,3"),
+    # ResNet 3x3 c64 56x56 N32: 100352 rows / 128 = 784 tiles >= 304 CUs -> tile_m 128.
+    (nhwc(N=32, Hi=56, Wi=56), "gfx942", "128,64,32,2,2,64,32,0,0,0,1,-1,2"),
+    # cpg 256 -> tile_n capped at 128; 6272 rows / 128 = 49 x 2 column tiles = 98 < 132 SMs -> 64.
+    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_90", "64,128,32,2,2,32,64,0,0,0,1,-1,3"),
+    (nhwc(N=64, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,128,32,2,2,64,64,0,0,0,1,-1,3"),
+    # depthwise: cpg 1 -> tile_n 16, warps stacked along M; 9 taps fp32 > 8 keeps tile_k 16.
+    (nhwc(N=32, C=256, K=256, G=256, Hi=28, Wi=28, dtype="fp32"), "gfx942", "128,16,16,4,1,32,16,0,0,0,1,-1,2"),
+    # fp32 1x1 with kpg 8: GemmK 8 <= 16/2 -> tile_k 8; cpg 24 -> tile_n 32, 4x1 warps at 128 rows.
+    (nhwc(N=64, C=24, K=8, Hi=32, Wi=32, Y=1, X=1, pH=0, pW=0, dtype="fp32"), "sm_90", "128,32,8,4,1,32,32,0,0,0,1,-1,3"),
+])
+def test_heuristic_values(problem, arch, want):
+    t = get_target(arch)
+    assert heuristic_config(problem, t).serialize() == want
+    assert default_performance_config(problem, t).serialize() == want
+
+
+def test_fallbacks_used_when_the_heuristic_does_not_fit():
+    t = SM90.with_(lds_bytes=20000)   # 64x64x32 s3: 3*(64*40 + 32*72)*2 = 29184 bytes > 20000
+    cfg = default_performance_config(nhwc(), t)
+    assert cfg == FALLBACK_CONFIGS[0] and make_spec(nhwc(), t, cfg).lds_bytes == 2 * (64 * 40 + 32 * 72) * 2
+
+
+def test_no_default_raises_with_every_reason():
+    t = SM90.with_(lds_bytes=100)
+    with pytest.raises(PerfConfigError, match="no default config is valid") as e:
+        default_performance_config(nhwc(), t)
+    assert str(e.value).count("shared memory exceed") == 1 + len(FALLBACK_CONFIGS)
+
+
+@st.composite
+def problems(draw, max_side=24):
+    """Random 2-D NHWC problems of the supported dtypes (small enough to decompose fast)."""
+    G = draw(st.sampled_from([1, 1, 1, 2, 3, 4, 8]))
+    cpg, kpg = draw(st.integers(1, 80)), draw(st.integers(1, 80))
+    if draw(st.booleans()) and G > 1:
+        cpg = kpg = 1                                  # depthwise
+    Y, X = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    sH, sW = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    dH, dW = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    pH, pW = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+    Hi = max(draw(st.integers(1, max_side)), dH * (Y - 1) + 1 - 2 * pH)
+    Wi = max(draw(st.integers(1, max_side)), dW * (X - 1) + 1 - 2 * pW)
+    return ConvProblem(N=draw(st.integers(1, 4)), C=cpg * G, Hi=Hi, Wi=Wi, K=kpg * G, Y=Y, X=X, pH=pH, pW=pW,
+                       sH=sH, sW=sW, dH=dH, dW=dW, G=G, dtype=draw(st.sampled_from(["fp16", "bf16", "fp32"])),
+                       in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems(), st.sampled_from(sorted(PRESETS)))
+def test_default_config_always_validates(problem, arch):
+    t = get_target(arch)
+    cfg = default_performance_config(problem, t)
+    spec = make_spec(problem, t, cfg)
+    assert spec.split_k == 1 and cfg.split_k == 1
+
+
+# ------------------------------------------------------------------ validates => builds
+@st.composite
+def configs(draw):
+    tm = draw(st.sampled_from([16, 32, 64, 128, 256]))
+    tn = draw(st.sampled_from([8, 16, 32, 64, 128, 256]))
+    wm = draw(st.sampled_from([1, 2, 4]))
+    wn = draw(st.sampled_from([1, 2, 4]))
+    shrink_m, shrink_n = draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([1, 1, 2]))
+    return PerfConfig(
+        tile_m=tm, tile_n=tn, tile_k=draw(st.sampled_from([4, 8, 16, 32, 64])), warp_m=wm, warp_n=wn,
+        warp_tile_m=max(1, tm // wm // shrink_m), warp_tile_n=max(1, tn // wn // shrink_n),
+        vector_size_a=draw(st.sampled_from([0, 1, 2, 4, 8, 16, 64])),
+        vector_size_b=draw(st.sampled_from([0, 1, 2, 4, 8, 16, 64])),
+        vector_size_c=draw(st.sampled_from([0, 1, 2, 4, 8, 16])),
+        split_k=draw(st.sampled_from([-1, 1, 1, 2, 3, 4, 8])), lds_k_outer=draw(st.sampled_from([-1, 0, 1])),
+        stages=draw(st.sampled_from([1, 2, 3, 4])))
+
+
+@needs_emit
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(max_side=16), configs(), st.sampled_from(["sm_80", "sm_90", "gfx90a", "gfx942", "gfx950"]))
+def test_every_valid_config_builds(problem, cfg, arch):
+    t = get_target(arch)
+    ok, why = is_valid_performance_config(problem, t, cfg)
+    if not ok:
+        assert why
+        return
+    spec = make_spec(problem, t, cfg)
+    assert spec.split_k >= 1 and spec.vec_a >= 1 and spec.vec_b >= 1 and spec.vec_c >= 1
+    src = emit(spec)
+    assert src.text and src.sha256 == hashlib.sha256(src.text.encode()).hexdigest()
+    assert spec.kernel_name in src.text
+    assert tuple(src.grid)[1:] == (problem.G, spec.split_k)
