@@ -84,6 +84,7 @@ def test_engine_equals_reference_property(problem, seed):
     dict(Y=3, X=3, pH=1, pW=1, Hi=1, Wi=6),               # H of 1
     dict(Y=1, X=3, pW=1, Hi=5, Wi=1),                     # W of 1
     dict(Y=2, X=2, sH=5, sW=5, Hi=11, Wi=12, pH=4, pW=0),  # stride > filter, big pad
+    dict(Y=2, X=2, sH=2, sW=2, dH=3, dW=3, pH=1, pW=1, Hi=2, Wi=5),  # d > s: row 0 needs htilde < 0
 ])
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
