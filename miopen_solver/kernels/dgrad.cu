@@ -159,11 +159,11 @@ DG_DEVICE dg_u32 dg_smem_addr(const void* p) {
 }
 #endif
 #if defined(DG_ASYNC) && DG_ASYNC
-template <int BYTES>
+template <int BYTES, bool L1 = false>
 DG_DEVICE void dg_cp_async(void* smem, const void* gmem, bool valid) {
     dg_u32 s = dg_smem_addr(smem);
     int src_bytes = valid ? BYTES : 0;
-    if (BYTES == 16) {
+    if (BYTES == 16 && !L1) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(src_bytes));
     } else {
         asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(s), "l"(gmem), "n"(BYTES), "r"(src_bytes));
@@ -239,6 +239,7 @@ typedef typename dg_bytes<DG_VEC_B * DG_EB>::type dg_vb_t;
 struct dg_arow {
     int pix;   // pointwise: m (dY row); tilde: n*HO*WO
     int h, w;  // tilde: htilde, wtilde; h = -1<<20 marks a row past GemmM
+    int base;  // tilde: pix + h*WO + w, the dY pixel of tap (0, 0)
 };
 
 DG_DEVICE void dg_decode_arows(const dg_sub& s, int m_tile, dg_arow (&ar)[DG_A_LOADS]) {
@@ -251,6 +252,7 @@ DG_DEVICE void dg_decode_arows(const dg_sub& s, int m_tile, dg_arow (&ar)[DG_A_L
         ar[i].pix = m;
         ar[i].h = m < s.gemm_m ? 0 : -(1 << 20);
         ar[i].w = 0;
+        ar[i].base = m;
 #else
         int hw = s.h_slice * s.w_slice;
         int n = m / hw;
@@ -259,6 +261,7 @@ DG_DEVICE void dg_decode_arows(const dg_sub& s, int m_tile, dg_arow (&ar)[DG_A_L
         ar[i].pix = n * DG_HO * DG_WO;
         ar[i].h = m < s.gemm_m ? s.h_begin + htl : -(1 << 20);
         ar[i].w = s.w_begin + (r - htl * s.w_slice);
+        ar[i].base = ar[i].pix + ar[i].h * DG_WO + ar[i].w;
 #endif
     }
 }
@@ -308,18 +311,46 @@ struct dg_stage_regs {
     int dummy;
 };
 
+// When kpg is a multiple of TILE_K (and the path is not pointwise) every k-tile lies inside
+// one filter tap: the tap decode is done once per tile instead of once per vector.
+#if !DG_POINTWISE && (DG_KPG % DG_TILE_K == 0)
+#define DG_TAP_UNIFORM 1
+#else
+#define DG_TAP_UNIFORM 0
+#endif
+
 DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg_arow (&ar)[DG_A_LOADS],
                         int g, int n_tile, int kt, dg_t* As, dg_t* Bs, dg_stage_regs& regs) {
     const int tid = DG_TID();
+#if DG_TAP_UNIFORM
+    const int kbase = kt * DG_TILE_K;
+    const int tap = kbase / DG_KPG;
+    const int k0 = kbase - tap * DG_KPG;
+    const int ydot = tap / s.x_dot_slice;
+    const int xdot = tap - ydot * s.x_dot_slice;
+    const int dh = ydot * s.dy_h_coeff;
+    const int dw = xdot * s.dy_w_coeff;
+    const int dpix = dh * DG_WO + dw;
+    const dg_t* dy_k = dy + g * DG_KPG + k0;
+    const dg_t* w_k = w + ((long long)((g * DG_KPG + k0) * DG_Y + ydot * s.y_stride + s.y_offset) * DG_X +
+                           xdot * s.x_stride + s.x_offset) * DG_CPG;
+#endif
 #pragma unroll
     for (int i = 0; i < DG_A_LOADS; ++i) {
         int v = tid + i * DG_THREADS;
         int row = v / DG_A_VECS_PER_ROW;
         int col = (v - row * DG_A_VECS_PER_ROW) * DG_VEC_A;
         bool ok;
+#if DG_TAP_UNIFORM
+        const int ho = ar[i].h - dh;
+        const int wo = ar[i].w - dw;
+        ok = (unsigned)ho < (unsigned)DG_HO && (unsigned)wo < (unsigned)DG_WO;
+        const dg_t* src = dy_k + (long long)(ar[i].base - dpix) * DG_K + col;
+#else
         const dg_t* src = dg_a_src(dy, s, ar[i], g, kt * DG_TILE_K + col, ok);
+#endif
 #if DG_A_ASYNC
-        dg_cp_async<DG_VEC_A * DG_EB>(As + row * DG_A_ROW + col, ok ? src : dy, ok);
+        dg_cp_async<DG_VEC_A * DG_EB, DG_A_L1>(As + row * DG_A_ROW + col, ok ? src : dy, ok);
 #else
         regs.a[i] = ok ? *reinterpret_cast<const dg_va_t*>(src) : dg_zero_bytes<DG_VEC_A * DG_EB>();
 #endif
@@ -330,7 +361,13 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
         int row = v / DG_B_VECS_PER_ROW;
         int col = (v - row * DG_B_VECS_PER_ROW) * DG_VEC_B;
         bool ok;
+#if DG_TAP_UNIFORM
+        const int c = n_tile * DG_TILE_N + col;
+        ok = c < DG_CPG;
+        const dg_t* src = w_k + (long long)row * (DG_Y * DG_X * DG_CPG) + c;
+#else
         const dg_t* src = dg_b_src(w, s, g, kt * DG_TILE_K + row, n_tile * DG_TILE_N + col, ok);
+#endif
 #if DG_B_ASYNC
         dg_cp_async<DG_VEC_B * DG_EB>(Bs + row * DG_B_ROW + col, ok ? src : w, ok);
 #else

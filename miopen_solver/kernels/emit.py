@@ -134,7 +134,7 @@ def emit(spec) -> KernelSource:
           ("DG_MMA_M", spec.mma_m), ("DG_MMA_N", spec.mma_n),
           ("DG_VEC_A", spec.vec_a), ("DG_VEC_B", spec.vec_b), ("DG_VEC_C", spec.vec_c), ("DG_VEC_Z", _zero_vec(p)),
           ("DG_SPLIT_K", spec.split_k), ("DG_K_OUTER", int(spec.lds_k_outer)), ("DG_STAGES", c.stages),
-          ("DG_LDS_PAD", spec.lds_pad), ("DG_POINTWISE", int(spec.pointwise)),
+          ("DG_LDS_PAD", spec.lds_pad), ("DG_A_L1", int(spec.problem.Y * spec.problem.X > 1)), ("DG_POINTWISE", int(spec.pointwise)),
           ("DG_YTILDE", spec.decomposition.h.tilde), ("DG_XTILDE", spec.decomposition.w.tilde),
           ("DG_GCD_H", gcd(p.sH, p.dH)), ("DG_GCD_W", gcd(p.sW, p.dW)),
           ("DG_NSUB", len(recs)), ("DG_TILES", spec.tiles_per_group), ("DG_ZF_BLOCKS", zf)]
