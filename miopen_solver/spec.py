@@ -26,7 +26,9 @@ dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
 * block size (warp_m*warp_n*wave) <= the target's max threads;
 * accumulators per lane <= the target's safe bound (a spilled accumulator file gave wrong
   dX in rocKE);
-* shared memory (stages x padded A and B tiles) <= the target's capacity;
+* shared memory <= the target's capacity: the larger of stages x (padded A + B tiles) and,
+  when split_k == 1, the staged epilogue's padded C tile (it reuses the same memory);
+* the A, B and C tiles each spread evenly over the block's threads at width 1 at least;
 * stages > 2 only with asynchronous copies;
 * split_k in {-1} and [1, 64]; 0 is invalid; split_k > 1 with fp16/bf16 needs an even cpg
   and a packed atomic on the target;
