@@ -26,7 +26,7 @@ import time
 import click
 import numpy as np
 
-from miopen_solver import layouts, prng, reference
+from miopen_solver import __version__, layouts, prng, reference
 from miopen_solver.command import DriverCommand, parse
 from miopen_solver.errors import MiopenCommandError, PerfConfigError, RuntimeUnavailable
 from miopen_solver.runtime import BACKENDS, get_engine
@@ -190,7 +190,7 @@ class DefaultRunGroup(click.Group):
 
 
 @click.group(PROG, cls=DefaultRunGroup)
-@click.version_option(package_name="miopen-dgrad-solver", prog_name=PROG)
+@click.version_option(version=__version__, prog_name=PROG)
 def cli():
     """MIOpen-compatible backward-data convolution solver.
 
