@@ -61,6 +61,7 @@ def main(argv=None):
     ap.add_argument("--configs", default=None, help="file with one perf config per line")
     ap.add_argument("--top", type=int, default=6)
     ap.add_argument("--replays", type=int, default=7)
+    ap.add_argument("--csv", default=None, help="append every timed row here (label,dtype,config,us)")
     args = ap.parse_args(argv)
     from miopen_solver.runtime import get_engine
     eng = get_engine("cuda")
@@ -93,6 +94,10 @@ def main(argv=None):
             except Exception as e:
                 rows.append((float("inf"), cfg.serialize(), f"FAILED {type(e).__name__}: {str(e)[:80]}"))
         rows.sort()
+        if args.csv:
+            with open(args.csv, "a") as f:
+                for ms, c, note in rows:
+                    f.write(f"{label},{args.dtype},\"{c}\",{ms * 1e3:.2f}\n")
         print(f"\n== {label} {args.dtype}  ({p.flops / 1e9:.1f} GFLOP)")
         for ms, c, note in rows[: args.top]:
             print(f"  {ms * 1e3:8.1f} us  {p.flops / ms / 1e9:6.0f} TF/s  {c}  {note}")

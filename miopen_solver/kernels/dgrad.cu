@@ -312,7 +312,11 @@ struct dg_stage_regs {
 };
 
 // When kpg is a multiple of TILE_K (and the path is not pointwise) every k-tile lies inside
-// one filter tap: the tap decode is done once per tile instead of once per vector.
+// one filter tap, and the K loop runs channel-chunk outer, tap inner: k-tile kt covers
+// channels [chunk*TILE_K, +TILE_K) of tap t with (chunk, t) = divmod(kt, taps). The tap
+// decode happens once per tile, and consecutive k-tiles read the same dY channels at
+// shifted pixels, which the L1-allocating copies (DG_A_L1) then serve from L1 (the halo
+// reuse of a direct convolution). Any K order gives the same sum; this one moves less data.
 #if !DG_POINTWISE && (DG_KPG % DG_TILE_K == 0)
 #define DG_TAP_UNIFORM 1
 #else
@@ -323,9 +327,10 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
                         int g, int n_tile, int kt, dg_t* As, dg_t* Bs, dg_stage_regs& regs) {
     const int tid = DG_TID();
 #if DG_TAP_UNIFORM
-    const int kbase = kt * DG_TILE_K;
-    const int tap = kbase / DG_KPG;
-    const int k0 = kbase - tap * DG_KPG;
+    const int taps = s.gemm_k / DG_KPG;
+    const int chunk = kt / taps;
+    const int tap = kt - chunk * taps;
+    const int k0 = chunk * DG_TILE_K;
     const int ydot = tap / s.x_dot_slice;
     const int xdot = tap - ydot * s.x_dot_slice;
     const int dh = ydot * s.dy_h_coeff;
