@@ -480,3 +480,46 @@ def test_every_valid_config_builds(problem, cfg, arch):
     assert src.text and src.sha256 == hashlib.sha256(src.text.encode()).hexdigest()
     assert spec.kernel_name in src.text
     assert tuple(src.grid)[1:] == (problem.G, spec.split_k)
+
+
+# ------------------------------------------------------------------ validates => compiles
+def _offline():
+    try:
+        from miopen_solver.kernels import offline
+    except ImportError:
+        return None
+    return offline
+
+
+def _compiler_for(vendor):
+    import shutil
+    off = _offline()
+    if off is None:
+        return None
+    return shutil.which("nvcc") if vendor == "nvidia" else off.find_amd_clang()
+
+
+@needs_emit
+@pytest.mark.parametrize("arch", [
+    "sm_90",
+    pytest.param("gfx942", marks=pytest.mark.amdcompile),
+])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                HealthCheck.function_scoped_fixture])
+@given(problem=problems(max_side=12), data=st.data())
+def test_valid_configs_compile_offline(tmp_path, arch, problem, data):
+    """A few valid configs per vendor through the real compiler (nvcc / clang with AMDGPU);
+    skipped where the compiler is missing."""
+    t = get_target(arch)
+    if _compiler_for(t.vendor) is None:
+        pytest.skip(f"no offline compiler for {t.vendor} on this machine")
+    from miopen_solver.solver import DgradSolver
+    candidates = list(DgradSolver().search(problem, t))
+    cfg = data.draw(st.sampled_from(candidates[:1] + candidates[1::37]))
+    spec = make_spec(problem, t, cfg)
+    off = _offline()
+    src = emit(spec)
+    if t.vendor == "nvidia":
+        assert off.compile_nvidia(src.text, arch, out_dir=tmp_path, name="k")
+    else:
+        assert off.compile_amd(src.text, arch, out_dir=tmp_path, name="k").data
