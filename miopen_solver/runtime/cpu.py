@@ -18,10 +18,13 @@ all of dX first). With ``split_k > 1`` GemmK is cut into ``split_k`` slices of
 ``ceil(GemmK/(tile_k*split_k))*tile_k`` and each slice's fp32 partial is added into dX in
 the storage type, as the GPU's atomic adds do.
 
-Vectorisation: dY is converted to fp32 once and zero-padded so every tap of every phase is a
-plain slice (``ho`` runs over consecutive rows within a phase); A is gathered tap by tap with
-slice copies into a buffer of a few tens of MB (a chunk of images), and dX is written through
-strided slices. Python loops run over sub-GEMMs, taps and image chunks only.
+Vectorisation: dY is converted to fp32 once and zero-padded so that every tap of every phase
+reads a contiguous run of padded pixels (``ho`` and ``wo`` step by one within a phase). GemmK
+is walked one tap (a kpg-deep block) at a time, ``D += A_tap @ B_tap``, where A_tap is a
+strided view of the padded dY -- no gather copy; D is a cache-sized chunk of output pixels,
+written to dX through strided slices. Python loops run over sub-GEMMs, taps and chunks only.
+Only pixels that land in dX are computed (the GPU also computes halo rows and masks their
+stores, which writes the same values).
 
 Layouts and shapes are those of :mod:`miopen_solver.runtime.base`; storage fp32, fp16 or
 bf16 (``ml_dtypes.bfloat16``), output rounded to the storage type.
@@ -38,7 +41,8 @@ from ..target import Target, get_target
 from .base import Timing
 
 CHUNK_BYTES = 1 << 20
-"""Target size of one gathered A block (fp32), bytes; bounds memory and stays cache-friendly."""
+"""Target size of one chunk's fp32 output block (all groups), bytes: small enough to stay in
+cache while the taps accumulate into it."""
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -50,6 +54,11 @@ def _valid_range(offset: int, stride: int, count: int, size: int) -> tuple:
     t0 = max(0, _ceil_div(-offset, stride))
     t1 = min(count, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
     return t0, max(t0, t1)
+
+
+def _dx_slice(offset: int, stride: int, t0: int, t1: int) -> slice:
+    """dX coordinates ``t*stride + offset`` for ``t`` in ``[t0, t1)`` (non-empty) as a slice."""
+    return slice(offset + t0 * stride, offset + (t1 - 1) * stride + 1, stride)
 
 
 def split_k_slices(gemm_k: int, tile_k: int, split_k: int) -> list:
@@ -69,11 +78,8 @@ def coverage_mask(problem, sub_gemms) -> np.ndarray:
         h0, h1 = _valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, problem.Hi)
         w0, w1 = _valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, problem.Wi)
         if h1 > h0 and w1 > w0:
-            rows = slice(s.dx_h_offset + h0 * s.dx_h_stride, s.dx_h_offset + (h1 - 1) * s.dx_h_stride + 1,
-                         s.dx_h_stride)
-            cols = slice(s.dx_w_offset + w0 * s.dx_w_stride, s.dx_w_offset + (w1 - 1) * s.dx_w_stride + 1,
-                         s.dx_w_stride)
-            mask[rows, cols] = True
+            mask[_dx_slice(s.dx_h_offset, s.dx_h_stride, h0, h1),
+                 _dx_slice(s.dx_w_offset, s.dx_w_stride, w0, w1)] = True
     return mask
 
 
@@ -167,8 +173,7 @@ class CpuEngine:
         for k0, k1 in split_k_slices(len(taps) * kpg, spec.config.tile_k, spec.split_k):
             pieces.append([(t, max(k0, t * kpg) - t * kpg, min(k1, (t + 1) * kpg) - t * kpg)
                            for t in range(len(taps)) if t * kpg < k1 and (t + 1) * kpg > k0])
-        cols = slice(s.dx_w_offset + w0 * s.dx_w_stride, s.dx_w_offset + (w1 - 1) * s.dx_w_stride + 1,
-                     s.dx_w_stride)
+        cols = _dx_slice(s.dx_w_offset, s.dx_w_stride, w0, w1)
         row_bytes = G * wp * cpg * 4                       # one output row (all groups), fp32
         rows_per = max(1, CHUNK_BYTES // row_bytes)
         if rows_per >= hp:                                 # whole images per chunk
@@ -183,8 +188,7 @@ class CpuEngine:
                 nr = r1 - r0
                 length = (n1 - n0 - 1) * img + (nr - 1) * wp + nw      # flat pixels touched
                 alloc = (n1 - n0) * img if n1 - n0 > 1 else nr * wp
-                rows = slice(s.dx_h_offset + r0 * s.dx_h_stride,
-                             s.dx_h_offset + (r1 - 1) * s.dx_h_stride + 1, s.dx_h_stride)
+                rows = _dx_slice(s.dx_h_offset, s.dx_h_stride, r0, r1)
                 for piece in pieces:
                     d = np.empty((G, alloc, cpg), dtype=np.float32)   # rows >= length: unused
                     tmp = np.empty((G, length, cpg), dtype=np.float32)
