@@ -175,15 +175,16 @@ def decompose(problem: ConvProblem) -> Decomposition:
 def _needs_zero_fill(p: ConvProblem, subs) -> bool:
     """Whether some dX pixel is written by no sub-GEMM.
 
-    Computed exactly by marking the rows and columns each sub-GEMM's scatter reaches
-    (a pixel is covered iff its row is reached by the phase's row map and its column by the
-    same phase's column map), so it is right for any stride/dilation/pad combination.
+    Exact for any stride/dilation/pad combination, in O(sub-GEMMs x (Hi + Wi)): a pixel is
+    covered iff its row is reached by a phase's row map and its column by the same phase's
+    column map. The non-empty phases are a product set ``{i_ytilde: YDotSlice > 0} x
+    {i_xtilde: XDotSlice > 0}`` and a phase's rows depend on ``i_ytilde`` alone (its columns
+    on ``i_xtilde`` alone), so the covered pixels are (union of rows) x (union of columns).
     """
-    covered = set()
+    rows, cols = set(), set()
     for s in subs:
-        rows = {s.dx_h_stride * t + s.dx_h_offset for t in range(s.h_slice)}
-        cols = {s.dx_w_stride * t + s.dx_w_offset for t in range(s.w_slice)}
-        rows = {r for r in rows if 0 <= r < p.Hi}
-        cols = {c for c in cols if 0 <= c < p.Wi}
-        covered.update((r, c) for r in rows for c in cols)
-    return len(covered) < p.Hi * p.Wi
+        rows.update(r for r in range(s.dx_h_offset, s.dx_h_offset + s.dx_h_stride * s.h_slice, s.dx_h_stride)
+                    if 0 <= r < p.Hi)
+        cols.update(c for c in range(s.dx_w_offset, s.dx_w_offset + s.dx_w_stride * s.w_slice, s.dx_w_stride)
+                    if 0 <= c < p.Wi)
+    return len(rows) * len(cols) < p.Hi * p.Wi

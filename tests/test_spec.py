@@ -523,3 +523,45 @@ def test_valid_configs_compile_offline(tmp_path, arch, problem, data):
         assert off.compile_nvidia(src.text, arch, out_dir=tmp_path, name="k")
     else:
         assert off.compile_amd(src.text, arch, out_dir=tmp_path, name="k").data
+
+
+# ------------------------------------------------------------------ zero-fill analysis
+def _written_pixels_brute_force(p):
+    """dX pixels some phase writes, from the research formulas (dgrad_kernels.md section 2),
+    pixel by pixel: phase i of an axis writes coordinate x iff (x + pad - dil*i) is a
+    multiple of the stride, htilde = (x + pad - dil*i)/stride lies in [begin, end), and the
+    phase has taps (i < filter)."""
+    from math import gcd
+
+    def axis(size_in, size_out, filt, pad, stride, dil):
+        tilde = stride // gcd(stride, dil)
+        htilde = size_out + -(-dil * (filt - 1) // stride)
+        begin = max(0, pad - dil * (tilde - 1)) // stride
+        end = min(htilde, -(-(pad + size_in - 1) // stride) + 1)
+        return {i: {x for x in range(size_in) if (x + pad - dil * i) % stride == 0
+                    and begin <= (x + pad - dil * i) // stride < end}
+                for i in range(tilde) if i < filt}
+
+    rows = axis(p.Hi, p.Ho, p.Y, p.pH, p.sH, p.dH)
+    cols = axis(p.Wi, p.Wo, p.X, p.pW, p.sW, p.dW)
+    return {(r, c) for rs in rows.values() for cs in cols.values() for r in rs for c in cs}
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems(max_side=20))
+def test_zero_fill_verdict_matches_pixel_enumeration(problem):
+    from miopen_solver.tilde import decompose
+    written = _written_pixels_brute_force(problem)
+    assert decompose(problem).needs_zero_fill == (len(written) < problem.Hi * problem.Wi)
+
+
+def test_zero_fill_analysis_scales_with_the_image_side():
+    import time
+
+    from miopen_solver.tilde import decompose
+    p = ConvProblem(N=1, C=1, Hi=32767, Wi=32767, K=1, Y=1, X=1, dtype="fp16",
+                    in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    t0 = time.perf_counter()
+    assert decompose(p).needs_zero_fill is False
+    assert decompose(p.replace(sH=2, sW=2)).needs_zero_fill is True
+    assert time.perf_counter() - t0 < 2.0          # 2^30 pixels: rows x columns, never pixel sets
