@@ -11,6 +11,9 @@ in the line (MIOpenDriver has none of these names): ``--backend auto|cpu|cuda|hi
 ``--arch ARCH``, ``--json``, ``--perf-config "a,b,..."``, ``--print-name-only``.
 
 What it prints is what MIOpenDriver prints for ``-F 2`` (see :mod:`driver.report`).
+Timing and verification never share a GPU context: on a GPU backend the timed launches run
+in a separate (spawned) worker process; the CPU engine has no device state and times in
+process.
 Exit status: 0 success; 1 verification failed (MIOpen exits 0 there: its 0x200 error code
 wraps to 0 -- we do not); 2 a user error (bad line, invalid perf config, unavailable
 backend, not applicable), reported as ONE line ``dgrad-driver: error: ...`` on stderr.
@@ -19,6 +22,7 @@ backend, not applicable), reported as ONE line ``dgrad-driver: error: ...`` on s
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import time
@@ -100,6 +104,33 @@ def _dump(path: str, a: np.ndarray, lines: list) -> None:
     lines.append(f"Wrote output to file {path}")
 
 
+def _timing_worker(backend: str, spec, dy: np.ndarray, w: np.ndarray, iters: int):
+    """Worker-process entry: a fresh engine (its own GPU context) times ``iters`` launches.
+    Returns ``(Timing, wall_ms_per_iteration)``."""
+    engine = get_engine(backend)
+    t0 = time.perf_counter()
+    timing = engine.time(spec, dy, w, iters=iters, warmup=0)
+    wall_ms = (time.perf_counter() - t0) * 1e3 / iters
+    timing.extra["worker_pid"] = os.getpid()
+    return timing, wall_ms
+
+
+def time_engine(engine, spec, dy, w, iters: int, *, isolate: bool | None = None):
+    """``(Timing, wall ms per iteration)`` for ``iters`` timed runs, no warm-up (MIOpen drops
+    the first iteration from its average instead). ``isolate`` (default: any non-cpu engine)
+    runs them in a spawned worker process so timing never shares the verification's context."""
+    if isolate is None:
+        isolate = engine.name != "cpu"
+    if not isolate:
+        t0 = time.perf_counter()
+        timing = engine.time(spec, dy, w, iters=iters, warmup=0)
+        return timing, (time.perf_counter() - t0) * 1e3 / iters
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_timing_worker, engine.name, spec, dy, w, iters).result()
+
+
 def _split_line(line) -> list:
     tokens = list(line)
     if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
@@ -152,9 +183,7 @@ def run_line(tokens, *, backend="auto", arch=None, as_json=False, perf_config=No
 
     timing = avg_ms = wall_ms = None
     if cmd.time:
-        t0 = time.perf_counter()
-        timing = engine.time(spec, inputs.dy, inputs.w, iters=cmd.iters, warmup=0)
-        wall_ms = (time.perf_counter() - t0) * 1e3 / cmd.iters
+        timing, wall_ms = time_engine(engine, spec, inputs.dy, inputs.w, cmd.iters)
         avg_ms = report.miopen_average_ms(timing.times_ms)
         if cmd.wall:
             lines.append(report.wall_line(wall_ms, aux_ms, 0.0))

@@ -287,3 +287,19 @@ def test_miopen_average():
 def test_zero_time_rates_are_inf():
     p = parse("conv -n 1 -c 1 -k 1 -H 3 -W 3 -F 2").problem
     assert report.stats_lines(p, 0.0)[1].endswith(", inf, inf, 0.000000")
+
+
+def test_isolated_timing_runs_in_another_process():
+    """GPU backends time in a spawned worker (never the verification's context); the same
+    path works for the cpu engine, which is how it is tested without a GPU."""
+    from driver.cli import time_engine
+    p = parse(SMALL).problem
+    from miopen_solver.solver import DgradSolver
+    from miopen_solver.spec import make_spec
+    from miopen_solver.target import get_target
+    t = get_target("cpu")
+    spec = make_spec(p, t, DgradSolver().get_default_performance_config(p, t))
+    inp = prng.generate_inputs(p)
+    timing, wall = time_engine(CpuEngine(), spec, inp.dy, inp.w, 3, isolate=True)
+    assert timing.method == "wall" and len(timing.times_ms) == 3 and wall > 0
+    assert timing.extra["worker_pid"] != os.getpid()
