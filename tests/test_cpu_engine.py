@@ -18,6 +18,8 @@ from miopen_solver.runtime.cpu import CpuEngine, coverage_mask, split_k_slices
 
 EPS = {"fp32": 2.0 ** -24, "fp16": 2.0 ** -11, "bf16": 2.0 ** -8}
 """Unit roundoff of each storage type (round to nearest)."""
+TINY = {"fp32": 2.0 ** -149, "fp16": 2.0 ** -24, "bf16": 2.0 ** -133}
+"""Spacing of each storage type's subnormals: below the normal range rounding is absolute."""
 
 
 def check_against_reference(problem, spec=None, seed=0):
@@ -36,7 +38,8 @@ def check_against_reference(problem, spec=None, seed=0):
     # one rounding to storage (+1 per split-K partial) and fp32 accumulation over GemmK terms
     roundings = 1 + max(0, spec.split_k - 1)
     bound = (2 * roundings * EPS[problem.dtype] * np.abs(ref)
-             + (gemm_k + 2) * 2.0 ** -24 * magnitude * (1 + roundings * EPS[problem.dtype]) + 1e-30)
+             + (gemm_k + 2) * 2.0 ** -24 * magnitude * (1 + roundings * EPS[problem.dtype])
+             + roundings * TINY[problem.dtype])
     if spec.split_k > 1:  # partial sums are rounded to storage before they are added
         bound = bound + 2 * roundings * EPS[problem.dtype] * magnitude
     bad = np.abs(out - ref) > bound
