@@ -258,6 +258,13 @@ else:
     cli.add_command(applicable_cmd)
     cli.add_command(config_cmd)
 
+try:  # fixture replay (replay) lives in its own module
+    from .replay_cmd import replay_cmd
+except ImportError:  # pragma: no cover - only while that module is absent
+    pass
+else:
+    cli.add_command(replay_cmd)
+
 
 def main(argv=None) -> int:
     """Console entry point; returns the exit status (click usage errors become one line)."""

@@ -1,0 +1,172 @@
+"""``dgrad-driver replay``: replay regression fixtures and report what moved.
+
+Usage::
+
+    dgrad-driver replay [PATHS...] [--backend cpu|cuda|hip] [--only PATTERN] [--update-golden]
+                        [--failures-only]
+
+PATHS are fixture files (``*.jsonl``) or directories searched for them (default
+``fixtures``). Every fixture is recomputed (:func:`miopen_solver.fixtures.replay`) and
+judged against its golden; a table shows each one as passed, drifted (with every field
+that moved, golden -> now) or failed (with why), then a summary.
+
+``--backend cpu`` (default) runs the numerics on the CPU engine and checks the rms error
+against the golden's band; ``cuda``/``hip`` run them on the GPU (NHWC problems only; the
+others are skipped with a note) and check them against the tolerance.
+``--update-golden`` (CPU only) writes the new expectations of drifted fixtures into their
+files and prints what moved; failed fixtures are never written.
+
+Exit status: 0 everything passed (or, with ``--update-golden``, every drift was written);
+1 a fixture failed or drifted; 2 bad input (missing path, malformed fixture file, no
+fixture matching ``--only``, unavailable backend), reported as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from miopen_solver import fixtures as fx
+from miopen_solver.errors import RuntimeUnavailable
+from miopen_solver.runtime import get_engine
+
+PROG = "dgrad-driver replay"
+DEFAULT_PATH = "fixtures"
+HASH_WIDTH = 12
+
+
+def _fail(message: str) -> None:
+    click.echo(f"{PROG}: error: {' '.join(str(message).split())}", err=True)
+    raise SystemExit(2)
+
+
+def _show(value, key: str) -> str:
+    if value is None:
+        return "(absent)"
+    if isinstance(value, str) and key.endswith("sha256"):
+        return value[:HASH_WIDTH]
+    if isinstance(value, str):
+        return value
+    return str(value).replace("'", '"') if isinstance(value, (list, dict)) else repr(value)
+
+
+def drift_lines(result) -> list:
+    """Readable lines for one result: failures, then each drift (golden -> now), then notes."""
+    out = [f"FAIL {msg}" for msg in result.failures]
+    for d in result.drifts:
+        if d.kind == "missing":
+            out.append("no golden yet")
+        elif d.kind == "numeric":
+            out.append(f"{d.path}: {d.expected} -> {d.actual} (outside the band: "
+                       f"x{fx.BAND_RATIO.get(fx.dtype_of(result.fixture.command), 4.0)} of the golden)")
+        else:
+            out.append(f"{d.path}: {_show(d.expected, d.path)} -> {_show(d.actual, d.path)}")
+    out += [f"note: {n}" for n in result.notes]
+    return out
+
+
+def _table(results, failures_only: bool) -> list:
+    width = max([len(r.fixture.id) for r in results] + [7])
+    lines = [f"{'FIXTURE':<{width}}  {'STATUS':<7}  {'SEC':>5}  WHAT CHANGED"]
+    for r in results:
+        if failures_only and r.status == fx.PASSED:
+            continue
+        details = drift_lines(r) if r.status != fx.PASSED else [n for n in r.notes]
+        first = details[0] if details else ""
+        lines.append(f"{r.fixture.id:<{width}}  {r.status:<7}  {r.seconds:5.2f}  {first}".rstrip())
+        pad = " " * (width + 2 + 7 + 2 + 5 + 2)
+        lines += [pad + d for d in details[1:]]
+    return lines
+
+
+def summary_lines(results, backend: str, seconds: float, n_files: int) -> list:
+    """The summary: counts, and the regenerate hint when only emission hashes moved."""
+    count = {s: sum(r.status == s for r in results) for s in (fx.PASSED, fx.DRIFTED, fx.FAILED)}
+    lines = [f"replayed {len(results)} fixtures from {n_files} file(s) on {backend} in {seconds:.1f} s: "
+             f"{count[fx.PASSED]} passed, {count[fx.DRIFTED]} drifted, {count[fx.FAILED]} failed"]
+    if fx.only_kernel_body_moved(results):
+        lines.append("Only source_sha256 moved (defines, names, configs, verdicts and numerics are unchanged): "
+                     "the kernel text (dgrad.cu) changed. If that is intended, regenerate the golden with: "
+                     f"{fx.REGENERATE_COMMAND}")
+    elif fx.only_hashes_moved(results):
+        moved = sorted({r.fixture.id for r in results
+                        if any(d.path.endswith("defines_sha256") for d in r.drifts)})
+        lines.append(f"Only emission hashes moved; the emitted defines changed for {len(moved)} fixture(s) "
+                     f"(check that the change was meant to touch exactly these kernels). If intended, "
+                     f"regenerate the golden with: {fx.REGENERATE_COMMAND}")
+    elif count[fx.DRIFTED] or count[fx.FAILED]:
+        lines.append(f"If every change above is intended, regenerate the golden with: {fx.REGENERATE_COMMAND}")
+    return lines
+
+
+@click.command("replay")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--backend", type=click.Choice(("cpu", "cuda", "hip")), default="cpu", show_default=True,
+              help="Engine for the numerics: cpu (checked against the golden band) or a GPU "
+                   "(NHWC problems, checked against the tolerance).")
+@click.option("--only", "pattern", default=None, metavar="PATTERN",
+              help="Replay fixtures whose id matches: a shell pattern (*, ?, []) or a substring.")
+@click.option("--update-golden", "update", is_flag=True,
+              help="Write the new expectations of drifted fixtures into their files (CPU only) "
+                   "and print what moved.")
+@click.option("--failures-only", is_flag=True, help="List only fixtures that did not pass.")
+def replay_cmd(paths, backend, pattern, update, failures_only):
+    """Replay regression fixtures (default: ./fixtures) and exit non-zero on any drift.
+
+    Exit 0 all passed (or all drifts written with --update-golden), 1 failed or drifted,
+    2 bad input.
+    """
+    paths = list(paths) or [DEFAULT_PATH]
+    if update and backend != "cpu":
+        _fail(f"--update-golden needs --backend cpu: the golden numerics are CPU results (got {backend})")
+    try:
+        files = fx.fixture_files(paths)
+        fixtures = fx.load(paths)
+    except fx.FixtureError as e:
+        _fail(str(e))
+    chosen = fx.select(fixtures, pattern)
+    if not chosen:
+        _fail(f"no fixture id matches {pattern!r}" if pattern else "the fixture files hold no fixtures")
+    try:
+        engine = get_engine(backend)
+    except (RuntimeUnavailable, ValueError) as e:
+        _fail(str(e))
+
+    t0 = time.perf_counter()
+    results = [fx.replay(f, engine) for f in chosen]
+    elapsed = time.perf_counter() - t0
+    for line in _table(results, failures_only):
+        click.echo(line)
+    click.echo("")
+    n_files = len({r.fixture.path for r in results}) if results else len(files)
+
+    if not update:
+        for line in summary_lines(results, engine.name, elapsed, n_files):
+            click.echo(line)
+        bad = any(r.status != fx.PASSED for r in results)
+        raise SystemExit(1 if bad else 0)
+
+    try:
+        updated, kept = fx.update_golden(results)
+    except (fx.FixtureError, ValueError) as e:
+        _fail(str(e))
+    if not updated and not kept:
+        click.echo(f"golden up to date: {len(results)} fixtures replayed on {engine.name} in {elapsed:.1f} s, "
+                   f"nothing moved")
+        raise SystemExit(0)
+    if updated:
+        click.echo(f"updated the golden of {len(updated)} fixture(s):")
+        for r in updated:
+            click.echo(f"  {r.fixture.id} ({r.fixture.path}:{r.fixture.line})")
+            for line in drift_lines(r):
+                if not line.startswith("note:"):
+                    click.echo(f"    {line}")
+    if kept:
+        click.echo(f"NOT updated, {len(kept)} fixture(s) failed (fix them first; their golden is kept):")
+        for r in kept:
+            click.echo(f"  {r.fixture.id}: {'; '.join(r.failures)}")
+    raise SystemExit(1 if kept else 0)
+
+
+__all__ = ["drift_lines", "replay_cmd", "summary_lines"]

@@ -1,0 +1,611 @@
+"""Regression fixtures: real MIOpenDriver lines pinned to verdicts, kernels and numerics.
+
+Format
+------
+A fixture file is JSON Lines (``*.jsonl``, UTF-8): one record per line, keys sorted, so a
+person can read it and ``git diff`` shows exactly which expectation moved. Blank lines are
+allowed; nothing else (no comments). A record::
+
+    {"command": "<MIOpenDriver line, verbatim>",
+     "expect": {...},                     # the golden; written by update, absent = none yet
+     "id": "<unique slug: letters, digits, _ . ->",
+     "source": "<where the line comes from: file:line, issue, PR, or 'constructed: why'>"}
+
+``expect`` for a line the parser rejects::
+
+    {"parse_error": {"flag": "-F", "message": "<MiopenCommandError text>", "value": "1"}}
+
+``expect`` otherwise::
+
+    {"problem_key": "<MIOpen perf-db key, direction B>",
+     "targets": {                          # one entry per arch in GOLDEN_TARGETS
+         "<arch>": {"applicable": bool, "reasons": [codes], "notes": [codes],
+                    # only when applicable -- the default config and its kernel:
+                    "perf_config": "a,b,...", "kernel_name": "...",
+                    "grid": [x, y, z], "block": threads, "shared_bytes": n,
+                    "source_sha256": "<sha256 of the emitted text>",
+                    "defines_sha256": "<sha256 of the emitted defines only>"}},
+     "numerics": {"command": "<the shrunk line actually run>",
+                  "ok": bool, "rms_error": float (3 significant digits), "tolerance": float}
+                 | {"command": "...", "skipped": "<why>"}}
+
+``source_sha256`` covers the whole kernel text (defines + ``dgrad.cu``), so an edit of the
+kernel body moves every one of them; ``defines_sha256`` covers what the emitter
+specialises per problem/config, so an emitter change that should touch one class of
+kernels can be checked not to move the others.
+
+Numerics
+--------
+Each problem is shrunk (:func:`shrink`: batch cut to :data:`NUMERIC_BATCH`, the same
+spatial geometry, channels halved while the problem exceeds :data:`FLOP_BUDGET` or
+:data:`ELEMENT_BUDGET`), its inputs generated as MIOpenDriver does (:mod:`.prng`, seed
+:data:`NUMERIC_SEED`), run on an engine with the target's default config, and compared
+with the float64 reference (:func:`.reference.verify`, MIOpen's rms error and tolerance).
+
+The dX bytes are **not** pinned: numpy's fp32 matmul goes through the BLAS build's kernel
+for the CPU at hand, and other kernels sum in another order (measured here: OpenBLAS
+SkylakeX, Haswell, Sandybridge and Prescott kernels give four different dX hashes and fp32
+rms errors between 5.2e-8 and 8.8e-8 for one problem). Instead the rms error is pinned
+within a band (:func:`rms_in_band`): a CPU replay passes when ``ok`` holds and
+``golden / r - floor <= error <= golden * r + floor`` with ``r`` from :data:`BAND_RATIO`
+(4 for fp32, whose error is accumulation-order noise; 1.25 for fp16/bf16, whose error is
+dominated by rounding dX to the storage type) and ``floor = tolerance * BAND_FLOOR``.
+Numerics on a GPU backend are checked against the tolerance only (a different engine
+sums differently); problems that are not all-NHWC are skipped there with a note.
+
+Outcomes (:class:`Result`): ``passed``; ``drifted`` (something differs from the golden,
+each difference a :class:`Drift`); ``failed`` (the numerics do not verify, or computing
+the record raised). The library never prints; ``driver/replay_cmd.py`` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import hashlib
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import prng, reference
+from .command import format_command, parse
+from .errors import MiopenCommandError
+from .problem import ConvProblem
+from .solver import DgradSolver
+from .spec import make_spec
+from .target import Target, get_target
+
+GOLDEN_TARGETS = ("gfx942", "sm_90")
+"""Arch presets every fixture's applicability and emission are pinned for."""
+
+NUMERIC_SEED = prng.DEFAULT_SEED
+"""PRNG seed of every numeric run (MIOpenDriver's default; the environment is ignored)."""
+
+NUMERIC_BATCH = 2
+"""Batch size of the shrunk problem (smaller batches are kept)."""
+
+FLOP_BUDGET = 1_000_000_000
+"""Largest ``ConvProblem.flops`` of a shrunk problem before its channels are halved."""
+
+ELEMENT_BUDGET = 4_000_000
+"""Largest element count of each of dX, dY and W of a shrunk problem."""
+
+BAND_RATIO = {"fp32": 4.0, "fp16": 1.25, "bf16": 1.25}
+"""Allowed ratio between a CPU rms error and its golden, per data type."""
+
+BAND_FLOOR = 1e-3
+"""Absolute slack of the band, as a fraction of the tolerance."""
+
+REGENERATE_COMMAND = "dgrad-driver replay fixtures/ --update-golden"
+"""The one command that rewrites the golden."""
+
+RECORD_KEYS = ("command", "expect", "id", "source")
+_REQUIRED_KEYS = ("command", "id", "source")
+_ID_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+
+PASSED, DRIFTED, FAILED = "passed", "drifted", "failed"
+
+
+class FixtureError(ValueError):
+    """A fixture path that does not exist or a fixture file that is malformed. The message
+    is one line and starts with ``path:line:`` where a line is known."""
+
+
+# ------------------------------------------------------------------ records and files
+@dataclass(frozen=True)
+class Fixture:
+    """One fixture record, and where it was read from (``path``, 1-based ``line``)."""
+
+    id: str
+    source: str
+    command: str
+    expect: dict | None = None
+    path: str = ""
+    line: int = 0
+
+    def record(self) -> dict:
+        """The JSON record (``expect`` omitted when there is no golden)."""
+        rec = {"command": self.command, "id": self.id, "source": self.source}
+        if self.expect is not None:
+            rec["expect"] = self.expect
+        return rec
+
+    def with_expect(self, expect: dict | None) -> "Fixture":
+        return dataclasses.replace(self, expect=expect)
+
+
+def dumps(record: dict) -> str:
+    """One record as its canonical line: JSON, keys sorted, no trailing newline."""
+    return json.dumps(record, sort_keys=True, ensure_ascii=False)
+
+
+def fixture_files(paths) -> list:
+    """The ``*.jsonl`` files named by ``paths`` (files as given; directories searched
+    recursively, sorted). Raises FixtureError for a missing path or an empty directory."""
+    files = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(p.rglob("*.jsonl"))
+            if not found:
+                raise FixtureError(f"{raw}: no *.jsonl fixture files in this directory")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise FixtureError(f"{raw}: no such fixture file or directory")
+    return files
+
+
+def load_file(path) -> list:
+    """The fixtures of one file, in file order.
+
+    Raises:
+        FixtureError: unreadable file, a line that is not a JSON object, a missing or
+            unknown key, a field of the wrong type, a malformed id, or an id repeated in
+            the file.
+    """
+    path = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise FixtureError(f"{path}: cannot read ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise FixtureError(f"{path}: not UTF-8 ({e.reason})") from None
+    out, seen = [], {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise FixtureError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(rec, dict):
+            raise FixtureError(f"{where}: a record must be a JSON object, got {type(rec).__name__}")
+        missing = [k for k in _REQUIRED_KEYS if k not in rec]
+        if missing:
+            raise FixtureError(f"{where}: missing key(s) {', '.join(missing)}")
+        unknown = sorted(set(rec) - set(RECORD_KEYS))
+        if unknown:
+            raise FixtureError(f"{where}: unknown key(s) {', '.join(unknown)}; "
+                               f"allowed: {', '.join(RECORD_KEYS)}")
+        for k in _REQUIRED_KEYS:
+            if not isinstance(rec[k], str) or not rec[k].strip():
+                raise FixtureError(f"{where}: {k} must be a non-empty string")
+        if not _ID_RE.fullmatch(rec["id"]):
+            raise FixtureError(f"{where}: id {rec['id']!r} may hold only letters, digits, '_', '.', '-'")
+        if "expect" in rec and not isinstance(rec["expect"], dict):
+            raise FixtureError(f"{where}: expect must be a JSON object")
+        if rec["id"] in seen:
+            raise FixtureError(f"{where}: duplicate id {rec['id']!r} (first at line {seen[rec['id']]})")
+        seen[rec["id"]] = n
+        out.append(Fixture(id=rec["id"], source=rec["source"], command=rec["command"],
+                           expect=rec.get("expect"), path=path, line=n))
+    return out
+
+
+def load(paths) -> list:
+    """Every fixture under ``paths`` (files and/or directories), file by file in order.
+
+    Raises:
+        FixtureError: see :func:`fixture_files` and :func:`load_file`; also an id that
+            appears in two files.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    fixtures, where = [], {}
+    for f in fixture_files(paths):
+        for fx in load_file(f):
+            if fx.id in where:
+                raise FixtureError(f"{fx.path}:{fx.line}: duplicate id {fx.id!r} (also at {where[fx.id]})")
+            where[fx.id] = f"{fx.path}:{fx.line}"
+            fixtures.append(fx)
+    return fixtures
+
+
+def select(fixtures, pattern: str | None) -> list:
+    """Fixtures whose id matches ``pattern``: a shell-style pattern (``*``, ``?``, ``[]``)
+    matched against the whole id, or, without wildcards, a substring of the id."""
+    if not pattern:
+        return list(fixtures)
+    if any(ch in pattern for ch in "*?["):
+        return [f for f in fixtures if fnmatch.fnmatchcase(f.id, pattern)]
+    return [f for f in fixtures if pattern in f.id]
+
+
+def write_file(path, fixtures) -> None:
+    """Rewrite ``path`` with ``fixtures`` as canonical lines (see :func:`dumps`)."""
+    Path(path).write_text("".join(dumps(f.record()) + "\n" for f in fixtures), encoding="utf-8")
+
+
+# ------------------------------------------------------------------ the shrunk problem
+def _halve(x: int) -> int:
+    """Half of ``x``, keeping an odd count odd (odd channel counts are part of a fixture's
+    point): ``64 -> 32``, ``419 -> 209``, ``3 -> 1``."""
+    return x // 2 if x % 2 == 0 else max(1, (x // 2) | 1)
+
+
+def _too_big(q: ConvProblem) -> bool:
+    return q.flops > FLOP_BUDGET or max(q.dx_elems, q.dy_elems, q.w_elems) > ELEMENT_BUDGET
+
+
+def shrink(problem: ConvProblem) -> ConvProblem:
+    """The copy of ``problem`` the numerics run on.
+
+    Rule: ``N = min(N, NUMERIC_BATCH)``; the spatial geometry (sizes, filter, pads,
+    strides, dilations), dtype, layouts and mode are kept; then, while the problem's flops
+    exceed :data:`FLOP_BUDGET` or one tensor exceeds :data:`ELEMENT_BUDGET` elements, the
+    larger of kpg and cpg (kpg on a tie) is halved by :func:`_halve`, and once both are 1
+    the group count is. C and K follow as ``cpg*G`` and ``kpg*G``.
+    """
+    q = problem.replace(N=min(problem.N, NUMERIC_BATCH))
+    while _too_big(q):
+        cpg, kpg, g = q.cpg, q.kpg, q.G
+        if max(cpg, kpg) > 1:
+            if kpg >= cpg:
+                kpg = _halve(kpg)
+            else:
+                cpg = _halve(cpg)
+        elif g > 1:
+            g = _halve(g)
+        else:
+            break
+        q = q.replace(C=cpg * g, K=kpg * g, G=g)
+    return q
+
+
+# ------------------------------------------------------------------ computing a record
+def round_sig(x: float, digits: int = 3) -> float:
+    """``x`` rounded to ``digits`` significant digits (non-finite values unchanged)."""
+    if not math.isfinite(x) or x == 0:
+        return x
+    return float(f"{x:.{digits - 1}e}")
+
+
+def defines_sha256(source) -> str:
+    """sha256 over a KernelSource's vendor and ``(name, value)`` defines, one per line."""
+    text = source.vendor + "\n" + "".join(f"{k}={v}\n" for k, v in source.defines)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def target_record(problem: ConvProblem, target: Target) -> dict:
+    """Applicability codes on ``target`` and, when applicable, the default config, its
+    kernel name, launch shape and emission hashes (see the module docstring).
+
+    Raises:
+        PerfConfigError, ImportError, ...: whatever spec building or emission raises
+            (replay turns it into a failure).
+    """
+    from .kernels import emit
+    solver = DgradSolver()
+    verdict = solver.is_applicable(problem, target)
+    rec = {"applicable": verdict.ok, "reasons": [r.code for r in verdict.reasons],
+           "notes": [n.code for n in verdict.notes]}
+    if verdict.ok:
+        cfg = solver.get_default_performance_config(problem, target)
+        spec = make_spec(problem, target, cfg)
+        src = emit(spec)
+        rec.update(perf_config=cfg.serialize(), kernel_name=spec.kernel_name,
+                   grid=list(src.grid), block=src.block[0], shared_bytes=src.shared_bytes,
+                   source_sha256=src.sha256, defines_sha256=defines_sha256(src))
+    return rec
+
+
+def numerics_record(problem: ConvProblem, engine) -> dict:
+    """Run the shrunk problem on ``engine`` and verify it (see the module docstring).
+
+    The numeric target is the engine's (``cpu`` for the CPU engine). Returns
+    ``{"command", "ok", "rms_error", "tolerance"}`` or ``{"command", "skipped"}``.
+    """
+    q = shrink(problem)
+    rec = {"command": format_command(q)}
+    if q.is_3d or q.mode != "conv":
+        rec["skipped"] = "the reference covers 2-D convolutions in mode conv only"
+        return rec
+    target = getattr(engine, "target", None) or get_target("cpu")
+    if target.is_gpu and not q.all_nhwc:
+        rec["skipped"] = (f"GPU numerics run NHWC problems only (dX {q.in_layout}, "
+                          f"dY {q.out_layout}, W {q.fil_layout})")
+        return rec
+    solver = DgradSolver()
+    verdict = solver.is_applicable(q, target)
+    if not verdict.ok:
+        rec["skipped"] = f"not applicable on {target.arch}: " + "+".join(verdict.codes)
+        return rec
+    spec = make_spec(q, target, solver.get_default_performance_config(q, target))
+    inputs = prng.generate_inputs(q, NUMERIC_SEED)
+    dx = engine.run(spec, inputs.dy, inputs.w)
+    ref = reference.dgrad_reference(q, inputs.dy, inputs.w)
+    v = reference.verify(q, dx, ref)
+    rec.update(ok=bool(v.ok), rms_error=round_sig(v.error), tolerance=v.tolerance)
+    if v.nonfinite:
+        rec["nonfinite"] = v.nonfinite
+    return rec
+
+
+def compute(command: str, engine=None, *, numerics: bool = True,
+            targets=GOLDEN_TARGETS) -> dict:
+    """The ``expect`` record of ``command`` as the code computes it now.
+
+    Args:
+        command: an MIOpenDriver line.
+        engine: the engine for the numerics (default: the CPU engine).
+        numerics: False leaves the ``numerics`` key out (emission-only checks).
+        targets: arch presets to record.
+
+    Raises:
+        Exception: whatever spec building, emission or the engine raises.
+    """
+    try:
+        cmd = parse(command)
+    except MiopenCommandError as e:
+        return {"parse_error": {"flag": e.flag, "value": e.value, "message": str(e)}}
+    p = cmd.problem
+    out = {"problem_key": p.problem_key(),
+           "targets": {arch: target_record(p, get_target(arch)) for arch in targets}}
+    if numerics:
+        if engine is None:
+            from .runtime import get_engine
+            engine = get_engine("cpu")
+        out["numerics"] = numerics_record(p, engine)
+    return out
+
+
+# ------------------------------------------------------------------ comparing
+@dataclass(frozen=True)
+class Drift:
+    """One difference between the golden and what the code computes now.
+
+    Attributes:
+        path: dotted key path (``targets.sm_90.kernel_name``; ``expect`` when there is no
+            golden at all).
+        expected: the golden value (None when absent).
+        actual: the value now (None when absent).
+        kind: ``"hash"`` (a ``*_sha256`` field), ``"numeric"`` (rms error outside the
+            band), ``"missing"`` (no golden), or ``"value"``.
+    """
+
+    path: str
+    expected: object
+    actual: object
+    kind: str = "value"
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def rms_in_band(golden: float, actual: float, tolerance: float, dtype: str) -> bool:
+    """Whether a CPU rms error is close enough to its golden (module docstring rule)."""
+    if not (isinstance(golden, (int, float)) and isinstance(actual, (int, float))):
+        return False
+    if not (math.isfinite(golden) and math.isfinite(actual)):
+        return False
+    r = BAND_RATIO.get(dtype, 4.0)
+    floor = tolerance * BAND_FLOOR
+    return golden / r - floor <= actual <= golden * r + floor
+
+
+def compare(expected: dict | None, actual: dict, *, dtype: str = "fp32",
+            numerics: str = "band") -> list:
+    """Differences between a golden ``expect`` and a freshly computed one.
+
+    Args:
+        dtype: the problem's data type (selects the rms band).
+        numerics: ``"band"`` (CPU: every numerics field equal, rms error within the band),
+            ``"gpu"`` (only the shrunk command is compared; the verdict is judged by
+            :func:`failures`) or ``"skip"`` (numerics not compared at all).
+
+    Returns:
+        A list of :class:`Drift`, in key order; empty when nothing moved.
+    """
+    if expected is None:
+        return [Drift("expect", None, "(computed now; no golden yet)", "missing")]
+    exp, act = flatten(expected), flatten(actual)
+    tol = expected.get("numerics", {}).get("tolerance", 0.0) or 0.0
+    out = []
+    for key in sorted(set(exp) | set(act)):
+        if key.startswith("numerics."):
+            if numerics == "skip" or (numerics == "gpu" and key != "numerics.command"):
+                continue
+        e, a = exp.get(key), act.get(key)
+        if key == "numerics.rms_error" and e is not None and a is not None:
+            if not rms_in_band(e, a, tol, dtype):
+                out.append(Drift(key, e, a, "numeric"))
+            continue
+        if e != a or (key in exp) != (key in act):
+            out.append(Drift(key, e, a, "hash" if key.endswith("sha256") else "value"))
+    return out
+
+
+def failures(actual: dict) -> list:
+    """Why a computed record is a failure (numerics that do not verify), as sentences."""
+    num = actual.get("numerics") or {}
+    if "ok" in num and not num["ok"]:
+        extra = f", {num['nonfinite']} non-finite dX values" if num.get("nonfinite") else ""
+        return [f"numerics do not verify: rms error {num.get('rms_error')} >= tolerance "
+                f"{num.get('tolerance')}{extra} (shrunk line: {num.get('command')})"]
+    return []
+
+
+# ------------------------------------------------------------------ replay
+@dataclass
+class Result:
+    """The outcome of replaying one fixture.
+
+    Attributes:
+        fixture: the fixture replayed.
+        status: ``passed``, ``drifted`` or ``failed``.
+        drifts: what moved against the golden.
+        failures: why it failed (sentences).
+        notes: what was skipped or not compared, and why.
+        actual: the record computed now (None when computing it raised).
+        seconds: wall time of the replay.
+    """
+
+    fixture: Fixture
+    status: str
+    drifts: list = field(default_factory=list)
+    failures: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    actual: dict | None = None
+    seconds: float = 0.0
+    engine: str = "cpu"
+
+
+def _live_target_note(engine) -> str | None:
+    target = getattr(engine, "target", None)
+    if target is None or not target.is_gpu:
+        return None
+    try:
+        preset = get_target(target.arch)
+    except ValueError:
+        preset = None
+    if preset is not None and dataclasses.replace(target, name=preset.name) == preset:
+        if preset.name in GOLDEN_TARGETS:
+            return None   # the live target is the preset: its emission is the pinned one
+        return f"live target {target.arch} has no golden (pinned: {', '.join(GOLDEN_TARGETS)})"
+    return (f"live target {target.arch} differs from the {target.arch} preset "
+            f"(device-reported sizes); its emission is not compared with the golden")
+
+
+def replay(fixture: Fixture, engine=None) -> Result:
+    """Recompute ``fixture``'s record and judge it against its golden.
+
+    ``engine`` runs the numerics (default: the CPU engine). On a GPU engine the numerics
+    are judged by the tolerance only and non-NHWC problems are skipped with a note; the
+    preset emission (gfx942, sm_90) is compared on every backend, since it needs no device.
+    Never raises for a loaded fixture: an exception becomes a ``failed`` result.
+    """
+    if engine is None:
+        from .runtime import get_engine
+        engine = get_engine("cpu")
+    on_gpu = getattr(getattr(engine, "target", None), "is_gpu", False)
+    t0 = time.perf_counter()
+    notes = []
+    try:
+        actual = compute(fixture.command, engine)
+    except Exception as e:  # noqa: BLE001 - any error in the pipeline is this fixture's failure
+        return Result(fixture, FAILED, failures=[f"{type(e).__name__}: {' '.join(str(e).split())}"],
+                      seconds=time.perf_counter() - t0, engine=engine.name)
+    dtype = dtype_of(fixture.command)
+    drifts = compare(fixture.expect, actual, dtype=dtype, numerics="gpu" if on_gpu else "band")
+    fails = failures(actual)
+    num = actual.get("numerics") or {}
+    if on_gpu:
+        if "skipped" in num:
+            notes.append(f"numerics skipped on {engine.name}: {num['skipped']}")
+        elif "rms_error" in num:
+            notes.append(f"{engine.name} rms error {num['rms_error']} (tolerance {num['tolerance']})")
+        live = _live_target_note(engine)
+        if live:
+            notes.append(live)
+    status = FAILED if fails else DRIFTED if drifts else PASSED
+    return Result(fixture, status, drifts, fails, notes, actual, time.perf_counter() - t0, engine.name)
+
+
+def dtype_of(command: str) -> str:
+    """The data type an MIOpenDriver line asks for (``fp32`` when the line does not parse)."""
+    try:
+        return parse(command).problem.dtype
+    except MiopenCommandError:
+        return "fp32"
+
+
+def only_hashes_moved(results) -> bool:
+    """True when something drifted, nothing failed, and every drift is a ``*_sha256``
+    field: the emitted text changed but no verdict, config, name or number did."""
+    drifts = [d for r in results for d in r.drifts]
+    return bool(drifts) and not any(r.failures for r in results) and all(d.kind == "hash" for d in drifts)
+
+
+def only_kernel_body_moved(results) -> bool:
+    """True when :func:`only_hashes_moved` and every drift is a ``source_sha256`` (the
+    defines are unchanged): the edit is in the kernel source ``dgrad.cu`` itself."""
+    return only_hashes_moved(results) and all(
+        d.path.endswith("source_sha256") for r in results for d in r.drifts)
+
+
+def new_golden(result: Result) -> dict:
+    """The record :func:`update_golden` writes for a drifted result: the computed one,
+    except that an rms error still inside the band keeps its golden value (so replaying
+    on another BLAS build does not churn the file)."""
+    new = json.loads(json.dumps(result.actual))
+    old = (result.fixture.expect or {}).get("numerics") or {}
+    num = new.get("numerics") or {}
+    if ("rms_error" in old and "rms_error" in num and old.get("tolerance") == num.get("tolerance")
+            and rms_in_band(old["rms_error"], num["rms_error"], num["tolerance"],
+                            dtype_of(result.fixture.command))):
+        num["rms_error"] = old["rms_error"]
+    return new
+
+
+def update_golden(results) -> tuple:
+    """Write the new golden (:func:`new_golden`) of every drifted result into its file.
+
+    Failed results are not written (their golden stays); passed ones are unchanged, so a
+    golden moves only where something moved. Files are rewritten in canonical form, in
+    their original record order.
+
+    Returns:
+        ``(updated, kept)``: lists of :class:`Result` written, and failed ones not written.
+
+    Raises:
+        ValueError: a result computed on a GPU engine (the golden numerics are CPU ones).
+        FixtureError: a fixture file cannot be re-read or written.
+    """
+    gpu = sorted({r.engine for r in results if r.engine != "cpu"})
+    if gpu:
+        raise ValueError(f"the golden holds CPU numerics; results from {', '.join(gpu)} cannot be written")
+    updated = [r for r in results if r.status == DRIFTED and r.actual is not None]
+    kept = [r for r in results if r.status == FAILED]
+    by_file = {}
+    for r in updated:
+        by_file.setdefault(r.fixture.path, {})[r.fixture.id] = new_golden(r)
+    for path, new in by_file.items():
+        current = load_file(path)
+        try:
+            write_file(path, [f.with_expect(new[f.id]) if f.id in new else f for f in current])
+        except OSError as e:
+            raise FixtureError(f"{path}: cannot write ({e.strerror or e})") from None
+    return updated, kept
+
+
+__all__ = ["BAND_FLOOR", "BAND_RATIO", "DRIFTED", "Drift", "ELEMENT_BUDGET", "FAILED", "FLOP_BUDGET",
+           "Fixture", "FixtureError", "GOLDEN_TARGETS", "dtype_of", "NUMERIC_BATCH", "NUMERIC_SEED", "PASSED",
+           "REGENERATE_COMMAND", "Result", "compare", "compute", "defines_sha256", "dumps",
+           "failures", "fixture_files", "flatten", "load", "load_file", "new_golden", "numerics_record",
+           "only_hashes_moved", "only_kernel_body_moved", "replay", "rms_in_band", "round_sig",
+           "select", "shrink", "target_record", "update_golden", "write_file"]
