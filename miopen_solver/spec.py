@@ -419,10 +419,65 @@ FALLBACK_CONFIGS = (
 fewer stages). Every entry divides by every preset's atoms."""
 
 
+def _tiles(subs, tile_m: int, tile_n: int, groups: int) -> int:
+    return groups * sum(-(-s.gemm_m // tile_m) * -(-s.gemm_n // tile_n) for s in subs)
+
+
+def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The default for NVIDIA targets, fitted to configuration sweeps on an H200
+    (bench/sweep.py over the 14 suite rows, recorded in bench/RESULTS.md):
+
+    fp16/bf16 (mma.sync atoms):
+
+    * cpg <= 16 (grouped, depthwise-like): one narrow column tile (8 or 16) and four warps
+      stacked along M; when the whole GemmK fits one tile (<= 128), tile_k covers it and
+      the loop has a single stage.
+    * multi-tap filters with fewer than 2 waves of 128x128 tiles, or cpg <= 64:
+      128x64x32 tiles, 2x2 warps of 64x32, 4 stages; split_k 2 when even 128x64 tiles give
+      less than 2 waves and GemmK >= 1024 (r50 3x3 at 14x14 and 7x7).
+    * otherwise 128x128 tiles, 2x2 warps of 64x64: tile_k 64 / 3 stages for 1x1 filters,
+      tile_k 32 / 4 stages for multi-tap filters; shallow GemmK (<= 64) prefers 2x4 warps.
+
+    fp32 (FFMA): 128x128x16 for large problems, 128x64x16 for strided ones, else 64x64x16
+    with split_k 4 when GemmK >= 1024 and fewer than 8 waves of tiles.
+    """
+    p, t = problem, target
+    subs = cached_decompose(p).sub_gemms
+    max_k = max(s.gemm_k for s in subs)
+    waves = 2 * t.num_cus
+    taps = p.Y * p.X
+    split_ok = split_k_atomics_reason(p, t) is None
+    if p.dtype in ("fp16", "bf16"):
+        if p.cpg <= 16:
+            tn = 8 if p.cpg <= 8 else 16
+            if max_k <= 128:
+                tk = -(-max_k // 16) * 16
+                return PerfConfig(128, tn, tk, 4, 1, 32, tn, 0, 0, 0, 1, -1, 1)
+            return PerfConfig(128, tn, 32, 4, 1, 32, tn, 0, 0, 0, 1, -1, 3)
+        if p.cpg <= 64 or (taps > 1 and _tiles(subs, 128, 128, p.G) < waves):
+            split = 2 if (split_ok and _tiles(subs, 128, 64, p.G) < waves and max_k >= 1024) else 1
+            return PerfConfig(128, 64, 32, 2, 2, 64, 32, 0, 0, 0, split, -1, 4)
+        if taps == 1:
+            if max_k <= 64:
+                return PerfConfig(128, 128, 32, 2, 4, 64, 32, 0, 0, 0, 1, -1, 4)
+            return PerfConfig(128, 128, 64, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
+        return PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 4)
+    if p.cpg <= 16:
+        return PerfConfig(128, 16, 16, 4, 1, 32, 16, 0, 0, 0, 1, -1, 3)
+    if _tiles(subs, 128, 128, p.G) >= 4 * waves:
+        return PerfConfig(128, 128, 16, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
+    if p.sH > 1 or p.sW > 1:
+        return PerfConfig(128, 64, 16, 2, 2, 64, 32, 0, 0, 0, 1, -1, 3)
+    split = 4 if (split_ok and max_k >= 1024 and _tiles(subs, 64, 64, p.G) < 4 * waves) else 1
+    return PerfConfig(64, 64, 16, 2, 2, 32, 32, 0, 0, 0, split, -1, 3)
+
+
 def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
-    Constant time in the problem size (it reads sub-GEMM sizes, not data):
+    NVIDIA targets take :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
+    targets (AMD, where nothing has been measured yet) use these rules, constant time in
+    the problem size (they read sub-GEMM sizes, not data):
 
     * tile_n: the smallest power of two >= cpg, between 16 and 128 (columns past cpg are
       wasted MMA work, so small groups get narrow tiles);
@@ -437,6 +492,8 @@ def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
       lds_k_outer automatic.
     """
     p, t = problem, target
+    if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
+        return measured_nvidia_config(p, t)
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
     tile_n = 16
     while tile_n < min(p.cpg, 128):

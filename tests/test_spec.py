@@ -390,16 +390,21 @@ def test_same_name_same_source(problem, arch):
 @pytest.mark.parametrize("problem,arch,want", [
     # cpg 64 -> tile_n 64, 2x2 warps; 2*8*8 rows = 128 -> 1 tile < CUs -> tile_m 64; 16-bit k 32.
     (nhwc(), "gfx942", "64,64,32,2,2,32,32,0,0,0,1,-1,2"),
-    (nhwc(), "sm_90", "64,64,32,2,2,32,32,0,0,0,1,-1,3"),
+    # NVIDIA targets use the H200-measured rules (spec.measured_nvidia_config):
+    # cpg 64 -> 128x64x32, 2x2 warps of 64x32, 4 stages; GemmK 576 < 1024 -> no split.
+    (nhwc(), "sm_90", "128,64,32,2,2,64,32,0,0,0,1,-1,4"),
     # ResNet 3x3 c64 56x56 N32: 100352 rows / 128 = 784 tiles >= 304 CUs -> tile_m 128.
     (nhwc(N=32, Hi=56, Wi=56), "gfx942", "128,64,32,2,2,64,32,0,0,0,1,-1,2"),
-    # cpg 256 -> tile_n capped at 128; 6272 rows / 128 = 49 x 2 column tiles = 98 < 132 SMs -> 64.
-    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_90", "64,128,32,2,2,32,64,0,0,0,1,-1,3"),
-    (nhwc(N=64, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,128,32,2,2,64,64,0,0,0,1,-1,3"),
+    # 3x3, cpg 256: 6272 rows -> 49 x 2 = 98 tiles of 128x128 < 2 waves (264) -> 128x64;
+    # 49 x 4 = 196 tiles of 128x64 still < 264 and GemmK 2304 >= 1024 -> split_k 2.
+    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,64,32,2,2,64,32,0,0,0,2,-1,4"),
+    # N=64: 98 x 4 = 392 tiles of 128x64 >= 264 -> no split.
+    (nhwc(N=64, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,64,32,2,2,64,32,0,0,0,1,-1,4"),
     # depthwise: cpg 1 -> tile_n 16, warps stacked along M; 9 taps fp32 > 8 keeps tile_k 16.
     (nhwc(N=32, C=256, K=256, G=256, Hi=28, Wi=28, dtype="fp32"), "gfx942", "128,16,16,4,1,32,16,0,0,0,1,-1,2"),
-    # fp32 1x1 with kpg 8: GemmK 8 <= 16/2 -> tile_k 8; cpg 24 -> tile_n 32, 4x1 warps at 128 rows.
-    (nhwc(N=64, C=24, K=8, Hi=32, Wi=32, Y=1, X=1, pH=0, pW=0, dtype="fp32"), "sm_90", "128,32,8,4,1,32,32,0,0,0,1,-1,3"),
+    # fp32 1x1, cpg 24, 65536 rows: 512 tiles of 128x128 < 4 waves, stride 1 -> 64x64x16;
+    # GemmK 8 < 1024 -> no split.
+    (nhwc(N=64, C=24, K=8, Hi=32, Wi=32, Y=1, X=1, pH=0, pW=0, dtype="fp32"), "sm_90", "64,64,16,2,2,32,32,0,0,0,1,-1,3"),
 ])
 def test_heuristic_values(problem, arch, want):
     t = get_target(arch)
