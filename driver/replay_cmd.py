@@ -41,6 +41,32 @@ def _fail(message: str) -> None:
     raise SystemExit(2)
 
 
+def _elide(a: str, b: str) -> tuple:
+    """Two long strings cut down to where they differ, one token of context each side
+    (tokens split on spaces, or on ``_`` for kernel names)."""
+    sep = " " if " " in a or " " in b else "_"
+    ta, tb = a.split(sep), b.split(sep)
+    pre = 0
+    while pre < min(len(ta), len(tb)) and ta[pre] == tb[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(ta), len(tb)) - pre and ta[-1 - suf] == tb[-1 - suf]:
+        suf += 1
+
+    def cut(t):
+        lo, hi = max(0, pre - 1), len(t) - max(0, suf - 1)
+        return ("..." + sep if lo > 0 else "") + sep.join(t[lo:hi]) + (sep + "..." if hi < len(t) else "")
+    return cut(ta), cut(tb)
+
+
+def _show_pair(expected, actual, key: str) -> str:
+    a, b = _show(expected, key), _show(actual, key)
+    if (isinstance(expected, str) and isinstance(actual, str) and not key.endswith("sha256")
+            and max(len(a), len(b)) > 60):
+        a, b = _elide(a, b)
+    return f"{a} -> {b}"
+
+
 def _show(value, key: str) -> str:
     if value is None:
         return "(absent)"
@@ -61,7 +87,7 @@ def drift_lines(result) -> list:
             out.append(f"{d.path}: {d.expected} -> {d.actual} (outside the band: "
                        f"x{fx.BAND_RATIO.get(fx.dtype_of(result.fixture.command), 4.0)} of the golden)")
         else:
-            out.append(f"{d.path}: {_show(d.expected, d.path)} -> {_show(d.actual, d.path)}")
+            out.append(f"{d.path}: {_show_pair(d.expected, d.actual, d.path)}")
     out += [f"note: {n}" for n in result.notes]
     return out
 
@@ -85,6 +111,9 @@ def summary_lines(results, backend: str, seconds: float, n_files: int) -> list:
     count = {s: sum(r.status == s for r in results) for s in (fx.PASSED, fx.DRIFTED, fx.FAILED)}
     lines = [f"replayed {len(results)} fixtures from {n_files} file(s) on {backend} in {seconds:.1f} s: "
              f"{count[fx.PASSED]} passed, {count[fx.DRIFTED]} drifted, {count[fx.FAILED]} failed"]
+    moved = fx.moved_fields(results)
+    if moved:
+        lines.append("moved: " + ", ".join(f"{path} ({n})" for path, n in moved))
     if fx.only_kernel_body_moved(results):
         lines.append("Only source_sha256 moved (defines, names, configs, verdicts and numerics are unchanged): "
                      "the kernel text (dgrad.cu) changed. If that is intended, regenerate the golden with: "
@@ -95,8 +124,12 @@ def summary_lines(results, backend: str, seconds: float, n_files: int) -> list:
         lines.append(f"Only emission hashes moved; the emitted defines changed for {len(moved)} fixture(s) "
                      f"(check that the change was meant to touch exactly these kernels). If intended, "
                      f"regenerate the golden with: {fx.REGENERATE_COMMAND}")
-    elif count[fx.DRIFTED] or count[fx.FAILED]:
-        lines.append(f"If every change above is intended, regenerate the golden with: {fx.REGENERATE_COMMAND}")
+    else:
+        if count[fx.FAILED]:
+            lines.append(f"{count[fx.FAILED]} fixture(s) failed: the code computes wrong or worse results for "
+                         f"them; fix it (--update-golden never writes a failed fixture).")
+        if count[fx.DRIFTED]:
+            lines.append(f"If every drift above is intended, regenerate the golden with: {fx.REGENERATE_COMMAND}")
     return lines
 
 
