@@ -169,18 +169,18 @@ def replay_cmd(paths, backend, pattern, update, failures_only):
     t0 = time.perf_counter()
     results = [fx.replay(f, engine) for f in chosen]
     elapsed = time.perf_counter() - t0
-    for line in _table(results, failures_only):
-        click.echo(line)
-    click.echo("")
     n_files = len({r.fixture.path for r in results}) if results else len(files)
 
     if not update:
+        for line in _table(results, failures_only):
+            click.echo(line)
+        click.echo("")
         for line in summary_lines(results, engine.name, elapsed, n_files):
             click.echo(line)
         bad = any(r.status != fx.PASSED for r in results)
         raise SystemExit(1 if bad else 0)
 
-    try:
+    try:  # write first: what is printed after can no longer stop the update half-way
         updated, kept = fx.update_golden(results)
     except (fx.FixtureError, ValueError) as e:
         _fail(str(e))
@@ -198,7 +198,15 @@ def replay_cmd(paths, backend, pattern, update, failures_only):
     if kept:
         click.echo(f"NOT updated, {len(kept)} fixture(s) failed (fix them first; their golden is kept):")
         for r in kept:
-            click.echo(f"  {r.fixture.id}: {'; '.join(r.failures)}")
+            click.echo(f"  {r.fixture.id} ({r.fixture.path}:{r.fixture.line})")
+            for line in drift_lines(r):
+                if not line.startswith("note:"):
+                    click.echo(f"    {line}")
+    moved = fx.moved_fields(updated)
+    if moved:
+        click.echo("moved: " + ", ".join(f"{path} ({n})" for path, n in moved))
+    click.echo(f"{len(results)} fixtures replayed on {engine.name} in {elapsed:.1f} s: {len(updated)} updated, "
+               f"{len(kept)} failed, {len(results) - len(updated) - len(kept)} unchanged")
     raise SystemExit(1 if kept else 0)
 
 
