@@ -160,8 +160,7 @@ DG_DEVICE dg_u32 dg_smem_addr(const void* p) {
 #endif
 #if defined(DG_ASYNC) && DG_ASYNC
 template <int BYTES, bool L1 = false>
-DG_DEVICE void dg_cp_async(void* smem, const void* gmem, bool valid) {
-    dg_u32 s = dg_smem_addr(smem);
+DG_DEVICE void dg_cp_async(dg_u32 s, const void* gmem, bool valid) {
     int src_bytes = valid ? BYTES : 0;
     if (BYTES == 16 && !L1) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(src_bytes));
@@ -261,7 +260,7 @@ DG_DEVICE void dg_decode_arows(const dg_sub& s, int m_tile, dg_arow (&ar)[DG_A_L
         ar[i].pix = n * DG_HO * DG_WO;
         ar[i].h = m < s.gemm_m ? s.h_begin + htl : -(1 << 20);
         ar[i].w = s.w_begin + (r - htl * s.w_slice);
-        ar[i].base = ar[i].pix + ar[i].h * DG_WO + ar[i].w;
+        ar[i].base = m < s.gemm_m ? ar[i].pix + ar[i].h * DG_WO + ar[i].w : 0;
 #endif
     }
 }
@@ -270,7 +269,7 @@ DG_DEVICE void dg_decode_arows(const dg_sub& s, int m_tile, dg_arow (&ar)[DG_A_L
 DG_DEVICE const dg_t* dg_a_src(const dg_t* dy, const dg_sub& s, const dg_arow& r, int g, int kg, bool& ok) {
 #if DG_POINTWISE
     ok = r.h == 0 && kg < DG_KPG;
-    return dy + (long long)r.pix * DG_K + g * DG_KPG + kg;
+    return dy + (r.pix * DG_K + g * DG_KPG + kg);
 #else
     int tap = kg / DG_KPG;
     int k = kg - tap * DG_KPG;
@@ -279,7 +278,7 @@ DG_DEVICE const dg_t* dg_a_src(const dg_t* dy, const dg_sub& s, const dg_arow& r
     int ho = r.h - ydot * s.dy_h_coeff;
     int wo = r.w - xdot * s.dy_w_coeff;
     ok = kg < s.gemm_k && (unsigned)ho < (unsigned)DG_HO && (unsigned)wo < (unsigned)DG_WO;
-    return dy + (long long)(r.pix + ho * DG_WO + wo) * DG_K + g * DG_KPG + k;
+    return dy + (int)((unsigned)(r.pix + ho * DG_WO + wo) * (unsigned)DG_K + (unsigned)(g * DG_KPG + k));
 #endif
 }
 
@@ -287,7 +286,7 @@ DG_DEVICE const dg_t* dg_a_src(const dg_t* dy, const dg_sub& s, const dg_arow& r
 DG_DEVICE const dg_t* dg_b_src(const dg_t* w, const dg_sub& s, int g, int kg, int c, bool& ok) {
 #if DG_POINTWISE
     ok = kg < DG_KPG && c < DG_CPG;
-    return w + (long long)(g * DG_KPG + kg) * DG_CPG + c;
+    return w + ((g * DG_KPG + kg) * DG_CPG + c);
 #else
     int tap = kg / DG_KPG;
     int k = kg - tap * DG_KPG;
@@ -296,7 +295,7 @@ DG_DEVICE const dg_t* dg_b_src(const dg_t* w, const dg_sub& s, int g, int kg, in
     int y = ydot * s.y_stride + s.y_offset;
     int x = xdot * s.x_stride + s.x_offset;
     ok = kg < s.gemm_k && c < DG_CPG;
-    return w + ((long long)((g * DG_KPG + k) * DG_Y + y) * DG_X + x) * DG_CPG + c;
+    return w + ((((g * DG_KPG + k) * DG_Y + y) * DG_X + x) * DG_CPG + c);
 #endif
 }
 
@@ -326,6 +325,12 @@ struct dg_stage_regs {
 DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg_arow (&ar)[DG_A_LOADS],
                         int g, int n_tile, int kt, dg_t* As, dg_t* Bs, dg_stage_regs& regs) {
     const int tid = DG_TID();
+#if DG_A_ASYNC
+    const dg_u32 a_smem = dg_smem_addr(As);
+#endif
+#if DG_B_ASYNC
+    const dg_u32 b_smem = dg_smem_addr(Bs);
+#endif
 #if DG_TAP_UNIFORM
     const int taps = s.gemm_k / DG_KPG;
     const int chunk = kt / taps;
@@ -337,8 +342,8 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
     const int dw = xdot * s.dy_w_coeff;
     const int dpix = dh * DG_WO + dw;
     const dg_t* dy_k = dy + g * DG_KPG + k0;
-    const dg_t* w_k = w + ((long long)((g * DG_KPG + k0) * DG_Y + ydot * s.y_stride + s.y_offset) * DG_X +
-                           xdot * s.x_stride + s.x_offset) * DG_CPG;
+    const dg_t* w_k = w + ((((g * DG_KPG + k0) * DG_Y + ydot * s.y_stride + s.y_offset) * DG_X +
+                            xdot * s.x_stride + s.x_offset) * DG_CPG);
 #endif
 #pragma unroll
     for (int i = 0; i < DG_A_LOADS; ++i) {
@@ -350,12 +355,12 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
         const int ho = ar[i].h - dh;
         const int wo = ar[i].w - dw;
         ok = (unsigned)ho < (unsigned)DG_HO && (unsigned)wo < (unsigned)DG_WO;
-        const dg_t* src = dy_k + (long long)(ar[i].base - dpix) * DG_K + col;
+        const dg_t* src = dy_k + (ok ? (ar[i].base - dpix) * DG_K + col : 0);
 #else
         const dg_t* src = dg_a_src(dy, s, ar[i], g, kt * DG_TILE_K + col, ok);
 #endif
 #if DG_A_ASYNC
-        dg_cp_async<DG_VEC_A * DG_EB, DG_A_L1>(As + row * DG_A_ROW + col, ok ? src : dy, ok);
+        dg_cp_async<DG_VEC_A * DG_EB, DG_A_L1>(a_smem + (row * DG_A_ROW + col) * DG_EB, ok ? src : dy, ok);
 #else
         regs.a[i] = ok ? *reinterpret_cast<const dg_va_t*>(src) : dg_zero_bytes<DG_VEC_A * DG_EB>();
 #endif
@@ -369,12 +374,12 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
 #if DG_TAP_UNIFORM
         const int c = n_tile * DG_TILE_N + col;
         ok = c < DG_CPG;
-        const dg_t* src = w_k + (long long)row * (DG_Y * DG_X * DG_CPG) + c;
+        const dg_t* src = w_k + (row * (DG_Y * DG_X * DG_CPG) + c);
 #else
         const dg_t* src = dg_b_src(w, s, g, kt * DG_TILE_K + row, n_tile * DG_TILE_N + col, ok);
 #endif
 #if DG_B_ASYNC
-        dg_cp_async<DG_VEC_B * DG_EB>(Bs + row * DG_B_ROW + col, ok ? src : w, ok);
+        dg_cp_async<DG_VEC_B * DG_EB>(b_smem + (row * DG_B_ROW + col) * DG_EB, ok ? src : w, ok);
 #else
         regs.b[i] = ok ? *reinterpret_cast<const dg_vb_t*>(src) : dg_zero_bytes<DG_VEC_B * DG_EB>();
 #endif
@@ -415,21 +420,21 @@ DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
 #if DG_ATOM == 0  // NVIDIA mma.sync.m16n8k16, fp16/bf16 in, fp32 accumulate
 #define DG_ACC_PER_ATOM 4
 
-DG_DEVICE void dg_ldmatrix_x4(dg_u32 (&r)[4], const void* p) {
+DG_DEVICE void dg_ldmatrix_x4(dg_u32 (&r)[4], dg_u32 p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(dg_smem_addr(p)));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(p));
 }
-DG_DEVICE void dg_ldmatrix_x4_t(dg_u32 (&r)[4], const void* p) {
+DG_DEVICE void dg_ldmatrix_x4_t(dg_u32 (&r)[4], dg_u32 p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(dg_smem_addr(p)));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(p));
 }
-DG_DEVICE void dg_ldmatrix_x2(dg_u32 (&r)[2], const void* p) {
+DG_DEVICE void dg_ldmatrix_x2(dg_u32 (&r)[2], dg_u32 p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
-                 : "=r"(r[0]), "=r"(r[1]) : "r"(dg_smem_addr(p)));
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(p));
 }
-DG_DEVICE void dg_ldmatrix_x2_t(dg_u32 (&r)[2], const void* p) {
+DG_DEVICE void dg_ldmatrix_x2_t(dg_u32 (&r)[2], dg_u32 p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
-                 : "=r"(r[0]), "=r"(r[1]) : "r"(dg_smem_addr(p)));
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(p));
 }
 DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
 #if DG_DTYPE == 1
@@ -443,13 +448,15 @@ DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1)
 
 DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                           int wm, int wn, int lane) {
+    const dg_u32 a_smem = dg_smem_addr(As);
+    const dg_u32 b_smem = dg_smem_addr(Bs);
 #pragma unroll
     for (int kk = 0; kk < DG_TILE_K; kk += 16) {
         dg_u32 a[DG_MMA_M][4];
 #pragma unroll
         for (int i = 0; i < DG_MMA_M; ++i) {
             int row = wm * DG_WARP_ROWS + i * 16 + (lane & 15);
-            dg_ldmatrix_x4(a[i], As + row * DG_A_ROW + kk + (lane >> 4) * 8);
+            dg_ldmatrix_x4(a[i], a_smem + (row * DG_A_ROW + kk + (lane >> 4) * 8) * 2);
         }
         dg_u32 b[DG_MMA_N][2];
 #pragma unroll
@@ -461,23 +468,23 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
                 // matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15), rows = k
                 int krow = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
                 int ncol = nb + (lane >> 4) * 8;
-                dg_ldmatrix_x4_t(r, Bs + krow * DG_B_ROW + ncol);
+                dg_ldmatrix_x4_t(r, b_smem + (krow * DG_B_ROW + ncol) * 2);
 #else
                 // rows = n, 8 contiguous k each
                 int nrow = nb + (lane & 7) + (lane >> 4) * 8;
                 int kcol = kk + ((lane >> 3) & 1) * 8;
-                dg_ldmatrix_x4(r, Bs + nrow * DG_B_ROW + kcol);
+                dg_ldmatrix_x4(r, b_smem + (nrow * DG_B_ROW + kcol) * 2);
 #endif
                 b[j][0] = r[0]; b[j][1] = r[1]; b[j + 1][0] = r[2]; b[j + 1][1] = r[3];
             } else {
                 dg_u32 r[2];
 #if DG_K_OUTER
                 int krow = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
-                dg_ldmatrix_x2_t(r, Bs + krow * DG_B_ROW + nb);
+                dg_ldmatrix_x2_t(r, b_smem + (krow * DG_B_ROW + nb) * 2);
 #else
                 int nrow = nb + (lane & 7);
                 int kcol = kk + ((lane >> 3) & 1) * 8;
-                dg_ldmatrix_x2(r, Bs + nrow * DG_B_ROW + kcol);
+                dg_ldmatrix_x2(r, b_smem + (nrow * DG_B_ROW + kcol) * 2);
 #endif
                 b[j][0] = r[0]; b[j][1] = r[1];
             }
