@@ -7,6 +7,8 @@ load, up to the launch.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from miopen_solver.command import parse
@@ -14,6 +16,11 @@ from miopen_solver.kernels import emit, emit_reference
 from miopen_solver.kernels.offline import compile_amd, find_amd_clang
 from miopen_solver.spec import PerfConfig, make_spec
 from miopen_solver.target import get_target
+
+_REQUIRED = os.environ.get("DGRAD_REQUIRE_AMD_COMPILE") == "1"  # set by .ci/run in CI
+if _REQUIRED and find_amd_clang() is None:
+    raise RuntimeError("DGRAD_REQUIRE_AMD_COMPILE=1 but no clang with AMDGPU targets was found "
+                       "(install clang-19 lld-19 llvm-19)")
 
 pytestmark = [pytest.mark.amdcompile,
               pytest.mark.skipif(find_amd_clang() is None, reason="no clang with AMDGPU targets (install clang-19 lld-19)")]
