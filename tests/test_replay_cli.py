@@ -1,0 +1,210 @@
+"""``dgrad-driver replay``: table and summary, exit codes 0/1/2, one-line errors,
+``--only``, ``--update-golden`` with its diff, GPU-backend guards, registration in the CLI.
+
+Fixture files here are built in a temporary directory from records computed now, so the
+tests do not depend on the committed golden being current.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import driver.replay_cmd as replay_mod
+from driver.cli import main
+from driver.replay_cmd import replay_cmd
+from miopen_solver import fixtures as fx
+from miopen_solver.errors import RuntimeUnavailable
+
+NHWC3 = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+LINES = {
+    "tiny_fp16": f"convfp16 -n 1 -c 8 -H 1 -W 7 -k 4 -y 1 -x 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 {NHWC3}",
+    "s2_nchw_fp32": "conv -n 4 -c 16 -H 9 -W 9 -k 8 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 1 -j 1 -g 1 -F 2",
+    "int8": f"convint8 -n 2 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -F 2 {NHWC3}",
+}
+GOLDEN = {k: fx.compute(v) for k, v in LINES.items()}
+
+
+def make_dir(tmp_path, expect=None, name="t.jsonl"):
+    """A fixture file with the three LINES and their golden (``expect`` overrides per id)."""
+    expect = {**GOLDEN, **(expect or {})}
+    recs = [fx.Fixture(id=k, source=f"test {k}", command=v, expect=expect[k]) for k, v in LINES.items()]
+    fx.write_file(tmp_path / name, recs)
+    return tmp_path
+
+
+def tampered(fid, path, value):
+    rec = json.loads(json.dumps(GOLDEN[fid]))
+    node = rec
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node[k]
+    node[keys[-1]] = value
+    return {fid: rec}
+
+
+def invoke(*args):
+    result = CliRunner().invoke(replay_cmd, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def one_line_error(result, *fragments):
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dgrad-driver replay: error: "), result.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_all_passed(tmp_path):
+    r = invoke(make_dir(tmp_path))
+    assert r.exit_code == 0, r.output
+    rows = r.stdout.splitlines()
+    assert rows[0].split() == ["FIXTURE", "STATUS", "SEC", "WHAT", "CHANGED"]
+    assert [row.split()[:2] for row in rows[1:4]] == [["tiny_fp16", "passed"], ["s2_nchw_fp32", "passed"],
+                                                      ["int8", "passed"]]
+    assert "replayed 3 fixtures from 1 file(s) on cpu" in r.stdout
+    assert "3 passed, 0 drifted, 0 failed" in r.stdout
+
+
+def test_a_moved_kernel_name_is_a_drift_with_old_and_new(tmp_path):
+    old = GOLDEN["tiny_fp16"]["targets"]["sm_90"]["kernel_name"]
+    r = invoke(make_dir(tmp_path, tampered("tiny_fp16", "targets.sm_90.kernel_name", old + "_old")))
+    assert r.exit_code == 1
+    row = next(line for line in r.stdout.splitlines() if line.startswith("tiny_fp16"))
+    assert row.split()[1] == "drifted"
+    assert "targets.sm_90.kernel_name: " in row and "_old -> " in row
+    assert "1 drifted" in r.stdout and "moved: targets.sm_90.kernel_name (1)" in r.stdout
+    assert fx.REGENERATE_COMMAND in r.stdout
+
+
+def test_only_kernel_text_moved_says_regenerate(tmp_path):
+    r = invoke(make_dir(tmp_path, tampered("tiny_fp16", "targets.gfx942.source_sha256", "0" * 64)))
+    assert r.exit_code == 1
+    assert "targets.gfx942.source_sha256: 000000000000 -> " in r.stdout
+    assert "the kernel text (dgrad.cu) changed" in r.stdout
+    assert f"regenerate the golden with: {fx.REGENERATE_COMMAND}" in r.stdout
+
+
+def test_numeric_regression_fails_and_improvement_drifts(tmp_path):
+    rms = GOLDEN["s2_nchw_fp32"]["numerics"]["rms_error"]
+    r = invoke(make_dir(tmp_path, tampered("s2_nchw_fp32", "numerics.rms_error", fx.round_sig(rms / 10))))
+    assert r.exit_code == 1
+    row = next(line for line in r.stdout.splitlines() if line.startswith("s2_nchw_fp32"))
+    assert row.split()[1] == "failed" and "numerics regressed" in row
+    assert "fix it (--update-golden never writes a failed fixture)" in r.stdout
+    r = invoke(make_dir(tmp_path, tampered("s2_nchw_fp32", "numerics.rms_error", fx.round_sig(rms * 10))))
+    assert r.exit_code == 1
+    assert "numerics.rms_error: " in r.stdout and "(outside the band: x4.0 of the golden)" in r.stdout
+
+
+def test_verification_failure_is_reported(tmp_path, monkeypatch):
+    real = fx.numerics_record
+
+    def wrong(problem, engine):
+        rec = real(problem, engine)
+        if "ok" in rec:
+            rec.update(ok=False, rms_error=0.5)
+        return rec
+    monkeypatch.setattr(fx, "numerics_record", wrong)
+    r = invoke(make_dir(tmp_path))
+    assert r.exit_code == 1
+    row = next(line for line in r.stdout.splitlines() if line.startswith("tiny_fp16"))
+    assert "failed" in row and "FAIL numerics do not verify: rms error 0.5 >= tolerance 0.082" in row
+
+
+def test_only_selects_and_unmatched_is_bad_input(tmp_path):
+    d = make_dir(tmp_path)
+    r = invoke(d, "--only", "*fp*")
+    assert r.exit_code == 0 and "replayed 2 fixtures" in r.stdout
+    r = invoke(d, "--only", "int8")
+    assert r.exit_code == 0 and "replayed 1 fixtures" in r.stdout
+    one_line_error(invoke(d, "--only", "nothing*"), "no fixture id matches 'nothing*'")
+
+
+def test_update_golden_rewrites_and_prints_what_moved(tmp_path):
+    old = GOLDEN["tiny_fp16"]["targets"]["sm_90"]["perf_config"]
+    d = make_dir(tmp_path, tampered("tiny_fp16", "targets.sm_90.perf_config", "1,2,3"))
+    path = d / "t.jsonl"
+    r = invoke(d, "--update-golden")
+    assert r.exit_code == 0, r.output
+    assert "updated the golden of 1 fixture(s):" in r.stdout
+    assert f"tiny_fp16 ({path}:1)" in r.stdout
+    assert f"targets.sm_90.perf_config: 1,2,3 -> {old}" in r.stdout
+    assert "1 updated, 0 failed, 2 unchanged" in r.stdout
+    assert fx.load(path)[0].expect == GOLDEN["tiny_fp16"]
+    assert invoke(d).exit_code == 0
+    r = invoke(d, "--update-golden")
+    assert r.exit_code == 0 and "golden up to date" in r.stdout and "nothing moved" in r.stdout
+
+
+def test_update_golden_writes_a_new_fixture_and_keeps_failures(tmp_path):
+    d = make_dir(tmp_path)
+    path = d / "t.jsonl"
+    recs = fx.load(path)
+    bad_rms = fx.round_sig(GOLDEN["s2_nchw_fp32"]["numerics"]["rms_error"] / 10)
+    bad = tampered("s2_nchw_fp32", "numerics.rms_error", bad_rms)["s2_nchw_fp32"]
+    fx.write_file(path, [recs[0].with_expect(None), recs[1].with_expect(bad), recs[2]])
+    r = invoke(d, "--update-golden")
+    assert r.exit_code == 1
+    assert "tiny_fp16" in r.stdout and "no golden yet" in r.stdout
+    assert "NOT updated, 1 fixture(s) failed" in r.stdout and "numerics regressed" in r.stdout
+    now = fx.load(path)
+    assert now[0].expect == GOLDEN["tiny_fp16"] and now[1].expect == bad
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    one_line_error(invoke(tmp_path / "missing.jsonl"), "missing.jsonl: no such fixture file or directory")
+    one_line_error(invoke(tmp_path), "no *.jsonl fixture files")
+    (tmp_path / "bad.jsonl").write_text(fx.dumps({"id": "a", "source": "s", "command": "c"}) + "\n{oops\n")
+    one_line_error(invoke(tmp_path / "bad.jsonl"), "bad.jsonl:2: not valid JSON")
+    one_line_error(invoke(tmp_path, "--update-golden", "--backend", "cuda"),
+                   "--update-golden needs --backend cpu")
+
+
+def test_unavailable_backend_is_one_line_exit_2(tmp_path, monkeypatch):
+    def no_gpu(backend):
+        raise RuntimeUnavailable("no NVIDIA GPU found: cuInit returned CUDA_ERROR_NO_DEVICE")
+    monkeypatch.setattr(replay_mod, "get_engine", no_gpu)
+    one_line_error(invoke(make_dir(tmp_path), "--backend", "cuda"), "no NVIDIA GPU found")
+
+
+def test_failures_only_lists_only_what_did_not_pass(tmp_path):
+    r = invoke(make_dir(tmp_path, tampered("int8", "parse_error.flag", "-F")), "--failures-only")
+    assert r.exit_code == 1
+    rows = [line.split()[0] for line in r.stdout.splitlines()[1:] if line and not line.startswith(" ")]
+    assert rows[0] == "int8" and "tiny_fp16" not in rows
+    assert "parse_error.flag: -F -> <base>" in r.stdout
+
+
+def test_registered_in_dgrad_driver(tmp_path, capsys):
+    d = make_dir(tmp_path)
+    assert main(["replay", str(d), "--only", "tiny"]) == 0
+    assert "1 passed, 0 drifted, 0 failed" in capsys.readouterr().out
+    assert main(["replay", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such fixture file or directory" in err[0]
+
+
+def test_default_path_is_fixtures(tmp_path, monkeypatch):
+    (tmp_path / "fixtures").mkdir()
+    make_dir(tmp_path / "fixtures")
+    monkeypatch.chdir(tmp_path)
+    r = invoke("--only", "int8")
+    assert r.exit_code == 0 and "from 1 file(s)" in r.stdout
+
+
+@pytest.mark.parametrize("expected,actual,shown", [
+    ("dgrad_sm_90_fp16_t64x16x32_w2x1_a32x16_mma16816_v4v8v8_sk1_ko_s3_tilde1_n1c8h1w7",
+     "dgrad_sm_90_fp16_t128x8x16_w4x1_a32x8_mma16816_v4v1v8_sk1_ko_s1_tilde1_n1c8h1w7",
+     "..._fp16_t64x16x32_w2x1_a32x16_mma16816_v4v8v8_sk1_ko_s3_tilde1_... -> "
+     "..._fp16_t128x8x16_w4x1_a32x8_mma16816_v4v1v8_sk1_ko_s1_tilde1_..."),
+    ("short", "other", "short -> other"),
+])
+def test_long_values_are_cut_to_where_they_differ(expected, actual, shown):
+    assert replay_mod._show_pair(expected, actual, "targets.sm_90.kernel_name") == shown
