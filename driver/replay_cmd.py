@@ -188,20 +188,15 @@ def replay_cmd(paths, backend, pattern, update, failures_only):
         click.echo(f"golden up to date: {len(results)} fixtures replayed on {engine.name} in {elapsed:.1f} s, "
                    f"nothing moved")
         raise SystemExit(0)
-    if updated:
-        click.echo(f"updated the golden of {len(updated)} fixture(s):")
-        for r in updated:
+    for group, title in ((updated, f"updated the golden of {len(updated)} fixture(s):"),
+                         (kept, f"NOT updated, {len(kept)} fixture(s) failed (fix them first; "
+                                f"their golden is kept):")):
+        if group:
+            click.echo(title)
+        for r in group:
             click.echo(f"  {r.fixture.id} ({r.fixture.path}:{r.fixture.line})")
-            for line in drift_lines(r):
-                if not line.startswith("note:"):
-                    click.echo(f"    {line}")
-    if kept:
-        click.echo(f"NOT updated, {len(kept)} fixture(s) failed (fix them first; their golden is kept):")
-        for r in kept:
-            click.echo(f"  {r.fixture.id} ({r.fixture.path}:{r.fixture.line})")
-            for line in drift_lines(r):
-                if not line.startswith("note:"):
-                    click.echo(f"    {line}")
+            click.echo("".join(f"    {line}\n" for line in drift_lines(r) if not line.startswith("note:")),
+                       nl=False)
     moved = fx.moved_fields(updated)
     if moved:
         click.echo("moved: " + ", ".join(f"{path} ({n})" for path, n in moved))
