@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.problem import ConvProblem
 from miopen_solver.spec import (FALLBACK_CONFIGS, FIELDS, MAX_SPLIT_K, PerfConfig, default_performance_config,
-                                heuristic_config, is_valid_performance_config, make_spec)
+                                heuristic_config, is_valid_performance_config, make_spec,
+                                split_k_atomics_reason)
 from miopen_solver.target import PRESETS, get_target
 
 try:
@@ -449,7 +450,20 @@ def test_default_config_always_validates(problem, arch):
     t = get_target(arch)
     cfg = default_performance_config(problem, t)
     spec = make_spec(problem, t, cfg)
-    assert spec.split_k == 1 and cfg.split_k == 1
+    assert cfg.split_k >= 1 and spec.split_k == cfg.split_k        # never "-1" in a default
+    if spec.split_k > 1:                                            # only the NVIDIA rules split,
+        assert t.vendor == "nvidia"                                 # and only where atomics may
+        assert split_k_atomics_reason(problem, t) is None
+
+
+def test_nvidia_default_splits_only_where_atomics_allow():
+    # 3x3 cpg 256 on 14x14, N=32: the H200 rules pick split_k 2 (see test_heuristic_values);
+    # with odd cpg (fp16 packed atomics impossible) the same shape must not split.
+    even = nhwc(N=32, C=256, K=256, Hi=14, Wi=14)
+    odd = nhwc(N=32, C=255, K=256, Hi=14, Wi=14)
+    assert default_performance_config(even, SM90).split_k == 2
+    assert default_performance_config(odd, SM90).split_k == 1
+    assert default_performance_config(even.replace(dtype="bf16"), SM80).split_k == 1   # no bf16x2 atomic
 
 
 # ------------------------------------------------------------------ validates => builds
