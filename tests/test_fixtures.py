@@ -467,3 +467,23 @@ def test_gpu_mode_skips_non_nhwc_and_judges_by_tolerance():
     r = fx.replay(f.with_expect(exp), eng)
     assert r.status == fx.PASSED and any(n.startswith("cuda rms error") for n in r.notes)
     assert r.actual["numerics"]["ok"]
+
+
+@pytest.mark.gpu
+def test_replay_on_the_gpu():
+    """Every fixture on a real GPU engine (``DGRAD_GPU_BACKEND``, default cuda): NHWC
+    numerics within the tolerance; skipped where no GPU runtime exists. The documented
+    command is ``dgrad-driver replay fixtures/ --backend cuda``."""
+    import os
+
+    from miopen_solver.errors import RuntimeUnavailable
+    from miopen_solver.runtime import get_engine
+    try:
+        engine = get_engine(os.environ.get("DGRAD_GPU_BACKEND", "cuda"))
+    except RuntimeUnavailable as e:
+        pytest.skip(str(e))
+    results = [fx.replay(f, engine) for f in ALL]
+    bad = [r for r in results if r.failures or any(d.kind != "hash" for d in r.drifts)]
+    assert not bad, _explain(bad)
+    ran = [r for r in results if "ok" in (r.actual or {}).get("numerics", {})]
+    assert len(ran) >= 50, "fewer NHWC fixtures ran on the GPU than expected"
