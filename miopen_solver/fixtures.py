@@ -34,6 +34,11 @@ kernel body moves every one of them; ``defines_sha256`` covers what the emitter
 specialises per problem/config, so an emitter change that should touch one class of
 kernels can be checked not to move the others.
 
+No code-object hash is pinned: clang-19 builds an AMD code object in about 0.2 s, but its
+bytes differ from run to run (the object embeds a ``__hip_cuid_<hash>`` symbol derived from
+the temporary source path) and from one clang build to the next, so ``source_sha256`` (the
+compiler's exact input) is what is pinned.
+
 Numerics
 --------
 Each problem is shrunk (:func:`shrink`: batch cut to :data:`NUMERIC_BATCH`, the same
