@@ -114,9 +114,24 @@ def verify_line(verdict, reference: str = "CPU") -> str:
     return f"Backward Convolution Data FAILED: {cpp_float(verdict.error)} > {cpp_float(verdict.tolerance)}"
 
 
-def json_record(*, command, problem, spec, backend: str, seed: int, timing=None, avg_ms=None,
-                wall_ms=None, verdict=None, status: str) -> dict:
-    """One machine-readable record of a run (``dgrad-driver ... --json``)."""
+def json_record(*, command, problem, spec, backend, seed, status: str, timing: dict | None = None,
+                verdict=None, reference: str | None = None, failure: dict | None = None,
+                config_source: str | None = None, perfdb_path: str | None = None,
+                tuned_ms: float | None = None, compile_only: dict | None = None,
+                verify_pid: int | None = None) -> dict:
+    """One machine-readable record of a run (``dgrad-driver ... --json``).
+
+    Args:
+        timing: a timing worker's record (``times_ms``, ``method``, ``wall_ms``, ...);
+            the record adds MIOpen's average, the median and the min.
+        verdict: a :class:`~miopen_solver.reference.Verdict` (or None: not verified).
+        reference: ``"GPU"`` or ``"CPU"``, the reference the verdict is against.
+        failure: the failed worker's result (``worker``, ``failure``, ``reason``,
+            ``exit_code``, ``signal``...), when one failed.
+        config_source: ``"perf-config"``, ``"perfdb"`` or ``"default"``.
+        compile_only: the offline build's record of a compile-only run.
+        verify_pid: the verification worker's process id.
+    """
     rec = {
         "command": command,
         "solver": SOLVER_NAME,
@@ -127,17 +142,68 @@ def json_record(*, command, problem, spec, backend: str, seed: int, timing=None,
         "problem_key": problem.problem_key(),
         "kernel_name": spec.kernel_name,
         "perf_config": spec.config.serialize(),
+        "config_source": config_source,
+        "perfdb": perfdb_path,
+        "tuned_ms": tuned_ms,
+        "split_k": spec.split_k,
+        "lds_k_outer": spec.lds_k_outer,
         "seed": seed,
         "status": status,
         "timing": None,
         "stats": None,
-        "verify": verdict.as_dict() if verdict is not None else None,
+        "verify": None,
+        "failure": failure,
     }
+    if compile_only is not None:
+        rec["compile_only"] = compile_only
+    if verdict is not None:
+        rec["verify"] = {**verdict.as_dict(), "reference": reference, "worker_pid": verify_pid}
     if timing is not None:
+        import statistics
+        t = list(timing["times_ms"])
+        avg = miopen_average_ms(t)
         v = stats_values(problem)
-        rec["timing"] = {"method": timing.method, "average_ms": avg_ms, "wall_average_ms": wall_ms,
-                         "times_ms": list(timing.times_ms), "compile_ms": timing.compile_ms,
-                         "cache_hit": timing.cache_hit}
-        rec["stats"] = {**v, "gflops": _rate(v["flop_count"], avg_ms),
-                        "gbps": _rate(v["bytes_read"] + v["bytes_written"], avg_ms)}
+        rec["timing"] = {"method": timing["method"], "average_ms": avg,
+                         "median_ms": float(statistics.median(t)), "min_ms": float(min(t)),
+                         "times_ms": t, "iterations": len(t), "warmup": timing.get("warmup", 0),
+                         "wall_average_ms": timing.get("wall_ms"),
+                         "compile_ms": timing.get("compile_ms", 0.0),
+                         "cache_hit": timing.get("cache_hit", False), "worker_pid": timing.get("pid")}
+        rec["stats"] = {**v, "gflops": _rate(v["flop_count"], avg),
+                        "gbps": _rate(v["bytes_read"] + v["bytes_written"], avg)}
     return rec
+
+
+# --------------------------------------------------------------------- tables and CSV
+def format_table(header, rows) -> list:
+    """Aligned text lines: numbers right-aligned, text left-aligned, two spaces between
+    columns; None prints as ``-``. ``rows`` are sequences as long as ``header``."""
+    def cell(v):
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return "%.6f" % v
+        return str(v)
+    cells = [[cell(v) for v in r] for r in rows]
+    numeric = [all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) or r[i] is None
+                   for r in rows) for i in range(len(header))]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
+
+    def fmt(values):
+        out = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        return "  ".join(out).rstrip()
+    return [fmt(list(header))] + [fmt(c) for c in cells]
+
+
+def write_csv(path, fieldnames, rows) -> int:
+    """Write dict ``rows`` to ``path`` as CSV with a header (None -> empty cell, floats
+    with repr precision); returns the number of rows written."""
+    import csv
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(fieldnames), extrasaction="ignore")
+        w.writeheader()
+        n = 0
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fieldnames})
+            n += 1
+    return n

@@ -1,0 +1,280 @@
+"""``dgrad-driver batch FILE``: run every MIOpenDriver line of a file, one summary row each.
+
+FILE may be a MIOpen perf-model file (lines start with ``./bin/MIOpenDriver``) or a log
+with ``MIOPEN_ENABLE_LOGGING_CMD`` output: everything on a line before the base argument
+(``conv``, ``convfp16``, ``convbfp16`` ...) is ignored, and lines without one (blank
+lines, ``#`` comments, other log output) are skipped and counted. Lines that ask for
+another direction than backward data (``-F``/``--forw`` other than 2) are skipped with a
+note; ``-S`` is ignored (the line runs with this solver whatever MIOpen used).
+
+Every runnable line is timed (its ``-i``, or ``--iters``) in one timing worker and, unless
+its ``-V 0`` or ``--no-verify``, verified in one verification worker; both workers live for
+the whole file and are restarted after a failure, which becomes that line's row.
+``--batch-size N`` replaces every line's ``-n`` so a big file runs quickly on a CPU. A
+plain run's config choice applies (perf-db winner, else the default).
+
+Row status: ``ok``, ``verify-failed``, ``failed`` (a worker crashed, timed out or raised),
+``not-applicable`` (e.g. NCHW or mixed layouts on a GPU target), ``skipped`` (not ``-F 2``)
+and ``error`` (the line does not parse, or its flags cannot be honoured).
+Exit status: 0 no row ``failed``/``verify-failed``/``error``; 1 otherwise; 2 bad input.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import asdict, dataclass
+
+import click
+
+from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directions, parse
+from miopen_solver.errors import MiopenCommandError, PerfConfigError
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import make_spec
+
+from . import report, workers
+from .options import (EXIT_OK, EXIT_USER_ERROR, EXIT_VERIFY_FAILED, PROG, USER_ERRORS, UserError,
+                      arch_option, backend_option, one_line, perfdb_options, timeout_option, warmup_option)
+from .run_cmd import check_line, choose_config, resolve_device, resolve_reference, timing_summary
+from .tune_cmd import Progress
+
+CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
+              "verified", "verify_error", "perf_config", "config_source", "note")
+FAILING = ("failed", "verify-failed", "error")
+
+
+@dataclass
+class BatchRow:
+    """One line of the file and what happened to it (see module docstring for status)."""
+
+    line: int
+    status: str
+    problem_key: str = ""
+    applicable: str = "-"            # yes | no | -
+    kernel_name: str = ""
+    time_ms: float | None = None
+    median_ms: float | None = None
+    min_ms: float | None = None
+    verified: str = "-"              # OK | FAILED | off | -
+    verify_error: float | None = None
+    perf_config: str = ""
+    config_source: str = ""
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class BatchOptions:
+    """The options of ``dgrad-driver batch``."""
+
+    backend: str = "auto"
+    arch: str | None = None
+    batch_size: int | None = None
+    iters: int | None = None
+    verify: bool = True
+    csv: str | None = None
+    timeout: float | None = None
+    warmup: int = 1
+    perfdb: str | None = None
+    use_perfdb: bool = True
+    ref: str = "auto"
+    max_lines: int | None = None
+    quiet: bool = False
+    progress: bool | None = None
+
+
+def command_tokens(text: str) -> list | None:
+    """The tokens of a line from its base argument on, without ``-S``/``--solution`` and
+    its value; None when the line holds no MIOpenDriver conv command."""
+    try:
+        tokens = shlex.split(text, comments=False)
+    except ValueError:
+        tokens = text.split()
+    start = next((i for i, t in enumerate(tokens) if t in BASE_DTYPES or t in REJECTED_BASES), None)
+    if start is None:
+        return None
+    tokens = tokens[start:]
+    out, i = [], 0
+    while i < len(tokens):
+        if tokens[i] in ("-S", "--solution"):
+            i += 2
+            continue
+        out.append(tokens[i])
+        i += 1
+    return out
+
+
+def _check_options(o: BatchOptions) -> None:
+    for flag, value in (("--batch-size", o.batch_size), ("--iters", o.iters), ("--max-lines", o.max_lines)):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} {value}: allowed: an integer >= 1")
+    if o.csv is not None:
+        import os
+        parent = os.path.dirname(os.path.abspath(o.csv))
+        if not os.path.isdir(parent):
+            raise UserError(f"--csv {o.csv}: directory {parent} does not exist")
+
+
+def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, timing_w, verify_w, seed) -> None:
+    if o.batch_size is not None:
+        tokens = tokens + ["-n", str(o.batch_size)]
+    if o.iters is not None:
+        tokens = tokens + ["-i", str(o.iters)]
+    try:
+        cmd = parse(tokens, allow_any_direction=True)
+    except MiopenCommandError as e:
+        row.status, row.note = "error", one_line(e)
+        return
+    problem = cmd.problem
+    forw = int(cmd.flags["forw"])
+    if forw != 2:
+        row.status, row.note = "skipped", f"-F {forw}: {describe_directions(forw)}, not backward data"
+        return
+    row.problem_key = problem.problem_key()
+    try:
+        check_line(cmd)
+    except UserError as e:
+        row.status, row.note = "error", one_line(e)
+        return
+    verdict = DgradSolver().is_applicable(problem, device.target)
+    if not verdict.ok:
+        row.status, row.applicable = "not-applicable", "no"
+        row.note = "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)
+        return
+    row.applicable = "yes"
+    try:
+        choice = choose_config(problem, device, perfdb=o.perfdb, use_perfdb=o.use_perfdb)
+    except (PerfConfigError, ValueError) as e:
+        row.status, row.note = "error", one_line(e)
+        return
+    spec = make_spec(problem, device.target, choice.config)
+    row.kernel_name, row.perf_config, row.config_source = spec.kernel_name, choice.config.serialize(), choice.source
+    f = cmd.flags
+    job_args = dict(problem=problem, target=device.target, perf_config=row.perf_config, backend=device.backend,
+                    seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
+                    w_file=f["weights"] or None)
+    res = timing_w.run(workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup))
+    if not res.ok:
+        row.status, row.note = "failed", res.reason
+        return
+    s = timing_summary(res.record)
+    row.time_ms, row.median_ms, row.min_ms = s["average_ms"], s["median_ms"], s["min_ms"]
+    if not (o.verify and cmd.verify):
+        row.status, row.verified = "ok", "off"
+        return
+    res = verify_w.run(workers.make_job("verification", **job_args, verify=True, reference=ref_kind))
+    if not res.ok:
+        row.status, row.note = "failed", res.reason
+        return
+    v = res.record["verdict"]
+    row.verify_error = float(v["error"])
+    if v["ok"]:
+        row.status, row.verified = "ok", "OK"
+    else:
+        row.status, row.verified = "verify-failed", "FAILED"
+        row.note = f"{report.cpp_float(v['error'])} > {report.cpp_float(v['tolerance'])} on {res.record['reference']} reference"
+
+
+def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw) -> tuple:
+    """Run every MIOpenDriver line of ``path``. Returns ``(exit_status, stdout_lines)``.
+
+    Raises:
+        UserError, RuntimeUnavailable, ValueError: bad input (unreadable file, bad option,
+            unavailable backend), before any line runs.
+    """
+    from miopen_solver import prng
+    o = opts or BatchOptions(**kw)
+    _check_options(o)
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError as e:
+        raise UserError(f"FILE {path}: cannot read ({e.strerror or e})") from None
+    device = resolve_device(o.backend, o.arch, o.timeout)
+    if device.compile_only:
+        raise UserError(f"--arch {o.arch}: batch needs a device to run on and there is no {o.arch} device here; "
+                        f"use --backend cpu to run the lines on the CPU engine")
+    ref_kind = resolve_reference(o.ref, device)
+    seed = prng.resolve_seed()
+
+    commands, ignored = [], 0
+    for n, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        tokens = command_tokens(stripped)
+        if tokens is None:
+            ignored += 1
+            continue
+        commands.append((n, tokens))
+    if o.max_lines is not None:
+        commands = commands[:o.max_lines]
+
+    err = stderr if stderr is not None else sys.stderr
+    show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
+    progress = Progress(err, len(commands), show, label="batch")
+    rows = []
+    with workers.Worker("timing", timeout=o.timeout) as tw, workers.Worker("verification", timeout=o.timeout) as vw:
+        for done, (n, tokens) in enumerate(commands):
+            progress.update(done, sum(r.status in FAILING for r in rows), None, f"line {n}")
+            row = BatchRow(line=n, status="pending")
+            _run_row(row, tokens, o, device, ref_kind, tw, vw, seed)
+            rows.append(row)
+        progress.update(len(commands), sum(r.status in FAILING for r in rows), None)
+    progress.finish()
+
+    counts = {}
+    for r in rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    lines = [f"Batch {path}: {len(rows)} commands on {device.target.arch} ({device.backend}, {device.name})"
+             + (f", -n {o.batch_size}" if o.batch_size else "")]
+    header = ("line", "problem_key", "applicable", "kernel_name", "time_ms", "verified", "status", "note")
+    lines.extend(report.format_table(header, [(r.line, r.problem_key or "-", r.applicable, r.kernel_name or "-",
+                                               r.time_ms, r.verified, r.status, r.note) for r in rows]))
+    summary = ", ".join(f"{counts[k]} {k}" for k in ("ok", "verify-failed", "failed", "not-applicable",
+                                                      "skipped", "error") if counts.get(k))
+    lines.append(f"Summary: {summary or 'no commands'}"
+                 + (f"; {ignored} lines without a MIOpenDriver conv command ignored" if ignored else ""))
+    if o.csv is not None:
+        n = report.write_csv(o.csv, CSV_FIELDS, [r.as_dict() for r in rows])
+        lines.append(f"Wrote {n} rows to {o.csv}")
+    status = EXIT_VERIFY_FAILED if any(r.status in FAILING for r in rows) else EXIT_OK
+    return status, lines
+
+
+@click.command("batch")
+@backend_option
+@arch_option
+@click.option("--batch-size", "batch_size", type=int, default=None, help="Replace every line's -n with N.")
+@click.option("--iters", type=int, default=None, help="Replace every line's -i with N.")
+@click.option("--no-verify", "no_verify", is_flag=True, help="Time only (as if every line had -V 0).")
+@click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
+@click.option("--max-lines", "max_lines", type=int, default=None, help="Run only the first N commands.")
+@click.option("--ref", type=click.Choice(("auto", "gpu", "cpu")), default="auto", show_default=True,
+              help="Verification reference (auto: the GPU reference on a GPU).")
+@click.option("--quiet", is_flag=True, help="No progress line on stderr.")
+@warmup_option
+@timeout_option
+@perfdb_options
+@click.argument("file", metavar="FILE")
+@click.pass_context
+def batch_cmd(ctx, backend, arch, batch_size, iters, no_verify, csv_path, max_lines, ref, quiet, warmup,
+              timeout, perfdb, no_perfdb, file):
+    """Run every MIOpenDriver line of FILE (perf-model file or MIOPEN_ENABLE_LOGGING_CMD log)."""
+    opts = BatchOptions(backend=backend, arch=arch, batch_size=batch_size, iters=iters, verify=not no_verify,
+                        csv=csv_path, timeout=timeout, warmup=warmup, perfdb=perfdb, use_perfdb=not no_perfdb,
+                        ref=ref, max_lines=max_lines, quiet=quiet)
+    try:
+        status, lines = batch_file(file, opts)
+    except USER_ERRORS as e:
+        click.echo(f"{PROG}: error: {one_line(e)}", err=True)
+        ctx.exit(EXIT_USER_ERROR)
+    for text in lines:
+        click.echo(text)
+    if status:
+        ctx.exit(status)
+
+
+__all__ = ["BatchOptions", "BatchRow", "batch_file", "batch_cmd", "command_tokens"]

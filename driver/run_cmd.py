@@ -1,0 +1,447 @@
+"""A plain run of one MIOpenDriver line (``dgrad-driver convfp16 ... -F 2``).
+
+Steps, each in the process named:
+
+1. parse the line, pick the device (driver; a *probe* worker asks a GPU runtime which
+   device it has, so the driver itself never opens a GPU context);
+2. check applicability, choose the config: ``--perf-config``, else the perf-db winner
+   for this problem and arch (``dgrad-driver tune`` writes it; ``--no-perfdb`` skips the
+   lookup), else the solver's default; ``--kouter`` and ``--split-k`` override one field
+   each, and ``split_k = -1`` is resolved to a concrete degree here, before anything is
+   packed or launched (driver);
+3. with ``-t 1``: warm-up, then ``-i`` timed launches (*timing* worker);
+4. one launch into a NaN-poisoned dX and, with ``-V 1``, the reference and MIOpen's
+   verdict (*verification* worker);
+5. print MIOpenDriver's lines (driver).
+
+``--arch`` picks the target. With ``--backend cpu`` the CPU engine runs that target's
+decomposition and tiles (a simulation); with ``auto`` and no device of that arch the run is
+compile-only: the kernel is emitted and, where a compiler is installed, compiled offline
+(``clang`` for gfx*, ``nvcc`` for sm_*), and the code object's size (and MFMA count) is
+printed. With an explicit ``--backend cuda|hip`` the device must be that arch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, prng
+from miopen_solver.command import DriverCommand, parse
+from miopen_solver.errors import RuntimeUnavailable
+from miopen_solver.perfdb import PerfDb, default_path
+from miopen_solver.reference import Verdict
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, make_spec
+from miopen_solver.target import get_target
+
+from . import report, workers
+from .options import EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError
+
+KOUTER = {"auto": -1, "on": 1, "off": 0}
+"""``--kouter`` values -> ``PerfConfig.lds_k_outer``."""
+SOLUTION_NOT_SET = "-1"
+
+
+# --------------------------------------------------------------------- the device
+@dataclass(frozen=True)
+class Device:
+    """Where a line runs.
+
+    Attributes:
+        backend: ``cpu``, ``cuda`` or ``hip``; None for a compile-only run.
+        target: the target the kernel is built for.
+        name: the device's name (``cpu (numpy engine)`` for the CPU engine).
+    """
+
+    backend: str | None
+    target: object
+    name: str
+
+    @property
+    def compile_only(self) -> bool:
+        return self.backend is None
+
+    @property
+    def perfdb_arch(self) -> str:
+        """The perf-db's arch field: the device arch (features such as ``:sramecc+``
+        dropped); on the CPU engine ``cpu``, or ``<arch>@cpu`` for a simulated target, so
+        CPU timings never pose as a GPU's."""
+        arch = self.target.arch.split(":")[0]
+        if self.backend == "cpu" and arch != "cpu":
+            return f"{arch}@cpu"
+        return arch
+
+
+def _preset(arch: str):
+    try:
+        return get_target(arch)
+    except ValueError as e:
+        raise UserError(f"--arch {arch}: {e}") from None
+
+
+def resolve_device(backend: str, arch: str | None, timeout: float | None = None) -> Device:
+    """The device for ``--backend``/``--arch`` (see module docstring).
+
+    GPU runtimes are asked in a probe worker, never in this process.
+
+    Raises:
+        UserError: an unknown arch, or an explicit GPU backend whose device is another arch.
+        RuntimeUnavailable: an explicit ``cuda``/``hip`` that is not there.
+    """
+    want = _preset(arch) if arch else None
+    cpu = get_target("cpu")
+    if backend == "cpu":
+        return Device("cpu", want or cpu, "cpu (numpy engine)")
+    if backend == "auto":
+        if want is not None and not want.is_gpu:
+            return Device("cpu", want, "cpu (numpy engine)")
+        if not workers.gpu_device_nodes():
+            return Device(None, want, "") if want is not None else Device("cpu", cpu, "cpu (numpy engine)")
+    res = workers.probe(backend, timeout=timeout)
+    if not res.ok:
+        detail = res.reason.split(": ", 1)[1] if res.error_type == "RuntimeUnavailable" else res.reason
+        raise RuntimeUnavailable(f"--backend {backend}: {detail}")
+    rec = res.record
+    found = workers.target_from_record(rec["target"])
+    if rec["backend"] == "cpu":
+        return Device(None, want, "") if want is not None else Device("cpu", cpu, rec["device"])
+    if want is not None and want.name != found.name:
+        if backend == "auto":
+            return Device(None, want, "")
+        raise UserError(f"--arch {arch}: the {rec['backend']} device is {found.arch} ({rec['device']}); "
+                        f"allowed with --backend {backend}: {found.name}; use --backend auto for a "
+                        f"compile-only run or --backend cpu to simulate {want.name}")
+    return Device(rec["backend"], found, rec["device"])
+
+
+# --------------------------------------------------------------------- the config
+@dataclass
+class ConfigChoice:
+    """The config a run uses and where it came from.
+
+    Attributes:
+        config: the PerfConfig to launch (``split_k`` resolved, never -1).
+        source: ``"perf-config"`` (the option), ``"perfdb"`` or ``"default"``.
+        notes: lines to print about the choice (perf-db use, resolved split-K).
+        tuned_ms: the perf-db record's time, when the config came from there.
+        perfdb_path: the perf-db file consulted (None when skipped).
+    """
+
+    config: PerfConfig
+    source: str
+    notes: list = field(default_factory=list)
+    tuned_ms: float | None = None
+    perfdb_path: str | None = None
+
+
+def check_split_k(value: int | None) -> None:
+    """``--split-k``: -1 (choose) or 1..MAX_SPLIT_K.
+
+    Raises:
+        UserError: anything else, naming the value and what is allowed.
+    """
+    if value is not None and not (value == -1 or 1 <= value <= MAX_SPLIT_K):
+        raise UserError(f"--split-k {value}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
+
+
+def lookup_perfdb(problem, device: Device, path: str | None):
+    """``(PerfConfig, PerfRecord, note)`` for the perf-db record of this problem on this
+    device, or ``(None, None, note)``; ``note`` explains an ignored record ("" otherwise)."""
+    db_path = path if path is not None else default_path()
+    with PerfDb(db_path) as db:
+        rec = db.get(problem.problem_key(), device.perfdb_arch, SOLVER_NAME)
+    if rec is None:
+        return None, None, ""
+    solver = DgradSolver()
+    try:
+        cfg = PerfConfig.parse(rec.values)
+        ok, why = solver.is_valid_performance_config(problem, device.target, cfg)
+    except ValueError as e:
+        ok, why = False, str(e)
+    if not ok:
+        return None, None, f"Ignoring perf-db config {rec.values} from {db_path}: {why}"
+    return cfg, rec, ""
+
+
+def choose_config(problem, device: Device, *, perf_config: str | None = None, kouter: str | None = None,
+                  split_k: int | None = None, perfdb: str | None = None,
+                  use_perfdb: bool = True) -> ConfigChoice:
+    """The config for a run (see module docstring for the order).
+
+    Raises:
+        PerfConfigError: ``--perf-config`` malformed or invalid for the problem, or the
+            overrides make the config invalid.
+        UserError: a bad ``--split-k`` or ``--kouter``.
+    """
+    check_split_k(split_k)
+    if kouter is not None and kouter not in KOUTER:
+        raise UserError(f"--kouter {kouter}: allowed: {', '.join(KOUTER)}")
+    target = device.target
+    notes = []
+    tuned_ms = db_path = None
+    if perf_config is not None:
+        cfg, source = PerfConfig.parse(perf_config), "perf-config"
+    else:
+        cfg = None
+        if use_perfdb:
+            db_path = str(perfdb if perfdb is not None else default_path())
+            cfg, rec, note = lookup_perfdb(problem, device, perfdb)
+            if note:
+                notes.append(note)
+            if cfg is not None:
+                tuned_ms = rec.time_ms
+                shown = f"tuned {tuned_ms:.6f} ms" if tuned_ms is not None else "imported, no time"
+                notes.append(f"Using perf-db config {cfg.serialize()} ({shown}) from {db_path}")
+        source = "perfdb" if cfg is not None else "default"
+        if cfg is None:
+            cfg = DgradSolver().get_default_performance_config(problem, target)
+    if kouter is not None:
+        cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
+    if split_k is not None:
+        cfg = cfg.replace(split_k=split_k)
+    if cfg.split_k == -1:                         # resolve before anything is packed or launched
+        chosen = make_spec(problem, target, cfg).split_k
+        cfg = cfg.replace(split_k=chosen)
+        notes.append(f"Split-K: -1 resolved to {chosen}")
+    make_spec(problem, target, cfg)               # PerfConfigError names the broken rule
+    return ConfigChoice(cfg, source, notes, tuned_ms, db_path)
+
+
+# --------------------------------------------------------------------- line checks
+def check_line(cmd: DriverCommand) -> None:
+    """Flags this driver cannot honour.
+
+    Raises:
+        UserError: ``-m trans``, a cast type, or ``-S`` naming another solver.
+    """
+    f = cmd.flags
+    if cmd.problem.mode != "conv":
+        raise UserError("-m trans: backward data of a transposed convolution is a forward "
+                        "convolution in MIOpen; this solver runs -m conv only")
+    for name in ("in_cast_type", "out_cast_type", "wei_cast_type"):
+        if str(f[name]) != "-1":
+            raise UserError(f"--{name} {f[name]}: cast types are not supported (allowed: -1)")
+    sol = cmd.solution.strip()
+    if sol not in (SOLUTION_NOT_SET, str(SOLVER_ID), SOLVER_NAME):
+        raise UserError(f"-S {sol}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
+                        f"{SOLVER_ID} or {SOLVER_NAME}")
+
+
+def check_applicable(problem, target) -> None:
+    """Raise UserError with every reason when the solver says not applicable."""
+    verdict = DgradSolver().is_applicable(problem, target)
+    if not verdict.ok:
+        reasons = "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)
+        raise UserError(f"not applicable on {target.arch}: {reasons}")
+
+
+def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:
+    """A ``-D``/``-e`` file must exist and hold exactly the problem's element count."""
+    import numpy as np
+    count = 1
+    for s in shape:
+        count *= s
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise UserError(f"{flag} {path}: cannot read ({e.strerror or e})") from None
+    item = np.dtype(dtype).itemsize
+    if size != count * item:
+        raise UserError(f"{flag} {path}: holds {size // item} elements of {np.dtype(dtype).name}; "
+                        f"the problem needs {count}")
+
+
+def resolve_reference(ref: str, device: Device) -> str:
+    """``--ref auto|gpu|cpu`` -> ``gpu`` or ``cpu`` (auto: the GPU reference on a GPU)."""
+    if ref == "auto":
+        return "cpu" if device.backend == "cpu" else "gpu"
+    if ref == "gpu" and device.backend == "cpu":
+        raise UserError("--ref gpu: the cpu backend has no GPU reference; allowed here: auto, cpu")
+    return ref
+
+
+# --------------------------------------------------------------------- compile only
+def compile_only(spec) -> tuple:
+    """Emit the kernel and compile it offline where a compiler exists.
+
+    Returns:
+        ``(status, lines, record)``: status 0 (built, or no compiler: emitted only) or 1
+        (the compiler rejected it); ``record`` for ``--json``.
+    """
+    from miopen_solver.kernels import emit
+    from miopen_solver.kernels.offline import (OfflineCompileError, compile_amd, compile_nvidia,
+                                               find_amd_clang)
+    import shutil
+
+    t = spec.target
+    src = emit(spec)
+    lines = [f"Compile-only run for {t.arch}: no {t.arch} device here, nothing is launched",
+             f"Kernel: {spec.kernel_name}"]
+    rec = {"arch": t.arch, "kernel_name": spec.kernel_name, "source_sha256": src.sha256,
+           "compiled": False, "compiler": None, "code_object_bytes": None, "mfma_count": None, "error": None}
+    status = EXIT_OK
+    with tempfile.TemporaryDirectory(prefix="dgrad-compile-") as tmp:
+        try:
+            if t.vendor == "amd":
+                if find_amd_clang() is None:
+                    lines.append("Code object: not built (no clang with AMDGPU targets found; "
+                                 "install clang-19 and lld-19)")
+                else:
+                    co = compile_amd(src.text, t.arch, tmp, "dgrad")
+                    mfma = co.count("v_mfma")
+                    rec.update(compiled=True, compiler="clang", code_object_bytes=len(co.data), mfma_count=mfma)
+                    lines.append(f"Code object: {len(co.data)} bytes, {mfma} MFMA instructions")
+            elif t.vendor == "nvidia":
+                if shutil.which("nvcc") is None:
+                    lines.append("Cubin: not built (nvcc not found on PATH)")
+                else:
+                    cubin = compile_nvidia(src.text, t.arch, tmp, "dgrad")
+                    rec.update(compiled=True, compiler="nvcc", code_object_bytes=len(cubin))
+                    lines.append(f"Cubin: {len(cubin)} bytes")
+        except OfflineCompileError as e:
+            first = next((ln for ln in str(e).splitlines()[1:] if "error" in ln), str(e).splitlines()[0])
+            rec["error"] = str(e)
+            lines.append(f"Compile FAILED: {first.strip()}")
+            status = EXIT_VERIFY_FAILED
+    return status, lines, rec
+
+
+# --------------------------------------------------------------------- the run
+@dataclass
+class RunOptions:
+    """Our options of a plain run (the CLI's long options)."""
+
+    backend: str = "auto"
+    arch: str | None = None
+    as_json: bool = False
+    perf_config: str | None = None
+    kouter: str | None = None
+    split_k: int | None = None
+    print_name_only: bool = False
+    ref: str = "auto"
+    timeout: float | None = None
+    warmup: int = 1
+    perfdb: str | None = None
+    use_perfdb: bool = True
+    environ: dict | None = None
+
+
+def timing_summary(rec: dict) -> dict:
+    """MIOpen's average plus median and min (ms) of a timing worker's record."""
+    import statistics
+    t = rec["times_ms"]
+    return {"average_ms": report.miopen_average_ms(t), "median_ms": float(statistics.median(t)),
+            "min_ms": float(min(t))}
+
+
+def _failed_line(result) -> str:
+    return f"RunBackwardGPU() FAILED, {result.reason}"
+
+
+def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
+    """Run one MIOpenDriver line. Returns ``(exit_status, stdout_lines)``.
+
+    ``opts`` (or keyword arguments naming :class:`RunOptions` fields) are our options.
+    Exit status: 0 ok, 1 verification (or an offline compile) failed, 3 a worker failed.
+
+    Raises:
+        UserError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, ValueError:
+            user mistakes (the CLI prints one line and exits 2).
+    """
+    o = opts or RunOptions(**kw)
+    if not tokens:
+        raise UserError("missing the MIOpenDriver line (e.g. convfp16 -n 32 -c 64 ... -F 2)")
+    cmd = parse(tokens)
+    check_line(cmd)
+    problem = cmd.problem
+
+    t_aux = time.perf_counter()
+    device = resolve_device(o.backend, o.arch, o.timeout)
+    target = device.target
+    check_applicable(problem, target)
+    ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
+    choice = choose_config(problem, device, perf_config=o.perf_config, kouter=o.kouter, split_k=o.split_k,
+                           perfdb=o.perfdb, use_perfdb=o.use_perfdb)
+    spec = make_spec(problem, target, choice.config)
+    aux_ms = (time.perf_counter() - t_aux) * 1e3
+    if o.print_name_only:
+        return EXIT_OK, [spec.kernel_name]
+
+    base = dict(command=cmd.command_line(), problem=problem, spec=spec, config_source=choice.source,
+                perfdb_path=choice.perfdb_path, tuned_ms=choice.tuned_ms)
+    lines = [report.echo_line(cmd.argv)]
+    if device.compile_only:
+        status, more, crec = compile_only(spec)
+        if o.as_json:
+            rec = report.json_record(**base, backend=None, seed=None, status="ok" if status == 0 else "compile_failed",
+                                     compile_only=crec)
+            return status, [json.dumps(rec, sort_keys=True)]
+        return status, lines + choice.notes + more
+
+    seed = prng.resolve_seed(o.environ)
+    lines.append(report.seed_line(seed))
+    lines.extend(choice.notes)
+    f = cmd.flags
+    st = layouts.storage_dtype(problem.dtype)
+    dy_file, w_file = f["dout_data"] or None, f["weights"] or None
+    if dy_file:
+        check_input_file(dy_file, layouts.dy_shape(problem), st, "-D")
+    if w_file:
+        check_input_file(w_file, layouts.w_shape(problem), st, "-e")
+    job_args = dict(problem=problem, target=target, perf_config=choice.config.serialize(), backend=device.backend,
+                    seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
+    dump = int(f["dump_output"]) != 0
+
+    timing = summary = failure = None
+    if cmd.time:
+        job = workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup,
+                               graph=int(f["use_hip_graph"]) != 0)
+        res = workers.run_one(job, timeout=o.timeout)
+        if res.ok:
+            timing, summary = res.record, timing_summary(res.record)
+        else:
+            failure = ("timing", res)
+    vrec = None
+    if failure is None:
+        job = workers.make_job("verification", **job_args, verify=bool(cmd.verify), reference=ref_kind, dump=dump)
+        res = workers.run_one(job, timeout=o.timeout)
+        if res.ok:
+            vrec = res.record
+        else:
+            failure = ("verification", res)
+
+    verdict = Verdict(**vrec["verdict"]) if vrec and vrec["verdict"] else None
+    if failure is not None:
+        status, state = EXIT_WORKER_FAILED, "worker_failed"
+    elif verdict is not None and not verdict.ok:
+        status, state = EXIT_VERIFY_FAILED, "verify_failed"
+    else:
+        status, state = EXIT_OK, "ok"
+
+    if o.as_json:
+        rec = report.json_record(**base, backend=device.backend, seed=seed, status=state, timing=timing,
+                                 verdict=verdict, reference=vrec["reference"] if vrec else None,
+                                 verify_pid=vrec["pid"] if vrec else None,
+                                 failure={"worker": failure[0], **failure[1].as_dict()} if failure else None)
+        return status, [json.dumps(rec, sort_keys=True)]
+
+    dumps = vrec["dumps"] if vrec else []
+    lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")
+    lines.extend(f"Wrote output to file {p}" for p in dumps if p == "dump_bwd_din_gpu.bin")
+    if timing is not None:
+        if cmd.wall:
+            lines.append(report.wall_line(timing["wall_ms"], aux_ms, 0.0))
+        lines.append(report.algorithm_line())
+        lines.append(report.kernel_time_line(summary["average_ms"]))
+        lines.extend(report.stats_lines(problem, summary["average_ms"]))
+    elif cmd.wall and not cmd.time:
+        lines.append(report.wall_ignored_line(cmd.wall))
+    if failure is not None:
+        lines.append(_failed_line(failure[1]))
+    elif verdict is not None:
+        lines.append(report.verify_line(verdict, vrec["reference"]))
+    return status, lines

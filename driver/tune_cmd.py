@@ -1,0 +1,373 @@
+"""``dgrad-driver tune <line>``: sweep valid configs, rank them, verify the best, store the winner.
+
+1. The candidates are :meth:`DgradSolver.search` (valid configs, one per distinct kernel,
+   the default first). ``--max-configs N`` keeps the default plus N-1 configs evenly
+   spaced over the search order, so a bounded sweep still spans every tile shape.
+2. Each candidate is compiled and timed (warm-up, then ``-i`` launches) in the *timing*
+   worker: one process times them one after another and is restarted after a failure,
+   so a crash, a hang (``--timeout``) or an exception loses only that config, which
+   becomes a failed row with its reason. ``--time-budget S`` stops starting new configs
+   after S seconds. A progress line goes to stderr when it is a terminal (not with
+   ``--quiet``).
+3. The fastest ``--verify-top N`` (MIOpen's average) are verified in the *verification*
+   worker, after the timing worker has ended. The winner is the fastest config that
+   verified (the fastest timed one with ``--verify-top 0``).
+4. The top ``--top N`` are printed; ``--csv PATH`` writes every row (or the top
+   ``--csv-top N``); the winner goes to the perf-db (``--perfdb PATH``; ``--no-perfdb``
+   skips it), where a later plain run of the same line finds it. The perf-db keeps the
+   faster of an existing record and the new winner.
+
+Exit status: 0 a winner was found; 1 no config timed and verified; 2 bad input (checked
+before the sweep starts); 3 never (worker failures are rows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import click
+
+from miopen_solver import SOLVER_NAME, prng
+from miopen_solver.command import parse
+from miopen_solver.perfdb import PerfDb, default_path
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import make_spec
+
+from . import report, workers
+from .options import (EXIT_OK, EXIT_USER_ERROR, EXIT_VERIFY_FAILED, LINE_SETTINGS, PROG, USER_ERRORS,
+                      UserError, arch_option, backend_option, one_line, perfdb_options, split_line,
+                      timeout_option, warmup_option)
+from .run_cmd import check_applicable, check_line, resolve_device, resolve_reference
+
+CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
+              "perf_config", "split_k", "lds_k_outer", "kernel_name", "compile_ms", "failure", "exit_code",
+              "signal", "reason")
+
+
+@dataclass
+class TuneRow:
+    """One swept config and what happened to it (times in ms; None = not measured)."""
+
+    index: int
+    perf_config: str
+    kernel_name: str
+    split_k: int
+    lds_k_outer: bool
+    status: str = "pending"          # "ok" | "failed"
+    average_ms: float | None = None
+    median_ms: float | None = None
+    min_ms: float | None = None
+    gflops: float | None = None
+    compile_ms: float | None = None
+    failure: str = ""                # raised | crashed | timeout
+    exit_code: int | None = None
+    signal: str | None = None
+    reason: str = ""
+    verified: bool | None = None
+    verify_error: float | None = None
+    rank: int | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def select_configs(candidates: list, max_configs: int | None) -> list:
+    """``candidates`` when ``max_configs`` is None or covers them all, else the first (the
+    default) plus ``max_configs - 1`` evenly spaced over the rest, in search order."""
+    if max_configs is None or max_configs >= len(candidates):
+        return list(candidates)
+    if max_configs <= 1:
+        return list(candidates[:1])
+    rest = candidates[1:]
+    picks = max_configs - 1
+    idx = sorted({(i * len(rest)) // picks for i in range(picks)})
+    return [candidates[0]] + [rest[i] for i in idx]
+
+
+class Progress:
+    """A one-line progress display on a stream (``\\r``-rewritten); silent when disabled."""
+
+    def __init__(self, stream, total: int, enabled: bool, label: str = "tune"):
+        self.stream, self.total, self.enabled, self.label = stream, total, enabled, label
+        self._width = 0
+
+    def update(self, done: int, failed: int, best_ms: float | None, current: str = "") -> None:
+        if not self.enabled:
+            return
+        best = f"best {best_ms:.6f} ms" if best_ms is not None else "best -"
+        text = f"{self.label} [{done:>{len(str(self.total))}}/{self.total}] failed {failed}  {best}  {current}"
+        pad = max(0, self._width - len(text))
+        self._width = len(text)
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.enabled and self._width:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+@dataclass
+class TuneOptions:
+    """The options of ``dgrad-driver tune`` (see module docstring)."""
+
+    backend: str = "auto"
+    arch: str | None = None
+    top: int = 5
+    verify_top: int = 3
+    csv: str | None = None
+    csv_top: int | None = None
+    max_configs: int | None = None
+    time_budget: float | None = None
+    quiet: bool = False
+    progress: bool | None = None      # None: when stderr is a terminal
+    timeout: float | None = None
+    warmup: int = 1
+    perfdb: str | None = None
+    store: bool = True
+    ref: str = "auto"
+    as_json: bool = False
+    list_only: bool = False
+    environ: dict | None = None
+
+
+def _check_options(o: TuneOptions) -> None:
+    """Everything that can be wrong with the options, before the sweep starts."""
+    for flag, value, low in (("--top", o.top, 1), ("--verify-top", o.verify_top, 0),
+                             ("--csv-top", o.csv_top, 1), ("--max-configs", o.max_configs, 1)):
+        if value is not None and value < low:
+            raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
+    if o.time_budget is not None and not o.time_budget > 0:
+        raise UserError(f"--time-budget {o.time_budget:g}: allowed: seconds > 0")
+    if o.csv_top is not None and o.csv is None:
+        raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
+    if o.csv is not None:
+        parent = os.path.dirname(os.path.abspath(o.csv))
+        if not os.path.isdir(parent):
+            raise UserError(f"--csv {o.csv}: directory {parent} does not exist")
+
+
+def _time_configs(rows, job_args, iters, o: TuneOptions, problem, progress) -> tuple:
+    """Time every row in one (restarted on failure) timing worker. Returns
+    ``(timed, budget_hit, seconds)``."""
+    t0 = time.perf_counter()
+    timed, budget_hit, failed, best = 0, False, 0, None
+    flops = problem.flops
+    with workers.Worker("timing", timeout=o.timeout) as w:
+        for row in rows:
+            if o.time_budget is not None and time.perf_counter() - t0 >= o.time_budget:
+                budget_hit = True
+                break
+            progress.update(timed, failed, best, row.perf_config)
+            job = workers.make_job("timing", **job_args, perf_config=row.perf_config, iters=iters, warmup=o.warmup)
+            res = w.run(job)
+            timed += 1
+            if res.ok:
+                s = _summary(res.record["times_ms"])
+                row.status = "ok"
+                row.average_ms, row.median_ms, row.min_ms = s
+                row.gflops = flops / s[0] / 1e6 if s[0] > 0 else None
+                row.compile_ms = res.record.get("compile_ms")
+                best = row.average_ms if best is None else min(best, row.average_ms)
+            else:
+                failed += 1
+                row.status, row.failure, row.reason = "failed", res.failure, res.reason
+                row.exit_code, row.signal = res.exit_code, res.signal
+        progress.update(timed, failed, best)
+    progress.finish()
+    return timed, budget_hit, time.perf_counter() - t0
+
+
+def _summary(times) -> tuple:
+    import statistics
+    return report.miopen_average_ms(times), float(statistics.median(times)), float(min(times))
+
+
+def _verify_top(ranked, job_args, o: TuneOptions, ref_kind: str) -> list:
+    """Verify the first ``--verify-top`` ranked rows; returns the verified rows."""
+    chosen = ranked[:o.verify_top]
+    if not chosen:
+        return []
+    with workers.Worker("verification", timeout=o.timeout) as w:
+        for row in chosen:
+            res = w.run(workers.make_job("verification", **job_args, perf_config=row.perf_config,
+                                         verify=True, reference=ref_kind))
+            if res.ok:
+                v = res.record["verdict"]
+                row.verified, row.verify_error = bool(v["ok"]), float(v["error"])
+                if not v["ok"]:
+                    row.reason = f"verification FAILED: {report.cpp_float(v['error'])} > {report.cpp_float(v['tolerance'])}"
+            else:
+                row.verified = False
+                row.reason = f"verification worker failed: {res.reason}"
+    return chosen
+
+
+def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> tuple:
+    """Tune one MIOpenDriver line. Returns ``(exit_status, stdout_lines)``.
+
+    Raises:
+        UserError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, ValueError:
+            bad input, before anything is timed.
+    """
+    o = opts or TuneOptions(**kw)
+    _check_options(o)
+    if not tokens:
+        raise UserError("missing the MIOpenDriver line to tune (e.g. convfp16 -n 32 -c 64 ... -F 2)")
+    cmd = parse(tokens)
+    check_line(cmd)
+    problem = cmd.problem
+    device = resolve_device(o.backend, o.arch, o.timeout)
+    if device.compile_only:
+        raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "
+                        f"use --backend cpu to tune on the CPU engine")
+    target = device.target
+    check_applicable(problem, target)
+    ref_kind = resolve_reference(o.ref, device) if o.verify_top else None
+
+    candidates = list(DgradSolver().search(problem, target))
+    picked = select_configs(candidates, o.max_configs)
+    if o.list_only:
+        return EXIT_OK, [c.serialize() for c in picked]
+
+    rows = []
+    for i, cfg in enumerate(picked, 1):
+        spec = make_spec(problem, target, cfg)
+        rows.append(TuneRow(i, cfg.serialize(), spec.kernel_name, spec.split_k, spec.lds_k_outer))
+
+    seed = prng.resolve_seed(o.environ)
+    f = cmd.flags
+    job_args = dict(problem=problem, target=target, backend=device.backend, seed=seed,
+                    bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
+                    w_file=f["weights"] or None)
+    err = stderr if stderr is not None else sys.stderr
+    show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
+    progress = Progress(err, len(rows), show)
+    timed, budget_hit, seconds = _time_configs(rows, job_args, cmd.iters, o, problem, progress)
+
+    ok_rows = sorted((r for r in rows if r.status == "ok"), key=lambda r: (r.average_ms, r.median_ms, r.index))
+    for rank, r in enumerate(ok_rows, 1):
+        r.rank = rank
+    failed_rows = [r for r in rows if r.status == "failed"]
+    verified = _verify_top(ok_rows, job_args, o, ref_kind) if o.verify_top else []
+    if o.verify_top:
+        winner = next((r for r in ok_rows[:o.verify_top] if r.verified), None)
+    else:
+        winner = ok_rows[0] if ok_rows else None
+
+    stored = None
+    db_path = str(o.perfdb if o.perfdb is not None else default_path())
+    if winner is not None and o.store:
+        with PerfDb(db_path) as db:
+            wrote = db.update(problem.problem_key(), device.perfdb_arch, SOLVER_NAME, winner.perf_config,
+                              winner.average_ms)
+            rec = db.get(problem.problem_key(), device.perfdb_arch, SOLVER_NAME)
+        stored = {"path": db_path, "written": wrote, "arch": device.perfdb_arch, "perf_config": rec.values,
+                  "time_ms": rec.time_ms}
+
+    csv_rows = None
+    if o.csv is not None:
+        chosen = ok_rows[:o.csv_top] if o.csv_top is not None else ok_rows + failed_rows + \
+            [r for r in rows if r.status == "pending"]
+        csv_rows = report.write_csv(o.csv, CSV_FIELDS, [{**r.as_dict(), "verified": _verified_text(r, "")}
+                                                        for r in chosen])
+
+    status = EXIT_OK if winner is not None else EXIT_VERIFY_FAILED
+    if o.as_json:
+        rec = {"command": cmd.command_line(), "solver": SOLVER_NAME, "problem_key": problem.problem_key(),
+               "backend": device.backend, "device": device.name, "arch": target.arch,
+               "perfdb_arch": device.perfdb_arch, "seed": seed, "iterations": cmd.iters, "warmup": o.warmup,
+               "candidates": len(candidates), "selected": len(rows), "timed": timed, "budget_hit": budget_hit,
+               "seconds": seconds, "reference": ref_kind.upper() if ref_kind else None,
+               "rows": [r.as_dict() for r in ok_rows + failed_rows],
+               "winner": winner.as_dict() if winner else None, "perfdb": stored,
+               "csv": {"path": o.csv, "rows": csv_rows} if o.csv else None}
+        return status, [json.dumps(rec, sort_keys=True)]
+
+    lines = [report.echo_line(cmd.argv), report.seed_line(seed),
+             f"Tuning {SOLVER_NAME} on {target.arch} ({device.backend}, {device.name}): problem "
+             f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, "
+             f"warm-up {o.warmup}"]
+    if budget_hit:
+        lines.append(f"Time budget {o.time_budget:g} s reached: timed {timed} of {len(rows)} configs")
+    lines.append(f"Timed {timed} configs in {seconds:.1f} s: {len(ok_rows)} ok, {len(failed_rows)} failed")
+    if verified:
+        n_ok = sum(1 for r in verified if r.verified)
+        lines.append(f"Verified the top {len(verified)} on {ref_kind.upper()} reference: {n_ok} OK, "
+                     f"{len(verified) - n_ok} FAILED")
+    if ok_rows:
+        lines.append(f"Top {min(o.top, len(ok_rows))} (ms: MIOpen average, median, min):")
+        header = ("rank", "average_ms", "median_ms", "min_ms", "GFLOPs", "verified", "perf_config", "kernel_name")
+        table = [(r.rank, r.average_ms, r.median_ms, r.min_ms,
+                  None if r.gflops is None else round(r.gflops), _verified_text(r), r.perf_config, r.kernel_name)
+                 for r in ok_rows[:o.top]]
+        lines.extend(report.format_table(header, table))
+    for r in failed_rows:
+        lines.append(f"Failed {r.perf_config}: {r.reason}")
+    for r in verified:
+        if not r.verified:
+            lines.append(f"Not verified {r.perf_config}: {r.reason}")
+    if csv_rows is not None:
+        lines.append(f"Wrote {csv_rows} rows to {o.csv}")
+    if winner is None:
+        lines.append("No winner: no config " + ("timed and verified" if o.verify_top else "timed") + " successfully")
+    elif stored is None:
+        lines.append(f"Winner {winner.perf_config} ({winner.average_ms:.6f} ms); perf-db not written (--no-perfdb)")
+    elif stored["written"]:
+        lines.append(f"Perf-db: stored {winner.perf_config} ({winner.average_ms:.6f} ms) for "
+                     f"{problem.problem_key()} on {device.perfdb_arch} in {db_path}")
+    else:
+        lines.append(f"Perf-db: kept {stored['perf_config']} ({stored['time_ms']:.6f} ms), faster than the winner "
+                     f"{winner.perf_config} ({winner.average_ms:.6f} ms), in {db_path}")
+    return status, lines
+
+
+def _verified_text(row: TuneRow, unknown: str = "-") -> str:
+    return {None: unknown, True: "OK", False: "FAILED"}[row.verified]
+
+
+@click.command("tune", context_settings=LINE_SETTINGS)
+@backend_option
+@arch_option
+@click.option("--top", type=int, default=5, show_default=True, help="Rows to print.")
+@click.option("--verify-top", "verify_top", type=int, default=3, show_default=True,
+              help="Verify the fastest N (0: none; the fastest timed config wins).")
+@click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
+@click.option("--csv-top", "csv_top", type=int, default=None, help="Write only the top N rows (N >= 1).")
+@click.option("--max-configs", "max_configs", type=int, default=None,
+              help="Sweep at most N configs (the default plus N-1 evenly spaced).")
+@click.option("--time-budget", "time_budget", type=float, default=None,
+              help="Stop starting new configs after this many seconds.")
+@click.option("--quiet", is_flag=True, help="No progress line on stderr.")
+@click.option("--ref", type=click.Choice(("auto", "gpu", "cpu")), default="auto", show_default=True,
+              help="Verification reference (auto: the GPU reference on a GPU).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON record instead of text.")
+@click.option("--list", "list_only", is_flag=True, help="Print the configs the sweep would time, and exit.")
+@warmup_option
+@timeout_option
+@perfdb_options
+@click.argument("line", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def tune_cmd(ctx, backend, arch, top, verify_top, csv_path, csv_top, max_configs, time_budget, quiet, ref,
+             as_json, list_only, warmup, timeout, perfdb, no_perfdb, line):
+    """Sweep valid configs for an MIOpenDriver line, rank them, store the winner in the perf-db."""
+    opts = TuneOptions(backend=backend, arch=arch, top=top, verify_top=verify_top, csv=csv_path, csv_top=csv_top,
+                       max_configs=max_configs, time_budget=time_budget, quiet=quiet, timeout=timeout,
+                       warmup=warmup, perfdb=perfdb, store=not no_perfdb, ref=ref, as_json=as_json,
+                       list_only=list_only)
+    try:
+        status, lines = tune_line(split_line(line), opts)
+    except USER_ERRORS as e:
+        click.echo(f"{PROG}: error: {one_line(e)}", err=True)
+        ctx.exit(EXIT_USER_ERROR)
+    for text in lines:
+        click.echo(text)
+    if status:
+        ctx.exit(status)
+
+
+__all__ = ["TuneOptions", "TuneRow", "select_configs", "tune_line", "tune_cmd", "Progress"]

@@ -1,0 +1,586 @@
+"""Worker processes: timing and verification each run in their own process.
+
+Timing and verification never share a process, and so never share a GPU context, with each
+other or with the driver. The driver (parent) sends a *job* -- plain data: the problem as a
+dict, the target as a dict, the perf config as its string, the backend name and the input
+recipe (PRNG seed, bias, ``-D``/``-e`` files) -- and gets a plain dict back. Each worker
+builds its own engine (its own GPU context), regenerates the inputs from the recipe and
+caches them (and the reference) across jobs of the same problem.
+
+Roles (a worker serves one role only; a job of another role is refused):
+
+``timing``        compile, warm up, time ``iters`` launches (GPU events, CPU wall clock);
+                  never verifies.
+``verification``  one launch into a NaN-poisoned dX, optional ``-o`` dumps, the reference
+                  (GPU naive kernel or CPU float64) and MIOpen's verdict; never times.
+``probe``         which backend ``auto`` resolves to and the device's target; launches
+                  nothing.
+
+Failure handling (:class:`Worker`). A worker that
+
+* raises: the job's result is failed with ``"<ExceptionType>: <message>"``;
+* crashes (segfault, abort, GPU fault) or exits: failed with the exit signal or status and
+  the most telling line of its stderr (``Fatal Python error: ...``);
+* hangs past the timeout (:data:`DEFAULT_TIMEOUT_S`, or ``$DGRAD_WORKER_TIMEOUT``): its
+  whole process group is killed with SIGKILL and the result is failed as timed out.
+
+After any failure the process is reaped and the next job starts a fresh one, so a crash
+loses only the job that crashed. The driver never dies with a worker and never leaves one
+running: workers are closed by context managers, killed at interpreter exit, run in their
+own session (a terminal's Ctrl-C reaches the driver, which kills them) and ask the kernel
+to SIGKILL them if the driver itself dies (``PR_SET_PDEATHSIG``).
+
+Test hooks (environment, read by the worker per job):
+
+``DGRAD_WORKER_CRASH_CONFIG=<perf config>``
+    the timing worker calls :func:`os.abort` when asked to time that config (a crash that
+    the driver must survive; usable on a GPU too).
+``DGRAD_WORKER_PRELOAD=<module or file.py>``
+    imported by the worker before it serves (fault injection in tests).
+"""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import weakref
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+
+ROLES = ("timing", "verification", "probe")
+DEFAULT_TIMEOUT_S = 300.0
+"""Seconds a worker may take for one job (its start-up included) before it is killed."""
+TIMEOUT_ENV = "DGRAD_WORKER_TIMEOUT"
+CRASH_ENV = "DGRAD_WORKER_CRASH_CONFIG"
+PRELOAD_ENV = "DGRAD_WORKER_PRELOAD"
+CLOSE_GRACE_S = 5.0
+"""Seconds a worker gets to exit after being asked to, before it is killed."""
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_timeout() -> float:
+    """``$DGRAD_WORKER_TIMEOUT`` when set to a positive number, else :data:`DEFAULT_TIMEOUT_S`.
+
+    Raises:
+        ValueError: the variable is set but is not a positive number.
+    """
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"{TIMEOUT_ENV}={raw!r}: allowed: a number of seconds > 0")
+    return value
+
+
+# --------------------------------------------------------------------- plain data
+def target_record(target) -> dict:
+    """A :class:`~miopen_solver.target.Target` as plain data (preset name plus the numbers
+    a live device may change); :func:`target_from_record` rebuilds it."""
+    return {"name": target.name or target.arch, "vendor": target.vendor, "arch": target.arch,
+            "wave_size": target.wave_size, "lds_bytes": target.lds_bytes,
+            "max_threads": target.max_threads, "num_cus": target.num_cus}
+
+
+def target_from_record(rec: dict):
+    """Inverse of :func:`target_record`: the preset with the recorded device numbers."""
+    from miopen_solver.target import get_target
+    return get_target(rec["name"]).with_(
+        arch=rec["arch"], wave_size=rec["wave_size"], lds_bytes=rec["lds_bytes"],
+        max_threads=rec["max_threads"], num_cus=rec["num_cus"])
+
+
+def make_job(role: str, *, problem, target, perf_config: str, backend: str, seed: int,
+             bias: bool = False, dy_file: str | None = None, w_file: str | None = None,
+             iters: int = 10, warmup: int = 1, graph: bool = False, verify: bool = True,
+             reference: str = "cpu", dump: bool = False) -> dict:
+    """A job for a worker of ``role`` as plain data.
+
+    Args:
+        problem: a :class:`~miopen_solver.problem.ConvProblem` (sent as its dict).
+        target: a :class:`~miopen_solver.target.Target` (sent as :func:`target_record`).
+        perf_config: the serialised PerfConfig (``split_k`` already resolved).
+        backend: ``cpu``, ``cuda``, ``hip`` (or ``auto`` for a probe).
+        seed, bias, dy_file, w_file: the input recipe (MIOpenDriver's PRNG, ``-b``,
+            ``-D``, ``-e``; files are read by the worker).
+        iters, warmup, graph: timing only (``graph``: time replays of a captured graph).
+        verify, reference, dump: verification only (``reference`` ``"gpu"`` or ``"cpu"``;
+            ``dump`` writes MIOpen's ``dump_*.bin`` files in the working directory).
+    """
+    if role not in ROLES:
+        raise ValueError(f"unknown worker role {role!r}; known: {', '.join(ROLES)}")
+    return {"role": role, "problem": problem.as_dict() if problem is not None else None,
+            "target": target_record(target) if target is not None else None,
+            "perf_config": perf_config, "backend": backend, "seed": int(seed), "bias": bool(bias),
+            "dy_file": dy_file, "w_file": w_file, "iters": int(iters), "warmup": int(warmup),
+            "graph": bool(graph), "verify": bool(verify), "reference": reference, "dump": bool(dump)}
+
+
+@dataclass
+class WorkerResult:
+    """What came back for one job.
+
+    Attributes:
+        ok: the worker replied with a record.
+        record: the worker's reply (plain data); empty when failed.
+        failure: ``""``, ``"raised"``, ``"crashed"`` (died: signal or exit status) or
+            ``"timeout"``.
+        reason: one line saying what went wrong (empty when ok).
+        exit_code: the worker's exit status when it died (negative: killed by a signal).
+        signal: the signal's name (``"SIGABRT"``) when it was killed by one.
+        pid: the worker process that ran the job.
+        seconds: wall time from sending the job to the reply (or the failure).
+        traceback: the worker's traceback when it raised.
+    """
+
+    ok: bool
+    record: dict = field(default_factory=dict)
+    failure: str = ""
+    reason: str = ""
+    exit_code: int | None = None
+    signal: str | None = None
+    pid: int | None = None
+    seconds: float = 0.0
+    traceback: str = ""
+
+    @property
+    def error_type(self) -> str:
+        """The exception class name when the worker raised, else ``""``."""
+        return self.reason.split(":", 1)[0] if self.failure == "raised" else ""
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("traceback")
+        return d
+
+
+def _signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _stderr_summary(text: str) -> str:
+    """The most telling line of a dead worker's stderr: a ``Fatal Python error`` line, else
+    the last non-blank line (shortened)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("Fatal Python error"):
+            return ln[:300]
+    return lines[-1][:300] if lines else ""
+
+
+# --------------------------------------------------------------------- parent side
+_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_all() -> None:  # pragma: no cover - exercised at interpreter exit
+    for w in list(_LIVE):
+        w.close(kill=True)
+
+
+class Worker:
+    """One worker process of one role, serving jobs one at a time; (re)started on demand.
+
+    Use as a context manager (``with Worker("timing") as w: w.run(job)``) or call
+    :meth:`close`. A failed job (raised, crashed, timed out) ends the process; the next
+    :meth:`run` starts a fresh one.
+
+    Args:
+        role: ``timing``, ``verification`` or ``probe``.
+        timeout: seconds per job, start-up included (default :func:`default_timeout`).
+    """
+
+    def __init__(self, role: str, *, timeout: float | None = None):
+        if role not in ROLES:
+            raise ValueError(f"unknown worker role {role!r}; known: {', '.join(ROLES)}")
+        self.role = role
+        self.timeout = float(timeout) if timeout is not None else default_timeout()
+        self._proc = None
+        self._tx = self._rx = None
+        self._err = None
+        self.started = 0
+        """How many processes this worker has started (restarts after failures count)."""
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------- lifecycle
+    @property
+    def pid(self) -> int | None:
+        """The live process's id, or None."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Start the process if none is running."""
+        if self._proc is not None:
+            return
+        r_child, w_parent = os.pipe()
+        r_parent, w_child = os.pipe()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        self._err = tempfile.TemporaryFile()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "driver.workers", self.role, str(r_child), str(w_child), str(os.getpid())],
+                pass_fds=(r_child, w_child), stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
+                env=env, start_new_session=True, close_fds=True)
+        finally:
+            os.close(r_child)
+            os.close(w_child)
+        self._tx = Connection(w_parent, readable=False)
+        self._rx = Connection(r_parent, writable=False)
+        self.started += 1
+
+    def _read_stderr(self) -> str:
+        if self._err is None:
+            return ""
+        try:
+            self._err.seek(0)
+            return self._err.read()[-20000:].decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def _reap(self, kill: bool) -> int | None:
+        """End the process (SIGKILL to its group when ``kill`` or when it will not exit),
+        wait for it, close the pipes; returns its exit status."""
+        proc, code = self._proc, None
+        if proc is not None:
+            if kill and proc.poll() is None:
+                self._killpg(proc)
+            try:
+                code = proc.wait(timeout=CLOSE_GRACE_S)
+            except subprocess.TimeoutExpired:
+                self._killpg(proc)
+                code = proc.wait()
+        for conn in (self._tx, self._rx):
+            if conn is not None:
+                conn.close()
+        if self._err is not None:
+            self._err.close()
+        self._proc = self._tx = self._rx = self._err = None
+        return code
+
+    @staticmethod
+    def _killpg(proc) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)       # the worker and anything it started
+        except (ProcessLookupError, PermissionError):
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+
+    def close(self, kill: bool = False) -> None:
+        """Ask the process to exit (kill it when ``kill``, or when it does not exit within
+        :data:`CLOSE_GRACE_S`) and reap it. Safe to call twice."""
+        if self._proc is None:
+            return
+        if not kill:
+            try:
+                self._tx.send(None)
+            except (OSError, ValueError):
+                kill = True
+        self._reap(kill)
+
+    def __enter__(self) -> "Worker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close(kill=exc[0] is not None)
+
+    def __del__(self):  # pragma: no cover - best effort
+        try:
+            self.close(kill=True)
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------- one job
+    def run(self, job: dict) -> WorkerResult:
+        """Send one job and wait (at most :attr:`timeout` seconds) for its record.
+
+        Never raises for what the worker does: a raise, a crash or a hang comes back as a
+        failed :class:`WorkerResult` and the process is gone afterwards.
+
+        Raises:
+            ValueError: the job is for another role (a programming error).
+        """
+        if job.get("role") != self.role:
+            raise ValueError(f"a {self.role} worker does not run {job.get('role')!r} jobs")
+        t0 = time.perf_counter()
+        self.start()
+        pid = self.pid
+        try:
+            self._tx.send(job)
+            if not self._rx.poll(self.timeout):
+                code = self._reap(kill=True)
+                return WorkerResult(
+                    ok=False, failure="timeout", exit_code=code, signal=_signal_name(code), pid=pid,
+                    seconds=time.perf_counter() - t0,
+                    reason=f"{self.role} worker (pid {pid}) timed out after {self.timeout:g} s; killed with SIGKILL")
+            reply = self._rx.recv()
+        except (EOFError, OSError):
+            return self._died(pid, t0)
+        seconds = time.perf_counter() - t0
+        if reply.get("ok"):
+            return WorkerResult(ok=True, record=reply["record"], pid=pid, seconds=seconds)
+        self._reap(kill=True)      # a fresh process for the next job (a GPU error may be sticky)
+        return WorkerResult(ok=False, failure="raised", reason=reply.get("error", "unknown error"),
+                            traceback=reply.get("traceback", ""), pid=pid, seconds=seconds)
+
+    def _died(self, pid: int, t0: float) -> WorkerResult:
+        stderr = self._read_stderr()
+        code = self._reap(kill=False)
+        sig = _signal_name(code)
+        how = f"killed by {sig} (exit status {code})" if sig else f"exited with status {code} without replying"
+        tail = _stderr_summary(stderr)
+        reason = f"{self.role} worker (pid {pid}) {how}" + (f"; stderr: {tail}" if tail else "")
+        return WorkerResult(ok=False, failure="crashed", reason=reason, exit_code=code, signal=sig,
+                            pid=pid, seconds=time.perf_counter() - t0)
+
+
+def run_one(job: dict, *, timeout: float | None = None) -> WorkerResult:
+    """Run one job in a fresh worker of the job's role and end it."""
+    with Worker(job["role"], timeout=timeout) as w:
+        return w.run(job)
+
+
+def probe(backend: str, *, timeout: float | None = None) -> WorkerResult:
+    """Ask a probe worker what ``backend`` resolves to. Its record: ``backend`` (``cpu``,
+    ``cuda`` or ``hip``), ``target`` (:func:`target_record`) and ``device`` (a name)."""
+    job = make_job("probe", problem=None, target=None, perf_config="", backend=backend, seed=0)
+    return run_one(job, timeout=timeout)
+
+
+def gpu_device_nodes() -> list:
+    """GPU device nodes present on this machine (``/dev/kfd``, ``/dev/nvidiactl``...): a
+    cheap check that needs no driver; with none, ``auto`` is the cpu engine."""
+    found = []
+    for path in ("/dev/kfd", "/dev/nvidiactl", "/dev/nvidia0"):
+        if os.path.exists(path):
+            found.append(path)
+    return found
+
+
+# --------------------------------------------------------------------- worker side
+class _State:
+    """What a worker keeps between jobs: engines, the last problem's inputs and reference."""
+
+    def __init__(self):
+        self.engines = {}
+        self.inputs_key = self.inputs = None
+        self.ref_key = self.ref = None
+
+    def engine(self, backend: str):
+        if backend not in self.engines:
+            from miopen_solver.runtime import get_engine
+            self.engines[backend] = get_engine(backend)
+        return self.engines[backend]
+
+    def problem_inputs(self, job: dict, problem):
+        key = (repr(job["problem"]), job["seed"], job["bias"], job["dy_file"], job["w_file"])
+        if key != self.inputs_key:
+            from miopen_solver import layouts, prng
+            st = layouts.storage_dtype(problem.dtype)
+            dy = w = None
+            if job["dy_file"]:
+                dy = _read_tensor(job["dy_file"], layouts.dy_shape(problem), st, "-D")
+            if job["w_file"]:
+                w = _read_tensor(job["w_file"], layouts.w_shape(problem), st, "-e")
+            self.inputs = prng.generate_inputs(problem, job["seed"], bias=job["bias"], dy=dy, w=w)
+            self.inputs_key = key
+            self.ref_key = self.ref = None
+        return self.inputs
+
+
+def _read_tensor(path: str, shape: tuple, dtype, flag: str):
+    import numpy as np
+    count = 1
+    for s in shape:
+        count *= s
+    data = np.fromfile(path, dtype=dtype, count=count)
+    if data.size != count:
+        raise ValueError(f"{flag} {path}: holds {data.size} elements; the problem needs {count}")
+    return data.reshape(shape)
+
+
+def _spec(job: dict):
+    from miopen_solver.problem import ConvProblem
+    from miopen_solver.spec import PerfConfig, make_spec
+    problem = ConvProblem.from_dict(job["problem"])
+    target = target_from_record(job["target"])
+    return make_spec(problem, target, PerfConfig.parse(job["perf_config"]))
+
+
+def _check_device(engine, spec) -> None:
+    """A GPU engine must be the device the job was resolved for."""
+    if engine.name == "cpu":
+        return
+    have = engine.target.arch
+    if have != spec.target.arch:
+        raise RuntimeError(f"the {engine.name} device is {have}; the job was built for {spec.target.arch}")
+
+
+def _crash_hook(perf_config: str) -> None:
+    """``$DGRAD_WORKER_CRASH_CONFIG``: abort when asked to time that config (test hook)."""
+    want = os.environ.get(CRASH_ENV, "").strip()
+    if not want:
+        return
+    from miopen_solver.errors import PerfConfigError
+    from miopen_solver.spec import PerfConfig
+    try:
+        hit = PerfConfig.parse(want) == PerfConfig.parse(perf_config)
+    except PerfConfigError:
+        hit = want == perf_config
+    if hit:
+        sys.stderr.write(f"{CRASH_ENV}={want}: aborting on purpose\n")
+        sys.stderr.flush()
+        os.abort()
+
+
+def _do_timing(job: dict, state: _State) -> dict:
+    spec = _spec(job)
+    engine = state.engine(job["backend"])
+    _check_device(engine, spec)
+    _crash_hook(job["perf_config"])
+    inp = state.problem_inputs(job, spec.problem)
+    iters, warmup = job["iters"], job["warmup"]
+    if hasattr(engine, "build"):
+        engine.build(spec)                       # compile outside the wall-clock window
+    t0 = time.perf_counter()
+    if job["graph"] and hasattr(engine, "time_graph"):
+        timing = engine.time_graph(spec, inp.dy, inp.w, replays=iters)
+        launches = iters
+    else:
+        timing = engine.time(spec, inp.dy, inp.w, iters=iters, warmup=warmup)
+        launches = iters + warmup
+    wall_ms = (time.perf_counter() - t0) * 1e3 / max(1, launches)
+    return {"kernel_name": spec.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
+            "method": timing.method, "compile_ms": float(timing.compile_ms),
+            "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
+            "warmup": 0 if job["graph"] else warmup, "backend": engine.name, "pid": os.getpid()}
+
+
+def _do_verification(job: dict, state: _State) -> dict:
+    import numpy as np
+    from miopen_solver import reference as ref_mod
+    spec = _spec(job)
+    problem = spec.problem
+    engine = state.engine(job["backend"])
+    _check_device(engine, spec)
+    inp = state.problem_inputs(job, problem)
+    dumps = []
+
+    def dump(path, arr):
+        np.ascontiguousarray(arr).tofile(path)
+        dumps.append(path)
+    if job["dump"]:
+        dump("dump_wei.bin", inp.w)
+        dump("dump_dout.bin", inp.dy)
+    dx = engine.run(spec, inp.dy, inp.w)
+    if job["dump"]:
+        dump("dump_bwd_din_gpu.bin", dx)
+    rec = {"kernel_name": spec.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
+           "verdict": None, "reference": None}
+    if job["verify"]:
+        kind = job["reference"]
+        if kind == "gpu" and not hasattr(engine, "reference"):
+            raise ValueError(f"the {engine.name} engine has no GPU reference; use the CPU reference")
+        if state.ref_key != kind:
+            if kind == "gpu":
+                state.ref = engine.reference(problem, inp.dy, inp.w)
+            else:
+                state.ref = ref_mod.dgrad_reference(problem, inp.dy, inp.w)
+            state.ref_key = kind
+        verdict = ref_mod.verify(problem, dx, state.ref)
+        rec["verdict"] = verdict.as_dict()
+        rec["reference"] = "GPU" if kind == "gpu" else "CPU"
+    return rec
+
+
+def _do_probe(job: dict, state: _State) -> dict:
+    engine = state.engine(job["backend"])
+    if engine.name == "cpu":
+        return {"backend": "cpu", "target": target_record(engine.target), "device": "cpu (numpy engine)"}
+    name = ""
+    try:
+        name = engine.rt.device_name()
+    except Exception:       # a runtime without device_name: the arch says enough
+        name = engine.target.arch
+    return {"backend": engine.name, "target": target_record(engine.target), "device": name}
+
+
+_HANDLERS = {"timing": _do_timing, "verification": _do_verification, "probe": _do_probe}
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: SIGKILL this process when the driver dies (best effort elsewhere)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))          # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent_pid:                   # the driver died before prctl
+        os._exit(1)
+
+
+def _preload(what: str) -> None:
+    """Import ``what``: a module name, or a ``.py`` file path (test hook)."""
+    if not what:
+        return
+    if what.endswith(".py"):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_dgrad_worker_preload", what)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    else:
+        importlib.import_module(what)
+
+
+def serve(role: str, rfd: int, wfd: int, parent_pid: int) -> int:
+    """The worker's loop: receive a job, reply with ``{"ok": True, "record": ...}`` or
+    ``{"ok": False, "error": "Type: message", "traceback": ...}``; exit on ``None`` or when
+    the driver's end of the pipe closes."""
+    _die_with_parent(parent_pid)
+    os.dup2(2, 1)                  # stray prints go to the captured stderr, never the driver's stdout
+    faulthandler.enable()
+    rx = Connection(rfd, writable=False)
+    tx = Connection(wfd, readable=False)
+    _preload(os.environ.get(PRELOAD_ENV, "").strip())
+    state = _State()
+    handler = _HANDLERS[role]
+    while True:
+        try:
+            job = rx.recv()
+        except (EOFError, OSError):
+            return 0
+        if job is None:
+            return 0
+        try:
+            if job.get("role") != role:
+                raise ValueError(f"a {role} worker does not run {job.get('role')!r} jobs")
+            reply = {"ok": True, "record": handler(job, state)}
+        except Exception as e:  # every failure goes back as data
+            reply = {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())}",
+                     "traceback": traceback.format_exc(limit=20)}
+        tx.send(reply)
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
