@@ -10,6 +10,7 @@ other layout.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,10 +69,22 @@ class GpuEngine:
         return self.load(emit(spec))
 
     # ----------------------------------------------------------------- buffers
-    def _upload(self, arr: np.ndarray) -> int:
-        ptr = self.rt.alloc(arr.nbytes)
-        self.rt.copy_to_device(ptr, arr)
-        return ptr
+    @contextmanager
+    def _device_tensors(self, dy: np.ndarray, w: np.ndarray, dx_bytes: int, poison: bool = False):
+        """dY and W uploaded and a dX buffer of ``dx_bytes`` (NaN-poisoned if asked), as
+        device pointers; all three are freed on the way out, also after an error."""
+        ptrs = []
+        try:
+            for arr in (dy, w):
+                ptrs.append(self.rt.alloc(arr.nbytes))
+                self.rt.copy_to_device(ptrs[-1], arr)
+            ptrs.append(self.rt.alloc(dx_bytes))
+            if poison:
+                self.rt.memset(ptrs[-1], POISON_BYTE, dx_bytes)
+            yield tuple(ptrs)
+        finally:
+            for ptr in ptrs:
+                self.rt.free(ptr)
 
     @staticmethod
     def _check_layout(spec):
@@ -92,16 +105,10 @@ class GpuEngine:
         p = spec.problem
         k = self.build(spec)
         out = np.empty((p.N, p.Hi, p.Wi, p.C), dtype=storage_dtype(p.dtype))
-        pdy, pw = self._upload(dy), self._upload(w)
-        pdx = self.rt.alloc(out.nbytes)
-        try:
-            self.rt.memset(pdx, POISON_BYTE, out.nbytes)
+        with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
             self._launch(k, pdy, pw, pdx, out.nbytes)
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)
-        finally:
-            for ptr in (pdy, pw, pdx):
-                self.rt.free(ptr)
         return out
 
     def time(self, spec, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
@@ -111,8 +118,7 @@ class GpuEngine:
         p = spec.problem
         k = self.build(spec)
         nbytes = p.dx_elems * p.elem_bytes
-        pdy, pw, pdx = self._upload(dy), self._upload(w), self.rt.alloc(nbytes)
-        try:
+        with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
             for _ in range(warmup):
                 self._launch(k, pdy, pw, pdx, nbytes)
             evs = [self.rt.event() for _ in range(iters + 1)]
@@ -122,9 +128,6 @@ class GpuEngine:
                 self.rt.record(evs[i + 1])
             self.rt.synchronize()
             times = [self.rt.elapsed_ms(evs[i], evs[i + 1]) for i in range(iters)]
-        finally:
-            for ptr in (pdy, pw, pdx):
-                self.rt.free(ptr)
         return Timing(times, method="events", compile_ms=k.compile_ms, cache_hit=k.cache_hit)
 
     def time_graph(self, spec, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
@@ -134,8 +137,7 @@ class GpuEngine:
         p = spec.problem
         k = self.build(spec)
         nbytes = p.dx_elems * p.elem_bytes
-        pdy, pw, pdx = self._upload(dy), self._upload(w), self.rt.alloc(nbytes)
-        try:
+        with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
             self._launch(k, pdy, pw, pdx, nbytes)
             graph = self.rt.capture(lambda: [self._launch(k, pdy, pw, pdx, nbytes) for _ in range(launches)])
             self.rt.replay(graph)
@@ -147,9 +149,6 @@ class GpuEngine:
                 self.rt.replay(graph)
                 self.rt.record(b)
                 times.append(self.rt.elapsed_ms(a, b) / launches)
-        finally:
-            for ptr in (pdy, pw, pdx):
-                self.rt.free(ptr)
         return Timing(times, method="graph", compile_ms=k.compile_ms, cache_hit=k.cache_hit)
 
     # ----------------------------------------------------------------- reference
@@ -158,13 +157,8 @@ class GpuEngine:
         src = emit_reference(problem, self.rt.vendor, self.target.arch)
         k = self.load(src)
         out = np.empty((problem.N, problem.Hi, problem.Wi, problem.C), dtype=np.float32)
-        pdy, pw, pdx = self._upload(dy), self._upload(w), self.rt.alloc(out.nbytes)
-        try:
-            self.rt.memset(pdx, POISON_BYTE, out.nbytes)
+        with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
             self.rt.launch(k.func, src.grid, src.block, 0, (pdy, pw, pdx))
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)
-        finally:
-            for ptr in (pdy, pw, pdx):
-                self.rt.free(ptr)
         return out

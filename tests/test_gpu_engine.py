@@ -1,0 +1,166 @@
+"""GpuEngine up to the launch, on CPU: a recording fake runtime stands in for CUDA/HIP.
+
+Checks the order of operations a real device would see (poison before the launch, the
+split-K memset before every launch, buffers freed after errors), the binary cache (a
+second engine does not compile), the layout guard and the graph timing arithmetic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from miopen_solver.command import parse
+from miopen_solver.layouts import storage_dtype
+from miopen_solver.runtime.cache import BinaryCache
+from miopen_solver.runtime.gpu import POISON_BYTE, GpuEngine
+from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.target import get_target
+
+NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+
+
+class FakeRuntime:
+    """Records every call; device memory is host bytes; a launch does nothing unless told."""
+
+    name = "cuda"
+    vendor = "nvidia"
+
+    def __init__(self, fail_launch: bool = False):
+        self.calls = []
+        self.mem = {}
+        self.next = 0x1000
+        self.compiles = 0
+        self.fail_launch = fail_launch
+
+    def target(self):
+        return get_target("sm_90")
+
+    def compiler_id(self):
+        return "fake-1.0"
+
+    def compile_options(self, arch):
+        return [f"--arch={arch}"]
+
+    def compile(self, text, name, arch):
+        self.compiles += 1
+        return b"CUBIN" + name.encode()
+
+    def load(self, binary, name, shared_bytes=0):
+        self.calls.append(("load", name))
+        return ("func", name)
+
+    def alloc(self, n):
+        p = self.next
+        self.next += n + 256
+        self.mem[p] = bytearray(n)
+        self.calls.append(("alloc", p, n))
+        return p
+
+    def free(self, p):
+        self.calls.append(("free", p))
+        del self.mem[p]
+
+    def copy_to_device(self, p, host):
+        self.mem[p][:] = np.ascontiguousarray(host).tobytes()
+        self.calls.append(("h2d", p))
+
+    def copy_to_host(self, host, p):
+        host.view(np.uint8).reshape(-1)[:] = np.frombuffer(bytes(self.mem[p]), dtype=np.uint8)
+        self.calls.append(("d2h", p))
+
+    def memset(self, p, byte, n):
+        self.mem[p][:n] = bytes([byte]) * n
+        self.calls.append(("memset", p, byte))
+
+    def synchronize(self):
+        self.calls.append(("sync",))
+
+    def launch(self, func, grid, block, shared, ptrs):
+        if self.fail_launch:
+            raise RuntimeError("fake launch failure")
+        self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(ptrs)))
+
+    def event(self):
+        return object()
+
+    def record(self, ev):
+        self.calls.append(("record",))
+
+    def elapsed_ms(self, a, b):
+        return 2.0
+
+    def capture(self, body):
+        body()
+        return "graph"
+
+    def replay(self, g):
+        self.calls.append(("replay",))
+
+
+def _spec(line, cfg=PerfConfig(64, 64, 32, 2, 2, 32, 32, stages=2)):
+    return make_spec(parse(f"{line} {NHWC}").problem, get_target("sm_90"), cfg)
+
+
+def _inputs(p):
+    dt = storage_dtype(p.dtype)
+    return np.ones((p.N, p.Ho, p.Wo, p.K), dt), np.ones((p.K, p.Y, p.X, p.cpg), dt)
+
+
+def test_run_poisons_before_launch_and_frees_everything(tmp_path):
+    rt = FakeRuntime()
+    eng = GpuEngine(rt, BinaryCache(tmp_path))
+    s = _spec("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1")
+    dy, w = _inputs(s.problem)
+    out = eng.run(s, dy, w)
+    kinds = [c[0] for c in rt.calls]
+    dx_ptr = [c for c in rt.calls if c[0] == "launch"][0][5][2]
+    assert kinds.index("memset") < kinds.index("launch") < kinds.index("d2h")
+    assert ("memset", dx_ptr, POISON_BYTE) in rt.calls
+    assert np.isnan(out.astype(np.float32)).all()  # the fake kernel wrote nothing: all poison
+    assert rt.mem == {}  # every allocation freed
+
+
+def test_split_k_zeroes_dx_before_every_launch(tmp_path):
+    rt = FakeRuntime()
+    s = _spec("convfp16 -n 1 -c 16 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1",
+              PerfConfig(64, 16, 32, 2, 1, 32, 16, split_k=2, stages=2))
+    dy, w = _inputs(s.problem)
+    GpuEngine(rt, BinaryCache(tmp_path)).time(s, dy, w, iters=3, warmup=1)
+    launches = [i for i, c in enumerate(rt.calls) if c[0] == "launch"]
+    assert len(launches) == 4
+    for i in launches:
+        assert rt.calls[i - 1][0] == "memset" and rt.calls[i - 1][2] == 0
+    assert all(c[2] == (s.tiles_per_group, 1, 2) for c in rt.calls if c[0] == "launch")
+
+
+def test_buffers_freed_when_launch_fails(tmp_path):
+    rt = FakeRuntime(fail_launch=True)
+    s = _spec("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1")
+    with pytest.raises(RuntimeError, match="fake launch failure"):
+        GpuEngine(rt, BinaryCache(tmp_path)).run(s, *_inputs(s.problem))
+    assert rt.mem == {}
+
+
+def test_second_engine_hits_the_binary_cache(tmp_path):
+    s = _spec("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1")
+    rt1, rt2 = FakeRuntime(), FakeRuntime()
+    first = GpuEngine(rt1, BinaryCache(tmp_path)).build(s)
+    second = GpuEngine(rt2, BinaryCache(tmp_path)).build(s)
+    assert (rt1.compiles, rt2.compiles) == (1, 0)
+    assert not first.cache_hit and second.cache_hit and second.compile_ms == 0
+
+
+def test_graph_timing_divides_by_launches(tmp_path):
+    rt = FakeRuntime()
+    s = _spec("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1")
+    t = GpuEngine(rt, BinaryCache(tmp_path)).time_graph(s, *_inputs(s.problem), launches=20, replays=4)
+    assert t.times_ms == [0.1] * 4 and t.method == "graph"
+    assert sum(1 for c in rt.calls if c[0] == "launch") == 21  # one warm-up + 20 captured
+
+
+def test_gpu_engine_refuses_nchw(tmp_path):
+    p = parse("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2").problem  # all NCHW
+    s = make_spec(p, get_target("sm_90"), PerfConfig(64, 64, 32, 2, 2, 32, 32, stages=2))
+    with pytest.raises(ValueError, match="NHWC"):
+        GpuEngine(FakeRuntime(), BinaryCache(tmp_path)).run(s, *_inputs(p))
