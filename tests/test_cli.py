@@ -20,7 +20,14 @@ from miopen_solver import layouts, prng
 from miopen_solver.command import parse
 from miopen_solver.reference import Verdict
 from miopen_solver.runtime.base import Timing
-from miopen_solver.runtime.cpu import CpuEngine
+from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, PerfDb
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import default_lds_k_outer, make_spec
+from miopen_solver.target import get_target
+
+FAULTS = os.path.join(ROOT, "tests", "worker_faults.py")
+PERF_SCRIPT_TIME = re.compile(r"^GPU Kernel Time .* Elapsed: (\d+\.\d+) ms")          # MIOpen test_perf.py
+PERF_SCRIPT_ALGO = re.compile(r"^MIOpen .* Algorithm: (\d+), Solution: (\d+)/(\w+)")
 
 NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 MAIN = ("convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 "
@@ -39,8 +46,23 @@ def run(capsys, line, *extra, env=None, monkeypatch=None):
 
 
 @pytest.fixture(autouse=True)
-def default_seed(monkeypatch):
+def default_seed(monkeypatch, tmp_path):
+    """MIOpen's default seed, no worker hooks, and a perf-db of the test's own."""
     monkeypatch.delenv(prng.SEED_ENV, raising=False)
+    for name in ("DGRAD_WORKER_CRASH_CONFIG", "DGRAD_WORKER_PRELOAD", "DGRAD_WORKER_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(PERFDB_ENV, str(tmp_path / "perfdb.sqlite"))
+
+
+@pytest.fixture
+def faults(monkeypatch):
+    """``faults(kind, **env)``: load tests/worker_faults.py into every worker."""
+    def arm(kind, **more):
+        monkeypatch.setenv("DGRAD_WORKER_PRELOAD", FAULTS)
+        monkeypatch.setenv("DGRAD_TEST_FAULT", kind)
+        for k, v in more.items():
+            monkeypatch.setenv(f"DGRAD_TEST_FAULT_{k.upper()}", v)
+    return arm
 
 
 def test_small_line_prints_what_miopendriver_prints(capsys):
@@ -96,16 +118,13 @@ def test_wall_clock(capsys):
     assert out[2] == "Info: '--wall 1' is ignored because '--time' is not set"
 
 
-def test_iterations_are_timed(capsys, monkeypatch):
-    seen = {}
-    real = CpuEngine.time
-
-    def spy(self, spec, dy, w, iters, warmup=1):
-        seen["iters"], seen["warmup"] = iters, warmup
-        return real(self, spec, dy, w, iters, warmup)
-    monkeypatch.setattr(CpuEngine, "time", spy)
-    assert run(capsys, SMALL, "-i", "3")[0] == 0
-    assert seen == {"iters": 3, "warmup": 0}
+def test_iterations_and_warmup_are_timed(capsys):
+    status, out, _ = run(capsys, SMALL, "-i", "3", "--json")
+    t = json.loads(out[0])["timing"]
+    assert status == 0 and t["iterations"] == 3 and len(t["times_ms"]) == 3 and t["warmup"] == 1
+    status, out, _ = run(capsys, SMALL, "-i", "2", "--warmup", "0", "--json")
+    t = json.loads(out[0])["timing"]
+    assert status == 0 and len(t["times_ms"]) == 2 and t["warmup"] == 0
 
 
 def test_seed_from_environment(capsys, monkeypatch):
@@ -113,22 +132,16 @@ def test_seed_from_environment(capsys, monkeypatch):
     assert run(capsys, SMALL)[1][1] == "PRNG seed: 42"
 
 
-def test_verification_failure_exits_nonzero(capsys, monkeypatch):
+def test_verification_failure_exits_nonzero(capsys, faults):
     # MIOpen prints FAILED and still exits 0 (0x200 wraps); we exit 1.
-    monkeypatch.setattr(CpuEngine, "run", lambda self, spec, dy, w: np.zeros(
-        layouts.dx_shape(spec.problem), layouts.storage_dtype(spec.problem.dtype)))
+    faults("zeros")
     status, out, _ = run(capsys, SMALL)
     assert status == 1
     assert re.match(r"^Backward Convolution Data FAILED: \S+ > 0\.082$", out[-1])
 
 
-def test_unwritten_output_fails_verification(capsys, monkeypatch):
-    def leaky(self, spec, dy, w):
-        dx = real(self, spec, dy, w)
-        dx.reshape(-1)[3] = np.nan
-        return dx
-    real = CpuEngine.run
-    monkeypatch.setattr(CpuEngine, "run", leaky)
+def test_unwritten_output_fails_verification(capsys, faults):
+    faults("nan1")
     status, out, _ = run(capsys, SMALL)
     assert status == 1 and out[-1].startswith("Backward Convolution Data FAILED: nan > ")
 
@@ -150,7 +163,15 @@ def test_unwritten_output_fails_verification(capsys, monkeypatch):
     ("conv -n 2 -F 2 --backend nope", "--backend"),
     ("conv -n 2 -F 2 --perf-config 1,2,3", "13"),
     ("conv -n 2 -F 2 --perf-config 64,64,32,2,2,32,32,0,0,0,0,-1,2", "split_k"),
-    ("conv -n 2 -F 2 --arch gfx1234", "gfx1234"),
+    ("conv -n 2 -F 2 --arch gfx1234", "--arch gfx1234"),
+    ("conv -n 2 -F 2 -S 86", "-S 86"),
+    ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 (not set), 200 or ConvDgradImplicitGemmTilde"),
+    ("conv -n 2 -F 2 --split-k 0", "--split-k 0: allowed: -1 (choose) or an integer from 1 to 64"),
+    ("conv -n 2 -F 2 --split-k -2", "--split-k -2"),
+    ("conv -n 2 -F 2 --kouter maybe", "--kouter"),
+    ("conv -n 2 -F 2 --ref gpu --backend cpu", "--ref gpu"),
+    ("conv -n 2 -F 2 --timeout 0", "--timeout"),
+    ("conv -n 2 -F 2 --warmup -1", "--warmup"),
     ("conv -n 2 -F 2 -D /nonexistent/dy.bin", "-D"),
     ("", "missing the MIOpenDriver line"),
 ])
@@ -289,17 +310,204 @@ def test_zero_time_rates_are_inf():
     assert report.stats_lines(p, 0.0)[1].endswith(", inf, inf, 0.000000")
 
 
-def test_isolated_timing_runs_in_another_process():
-    """GPU backends time in a spawned worker (never the verification's context); the same
-    path works for the cpu engine, which is how it is tested without a GPU."""
-    from driver.cli import time_engine
+
+
+# ------------------------------------------------------------------ driver modes
+SMALL_NAME_PARTS = parse(SMALL).problem
+
+
+def _default_spec(line=SMALL, arch="cpu", **changes):
+    p, t = parse(line).problem, get_target(arch)
+    return make_spec(p, t, DgradSolver().get_default_performance_config(p, t).replace(**changes))
+
+
+def test_output_satisfies_miopen_perf_script(capsys):
+    """MIOpen's test_perf.py appends -V 0 -i 10 -w 1 -t 1 -G 1 and reads two regexes."""
+    status, out, _ = run(capsys, SMALL.replace("-t 1 -V 1", "-V 0 -i 10 -w 1 -t 1 -G 1"))
+    assert status == 0
+    times = [m.group(1) for m in map(PERF_SCRIPT_TIME.match, out) if m]
+    algos = [m.groups() for m in map(PERF_SCRIPT_ALGO.match, out) if m]
+    assert len(times) == 1 and float(times[0]) > 0
+    assert algos == [("5", "200", "ConvDgradImplicitGemmTilde")]
+    assert not any("Verif" in x for x in out)
+
+
+def test_timing_and_verification_run_in_two_other_processes(capsys):
+    status, out, _ = run(capsys, SMALL, "--json")
+    rec = json.loads(out[0])
+    pids = {rec["timing"]["worker_pid"], rec["verify"]["worker_pid"], os.getpid()}
+    assert status == 0 and len(pids) == 3
+
+
+def test_json_timing_statistics(capsys):
+    status, out, _ = run(capsys, SMALL, "-i", "5", "--json")
+    t = json.loads(out[0])["timing"]
+    times = t["times_ms"]
+    assert t["average_ms"] == pytest.approx(report.miopen_average_ms(times))
+    assert t["median_ms"] == pytest.approx(sorted(times)[2]) and t["min_ms"] == pytest.approx(min(times))
+    assert t["wall_average_ms"] > 0
+
+
+def test_solution_flag_accepts_our_id_and_name(capsys):
+    for value in ("-1", "200", "ConvDgradImplicitGemmTilde"):
+        status, out, _ = run(capsys, SMALL, "-S", value)
+        assert status == 0 and OK.match(out[-1])
+
+
+def test_kouter_maps_onto_lds_k_outer(capsys):
+    p, t = parse(SMALL).problem, get_target("sm_90")
+    names = {}
+    for value in ("auto", "on", "off"):
+        status, out, _ = run(capsys, SMALL, "--arch", "sm_90", "--kouter", value, "--print-name-only")
+        assert status == 0
+        names[value] = out[0]
+    assert "_ko_" in names["on"] and "_mo_" in names["off"]
+    policy = default_lds_k_outer(p, t, DgradSolver().get_default_performance_config(p, t))
+    assert names["auto"] == names["on" if policy else "off"]
+    status, out, _ = run(capsys, SMALL, "--kouter", "off")     # runs on the CPU engine too
+    assert status == 0 and OK.match(out[-1])
+
+
+def test_split_k_is_resolved_before_launch_and_printed(capsys):
+    status, out, _ = run(capsys, SMALL, "--split-k", "2", "--json")
+    rec = json.loads(out[0])
+    assert status == 0 and rec["split_k"] == 2 and rec["perf_config"].split(",")[10] == "2"
+    assert "_sk2_" in rec["kernel_name"] and rec["verify"]["ok"]
+    # -1: the solver chooses (1 on the one-"CU" cpu target); the choice is printed and launched
+    p, t = parse(SMALL).problem, get_target("cpu")
+    chosen = make_spec(p, t, DgradSolver().get_default_performance_config(p, t).replace(split_k=-1)).split_k
+    status, out, _ = run(capsys, SMALL, "--split-k", "-1")
+    assert status == 0 and f"Split-K: -1 resolved to {chosen}" in out and OK.match(out[-1])
+    status, out, _ = run(capsys, SMALL, "--split-k", "-1", "--json")
+    assert json.loads(out[0])["perf_config"].split(",")[10] == str(chosen)
+
+
+def test_print_name_only_starts_no_worker(capsys, monkeypatch):
+    from driver import workers
+
+    def no(*a, **k):
+        raise AssertionError("a worker was started")
+    monkeypatch.setattr(workers.Worker, "start", no)
+    status, out, _ = run(capsys, SMALL, "--print-name-only")
+    assert status == 0 and out == [_default_spec().kernel_name]
+    status, out, _ = run(capsys, SMALL, "--arch", "gfx942", "--print-name-only")
+    assert status == 0 and out == [_default_spec(arch="gfx942").kernel_name]
+
+
+def test_ref_cpu_line(capsys):
+    status, out, _ = run(capsys, SMALL, "--ref", "cpu")
+    assert status == 0 and out[-1].startswith("Backward Convolution Data Verifies OK on CPU reference (")
+
+
+def test_timing_worker_crash_is_reported_not_fatal(capsys, monkeypatch):
+    monkeypatch.setenv("DGRAD_WORKER_CRASH_CONFIG", _default_spec().config.serialize())
+    status, out, err = run(capsys, SMALL)
+    assert status == 3 and err == []
+    assert out[-1].startswith("RunBackwardGPU() FAILED, timing worker (pid ")
+    assert "killed by SIGABRT (exit status -6)" in out[-1]
+    status, out, _ = run(capsys, SMALL, "--json")
+    rec = json.loads(out[0])
+    assert status == 3 and rec["status"] == "worker_failed"
+    assert rec["failure"]["worker"] == "timing" and rec["failure"]["signal"] == "SIGABRT"
+    status, out, _ = run(capsys, SMALL.replace("-t 1", "-t 0"))   # no timing: the hook never fires
+    assert status == 0 and OK.match(out[-1])
+
+
+def test_hanging_worker_times_out(capsys, faults):
+    faults("hang", **{"in": "run"})
+    t0 = time.perf_counter()
+    status, out, _ = run(capsys, SMALL.replace("-t 1", "-t 0"), "--timeout", "1")
+    assert time.perf_counter() - t0 < 10
+    assert status == 3 and "verification worker" in out[-1] and "timed out after 1 s" in out[-1]
+
+
+def test_worker_segfault(capsys, faults):
+    faults("segv")
+    status, out, _ = run(capsys, SMALL)
+    assert status == 3 and "killed by SIGSEGV" in out[-1]
+
+
+def test_plain_run_uses_the_perfdb_winner(capsys, tmp_path):
+    p, t = parse(SMALL).problem, get_target("cpu")
+    cfg = list(DgradSolver().search(p, t))[3]
+    db = tmp_path / "tuned.sqlite"
+    with PerfDb(db) as d:
+        d.update(p.problem_key(), "cpu", "ConvDgradImplicitGemmTilde", cfg.serialize(), 0.125)
+    status, out, _ = run(capsys, SMALL, "--perfdb", str(db))
+    assert status == 0 and OK.match(out[-1])
+    assert f"Using perf-db config {cfg.serialize()} (tuned 0.125000 ms) from {db}" in out
+    status, out, _ = run(capsys, SMALL, "--perfdb", str(db), "--json")
+    rec = json.loads(out[0])
+    assert rec["config_source"] == "perfdb" and rec["perf_config"] == cfg.serialize() and rec["tuned_ms"] == 0.125
+    assert rec["kernel_name"] == make_spec(p, t, cfg).kernel_name
+    status, out, _ = run(capsys, SMALL, "--perfdb", str(db), "--no-perfdb")
+    assert status == 0 and not any(x.startswith("Using perf-db") for x in out)
+    status, out, _ = run(capsys, SMALL, "--perfdb", str(db), "--perf-config", "64,16,32,2,1,32,16,0,0,0,1,-1,2",
+                         "--json")
+    assert json.loads(out[0])["config_source"] == "perf-config"
+    # the default location ($MIOPEN_DGRAD_PERFDB here) is read too
+    with PerfDb() as d:
+        d.update(p.problem_key(), "cpu", "ConvDgradImplicitGemmTilde", cfg.serialize(), 0.5)
+    status, out, _ = run(capsys, SMALL)
+    assert any(x.startswith(f"Using perf-db config {cfg.serialize()} (tuned 0.500000 ms)") for x in out)
+
+
+def test_invalid_perfdb_record_is_ignored_with_a_note(capsys, tmp_path):
     p = parse(SMALL).problem
-    from miopen_solver.solver import DgradSolver
-    from miopen_solver.spec import make_spec
-    from miopen_solver.target import get_target
-    t = get_target("cpu")
-    spec = make_spec(p, t, DgradSolver().get_default_performance_config(p, t))
-    inp = prng.generate_inputs(p)
-    timing, wall = time_engine(CpuEngine(), spec, inp.dy, inp.w, 3, isolate=True)
-    assert timing.method == "wall" and len(timing.times_ms) == 3 and wall > 0
-    assert timing.extra["worker_pid"] != os.getpid()
+    db = tmp_path / "bad.sqlite"
+    with PerfDb(db) as d:
+        d.update(p.problem_key(), "cpu", "ConvDgradImplicitGemmTilde", "64,64,32,2,2,32,32,0,0,0,0,-1,2", 1.0)
+    status, out, _ = run(capsys, SMALL, "--perfdb", str(db))
+    assert status == 0 and any(x.startswith("Ignoring perf-db config 64,64,32,2,2,32,32,0,0,0,0,-1,2") for x in out)
+
+
+def test_simulated_target_uses_its_own_perfdb_arch(capsys, tmp_path):
+    p = parse(SMALL).problem
+    cfg = list(DgradSolver().search(p, get_target("gfx942")))[2]
+    db = tmp_path / "sim.sqlite"
+    with PerfDb(db) as d:   # a GPU's record is not a CPU simulation's
+        d.update(p.problem_key(), "gfx942", "ConvDgradImplicitGemmTilde", cfg.serialize(), 0.01)
+    status, out, _ = run(capsys, SMALL, "--arch", "gfx942", "--backend", "cpu", "--perfdb", str(db))
+    assert status == 0 and not any(x.startswith("Using perf-db") for x in out)
+    with PerfDb(db) as d:
+        d.update(p.problem_key(), "gfx942@cpu", "ConvDgradImplicitGemmTilde", cfg.serialize(), 0.02)
+    status, out, _ = run(capsys, SMALL, "--arch", "gfx942", "--backend", "cpu", "--perfdb", str(db))
+    assert status == 0 and any(x.startswith(f"Using perf-db config {cfg.serialize()}") for x in out)
+
+
+needs_clang = pytest.mark.skipif(__import__("miopen_solver.kernels.offline", fromlist=["x"]).find_amd_clang() is None,
+                                 reason="no clang with AMDGPU targets")
+
+
+@needs_clang
+def test_compile_only_amd(capsys):
+    from driver import workers
+    if "/dev/kfd" in workers.gpu_device_nodes():
+        pytest.skip("an AMD device is present: --arch runs on it")
+    status, out, _ = run(capsys, SMALL, "--arch", "gfx942")
+    spec = _default_spec(arch="gfx942")
+    assert status == 0 and out[0] == "MIOpenDriver " + SMALL
+    assert out[1] == "Compile-only run for gfx942: no gfx942 device here, nothing is launched"
+    assert out[2] == f"Kernel: {spec.kernel_name}"
+    m = re.match(r"^Code object: (\d+) bytes, (\d+) MFMA instructions$", out[3])
+    # one MFMA per atom per k-step of a tile, fully unrolled
+    assert m and int(m.group(1)) > 0 and int(m.group(2)) >= spec.mma_m * spec.mma_n * spec.config.tile_k // spec.atom.k
+    status, out, _ = run(capsys, SMALL, "--arch", "gfx942", "--json")
+    c = json.loads(out[0])["compile_only"]
+    assert c["compiled"] and c["compiler"] == "clang" and c["mfma_count"] > 0
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="no nvcc")
+def test_compile_only_nvidia(capsys):
+    from driver import workers
+    if workers.gpu_device_nodes():
+        pytest.skip("a GPU is present")
+    status, out, _ = run(capsys, SMALL, "--arch", "sm_90")
+    assert status == 0 and out[2] == f"Kernel: {_default_spec(arch='sm_90').kernel_name}"
+    assert re.match(r"^Cubin: [1-9]\d* bytes$", out[3])
+
+
+def test_arch_cpu_backend_simulates(capsys):
+    status, out, _ = run(capsys, SMALL, "--arch", "gfx90a", "--backend", "cpu", "--json")
+    rec = json.loads(out[0])
+    assert status == 0 and rec["backend"] == "cpu" and rec["arch"] == "gfx90a" and rec["verify"]["ok"]

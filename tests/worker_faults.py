@@ -15,7 +15,7 @@ Environment:
 
 import ctypes
 import os
-import time as _time
+import time as _clock
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def _misbehave(spec, method):
     if FAULT == "segv":
         ctypes.string_at(0)
     elif FAULT == "hang":
-        _time.sleep(3600)
+        _clock.sleep(3600)
     elif FAULT == "raise":
         raise RuntimeError("injected fault")
     elif FAULT == "exit":

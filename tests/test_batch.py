@@ -1,0 +1,171 @@
+"""``dgrad-driver batch`` over MIOpen perf-model files and MIOPEN_ENABLE_LOGGING_CMD logs
+(CPU engine, --batch-size 1 so real network lines stay small)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+
+import pytest
+
+from conftest import ROOT
+from driver import workers
+from driver.batch_cmd import CSV_FIELDS, command_tokens
+from driver.cli import main
+from miopen_solver import prng
+from miopen_solver.command import parse
+from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import make_spec
+from miopen_solver.target import get_target
+
+DATA = os.path.join(ROOT, "tests", "data", "perf_models")
+MOBILENET = os.path.join(DATA, "Mobilenet_v1_FP32_BS64.txt")
+RESNET = os.path.join(DATA, "Resnet50_v1.5_FP16_BS256.txt")
+SHUFFLENET = os.path.join(DATA, "Shufflenet_v2_FP16_BS128.txt")
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch, tmp_path):
+    for name in (prng.SEED_ENV, workers.CRASH_ENV, workers.PRELOAD_ENV, workers.TIMEOUT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(PERFDB_ENV, str(tmp_path / "perfdb.sqlite"))
+
+
+def run(capsys, *args):
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out.splitlines(), err.splitlines()
+
+
+def table_rows(out):
+    """The table's data rows as {line: [fields]} (fields split on runs of 2+ spaces)."""
+    start = next(i for i, x in enumerate(out) if x.split()[:3] == ["line", "problem_key", "applicable"])
+    rows = {}
+    for x in out[start + 1:]:
+        if x.startswith("Summary:"):
+            break
+        fields = re.split(r"\s{2,}", x.strip())
+        rows[int(fields[0])] = fields
+    return rows
+
+
+def forw_of(text):
+    return int(text.split("--forw")[1].split()[0])
+
+
+def file_lines(path, count):
+    with open(path) as fh:
+        return [(n, ln.strip()) for n, ln in enumerate(fh, 1)][:count]
+
+
+def test_command_tokens():
+    log = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 128 -c 3 -H 32 -W 32 -k 8 "
+           "-y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 2 -t 1 -S 86")
+    assert command_tokens(log) == ("conv -n 128 -c 3 -H 32 -W 32 -k 8 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 "
+                                   "-m conv -g 1 -F 2 -t 1").split()
+    assert command_tokens("./bin/MIOpenDriver convbfp16 --solution ConvX -n 2")[:3] == ["convbfp16", "-n", "2"]
+    assert command_tokens("MIOpen(HIP): Info [Find] nothing here") is None
+
+
+def test_perf_model_file(capsys, tmp_path):
+    out_csv = tmp_path / "mobilenet.csv"
+    status, out, err = run(capsys, "batch", MOBILENET, "--backend", "cpu", "--batch-size", "1", "--iters", "2",
+                           "--max-lines", "8", "--csv", str(out_csv))
+    assert status == 0 and err == []
+    assert out[0] == f"Batch {MOBILENET}: 8 commands on cpu (cpu, cpu (numpy engine)), -n 1"
+    rows = table_rows(out)
+    lines = file_lines(MOBILENET, 8)
+    assert sorted(rows) == [n for n, _ in lines]
+    t = get_target("cpu")
+    n_bwd = 0
+    for n, text in lines:
+        fields = rows[n]
+        if forw_of(text) != 2:
+            assert fields[1:] == ["-", "-", "-", "-", "-", "skipped", fields[-1]]
+            assert fields[-1].startswith(f"-F {forw_of(text)}: ")
+            continue
+        n_bwd += 1
+        p = parse(text.split(" ", 1)[1] + " -n 1").problem            # the line with -n 1, all NCHW
+        spec = make_spec(p, t, DgradSolver().get_default_performance_config(p, t))
+        assert fields[1:4] == [p.problem_key(), "yes", spec.kernel_name]
+        assert float(fields[4]) > 0 and fields[5:7] == ["OK", "ok"]
+        assert p.problem_key().endswith("-NCHW-FP32-B") and p.N == 1
+    assert n_bwd >= 2
+    assert out[-2] == f"Summary: {n_bwd} ok, {8 - n_bwd} skipped"
+    with open(out_csv, newline="") as fh:
+        recs = list(csv.DictReader(fh))
+    assert list(recs[0]) == list(CSV_FIELDS) and [int(r["line"]) for r in recs] == [n for n, _ in lines]
+    assert sum(r["status"] == "ok" for r in recs) == n_bwd
+    assert all(r["config_source"] == "default" for r in recs if r["status"] == "ok")
+
+
+def test_mixed_layouts_are_not_applicable(capsys):
+    """Resnet50 lines set only --out_layout: NHWC lines are mixed (applicable nowhere); all-NCHW
+    lines run on the CPU engine but not on a GPU target."""
+    with open(RESNET) as fh:
+        all_lines = [ln.strip() for ln in fh]
+    mixed = next(n for n, ln in enumerate(all_lines, 1) if forw_of(ln) == 2 and "--out_layout NHWC" in ln)
+    nchw = next(n for n, ln in enumerate(all_lines, 1) if forw_of(ln) == 2 and "--out_layout NCHW" in ln)
+    status, out, _ = run(capsys, "batch", RESNET, "--backend", "cpu", "--batch-size", "1", "--iters", "1",
+                         "--no-verify", "--max-lines", str(max(mixed, nchw)))
+    rows = table_rows(out)
+    assert status == 0
+    assert rows[mixed][2] == "no" and rows[mixed][-2] == "not-applicable" and rows[mixed][-1].startswith("LAYOUT: ")
+    assert rows[nchw][2] == "yes" and rows[nchw][-2:] == ["off", "ok"]
+    # on a GPU target (simulated on the CPU engine) NCHW is not applicable either
+    status, out, _ = run(capsys, "batch", RESNET, "--backend", "cpu", "--arch", "gfx942", "--batch-size", "1",
+                         "--iters", "1", "--no-verify", "--max-lines", str(max(mixed, nchw)))
+    rows = table_rows(out)
+    assert rows[nchw][-2] == "not-applicable" and "LAYOUT" in rows[nchw][-1]
+
+
+def test_logging_cmd_file_with_a_crash(capsys, monkeypatch, tmp_path):
+    ok1 = "conv -n 2 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1"
+    ok2 = "convfp16 -n 1 -c 4 -H 5 -W 5 -k 8 -y 1 -x 1 -F 2 -t 1 -S 86 -V 0"
+    log = tmp_path / "miopen.log"
+    log.write_text("\n".join([
+        "MIOpen(HIP): Info [GetForwardSolutions] nothing to run",                       # 1 ignored
+        f"MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver {ok1}",           # 2 ok
+        "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -F 1 -t 1",  # 3 skipped
+        "",
+        "# a comment",
+        f"MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver {ok2}",           # 6 ok, -S ignored
+        "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convint8 -n 2 -F 2",  # 7 error
+        "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -F 2 -Q 1",  # 8 error
+    ]) + "\n")
+    status, out, _ = run(capsys, "batch", str(log), "--backend", "cpu")
+    rows = table_rows(out)
+    p1 = parse(ok1).problem
+    assert status == 1 and sorted(rows) == [2, 3, 6, 7, 8]
+    assert rows[2][-2:] == ["OK", "ok"] and rows[2][3] == make_spec(p1, get_target("cpu"), DgradSolver().get_default_performance_config(p1, get_target("cpu"))).kernel_name
+    assert rows[3][-2] == "skipped" and rows[6][-2:] == ["off", "ok"]
+    assert rows[7][-2] == "error" and "int8" in rows[7][-1] and rows[8][-2] == "error" and "-Q" in rows[8][-1]
+    assert out[-1] == "Summary: 2 ok, 1 skipped, 2 error; 1 lines without a MIOpenDriver conv command ignored"
+
+    # a worker crash costs only its own line
+    p, t = parse(ok1).problem, get_target("cpu")
+    monkeypatch.setenv(workers.CRASH_ENV, DgradSolver().get_default_performance_config(p, t).serialize())
+    status, out, _ = run(capsys, "batch", str(log), "--backend", "cpu")
+    rows = table_rows(out)
+    assert status == 1 and rows[2][-2] == "failed" and "killed by SIGABRT" in rows[2][-1]
+    assert rows[6][-1] == "ok"
+
+
+def test_batch_user_errors(capsys, tmp_path):
+    for args, needle in ((["/nonexistent/file.txt"], "FILE /nonexistent/file.txt"),
+                         ([MOBILENET, "--batch-size", "0"], "--batch-size 0"),
+                         ([MOBILENET, "--iters", "0"], "--iters 0"),
+                         ([MOBILENET, "--csv", "/nonexistent/x.csv"], "--csv /nonexistent/x.csv")):
+        status, out, err = run(capsys, "batch", *args, "--backend", "cpu")
+        assert status == 2 and out == [] and len(err) == 1 and needle in err[0]
+
+
+def test_shufflenet_first_backward_lines_verify(capsys):
+    with open(SHUFFLENET) as fh:
+        first = next(n for n, ln in enumerate(fh, 1) if forw_of(ln) == 2)
+    status, out, _ = run(capsys, "batch", SHUFFLENET, "--backend", "cpu", "--batch-size", "1", "--iters", "1",
+                         "--max-lines", str(first))
+    rows = table_rows(out)
+    assert status == 0 and rows[first][-2:] == ["OK", "ok"]

@@ -1,0 +1,256 @@
+"""``dgrad-driver tune`` on the CPU engine: sweep, failed rows, ranking, verification,
+CSV, perf-db, and a later plain run that picks the winner."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+
+import pytest
+
+from conftest import ROOT
+from driver import workers
+from driver.cli import main
+from driver.tune_cmd import CSV_FIELDS, Progress, TuneOptions, select_configs, tune_line
+from miopen_solver import SOLVER_NAME, prng
+from miopen_solver.command import parse
+from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, PerfDb
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import make_spec
+from miopen_solver.target import get_target
+
+FAULTS = os.path.join(ROOT, "tests", "worker_faults.py")
+LINE = ("convfp16 -n 2 -c 8 -H 9 -W 7 -k 12 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1 -F 2 -i 3 "
+        "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+PROBLEM = parse(LINE).problem
+CPU = get_target("cpu")
+CANDIDATES = list(DgradSolver().search(PROBLEM, CPU))
+
+
+def picked(n):
+    return select_configs(CANDIDATES, n)
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch, tmp_path):
+    for name in (prng.SEED_ENV, workers.CRASH_ENV, workers.PRELOAD_ENV, workers.TIMEOUT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(PERFDB_ENV, str(tmp_path / "default-perfdb.sqlite"))
+
+
+def run(capsys, *args):
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out.splitlines(), err.splitlines()
+
+
+def read_csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+# ------------------------------------------------------------------ selection
+def test_select_configs_keeps_the_default_and_spreads_the_rest():
+    items = list(range(10))
+    assert select_configs(items, None) == items
+    assert select_configs(items, 10) == items and select_configs(items, 50) == items
+    assert select_configs(items, 1) == [0]
+    # default + 3 of the 9 others at indices 0, 3, 6 of the rest
+    assert select_configs(items, 4) == [0, 1, 4, 7]
+    assert select_configs(items, 2) == [0, 1]
+
+
+def test_list_prints_the_sweep(capsys):
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "7", "--list")
+    assert status == 0 and out == [c.serialize() for c in picked(7)]
+    assert out[0] == DgradSolver().get_default_performance_config(PROBLEM, CPU).serialize()
+
+
+# ------------------------------------------------------------------ the sweep
+def test_sweep_with_a_crash_csv_perfdb_and_a_plain_run_that_uses_the_winner(capsys, monkeypatch, tmp_path):
+    crash = picked(5)[1].serialize()
+    monkeypatch.setenv(workers.CRASH_ENV, crash)
+    db, out_csv = tmp_path / "perfdb.sqlite", tmp_path / "sweep.csv"
+    status, out, err = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "5",
+                           "--csv", str(out_csv), "--perfdb", str(db))
+    assert status == 0 and err == []                    # not a terminal: no progress line
+    assert f"5 of {len(CANDIDATES)} valid configs" in out[2]
+    assert "Timed 5 configs in " in out[3] and out[3].endswith(": 4 ok, 1 failed")
+    assert out[4] == "Verified the top 3 on CPU reference: 3 OK, 0 FAILED"
+    failed = [x for x in out if x.startswith("Failed ")]
+    assert len(failed) == 1 and failed[0].startswith(f"Failed {crash}: timing worker (pid ")
+    assert "killed by SIGABRT (exit status -6)" in failed[0]
+
+    rows = read_csv(out_csv)
+    assert list(rows[0].keys()) == list(CSV_FIELDS) and len(rows) == 5
+    assert {r["perf_config"] for r in rows} == {c.serialize() for c in picked(5)}
+    bad = [r for r in rows if r["status"] == "failed"]
+    assert len(bad) == 1 and bad[0]["perf_config"] == crash and bad[0]["signal"] == "SIGABRT"
+    assert bad[0]["exit_code"] == "-6" and bad[0]["failure"] == "crashed" and bad[0]["rank"] == ""
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert [int(r["rank"]) for r in ok] == [1, 2, 3, 4]
+    avgs = [float(r["average_ms"]) for r in ok]
+    assert avgs == sorted(avgs) and all(a > 0 for a in avgs)
+    assert [r["verified"] for r in ok] == ["OK", "OK", "OK", ""]
+    for r in ok:   # names and resolved fields match the solver's own spec of that config
+        spec = make_spec(PROBLEM, CPU, next(c for c in CANDIDATES if c.serialize() == r["perf_config"]))
+        assert r["kernel_name"] == spec.kernel_name and int(r["split_k"]) == spec.split_k
+        assert float(r["gflops"]) == pytest.approx(PROBLEM.flops / float(r["average_ms"]) / 1e6)
+
+    # the winner: the fastest verified row, in the perf-db under this problem key and arch
+    winner = ok[0]
+    with PerfDb(db) as d:
+        rec = d.get(PROBLEM.problem_key(), "cpu", SOLVER_NAME)
+    assert rec.values == winner["perf_config"] and rec.time_ms == pytest.approx(float(winner["average_ms"]))
+    assert out[-1] == (f"Perf-db: stored {winner['perf_config']} ({float(winner['average_ms']):.6f} ms) for "
+                       f"{PROBLEM.problem_key()} on cpu in {db}")
+    table = out[out.index("Top 4 (ms: MIOpen average, median, min):") + 1:]
+    assert table[0].split() == ["rank", "average_ms", "median_ms", "min_ms", "GFLOPs", "verified", "perf_config",
+                                "kernel_name"]
+    assert table[1].split()[0] == "1" and table[1].split()[-2] == winner["perf_config"]
+
+    # a later plain run of the same line uses it and says so; --no-perfdb does not
+    monkeypatch.delenv(workers.CRASH_ENV)
+    status, out, _ = run(capsys, *LINE.split(), "-t", "1", "--backend", "cpu", "--perfdb", str(db))
+    assert status == 0
+    assert out[2] == (f"Using perf-db config {winner['perf_config']} (tuned {float(winner['average_ms']):.6f} ms) "
+                      f"from {db}")
+    assert out[-1].startswith("Backward Convolution Data Verifies OK on CPU reference")
+    status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", str(db), "--print-name-only")
+    assert out == [winner["kernel_name"]]
+    status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", str(db), "--no-perfdb")
+    assert status == 0 and not any(x.startswith("Using perf-db") for x in out)
+
+
+def test_csv_top_and_no_perfdb(capsys, tmp_path):
+    out_csv = tmp_path / "top.csv"
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "4", "--csv", str(out_csv),
+                         "--csv-top", "2", "--no-perfdb", "--verify-top", "1", "--top", "2")
+    rows = read_csv(out_csv)
+    assert status == 0 and [r["rank"] for r in rows] == ["1", "2"] and f"Wrote 2 rows to {out_csv}" in out
+    assert out[-1].endswith("perf-db not written (--no-perfdb)")
+    assert not os.path.exists(os.environ[PERFDB_ENV])
+    assert "Top 2 (ms: MIOpen average, median, min):" in out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--csv-top", "0", "--csv", "x.csv"], "--csv-top 0: allowed: an integer >= 1"),
+    (["--csv-top", "2"], "--csv-top 2: needs --csv PATH"),
+    (["--top", "0"], "--top 0"),
+    (["--verify-top", "-1"], "--verify-top -1"),
+    (["--max-configs", "0"], "--max-configs 0"),
+    (["--time-budget", "0"], "--time-budget 0"),
+    (["--csv", "/nonexistent/dir/x.csv"], "--csv /nonexistent/dir/x.csv"),
+    (["--arch", "gfx942"], "tune needs a device"),
+    (["--backend", "cpu", "--arch", "gfx1234"], "--arch gfx1234"),
+])
+def test_bad_options_fail_before_the_sweep(capsys, monkeypatch, args, needle):
+    if args[:2] == ["--arch", "gfx942"] and workers.gpu_device_nodes():
+        pytest.skip("a GPU is present")
+
+    def no(*a, **k):
+        raise AssertionError("a worker was started")
+    monkeypatch.setattr(workers.Worker, "start", no)
+    status, out, err = run(capsys, "tune", *LINE.split(), *args)
+    assert status == 2 and out == [] and len(err) == 1 and err[0].startswith("dgrad-driver: error: ")
+    assert needle in err[0] and "Traceback" not in "".join(err)
+
+
+def test_not_applicable_and_bad_line(capsys):
+    status, _, err = run(capsys, "tune", *LINE.replace("--in_layout NHWC ", "").split(), "--backend", "cpu")
+    assert status == 2 and "LAYOUT" in err[0]
+    status, _, err = run(capsys, "tune", "conv", "-n", "2", "-F", "1", "--backend", "cpu")
+    assert status == 2 and "-F '1'" in err[0]
+
+
+def test_time_budget_stops_the_sweep(capsys):
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "6",
+                         "--time-budget", "0.001", "--no-perfdb")
+    assert status == 0 and "Time budget 0.001 s reached: timed 1 of 6 configs" in out
+    assert any(x.startswith("Timed 1 configs in ") for x in out)
+
+
+def test_a_hanging_config_times_out_and_the_sweep_goes_on(capsys, monkeypatch):
+    hang = picked(3)[2].serialize()
+    monkeypatch.setenv(workers.PRELOAD_ENV, FAULTS)
+    monkeypatch.setenv("DGRAD_TEST_FAULT", "hang")
+    monkeypatch.setenv("DGRAD_TEST_FAULT_CONFIG", hang)
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "3", "--timeout", "1",
+                         "--no-perfdb", "--json")
+    rec = json.loads(out[0])
+    assert status == 0 and rec["timed"] == 3
+    bad = [r for r in rec["rows"] if r["status"] == "failed"]
+    assert len(bad) == 1 and bad[0]["perf_config"] == hang and bad[0]["failure"] == "timeout"
+    assert "timed out after 1 s" in bad[0]["reason"] and bad[0]["signal"] == "SIGKILL"
+    assert rec["winner"]["perf_config"] != hang and rec["winner"]["verified"] is True
+
+
+def test_failed_verification_means_no_winner(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv(workers.PRELOAD_ENV, FAULTS)
+    monkeypatch.setenv("DGRAD_TEST_FAULT", "zeros")
+    db = tmp_path / "p.sqlite"
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "3",
+                         "--verify-top", "2", "--perfdb", str(db))
+    assert status == 1 and out[-1] == "No winner: no config timed and verified successfully"
+    assert "Verified the top 2 on CPU reference: 0 OK, 2 FAILED" in out
+    assert sum(x.startswith("Not verified ") and "verification FAILED: " in x for x in out) == 2
+    assert not db.exists()
+    # --verify-top 0: the fastest timed config wins unverified
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "3",
+                         "--verify-top", "0", "--perfdb", str(db), "--json")
+    rec = json.loads(out[0])
+    fastest = min((r for r in rec["rows"] if r["status"] == "ok"), key=lambda r: r["average_ms"])
+    assert status == 0 and rec["winner"]["perf_config"] == fastest["perf_config"] and rec["winner"]["verified"] is None
+
+
+def test_perfdb_keeps_a_faster_record(capsys, tmp_path):
+    db = tmp_path / "p.sqlite"
+    keep = CANDIDATES[-1].serialize()
+    with PerfDb(db) as d:
+        d.update(PROBLEM.problem_key(), "cpu", SOLVER_NAME, keep, 1e-9)
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "2",
+                         "--verify-top", "1", "--perfdb", str(db))
+    assert status == 0 and out[-1].startswith(f"Perf-db: kept {keep} (0.000000 ms), faster than the winner ")
+    with PerfDb(db) as d:
+        assert d.get(PROBLEM.problem_key(), "cpu", SOLVER_NAME).values == keep
+
+
+def test_simulated_target_tunes_into_its_own_arch_key(capsys, tmp_path):
+    db = tmp_path / "p.sqlite"
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--arch", "gfx942", "--max-configs", "2",
+                         "--verify-top", "1", "--perfdb", str(db))
+    assert status == 0 and out[-1].split(" on ")[-1].startswith("gfx942@cpu in ")
+    with PerfDb(db) as d:
+        assert [r.arch for r in d.records()] == ["gfx942@cpu"]
+
+
+# ------------------------------------------------------------------ progress
+def test_progress_line():
+    buf = io.StringIO()
+    p = Progress(buf, 12, True)
+    p.update(0, 0, None, "a,b")
+    p.update(3, 1, 0.25, "c")
+    p.finish()
+    text = buf.getvalue()
+    assert text.startswith("\rtune [ 0/12] failed 0  best -  a,b")
+    assert "\rtune [ 3/12] failed 1  best 0.250000 ms  c" in text and text.endswith("\n")
+    quiet = io.StringIO()
+    q = Progress(quiet, 12, False)
+    q.update(1, 0, None)
+    q.finish()
+    assert quiet.getvalue() == ""
+
+
+def test_progress_through_tune_and_quiet(tmp_path):
+    tokens = LINE.split()
+    buf = io.StringIO()
+    status, _ = tune_line(tokens, TuneOptions(backend="cpu", max_configs=2, verify_top=1, store=False, progress=True),
+                          stderr=buf)
+    assert status == 0 and re.search(r"\rtune \[2/2\] failed 0  best \d+\.\d{6} ms", buf.getvalue())
+    buf = io.StringIO()
+    tune_line(tokens, TuneOptions(backend="cpu", max_configs=2, verify_top=1, store=False, progress=True, quiet=True),
+              stderr=buf)
+    assert buf.getvalue() == ""

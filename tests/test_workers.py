@@ -1,0 +1,261 @@
+"""Worker processes (driver.workers) on the CPU engine: plain data in and out, separate
+processes, and what happens when a worker raises, crashes, hangs or exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from driver import workers
+from miopen_solver import prng, reference
+from miopen_solver.command import parse
+from miopen_solver.runtime.cpu import CpuEngine
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import make_spec
+from miopen_solver.target import PRESETS, from_device, get_target
+
+FAULTS = os.path.join(ROOT, "tests", "worker_faults.py")
+LINE = ("convfp16 -n 2 -c 8 -H 9 -W 7 -k 12 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1 -F 2 "
+        "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+PROBLEM = parse(LINE).problem
+CPU = get_target("cpu")
+CONFIG = DgradSolver().get_default_performance_config(PROBLEM, CPU).serialize()
+
+
+def job(role, **kw):
+    args = dict(problem=PROBLEM, target=CPU, perf_config=CONFIG, backend="cpu", seed=prng.DEFAULT_SEED)
+    args.update(kw)
+    return workers.make_job(role, **args)
+
+
+def children() -> set:
+    """Process ids whose parent is this process (from /proc)."""
+    me, out = os.getpid(), set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == me and fields[0] != "Z":
+            out.add(int(d))
+    return out
+
+
+def gone(pid: int) -> bool:
+    """The process no longer runs (absent, or a zombie waiting for a reaper)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for name in (workers.CRASH_ENV, workers.PRELOAD_ENV, workers.TIMEOUT_ENV, prng.SEED_ENV,
+                 "DGRAD_TEST_FAULT", "DGRAD_TEST_FAULT_IN", "DGRAD_TEST_FAULT_CONFIG", "DGRAD_TEST_CALL_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    before = children()
+    yield
+    assert children() <= before, "a worker process was left running"
+
+
+def fault(monkeypatch, kind, **more):
+    monkeypatch.setenv(workers.PRELOAD_ENV, FAULTS)
+    monkeypatch.setenv("DGRAD_TEST_FAULT", kind)
+    for k, v in more.items():
+        monkeypatch.setenv(f"DGRAD_TEST_FAULT_{k.upper()}", v)
+
+
+# ------------------------------------------------------------------ plain data
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_target_record_round_trip(name):
+    t = get_target(name)
+    rec = workers.target_record(t)
+    assert json.loads(json.dumps(rec)) == rec
+    assert workers.target_from_record(rec) == t
+
+
+def test_device_target_round_trip():
+    t = from_device("nvidia", "sm_89", lds_bytes=101376, max_threads=1024, num_cus=128, wave_size=32)
+    back = workers.target_from_record(workers.target_record(t))
+    assert back == t and back.arch == "sm_89" and back.lds_bytes == 101376 and back.num_cus == 128
+
+
+def test_jobs_are_plain_data():
+    for role in ("timing", "verification"):
+        j = job(role)
+        assert json.loads(json.dumps(j)) == j
+        assert j["problem"] == PROBLEM.as_dict() and j["perf_config"] == CONFIG and j["role"] == role
+    with pytest.raises(ValueError, match="unknown worker role"):
+        workers.make_job("both", problem=None, target=None, perf_config="", backend="cpu", seed=0)
+
+
+def test_default_timeout(monkeypatch):
+    assert workers.default_timeout() == workers.DEFAULT_TIMEOUT_S
+    monkeypatch.setenv(workers.TIMEOUT_ENV, "2.5")
+    assert workers.default_timeout() == 2.5
+    assert workers.Worker("timing").timeout == 2.5
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv(workers.TIMEOUT_ENV, bad)
+        with pytest.raises(ValueError, match=workers.TIMEOUT_ENV):
+            workers.default_timeout()
+
+
+def test_stderr_summary():
+    text = "noise\nFatal Python error: Segmentation fault\n\nCurrent thread 0x1:\n  File \"x.py\", line 3\n"
+    assert workers._stderr_summary(text) == "Fatal Python error: Segmentation fault"
+    assert workers._stderr_summary("a\n  last line  \n\n") == "last line"
+    assert workers._stderr_summary("") == ""
+
+
+# ------------------------------------------------------------------ normal jobs
+def test_timing_worker_times_in_another_process():
+    res = workers.run_one(job("timing", iters=4, warmup=2))
+    assert res.ok and res.failure == "" and res.pid != os.getpid()
+    rec = res.record
+    assert json.loads(json.dumps(rec)) == rec                       # plain data back
+    assert rec["pid"] == res.pid and rec["backend"] == "cpu" and rec["method"] == "wall"
+    assert len(rec["times_ms"]) == 4 and all(t > 0 for t in rec["times_ms"])
+    assert rec["iters"] == 4 and rec["warmup"] == 2 and rec["wall_ms"] > 0
+    assert rec["kernel_name"] == make_spec(PROBLEM, CPU, DgradSolver().get_default_performance_config(PROBLEM, CPU)).kernel_name
+
+
+def test_verification_worker_matches_an_in_process_verdict():
+    res = workers.run_one(job("verification", reference="cpu"))
+    assert res.ok and res.pid != os.getpid()
+    rec = res.record
+    assert rec["reference"] == "CPU" and rec["dumps"] == []
+    # the same numbers computed here, without any worker
+    spec = make_spec(PROBLEM, CPU, DgradSolver().get_default_performance_config(PROBLEM, CPU))
+    inp = prng.generate_inputs(PROBLEM, prng.DEFAULT_SEED)
+    want = reference.verify(PROBLEM, CpuEngine().run(spec, inp.dy, inp.w),
+                            reference.dgrad_reference(PROBLEM, inp.dy, inp.w))
+    assert rec["verdict"] == want.as_dict()
+
+
+def test_verification_without_verify_runs_once_and_dumps(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = workers.run_one(job("verification", verify=False, dump=True))
+    assert res.ok and res.record["verdict"] is None and res.record["reference"] is None
+    assert res.record["dumps"] == ["dump_wei.bin", "dump_dout.bin", "dump_bwd_din_gpu.bin"]
+    inp = prng.generate_inputs(PROBLEM, prng.DEFAULT_SEED)
+    import numpy as np
+    assert np.array_equal(np.fromfile(tmp_path / "dump_dout.bin", np.float16), inp.dy.ravel())
+    assert (tmp_path / "dump_bwd_din_gpu.bin").stat().st_size == PROBLEM.dx_elems * 2
+
+
+def test_gpu_reference_on_the_cpu_engine_is_an_error():
+    res = workers.run_one(job("verification", reference="gpu"))
+    assert not res.ok and res.failure == "raised" and "no GPU reference" in res.reason
+
+
+def test_roles_are_separate(tmp_path, monkeypatch):
+    """The timing process never computes a reference; the verification process never times."""
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv(workers.PRELOAD_ENV, FAULTS)
+    monkeypatch.setenv("DGRAD_TEST_CALL_LOG", str(log))
+    with workers.Worker("timing") as tw, workers.Worker("verification") as vw:
+        with pytest.raises(ValueError, match="does not run 'verification' jobs"):
+            tw.run(job("verification"))
+        t = tw.run(job("timing", iters=2))
+        v = vw.run(job("verification"))
+    assert t.ok and v.ok and t.pid != v.pid
+    calls = {}
+    for ln in log.read_text().splitlines():
+        pid, what = ln.split()
+        calls.setdefault(int(pid), set()).add(what)
+    assert calls[t.pid] == {"time", "run"}
+    assert calls[v.pid] == {"run", "reference"}
+
+
+def test_one_worker_serves_many_jobs_and_caches_inputs():
+    with workers.Worker("timing") as w:
+        pids = {w.run(job("timing", iters=1, perf_config=c.serialize())).pid
+                for c in list(DgradSolver().search(PROBLEM, CPU))[:3]}
+        assert len(pids) == 1 and w.started == 1
+
+
+def test_probe_auto():
+    res = workers.probe("auto")
+    assert res.ok and res.record["backend"] in ("cpu", "cuda", "hip")
+    if not workers.gpu_device_nodes():
+        assert res.record["backend"] == "cpu" and res.record["target"] == workers.target_record(CPU)
+
+
+# ------------------------------------------------------------------ failures
+def test_exception_is_a_failed_result_and_the_next_job_gets_a_fresh_worker():
+    with workers.Worker("timing") as w:
+        bad = w.run(job("timing", perf_config="64,64,32,2,2,32,32,0,0,0,0,-1,2"))
+        assert not bad.ok and bad.failure == "raised" and bad.error_type == "PerfConfigError"
+        assert "split_k must be -1 (choose) or >= 1, got 0" in bad.reason and "Traceback" in bad.traceback
+        assert bad.exit_code is None and gone(bad.pid)
+        good = w.run(job("timing", iters=1))
+        assert good.ok and good.pid != bad.pid and w.started == 2
+
+
+def test_crash_hook_aborts_only_that_config(monkeypatch):
+    monkeypatch.setenv(workers.CRASH_ENV, CONFIG)
+    with workers.Worker("timing") as w:
+        res = w.run(job("timing", iters=1))
+        assert not res.ok and res.failure == "crashed"
+        assert res.exit_code == -signal.SIGABRT and res.signal == "SIGABRT"
+        assert "killed by SIGABRT" in res.reason and "Fatal Python error: Aborted" in res.reason
+        assert gone(res.pid)
+        other = next(c.serialize() for c in DgradSolver().search(PROBLEM, CPU) if c.serialize() != CONFIG)
+        assert w.run(job("timing", iters=1, perf_config=other)).ok
+    # the hook is the timing worker's only: verification of that config still runs
+    assert workers.run_one(job("verification")).ok
+
+
+def test_segfault(monkeypatch):
+    fault(monkeypatch, "segv")
+    res = workers.run_one(job("timing", iters=1))
+    assert not res.ok and res.failure == "crashed" and res.signal == "SIGSEGV"
+    assert res.exit_code == -signal.SIGSEGV and "Segmentation fault" in res.reason
+
+
+def test_exit_without_reply(monkeypatch):
+    fault(monkeypatch, "exit", **{"in": "run"})
+    res = workers.run_one(job("verification"))
+    assert not res.ok and res.failure == "crashed" and res.exit_code == 7 and res.signal is None
+    assert "exited with status 7 without replying" in res.reason
+
+
+def test_hang_is_killed_at_the_timeout(monkeypatch):
+    fault(monkeypatch, "hang")
+    t0 = time.perf_counter()
+    res = workers.run_one(job("timing", iters=1), timeout=1.0)
+    assert time.perf_counter() - t0 < 10
+    assert not res.ok and res.failure == "timeout" and res.signal == "SIGKILL"
+    assert "timed out after 1 s" in res.reason and gone(res.pid)
+
+
+def test_worker_stdout_never_reaches_ours(monkeypatch, capfd):
+    fault(monkeypatch, "stdout")
+    assert workers.run_one(job("timing", iters=1)).ok
+    out, _ = capfd.readouterr()
+    assert "stray worker output" not in out
+
+
+def test_worker_dies_with_its_driver():
+    """A driver that dies without closing its worker (SIGKILL, os._exit) takes it along."""
+    code = ("import os, sys; sys.path.insert(0, %r); from driver import workers; "
+            "w = workers.Worker('timing'); w.start(); print(w.pid, flush=True); os._exit(0)" % ROOT)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    pid = int(proc.stdout.strip())
+    deadline = time.time() + 10
+    while time.time() < deadline and not gone(pid):
+        time.sleep(0.05)
+    assert gone(pid)
