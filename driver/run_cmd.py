@@ -359,8 +359,8 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     check_line(cmd)
     problem = cmd.problem
 
-    t_aux = time.perf_counter()
     device = resolve_device(o.backend, o.arch, o.timeout)
+    t_aux = time.perf_counter()         # MIOpen's "auxiliary API calls": applicability, config, spec
     target = device.target
     check_applicable(problem, target)
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None

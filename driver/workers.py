@@ -367,12 +367,12 @@ def probe(backend: str, *, timeout: float | None = None) -> WorkerResult:
 
 
 def gpu_device_nodes() -> list:
-    """GPU device nodes present on this machine (``/dev/kfd``, ``/dev/nvidiactl``...): a
-    cheap check that needs no driver; with none, ``auto`` is the cpu engine."""
-    found = []
-    for path in ("/dev/kfd", "/dev/nvidiactl", "/dev/nvidia0"):
-        if os.path.exists(path):
-            found.append(path)
+    """Signs of a GPU on this machine that need no driver call: device nodes
+    (``/dev/kfd``, ``/dev/nvidiactl``, ``/dev/nvidia0``) or a vendor tool on PATH
+    (``nvidia-smi``, ``rocminfo``). With none, ``auto`` is the cpu engine without a probe."""
+    import shutil
+    found = [p for p in ("/dev/kfd", "/dev/nvidiactl", "/dev/nvidia0") if os.path.exists(p)]
+    found += [t for t in ("nvidia-smi", "rocminfo") if shutil.which(t)]
     return found
 
 
