@@ -62,6 +62,7 @@ class BatchRow:
     note: str = ""
 
     def as_dict(self) -> dict:
+        """Plain data (CSV-ready)."""
         return asdict(self)
 
 

@@ -39,6 +39,7 @@ class DefaultRunGroup(click.Group):
     """A group whose default action is ``run``: an unknown first token starts the line."""
 
     def parse_args(self, ctx, args):
+        """Prepend ``run`` when the first token is not a subcommand or a group option."""
         if args and args[0] not in self.commands and args[0] not in ("--help", "--version"):
             args = ["run"] + list(args)
         return super().parse_args(ctx, args)

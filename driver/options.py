@@ -51,28 +51,33 @@ LINE_SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=True)
 
 
 def backend_option(f):
+    """``--backend auto|cpu|cuda|hip``."""
     return click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
                         help="Engine: auto picks hip, then cuda, then cpu.")(f)
 
 
 def arch_option(f):
+    """``--arch ARCH``."""
     return click.option("--arch", default=None,
                         help="Target arch preset. With --backend cpu: simulate that target on the CPU "
                              "engine. With auto and no such device: compile only.")(f)
 
 
 def timeout_option(f):
+    """``--timeout SECONDS`` (> 0) per worker job."""
     return click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
                         help="Seconds a worker may take per job before it is killed "
                              "(default $DGRAD_WORKER_TIMEOUT or 300).")(f)
 
 
 def perfdb_options(f):
+    """``--perfdb PATH`` and ``--no-perfdb``."""
     f = click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Ignore the perf-db.")(f)
     return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
                         help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
 
 
 def warmup_option(f):
+    """``--warmup N`` (>= 0) untimed launches."""
     return click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
                         help="Untimed launches before the -i timed ones.")(f)

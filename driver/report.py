@@ -36,15 +36,18 @@ def cpp_float(x: float) -> str:
 
 
 def echo_line(argv) -> str:
+    """``MIOpenDriver <argv>``: the driver's echo of its command line."""
     return "MIOpenDriver " + " ".join(argv)
 
 
 def seed_line(seed: int) -> str:
+    """``PRNG seed: <seed>`` (MIOpen's driver/random.hpp)."""
     return f"PRNG seed: {seed}"
 
 
 def algorithm_line(solution_id: int = SOLVER_ID, solver_name: str = SOLVER_NAME,
                    algorithm: int = ALGORITHM_IMPLICIT_GEMM) -> str:
+    """``MIOpen Backward Data Conv. Algorithm: <a>, Solution: <id>/<name>`` (Find path)."""
     return f"MIOpen Backward Data Conv. Algorithm: {algorithm}, Solution: {solution_id}/{solver_name}"
 
 
@@ -63,6 +66,7 @@ def miopen_average_ms(times_ms) -> float:
 
 
 def kernel_time_line(avg_ms: float) -> str:
+    """``GPU Kernel Time Backward Data Conv. Elapsed: %f ms (average)``."""
     return "GPU Kernel Time Backward Data Conv. Elapsed: %f ms (average)" % avg_ms
 
 
@@ -98,11 +102,13 @@ def stats_lines(problem, avg_ms: float) -> list:
 
 
 def wall_line(wall_ms: float, auxiliary_ms: float, gwss_ms: float) -> str:
+    """The ``-w 1`` wall-clock line (per-launch wall time, auxiliary calls, workspace query)."""
     return (f"Wall-clock Time Backward Data Conv. Elapsed: {cpp_float(wall_ms)} ms, "
             f"Auxiliary API calls: {cpp_float(auxiliary_ms)} ms (GWSS: {cpp_float(gwss_ms)})")
 
 
 def wall_ignored_line(wall: int) -> str:
+    """MIOpen's note for ``-w`` without ``-t 1``."""
     return f"Info: '--wall {wall}' is ignored because '--time' is not set"
 
 

@@ -63,6 +63,7 @@ class Device:
 
     @property
     def compile_only(self) -> bool:
+        """No device of the target's arch: emit and compile, launch nothing."""
         return self.backend is None
 
     @property

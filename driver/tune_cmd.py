@@ -72,6 +72,7 @@ class TuneRow:
     rank: int | None = None
 
     def as_dict(self) -> dict:
+        """Plain data (JSON- and CSV-ready)."""
         return asdict(self)
 
 
@@ -96,6 +97,7 @@ class Progress:
         self._width = 0
 
     def update(self, done: int, failed: int, best_ms: float | None, current: str = "") -> None:
+        """Rewrite the line: ``done`` of ``total``, failures so far, best time, current item."""
         if not self.enabled:
             return
         best = f"best {best_ms:.6f} ms" if best_ms is not None else "best -"
@@ -106,6 +108,7 @@ class Progress:
         self.stream.flush()
 
     def finish(self) -> None:
+        """End the line (a newline) when anything was shown."""
         if self.enabled and self._width:
             self.stream.write("\n")
             self.stream.flush()

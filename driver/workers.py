@@ -161,6 +161,7 @@ class WorkerResult:
         return self.reason.split(":", 1)[0] if self.failure == "raised" else ""
 
     def as_dict(self) -> dict:
+        """Plain data (JSON-ready), without the traceback."""
         d = asdict(self)
         d.pop("traceback")
         return d
@@ -386,12 +387,14 @@ class _State:
         self.ref_key = self.ref = None
 
     def engine(self, backend: str):
+        """The engine for ``backend``, created once per worker (one GPU context)."""
         if backend not in self.engines:
             from miopen_solver.runtime import get_engine
             self.engines[backend] = get_engine(backend)
         return self.engines[backend]
 
     def problem_inputs(self, job: dict, problem):
+        """dY and W of the job's input recipe, regenerated only when the recipe changes."""
         key = (repr(job["problem"]), job["seed"], job["bias"], job["dy_file"], job["w_file"])
         if key != self.inputs_key:
             from miopen_solver import layouts, prng

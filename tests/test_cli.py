@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import ROOT
 from driver import report
 from driver.cli import cli, main
-from miopen_solver import layouts, prng
+from miopen_solver import prng
 from miopen_solver.command import parse
 from miopen_solver.reference import Verdict
 from miopen_solver.runtime.base import Timing
@@ -313,7 +313,6 @@ def test_zero_time_rates_are_inf():
 
 
 # ------------------------------------------------------------------ driver modes
-SMALL_NAME_PARTS = parse(SMALL).problem
 
 
 def _default_spec(line=SMALL, arch="cpu", **changes):
