@@ -11,7 +11,8 @@ Steps, each in the process named:
    packed or launched (driver);
 3. with ``-t 1``: warm-up, then ``-i`` timed launches (*timing* worker);
 4. one launch into a NaN-poisoned dX and, with ``-V 1``, the reference and MIOpen's
-   verdict (*verification* worker);
+   verdict (*verification* worker; not started for ``-t 1 -V 0`` without ``-o``, where the
+   timed launches were the run);
 5. print MIOpenDriver's lines (driver).
 
 ``--arch`` picks the target. With ``--backend cpu`` the CPU engine runs that target's
@@ -407,7 +408,9 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         else:
             failure = ("timing", res)
     vrec = None
-    if failure is None:
+    # MIOpenDriver always launches once; with -t 1 the timed launches were that run, so a
+    # verification worker is needed only to verify, to dump, or when nothing was timed.
+    if failure is None and (cmd.verify or dump or not cmd.time):
         job = workers.make_job("verification", **job_args, verify=bool(cmd.verify), reference=ref_kind, dump=dump)
         res = workers.run_one(job, timeout=o.timeout)
         if res.ok:

@@ -510,3 +510,23 @@ def test_arch_cpu_backend_simulates(capsys):
     status, out, _ = run(capsys, SMALL, "--arch", "gfx90a", "--backend", "cpu", "--json")
     rec = json.loads(out[0])
     assert status == 0 and rec["backend"] == "cpu" and rec["arch"] == "gfx90a" and rec["verify"]["ok"]
+
+
+def test_workers_started_per_mode(capsys, monkeypatch, tmp_path):
+    from driver import workers
+    roles = []
+    real = workers.run_one
+
+    def spy(job, **kw):
+        roles.append(job["role"])
+        return real(job, **kw)
+    monkeypatch.setattr(workers, "run_one", spy)
+    for flags, want in (("-t 1 -V 1", ["timing", "verification"]), ("-t 1 -V 0", ["timing"]),
+                        ("-t 0 -V 1", ["verification"]), ("-t 0 -V 0", ["verification"]),
+                        ("-t 1 -V 0 -o 1", ["timing", "verification"])):
+        roles.clear()
+        line = SMALL.replace("-t 1 -V 1", flags)
+        if "-o 1" in flags:
+            monkeypatch.chdir(tmp_path)
+        assert run(capsys, line)[0] == 0
+        assert roles == want, flags
