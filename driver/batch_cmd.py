@@ -33,8 +33,8 @@ from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import make_spec
 
 from . import report, workers
-from .options import (EXIT_OK, EXIT_USER_ERROR, EXIT_VERIFY_FAILED, PROG, USER_ERRORS, UserError,
-                      arch_option, backend_option, one_line, perfdb_options, timeout_option, warmup_option)
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, UserError, arch_option, backend_option, one_line,
+                      perfdb_options, ref_option, run_and_print, timeout_option, warmup_option)
 from .run_cmd import check_line, choose_config, resolve_device, resolve_reference, timing_summary
 from .tune_cmd import Progress
 
@@ -253,8 +253,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
 @click.option("--no-verify", "no_verify", is_flag=True, help="Time only (as if every line had -V 0).")
 @click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
 @click.option("--max-lines", "max_lines", type=int, default=None, help="Run only the first N commands.")
-@click.option("--ref", type=click.Choice(("auto", "gpu", "cpu")), default="auto", show_default=True,
-              help="Verification reference (auto: the GPU reference on a GPU).")
+@ref_option
 @click.option("--quiet", is_flag=True, help="No progress line on stderr.")
 @warmup_option
 @timeout_option
@@ -267,15 +266,7 @@ def batch_cmd(ctx, backend, arch, batch_size, iters, no_verify, csv_path, max_li
     opts = BatchOptions(backend=backend, arch=arch, batch_size=batch_size, iters=iters, verify=not no_verify,
                         csv=csv_path, timeout=timeout, warmup=warmup, perfdb=perfdb, use_perfdb=not no_perfdb,
                         ref=ref, max_lines=max_lines, quiet=quiet)
-    try:
-        status, lines = batch_file(file, opts)
-    except USER_ERRORS as e:
-        click.echo(f"{PROG}: error: {one_line(e)}", err=True)
-        ctx.exit(EXIT_USER_ERROR)
-    for text in lines:
-        click.echo(text)
-    if status:
-        ctx.exit(status)
+    run_and_print(ctx, batch_file, file, opts)
 
 
 __all__ = ["BatchOptions", "BatchRow", "batch_file", "batch_cmd", "command_tokens"]

@@ -28,8 +28,8 @@ import click
 
 from miopen_solver import __version__
 
-from .options import (EXIT_USER_ERROR, LINE_SETTINGS, PROG, USER_ERRORS, arch_option, backend_option,
-                      one_line, perfdb_options, split_line, timeout_option, warmup_option)
+from .options import (LINE_SETTINGS, PROG, arch_option, backend_option, json_option, one_line, perfdb_options,
+                      ref_option, run_and_print, split_line, timeout_option, warmup_option)
 from .run_cmd import KOUTER, RunOptions, run_line
 
 __all__ = ["cli", "main", "run_line", "RunOptions"]
@@ -57,7 +57,7 @@ def cli():
 @cli.command("run", context_settings=LINE_SETTINGS)
 @backend_option
 @arch_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON record instead of MIOpen's text.")
+@json_option
 @click.option("--perf-config", "perf_config", default=None, metavar="\"a,b,...\"",
               help="Run this serialised PerfConfig instead of the perf-db's or the default.")
 @click.option("--kouter", type=click.Choice(tuple(KOUTER)), default=None,
@@ -65,8 +65,7 @@ def cli():
 @click.option("--split-k", "split_k", type=int, default=None,
               help="Split-K degree: N >= 1, or -1 to let the solver choose (the choice is printed).")
 @click.option("--print-name-only", is_flag=True, help="Print the kernel name and exit (nothing is launched).")
-@click.option("--ref", type=click.Choice(("auto", "gpu", "cpu")), default="auto", show_default=True,
-              help="Verification reference: the naive GPU kernel or the float64 CPU one (auto: GPU on a GPU).")
+@ref_option
 @warmup_option
 @timeout_option
 @perfdb_options
@@ -78,15 +77,7 @@ def run_cmd(ctx, backend, arch, as_json, perf_config, kouter, split_k, print_nam
     opts = RunOptions(backend=backend, arch=arch, as_json=as_json, perf_config=perf_config, kouter=kouter,
                       split_k=split_k, print_name_only=print_name_only, ref=ref, timeout=timeout,
                       warmup=warmup, perfdb=perfdb, use_perfdb=not no_perfdb)
-    try:
-        status, lines = run_line(split_line(line), opts)
-    except USER_ERRORS as e:
-        click.echo(f"{PROG}: error: {one_line(e)}", err=True)
-        ctx.exit(EXIT_USER_ERROR)
-    for text in lines:
-        click.echo(text)
-    if status:
-        ctx.exit(status)
+    run_and_print(ctx, run_line, split_line(line), opts)
 
 
 from .tune_cmd import tune_cmd  # noqa: E402

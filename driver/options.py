@@ -40,10 +40,18 @@ def split_line(line) -> list:
     return tokens
 
 
-def fail(message) -> None:
-    """Print ``dgrad-driver: error: <message>`` (one line) on stderr and exit 2."""
-    click.echo(f"{PROG}: error: {one_line(message)}", err=True)
-    raise SystemExit(EXIT_USER_ERROR)
+def run_and_print(ctx, fn, *args) -> None:
+    """Call ``fn(*args) -> (status, lines)``; print the lines and exit with the status, or
+    print a user error as one line and exit 2."""
+    try:
+        status, lines = fn(*args)
+    except USER_ERRORS as e:
+        click.echo(f"{PROG}: error: {one_line(e)}", err=True)
+        ctx.exit(EXIT_USER_ERROR)
+    for text in lines:
+        click.echo(text)
+    if status:
+        ctx.exit(status)
 
 
 LINE_SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=True)
@@ -75,6 +83,18 @@ def perfdb_options(f):
     f = click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Ignore the perf-db.")(f)
     return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
                         help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
+
+
+def ref_option(f):
+    """``--ref auto|gpu|cpu``: the verification reference."""
+    return click.option("--ref", type=click.Choice(("auto", "gpu", "cpu")), default="auto", show_default=True,
+                        help="Verification reference: the naive GPU kernel or the float64 CPU one "
+                             "(auto: GPU on a GPU).")(f)
+
+
+def json_option(f):
+    """``--json``: one JSON record instead of text."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON record instead of text.")(f)
 
 
 def warmup_option(f):

@@ -233,6 +233,19 @@ def check_line(cmd: DriverCommand) -> None:
                         f"{SOLVER_ID} or {SOLVER_NAME}")
 
 
+def parse_line(tokens) -> DriverCommand:
+    """Parse a ``-F 2`` line and refuse the flags this driver cannot honour.
+
+    Raises:
+        UserError, MiopenCommandError: no line, a bad line or an unsupported flag.
+    """
+    if not tokens:
+        raise UserError("missing the MIOpenDriver line (e.g. convfp16 -n 32 -c 64 ... -F 2)")
+    cmd = parse(tokens)
+    check_line(cmd)
+    return cmd
+
+
 def check_applicable(problem, target) -> None:
     """Raise UserError with every reason when the solver says not applicable."""
     verdict = DgradSolver().is_applicable(problem, target)
@@ -355,10 +368,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
             user mistakes (the CLI prints one line and exits 2).
     """
     o = opts or RunOptions(**kw)
-    if not tokens:
-        raise UserError("missing the MIOpenDriver line (e.g. convfp16 -n 32 -c 64 ... -F 2)")
-    cmd = parse(tokens)
-    check_line(cmd)
+    cmd = parse_line(tokens)
     problem = cmd.problem
 
     device = resolve_device(o.backend, o.arch, o.timeout)

@@ -32,16 +32,15 @@ from dataclasses import asdict, dataclass
 import click
 
 from miopen_solver import SOLVER_NAME, prng
-from miopen_solver.command import parse
 from miopen_solver.perfdb import PerfDb, default_path
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import make_spec
 
 from . import report, workers
-from .options import (EXIT_OK, EXIT_USER_ERROR, EXIT_VERIFY_FAILED, LINE_SETTINGS, PROG, USER_ERRORS,
-                      UserError, arch_option, backend_option, one_line, perfdb_options, split_line,
-                      timeout_option, warmup_option)
-from .run_cmd import check_applicable, check_line, resolve_device, resolve_reference
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, UserError, arch_option, backend_option,
+                      json_option, perfdb_options, ref_option, run_and_print, split_line, timeout_option,
+                      warmup_option)
+from .run_cmd import check_applicable, parse_line, resolve_device, resolve_reference
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
               "perf_config", "split_k", "lds_k_outer", "kernel_name", "compile_ms", "failure", "exit_code",
@@ -219,10 +218,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
     """
     o = opts or TuneOptions(**kw)
     _check_options(o)
-    if not tokens:
-        raise UserError("missing the MIOpenDriver line to tune (e.g. convfp16 -n 32 -c 64 ... -F 2)")
-    cmd = parse(tokens)
-    check_line(cmd)
+    cmd = parse_line(tokens)
     problem = cmd.problem
     device = resolve_device(o.backend, o.arch, o.timeout)
     if device.compile_only:
@@ -346,9 +342,8 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
 @click.option("--time-budget", "time_budget", type=float, default=None,
               help="Stop starting new configs after this many seconds.")
 @click.option("--quiet", is_flag=True, help="No progress line on stderr.")
-@click.option("--ref", type=click.Choice(("auto", "gpu", "cpu")), default="auto", show_default=True,
-              help="Verification reference (auto: the GPU reference on a GPU).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON record instead of text.")
+@ref_option
+@json_option
 @click.option("--list", "list_only", is_flag=True, help="Print the configs the sweep would time, and exit.")
 @warmup_option
 @timeout_option
@@ -362,15 +357,7 @@ def tune_cmd(ctx, backend, arch, top, verify_top, csv_path, csv_top, max_configs
                        max_configs=max_configs, time_budget=time_budget, quiet=quiet, timeout=timeout,
                        warmup=warmup, perfdb=perfdb, store=not no_perfdb, ref=ref, as_json=as_json,
                        list_only=list_only)
-    try:
-        status, lines = tune_line(split_line(line), opts)
-    except USER_ERRORS as e:
-        click.echo(f"{PROG}: error: {one_line(e)}", err=True)
-        ctx.exit(EXIT_USER_ERROR)
-    for text in lines:
-        click.echo(text)
-    if status:
-        ctx.exit(status)
+    run_and_print(ctx, tune_line, split_line(line), opts)
 
 
 __all__ = ["TuneOptions", "TuneRow", "select_configs", "tune_line", "tune_cmd", "Progress"]
