@@ -240,6 +240,12 @@ class Worker:
                 [sys.executable, "-m", "driver.workers", self.role, str(r_child), str(w_child), str(os.getpid())],
                 pass_fds=(r_child, w_child), stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
                 env=env, start_new_session=True, close_fds=True)
+        except BaseException:
+            for fd in (w_parent, r_parent):
+                os.close(fd)
+            self._err.close()
+            self._err = None
+            raise
         finally:
             os.close(r_child)
             os.close(w_child)
@@ -323,7 +329,11 @@ class Worker:
         if job.get("role") != self.role:
             raise ValueError(f"a {self.role} worker does not run {job.get('role')!r} jobs")
         t0 = time.perf_counter()
-        self.start()
+        try:
+            self.start()
+        except OSError as e:
+            return WorkerResult(ok=False, failure="crashed", seconds=time.perf_counter() - t0,
+                                reason=f"{self.role} worker could not start: {e}")
         pid = self.pid
         try:
             self._tx.send(job)

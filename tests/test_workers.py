@@ -259,3 +259,22 @@ def test_worker_dies_with_its_driver():
     while time.time() < deadline and not gone(pid):
         time.sleep(0.05)
     assert gone(pid)
+
+
+def test_a_worker_that_cannot_start(monkeypatch):
+    monkeypatch.setattr(workers.sys, "executable", "/nonexistent/python")
+    res = workers.run_one(job("timing"))
+    assert not res.ok and res.failure == "crashed" and res.reason.startswith("timing worker could not start: ")
+
+
+def test_no_file_descriptors_leak(monkeypatch):
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+    workers.run_one(job("timing", iters=1))            # warm imports
+    before = fds()
+    monkeypatch.setenv(workers.CRASH_ENV, CONFIG)
+    with workers.Worker("timing") as w:
+        for _ in range(3):
+            assert not w.run(job("timing", iters=1)).ok
+        assert not w.run(job("timing", perf_config="1,1,1,1,1,1,1,1,1,1,1,1,1")).ok
+    assert fds() == before
