@@ -3,10 +3,10 @@ and the click options that run, tune and batch have in common."""
 
 from __future__ import annotations
 
-import shlex
 
 import click
 
+from miopen_solver.command import split_command
 from miopen_solver.errors import MiopenCommandError, PerfConfigError, RuntimeUnavailable
 from miopen_solver.runtime import BACKENDS
 
@@ -36,7 +36,11 @@ def split_line(line) -> list:
     """Tokens of an MIOpenDriver line given as argv tokens, or as one quoted argument."""
     tokens = list(line)
     if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
-        tokens = shlex.split(tokens[0])
+        try:
+            tokens = split_command(tokens[0])
+        except MiopenCommandError as e:
+            click.echo(f"{PROG}: error: {one_line(e)}", err=True)
+            raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     return tokens
 
 

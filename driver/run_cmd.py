@@ -45,6 +45,7 @@ from .options import EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError
 KOUTER = {"auto": -1, "on": 1, "off": 0}
 """``--kouter`` values -> ``PerfConfig.lds_k_outer``."""
 SOLUTION_NOT_SET = "-1"
+SOLUTION_FASTEST = "0"
 
 
 # --------------------------------------------------------------------- the device
@@ -228,9 +229,10 @@ def check_line(cmd: DriverCommand) -> None:
         if str(f[name]) != "-1":
             raise UserError(f"--{name} {f[name]}: cast types are not supported (allowed: -1)")
     sol = cmd.solution.strip()
-    if sol not in (SOLUTION_NOT_SET, str(SOLVER_ID), SOLVER_NAME):
+    # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
+    if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME):
         raise UserError(f"-S {sol}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
-                        f"{SOLVER_ID} or {SOLVER_NAME}")
+                        f"{SOLUTION_FASTEST} (fastest), {SOLVER_ID} or {SOLVER_NAME}")
 
 
 def parse_line(tokens) -> DriverCommand:

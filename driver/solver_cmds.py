@@ -23,12 +23,11 @@ backward-data line (``-F 2``) and refuses anything else as bad input (exit 2).
 from __future__ import annotations
 
 import json
-import shlex
 
 import click
 
 from miopen_solver import SOLVER_NAME
-from miopen_solver.command import parse
+from miopen_solver.command import parse, split_command
 from miopen_solver.errors import MiopenCommandError, PerfConfigError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
@@ -57,7 +56,10 @@ def split_own_options(tokens) -> tuple:
     """
     tokens = list(tokens)
     if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
-        tokens = shlex.split(tokens[0])
+        try:
+            tokens = split_command(tokens[0])
+        except MiopenCommandError as e:
+            raise BadInput(str(e)) from None
     rest, opts = [], {}
     i = 0
     while i < len(tokens):

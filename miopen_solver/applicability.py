@@ -159,10 +159,11 @@ def _layout_reason(problem: ConvProblem, target: Target) -> Reason | None:
 def _overflow_reason(problem: ConvProblem) -> Reason | None:
     eb = DTYPE_BYTES.get(problem.dtype, 4)
     tensors = (("dY", problem.dy_elems), ("W", problem.w_elems), ("dX", problem.dx_elems))
-    bad = [f"{name} has {n} elements ({n * eb} bytes)" for name, n in tensors if n * eb > INDEX_LIMIT]
+    bad = [f"{name} is {n * eb} bytes ({n} elements)" for name, n in tensors if n * eb > INDEX_LIMIT]
     if not bad:
         return None
-    return Reason(INDEX_OVERFLOW, "; ".join(bad) + f": past 2^31-1, the limit of 32-bit indexing")
+    return Reason(INDEX_OVERFLOW, "; ".join(bad) + ": past 2^31-1 bytes, the limit of 32-bit indexing "
+                  "(element offsets and AMD buffer-resource byte sizes)")
 
 
 def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) -> Verdict:

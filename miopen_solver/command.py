@@ -182,6 +182,19 @@ def _parse_int(flag_text: str, value: str) -> int:
     return int(value, 10)
 
 
+def split_command(line: str) -> list:
+    """Shell-split one command line (:func:`shlex.split`).
+
+    Raises:
+        MiopenCommandError: the line cannot be split (an unbalanced quote).
+    """
+    try:
+        return shlex.split(line)
+    except ValueError as e:  # "No closing quotation", "No escaped character"
+        raise MiopenCommandError("<line>", line, "a shell-quoted MIOpenDriver command line",
+                                 f"cannot split the line: {e}") from None
+
+
 def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
     """Parse a MIOpenDriver conv command.
 
@@ -198,7 +211,7 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
         MiopenCommandError: for every user mistake, naming the flag, the value and what
             is allowed.
     """
-    tokens = shlex.split(argv) if isinstance(argv, str) else [str(t) for t in argv]
+    tokens = split_command(argv) if isinstance(argv, str) else [str(t) for t in argv]
     tokens = _strip_prefix(tokens)
     if not tokens:
         raise MiopenCommandError("<base>", None, ", ".join(BASE_DTYPES), "empty command")
@@ -231,7 +244,7 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
             raise MiopenCommandError(tok, None, "-x VALUE or --long_name VALUE",
                                      "not a flag (values follow their flag)")
         if i + 1 >= len(tokens):
-            raise MiopenCommandError(tok, None, _allowed(flag), "missing value")
+            raise MiopenCommandError(tok, MiopenCommandError.MISSING, _allowed(flag), "missing value")
         raw = tokens[i + 1]
         values[flag.long] = _convert(tok, flag, raw)
         given[flag.long] = tok

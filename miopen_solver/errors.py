@@ -6,17 +6,26 @@ class MiopenCommandError(ValueError):
 
     Attributes:
         flag: the flag as the user wrote it (``-F``, ``--in_layout``), or the base argument.
-        value: the offending value (``None`` when the value is missing).
+        value: the offending value; ``None`` when the token itself is at fault (an unknown
+            flag) or the value is missing (:attr:`MISSING` was passed).
         allowed: a short phrase saying what would be accepted.
     """
 
+    MISSING = object()
+    """Pass as ``value`` when the flag's value is absent: the message shows ``<missing>``."""
+
     def __init__(self, flag: str, value, allowed: str, detail: str = ""):
         self.flag = flag
-        self.value = value
+        self.value = None if value is self.MISSING else value
         self.allowed = allowed
         self.detail = detail
-        shown = "<missing>" if value is None else repr(value)
-        msg = f"{flag} {shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
+        if value is self.MISSING:
+            shown = " <missing>"
+        elif value is None:  # the token itself is the problem (unknown flag, stray value)
+            shown = ""
+        else:
+            shown = " " + repr(value)
+        msg = f"{flag}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
         super().__init__(msg)
 
 

@@ -52,11 +52,11 @@ W_RANGE = {"fp32": (-0.5, 0.5), "bf16": (-0.5, 0.5), "fp16": (-1.0 / 3.0, 0.5)}
 
 def resolve_seed(environ=None) -> int:
     """The seed MIOpenDriver would use: ``MIOPEN_DEBUG_DRIVER_PRNG_SEED`` if set (0 means
-    a fresh random seed), else 12345678. The value is taken modulo 2^32 (MIOpen stores it
-    in ``std::random_device::result_type``).
+    a fresh random seed), else 12345678. Seeds are 32-bit (MIOpen stores the seed in
+    ``std::random_device::result_type``); a larger value is an error, not truncated.
 
     Raises:
-        ValueError: the variable is set to something that is not a non-negative integer.
+        ValueError: the variable is not an integer in [0, 2^32).
     """
     env = os.environ if environ is None else environ
     raw = env.get(SEED_ENV, "")
@@ -68,9 +68,11 @@ def resolve_seed(environ=None) -> int:
         raise ValueError(f"{SEED_ENV}={raw!r} is not an integer") from None
     if value < 0:
         raise ValueError(f"{SEED_ENV}={raw!r} must be >= 0")
+    if value >= 1 << 32:
+        raise ValueError(f"{SEED_ENV}={raw!r} is out of range: allowed 0 (random) to {(1 << 32) - 1}")
     if value == 0:
         return secrets.randbits(32) or 1
-    return value % (1 << 32)
+    return value
 
 
 def _compose(a1: int, c1: int, a2: int, c2: int) -> tuple:

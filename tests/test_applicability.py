@@ -142,12 +142,12 @@ def test_index_overflow_boundary():
     v = ap.check(over, GFX942)
     assert v.codes == ("INDEX_OVERFLOW",)
     msg = v.reasons[0].message
-    assert "dY has 1073741824 elements (2147483648 bytes)" in msg and "dX has 1073741824" in msg
-    assert "W has" not in msg
+    assert "dY is 2147483648 bytes (1073741824 elements)" in msg and "dX is 2147483648 bytes" in msg
+    assert "past 2^31-1 bytes" in msg and "W is" not in msg
     # fp32: 2^29 elements = 2^31 bytes already overflows.
     assert ap.check(fits.replace(Wi=2**29, dtype="fp32"), SM90).codes == ("INDEX_OVERFLOW",)
     big_w = nhwc(C=2**16, K=2**15, Y=1, X=1, pH=0, pW=0, Hi=1, Wi=1, N=1)   # W: 2^31 elements
-    assert "W has 2147483648 elements" in ap.check(big_w, SM90).reasons[0].message
+    assert "W is 4294967296 bytes (2147483648 elements)" in ap.check(big_w, SM90).reasons[0].message
 
 
 def test_no_valid_config():

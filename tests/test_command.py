@@ -368,3 +368,36 @@ def test_real_lines(line, expect):
 ])
 def test_format_command_round_trips(problem):
     assert parse(format_command(problem)).problem == problem
+
+
+# ------------------------------------------------------------------ error message shapes
+@pytest.mark.parametrize("line", [
+    "conv -n 1 -c 4 -F 2 --in_layout 'NHWC",      # unbalanced single quote
+    'conv -n 1 -c 4 -F 2 --in_layout "NHWC',      # unbalanced double quote
+    "conv -n 1 -c 4 -F 2 -H 8 \\",                 # trailing escape
+])
+def test_unsplittable_line_is_a_command_error(line):
+    with pytest.raises(MiopenCommandError) as e:
+        parse(line)
+    assert e.value.flag == "<line>" and "cannot split the line" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("tokens,flag", [
+    (["conv", "-F", "2", "--bogus", "3"], "--bogus"),
+    (["conv", "-F", "2", "-Q", "3"], "-Q"),
+    (["conv", "-F", "2", "5"], "5"),
+    (["conv", "-F", "2", "--in_layout=NHWC"], "--in_layout=NHWC"),
+])
+def test_bad_tokens_are_named_without_a_fake_missing_value(tokens, flag):
+    with pytest.raises(MiopenCommandError) as e:
+        parse(tokens)
+    assert e.value.flag == flag and e.value.value is None
+    assert "<missing>" not in str(e.value) and str(e.value).startswith(flag + ":")
+
+
+@pytest.mark.parametrize("flag", ["-n", "--batchsize", "-I", "-F"])
+def test_missing_value_says_missing(flag):
+    with pytest.raises(MiopenCommandError) as e:
+        parse(["conv", "-F", "2", flag] if flag != "-F" else ["conv", flag])
+    assert str(e.value).startswith(f"{flag} <missing>: missing value")

@@ -106,7 +106,10 @@ def test_resolve_seed(monkeypatch):
     assert prng.resolve_seed() == 12345678
     assert prng.resolve_seed({prng.SEED_ENV: "42"}) == 42
     assert prng.resolve_seed({prng.SEED_ENV: ""}) == 12345678
-    assert prng.resolve_seed({prng.SEED_ENV: str(2**32 + 7)}) == 7
+    assert prng.resolve_seed({prng.SEED_ENV: str(2**32 - 1)}) == 2**32 - 1
+    for too_big in (2**32, 2**32 + 7, 2**64):   # 32-bit seeds: out of range is an error, not a wrap to 0/7
+        with pytest.raises(ValueError, match="out of range"):
+            prng.resolve_seed({prng.SEED_ENV: str(too_big)})
     seeds = {prng.resolve_seed({prng.SEED_ENV: "0"}) for _ in range(4)}
     assert all(0 < s < 2**32 for s in seeds) and len(seeds) > 1      # 0 = a random seed
     for bad in ("abc", "-3", "1.5"):
