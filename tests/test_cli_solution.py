@@ -1,0 +1,35 @@
+"""-S like MIOpenDriver: -1 not set, 0 immediate mode with the fastest solution (ours), our id
+or name; anything else is refused with the list. Unsplittable lines are one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from driver.cli import cli
+
+LINE = ["conv", "-n", "1", "-c", "2", "-H", "3", "-W", "3", "-k", "2", "-y", "2", "-x", "2", "-F", "2",
+        "-V", "0", "-i", "1"]
+
+
+@pytest.mark.parametrize("sol", ["-1", "0", "200", "ConvDgradImplicitGemmTilde"])
+def test_accepted_solutions(sol):
+    r = CliRunner().invoke(cli, LINE + ["-S", sol, "--backend", "cpu"])
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("sol", ["1", "86", "ConvDirectNaiveConvBwd", "abc"])
+def test_other_solutions_refused_with_the_list(sol):
+    r = CliRunner().invoke(cli, LINE + ["-S", sol, "--backend", "cpu"])
+    assert r.exit_code == 2
+    assert f"-S {sol}:" in r.output and "0 (fastest)" in r.output and "200" in r.output
+
+
+@pytest.mark.parametrize("args", [
+    ["conv -n 1 -c 4 -F 2 --in_layout 'NHWC"],
+    ["applicable", "conv -n 1 -c 4 -F 2 --in_layout 'NHWC"],
+])
+def test_unsplittable_line_is_one_error_line(args):
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2
+    assert "cannot split the line" in r.output and "Traceback" not in r.output
