@@ -4,14 +4,16 @@
 //
 // Decomposed into tilde sub-GEMMs (CK transform_conv_bwd_data_to_gemm_v1; see tilde.py):
 // sub-GEMM s computes dX_s[GemmM, cpg] = dY_s[GemmM, GemmK] x W_s[GemmK, cpg] with
-// GemmK = YDotSlice*XDotSlice*kpg ordered (ydot, xdot, k), k innermost.
+// GemmK = YDotSlice*XDotSlice*kpg: index (ydot, xdot, k), k innermost; when kpg is a
+// multiple of TILE_K the K loop visits it channel-chunk outer, tap inner (DG_TAP_UNIFORM).
 //
 // One launch covers every sub-GEMM: grid = (tiles of all sub-GEMMs [+ zero-fill blocks],
 // G, split_k). Each block finds its sub-GEMM in DG_SUB (a compile-time table; folded to
 // constants when there is one sub-GEMM), loads A (dY, vectors along k) and B (W, vectors
 // along c) tiles into shared memory through a DG_STAGES-deep pipeline, multiplies them on
-// the matrix cores (mma.sync m16n8k16 / MFMA) or on FMA (fp32), and stores dX directly
-// (or accumulates atomically when split_k > 1; dX is zeroed before such a launch).
+// the matrix cores (mma.sync m16n8k16 / MFMA) or on FMA (fp32), and writes dX through a
+// shared-memory staged epilogue in DG_VEC_C-wide stores (split_k == 1), or accumulates
+// atomically from the registers when split_k > 1 (dX is zeroed before such a launch).
 //
 // Every problem and config value arrives as a DG_* define from kernels/emit.py. No vendor
 // header is included: the vendor pieces sit in the "vendor layer" section below.
