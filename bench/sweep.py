@@ -25,33 +25,9 @@ from miopen_solver.errors import PerfConfigError  # noqa: E402
 from miopen_solver.layouts import storage_dtype  # noqa: E402
 from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402
 
-CANDIDATES_16 = """
-128,128,32,2,2,64,64,0,0,0,1,-1,3
-128,128,32,2,2,64,64,0,0,0,1,-1,4
-128,128,32,2,4,64,32,0,0,0,1,-1,3
-128,128,32,2,4,64,32,0,0,0,1,-1,4
-128,128,32,4,2,32,64,0,0,0,1,-1,4
-128,128,64,2,4,64,32,0,0,0,1,-1,3
-128,256,32,2,4,64,64,0,0,0,1,-1,3
-256,128,32,4,2,64,64,0,0,0,1,-1,3
-128,64,32,2,2,64,32,0,0,0,1,-1,4
-128,64,32,4,1,32,64,0,0,0,1,-1,4
-128,64,64,2,2,64,32,0,0,0,1,-1,3
-64,128,32,2,2,32,64,0,0,0,1,-1,4
-64,64,32,2,2,32,32,0,0,0,1,-1,4
-64,64,64,2,2,32,32,0,0,0,1,-1,3
-128,128,32,2,4,64,32,0,0,0,1,0,4
-"""
-CANDIDATES_32 = """
-64,64,16,2,2,32,32,0,0,0,1,-1,3
-128,64,16,2,2,64,32,0,0,0,1,-1,3
-128,128,16,2,2,64,64,0,0,0,1,-1,3
-128,128,16,4,2,32,64,0,0,0,1,-1,3
-128,128,8,2,4,64,32,0,0,0,1,-1,4
-128,64,16,4,2,32,32,0,0,0,1,-1,3
-64,128,16,2,4,32,32,0,0,0,1,-1,3
-128,128,32,4,2,32,64,0,0,0,1,-1,2
-"""
+CONFIG_DIR = ROOT / "bench" / "configs"
+"""Default candidate lists, one perf config per line: ``fp16_dev.txt`` (also used for bf16)
+and ``fp32_dev.txt``."""
 
 
 def main(argv=None):
@@ -65,8 +41,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from miopen_solver.runtime import get_engine
     eng = get_engine("cuda")
-    text = Path(args.configs).read_text() if args.configs else (
-        CANDIDATES_32 if args.dtype == "fp32" else CANDIDATES_16)
+    default = CONFIG_DIR / ("fp32_dev.txt" if args.dtype == "fp32" else "fp16_dev.txt")
+    text = Path(args.configs or default).read_text()
     cfgs = [PerfConfig.parse(x) for x in text.split() if x.strip()]
     wanted = args.rows.split(",")
     for label, cmd in read_suite(ROOT / "bench" / "suite.txt"):
