@@ -3,11 +3,15 @@ and the click options that run, tune and batch have in common."""
 
 from __future__ import annotations
 
+import math
+import os
+import tempfile
 
 import click
 
 from miopen_solver.command import split_command
 from miopen_solver.errors import MiopenCommandError, PerfConfigError, RuntimeUnavailable
+from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, default_path
 from miopen_solver.runtime import BACKENDS
 
 PROG = "dgrad-driver"
@@ -16,11 +20,24 @@ EXIT_VERIFY_FAILED = 1
 """Verification failed (MIOpenDriver prints FAILED and exits 0: its 0x200 code wraps; we do not)."""
 EXIT_USER_ERROR = 2
 EXIT_WORKER_FAILED = 3
-"""A timing or verification worker crashed, timed out or raised."""
+"""A timing or verification worker crashed, timed out or raised, or a compile-only build failed."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (SIGINT): 128 + 2, as a shell reports a process killed by SIGINT."""
+MAX_TIMEOUT_S = 1e6
+"""The largest ``--timeout`` (about 11.5 days): beyond it the OS's wait calls overflow."""
 
 
 class UserError(Exception):
     """A mistake in what the user asked for; one line on stderr, exit 2."""
+
+
+class OutputError(UserError):
+    """A user error found after results were produced (e.g. the ``--csv`` file cannot be
+    written): ``lines`` are printed to stdout first, then the one error line; exit 2."""
+
+    def __init__(self, message: str, lines=()):
+        super().__init__(message)
+        self.lines = list(lines)
 
 
 USER_ERRORS = (UserError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, ValueError)
@@ -44,14 +61,33 @@ def split_line(line) -> list:
     return tokens
 
 
+def error_line(message) -> str:
+    """The one stderr line of a user error: ``dgrad-driver: error: <message>``."""
+    return f"{PROG}: error: {one_line(message)}"
+
+
+def warn(message) -> None:
+    """One line ``dgrad-driver: warning: <message>`` on stderr."""
+    click.echo(f"{PROG}: warning: {one_line(message)}", err=True)
+
+
 def run_and_print(ctx, fn, *args) -> None:
     """Call ``fn(*args) -> (status, lines)``; print the lines and exit with the status, or
-    print a user error as one line and exit 2."""
+    print a user error as one line and exit 2 (an :class:`OutputError`'s lines first).
+    Ctrl-C exits 130 (workers are ended by their context managers on the way out)."""
     try:
         status, lines = fn(*args)
-    except USER_ERRORS as e:
-        click.echo(f"{PROG}: error: {one_line(e)}", err=True)
+    except OutputError as e:
+        for text in e.lines:
+            click.echo(text)
+        click.echo(error_line(e), err=True)
         ctx.exit(EXIT_USER_ERROR)
+    except USER_ERRORS as e:
+        click.echo(error_line(e), err=True)
+        ctx.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        click.echo(f"{PROG}: interrupted", err=True)
+        ctx.exit(EXIT_INTERRUPTED)
     for text in lines:
         click.echo(text)
     if status:
@@ -75,11 +111,92 @@ def arch_option(f):
                              "engine. With auto and no such device: compile only.")(f)
 
 
+def check_timeout(raw, shown: str) -> float:
+    """``raw`` as a finite number of seconds in (0, :data:`MAX_TIMEOUT_S`].
+
+    Raises:
+        UserError: ``<shown>: allowed: a finite number of seconds > 0 and <= 1e+06``
+            (``shown`` is how the user gave it: ``--timeout inf``, ``DGRAD_WORKER_TIMEOUT=inf``).
+    """
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        raise UserError(f"{shown}: allowed: a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:g}")
+    return value
+
+
+def _timeout_callback(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return check_timeout(value, f"--timeout {value}")
+    except UserError as e:
+        raise click.UsageError(str(e), ctx) from None
+
+
 def timeout_option(f):
-    """``--timeout SECONDS`` (> 0) per worker job."""
-    return click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+    """``--timeout SECONDS``: finite, > 0 and <= :data:`MAX_TIMEOUT_S`, per worker job."""
+    return click.option("--timeout", default=None, metavar="SECONDS", callback=_timeout_callback,
                         help="Seconds a worker may take per job before it is killed "
                              "(default $DGRAD_WORKER_TIMEOUT or 300).")(f)
+
+
+def perfdb_label(path) -> str:
+    """How the user named the perf-db: ``--perfdb PATH``, ``MIOPEN_DGRAD_PERFDB=PATH`` or
+    ``perf-db PATH`` (the built-in location)."""
+    if path is not None:
+        return f"--perfdb {path}"
+    if os.environ.get(PERFDB_ENV):
+        return f"{PERFDB_ENV}={os.environ[PERFDB_ENV]}"
+    return f"perf-db {default_path()}"
+
+
+PERFDB_ALLOWED = ("allowed: a perf-db file written by dgrad-driver tune, or a new file in an existing, "
+                  "writable directory")
+
+
+def check_output_file(flag: str, path: str) -> None:
+    """An output file given by ``flag`` (``--csv``) can be written: not empty, not a
+    directory, its directory exists and a file can be created there (probed, nothing is
+    left behind); an existing file must be writable.
+
+    Raises:
+        UserError: naming the flag, the path and what is allowed.
+    """
+    allowed = "allowed: a file path in an existing, writable directory"
+    if not path.strip():
+        raise UserError(f"{flag} {path!r}: empty; {allowed}")
+    if os.path.isdir(path):
+        raise UserError(f"{flag} {path}: is a directory; {allowed}")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        why = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise UserError(f"{flag} {path}: directory {parent} {why}; {allowed}")
+    try:
+        if os.path.exists(path):
+            with open(path, "a"):
+                pass
+        else:
+            with tempfile.TemporaryFile(dir=parent):
+                pass
+    except OSError as e:
+        raise UserError(f"{flag} {path}: not writable ({e.strerror or e}); {allowed}") from None
+
+
+def check_writable_dir(what: str, directory: str, allowed: str) -> None:
+    """Files can be created in ``directory`` (probed with a temporary file, nothing is left).
+
+    Raises:
+        UserError: ``<what>: cannot create files in <directory> (<why>); allowed: <allowed>``.
+    """
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise UserError(f"{what}: cannot create files in {directory} ({e.strerror or e}); "
+                        f"allowed: {allowed}") from None
 
 
 def perfdb_options(f):

@@ -32,19 +32,23 @@ from dataclasses import dataclass, field
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, prng
 from miopen_solver.command import DriverCommand, parse
-from miopen_solver.errors import RuntimeUnavailable
+from miopen_solver.errors import PerfConfigError, PerfDbError, RuntimeUnavailable
 from miopen_solver.perfdb import PerfDb, default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, make_spec
-from miopen_solver.target import get_target
+from miopen_solver.target import PRESETS, get_target
 
 from . import report, workers
-from .options import EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, check_writable_dir,
+                      perfdb_label, warn)
 
 KOUTER = {"auto": -1, "on": 1, "off": 0}
 """``--kouter`` values -> ``PerfConfig.lds_k_outer``."""
 SOLUTION_NOT_SET = "-1"
+GRAPH_ON_CPU_NOTE = ("Info: '--use_hip_graph 1' is ignored on the cpu engine (no graph capture); "
+                     "the timed launches are plain launches")
+"""Printed for ``-J 1 -t 1`` on the CPU engine (GPU engines time replays of a captured graph)."""
 SOLUTION_FASTEST = "0"
 
 
@@ -80,6 +84,8 @@ class Device:
 
 
 def _preset(arch: str):
+    if not arch.strip():
+        raise UserError(f"--arch {arch!r}: empty; allowed: {', '.join(sorted(PRESETS))}")
     try:
         return get_target(arch)
     except ValueError as e:
@@ -95,7 +101,7 @@ def resolve_device(backend: str, arch: str | None, timeout: float | None = None)
         UserError: an unknown arch, or an explicit GPU backend whose device is another arch.
         RuntimeUnavailable: an explicit ``cuda``/``hip`` that is not there.
     """
-    want = _preset(arch) if arch else None
+    want = _preset(arch) if arch is not None else None
     cpu = get_target("cpu")
     if backend == "cpu":
         return Device("cpu", want or cpu, "cpu (numpy engine)")
@@ -129,9 +135,10 @@ class ConfigChoice:
     Attributes:
         config: the PerfConfig to launch (``split_k`` resolved, never -1).
         source: ``"perf-config"`` (the option), ``"perfdb"`` or ``"default"``.
-        notes: lines to print about the choice (perf-db use, resolved split-K).
+        notes: lines to print about the choice (given config, perf-db use, resolved split-K).
         tuned_ms: the perf-db record's time, when the config came from there.
         perfdb_path: the perf-db file consulted (None when skipped).
+        warnings: stderr lines (an unusable perf-db: the default config is used instead).
     """
 
     config: PerfConfig
@@ -139,6 +146,7 @@ class ConfigChoice:
     notes: list = field(default_factory=list)
     tuned_ms: float | None = None
     perfdb_path: str | None = None
+    warnings: list = field(default_factory=list)
 
 
 def check_split_k(value: int | None) -> None:
@@ -153,7 +161,11 @@ def check_split_k(value: int | None) -> None:
 
 def lookup_perfdb(problem, device: Device, path: str | None):
     """``(PerfConfig, PerfRecord, note)`` for the perf-db record of this problem on this
-    device, or ``(None, None, note)``; ``note`` explains an ignored record ("" otherwise)."""
+    device, or ``(None, None, note)``; ``note`` explains an ignored record ("" otherwise).
+
+    Raises:
+        PerfDbError: the perf-db cannot be read (not SQLite, a directory, wrong schema...).
+    """
     db_path = path if path is not None else default_path()
     with PerfDb(db_path) as db:
         rec = db.get(problem.problem_key(), device.perfdb_arch, SOLVER_NAME)
@@ -175,24 +187,48 @@ def choose_config(problem, device: Device, *, perf_config: str | None = None, ko
                   use_perfdb: bool = True) -> ConfigChoice:
     """The config for a run (see module docstring for the order).
 
+    An unusable perf-db is not an error here: the default config is used and
+    :attr:`ConfigChoice.warnings` says why.
+
     Raises:
         PerfConfigError: ``--perf-config`` malformed or invalid for the problem, or the
-            overrides make the config invalid.
+            overrides make the config invalid; the message starts with the options given
+            (``--perf-config '<value>': ...``).
         UserError: a bad ``--split-k`` or ``--kouter``.
     """
     check_split_k(split_k)
     if kouter is not None and kouter not in KOUTER:
         raise UserError(f"--kouter {kouter}: allowed: {', '.join(KOUTER)}")
+    given = ([f"--perf-config {perf_config!r}"] if perf_config is not None else []) + \
+        ([f"--kouter {kouter}"] if kouter is not None else []) + \
+        ([f"--split-k {split_k}"] if split_k is not None else [])
+    try:
+        return _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_perfdb)
+    except PerfConfigError as e:
+        if not given or str(e).startswith("--"):
+            raise
+        raise PerfConfigError(f"{' '.join(given)}: {e}") from None
+
+
+def _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_perfdb) -> ConfigChoice:
     target = device.target
-    notes = []
+    notes, warnings = [], []
     tuned_ms = db_path = None
     if perf_config is not None:
-        cfg, source = PerfConfig.parse(perf_config), "perf-config"
+        try:
+            cfg, source = PerfConfig.parse(perf_config), "perf-config"
+        except PerfConfigError as e:
+            raise PerfConfigError(f"--perf-config {perf_config!r}: {e}") from None
+        notes.append(f"Using --perf-config {cfg.serialize()}")
     else:
         cfg = None
         if use_perfdb:
             db_path = str(perfdb if perfdb is not None else default_path())
-            cfg, rec, note = lookup_perfdb(problem, device, perfdb)
+            try:
+                cfg, rec, note = lookup_perfdb(problem, device, perfdb)
+            except PerfDbError as e:
+                cfg, note = None, ""
+                warnings.append(f"{perfdb_label(perfdb)} unusable: {e.reason}; using the default config")
             if note:
                 notes.append(note)
             if cfg is not None:
@@ -211,7 +247,7 @@ def choose_config(problem, device: Device, *, perf_config: str | None = None, ko
         cfg = cfg.replace(split_k=chosen)
         notes.append(f"Split-K: -1 resolved to {chosen}")
     make_spec(problem, target, cfg)               # PerfConfigError names the broken rule
-    return ConfigChoice(cfg, source, notes, tuned_ms, db_path)
+    return ConfigChoice(cfg, source, notes, tuned_ms, db_path, warnings)
 
 
 # --------------------------------------------------------------------- line checks
@@ -219,9 +255,18 @@ def check_line(cmd: DriverCommand) -> None:
     """Flags this driver cannot honour.
 
     Raises:
-        UserError: ``-m trans``, a cast type, or ``-S`` naming another solver.
+        UserError: ``-m trans``, a cast type, ``-S`` naming another solver, vectorized
+            tensors (``-Z``/``-L``), or ``-G 1`` with ``-V 1`` (MIOpenDriver refuses that too).
     """
     f = cmd.flags
+    if int(f["tensor_vect"]) != 0:
+        raise UserError(f"-Z {f['tensor_vect']}: vectorized tensors are not supported by this solver; allowed: 0")
+    if int(f["vector_length"]) != 1:
+        raise UserError(f"-L {f['vector_length']}: a vector length needs vectorized tensors (-Z 1), which this "
+                        f"solver does not support; allowed: 1")
+    if int(f["gpualloc"]) == 1 and int(f["verify"]) == 1:
+        raise UserError("-G 1: '--gpualloc 1' should not be used with enabled verification (as in "
+                        "MIOpenDriver); allowed: -G 0, or -G 1 with -V 0")
     if cmd.problem.mode != "conv":
         raise UserError("-m trans: backward data of a transposed convolution is a forward "
                         "convolution in MIOpen; this solver runs -m conv only")
@@ -272,6 +317,22 @@ def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:
                         f"the problem needs {count}")
 
 
+def check_dump_dir() -> None:
+    """``-o 1`` writes MIOpen's ``dump_*.bin`` files into the working directory: it must
+    exist and be writable, checked before anything runs (a worker failing to dump would
+    lose the verification result).
+
+    Raises:
+        UserError: naming ``-o 1``, the directory and why.
+    """
+    try:
+        cwd = os.getcwd()
+    except OSError as e:
+        raise UserError(f"-o 1: the working directory is unusable ({e.strerror or e}); allowed: -o 0, "
+                        f"or run from a writable directory") from None
+    check_writable_dir("-o 1", cwd, "-o 0, or run from a writable directory (the dump_*.bin files go there)")
+
+
 def resolve_reference(ref: str, device: Device) -> str:
     """``--ref auto|gpu|cpu`` -> ``gpu`` or ``cpu`` (auto: the GPU reference on a GPU)."""
     if ref == "auto":
@@ -286,8 +347,9 @@ def compile_only(spec) -> tuple:
     """Emit the kernel and compile it offline where a compiler exists.
 
     Returns:
-        ``(status, lines, record)``: status 0 (built, or no compiler: emitted only) or 1
-        (the compiler rejected it); ``record`` for ``--json``.
+        ``(status, lines, record)``: status 0 (built, or no compiler: emitted only) or 3
+        (:data:`EXIT_WORKER_FAILED`: the compiler rejected it, a failed build like a failed
+        worker; 1 stays "verification failed"); ``record`` for ``--json``.
     """
     from miopen_solver.kernels import emit
     from miopen_solver.kernels.offline import (OfflineCompileError, compile_amd, compile_nvidia,
@@ -323,7 +385,7 @@ def compile_only(spec) -> tuple:
             first = next((ln for ln in str(e).splitlines()[1:] if "error" in ln), str(e).splitlines()[0])
             rec["error"] = str(e)
             lines.append(f"Compile FAILED: {first.strip()}")
-            status = EXIT_VERIFY_FAILED
+            status = EXIT_WORKER_FAILED
     return status, lines, rec
 
 
@@ -370,20 +432,26 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
             user mistakes (the CLI prints one line and exits 2).
     """
     o = opts or RunOptions(**kw)
+    timeout = o.timeout if o.timeout is not None else workers.default_timeout()
     cmd = parse_line(tokens)
     problem = cmd.problem
+    dump = int(cmd.flags["dump_output"]) != 0
+    if dump and not o.print_name_only:
+        check_dump_dir()
 
-    device = resolve_device(o.backend, o.arch, o.timeout)
+    device = resolve_device(o.backend, o.arch, timeout)
     t_aux = time.perf_counter()         # MIOpen's "auxiliary API calls": applicability, config, spec
     target = device.target
     check_applicable(problem, target)
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
     choice = choose_config(problem, device, perf_config=o.perf_config, kouter=o.kouter, split_k=o.split_k,
                            perfdb=o.perfdb, use_perfdb=o.use_perfdb)
+    for text in choice.warnings:
+        warn(text)
     spec = make_spec(problem, target, choice.config)
     aux_ms = (time.perf_counter() - t_aux) * 1e3
     if o.print_name_only:
-        return EXIT_OK, [spec.kernel_name]
+        return EXIT_OK, [json.dumps({"kernel_name": spec.kernel_name}) if o.as_json else spec.kernel_name]
 
     base = dict(command=cmd.command_line(), problem=problem, spec=spec, config_source=choice.source,
                 perfdb_path=choice.perfdb_path, tuned_ms=choice.tuned_ms)
@@ -400,6 +468,9 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     lines.append(report.seed_line(seed))
     lines.extend(choice.notes)
     f = cmd.flags
+    graph = int(f["use_hip_graph"]) != 0
+    if cmd.time and graph and device.backend == "cpu":
+        lines.append(GRAPH_ON_CPU_NOTE)
     st = layouts.storage_dtype(problem.dtype)
     dy_file, w_file = f["dout_data"] or None, f["weights"] or None
     if dy_file:
@@ -408,13 +479,11 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         check_input_file(w_file, layouts.w_shape(problem), st, "-e")
     job_args = dict(problem=problem, target=target, perf_config=choice.config.serialize(), backend=device.backend,
                     seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
-    dump = int(f["dump_output"]) != 0
 
     timing = summary = failure = None
     if cmd.time:
-        job = workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup,
-                               graph=int(f["use_hip_graph"]) != 0)
-        res = workers.run_one(job, timeout=o.timeout)
+        job = workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup, graph=graph)
+        res = workers.run_one(job, timeout=timeout)
         if res.ok:
             timing, summary = res.record, timing_summary(res.record)
         else:
@@ -424,7 +493,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     # verification worker is needed only to verify, to dump, or when nothing was timed.
     if failure is None and (cmd.verify or dump or not cmd.time):
         job = workers.make_job("verification", **job_args, verify=bool(cmd.verify), reference=ref_kind, dump=dump)
-        res = workers.run_one(job, timeout=o.timeout)
+        res = workers.run_one(job, timeout=timeout)
         if res.ok:
             vrec = res.record
         else:

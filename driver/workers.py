@@ -68,21 +68,20 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def default_timeout() -> float:
-    """``$DGRAD_WORKER_TIMEOUT`` when set to a positive number, else :data:`DEFAULT_TIMEOUT_S`.
+    """``$DGRAD_WORKER_TIMEOUT`` when set, else :data:`DEFAULT_TIMEOUT_S`.
 
     Raises:
-        ValueError: the variable is set but is not a positive number.
+        ValueError: the variable is set but is not a finite number of seconds in
+            (0, :data:`~driver.options.MAX_TIMEOUT_S`]; one line naming it and what is allowed.
     """
+    from .options import UserError, check_timeout
     raw = os.environ.get(TIMEOUT_ENV, "").strip()
     if not raw:
         return DEFAULT_TIMEOUT_S
     try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"{TIMEOUT_ENV}={raw!r}: allowed: a number of seconds > 0")
-    return value
+        return check_timeout(raw, f"{TIMEOUT_ENV}={raw}")
+    except UserError as e:
+        raise ValueError(str(e)) from None
 
 
 # --------------------------------------------------------------------- plain data

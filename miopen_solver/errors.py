@@ -36,3 +36,19 @@ class PerfConfigError(ValueError):
 class RuntimeUnavailable(RuntimeError):
     """A GPU runtime (ROCm or CUDA) is not installed or sees no device. The message is one
     sentence that says which and why."""
+
+
+class PerfDbError(ValueError):
+    """A perf-db file that cannot be used: a directory, a path under a regular file, a file
+    that is not SQLite or has another schema, a missing parent directory (writes), or an
+    SQLite/OS error while reading or writing it.
+
+    Attributes:
+        path: the perf-db path as given.
+        reason: why it cannot be used (one phrase, without the path).
+    """
+
+    def __init__(self, path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"perf-db {self.path}: {reason}")

@@ -9,7 +9,13 @@ Storage is one sqlite file (stdlib :mod:`sqlite3`). Location, first that is set:
 Concurrency: WAL journal (readers never block the writer), a busy timeout
 (:data:`BUSY_TIMEOUT_S`) so a writer waits for another instead of failing, and every write
 in one ``BEGIN IMMEDIATE`` transaction, so two processes tuning at once cannot corrupt the
-file or interleave half-records. Lookups never create the file.
+file or interleave half-records. Lookups never create the file (nor its table).
+
+Errors: every way a path can be unusable (a directory, a path under a regular file, a file
+that is not SQLite or holds another schema, a missing parent directory of a new file, an
+SQLite or OS error) raises :class:`~miopen_solver.errors.PerfDbError` with one clear
+reason. Only the built-in default location (no path given, :data:`ENV_VAR` unset) has its
+parent directory created.
 
 Text form (import/export) is MIOpen's perf-db record line (``src/include/miopen/db_record.hpp``;
 research miopen.md section 2)::
@@ -27,9 +33,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import PerfDbError
 
 ENV_VAR = "MIOPEN_DGRAD_PERFDB"
 BUSY_TIMEOUT_S = 30.0
@@ -47,6 +57,8 @@ CREATE TABLE IF NOT EXISTS perf_db (
     PRIMARY KEY (problem_key, arch, solver)
 )
 """
+COLUMNS = ("problem_key", "arch", "solver", "params", "time_ms", "updated")
+"""The perf_db table's columns, in order."""
 
 
 def default_path() -> Path:
@@ -110,26 +122,114 @@ class PerfDb:
 
     Args:
         path: the sqlite file; None for :func:`default_path`.
+        make_parents: create a missing parent directory on the first write; default: only
+            for the built-in location (``path`` None and :data:`ENV_VAR` unset), so a
+            mistyped path is an error rather than a new directory tree.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None):
+    def __init__(self, path: str | os.PathLike | None = None, *, make_parents: bool | None = None):
         self.path = Path(path).expanduser() if path is not None else default_path()
+        if make_parents is None:
+            make_parents = path is None and not os.environ.get(ENV_VAR)
+        self.make_parents = make_parents
         self._conn = None
 
     # ----------------------------------------------------------- connection
+    @contextmanager
+    def _guard(self):
+        """SQLite and OS errors become :class:`PerfDbError` naming this path."""
+        try:
+            yield
+        except sqlite3.DatabaseError as e:
+            msg = str(e)
+            if "not a database" in msg or "malformed" in msg:
+                msg = f"not a valid SQLite database ({msg})"
+            raise PerfDbError(self.path, msg) from None
+        except OSError as e:
+            raise PerfDbError(self.path, e.strerror or str(e)) from None
+
+    def _check_path(self, create: bool) -> None:
+        """Refuse what can never be a perf-db file (see :class:`PerfDbError`)."""
+        p = self.path
+        if p.is_dir():
+            raise PerfDbError(p, "is a directory")
+        if p.exists():
+            if not p.is_file():
+                raise PerfDbError(p, "is not a regular file")
+            return
+        anc = next((a for a in p.parents if a.exists()), None)
+        if anc is not None and not anc.is_dir():
+            raise PerfDbError(p, f"is under {anc}, which is not a directory")
+        if create and not p.parent.is_dir() and not self.make_parents:
+            raise PerfDbError(p, f"directory {p.parent} does not exist")
+
+    def _check_schema(self, conn, create: bool) -> bool:
+        """True when the perf_db table is there (created when ``create`` and the database
+        is empty); raises PerfDbError for a database of another schema."""
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        if "perf_db" in tables:
+            cols = tuple(r[1] for r in conn.execute("PRAGMA table_info(perf_db)"))
+            if cols != COLUMNS:
+                raise PerfDbError(self.path, f"wrong schema: table perf_db has columns ({', '.join(cols)}); "
+                                             f"expected ({', '.join(COLUMNS)})")
+            return True
+        if tables:
+            raise PerfDbError(self.path, f"wrong schema: an SQLite database without a perf_db table "
+                                         f"(tables: {', '.join(tables)})")
+        if create:
+            conn.execute(_SCHEMA)
+            return True
+        return False
+
     def _connect(self, create: bool):
+        """The connection, or None for a lookup where there is no file or no table yet."""
         if self._conn is not None:
             return self._conn
+        self._check_path(create)
         if not create and not self.path.exists():
             return None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute(_SCHEMA)
+        with self._guard():
+            if create and self.make_parents:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                if create:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                if not self._check_schema(conn, create):
+                    conn.close()
+                    return None
+            except BaseException:
+                conn.close()
+                raise
         self._conn = conn
         return conn
+
+    def check(self, write: bool = False) -> None:
+        """Raise :class:`PerfDbError` now when the file cannot be read (or, with ``write``,
+        written): what a later :meth:`get` or :meth:`update` would hit. Writes nothing; a
+        new file is not created (its directory is probed with a temporary file).
+        """
+        self._check_path(create=write)
+        conn = self._connect(create=False)
+        if not write:
+            return
+        if conn is None and not self.path.exists() and self.path.parent.is_dir():
+            try:
+                with tempfile.TemporaryFile(dir=self.path.parent):
+                    pass
+            except OSError as e:
+                raise PerfDbError(self.path, f"cannot create a file in {self.path.parent} "
+                                             f"({e.strerror or e})") from None
+            return
+        with self._guard():
+            if conn is not None:                      # the write lock needs write access
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("ROLLBACK")
+            elif self.path.exists():                  # an empty database: no table yet
+                with open(self.path, "r+b"):
+                    pass
 
     def close(self) -> None:
         if self._conn is not None:
@@ -145,8 +245,13 @@ class PerfDb:
     def _write(self, rows: list, replace: bool) -> int:
         """Write ``rows`` of PerfRecord in one immediate transaction; returns rows changed."""
         conn = self._connect(create=True)
-        changed = 0
         now = time.time()
+        with self._guard():
+            return self._write_rows(conn, rows, replace, now)
+
+    @staticmethod
+    def _write_rows(conn, rows: list, replace: bool, now: float) -> int:
+        changed = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             for r in rows:
@@ -164,20 +269,28 @@ class PerfDb:
                 changed += cur.rowcount
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
             raise
         return changed
 
     # ----------------------------------------------------------- queries
     def get(self, problem_key: str, arch: str, solver: str) -> PerfRecord | None:
         """The record for (problem key, arch, solver), or None (also when the file does
-        not exist; a lookup never creates it)."""
+        not exist; a lookup never creates it).
+
+        Raises:
+            PerfDbError: the path cannot be read as a perf-db.
+        """
         conn = self._connect(create=False)
         if conn is None:
             return None
-        row = conn.execute("SELECT problem_key, arch, solver, params, time_ms FROM perf_db "
-                           "WHERE problem_key = ? AND arch = ? AND solver = ?",
-                           (problem_key, arch, solver)).fetchone()
+        with self._guard():
+            row = conn.execute("SELECT problem_key, arch, solver, params, time_ms FROM perf_db "
+                               "WHERE problem_key = ? AND arch = ? AND solver = ?",
+                               (problem_key, arch, solver)).fetchone()
         return PerfRecord(*row) if row else None
 
     def records(self, arch: str | None = None) -> list:
@@ -189,7 +302,8 @@ class PerfDb:
         args = ()
         if arch is not None:
             sql, args = sql + " WHERE arch = ?", (arch,)
-        return [PerfRecord(*r) for r in conn.execute(sql + " ORDER BY problem_key, arch, solver", args)]
+        with self._guard():
+            return [PerfRecord(*r) for r in conn.execute(sql + " ORDER BY problem_key, arch, solver", args)]
 
     def update(self, problem_key: str, arch: str, solver: str, values: str,
                time_ms: float | None = None, *, force: bool = False) -> bool:
@@ -203,6 +317,7 @@ class PerfDb:
 
         Raises:
             ValueError: an empty field, one containing ``=;:``, or a negative time.
+            PerfDbError: the path cannot be written as a perf-db.
         """
         rec = PerfRecord(_check_field("problem key", problem_key), _check_field("arch", arch),
                          _check_field("solver id", solver), _check_field("values", values),
@@ -216,10 +331,11 @@ class PerfDb:
         conn = self._connect(create=False)
         if conn is None:
             return False
-        conn.execute("BEGIN IMMEDIATE")
-        cur = conn.execute("DELETE FROM perf_db WHERE problem_key = ? AND arch = ? AND solver = ?",
-                           (problem_key, arch, solver))
-        conn.execute("COMMIT")
+        with self._guard():
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute("DELETE FROM perf_db WHERE problem_key = ? AND arch = ? AND solver = ?",
+                               (problem_key, arch, solver))
+            conn.execute("COMMIT")
         return cur.rowcount > 0
 
     # ----------------------------------------------------------- MIOpen text form
@@ -251,3 +367,6 @@ class PerfDb:
             for key, solver, values in parse_record_line(line, n):
                 rows.append(PerfRecord(key, arch, solver, values, None))
         return self._write(rows, replace=True) if rows else 0
+
+
+__all__ = ["COLUMNS", "ENV_VAR", "PerfDb", "PerfDbError", "PerfRecord", "default_path", "parse_record_line"]
