@@ -2,8 +2,10 @@
 
 FILE may be a MIOpen perf-model file (lines start with ``./bin/MIOpenDriver``) or a log
 with ``MIOPEN_ENABLE_LOGGING_CMD`` output: everything on a line before the base argument
-(``conv``, ``convfp16``, ``convbfp16`` ...) is ignored, and lines without one (blank
-lines, ``#`` comments, other log output) are skipped and counted. Lines that ask for
+(``conv``, ``convfp16``, ``convbfp16`` ...) is ignored, a trailing comment (whitespace,
+then ``#`` to the end of the line: ``bench/suite.txt``'s row labels) is dropped, and lines
+without a base argument (blank lines, ``#`` comments, other log output) are skipped and
+counted. FILE must be a regular UTF-8 text file of at most :data:`MAX_FILE_BYTES`. Lines that ask for
 another direction than backward data (``-F``/``--forw`` other than 2) are skipped with a
 note; ``-S`` is ignored (the line runs with this solver whatever MIOpen used).
 
@@ -11,36 +13,50 @@ Every runnable line is timed (its ``-i``, or ``--iters``) in one timing worker a
 its ``-V 0`` or ``--no-verify``, verified in one verification worker; both workers live for
 the whole file and are restarted after a failure, which becomes that line's row.
 ``--batch-size N`` replaces every line's ``-n`` so a big file runs quickly on a CPU. A
-plain run's config choice applies (perf-db winner, else the default).
+plain run's config choice applies (perf-db winner, else the default; an unusable perf-db
+is one warning line on stderr and the defaults are used). ``--max-lines N`` stops after N
+lines have run (been timed); skipped, not-applicable and error rows are listed but do not
+count.
 
 Row status: ``ok``, ``verify-failed``, ``failed`` (a worker crashed, timed out or raised),
 ``not-applicable`` (e.g. NCHW or mixed layouts on a GPU target), ``skipped`` (not ``-F 2``)
 and ``error`` (the line does not parse, or its flags cannot be honoured).
-Exit status: 0 no row ``failed``/``verify-failed``/``error``; 1 otherwise; 2 bad input.
+Exit status: 0 no row ``failed``/``verify-failed``/``error``; 1 otherwise; 2 bad input
+(also a ``--csv`` file that cannot be written at the end: the table is printed first).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
+import stat
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import click
 
 from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directions, parse
-from miopen_solver.errors import MiopenCommandError, PerfConfigError
+from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbError
+from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import make_spec
 
 from . import report, workers
-from .options import (EXIT_OK, EXIT_VERIFY_FAILED, UserError, arch_option, backend_option, one_line,
-                      perfdb_options, ref_option, run_and_print, timeout_option, warmup_option)
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
+                      check_output_file, one_line, perfdb_label, perfdb_options, ref_option, run_and_print,
+                      timeout_option, warmup_option, warn, write_csv_or_error)
 from .run_cmd import check_line, choose_config, resolve_device, resolve_reference, timing_summary
 from .tune_cmd import Progress
 
 CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
               "verified", "verify_error", "perf_config", "config_source", "note")
 FAILING = ("failed", "verify-failed", "error")
+RAN = ("ok", "verify-failed", "failed")
+"""Row states of a line that was timed (what ``--max-lines`` counts)."""
+MAX_FILE_BYTES = 64 << 20
+"""The largest FILE batch reads (64 MiB; MIOpen's perf-model files are a few KiB)."""
+_TRAILING_COMMENT = re.compile(r"\s#.*$")
 
 
 @dataclass
@@ -87,8 +103,10 @@ class BatchOptions:
 
 
 def command_tokens(text: str) -> list | None:
-    """The tokens of a line from its base argument on, without ``-S``/``--solution`` and
-    its value; None when the line holds no MIOpenDriver conv command."""
+    """The tokens of a line from its base argument on, without a trailing ``# comment``
+    (whitespace, then ``#`` onward), ``-S``/``--solution`` and its value; None when the
+    line holds no MIOpenDriver conv command."""
+    text = _TRAILING_COMMENT.sub("", text)
     try:
         tokens = shlex.split(text, comments=False)
     except ValueError:
@@ -112,10 +130,52 @@ def _check_options(o: BatchOptions) -> None:
         if value is not None and value < 1:
             raise UserError(f"{flag} {value}: allowed: an integer >= 1")
     if o.csv is not None:
-        import os
-        parent = os.path.dirname(os.path.abspath(o.csv))
-        if not os.path.isdir(parent):
-            raise UserError(f"--csv {o.csv}: directory {parent} does not exist")
+        check_output_file("--csv", o.csv)
+
+
+def read_batch_file(path: str) -> str:
+    """The text of FILE: a regular file of at most :data:`MAX_FILE_BYTES`, UTF-8.
+
+    Raises:
+        UserError: naming FILE, the path and what is allowed (a device such as /dev/zero
+            or a FIFO would be read forever, so only regular files are opened).
+    """
+    allowed = f"allowed: a regular UTF-8 text file of at most {MAX_FILE_BYTES >> 20} MiB"
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise UserError(f"FILE {path}: cannot read ({e.strerror or e}); {allowed}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"FILE {path}: is a directory; {allowed}")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"FILE {path}: is not a regular file; {allowed}")
+    if st.st_size > MAX_FILE_BYTES:
+        raise UserError(f"FILE {path}: {st.st_size} bytes is too large; {allowed}")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise UserError(f"FILE {path}: cannot read ({e.strerror or e}); {allowed}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise UserError(f"FILE {path}: more than {MAX_FILE_BYTES} bytes; {allowed}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"FILE {path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                        f"{allowed}") from None
+
+
+def _usable_perfdb(o: BatchOptions) -> bool:
+    """Whether to look configs up in the perf-db: an unusable one is one warning, once."""
+    if not o.use_perfdb:
+        return False
+    try:
+        with PerfDb(o.perfdb) as db:
+            db.check()
+    except PerfDbError as e:
+        warn(f"{perfdb_label(o.perfdb)} unusable: {e.reason}; using the default config")
+        return False
+    return True
 
 
 def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, timing_w, verify_w, seed) -> None:
@@ -150,6 +210,8 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     except (PerfConfigError, ValueError) as e:
         row.status, row.note = "error", one_line(e)
         return
+    for text in choice.warnings:
+        warn(text)
     spec = make_spec(problem, device.target, choice.config)
     row.kernel_name, row.perf_config, row.config_source = spec.kernel_name, choice.config.serialize(), choice.source
     f = cmd.flags
@@ -188,17 +250,16 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
     from miopen_solver import prng
     o = opts or BatchOptions(**kw)
     _check_options(o)
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as e:
-        raise UserError(f"FILE {path}: cannot read ({e.strerror or e})") from None
+    if o.timeout is None:                 # a bad $DGRAD_WORKER_TIMEOUT is bad input, before any line
+        o = replace(o, timeout=workers.default_timeout())
+    text = read_batch_file(path)
     device = resolve_device(o.backend, o.arch, o.timeout)
     if device.compile_only:
         raise UserError(f"--arch {o.arch}: batch needs a device to run on and there is no {o.arch} device here; "
                         f"use --backend cpu to run the lines on the CPU engine")
     ref_kind = resolve_reference(o.ref, device)
     seed = prng.resolve_seed()
+    o = replace(o, use_perfdb=_usable_perfdb(o))
 
     commands, ignored = [], 0
     for n, raw in enumerate(text.splitlines(), 1):
@@ -210,20 +271,22 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
             ignored += 1
             continue
         commands.append((n, tokens))
-    if o.max_lines is not None:
-        commands = commands[:o.max_lines]
 
     err = stderr if stderr is not None else sys.stderr
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
-    progress = Progress(err, len(commands), show, label="batch")
-    rows = []
+    limit = o.max_lines if o.max_lines is not None else len(commands)
+    progress = Progress(err, min(limit, len(commands)), show, label="batch")
+    rows, ran = [], 0
     with workers.Worker("timing", timeout=o.timeout) as tw, workers.Worker("verification", timeout=o.timeout) as vw:
-        for done, (n, tokens) in enumerate(commands):
-            progress.update(done, sum(r.status in FAILING for r in rows), None, f"line {n}")
+        for n, tokens in commands:
+            if ran >= limit:
+                break
+            progress.update(ran, sum(r.status in FAILING for r in rows), None, f"line {n}")
             row = BatchRow(line=n, status="pending")
             _run_row(row, tokens, o, device, ref_kind, tw, vw, seed)
             rows.append(row)
-        progress.update(len(commands), sum(r.status in FAILING for r in rows), None)
+            ran += row.status in RAN
+        progress.update(ran, sum(r.status in FAILING for r in rows), None)
     progress.finish()
 
     counts = {}
@@ -239,7 +302,10 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
     lines.append(f"Summary: {summary or 'no commands'}"
                  + (f"; {ignored} lines without a MIOpenDriver conv command ignored" if ignored else ""))
     if o.csv is not None:
-        n = report.write_csv(o.csv, CSV_FIELDS, [r.as_dict() for r in rows])
+        errors = []
+        n = write_csv_or_error(o.csv, CSV_FIELDS, [r.as_dict() for r in rows], errors)
+        if errors:
+            raise OutputError(errors[0], lines)
         lines.append(f"Wrote {n} rows to {o.csv}")
     status = EXIT_VERIFY_FAILED if any(r.status in FAILING for r in rows) else EXIT_OK
     return status, lines
@@ -252,7 +318,8 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
 @click.option("--iters", type=int, default=None, help="Replace every line's -i with N.")
 @click.option("--no-verify", "no_verify", is_flag=True, help="Time only (as if every line had -V 0).")
 @click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
-@click.option("--max-lines", "max_lines", type=int, default=None, help="Run only the first N commands.")
+@click.option("--max-lines", "max_lines", type=int, default=None,
+              help="Stop after N lines have run (skipped, not-applicable and error lines do not count).")
 @ref_option
 @click.option("--quiet", is_flag=True, help="No progress line on stderr.")
 @warmup_option

@@ -185,6 +185,17 @@ def check_output_file(flag: str, path: str) -> None:
         raise UserError(f"{flag} {path}: not writable ({e.strerror or e}); {allowed}") from None
 
 
+def write_csv_or_error(path: str, fieldnames, rows, errors: list) -> int | None:
+    """:func:`driver.report.write_csv`; on an OSError (disk full, removed directory...)
+    append ``--csv PATH: cannot write (why)`` to ``errors`` and return None."""
+    from .report import write_csv
+    try:
+        return write_csv(path, fieldnames, rows)
+    except OSError as e:
+        errors.append(f"--csv {path}: cannot write ({e.strerror or e}); the results are printed above")
+        return None
+
+
 def check_writable_dir(what: str, directory: str, allowed: str) -> None:
     """Files can be created in ``directory`` (probed with a temporary file, nothing is left).
 

@@ -18,28 +18,30 @@
    faster of an existing record and the new winner.
 
 Exit status: 0 a winner was found; 1 no config timed and verified; 2 bad input (checked
-before the sweep starts); 3 never (worker failures are rows).
+before the sweep starts: options, the line, a ``--csv`` path that cannot be written, a
+perf-db that cannot be written), or the CSV or perf-db write failing after the sweep (the
+results are printed first, then one error line); 3 never (worker failures are rows).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import click
 
 from miopen_solver import SOLVER_NAME, prng
-from miopen_solver.perfdb import PerfDb, default_path
+from miopen_solver.errors import PerfDbError
+from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import make_spec
 
 from . import report, workers
-from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, UserError, arch_option, backend_option,
-                      json_option, perfdb_options, ref_option, run_and_print, split_line, timeout_option,
-                      warmup_option)
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
+                      arch_option, backend_option, check_output_file, json_option, perfdb_label, perfdb_options,
+                      ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
 from .run_cmd import check_applicable, parse_line, resolve_device, resolve_reference
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
@@ -148,9 +150,34 @@ def _check_options(o: TuneOptions) -> None:
     if o.csv_top is not None and o.csv is None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
     if o.csv is not None:
-        parent = os.path.dirname(os.path.abspath(o.csv))
-        if not os.path.isdir(parent):
-            raise UserError(f"--csv {o.csv}: directory {parent} does not exist")
+        check_output_file("--csv", o.csv)
+
+
+def _check_perfdb(o: TuneOptions) -> None:
+    """The perf-db the winner goes to can be written (checked before the sweep)."""
+    if not o.store:
+        return
+    try:
+        with PerfDb(o.perfdb) as db:
+            db.check(write=True)
+    except PerfDbError as e:
+        raise UserError(f"{perfdb_label(o.perfdb)}: {e.reason}; {PERFDB_ALLOWED}") from None
+
+
+def _store(o: TuneOptions, problem, device, winner) -> dict:
+    """Write the winner to the perf-db; the record of what happened (``error`` set when the
+    write failed)."""
+    db = PerfDb(o.perfdb)
+    try:
+        with db:
+            wrote = db.update(problem.problem_key(), device.perfdb_arch, SOLVER_NAME, winner.perf_config,
+                              winner.average_ms)
+            rec = db.get(problem.problem_key(), device.perfdb_arch, SOLVER_NAME)
+    except PerfDbError as e:
+        return {"path": str(db.path), "written": False, "arch": device.perfdb_arch, "perf_config": None,
+                "time_ms": None, "error": f"{perfdb_label(o.perfdb)}: cannot store the winner: {e.reason}"}
+    return {"path": str(db.path), "written": wrote, "arch": device.perfdb_arch, "perf_config": rec.values,
+            "time_ms": rec.time_ms, "error": None}
 
 
 def _time_configs(rows, job_args, iters, o: TuneOptions, problem, progress) -> tuple:
@@ -218,6 +245,8 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
     """
     o = opts or TuneOptions(**kw)
     _check_options(o)
+    if o.timeout is None:                 # a bad $DGRAD_WORKER_TIMEOUT is bad input, before the sweep
+        o = replace(o, timeout=workers.default_timeout())
     cmd = parse_line(tokens)
     problem = cmd.problem
     device = resolve_device(o.backend, o.arch, o.timeout)
@@ -231,7 +260,9 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
     candidates = list(DgradSolver().search(problem, target))
     picked = select_configs(candidates, o.max_configs)
     if o.list_only:
-        return EXIT_OK, [c.serialize() for c in picked]
+        listed = [c.serialize() for c in picked]
+        return EXIT_OK, [json.dumps(listed)] if o.as_json else listed
+    _check_perfdb(o)
 
     rows = []
     for i, cfg in enumerate(picked, 1):
@@ -258,22 +289,15 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
     else:
         winner = ok_rows[0] if ok_rows else None
 
-    stored = None
-    db_path = str(o.perfdb if o.perfdb is not None else default_path())
-    if winner is not None and o.store:
-        with PerfDb(db_path) as db:
-            wrote = db.update(problem.problem_key(), device.perfdb_arch, SOLVER_NAME, winner.perf_config,
-                              winner.average_ms)
-            rec = db.get(problem.problem_key(), device.perfdb_arch, SOLVER_NAME)
-        stored = {"path": db_path, "written": wrote, "arch": device.perfdb_arch, "perf_config": rec.values,
-                  "time_ms": rec.time_ms}
+    stored = _store(o, problem, device, winner) if winner is not None and o.store else None
+    errors = [stored["error"]] if stored and stored["error"] else []
 
     csv_rows = None
     if o.csv is not None:
         chosen = ok_rows[:o.csv_top] if o.csv_top is not None else ok_rows + failed_rows + \
             [r for r in rows if r.status == "pending"]
-        csv_rows = report.write_csv(o.csv, CSV_FIELDS, [{**r.as_dict(), "verified": _verified_text(r, "")}
-                                                        for r in chosen])
+        csv_rows = write_csv_or_error(o.csv, CSV_FIELDS, [{**r.as_dict(), "verified": _verified_text(r, "")}
+                                                          for r in chosen], errors)
 
     status = EXIT_OK if winner is not None else EXIT_VERIFY_FAILED
     if o.as_json:
@@ -285,7 +309,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
                "rows": [r.as_dict() for r in ok_rows + failed_rows],
                "winner": winner.as_dict() if winner else None, "perfdb": stored,
                "csv": {"path": o.csv, "rows": csv_rows} if o.csv else None}
-        return status, [json.dumps(rec, sort_keys=True)]
+        return _finish(status, [json.dumps(rec, sort_keys=True)], errors)
 
     lines = [report.echo_line(cmd.argv), report.seed_line(seed),
              f"Tuning {SOLVER_NAME} on {target.arch} ({device.backend}, {device.name}): problem "
@@ -316,12 +340,21 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
         lines.append("No winner: no config " + ("timed and verified" if o.verify_top else "timed") + " successfully")
     elif stored is None:
         lines.append(f"Winner {winner.perf_config} ({winner.average_ms:.6f} ms); perf-db not written (--no-perfdb)")
+    elif stored["error"]:
+        lines.append(f"Winner {winner.perf_config} ({winner.average_ms:.6f} ms); perf-db not written (error below)")
     elif stored["written"]:
         lines.append(f"Perf-db: stored {winner.perf_config} ({winner.average_ms:.6f} ms) for "
-                     f"{problem.problem_key()} on {device.perfdb_arch} in {db_path}")
+                     f"{problem.problem_key()} on {device.perfdb_arch} in {stored['path']}")
     else:
         lines.append(f"Perf-db: kept {stored['perf_config']} ({stored['time_ms']:.6f} ms), faster than the winner "
-                     f"{winner.perf_config} ({winner.average_ms:.6f} ms), in {db_path}")
+                     f"{winner.perf_config} ({winner.average_ms:.6f} ms), in {stored['path']}")
+    return _finish(status, lines, errors)
+
+
+def _finish(status: int, lines: list, errors: list) -> tuple:
+    """``(status, lines)``, or an OutputError carrying the lines when a write failed."""
+    if errors:
+        raise OutputError("; ".join(errors), lines)
     return status, lines
 
 
