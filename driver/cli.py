@@ -17,7 +17,9 @@ every backend, so they never share a GPU context with each other or with the dri
 Exit status: 0 success; 1 verification failed (MIOpen exits 0 there: its 0x200 error code
 wraps to 0 -- we do not); 2 a user error (bad line, invalid perf config, unavailable
 backend, not applicable), reported as ONE line ``dgrad-driver: error: ...`` on stderr;
-3 a worker crashed, timed out or raised.
+3 a worker crashed, timed out or raised, or a compile-only build failed; 130 interrupted
+(Ctrl-C; the workers are killed and reaped first). With ``--json`` too, errors are that
+one stderr line and nothing on stdout.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import click
 
 from miopen_solver import __version__
 
-from .options import (LINE_SETTINGS, PROG, arch_option, backend_option, json_option, one_line, perfdb_options,
+from .options import (EXIT_INTERRUPTED, LINE_SETTINGS, PROG, arch_option, backend_option, json_option, one_line, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option)
 from .run_cmd import KOUTER, RunOptions, run_line
 
@@ -115,9 +117,15 @@ def main(argv=None) -> int:
     except click.ClickException as e:
         click.echo(f"{PROG}: error: {one_line(e.format_message())}", err=True)
         return e.exit_code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if isinstance(e.__cause__, KeyboardInterrupt):
+            click.echo(f"{PROG}: interrupted", err=True)
+            return EXIT_INTERRUPTED
         click.echo(f"{PROG}: error: aborted", err=True)
         return 1
+    except KeyboardInterrupt:
+        click.echo(f"{PROG}: interrupted", err=True)
+        return EXIT_INTERRUPTED
     except SystemExit as e:  # subcommands that exit directly
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return rv if isinstance(rv, int) else 0

@@ -18,11 +18,14 @@ files and prints what moved; failed fixtures are never written.
 
 Exit status: 0 everything passed (or, with ``--update-golden``, every drift was written);
 1 a fixture failed or drifted; 2 bad input (missing path, malformed fixture file, no
-fixture matching ``--only``, unavailable backend), reported as one line on stderr.
+fixture matching ``--only``, unavailable backend), reported as one line
+``dgrad-driver: error: ...`` on stderr. The regenerate hint names the paths (and
+``--only``) this replay was given.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import click
@@ -31,13 +34,13 @@ from miopen_solver import fixtures as fx
 from miopen_solver.errors import RuntimeUnavailable
 from miopen_solver.runtime import get_engine
 
-PROG = "dgrad-driver replay"
+from .options import error_line
 DEFAULT_PATH = "fixtures"
 HASH_WIDTH = 12
 
 
 def _fail(message: str) -> None:
-    click.echo(f"{PROG}: error: {' '.join(str(message).split())}", err=True)
+    click.echo(error_line(message), err=True)
     raise SystemExit(2)
 
 
@@ -106,8 +109,16 @@ def _table(results, failures_only: bool) -> list:
     return lines
 
 
-def summary_lines(results, backend: str, seconds: float, n_files: int) -> list:
-    """The summary: counts, and the regenerate hint when only emission hashes moved."""
+def regenerate_command(paths, pattern: str | None = None) -> str:
+    """The ``--update-golden`` command for the same paths (and ``--only``) as this replay."""
+    only = f" --only {shlex.quote(pattern)}" if pattern else ""
+    return f"dgrad-driver replay {' '.join(shlex.quote(str(p)) for p in paths)}{only} --update-golden"
+
+
+def summary_lines(results, backend: str, seconds: float, n_files: int, command: str | None = None) -> list:
+    """The summary: counts, and the regenerate hint (``command``, default
+    :data:`miopen_solver.fixtures.REGENERATE_COMMAND`) when something drifted."""
+    command = command or fx.REGENERATE_COMMAND
     count = {s: sum(r.status == s for r in results) for s in (fx.PASSED, fx.DRIFTED, fx.FAILED)}
     lines = [f"replayed {len(results)} fixtures from {n_files} file(s) on {backend} in {seconds:.1f} s: "
              f"{count[fx.PASSED]} passed, {count[fx.DRIFTED]} drifted, {count[fx.FAILED]} failed"]
@@ -117,19 +128,19 @@ def summary_lines(results, backend: str, seconds: float, n_files: int) -> list:
     if fx.only_kernel_body_moved(results):
         lines.append("Only source_sha256 moved (defines, names, configs, verdicts and numerics are unchanged): "
                      "the kernel text (dgrad.cu) changed. If that is intended, regenerate the golden with: "
-                     f"{fx.REGENERATE_COMMAND}")
+                     f"{command}")
     elif fx.only_hashes_moved(results):
         moved = sorted({r.fixture.id for r in results
                         if any(d.path.endswith("defines_sha256") for d in r.drifts)})
         lines.append(f"Only emission hashes moved; the emitted defines changed for {len(moved)} fixture(s) "
                      f"(check that the change was meant to touch exactly these kernels). If intended, "
-                     f"regenerate the golden with: {fx.REGENERATE_COMMAND}")
+                     f"regenerate the golden with: {command}")
     else:
         if count[fx.FAILED]:
             lines.append(f"{count[fx.FAILED]} fixture(s) failed: the code computes wrong or worse results for "
                          f"them; fix it (--update-golden never writes a failed fixture).")
         if count[fx.DRIFTED]:
-            lines.append(f"If every drift above is intended, regenerate the golden with: {fx.REGENERATE_COMMAND}")
+            lines.append(f"If every drift above is intended, regenerate the golden with: {command}")
     return lines
 
 
@@ -175,7 +186,7 @@ def replay_cmd(paths, backend, pattern, update, failures_only):
         for line in _table(results, failures_only):
             click.echo(line)
         click.echo("")
-        for line in summary_lines(results, engine.name, elapsed, n_files):
+        for line in summary_lines(results, engine.name, elapsed, n_files, regenerate_command(paths, pattern)):
             click.echo(line)
         bad = any(r.status != fx.PASSED for r in results)
         raise SystemExit(1 if bad else 0)
@@ -205,4 +216,4 @@ def replay_cmd(paths, backend, pattern, update, failures_only):
     raise SystemExit(1 if kept else 0)
 
 
-__all__ = ["drift_lines", "replay_cmd", "summary_lines"]
+__all__ = ["drift_lines", "regenerate_command", "replay_cmd", "summary_lines"]

@@ -12,8 +12,10 @@ MIOpenDriver has no flag of the same name:
                         else the user cache dir); ``--no-perfdb`` skips the lookup
 
 Exit status: 0 applicable / resolved; 1 not applicable, or ``--perf-config`` invalid for the
-problem; 2 bad input (unparsable line, unknown arch, malformed perf config), with one line
-on stderr.
+problem; 2 bad input (unparsable line, unknown or empty arch, malformed perf config), with
+one line ``dgrad-driver: error: ...`` on stderr (``--json`` too). An unusable perf-db (not
+SQLite, a directory, another schema...) is one ``dgrad-driver: warning: ...`` line on stderr
+and the default config is resolved.
 
 Direction policy: ``applicable`` parses with ``allow_any_direction`` so a ``-F 1`` line is
 answered (not applicable, code ``DIRECTION``, exit 1) rather than refused; ``config`` needs a
@@ -28,11 +30,13 @@ import click
 
 from miopen_solver import SOLVER_NAME
 from miopen_solver.command import parse, split_command
-from miopen_solver.errors import MiopenCommandError, PerfConfigError
+from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import PerfConfig, make_spec
-from miopen_solver.target import get_target
+from miopen_solver.target import PRESETS, get_target
+
+from .options import error_line, perfdb_label, warn
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
@@ -88,10 +92,15 @@ def _merge(opts: dict, **given) -> dict:
 
 
 def _target(opts: dict):
+    arch = opts.get("arch")
+    if arch is None:
+        return get_target(DEFAULT_ARCH)
+    if not arch.strip():
+        raise BadInput(f"--arch {arch!r}: empty; allowed: {', '.join(sorted(PRESETS))}")
     try:
-        return get_target(opts.get("arch") or DEFAULT_ARCH)
+        return get_target(arch)
     except ValueError as e:
-        raise BadInput(str(e)) from None
+        raise BadInput(f"--arch {arch}: {e}") from None
 
 
 def _parse_line(tokens, any_direction: bool):
@@ -104,7 +113,7 @@ def _parse_line(tokens, any_direction: bool):
 
 
 def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo(error_line(message), err=True)
     raise SystemExit(2)
 
 
@@ -167,8 +176,8 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
                                                                         "no-perfdb": no_perfdb})
         target = _target(opts)
         cmd = _parse_line(tokens, any_direction=False)
-        given = PerfConfig.parse(opts["perf-config"]) if "perf-config" in opts else None
-    except (BadInput, PerfConfigError) as e:
+        given = _given_config(opts)
+    except BadInput as e:
         _fail(str(e))
     as_json = bool(opts.get("json"))
     solver, problem = DgradSolver(), cmd.problem
@@ -182,8 +191,12 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
     elif opts.get("no-perfdb"):
         cfg, source = solver.get_default_performance_config(problem, target), "default"
     else:
-        with PerfDb(opts.get("perfdb")) as db:
-            cfg, source = solver.find_performance_config(problem, target, db)
+        try:
+            with PerfDb(opts.get("perfdb")) as db:
+                cfg, source = solver.find_performance_config(problem, target, db)
+        except PerfDbError as e:
+            warn(f"{perfdb_label(opts.get('perfdb'))} unusable: {e.reason}; using the default config")
+            cfg, source = solver.get_default_performance_config(problem, target), "default"
     try:
         spec = make_spec(problem, target, cfg)
     except PerfConfigError as e:
@@ -198,6 +211,16 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
            "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
                       "workspace_bytes": solution.workspace_bytes}}
     _emit(doc, as_json, _config_text(doc))
+
+
+def _given_config(opts: dict):
+    """``--perf-config`` parsed, or None; a malformed one is BadInput naming the option."""
+    if "perf-config" not in opts:
+        return None
+    try:
+        return PerfConfig.parse(opts["perf-config"])
+    except PerfConfigError as e:
+        raise BadInput(f"--perf-config {opts['perf-config']!r}: {e}") from None
 
 
 def _config_text(doc: dict) -> str:

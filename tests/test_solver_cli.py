@@ -38,7 +38,7 @@ def one_line_error(result):
     assert result.exit_code == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr
+    assert len(lines) == 1 and lines[0].startswith("dgrad-driver: error: ") and "Traceback" not in result.stderr
     return lines[0]
 
 
