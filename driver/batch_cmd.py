@@ -140,7 +140,7 @@ def read_batch_file(path: str) -> str:
         UserError: naming FILE, the path and what is allowed (a device such as /dev/zero
             or a FIFO would be read forever, so only regular files are opened).
     """
-    allowed = f"allowed: a regular UTF-8 text file of at most {MAX_FILE_BYTES >> 20} MiB"
+    allowed = f"allowed: a regular UTF-8 text file of at most {MAX_FILE_BYTES / 2**20:g} MiB"
     try:
         st = os.stat(path)
     except OSError as e:
@@ -150,14 +150,14 @@ def read_batch_file(path: str) -> str:
     if not stat.S_ISREG(st.st_mode):
         raise UserError(f"FILE {path}: is not a regular file; {allowed}")
     if st.st_size > MAX_FILE_BYTES:
-        raise UserError(f"FILE {path}: {st.st_size} bytes is too large; {allowed}")
+        raise UserError(f"FILE {path}: too large ({st.st_size} bytes > {MAX_FILE_BYTES}); {allowed}")
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise UserError(f"FILE {path}: cannot read ({e.strerror or e}); {allowed}") from None
     if len(data) > MAX_FILE_BYTES:
-        raise UserError(f"FILE {path}: more than {MAX_FILE_BYTES} bytes; {allowed}")
+        raise UserError(f"FILE {path}: too large (more than {MAX_FILE_BYTES} bytes); {allowed}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

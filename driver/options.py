@@ -131,7 +131,7 @@ def _timeout_callback(ctx, param, value):
     if value is None:
         return None
     try:
-        return check_timeout(value, f"--timeout {value}")
+        return check_timeout(value, f"--timeout {value if value.strip() else repr(value)}")
     except UserError as e:
         raise click.UsageError(str(e), ctx) from None
 
