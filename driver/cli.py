@@ -30,8 +30,8 @@ import click
 
 from miopen_solver import __version__
 
-from .options import (EXIT_INTERRUPTED, LINE_SETTINGS, PROG, arch_option, backend_option, json_option, one_line, perfdb_options,
-                      ref_option, run_and_print, split_line, timeout_option, warmup_option)
+from .options import (EXIT_INTERRUPTED, LINE_SETTINGS, PROG, arch_option, backend_option, json_option, one_line,
+                      perfdb_options, ref_option, run_and_print, split_line, timeout_option, warmup_option)
 from .run_cmd import KOUTER, RunOptions, run_line
 
 __all__ = ["cli", "main", "run_line", "RunOptions"]

@@ -139,8 +139,8 @@ def _timeout_callback(ctx, param, value):
 def timeout_option(f):
     """``--timeout SECONDS``: finite, > 0 and <= :data:`MAX_TIMEOUT_S`, per worker job."""
     return click.option("--timeout", default=None, metavar="SECONDS", callback=_timeout_callback,
-                        help="Seconds a worker may take per job before it is killed "
-                             "(default $DGRAD_WORKER_TIMEOUT or 300).")(f)
+                        help="Seconds a worker may take per job before it is killed: finite, > 0, "
+                             "<= 1e6 (default $DGRAD_WORKER_TIMEOUT or 300).")(f)
 
 
 def perfdb_label(path) -> str:
@@ -214,7 +214,9 @@ def perfdb_options(f):
     """``--perfdb PATH`` and ``--no-perfdb``."""
     f = click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Ignore the perf-db.")(f)
     return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
-                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
+                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir). "
+                             "Read: an unusable one is a warning and the default config; tune writes it "
+                             "and refuses an unwritable one.")(f)
 
 
 def ref_option(f):

@@ -425,7 +425,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     """Run one MIOpenDriver line. Returns ``(exit_status, stdout_lines)``.
 
     ``opts`` (or keyword arguments naming :class:`RunOptions` fields) are our options.
-    Exit status: 0 ok, 1 verification (or an offline compile) failed, 3 a worker failed.
+    Exit status: 0 ok, 1 verification failed, 3 a worker (or a compile-only build) failed.
 
     Raises:
         UserError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, ValueError:

@@ -165,7 +165,7 @@ def test_unwritten_output_fails_verification(capsys, faults):
     ("conv -n 2 -F 2 --perf-config 64,64,32,2,2,32,32,0,0,0,0,-1,2", "split_k"),
     ("conv -n 2 -F 2 --arch gfx1234", "--arch gfx1234"),
     ("conv -n 2 -F 2 -S 86", "-S 86"),
-    ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 (not set), 200 or ConvDgradImplicitGemmTilde"),
+    ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 (not set), 0 (fastest), 200 or ConvDgradImplicitGemmTilde"),
     ("conv -n 2 -F 2 --split-k 0", "--split-k 0: allowed: -1 (choose) or an integer from 1 to 64"),
     ("conv -n 2 -F 2 --split-k -2", "--split-k -2"),
     ("conv -n 2 -F 2 --kouter maybe", "--kouter"),

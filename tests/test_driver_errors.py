@@ -126,6 +126,15 @@ def bad_perfdb(kind, tmp_path) -> tuple:
 BAD_PERFDBS = ("not-sqlite", "directory", "under-a-file", "wrong-columns", "other-tables", "device")
 
 
+def given_perfdb(monkeypatch, path, source) -> tuple:
+    """``(extra args, label in messages)`` for the perf-db ``path`` given by ``--perfdb``
+    (``source`` "flag") or by the environment variable ("env")."""
+    if source == "flag":
+        return ["--perfdb", path], f"--perfdb {path}"
+    monkeypatch.setenv(PERFDB_ENV, path)
+    return [], f"{PERFDB_ENV}={path}"
+
+
 @pytest.mark.parametrize("kind", BAD_PERFDBS)
 def test_perfdb_library_raises_one_error_type(tmp_path, kind):
     path, why = bad_perfdb(kind, tmp_path)
@@ -156,11 +165,7 @@ def test_perfdb_library_missing_parent(tmp_path, monkeypatch):
 @pytest.mark.parametrize("kind", BAD_PERFDBS)
 def test_reads_of_an_unusable_perfdb_warn_and_use_the_default(capsys, monkeypatch, tmp_path, kind, source):
     path, why = bad_perfdb(kind, tmp_path)
-    if source == "flag":
-        extra, label = ["--perfdb", path], f"--perfdb {path}"
-    else:
-        monkeypatch.setenv(PERFDB_ENV, path)
-        extra, label = [], f"{PERFDB_ENV}={path}"
+    extra, label = given_perfdb(monkeypatch, path, source)
     warning = (f"{label} unusable: ", why, "; using the default config")
     # a plain run (the env var used to break every one of them)
     status, out, err = run(capsys, *SMALL.replace("-V 1", "-V 0").split(), "--backend", "cpu", "--json", *extra)
@@ -183,14 +188,11 @@ def test_reads_of_an_unusable_perfdb_warn_and_use_the_default(capsys, monkeypatc
 def test_tune_refuses_an_unwritable_perfdb_before_the_sweep(capsys, monkeypatch, tmp_path, no_workers, kind,
                                                             source):
     if kind == "missing-parent":
-        path, why = str(tmp_path / "nonexistent_dir" / "p.sqlite"), f"directory {tmp_path / 'nonexistent_dir'} does not exist"
+        path = str(tmp_path / "nonexistent_dir" / "p.sqlite")
+        why = f"directory {tmp_path / 'nonexistent_dir'} does not exist"
     else:
         path, why = bad_perfdb(kind, tmp_path)
-    if source == "flag":
-        extra, label = ["--perfdb", path], f"--perfdb {path}"
-    else:
-        monkeypatch.setenv(PERFDB_ENV, path)
-        extra, label = [], f"{PERFDB_ENV}={path}"
+    extra, label = given_perfdb(monkeypatch, path, source)
     status, out, err = run(capsys, *mode_args("tune", tmp_path), *extra)
     assert status == 2 and out == []
     one_line(err, f"{label}: ", why, "allowed: ")
@@ -296,7 +298,8 @@ def test_compile_only_build_failure_exits_3(capsys, monkeypatch, arch):
     def reject(*a, **k):
         raise offline.OfflineCompileError(message)
     real_which = shutil.which
-    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/mock/nvcc" if name == "nvcc" else real_which(name, *a, **k))
+    monkeypatch.setattr(shutil, "which",
+                        lambda name, *a, **k: "/mock/nvcc" if name == "nvcc" else real_which(name, *a, **k))
     monkeypatch.setattr(offline, "find_amd_clang", lambda: "/mock/clang")
     monkeypatch.setattr(offline, "compile_amd", reject)
     monkeypatch.setattr(offline, "compile_nvidia", reject)
@@ -594,7 +597,8 @@ def test_graph_timing_note_on_the_cpu_engine(capsys):
     (["-Z", "1", "-L", "4"], "-Z 1: vectorized tensors", "allowed: 0"),
     (["-L", "4"], "-L 4: a vector length needs vectorized tensors", "allowed: 1"),
     (["-L", "8"], "-L 8: ", "allowed: 1"),
-    (["-G", "1"], "-G 1: '--gpualloc 1' should not be used with enabled verification", "allowed: -G 0, or -G 1 with -V 0"),
+    (["-G", "1"], "-G 1: '--gpualloc 1' should not be used with enabled verification",
+     "allowed: -G 0, or -G 1 with -V 0"),
     (["-G", "1", "-V", "1"], "-G 1: ", "allowed: -G 0"),
 ])
 def test_unsupported_vectorization_and_gpualloc_with_verify(capsys, tmp_path, no_workers, mode, flags, needle,
