@@ -13,6 +13,7 @@ from miopen_solver.command import split_command
 from miopen_solver.errors import MiopenCommandError, PerfConfigError, RuntimeUnavailable
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, default_path
 from miopen_solver.runtime import BACKENDS
+from miopen_solver.target import PRESETS, Target, get_target
 
 PROG = "dgrad-driver"
 EXIT_OK = 0
@@ -235,3 +236,17 @@ def warmup_option(f):
     """``--warmup N`` (>= 0) untimed launches."""
     return click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
                         help="Untimed launches before the -i timed ones.")(f)
+
+
+def arch_target(arch: str) -> Target:
+    """The preset for an ``--arch`` value.
+
+    Raises:
+        UserError: an empty or unknown arch, naming ``--arch``, the value and the known ones.
+    """
+    if not arch.strip():
+        raise UserError(f"--arch {arch!r}: empty; allowed: {', '.join(sorted(PRESETS))}")
+    try:
+        return get_target(arch)
+    except ValueError as e:
+        raise UserError(f"--arch {arch}: {e}") from None

@@ -37,11 +37,11 @@ from miopen_solver.perfdb import PerfDb, default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, make_spec
-from miopen_solver.target import PRESETS, get_target
+from miopen_solver.target import get_target
 
 from . import report, workers
-from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, check_writable_dir,
-                      perfdb_label, warn)
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target,
+                      check_writable_dir, perfdb_label, warn)
 
 KOUTER = {"auto": -1, "on": 1, "off": 0}
 """``--kouter`` values -> ``PerfConfig.lds_k_outer``."""
@@ -83,15 +83,6 @@ class Device:
         return arch
 
 
-def _preset(arch: str):
-    if not arch.strip():
-        raise UserError(f"--arch {arch!r}: empty; allowed: {', '.join(sorted(PRESETS))}")
-    try:
-        return get_target(arch)
-    except ValueError as e:
-        raise UserError(f"--arch {arch}: {e}") from None
-
-
 def resolve_device(backend: str, arch: str | None, timeout: float | None = None) -> Device:
     """The device for ``--backend``/``--arch`` (see module docstring).
 
@@ -101,7 +92,7 @@ def resolve_device(backend: str, arch: str | None, timeout: float | None = None)
         UserError: an unknown arch, or an explicit GPU backend whose device is another arch.
         RuntimeUnavailable: an explicit ``cuda``/``hip`` that is not there.
     """
-    want = _preset(arch) if arch is not None else None
+    want = arch_target(arch) if arch is not None else None
     cpu = get_target("cpu")
     if backend == "cpu":
         return Device("cpu", want or cpu, "cpu (numpy engine)")

@@ -34,9 +34,9 @@ from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbErro
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import PerfConfig, make_spec
-from miopen_solver.target import PRESETS, get_target
+from miopen_solver.target import get_target
 
-from .options import error_line, perfdb_label, warn
+from .options import UserError, arch_target, error_line, perfdb_label, warn
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
@@ -95,12 +95,10 @@ def _target(opts: dict):
     arch = opts.get("arch")
     if arch is None:
         return get_target(DEFAULT_ARCH)
-    if not arch.strip():
-        raise BadInput(f"--arch {arch!r}: empty; allowed: {', '.join(sorted(PRESETS))}")
     try:
-        return get_target(arch)
-    except ValueError as e:
-        raise BadInput(f"--arch {arch}: {e}") from None
+        return arch_target(arch)
+    except UserError as e:
+        raise BadInput(str(e)) from None
 
 
 def _parse_line(tokens, any_direction: bool):

@@ -23,7 +23,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from .errors import MiopenCommandError
-from .problem import LAYOUTS_2D, LAYOUTS_3D, ConvProblem
+from .problem import LAYOUTS_2D, LAYOUTS_3D, ConvProblem, output_size
 
 BASE_DTYPES = {"conv": "fp32", "convfp32": "fp32", "convfp16": "fp16", "convbfp16": "bf16"}
 """Accepted base arguments and their storage type."""
@@ -360,23 +360,22 @@ def _build_problem(base: str, v: dict, ft: dict) -> ConvProblem:
         kw.update(Di=v["in_d"], Z=v["fil_d"], pD=pd, sD=v["conv_stride_d"], dD=v["dilation_d"])
 
     # Derived output sizes: an error here, where MIOpen silently clamps to 1.
-    probe = dict(kw)
     if v["mode"] == "conv":
         for axis, (i, f, p, s, d, flag) in {
             "Ho": (kw["Hi"], kw["Y"], ph, kw["sH"], kw["dH"], "in_h"),
             "Wo": (kw["Wi"], kw["X"], pw, kw["sW"], kw["dW"], "in_w"),
         }.items():
-            out = (i + 2 * p - d * (f - 1) - 1) // s + 1
+            out = output_size(i, f, p, s, d)
             if out < 1:
                 raise MiopenCommandError(
-                    ft[flag], str(i), f"a size with (in + 2*pad - dilation*(filter-1) - 1)/stride + 1 >= 1",
+                    ft[flag], str(i), "a size with (in + 2*pad - dilation*(filter-1) - 1)/stride + 1 >= 1",
                     f"derived {axis}={out} < 1 (filter {f}, pad {p}, stride {s}, dilation {d})")
         if is3:
-            out = (kw["Di"] + 2 * pd - kw["dD"] * (kw["Z"] - 1) - 1) // kw["sD"] + 1
+            out = output_size(kw["Di"], kw["Z"], pd, kw["sD"], kw["dD"])
             if out < 1:
                 raise MiopenCommandError(ft["in_d"], str(kw["Di"]), "a depth the filter fits",
                                          f"derived Do={out} < 1")
-    return ConvProblem(**probe)
+    return ConvProblem(**kw)
 
 
 def format_command(problem: ConvProblem, base: str | None = None, extra: str = "") -> str:

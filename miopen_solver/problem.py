@@ -24,6 +24,12 @@ LAYOUTS_2D = ("NCHW", "NHWC", "CHWN")
 LAYOUTS_3D = ("NCDHW", "NDHWC")
 
 
+def output_size(size_in: int, filt: int, pad: int, stride: int, dilation: int) -> int:
+    """Forward output size along one axis, MIOpen's floor formula without its clamp to 1:
+    ``(in + 2*pad - dilation*(filter-1) - 1) // stride + 1`` (may be < 1)."""
+    return (size_in + 2 * pad - dilation * (filt - 1) - 1) // stride + 1
+
+
 @dataclass(frozen=True)
 class ConvProblem:
     """One backward-data convolution, as MIOpenDriver's conv flags describe it.
@@ -86,30 +92,27 @@ class ConvProblem:
     def is_3d(self) -> bool:
         return self.spatial_dim == 3
 
-    @staticmethod
-    def _out(i: int, f: int, p: int, s: int, d: int) -> int:
-        return (i + 2 * p - d * (f - 1) - 1) // s + 1
 
     @property
     def Ho(self) -> int:
         """dY height (MIOpen's floor formula, unclamped)."""
         if self.mode == "trans":
             return self.sH * (self.Hi - 1) + self.dH * (self.Y - 1) + 1 - 2 * self.pH + self.trans_pads[1]
-        return self._out(self.Hi, self.Y, self.pH, self.sH, self.dH)
+        return output_size(self.Hi, self.Y, self.pH, self.sH, self.dH)
 
     @property
     def Wo(self) -> int:
         """dY width (MIOpen's floor formula, unclamped)."""
         if self.mode == "trans":
             return self.sW * (self.Wi - 1) + self.dW * (self.X - 1) + 1 - 2 * self.pW + self.trans_pads[2]
-        return self._out(self.Wi, self.X, self.pW, self.sW, self.dW)
+        return output_size(self.Wi, self.X, self.pW, self.sW, self.dW)
 
     @property
     def Do(self) -> int:
         """dY depth (3-D only; 1 for 2-D problems)."""
         if not self.is_3d:
             return 1
-        return self._out(self.Di, self.Z, self.pD, self.sD, self.dD)
+        return output_size(self.Di, self.Z, self.pD, self.sD, self.dD)
 
     @property
     def cpg(self) -> int:

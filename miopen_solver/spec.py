@@ -147,6 +147,11 @@ cached_decompose = lru_cache(maxsize=256)(decompose)
 search and validation call it once per config."""
 
 
+def count_tiles(subs, tile_m: int, tile_n: int, groups: int = 1) -> int:
+    """Output tiles of ``tile_m x tile_n`` over the sub-GEMMs ``subs``, times ``groups``."""
+    return groups * sum(-(-s.gemm_m // tile_m) * -(-s.gemm_n // tile_n) for s in subs)
+
+
 def resolve_split_k(problem: ConvProblem, target: Target, cfg: PerfConfig, decomp: Decomposition) -> int:
     """``split_k = -1`` -> a concrete degree (>= 1); any other value is returned as is.
 
@@ -157,7 +162,7 @@ def resolve_split_k(problem: ConvProblem, target: Target, cfg: PerfConfig, decom
         return cfg.split_k
     if split_k_atomics_reason(problem, target) is not None:
         return 1
-    tiles = sum(-(-s.gemm_m // cfg.tile_m) * -(-s.gemm_n // cfg.tile_n) for s in decomp.sub_gemms) * problem.G
+    tiles = count_tiles(decomp.sub_gemms, cfg.tile_m, cfg.tile_n, problem.G)
     k_tiles = max(-(-s.gemm_k // cfg.tile_k) for s in decomp.sub_gemms)
     if tiles * 2 >= target.num_cus:
         return 1
@@ -262,7 +267,7 @@ class DgradSpec:
     @property
     def tiles_per_group(self) -> int:
         c = self.config
-        return sum(-(-s.gemm_m // c.tile_m) * -(-s.gemm_n // c.tile_n) for s in self.sub_gemms)
+        return count_tiles(self.sub_gemms, c.tile_m, c.tile_n)
 
     @property
     def zero_fill(self) -> str:
@@ -419,10 +424,6 @@ FALLBACK_CONFIGS = (
 fewer stages). Every entry divides by every preset's atoms."""
 
 
-def _tiles(subs, tile_m: int, tile_n: int, groups: int) -> int:
-    return groups * sum(-(-s.gemm_m // tile_m) * -(-s.gemm_n // tile_n) for s in subs)
-
-
 def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The default for NVIDIA targets, fitted to configuration sweeps on an H200
     (bench/sweep.py over the 14 suite rows, recorded in bench/RESULTS.md):
@@ -454,8 +455,8 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
                 tk = -(-max_k // 16) * 16
                 return PerfConfig(128, tn, tk, 4, 1, 32, tn, 0, 0, 0, 1, -1, 1)
             return PerfConfig(128, tn, 32, 4, 1, 32, tn, 0, 0, 0, 1, -1, 3)
-        if p.cpg <= 64 or (taps > 1 and _tiles(subs, 128, 128, p.G) < waves):
-            split = 2 if (split_ok and _tiles(subs, 128, 64, p.G) < waves and max_k >= 1024) else 1
+        if p.cpg <= 64 or (taps > 1 and count_tiles(subs, 128, 128, p.G) < waves):
+            split = 2 if (split_ok and count_tiles(subs, 128, 64, p.G) < waves and max_k >= 1024) else 1
             return PerfConfig(128, 64, 32, 2, 2, 64, 32, 0, 0, 0, split, -1, 4)
         if taps == 1:
             if max_k <= 64:
@@ -464,11 +465,11 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 4)
     if p.cpg <= 16:
         return PerfConfig(128, 16, 16, 4, 1, 32, 16, 0, 0, 0, 1, -1, 3)
-    if _tiles(subs, 128, 128, p.G) >= 4 * waves:
+    if count_tiles(subs, 128, 128, p.G) >= 4 * waves:
         return PerfConfig(128, 128, 16, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
     if p.sH > 1 or p.sW > 1:
         return PerfConfig(128, 64, 16, 2, 2, 64, 32, 0, 0, 0, 1, -1, 3)
-    split = 4 if (split_ok and max_k >= 1024 and _tiles(subs, 64, 64, p.G) < 4 * waves) else 1
+    split = 4 if (split_ok and max_k >= 1024 and count_tiles(subs, 64, 64, p.G) < 4 * waves) else 1
     return PerfConfig(64, 64, 16, 2, 2, 32, 32, 0, 0, 0, split, -1, 3)
 
 
@@ -498,8 +499,7 @@ def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
     tile_n = 16
     while tile_n < min(p.cpg, 128):
         tile_n *= 2
-    n_tiles = -(-p.cpg // tile_n)
-    tiles_128 = p.G * sum(-(-s.gemm_m // 128) * n_tiles for s in subs)
+    tiles_128 = count_tiles(subs, 128, tile_n, p.G)
     tile_m = 128 if tiles_128 >= t.num_cus else 64
     tile_k = 32 if p.dtype in ("fp16", "bf16") else 16
     max_gemm_k = max((s.gemm_k for s in subs), default=tile_k)
