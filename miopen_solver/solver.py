@@ -149,6 +149,9 @@ _WARPS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
 _SPLIT_K = (1, 2, 4, 8, 16)
 
 
+_WGMMA_N = (64, 128, 256)
+
+
 def _search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     """Candidate configs (unvalidated): tiles, warp grids with one warp tile per warp,
     stages, both B layouts and split-K degrees, pruned to what can matter here: tile_n
@@ -162,6 +165,14 @@ def _search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     max_k = max(s.gemm_k for s in cached_decompose(p).sub_gemms)
     stages = (2, 3, 4) if t.async_copy else (1, 2)
     splits = (1,) if split_k_atomics_reason(p, t) else _SPLIT_K
+    if t.wgmma and p.dtype in ("fp16", "bf16"):
+        # Warpgroup MMA first (the faster family on sm_90a): warpgroups stacked along M,
+        # one warpgroup tile of 64 x tile_n each, or two m64 instructions per warpgroup.
+        for tm, tn, tk, st, sk in itertools.product((64, 128, 256), _WGMMA_N, (64, 128), (3, 4, 5), splits):
+            if tn > max(64, cover_n) or (sk > 1 and sk * tk > max_k):
+                continue
+            for wm in {tm // 64, max(1, tm // 128)}:
+                yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, 1)
     for tm, tn, tk, (wm, wn), st, ko, sk in itertools.product(
             _TILE_M, tile_ns, _TILE_K.get(p.dtype, (16,)), _WARPS, stages, (0, 1), splits):
         if tm % wm or tn % wn or (sk > 1 and sk * tk > max_k):

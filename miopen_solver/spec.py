@@ -4,7 +4,15 @@
 as MIOpen does, comma-separated in field order::
 
     tile_m,tile_n,tile_k,warp_m,warp_n,warp_tile_m,warp_tile_n,
-    vector_size_a,vector_size_b,vector_size_c,split_k,lds_k_outer,stages
+    vector_size_a,vector_size_b,vector_size_c,split_k,lds_k_outer,stages[,wgmma]
+
+The 14th field ``wgmma`` is optional and written only when it is 1, so every 13-field
+config (perf-db records, fixtures) keeps its meaning: 0 = warp-level MMA (``mma.sync`` /
+MFMA / FFMA), 1 = warpgroup MMA (sm_90a ``wgmma.mma_async``). With ``wgmma=1``,
+``warp_m x warp_n`` counts warpgroups (128 threads each) and ``warp_tile_m x
+warp_tile_n`` is one warpgroup's tile: ``warp_tile_m`` a multiple of 64 (one m64
+instruction per 64 rows), ``warp_tile_n`` 64, 128 or 256 (the instruction's N),
+``tile_k`` a multiple of 64 (128-byte swizzled rows), B stored k-outer.
 
 ``vector_size_*`` are caps (0 = as wide as allowed), ``split_k`` is -1 (choose) or >= 1,
 ``lds_k_outer`` is -1 (auto), 0 (off, B tile stored m-outer) or 1 (on, k-outer).
@@ -34,7 +42,9 @@ dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
   and a packed atomic on the target;
 * lds_k_outer=1 on a 16-bit dtype needs a transposing LDS fragment read;
 * vector caps 0 or powers of two, clamped (never rejected) when too wide;
-* the launch grid fits the target (x: tiles, y: G, z: split_k).
+* the launch grid fits the target (x: tiles, y: G, z: split_k);
+* wgmma=1 only on a target with warpgroup MMA (sm_90a), for fp16/bf16, with the tile
+  shapes above (PTX ISA ``wgmma.mma_async`` shapes and the 128-byte swizzle layout).
 """
 
 from __future__ import annotations
@@ -51,7 +61,13 @@ from .target import MmaAtom, Target
 from .tilde import Decomposition, decompose
 
 FIELDS = ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp_tile_n",
-          "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages")
+          "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages", "wgmma")
+OPTIONAL_FIELDS = 1
+"""Trailing fields that may be left out (then 0): ``wgmma``."""
+WGMMA_N = (64, 128, 256)
+"""warp_tile_n values a wgmma config may use (the instruction's N)."""
+WGMMA_GROUP = 128
+"""Threads of one warpgroup."""
 
 MAX_SPLIT_K = 64
 """Largest accepted split-K degree (a bound on atomic traffic, not a hardware limit)."""
@@ -78,6 +94,7 @@ class PerfConfig:
     split_k: int = 1
     lds_k_outer: int = -1
     stages: int = 3
+    wgmma: int = 0
 
     def __post_init__(self):
         for name in FIELDS:
@@ -86,8 +103,10 @@ class PerfConfig:
                 raise PerfConfigError(f"perf config field {name} must be an integer, got {v!r}")
 
     def serialize(self) -> str:
-        """MIOpen's perf-db VALUES form: fields joined by ``,``."""
-        return ",".join(str(getattr(self, f)) for f in FIELDS)
+        """MIOpen's perf-db VALUES form: fields joined by ``,`` (13 fields, or 14 when
+        ``wgmma`` is not 0)."""
+        names = FIELDS if self.wgmma else FIELDS[:len(FIELDS) - OPTIONAL_FIELDS]
+        return ",".join(str(getattr(self, f)) for f in names)
 
     @classmethod
     def parse(cls, text: str) -> "PerfConfig":
@@ -103,13 +122,15 @@ class PerfConfig:
         if not isinstance(text, str):
             raise PerfConfigError(f"perf config must be a string, got {type(text).__name__}")
         body = text.strip().strip('"').strip("'").strip()
+        required = len(FIELDS) - OPTIONAL_FIELDS
         if not body:
-            raise PerfConfigError(f"perf config is empty; expected {len(FIELDS)} comma-separated "
-                                  f"integers: {','.join(FIELDS)}")
+            raise PerfConfigError(f"perf config is empty; expected {required} comma-separated "
+                                  f"integers: {','.join(FIELDS[:required])}[,{','.join(FIELDS[required:])}]")
         parts = [p.strip() for p in body.split(",")]
-        if len(parts) != len(FIELDS):
+        if not required <= len(parts) <= len(FIELDS):
             raise PerfConfigError(
-                f"perf config {text!r} has {len(parts)} fields; expected {len(FIELDS)}: {','.join(FIELDS)}")
+                f"perf config {text!r} has {len(parts)} fields; expected {required} or {len(FIELDS)}: "
+                f"{','.join(FIELDS[:required])}[,{','.join(FIELDS[required:])}]")
         vals = {}
         for name, p in zip(FIELDS, parts):
             try:
@@ -218,8 +239,14 @@ class DgradSpec:
 
     # --------------------------------------------------------------- derived values
     @property
+    def wgmma(self) -> bool:
+        """Warpgroup MMA (sm_90a ``wgmma``): warps are counted in warpgroups."""
+        return bool(self.config.wgmma)
+
+    @property
     def threads(self) -> int:
-        return self.config.warp_m * self.config.warp_n * self.target.wave_size
+        group = WGMMA_GROUP if self.wgmma else self.target.wave_size
+        return self.config.warp_m * self.config.warp_n * group
 
     @property
     def sub_gemms(self) -> tuple:
@@ -237,10 +264,16 @@ class DgradSpec:
 
     @property
     def mma_n(self) -> int:
+        """Atoms per warp along N; for wgmma, 8-column chunks of the warpgroup's
+        accumulator fragment (each laid out like an m16n8 C fragment per warp)."""
+        if self.wgmma:
+            return self.config.tile_n // (self.config.warp_n * 8)
         return self.config.tile_n // (self.config.warp_n * self.atom.n)
 
     @property
     def accumulators_per_lane(self) -> int:
+        if self.wgmma:  # a 64xN fp32 fragment over 128 threads: N/2 per instruction
+            return self.mma_m * self.mma_n * 4
         return self.mma_m * self.mma_n * self.atom.accumulators_per_lane(self.target.wave_size)
 
     @property
@@ -256,8 +289,14 @@ class DgradSpec:
     @property
     def lds_bytes(self) -> int:
         """Shared memory per block: the larger of the main loop's stages x (A tile + B
-        tile) and the staged epilogue's C tile (it reuses the same memory), rows padded."""
+        tile) and the staged epilogue's C tile (it reuses the same memory), rows padded.
+        wgmma tiles are swizzled instead of padded and need 1024-byte alignment (1024
+        bytes of slack are added)."""
         c, pad = self.config, self.lds_pad
+        if self.wgmma:
+            main = c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * self.problem.elem_bytes
+            epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
+            return max(main, epi) + 1024
         a = c.tile_m * (c.tile_k + pad)
         b = c.tile_k * (c.tile_n + pad) if self.lds_k_outer else c.tile_n * (c.tile_k + pad)
         main = c.stages * (a + b) * self.problem.elem_bytes
@@ -348,8 +387,21 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
            f"tile_m {c.tile_m} is not a multiple of warp_m*warp_tile_m = {c.warp_m * c.warp_tile_m}")
     _check(c.tile_n % (c.warp_n * c.warp_tile_n) == 0,
            f"tile_n {c.tile_n} is not a multiple of warp_n*warp_tile_n = {c.warp_n * c.warp_tile_n}")
-    atom = _pick_atom(t, p.dtype, c)
-    threads = c.warp_m * c.warp_n * t.wave_size
+    _check(c.wgmma in (0, 1), f"wgmma must be 0 (warp-level MMA) or 1 (warpgroup MMA), got {c.wgmma}")
+    if c.wgmma:
+        _check(t.wgmma, f"wgmma=1 needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
+        _check(p.dtype in ("fp16", "bf16"), f"wgmma=1 needs fp16 or bf16 data, got {p.dtype}")
+        _check(c.warp_tile_m % 64 == 0,
+               f"wgmma=1 needs warp_tile_m a multiple of 64 (m64 instructions), got {c.warp_tile_m}")
+        _check(c.warp_tile_n in WGMMA_N,
+               f"wgmma=1 needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}, got {c.warp_tile_n}")
+        _check(c.tile_k % 64 == 0,
+               f"wgmma=1 needs tile_k a multiple of 64 (128-byte swizzled rows), got {c.tile_k}")
+        _check(c.lds_k_outer != 0, "wgmma=1 reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
+        atom = MmaAtom(f"wgmma64x{c.warp_tile_n}x16", 64, c.warp_tile_n, 16)
+    else:
+        atom = _pick_atom(t, p.dtype, c)
+    threads = c.warp_m * c.warp_n * (WGMMA_GROUP if c.wgmma else t.wave_size)
     _check(threads <= t.max_threads, f"block of {threads} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
         _check(c.stages <= 2, f"stages {c.stages} > 2 needs asynchronous copies, which {t.arch} lacks")
@@ -363,7 +415,9 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
         _check(why is None, why or "")
     split = resolve_split_k(p, t, c, decomp)
 
-    if c.lds_k_outer == -1:
+    if c.wgmma:
+        k_outer = True
+    elif c.lds_k_outer == -1:
         k_outer = default_lds_k_outer(p, t, c)
     else:
         k_outer = bool(c.lds_k_outer)
@@ -448,6 +502,8 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     waves = 2 * t.num_cus
     taps = p.Y * p.X
     split_ok = split_k_atomics_reason(p, t) is None
+    if p.dtype in ("fp16", "bf16") and t.wgmma and p.cpg > 32 and p.kpg >= 64:
+        return wgmma_config(p, t)
     if p.dtype in ("fp16", "bf16"):
         if p.cpg <= 16:
             tn = 8 if p.cpg <= 8 else 16
@@ -471,6 +527,33 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return PerfConfig(128, 64, 16, 2, 2, 64, 32, 0, 0, 0, 1, -1, 3)
     split = 4 if (split_ok and max_k >= 1024 and count_tiles(subs, 64, 64, p.G) < 4 * waves) else 1
     return PerfConfig(64, 64, 16, 2, 2, 32, 32, 0, 0, 0, split, -1, 3)
+
+
+def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The sm_90a warpgroup-MMA default for fp16/bf16 with cpg > 32 and kpg >= 64, fitted
+    to a 21-config sweep of the 14 suite rows on an H200 (bench/RESULTS.md, "wgmma"):
+
+    * cpg <= 64: 128x64x64 tiles, 2 warpgroups of 64x64, 4 stages;
+    * cpg >= 256, GemmK >= 256 and at least 1.5 waves of 128x256 tiles (the big rows): 128x256x64,
+      2 warpgroups of 64x256 (128 accumulators), 4 stages;
+    * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
+    * strided filters: 256x128x64, 4 warpgroups of 64x128, 4 stages;
+    * otherwise 128x128x64, 2 warpgroups of 64x128: 4 stages for multi-tap filters,
+      3 (two blocks per SM) for 1x1.
+    """
+    p, t = problem, target
+    subs = cached_decompose(p).sub_gemms
+    max_k = max(s.gemm_k for s in subs)
+    if p.cpg <= 64:
+        return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
+    if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
+        return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 1)
+    if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
+            and split_k_atomics_reason(p, t) is None):
+        return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 2, -1, 4, 1)
+    if p.sH > 1 or p.sW > 1:
+        return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
+    return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4 if p.Y * p.X > 1 else 3, 1)
 
 
 def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:

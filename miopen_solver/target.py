@@ -65,6 +65,9 @@ class Target:
         async_copy: ``cp.async`` global->shared copies (sm_80+).
         transposed_lds_read: a transposing shared-memory fragment read (``ldmatrix.trans``
             on sm_80+, ``ds_read_b64_tr_b16`` on gfx950); needed for k-outer B tiles.
+        wgmma: warpgroup MMA (``wgmma.mma_async``, operands in swizzled shared memory),
+            compiled for ``sm_90a``; exists on compute capability 9.0 only (not on
+            sm_100/sm_120, whose arch-specific features differ).
         num_cus: multiprocessors / compute units (a preset's typical count).
         max_grid: most blocks per launch along x, y, z.
         name: the preset name (``""`` for a hand-made Target).
@@ -81,6 +84,7 @@ class Target:
     packed_bf16_atomics: bool = True
     async_copy: bool = False
     transposed_lds_read: bool = False
+    wgmma: bool = False
     num_cus: int = 108
     max_grid: tuple = (2**31 - 1, 65535, 65535)
     name: str = ""
@@ -126,7 +130,8 @@ PRESETS = {
                     transposed_lds_read=True, num_cus=108),
     "sm_90": Target("nvidia", "sm_90", 32, 232448, 1024,
                     {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
-                    max_accumulators=128, async_copy=True, transposed_lds_read=True, num_cus=132),
+                    max_accumulators=128, async_copy=True, transposed_lds_read=True, wgmma=True,
+                    num_cus=132),
     "gfx90a": Target("amd", "gfx90a", 64, 65536, 1024,
                      {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64},
                      max_accumulators=256, packed_bf16_atomics=False, num_cus=104),
@@ -185,6 +190,8 @@ def from_device(vendor: str, arch: str, *, lds_bytes: int | None = None,
     else:
         raise ValueError(f"unknown vendor {vendor!r}; expected 'nvidia' or 'amd'")
     changes = {"arch": arch}
+    if vendor == "nvidia":
+        changes["wgmma"] = cc == 90
     for k, v in (("lds_bytes", lds_bytes), ("max_threads", max_threads), ("num_cus", num_cus),
                  ("wave_size", wave_size)):
         if v is not None:

@@ -46,6 +46,18 @@ CONFIGS_16 = [
     PerfConfig(64, 64, 32, 2, 2, 32, 32, split_k=3, stages=2),
     PerfConfig(64, 64, 32, 2, 2, 32, 32, split_k=2, lds_k_outer=0, vector_size_b=2),
 ]
+# Warpgroup MMA (sm_90a wgmma; other targets reject these and the tests skip them): one
+# and two warpgroups along M and N, two m64 instructions per warpgroup, N = 64/128/256,
+# tile_k 64 and 128 (one and two swizzled K blocks), stages 1..4, split-K.
+CONFIGS_WG = [
+    PerfConfig(128, 128, 64, 2, 1, 64, 128, stages=4, wgmma=1),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=3, wgmma=1),
+    PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=3, wgmma=1),
+    PerfConfig(128, 128, 64, 1, 2, 128, 64, stages=3, wgmma=1),
+    PerfConfig(64, 64, 128, 1, 1, 64, 64, stages=2, wgmma=1),
+    PerfConfig(64, 128, 64, 1, 1, 64, 128, stages=1, wgmma=1),
+    PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=2, stages=3, wgmma=1),
+]
 CONFIGS_32 = [
     PerfConfig(64, 64, 16, 2, 2, 32, 32, stages=3),
     PerfConfig(64, 32, 8, 2, 1, 32, 32, stages=2, lds_k_outer=0),
@@ -96,6 +108,18 @@ def test_suite_shapes_verify(engine, dtype, line):
     assert any(_check(engine, p, c, rng) for c in cfgs[:2])
 
 
+@pytest.mark.parametrize("cfg", CONFIGS_WG, ids=lambda c: c.serialize())
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", SUITE)
+def test_suite_shapes_verify_wgmma(engine, dtype, line, cfg):
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    if _check(engine, p, cfg, np.random.default_rng(11)) is None:
+        pytest.skip("config not valid for this problem")
+
+
 @settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -116,7 +140,7 @@ def test_random_problems_match_reference(engine, data):
     except ValueError:
         assume(False)
         return
-    cfg = data.draw(st.sampled_from(CONFIGS_32 if dtype == "fp32" else CONFIGS_16))
+    cfg = data.draw(st.sampled_from(CONFIGS_32 if dtype == "fp32" else CONFIGS_16 + CONFIGS_WG))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     assume(_check(engine, p, cfg, rng) is not None)
 

@@ -46,10 +46,21 @@ def test_serialize_field_order():
     cfg = PerfConfig(128, 64, 32, 2, 2, 64, 32, 8, 4, 2, -1, 0, 3)
     assert cfg.serialize() == "128,64,32,2,2,64,32,8,4,2,-1,0,3"
     assert str(cfg) == cfg.serialize()
-    assert FIELDS[0] == "tile_m" and FIELDS[-1] == "stages" and len(FIELDS) == 13
+    assert FIELDS[0] == "tile_m" and FIELDS[12] == "stages" and FIELDS[-1] == "wgmma" and len(FIELDS) == 14
 
 
-@given(st.lists(st.integers(-5, 4096), min_size=13, max_size=13))
+def test_wgmma_field_is_optional_and_written_only_when_set():
+    # The 14th field keeps every 13-field record (perf-db, fixtures) meaning what it meant.
+    assert PerfConfig.parse("128,64,32,2,2,64,32,8,4,2,-1,0,3").wgmma == 0
+    assert PerfConfig.parse("128,64,32,2,2,64,32,8,4,2,-1,0,3,0").serialize() == "128,64,32,2,2,64,32,8,4,2,-1,0,3"
+    cfg = PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,1")
+    assert cfg.wgmma == 1 and cfg.serialize() == "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"
+    for bad in ("1,2,3,4,5,6,7,8,9,10,11,12", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"):
+        with pytest.raises(PerfConfigError, match="expected 13 or 14"):
+            PerfConfig.parse(bad)
+
+
+@given(st.lists(st.integers(-5, 4096), min_size=13, max_size=14))
 def test_round_trip(values):
     cfg = PerfConfig(*values)
     assert PerfConfig.parse(cfg.serialize()) == cfg
@@ -59,8 +70,8 @@ def test_round_trip(values):
 
 @pytest.mark.parametrize("text,match", [
     ("", "empty"), ("   ", "empty"), ('""', "empty"),
-    ("1,2,3", "has 3 fields; expected 13: tile_m,tile_n"),
-    ("128,128,32,2,2,64,64,0,0,0,1,-1,3,9", "has 14 fields"),
+    ("1,2,3", "has 3 fields; expected 13 or 14: tile_m,tile_n"),
+    ("128,128,32,2,2,64,64,0,0,0,1,-1,3,0,9", "has 15 fields"),
     ("128,128,32,2,2,64,64,0,0,0,one,-1,3", "split_k='one' is not an integer"),
     ("128,128,32,2,2,64,64,0,0,0,1,,3", "lds_k_outer='' is not an integer"),
     ("128;128;32", "has 1 fields"),
@@ -391,16 +402,33 @@ def test_same_name_same_source(problem, arch):
 @pytest.mark.parametrize("problem,arch,want", [
     # cpg 64 -> tile_n 64, 2x2 warps; 2*8*8 rows = 128 -> 1 tile < CUs -> tile_m 64; 16-bit k 32.
     (nhwc(), "gfx942", "64,64,32,2,2,32,32,0,0,0,1,-1,2"),
-    # NVIDIA targets use the H200-measured rules (spec.measured_nvidia_config):
+    # NVIDIA targets use the H200-measured rules (spec.measured_nvidia_config); sm_80 has
+    # no wgmma, so its fp16 rules are the mma.sync ones:
     # cpg 64 -> 128x64x32, 2x2 warps of 64x32, 4 stages; GemmK 576 < 1024 -> no split.
-    (nhwc(), "sm_90", "128,64,32,2,2,64,32,0,0,0,1,-1,4"),
+    (nhwc(), "sm_80", "128,64,32,2,2,64,32,0,0,0,1,-1,4"),
+    # sm_90 fp16, cpg > 32 and kpg >= 64 -> warpgroup MMA (spec.wgmma_config):
+    # cpg 64 -> 128x64x64, 2 warpgroups of 64x64, 4 stages.
+    (nhwc(), "sm_90", "128,64,64,2,1,64,64,0,0,0,1,-1,4,1"),
+    # cpg 256, 14x14 N32: 98 tiles of 128x128, 2*98 > 132 CUs -> no split; 3x3 -> 4 stages.
+    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"),
+    # cpg 512, 7x7 N32: 13 x 4 = 52 tiles, 2*52 <= 132 and GemmK 4608 >= 1024 -> split_k 2.
+    (nhwc(N=32, C=512, K=512, Hi=7, Wi=7), "sm_90", "128,128,64,2,1,64,128,0,0,0,2,-1,4,1"),
+    # cpg 256, 64x64 N64: 2048 tiles of 128x256 >= 1.5 waves, GemmK 2304 -> 128x256.
+    (nhwc(N=64, C=256, K=256, Hi=64, Wi=64), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
+    # 1x1 stride 2, cpg 256: 196 tiles of 128x256 < 1.5 waves; strided -> 256x128, 4 warpgroups.
+    (nhwc(N=32, C=256, K=512, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "sm_90",
+     "256,128,64,4,1,64,128,0,0,0,1,-1,4,1"),
+    # 1x1 stride 1, GemmK 64 (< 256: no 128x256) -> 128x128x64, 3 stages.
+    (nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,3,1"),
+    # kpg 32 < 64 -> no wgmma: the mma.sync rules.
+    (nhwc(N=32, C=256, K=32, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,32,2,4,64,32,0,0,0,1,-1,4"),
     # ResNet 3x3 c64 56x56 N32: 100352 rows / 128 = 784 tiles >= 304 CUs -> tile_m 128.
     (nhwc(N=32, Hi=56, Wi=56), "gfx942", "128,64,32,2,2,64,32,0,0,0,1,-1,2"),
     # 3x3, cpg 256: 6272 rows -> 49 x 2 = 98 tiles of 128x128 < 2 waves (264) -> 128x64;
-    # 49 x 4 = 196 tiles of 128x64 still < 264 and GemmK 2304 >= 1024 -> split_k 2.
-    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,64,32,2,2,64,32,0,0,0,2,-1,4"),
-    # N=64: 98 x 4 = 392 tiles of 128x64 >= 264 -> no split.
-    (nhwc(N=64, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,64,32,2,2,64,32,0,0,0,1,-1,4"),
+    # 49 x 4 = 196 tiles of 128x64 still < 216 (sm_80: 108 CUs) and GemmK 2304 >= 1024 -> split_k 2.
+    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_80", "128,64,32,2,2,64,32,0,0,0,2,-1,4"),
+    # N=64: 98 x 4 = 392 tiles of 128x64 >= 216 -> no split.
+    (nhwc(N=64, C=256, K=256, Hi=14, Wi=14), "sm_80", "128,64,32,2,2,64,32,0,0,0,1,-1,4"),
     # depthwise: cpg 1 -> tile_n 16, warps stacked along M; 9 taps fp32 > 8 keeps tile_k 16.
     (nhwc(N=32, C=256, K=256, G=256, Hi=28, Wi=28, dtype="fp32"), "gfx942", "128,16,16,4,1,32,16,0,0,0,1,-1,2"),
     # fp32 1x1, cpg 24, 65536 rows: 512 tiles of 128x128 < 4 waves, stride 1 -> 64x64x16;
@@ -459,11 +487,16 @@ def test_default_config_always_validates(problem, arch):
 def test_nvidia_default_splits_only_where_atomics_allow():
     # 3x3 cpg 256 on 14x14, N=32: the H200 rules pick split_k 2 (see test_heuristic_values);
     # with odd cpg (fp16 packed atomics impossible) the same shape must not split.
+    # Both rule sets: mma.sync (sm_80) and wgmma (sm_90, 3x3 cpg 512 on 7x7).
     even = nhwc(N=32, C=256, K=256, Hi=14, Wi=14)
     odd = nhwc(N=32, C=255, K=256, Hi=14, Wi=14)
-    assert default_performance_config(even, SM90).split_k == 2
-    assert default_performance_config(odd, SM90).split_k == 1
+    assert default_performance_config(even, SM80).split_k == 2
+    assert default_performance_config(odd, SM80).split_k == 1
     assert default_performance_config(even.replace(dtype="bf16"), SM80).split_k == 1   # no bf16x2 atomic
+    even90 = nhwc(N=32, C=512, K=512, Hi=7, Wi=7)
+    odd90 = nhwc(N=32, C=511, K=512, Hi=7, Wi=7)
+    assert default_performance_config(even90, SM90).split_k == 2
+    assert default_performance_config(odd90, SM90).split_k == 1
 
 
 # ------------------------------------------------------------------ validates => builds
@@ -484,9 +517,23 @@ def configs(draw):
         stages=draw(st.sampled_from([1, 2, 3, 4])))
 
 
+@st.composite
+def wgmma_configs(draw):
+    wm = draw(st.sampled_from([1, 2, 4]))
+    wtm = draw(st.sampled_from([64, 128, 32]))
+    tn = draw(st.sampled_from([64, 128, 256, 32]))
+    return PerfConfig(
+        tile_m=wm * wtm, tile_n=tn, tile_k=draw(st.sampled_from([64, 128, 32])), warp_m=wm, warp_n=1,
+        warp_tile_m=wtm, warp_tile_n=tn, vector_size_a=draw(st.sampled_from([0, 1, 2, 4, 8])),
+        vector_size_b=draw(st.sampled_from([0, 1, 2, 4, 8])), vector_size_c=draw(st.sampled_from([0, 2, 8])),
+        split_k=draw(st.sampled_from([-1, 1, 2, 3])), lds_k_outer=draw(st.sampled_from([-1, 0, 1])),
+        stages=draw(st.sampled_from([1, 2, 3, 4, 5])), wgmma=1)
+
+
 @needs_emit
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(max_side=16), configs(), st.sampled_from(["sm_80", "sm_90", "gfx90a", "gfx942", "gfx950"]))
+@given(problems(max_side=16), st.one_of(configs(), wgmma_configs()),
+       st.sampled_from(["sm_80", "sm_90", "gfx90a", "gfx942", "gfx950"]))
 def test_every_valid_config_builds(problem, cfg, arch):
     t = get_target(arch)
     ok, why = is_valid_performance_config(problem, t, cfg)
@@ -542,6 +589,63 @@ def test_valid_configs_compile_offline(tmp_path, arch, problem, data):
         assert off.compile_nvidia(src.text, arch, out_dir=tmp_path, name="k")
     else:
         assert off.compile_amd(src.text, arch, out_dir=tmp_path, name="k").data
+
+
+WGMMA_COMPILE_CASES = [
+    # (problem, config): one and two m64 per warpgroup, N 64/128/256, 1..4 warpgroups,
+    # tile_k 64 and 128, stages 1..5 (lag-1 pipeline from 3), split-K, odd cpg (register
+    # path for B), pointwise and multi-sub-GEMM problems, bf16.
+    (nhwc(N=2, C=256, K=256, Hi=14, Wi=14), "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
+    (nhwc(N=2, C=128, K=128, Hi=14, Wi=14, sH=2, sW=2), "256,128,64,4,1,64,128,0,0,0,1,-1,3,1"),
+    (nhwc(N=2, C=96, K=64, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,128,1,1,128,128,0,0,0,1,-1,2,1"),
+    (nhwc(N=2, C=63, K=70, Hi=9, Wi=9), "64,64,64,1,1,64,64,0,0,0,1,-1,1,1"),
+    (nhwc(N=2, C=128, K=128, Hi=7, Wi=7, dtype="bf16"), "128,128,64,2,1,64,128,0,0,0,2,-1,5,1"),
+]
+
+
+@pytest.mark.parametrize("problem,cfg", WGMMA_COMPILE_CASES, ids=[c for _, c in WGMMA_COMPILE_CASES])
+def test_wgmma_configs_compile_for_sm90a(tmp_path, problem, cfg):
+    """wgmma kernels through nvcc for sm_90a (ptxas checks the wgmma operand rules);
+    skipped where nvcc is missing. They ran on the H200 in tests/test_gpu.py."""
+    if _compiler_for("nvidia") is None:
+        pytest.skip("no nvcc on this machine")
+    spec = make_spec(problem, SM90, PerfConfig.parse(cfg))
+    assert spec.wgmma and "wgmma64x" in spec.kernel_name
+    src = emit(spec)
+    assert ("DG_WGMMA", 1) in src.defines
+    assert _offline().compile_nvidia(src.text, "sm_90", out_dir=tmp_path, name="k")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "gfx90a", "gfx942", "gfx950", "cpu"])
+def test_wgmma_needs_a_warpgroup_mma_target(arch):
+    ok, why = is_valid_performance_config(nhwc(C=128, K=128), get_target(arch),
+                                          PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1"))
+    assert not ok and "wgmma=1 needs warpgroup MMA" in why and arch in why
+
+
+@pytest.mark.parametrize("cfg,reason", [
+    ("128,128,64,3,1,64,128,0,0,0,1,-1,3,1", "tile_m 128 is not a multiple"),
+    ("64,128,64,2,1,32,128,0,0,0,1,-1,3,1", "warp_tile_m a multiple of 64"),
+    ("128,96,64,2,1,64,96,0,0,0,1,-1,3,1", "warp_tile_n in {64, 128, 256}"),
+    ("128,128,32,2,1,64,128,0,0,0,1,-1,3,1", "tile_k a multiple of 64"),
+    ("128,128,64,2,1,64,128,0,0,0,1,0,3,1", "lds_k_outer must be -1 or 1"),
+    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,2", "wgmma must be 0"),
+])
+def test_wgmma_shape_rules(cfg, reason):
+    ok, why = is_valid_performance_config(nhwc(C=128, K=128), SM90, PerfConfig.parse(cfg))
+    assert not ok and reason in why, why
+
+
+def test_wgmma_fp32_rejected_and_spec_values():
+    ok, why = is_valid_performance_config(nhwc(C=128, K=128, dtype="fp32"), SM90,
+                                          PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1"))
+    assert not ok and "needs fp16 or bf16" in why
+    spec = make_spec(nhwc(C=256, K=256), SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,1,-1,4,1"))
+    # 2 warpgroups of 128 threads; a 64x256 fp32 fragment over 128 threads = 128 registers;
+    # 4 stages of (128x64 + 64x256) fp16 = 196608 bytes > the 128x(256+8) epilogue, + 1024 slack.
+    assert spec.threads == 256 and spec.accumulators_per_lane == 128 and spec.lds_k_outer
+    assert spec.lds_bytes == 4 * (128 * 64 + 64 * 256) * 2 + 1024
+    assert spec.mma_m == 1 and spec.mma_n == 32
 
 
 # ------------------------------------------------------------------ zero-fill analysis

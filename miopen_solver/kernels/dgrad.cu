@@ -179,6 +179,15 @@ template <int N>
 DG_DEVICE void dg_cp_wait() {}
 #endif
 
+// Shared-memory writes by ordinary stores and cp.async become visible to wgmma (which
+// reads through the async proxy) only after this fence by the writing thread, before the
+// barrier that publishes them (PTX ISA, "Async proxy").
+#if DG_WGMMA
+DG_DEVICE void dg_publish_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#else
+DG_DEVICE void dg_publish_smem() {}
+#endif
+
 // ------------------------------------------------------------------ sub-GEMM records
 struct dg_sub {
     int block_start, n_tiles, gemm_m, gemm_k, h_slice, w_slice, x_dot_slice;
@@ -205,6 +214,21 @@ DG_DEVICE dg_sub dg_find_sub(int bid) {
 #endif
 
 // ------------------------------------------------------------------ tile geometry
+#if DG_WGMMA
+// Warpgroup MMA (sm_90a wgmma) reads both operands from shared memory through matrix
+// descriptors, in the 128-byte swizzled layout (PTX ISA, "Matrix Descriptor" and the
+// canonical 128B-swizzle layouts): a tile is cut into blocks 64 elements (128 bytes) wide;
+// row r of a block is 128 bytes at r*128, and its 16-byte chunk j is stored at chunk
+// j ^ (r % 8) (8 rows = one 1024-byte swizzle atom; blocks start 1024-aligned).
+//   A (dY, k contiguous, "K-major"):  [TILE_K/64 blocks][TILE_M rows][64 k]
+//   B (W, c contiguous, "MN-major"):  [TILE_N/64 blocks][TILE_K rows][64 c]
+DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row) & 7) << 3) + (col & 7); }
+#define DG_A_STAGE (DG_TILE_M * DG_TILE_K)
+#define DG_B_STAGE (DG_TILE_K * DG_TILE_N)
+#define DG_A_OFF(row, col) (((col) >> 6) * (DG_TILE_M * 64) + dg_sw128((row), (col) & 63))
+#define DG_B_OFF(row, col) (((col) >> 6) * (DG_TILE_K * 64) + dg_sw128((row), (col) & 63))
+#define DG_GROUP 128                                          // threads per MMA unit: a warpgroup
+#else
 #define DG_A_ROW (DG_TILE_K + DG_LDS_PAD)                     // A tile: [TILE_M][TILE_K+pad]
 #define DG_A_STAGE (DG_TILE_M * DG_A_ROW)
 #if DG_K_OUTER
@@ -214,12 +238,16 @@ DG_DEVICE dg_sub dg_find_sub(int bid) {
 #define DG_B_ROW (DG_TILE_K + DG_LDS_PAD)                     // B tile: [TILE_N][TILE_K+pad]
 #define DG_B_STAGE (DG_TILE_N * DG_B_ROW)
 #endif
+#define DG_A_OFF(row, col) ((row) * DG_A_ROW + (col))
+#define DG_B_OFF(row, col) ((row) * DG_B_ROW + (col))         // k-outer: row = k, col = c
+#define DG_GROUP DG_WAVE                                      // threads per MMA unit: a warp/wave
+#endif
 #define DG_A_VECS_PER_ROW (DG_TILE_K / DG_VEC_A)
 #define DG_A_LOADS (DG_TILE_M * DG_TILE_K / DG_VEC_A / DG_THREADS)
 #define DG_B_VECS_PER_ROW (DG_TILE_N / DG_VEC_B)
 #define DG_B_LOADS (DG_TILE_K * DG_TILE_N / DG_VEC_B / DG_THREADS)
 #define DG_WARPS (DG_THREADS / DG_WAVE)
-#define DG_WARP_ROWS (DG_TILE_M / DG_WARP_M)                  // rows one warp covers
+#define DG_WARP_ROWS (DG_TILE_M / DG_WARP_M)                  // rows one warp (warpgroup) covers
 #define DG_WARP_COLS (DG_TILE_N / DG_WARP_N)
 
 typedef typename dg_bytes<DG_VEC_A * DG_EB>::type dg_va_t;
@@ -362,7 +390,7 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
         const dg_t* src = dg_a_src(dy, s, ar[i], g, kt * DG_TILE_K + col, ok);
 #endif
 #if DG_A_ASYNC
-        dg_cp_async<DG_VEC_A * DG_EB, DG_A_L1>(a_smem + (row * DG_A_ROW + col) * DG_EB, ok ? src : dy, ok);
+        dg_cp_async<DG_VEC_A * DG_EB, DG_A_L1>(a_smem + DG_A_OFF(row, col) * DG_EB, ok ? src : dy, ok);
 #else
         regs.a[i] = ok ? *reinterpret_cast<const dg_va_t*>(src) : dg_zero_bytes<DG_VEC_A * DG_EB>();
 #endif
@@ -381,7 +409,7 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
         const dg_t* src = dg_b_src(w, s, g, kt * DG_TILE_K + row, n_tile * DG_TILE_N + col, ok);
 #endif
 #if DG_B_ASYNC
-        dg_cp_async<DG_VEC_B * DG_EB>(b_smem + (row * DG_B_ROW + col) * DG_EB, ok ? src : w, ok);
+        dg_cp_async<DG_VEC_B * DG_EB>(b_smem + DG_B_OFF(row, col) * DG_EB, ok ? src : w, ok);
 #else
         regs.b[i] = ok ? *reinterpret_cast<const dg_vb_t*>(src) : dg_zero_bytes<DG_VEC_B * DG_EB>();
 #endif
@@ -396,7 +424,7 @@ DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
         int v = tid + i * DG_THREADS;
         int row = v / DG_A_VECS_PER_ROW;
         int col = (v - row * DG_A_VECS_PER_ROW) * DG_VEC_A;
-        *reinterpret_cast<dg_va_t*>(As + row * DG_A_ROW + col) = regs.a[i];
+        *reinterpret_cast<dg_va_t*>(As + DG_A_OFF(row, col)) = regs.a[i];
     }
 #endif
 #if !DG_B_ASYNC
@@ -406,7 +434,7 @@ DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
         int row = v / DG_B_VECS_PER_ROW;
         int col = (v - row * DG_B_VECS_PER_ROW) * DG_VEC_B;
 #if DG_K_OUTER
-        *reinterpret_cast<dg_vb_t*>(Bs + row * DG_B_ROW + col) = regs.b[i];
+        *reinterpret_cast<dg_vb_t*>(Bs + DG_B_OFF(row, col)) = regs.b[i];
 #else
         const dg_t* e = reinterpret_cast<const dg_t*>(&regs.b[i]);
 #pragma unroll
@@ -418,6 +446,16 @@ DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
 }
 
 // ------------------------------------------------------------------ matrix atoms
+// DG_MMA_LAG: matrix-instruction groups a thread may leave in flight past dg_compute
+// (wgmma is asynchronous; every other atom completes in order). With a lag of 1 the
+// stage read by tile kt is rewritten no earlier than iteration kt+2, so the pipeline
+// prefetches DG_STAGES-2 tiles ahead instead of DG_STAGES-1.
+#if DG_WGMMA && DG_STAGES >= 3
+#define DG_MMA_LAG 1
+#else
+#define DG_MMA_LAG 0
+#endif
+#define DG_AHEAD (DG_STAGES - 1 - DG_MMA_LAG)
 // Accumulator fragment per warp: DG_MMA_M x DG_MMA_N atoms, DG_ACC_PER_ATOM floats each.
 #if DG_ATOM == 0  // NVIDIA mma.sync.m16n8k16, fp16/bf16 in, fp32 accumulate
 #define DG_ACC_PER_ATOM 4
@@ -502,6 +540,143 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
 DG_DEVICE int dg_acc_row(int wm, int i, int lane, int e) { return wm * DG_WARP_ROWS + i * 16 + (lane >> 2) + (e >> 1) * 8; }
 DG_DEVICE int dg_acc_col(int wn, int j, int lane, int e) { return wn * DG_WARP_COLS + j * 8 + (lane & 3) * 2 + (e & 1); }
 #define DG_ACC_PAIRED 1  // accumulators e, e+1 are adjacent columns of one row
+
+#elif DG_ATOM == 4  // NVIDIA sm_90a wgmma.mma_async m64nNk16, fp16/bf16 from shared memory, fp32 accumulate
+// A warpgroup (4 warps) owns a WARP_ROWS x WARP_COLS tile: DG_MMA_M instructions of
+// m64 x n(WARP_COLS) per k16 step. Its accumulator fragment (PTX ISA "wgmma D matrix
+// fragment") is, per 8-column chunk j, the mma.sync m16n8 C layout of warp w of the group
+// on rows 16w .. 16w+15: acc[i][j][0..3], the same register order the instruction takes.
+#define DG_ACC_PER_ATOM 4
+#if DG_DTYPE == 1
+#define DG_WG_AB "f16"
+#else
+#define DG_WG_AB "bf16"
+#endif
+
+// Operands: d = the 64xN fp32 accumulator fragment (N/2 registers), a_desc/b_desc matrix
+// descriptors; scale-d = 1 (accumulate), A not transposed (K-major), B transposed (MN-major).
+DG_DEVICE void dg_wgmma_n64(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, %32, %33, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+DG_DEVICE void dg_wgmma_n128(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, %64, %65, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+DG_DEVICE void dg_wgmma_n256(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+                 "}, %128, %129, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+
+#if DG_WG_N == 64
+#define dg_wgmma dg_wgmma_n64
+#elif DG_WG_N == 128
+#define dg_wgmma dg_wgmma_n128
+#else
+#define dg_wgmma dg_wgmma_n256
+#endif
+
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, leading-dimension byte
+// offset (MN-major: between 64-wide blocks; unused by K-major swizzled operands), stride
+// byte offset (between 8-row groups), all in 16-byte units.
+DG_DEVICE unsigned long long dg_wg_desc(dg_u32 addr, dg_u32 lbo, dg_u32 sbo) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int) {
+    const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
+    const dg_u32 b0 = dg_smem_addr(Bs) + (wn * DG_WARP_COLS / 64) * (DG_TILE_K * 128);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += 16) {
+        // B: rows kk .. kk+15 of every 64-wide block (two 8-row groups, 1024 bytes apart).
+        const unsigned long long bd = dg_wg_desc(b0 + kk * 128, DG_TILE_K * 128, 1024);
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) {
+            // A: 64 rows, the 32-byte k slice kk .. kk+15 inside the 128-byte swizzled rows.
+            const unsigned long long ad =
+                dg_wg_desc(a0 + (kk >> 6) * (DG_TILE_M * 128) + i * 64 * 128 + (kk & 63) * 2, 16, 1024);
+            dg_wgmma(&acc[i][0][0], ad, bd);
+        }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    // Leave this tile's group in flight (DG_MMA_LAG = 1): it overlaps the next tile's
+    // barrier and copies; the previous tile's group is complete past this wait.
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
+}
+DG_DEVICE void dg_mma_drain() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+
+// lane = thread index inside the warpgroup (0..127).
+DG_DEVICE int dg_acc_row(int wm, int i, int lane, int e) {
+    return wm * DG_WARP_ROWS + i * 64 + (lane >> 5) * 16 + ((lane & 31) >> 2) + (e >> 1) * 8;
+}
+DG_DEVICE int dg_acc_col(int wn, int j, int lane, int e) { return wn * DG_WARP_COLS + j * 8 + (lane & 3) * 2 + (e & 1); }
+#define DG_ACC_PAIRED 1
 
 #elif DG_ATOM == 1 || DG_ATOM == 2  // AMD MFMA 32x32x8 / 16x16x16, fp16/bf16 in, fp32 accumulate
 #if DG_ATOM == 1
@@ -613,6 +788,10 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
 DG_DEVICE int dg_acc_row(int wm, int i, int lane, int) { return wm * DG_WARP_ROWS + (lane / DG_ATOM_N) * DG_TM + i; }
 DG_DEVICE int dg_acc_col(int wn, int j, int lane, int) { return wn * DG_WARP_COLS + (lane % DG_ATOM_N) * DG_TN + j; }
 #define DG_ACC_PAIRED 0
+#endif
+
+#if DG_ATOM != 4
+DG_DEVICE void dg_mma_drain() {}
 #endif
 
 // ------------------------------------------------------------------ epilogue
@@ -766,12 +945,17 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     const int kt0 = kz * per_split;
     const int kt1 = kt0 + per_split < k_tiles ? kt0 + per_split : k_tiles;
 
+#if DG_WGMMA
+    // Swizzle atoms need 1024-byte alignment; the spec reserves 1024 bytes of slack.
+    dg_t* As = reinterpret_cast<dg_t*>(dg_smem + ((1024u - (dg_smem_addr(dg_smem) & 1023u)) & 1023u));
+#else
     dg_t* As = reinterpret_cast<dg_t*>(dg_smem);
+#endif
     dg_t* Bs = As + DG_STAGES * DG_A_STAGE;
 
     const int tid = DG_TID();
-    const int lane = tid % DG_WAVE;
-    const int warp = tid / DG_WAVE;
+    const int lane = tid % DG_GROUP;  // lane of the warp / thread of the warpgroup
+    const int warp = tid / DG_GROUP;
     const int wm = warp / DG_WARP_N;
     const int wn = warp - wm * DG_WARP_N;
 
@@ -794,13 +978,14 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         dg_store_regs(As, Bs, regs);
         dg_cp_commit();
         dg_cp_wait<0>();
+        dg_publish_smem();
         DG_SYNC();
         dg_compute(As, Bs, acc, wm, wn, lane);
     }
 #else
-    // Prologue: stages 0 .. STAGES-2 in flight.
+    // Prologue: DG_AHEAD tiles in flight (stages 0 .. DG_AHEAD-1).
 #pragma unroll
-    for (int st = 0; st < DG_STAGES - 1; ++st) {
+    for (int st = 0; st < DG_AHEAD; ++st) {
         if (kt0 + st < kt1) {
             dg_fetch(dy, w, s, ar, g, n_tile, kt0 + st, As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
             dg_store_regs(As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
@@ -808,16 +993,18 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         dg_cp_commit();
     }
     for (int kt = kt0; kt < kt1; ++kt) {
-        dg_cp_wait<DG_STAGES - 2>();
+        dg_cp_wait<DG_AHEAD - 1>();  // tile kt has landed
+        dg_publish_smem();
         DG_SYNC();
         const int rd = (kt - kt0) % DG_STAGES;
-        const int wr = (kt - kt0 + DG_STAGES - 1) % DG_STAGES;
-        const bool more = kt + DG_STAGES - 1 < kt1;
-        if (more) dg_fetch(dy, w, s, ar, g, n_tile, kt + DG_STAGES - 1, As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
+        const int wr = (kt - kt0 + DG_AHEAD) % DG_STAGES;
+        const bool more = kt + DG_AHEAD < kt1;
+        if (more) dg_fetch(dy, w, s, ar, g, n_tile, kt + DG_AHEAD, As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
         dg_cp_commit();
         dg_compute(As + rd * DG_A_STAGE, Bs + rd * DG_B_STAGE, acc, wm, wn, lane);
         if (more) dg_store_regs(As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
     }
+    dg_mma_drain();  // accumulators final before the epilogue reads them
 #endif
 #if DG_SPLIT_K > 1
     dg_epilogue_atomic(dx, s, acc, g, m_tile, n_tile, wm, wn, lane);

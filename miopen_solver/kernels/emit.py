@@ -22,7 +22,14 @@ from ..problem import ConvProblem
 _HERE = Path(__file__).resolve().parent
 
 ATOM_CODES = {"mma16816": 0, "mfma32x32x8": 1, "mfma16x16x16": 2}
-"""``DG_ATOM`` values; every FFMA lane-grid atom (``fma4x8``, ``fma8x8``) is 3."""
+"""``DG_ATOM`` values; every FFMA lane-grid atom (``fma4x8``, ``fma8x8``) is 3, every
+warpgroup atom (``wgmma64xNx16``) 4."""
+
+
+def _atom_code(name: str) -> int:
+    if name.startswith("wgmma"):
+        return 4
+    return ATOM_CODES.get(name, 3)
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
 
@@ -130,8 +137,9 @@ def emit(spec) -> KernelSource:
           ("DG_ASYNC", int(vendor == "nvidia" and t.async_copy)),
           ("DG_TILE_M", c.tile_m), ("DG_TILE_N", c.tile_n), ("DG_TILE_K", c.tile_k),
           ("DG_WARP_M", c.warp_m), ("DG_WARP_N", c.warp_n),
-          ("DG_ATOM", ATOM_CODES.get(spec.atom.name, 3)), ("DG_ATOM_M", spec.atom.m), ("DG_ATOM_N", spec.atom.n),
+          ("DG_ATOM", _atom_code(spec.atom.name)), ("DG_ATOM_M", spec.atom.m), ("DG_ATOM_N", spec.atom.n),
           ("DG_MMA_M", spec.mma_m), ("DG_MMA_N", spec.mma_n),
+          ("DG_WGMMA", int(spec.wgmma)), ("DG_WG_N", c.warp_tile_n if spec.wgmma else 0),
           ("DG_VEC_A", spec.vec_a), ("DG_VEC_B", spec.vec_b), ("DG_VEC_C", spec.vec_c), ("DG_VEC_Z", _zero_vec(p)),
           ("DG_SPLIT_K", spec.split_k), ("DG_K_OUTER", int(spec.lds_k_outer)), ("DG_STAGES", c.stages),
           ("DG_LDS_PAD", spec.lds_pad), ("DG_A_L1", int(spec.problem.Y * spec.problem.X > 1)), ("DG_POINTWISE", int(spec.pointwise)),
