@@ -87,7 +87,9 @@ DG_DEVICE typename dg_bytes<BYTES>::type dg_zero_bytes() {
     return z;
 }
 
-// fp32 -> storage conversion (round to nearest even).
+// fp32 -> storage conversion (round to nearest even). NVIDIA has the instruction for both
+// 16-bit types (cvt.rn.bf16.f32 from sm_80); AMD rounds bf16 in integer arithmetic.
+#if defined(DG_VENDOR_AMD)
 DG_DEVICE dg_u16 dg_f2bf(float f) {
     union { float f; dg_u32 u; } cvt;
     cvt.f = f;
@@ -96,13 +98,17 @@ DG_DEVICE dg_u16 dg_f2bf(float f) {
     u += 0x7fffu + ((u >> 16) & 1u);
     return (dg_u16)(u >> 16);
 }
-#if defined(DG_VENDOR_AMD)
 DG_DEVICE dg_u16 dg_f2h(float f) {
     union { _Float16 h; dg_u16 u; } cvt;
     cvt.h = (_Float16)f;
     return cvt.u;
 }
 #else
+DG_DEVICE dg_u16 dg_f2bf(float f) {
+    dg_u16 h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
 DG_DEVICE dg_u16 dg_f2h(float f) {
     dg_u16 h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
