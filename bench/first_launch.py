@@ -1,0 +1,92 @@
+"""Compile time and warm first-launch latency of the default kernel per suite row.
+
+Each measurement runs in a fresh process (so nothing is loaded yet), with the CUDA context
+created before the clock starts and the tensors allocated outside the timed region:
+
+* ``cold``: empty binary cache -> emit + NVRTC compile + cache write (``compile_ms``), then
+  module load + first launch + synchronize;
+* ``warm``: the same cache, a second process -> emit + cache read + module load + first
+  launch + synchronize (``first_launch_ms``), no compilation (``cache_hit`` must be true).
+
+    python bench/first_launch.py [--dtype fp16] [--rows big_3x3,r50_1x1]
+
+Prints one markdown row per suite line. Times are milliseconds (host wall clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.compare import BASES, read_suite  # noqa: E402
+
+
+def child(line: str) -> dict:
+    import numpy as np
+
+    from miopen_solver.command import parse
+    from miopen_solver.kernels.emit import emit
+    from miopen_solver.layouts import storage_dtype
+    from miopen_solver.runtime import get_engine
+    from miopen_solver.spec import default_performance_config, make_spec
+
+    eng = get_engine("cuda")
+    eng.rt.synchronize()  # context up before the clock starts
+    p = parse(line).problem
+    spec = make_spec(p, eng.target, default_performance_config(p, eng.target))
+    dt = storage_dtype(p.dtype)
+    dy = np.zeros((p.N, p.Ho, p.Wo, p.K), dt)
+    w = np.zeros((p.K, p.Y, p.X, p.cpg), dt)
+    dx_bytes = p.N * p.Hi * p.Wi * p.C * np.dtype(dt).itemsize
+    with eng._device_tensors(dy, w, dx_bytes) as (pdy, pw, pdx):
+        eng.rt.synchronize()
+        t0 = time.perf_counter()
+        k = eng.load(emit(spec))
+        eng._launch(k, pdy, pw, pdx, dx_bytes)
+        eng.rt.synchronize()
+        total = (time.perf_counter() - t0) * 1e3
+    return {"kernel": spec.kernel_name, "cache_hit": k.cache_hit, "compile_ms": k.compile_ms, "total_ms": total}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtype", default="fp16", choices=sorted(BASES))
+    ap.add_argument("--rows", default="", help="comma-separated substrings of suite labels")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(a.child)))
+        return 0
+    wanted = [r for r in a.rows.split(",") if r]
+    print("| row | cold: compile ms | cold: compile + load + first launch ms | warm: first launch ms (cache hit) |")
+    print("|---|---|---|---|")
+    worst = 0.0
+    for label, cmd in read_suite(ROOT / "bench" / "suite.txt"):
+        if wanted and not any(w in label for w in wanted):
+            continue
+        line = " ".join([BASES[a.dtype]] + cmd.split()[1:])
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**__import__("os").environ, "MIOPEN_DGRAD_CACHE_DIR": cache}
+            runs = []
+            for _ in ("cold", "warm"):
+                out = subprocess.run([sys.executable, __file__, "--child", line], env=env,
+                                     capture_output=True, text=True, check=True).stdout
+                runs.append(json.loads(out.strip().splitlines()[-1]))
+        cold, warm = runs
+        assert not cold["cache_hit"] and warm["cache_hit"], (label, cold, warm)
+        worst = max(worst, warm["total_ms"])
+        print(f"| {label} | {cold['compile_ms']:.0f} | {cold['total_ms']:.0f} | {warm['total_ms']:.1f} |")
+    print(f"\nworst warm first launch: {worst:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
