@@ -482,7 +482,8 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The default for NVIDIA targets, fitted to configuration sweeps on an H200
     (bench/sweep.py over the 14 suite rows, recorded in bench/RESULTS.md):
 
-    fp16/bf16 (mma.sync atoms):
+    fp16/bf16 on a target with warpgroup MMA (sm_90a), cpg > 32 and kpg >= 64:
+    :func:`wgmma_config`. Otherwise, fp16/bf16 (mma.sync atoms):
 
     * cpg <= 16 (grouped, depthwise-like): one narrow column tile (8 or 16) and four warps
       stacked along M; when the whole GemmK fits one tile (<= 128), tile_k covers it and

@@ -18,6 +18,9 @@ Matrix atoms are the shape one matrix instruction covers across a warp/wave:
 ``mma.sync.m16n8k16`` (NVIDIA fp16/bf16), ``v_mfma_f32_32x32x8{f16,bf16_1k}`` and
 ``v_mfma_f32_16x16x16{f16,bf16_1k}`` (AMD CDNA2/3). fp32 runs on FFMA: its "atom" is the
 lane grid of the warp (4x8 lanes on a 32-wide warp, 8x8 on a 64-wide wave), one FMA each.
+Hopper's warpgroup MMA (``wgmma.mma_async.m64nNk16``, 128 threads per instruction) is not
+in the atom lists: a config opts into it with ``wgmma=1`` where :attr:`Target.wgmma` is set
+(see :mod:`miopen_solver.spec`).
 """
 
 from __future__ import annotations
