@@ -60,7 +60,7 @@ class KernelLaunch:
 
     Attributes:
         name: the kernel name (``DgradSpec.kernel_name``).
-        grid: blocks along x, y, z: x = tiles per group (+ zero-fill blocks), y = G,
+        grid: blocks along x, y, z: x = tiles per group or persistent blocks (+ zero-fill blocks), y = G,
             z = split_k.
         block: threads per block along x, y, z.
         lds_bytes: static shared memory per block, bytes.
@@ -173,6 +173,8 @@ def _search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
                 continue
             for wm in {tm // 64, max(1, tm // 128)}:
                 yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, 1)
+                if sk == 1:
+                    yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, st, 2)
     for tm, tn, tk, (wm, wn), st, ko, sk in itertools.product(
             _TILE_M, tile_ns, _TILE_K.get(p.dtype, (16,)), _WARPS, stages, (0, 1), splits):
         if tm % wm or tn % wn or (sk > 1 and sk * tk > max_k):
@@ -255,7 +257,7 @@ class DgradSolver:
                      config: PerfConfig | None = None) -> Solution:
         """What to launch for ``problem`` with ``config`` (default config when None).
 
-        Grid: x = tiles per group (+ :func:`zero_fill_block_count`), y = G,
+        Grid: x = tiles per group, or persistent blocks (+ :func:`zero_fill_block_count`), y = G,
         z = resolved split_k; block = (threads, 1, 1). Source is emitted lazily
         (:attr:`KernelLaunch.source`).
 
@@ -275,7 +277,7 @@ class DgradSolver:
         else:
             zf = ZeroFill("none")
         launch = KernelLaunch(name=spec.kernel_name,
-                              grid=(spec.tiles_per_group + zf.blocks, problem.G, spec.split_k),
+                              grid=(spec.tile_blocks + zf.blocks, problem.G, spec.split_k),
                               block=(spec.threads, 1, 1), lds_bytes=spec.lds_bytes, spec=spec)
         return Solution(solver_id=self.solver_db_id(), solution_id=self.solution_id,
                         algorithm=ALGORITHM, perf_config=cfg, spec=spec, zero_fill=zf,

@@ -6,12 +6,15 @@ as MIOpen does, comma-separated in field order::
     tile_m,tile_n,tile_k,warp_m,warp_n,warp_tile_m,warp_tile_n,
     vector_size_a,vector_size_b,vector_size_c,split_k,lds_k_outer,stages[,wgmma]
 
-The 14th field ``wgmma`` is optional and written only when it is 1, so every 13-field
+The 14th field ``wgmma`` is optional and written only when it is not 0, so every 13-field
 config (perf-db records, fixtures) keeps its meaning: 0 = warp-level MMA (``mma.sync`` /
-MFMA / FFMA), 1 = warpgroup MMA (sm_90a ``wgmma.mma_async``). With ``wgmma=1``,
+MFMA / FFMA), 1 = warpgroup MMA (sm_90a ``wgmma.mma_async``), 2 = the same with persistent
+blocks (each loops over output tiles and issues the next tile's first copies before the
+current tile's epilogue; split_k 1, stages >= 2). With ``wgmma`` 1 or 2,
 ``warp_m x warp_n`` counts warpgroups (128 threads each) and ``warp_tile_m x
 warp_tile_n`` is one warpgroup's tile: ``warp_tile_m`` a multiple of 64 (one m64
-instruction per 64 rows), ``warp_tile_n`` 64, 128 or 256 (the instruction's N),
+instruction per 64 rows), ``warp_tile_n`` 64, 128 or 256 (the instruction's N) with
+``tile_n = warp_n * warp_tile_n``,
 ``tile_k`` a multiple of 64 (128-byte swizzled rows), B stored k-outer.
 
 ``vector_size_*`` are caps (0 = as wide as allowed), ``split_k`` is -1 (choose) or >= 1,
@@ -244,6 +247,27 @@ class DgradSpec:
         return bool(self.config.wgmma)
 
     @property
+    def persistent(self) -> bool:
+        """wgmma=2: persistent blocks that loop over output tiles and issue the next tile's
+        first copies before the current tile's epilogue (own dX staging tile)."""
+        return self.config.wgmma == 2
+
+    @property
+    def tile_blocks(self) -> int:
+        """Blocks per group that compute tiles (grid x before zero-fill blocks): every tile
+        its own block, or for a persistent kernel as many blocks as fit on the device at
+        once (shared memory and an estimate of registers, accumulators + 88 per thread:
+        ptxas gave 188-222 registers to 128-accumulator tiles, 118-147 to 64),
+        split over the G groups, never more than the tiles."""
+        if not self.persistent:
+            return self.tiles_per_group
+        t = self.target
+        by_smem = (t.lds_bytes + 1024) // (self.lds_bytes + 1024)
+        by_regs = t.regs_per_cu // (self.threads * (self.accumulators_per_lane + 88))
+        slots = t.num_cus * max(1, min(by_smem, by_regs))
+        return max(1, min(self.tiles_per_group, slots // self.problem.G))
+
+    @property
     def threads(self) -> int:
         group = WGMMA_GROUP if self.wgmma else self.target.wave_size
         return self.config.warp_m * self.config.warp_n * group
@@ -296,6 +320,8 @@ class DgradSpec:
         if self.wgmma:
             main = c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * self.problem.elem_bytes
             epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
+            if self.persistent:  # the epilogue tile sits after the stages (they are refilling)
+                return main + epi + 1024
             return max(main, epi) + 1024
         a = c.tile_m * (c.tile_k + pad)
         b = c.tile_k * (c.tile_n + pad) if self.lds_k_outer else c.tile_n * (c.tile_k + pad)
@@ -335,6 +361,8 @@ class DgradSpec:
         arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
         path = "pw" if self.pointwise else f"tilde{len(self.sub_gemms)}"
         zf = {"memset": "_zfm", "blocks": "_zfb", "none": ""}[self.zero_fill]
+        if self.persistent:
+            path += f"_pb{self.tile_blocks}"
         return (f"dgrad_{arch}_{p.dtype}_t{c.tile_m}x{c.tile_n}x{c.tile_k}_w{c.warp_m}x{c.warp_n}"
                 f"_a{c.warp_tile_m}x{c.warp_tile_n}_{self.atom.name}_v{self.vec_a}v{self.vec_b}v{self.vec_c}"
                 f"_sk{self.split_k}_{'ko' if self.lds_k_outer else 'mo'}_s{c.stages}_{path}{zf}"
@@ -387,7 +415,8 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
            f"tile_m {c.tile_m} is not a multiple of warp_m*warp_tile_m = {c.warp_m * c.warp_tile_m}")
     _check(c.tile_n % (c.warp_n * c.warp_tile_n) == 0,
            f"tile_n {c.tile_n} is not a multiple of warp_n*warp_tile_n = {c.warp_n * c.warp_tile_n}")
-    _check(c.wgmma in (0, 1), f"wgmma must be 0 (warp-level MMA) or 1 (warpgroup MMA), got {c.wgmma}")
+    _check(c.wgmma in (0, 1, 2),
+           f"wgmma must be 0 (warp-level MMA), 1 (warpgroup MMA) or 2 (persistent warpgroup MMA), got {c.wgmma}")
     if c.wgmma:
         _check(t.wgmma, f"wgmma=1 needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
         _check(p.dtype in ("fp16", "bf16"), f"wgmma=1 needs fp16 or bf16 data, got {p.dtype}")
@@ -395,9 +424,18 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
                f"wgmma=1 needs warp_tile_m a multiple of 64 (m64 instructions), got {c.warp_tile_m}")
         _check(c.warp_tile_n in WGMMA_N,
                f"wgmma=1 needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}, got {c.warp_tile_n}")
+        # One instruction spans the warpgroup's whole column range (its N is warp_tile_n),
+        # so the warpgroups along N must cover tile_n exactly.
+        _check(c.tile_n == c.warp_n * c.warp_tile_n,
+               f"wgmma=1 needs tile_n = warp_n*warp_tile_n (one instruction spans a warpgroup's "
+               f"columns); got tile_n {c.tile_n}, warp_n*warp_tile_n {c.warp_n * c.warp_tile_n}")
         _check(c.tile_k % 64 == 0,
                f"wgmma=1 needs tile_k a multiple of 64 (128-byte swizzled rows), got {c.tile_k}")
         _check(c.lds_k_outer != 0, "wgmma=1 reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
+        if c.wgmma == 2:
+            _check(c.split_k in (-1, 1), f"wgmma=2 (persistent) stages dX through shared memory; split_k must be "
+                                         f"1 or -1, got {c.split_k}")
+            _check(c.stages >= 2, f"wgmma=2 (persistent) prefetches the next tile; stages must be >= 2, got {c.stages}")
         atom = MmaAtom(f"wgmma64x{c.warp_tile_n}x16", 64, c.warp_tile_n, 16)
     else:
         atom = _pick_atom(t, p.dtype, c)
@@ -413,7 +451,7 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     if c.split_k > 1:
         why = split_k_atomics_reason(p, t)
         _check(why is None, why or "")
-    split = resolve_split_k(p, t, c, decomp)
+    split = 1 if c.wgmma == 2 else resolve_split_k(p, t, c, decomp)
 
     if c.wgmma:
         k_outer = True

@@ -71,6 +71,8 @@ class Target:
         wgmma: warpgroup MMA (``wgmma.mma_async``, operands in swizzled shared memory),
             compiled for ``sm_90a``; exists on compute capability 9.0 only (not on
             sm_100/sm_120, whose arch-specific features differ).
+        regs_per_cu: 32-bit registers per multiprocessor (64 K on sm_80/sm_90; used to
+            size persistent grids).
         num_cus: multiprocessors / compute units (a preset's typical count).
         max_grid: most blocks per launch along x, y, z.
         name: the preset name (``""`` for a hand-made Target).
@@ -88,6 +90,7 @@ class Target:
     async_copy: bool = False
     transposed_lds_read: bool = False
     wgmma: bool = False
+    regs_per_cu: int = 65536
     num_cus: int = 108
     max_grid: tuple = (2**31 - 1, 65535, 65535)
     name: str = ""

@@ -57,6 +57,8 @@ CONFIGS_WG = [
     PerfConfig(64, 64, 128, 1, 1, 64, 64, stages=2, wgmma=1),
     PerfConfig(64, 128, 64, 1, 1, 64, 128, stages=1, wgmma=1),
     PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=2, stages=3, wgmma=1),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=3, wgmma=2),
+    PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, wgmma=2),
 ]
 CONFIGS_32 = [
     PerfConfig(64, 64, 16, 2, 2, 32, 32, stages=3),
@@ -73,9 +75,9 @@ def _inputs(p: ConvProblem, rng):
     return dy, w
 
 
-def _check(engine, p, cfg, rng):
+def _check(engine, p, cfg, rng, target=None):
     try:
-        spec = make_spec(p, engine.target, cfg)
+        spec = make_spec(p, target or engine.target, cfg)
     except PerfConfigError:
         return None
     dy, w = _inputs(p, rng)
@@ -117,6 +119,24 @@ def test_suite_shapes_verify_wgmma(engine, dtype, line, cfg):
     base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
     p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
     if _check(engine, p, cfg, np.random.default_rng(11)) is None:
+        pytest.skip("config not valid for this problem")
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_WG if c.wgmma == 2], ids=lambda c: c.serialize())
+@pytest.mark.parametrize("line", SUITE)
+def test_persistent_blocks_walk_many_tiles(engine, line, cfg):
+    """wgmma=2 with the grid sized for a 3-SM device: every block loops over many tiles
+    (the next tile's copies overlap the previous epilogue), zero-fill blocks included."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = parse(f"convfp16 {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    small = engine.target.with_(num_cus=3)
+    try:
+        spec = make_spec(p, small, cfg)
+    except PerfConfigError:
+        pytest.skip("config not valid for this problem")
+    assert spec.tile_blocks <= 3 * 4
+    if _check(engine, p, cfg, np.random.default_rng(5), target=small) is None:
         pytest.skip("config not valid for this problem")
 
 

@@ -363,7 +363,8 @@ def test_names_differ_across_targets_when_code_does():
 def _resolved(spec):
     c = spec.config
     return (c.tile_m, c.tile_n, c.tile_k, c.warp_m, c.warp_n, c.warp_tile_m, c.warp_tile_n,
-            spec.atom.name, spec.vec_a, spec.vec_b, spec.vec_c, spec.split_k, spec.lds_k_outer, c.stages)
+            spec.atom.name, spec.vec_a, spec.vec_b, spec.vec_c, spec.split_k, spec.lds_k_outer, c.stages,
+            spec.persistent)
 
 
 PROBLEMS_FOR_NAMES = [
@@ -520,11 +521,12 @@ def configs(draw):
 @st.composite
 def wgmma_configs(draw):
     wm = draw(st.sampled_from([1, 2, 4]))
+    wn = draw(st.sampled_from([1, 1, 2]))
     wtm = draw(st.sampled_from([64, 128, 32]))
-    tn = draw(st.sampled_from([64, 128, 256, 32]))
+    wtn = draw(st.sampled_from([64, 128, 256, 32]))
     return PerfConfig(
-        tile_m=wm * wtm, tile_n=tn, tile_k=draw(st.sampled_from([64, 128, 32])), warp_m=wm, warp_n=1,
-        warp_tile_m=wtm, warp_tile_n=tn, vector_size_a=draw(st.sampled_from([0, 1, 2, 4, 8])),
+        tile_m=wm * wtm * draw(st.sampled_from([1, 1, 2])), tile_n=wn * wtn * draw(st.sampled_from([1, 1, 2])),
+        tile_k=draw(st.sampled_from([64, 128, 32])), warp_m=wm, warp_n=wn, warp_tile_m=wtm, warp_tile_n=wtn, vector_size_a=draw(st.sampled_from([0, 1, 2, 4, 8])),
         vector_size_b=draw(st.sampled_from([0, 1, 2, 4, 8])), vector_size_c=draw(st.sampled_from([0, 2, 8])),
         split_k=draw(st.sampled_from([-1, 1, 2, 3])), lds_k_outer=draw(st.sampled_from([-1, 0, 1])),
         stages=draw(st.sampled_from([1, 2, 3, 4, 5])), wgmma=1)
@@ -542,6 +544,8 @@ def test_every_valid_config_builds(problem, cfg, arch):
         return
     spec = make_spec(problem, t, cfg)
     assert spec.split_k >= 1 and spec.vec_a >= 1 and spec.vec_b >= 1 and spec.vec_c >= 1
+    if spec.wgmma:  # the instructions of the warpgroups tile the block exactly
+        assert spec.mma_m * 64 * cfg.warp_m == cfg.tile_m and cfg.warp_tile_n * cfg.warp_n == cfg.tile_n
     src = emit(spec)
     assert src.text and src.sha256 == hashlib.sha256(src.text.encode()).hexdigest()
     assert spec.kernel_name in src.text
@@ -600,6 +604,10 @@ WGMMA_COMPILE_CASES = [
     (nhwc(N=2, C=96, K=64, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,128,1,1,128,128,0,0,0,1,-1,2,1"),
     (nhwc(N=2, C=63, K=70, Hi=9, Wi=9), "64,64,64,1,1,64,64,0,0,0,1,-1,1,1"),
     (nhwc(N=2, C=128, K=128, Hi=7, Wi=7, dtype="bf16"), "128,128,64,2,1,64,128,0,0,0,2,-1,5,1"),
+    # persistent (wgmma=2): 3 and 2 stages, four sub-GEMMs with zero-fill blocks, N 256
+    (nhwc(N=2, C=128, K=128, Hi=14, Wi=14, sH=2, sW=2), "256,128,64,4,1,64,128,0,0,0,1,-1,3,2"),
+    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"),
+    (nhwc(N=2, C=63, K=70, Hi=9, Wi=9, dtype="bf16"), "64,64,64,1,1,64,64,0,0,0,-1,-1,2,2"),
 ]
 
 
@@ -627,13 +635,48 @@ def test_wgmma_needs_a_warpgroup_mma_target(arch):
     ("128,128,64,3,1,64,128,0,0,0,1,-1,3,1", "tile_m 128 is not a multiple"),
     ("64,128,64,2,1,32,128,0,0,0,1,-1,3,1", "warp_tile_m a multiple of 64"),
     ("128,96,64,2,1,64,96,0,0,0,1,-1,3,1", "warp_tile_n in {64, 128, 256}"),
+    # one instruction per warpgroup spans warp_tile_n columns: tile_n wider than the
+    # warpgroups' columns would leave accumulators unwritten (a fresh-user review found
+    # these validating): every such shape is rejected
+    ("64,256,64,1,1,64,64,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
+    ("128,256,64,2,1,64,128,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
+    ("128,128,64,2,1,64,64,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
+    ("128,256,64,1,2,128,64,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
     ("128,128,32,2,1,64,128,0,0,0,1,-1,3,1", "tile_k a multiple of 64"),
     ("128,128,64,2,1,64,128,0,0,0,1,0,3,1", "lds_k_outer must be -1 or 1"),
-    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,2", "wgmma must be 0"),
+    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,3", "wgmma must be 0"),
+    ("128,128,64,2,1,64,128,0,0,0,2,-1,3,2", "split_k must be 1 or -1"),
+    ("128,128,64,2,1,64,128,0,0,0,1,-1,1,2", "stages must be >= 2"),
 ])
 def test_wgmma_shape_rules(cfg, reason):
     ok, why = is_valid_performance_config(nhwc(C=128, K=128), SM90, PerfConfig.parse(cfg))
     assert not ok and reason in why, why
+
+
+def test_persistent_grid_fills_the_device_once():
+    from miopen_solver.solver import DgradSolver
+    # big 1x1: 4096 tiles of 128x256; 3 stages + the 128x264 epilogue tile = 216064 bytes ->
+    # one block per SM by shared memory; 256 threads x (128 + 88) registers -> one by registers.
+    p = nhwc(N=64, C=512, K=512, Hi=64, Wi=64, Y=1, X=1, pH=0, pW=0)
+    spec = make_spec(p, SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,1,-1,3,2"))
+    assert spec.persistent and spec.split_k == 1 and spec.tiles_per_group == 4096
+    assert spec.lds_bytes == 3 * (128 * 64 + 64 * 256) * 2 + 128 * 264 * 2 + 1024
+    assert spec.tile_blocks == SM90.num_cus and "_pb132_" in spec.kernel_name
+    assert emit(spec).grid == (132, 1, 1)
+    assert DgradSolver().get_solution(p, SM90, spec.config).kernels[0].grid == (132, 1, 1)
+    # 64x64 tiles, 2 stages: 2*(64*64+64*64)*2 + 64*72*2 + 1024 = 42752 bytes -> 5 by shared
+    # memory; 128 threads x (32 + 88) registers -> 4 by registers; 4 x 132 = 528 slots, but a
+    # small problem has fewer tiles: never more blocks than tiles.
+    small = make_spec(nhwc(C=64, K=64), SM90, PerfConfig.parse("64,64,64,1,1,64,64,0,0,0,1,-1,2,2"))
+    assert small.tile_blocks == small.tiles_per_group == 2
+    big = make_spec(nhwc(N=64, C=64, K=64, Hi=64, Wi=64), SM90, PerfConfig.parse("64,64,64,1,1,64,64,0,0,0,1,-1,2,2"))
+    assert big.tile_blocks == 4 * 132 and big.tiles_per_group == 4096
+    # groups share the slots: G=4 -> a quarter of them per group
+    grouped = make_spec(nhwc(N=64, C=256, K=256, G=4, Hi=64, Wi=64), SM90,
+                        PerfConfig.parse("64,64,64,1,1,64,64,0,0,0,1,-1,2,2"))
+    assert grouped.tile_blocks == 132 and emit(grouped).grid[:2] == (132, 4)
+    # split_k -1 resolves to 1 for a persistent kernel
+    assert make_spec(p, SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,-1,-1,3,2")).split_k == 1
 
 
 def test_wgmma_fp32_rejected_and_spec_values():

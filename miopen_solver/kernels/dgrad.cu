@@ -842,8 +842,10 @@ typedef typename dg_bytes<DG_VEC_C * DG_EB>::type dg_vc_t;
 
 DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                                   int g, int m_tile, int n_tile, int wm, int wn, int lane, dg_t* Cs) {
-    dg_cp_wait<0>();
-    DG_SYNC();  // every warp is done reading the A/B stages that Cs overlays
+#if !DG_PERSIST
+    dg_cp_wait<0>();  // Cs overlays the A/B stages: no copy may still land there
+#endif
+    DG_SYNC();  // every warp is done reading the A/B stages (or the last tile's Cs)
 #pragma unroll
     for (int i = 0; i < DG_MMA_M; ++i)
 #pragma unroll
@@ -907,27 +909,87 @@ DG_DEVICE void dg_zero_fill(dg_t* dx, int zb) {
 }
 #endif
 
+// ------------------------------------------------------------------ one output tile
+// Where block-tile `t` (of this group and k-slice kz) lies: its sub-GEMM, tile coordinates
+// and k-tile range.
+struct dg_tile {
+    dg_sub s;
+    int m_tile, n_tile, kt0, kt1;
+};
+
+DG_DEVICE dg_tile dg_tile_at(int t, int kz) {
+    dg_tile r;
+    r.s = dg_find_sub(t);
+    const int local = t - r.s.block_start;
+    r.m_tile = local / r.s.n_tiles;
+    r.n_tile = local - r.m_tile * r.s.n_tiles;
+    const int k_tiles = (r.s.gemm_k + DG_TILE_K - 1) / DG_TILE_K;
+    const int per_split = (k_tiles + DG_SPLIT_K - 1) / DG_SPLIT_K;
+    r.kt0 = kz * per_split;
+    r.kt1 = r.kt0 + per_split < k_tiles ? r.kt0 + per_split : k_tiles;
+    return r;
+}
+
+#if DG_STAGES > 1
+// Pipeline prologue: the first DG_AHEAD k-tiles of `tl` in flight (stages 0 .. DG_AHEAD-1).
+DG_DEVICE void dg_prologue(const dg_t* dy, const dg_t* w, const dg_tile& tl, const dg_arow (&ar)[DG_A_LOADS],
+                           int g, dg_t* As, dg_t* Bs, dg_stage_regs& regs) {
+#pragma unroll
+    for (int st = 0; st < DG_AHEAD; ++st) {
+        if (tl.kt0 + st < tl.kt1) {
+            dg_fetch(dy, w, tl.s, ar, g, tl.n_tile, tl.kt0 + st, As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
+            dg_store_regs(As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
+        }
+        dg_cp_commit();
+    }
+}
+
+// Main loop over the k-tiles of `tl` (the prologue has issued the first DG_AHEAD): wait for
+// tile kt, publish it, issue tile kt+DG_AHEAD, multiply tile kt. Accumulators are final on
+// return.
+DG_DEVICE void dg_mainloop(const dg_t* dy, const dg_t* w, const dg_tile& tl, const dg_arow (&ar)[DG_A_LOADS],
+                           int g, dg_t* As, dg_t* Bs, dg_stage_regs& regs,
+                           float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM], int wm, int wn, int lane) {
+    for (int kt = tl.kt0; kt < tl.kt1; ++kt) {
+        dg_cp_wait<DG_AHEAD - 1>();  // tile kt has landed
+        dg_publish_smem();
+        DG_SYNC();
+        const int rd = (kt - tl.kt0) % DG_STAGES;
+        const int wr = (kt - tl.kt0 + DG_AHEAD) % DG_STAGES;
+        const bool more = kt + DG_AHEAD < tl.kt1;
+        if (more) dg_fetch(dy, w, tl.s, ar, g, tl.n_tile, kt + DG_AHEAD, As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
+        dg_cp_commit();
+        dg_compute(As + rd * DG_A_STAGE, Bs + rd * DG_B_STAGE, acc, wm, wn, lane);
+        if (more) dg_store_regs(As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
+    }
+    dg_mma_drain();
+}
+#endif
+
+DG_DEVICE void dg_zero_acc(float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM]) {
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j)
+#pragma unroll
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e) acc[i][j][e] = 0.0f;
+}
+
 // ------------------------------------------------------------------ the kernel
 DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restrict__ w, dg_t* __restrict__ dx) {
     extern DG_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
     const int bid = DG_BID_X();
 #if DG_ZF_BLOCKS > 0
-    if (bid >= DG_TILES) {
-        if (DG_BID_Y() == 0 && DG_BID_Z() == 0) dg_zero_fill(dx, bid - DG_TILES);
+    if (bid >= DG_TILE_BLOCKS) {
+        if (DG_BID_Y() == 0 && DG_BID_Z() == 0) dg_zero_fill(dx, bid - DG_TILE_BLOCKS);
         return;
     }
 #endif
     const int g = DG_BID_Y();
     const int kz = DG_BID_Z();
-    const dg_sub s = dg_find_sub(bid);
-    const int local = bid - s.block_start;
-    const int m_tile = local / s.n_tiles;
-    const int n_tile = local - m_tile * s.n_tiles;
-
-    const int k_tiles = (s.gemm_k + DG_TILE_K - 1) / DG_TILE_K;
-    const int per_split = (k_tiles + DG_SPLIT_K - 1) / DG_SPLIT_K;
-    const int kt0 = kz * per_split;
-    const int kt1 = kt0 + per_split < k_tiles ? kt0 + per_split : k_tiles;
+#if !DG_PERSIST
+    const dg_tile tl = dg_tile_at(bid, kz);
+#endif
 
 #if DG_WGMMA
     // Swizzle atoms need 1024-byte alignment; the spec reserves 1024 bytes of slack.
@@ -944,21 +1006,43 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     const int wn = warp - wm * DG_WARP_N;
 
     float acc[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM];
-#pragma unroll
-    for (int i = 0; i < DG_MMA_M; ++i)
-#pragma unroll
-        for (int j = 0; j < DG_MMA_N; ++j)
-#pragma unroll
-            for (int e = 0; e < DG_ACC_PER_ATOM; ++e) acc[i][j][e] = 0.0f;
-
     dg_arow ar[DG_A_LOADS];
-    dg_decode_arows(s, m_tile, ar);
+#if !DG_PERSIST
+    dg_zero_acc(acc);
+    dg_decode_arows(tl.s, tl.m_tile, ar);
+#endif
     dg_stage_regs regs;
 
+#if DG_PERSIST
+    // Persistent blocks (DG_TILE_BLOCKS of them) walk the tiles t = bid, bid + DG_TILE_BLOCKS, ...
+    // The next tile's first k-tiles are issued before this tile's epilogue, which stages dX
+    // in its own shared-memory tile Cs (after the A/B stages), so the copies overlap it.
+    dg_t* Cs = Bs + DG_STAGES * DG_B_STAGE;
+    int t = bid;
+    dg_tile cur = dg_tile_at(t, kz);
+    dg_decode_arows(cur.s, cur.m_tile, ar);
+    dg_prologue(dy, w, cur, ar, g, As, Bs, regs);
+    for (;;) {
+        dg_zero_acc(acc);
+        dg_mainloop(dy, w, cur, ar, g, As, Bs, regs, acc, wm, wn, lane);
+        DG_SYNC();  // every warpgroup is done reading the stages the prologue refills
+        const int next = t + DG_TILE_BLOCKS;
+        dg_tile nxt = cur;
+        if (next < DG_TILES) {
+            nxt = dg_tile_at(next, kz);
+            dg_decode_arows(nxt.s, nxt.m_tile, ar);
+            dg_prologue(dy, w, nxt, ar, g, As, Bs, regs);
+        }
+        dg_epilogue_staged(dx, cur.s, acc, g, cur.m_tile, cur.n_tile, wm, wn, lane, Cs);
+        if (next >= DG_TILES) break;
+        t = next;
+        cur = nxt;
+    }
+#else
 #if DG_STAGES == 1
-    for (int kt = kt0; kt < kt1; ++kt) {
+    for (int kt = tl.kt0; kt < tl.kt1; ++kt) {
         DG_SYNC();
-        dg_fetch(dy, w, s, ar, g, n_tile, kt, As, Bs, regs);
+        dg_fetch(dy, w, tl.s, ar, g, tl.n_tile, kt, As, Bs, regs);
         dg_store_regs(As, Bs, regs);
         dg_cp_commit();
         dg_cp_wait<0>();
@@ -967,32 +1051,13 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         dg_compute(As, Bs, acc, wm, wn, lane);
     }
 #else
-    // Prologue: DG_AHEAD tiles in flight (stages 0 .. DG_AHEAD-1).
-#pragma unroll
-    for (int st = 0; st < DG_AHEAD; ++st) {
-        if (kt0 + st < kt1) {
-            dg_fetch(dy, w, s, ar, g, n_tile, kt0 + st, As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
-            dg_store_regs(As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, regs);
-        }
-        dg_cp_commit();
-    }
-    for (int kt = kt0; kt < kt1; ++kt) {
-        dg_cp_wait<DG_AHEAD - 1>();  // tile kt has landed
-        dg_publish_smem();
-        DG_SYNC();
-        const int rd = (kt - kt0) % DG_STAGES;
-        const int wr = (kt - kt0 + DG_AHEAD) % DG_STAGES;
-        const bool more = kt + DG_AHEAD < kt1;
-        if (more) dg_fetch(dy, w, s, ar, g, n_tile, kt + DG_AHEAD, As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
-        dg_cp_commit();
-        dg_compute(As + rd * DG_A_STAGE, Bs + rd * DG_B_STAGE, acc, wm, wn, lane);
-        if (more) dg_store_regs(As + wr * DG_A_STAGE, Bs + wr * DG_B_STAGE, regs);
-    }
-    dg_mma_drain();  // accumulators final before the epilogue reads them
+    dg_prologue(dy, w, tl, ar, g, As, Bs, regs);
+    dg_mainloop(dy, w, tl, ar, g, As, Bs, regs, acc, wm, wn, lane);
 #endif
 #if DG_SPLIT_K > 1
-    dg_epilogue_atomic(dx, s, acc, g, m_tile, n_tile, wm, wn, lane);
+    dg_epilogue_atomic(dx, tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane);
 #else
-    dg_epilogue_staged(dx, s, acc, g, m_tile, n_tile, wm, wn, lane, As);
+    dg_epilogue_staged(dx, tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane, As);
+#endif
 #endif
 }

@@ -126,7 +126,8 @@ def sub_gemm_records(spec) -> list:
 def emit(spec) -> KernelSource:
     """The specialised implicit-GEMM dgrad kernel for ``spec`` (a validated DgradSpec).
 
-    Grid: x = tiles over all sub-GEMMs (+ zero-fill blocks), y = G, z = split_k.
+    Grid: x = tiles over all sub-GEMMs, or the persistent blocks (``spec.tile_blocks``),
+    (+ zero-fill blocks), y = G, z = split_k.
     """
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
@@ -145,12 +146,13 @@ def emit(spec) -> KernelSource:
           ("DG_LDS_PAD", spec.lds_pad), ("DG_A_L1", int(spec.problem.Y * spec.problem.X > 1)), ("DG_POINTWISE", int(spec.pointwise)),
           ("DG_YTILDE", spec.decomposition.h.tilde), ("DG_XTILDE", spec.decomposition.w.tilde),
           ("DG_GCD_H", gcd(p.sH, p.dH)), ("DG_GCD_W", gcd(p.sW, p.dW)),
-          ("DG_NSUB", len(recs)), ("DG_TILES", spec.tiles_per_group), ("DG_ZF_BLOCKS", zf)]
+          ("DG_NSUB", len(recs)), ("DG_TILES", spec.tiles_per_group), ("DG_ZF_BLOCKS", zf),
+          ("DG_PERSIST", int(spec.persistent)), ("DG_TILE_BLOCKS", spec.tile_blocks)]
     if len(recs) == 1:
         d.append(("DG_SUB0", ", ".join(map(str, recs[0]))))
     else:
         d.append(("DG_SUB_TABLE", ", ".join("{" + ", ".join(map(str, r)) + "}" for r in recs)))
-    grid = (spec.tiles_per_group + zf, p.G, spec.split_k)
+    grid = (spec.tile_blocks + zf, p.G, spec.split_k)
     return _make(spec.kernel_name, vendor, t.arch, d, _read("dgrad.cu"), grid, (spec.threads, 1, 1),
                  spec.lds_bytes, memset=spec.zero_fill == "memset")
 
