@@ -313,7 +313,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
 
 @click.command("batch")
 @backend_option
-@arch_option
+@arch_option(without_device="an error (batch runs every line; use --backend cpu to simulate the target)")
 @click.option("--batch-size", "batch_size", type=int, default=None, help="Replace every line's -n with N.")
 @click.option("--iters", type=int, default=None, help="Replace every line's -i with N.")
 @click.option("--no-verify", "no_verify", is_flag=True, help="Time only (as if every line had -V 0).")

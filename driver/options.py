@@ -105,11 +105,14 @@ def backend_option(f):
                         help="Engine: auto picks hip, then cuda, then cpu.")(f)
 
 
-def arch_option(f):
-    """``--arch ARCH``."""
-    return click.option("--arch", default=None,
-                        help="Target arch preset. With --backend cpu: simulate that target on the CPU "
-                             "engine. With auto and no such device: compile only.")(f)
+def arch_option(f=None, *, without_device: str = "compile only"):
+    """``--arch ARCH``; ``without_device`` says what the command does when the backend is
+    auto and no such device exists (``run``: compile only; ``tune``/``batch``: refuse)."""
+    def deco(fn):
+        return click.option("--arch", default=None,
+                            help="Target arch preset. With --backend cpu: simulate that target on the CPU "
+                                 f"engine. With auto and no such device: {without_device}.")(fn)
+    return deco(f) if f is not None else deco
 
 
 def check_timeout(raw, shown: str) -> float:

@@ -36,7 +36,7 @@ from miopen_solver.errors import PerfConfigError, PerfDbError, RuntimeUnavailabl
 from miopen_solver.perfdb import PerfDb, default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, make_spec
+from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, is_valid_performance_config, make_spec
 from miopen_solver.target import get_target
 
 from . import report, workers
@@ -159,16 +159,11 @@ def lookup_perfdb(problem, device: Device, path: str | None):
     """
     db_path = path if path is not None else default_path()
     with PerfDb(db_path) as db:
-        rec = db.get(problem.problem_key(), device.perfdb_arch, SOLVER_NAME)
+        cfg, rec, why = DgradSolver().lookup_performance_config(problem, device.target, db,
+                                                                arch=device.perfdb_arch)
     if rec is None:
         return None, None, ""
-    solver = DgradSolver()
-    try:
-        cfg = PerfConfig.parse(rec.values)
-        ok, why = solver.is_valid_performance_config(problem, device.target, cfg)
-    except ValueError as e:
-        ok, why = False, str(e)
-    if not ok:
+    if cfg is None:
         return None, None, f"Ignoring perf-db config {rec.values} from {db_path}: {why}"
     return cfg, rec, ""
 
@@ -229,16 +224,39 @@ def _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_pe
         source = "perfdb" if cfg is not None else "default"
         if cfg is None:
             cfg = DgradSolver().get_default_performance_config(problem, target)
-    if kouter is not None:
-        cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
-    if split_k is not None:
-        cfg = cfg.replace(split_k=split_k)
+    asked = _overrides(cfg, kouter, split_k)
+    if source == "default" and cfg.wgmma and asked != cfg:
+        # --kouter off / --split-k N may not suit the warpgroup-MMA default (it reads W
+        # k-outer; its persistent form does not split K): the user asked for a setting, not
+        # for wgmma, so fall back to the warp-MMA default with the same settings.
+        ok, why = is_valid_performance_config(problem, target, asked)
+        fallbacks = ([("the non-persistent form", cfg.replace(wgmma=1))] if cfg.wgmma == 2 else []) + \
+            [("the warp-MMA default", DgradSolver().get_default_performance_config(problem, target.with_(wgmma=False)))]
+        for label, base in fallbacks if not ok else ():
+            alt = _overrides(base, kouter, split_k)
+            if is_valid_performance_config(problem, target, alt)[0]:
+                flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
+                                 ([f"--split-k {split_k}"] if split_k is not None else []))
+                notes.append(f"{flags}: not possible with the warpgroup-MMA default {cfg.serialize()} ({why}); "
+                             f"using {label} {base.serialize()}")
+                asked = alt
+                break
+    cfg = asked
     if cfg.split_k == -1:                         # resolve before anything is packed or launched
         chosen = make_spec(problem, target, cfg).split_k
         cfg = cfg.replace(split_k=chosen)
         notes.append(f"Split-K: -1 resolved to {chosen}")
     make_spec(problem, target, cfg)               # PerfConfigError names the broken rule
     return ConfigChoice(cfg, source, notes, tuned_ms, db_path, warnings)
+
+
+def _overrides(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:
+    """``cfg`` with the ``--kouter`` and ``--split-k`` settings applied."""
+    if kouter is not None:
+        cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
+    if split_k is not None:
+        cfg = cfg.replace(split_k=split_k)
+    return cfg
 
 
 # --------------------------------------------------------------------- line checks

@@ -144,6 +144,10 @@ def applicable_cmd(arch, as_json, line):
     try:
         tokens, opts = split_own_options(line)
         opts = _merge(opts, arch=arch, json=as_json)
+        for name in ("perf-config", "perfdb", "no-perfdb"):
+            if name in opts:
+                raise BadInput(f"--{name}: applicable answers for the problem, not a config; "
+                               f"allowed here: --arch, --json (use 'config' to check a perf config)")
         target = _target(opts)
         cmd = _parse_line(tokens, any_direction=True)
     except BadInput as e:
@@ -157,7 +161,7 @@ def applicable_cmd(arch, as_json, line):
 @click.command("config", context_settings=_SETTINGS)
 @click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
 @click.option("--perf-config", "perf_config", default=None,
-              help="Serialised PerfConfig (tile_m,tile_n,...,stages) to resolve.")
+              help="Serialised PerfConfig (tile_m,tile_n,...,stages[,wgmma]) to resolve.")
 @click.option("--perfdb", default=None, help="Perf-db file to look the problem up in.")
 @click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Do not consult a perf-db.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -189,11 +193,18 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
     elif opts.get("no-perfdb"):
         cfg, source = solver.get_default_performance_config(problem, target), "default"
     else:
+        found = None
         try:
             with PerfDb(opts.get("perfdb")) as db:
-                cfg, source = solver.find_performance_config(problem, target, db)
+                found, rec, why = solver.lookup_performance_config(problem, target, db)
+            if rec is not None and found is None:
+                warn(f"ignoring the {perfdb_label(opts.get('perfdb'))} record {rec.values} for {target.arch}: "
+                     f"{why}; using the default config")
         except PerfDbError as e:
             warn(f"{perfdb_label(opts.get('perfdb'))} unusable: {e.reason}; using the default config")
+        if found is not None:
+            cfg, source = found, "perfdb"
+        else:
             cfg, source = solver.get_default_performance_config(problem, target), "default"
     try:
         spec = make_spec(problem, target, cfg)

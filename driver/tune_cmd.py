@@ -250,18 +250,17 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
     cmd = parse_line(tokens)
     problem = cmd.problem
     device = resolve_device(o.backend, o.arch, o.timeout)
-    if device.compile_only:
-        raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "
-                        f"use --backend cpu to tune on the CPU engine")
     target = device.target
     check_applicable(problem, target)
-    ref_kind = resolve_reference(o.ref, device) if o.verify_top else None
-
     candidates = list(DgradSolver().search(problem, target))
     picked = select_configs(candidates, o.max_configs)
-    if o.list_only:
+    if o.list_only:  # needs no device: the configs depend only on the problem and the target
         listed = [c.serialize() for c in picked]
         return EXIT_OK, [json.dumps(listed)] if o.as_json else listed
+    if device.compile_only:
+        raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "
+                        f"use --backend cpu to tune on the CPU engine, or --list to print the configs")
+    ref_kind = resolve_reference(o.ref, device) if o.verify_top else None
     _check_perfdb(o)
 
     rows = []
@@ -364,7 +363,7 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
 
 @click.command("tune", context_settings=LINE_SETTINGS)
 @backend_option
-@arch_option
+@arch_option(without_device="an error, except with --list (the configs need no device)")
 @click.option("--top", type=int, default=5, show_default=True, help="Rows to print.")
 @click.option("--verify-top", "verify_top", type=int, default=3, show_default=True,
               help="Verify the fastest N (0: none; the fastest timed config wins).")

@@ -243,15 +243,31 @@ class DgradSolver:
             PerfConfigError: no default validates.
         """
         if perfdb is not None:
-            rec = perfdb.get(problem.problem_key(), target.arch, self.solver_db_id())
-            if rec is not None:
-                try:
-                    cfg = PerfConfig.parse(rec.values)
-                except PerfConfigError:
-                    cfg = None
-                if cfg is not None and is_valid_performance_config(problem, target, cfg)[0]:
-                    return cfg, "perfdb"
+            cfg, _, _ = self.lookup_performance_config(problem, target, perfdb)
+            if cfg is not None:
+                return cfg, "perfdb"
         return self.get_default_performance_config(problem, target), "default"
+
+    def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
+                                  arch: str | None = None) -> tuple:
+        """The perf-db record for ``problem`` under ``arch`` (default ``target.arch``) and
+        this solver, checked against ``target``.
+
+        Returns:
+            ``(config, record, reason)``: ``(None, None, "")`` when there is no record;
+            ``(None, record, reason)`` when the record does not parse or is not valid here
+            (``reason`` says why, so callers can say the record was ignored);
+            ``(config, record, "")`` otherwise.
+        """
+        rec = perfdb.get(problem.problem_key(), arch or target.arch, self.solver_db_id())
+        if rec is None:
+            return None, None, ""
+        try:
+            cfg = PerfConfig.parse(rec.values)
+        except PerfConfigError as e:
+            return None, rec, str(e)
+        ok, why = is_valid_performance_config(problem, target, cfg)
+        return (cfg, rec, "") if ok else (None, rec, why)
 
     def get_solution(self, problem: ConvProblem, target: Target,
                      config: PerfConfig | None = None) -> Solution:

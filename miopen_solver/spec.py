@@ -418,20 +418,20 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     _check(c.wgmma in (0, 1, 2),
            f"wgmma must be 0 (warp-level MMA), 1 (warpgroup MMA) or 2 (persistent warpgroup MMA), got {c.wgmma}")
     if c.wgmma:
-        _check(t.wgmma, f"wgmma=1 needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
-        _check(p.dtype in ("fp16", "bf16"), f"wgmma=1 needs fp16 or bf16 data, got {p.dtype}")
+        _check(t.wgmma, f"wgmma={c.wgmma} needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
+        _check(p.dtype in ("fp16", "bf16"), f"wgmma={c.wgmma} needs fp16 or bf16 data, got {p.dtype}")
         _check(c.warp_tile_m % 64 == 0,
-               f"wgmma=1 needs warp_tile_m a multiple of 64 (m64 instructions), got {c.warp_tile_m}")
+               f"wgmma={c.wgmma} needs warp_tile_m a multiple of 64 (m64 instructions), got {c.warp_tile_m}")
         _check(c.warp_tile_n in WGMMA_N,
-               f"wgmma=1 needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}, got {c.warp_tile_n}")
+               f"wgmma={c.wgmma} needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}, got {c.warp_tile_n}")
         # One instruction spans the warpgroup's whole column range (its N is warp_tile_n),
         # so the warpgroups along N must cover tile_n exactly.
         _check(c.tile_n == c.warp_n * c.warp_tile_n,
-               f"wgmma=1 needs tile_n = warp_n*warp_tile_n (one instruction spans a warpgroup's "
+               f"wgmma={c.wgmma} needs tile_n = warp_n*warp_tile_n (one instruction spans a warpgroup's "
                f"columns); got tile_n {c.tile_n}, warp_n*warp_tile_n {c.warp_n * c.warp_tile_n}")
         _check(c.tile_k % 64 == 0,
-               f"wgmma=1 needs tile_k a multiple of 64 (128-byte swizzled rows), got {c.tile_k}")
-        _check(c.lds_k_outer != 0, "wgmma=1 reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
+               f"wgmma={c.wgmma} needs tile_k a multiple of 64 (128-byte swizzled rows), got {c.tile_k}")
+        _check(c.lds_k_outer != 0, f"wgmma={c.wgmma} reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
         if c.wgmma == 2:
             _check(c.split_k in (-1, 1), f"wgmma=2 (persistent) stages dX through shared memory; split_k must be "
                                          f"1 or -1, got {c.split_k}")
@@ -570,13 +570,18 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
 def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The sm_90a warpgroup-MMA default for fp16/bf16 with cpg > 32 and kpg >= 64, fitted
-    to a 21-config sweep of the 14 suite rows on an H200 (bench/RESULTS.md, "wgmma"):
+    to sweeps of the 14 suite rows on an H200 (bench/RESULTS.md, warpgroup-MMA sections):
 
     * cpg <= 64: 128x64x64 tiles, 2 warpgroups of 64x64, 4 stages;
     * cpg >= 256, GemmK >= 256 and at least 1.5 waves of 128x256 tiles (the big rows): 128x256x64,
       2 warpgroups of 64x256 (128 accumulators), 4 stages;
     * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
     * strided filters: 256x128x64, 4 warpgroups of 64x128, 4 stages;
+    * 1x1 stride 1, cpg >= 256 and a single k-tile (GemmK <= 64) over at least two waves of
+      128x256 tiles: persistent 128x256x64 (wgmma=2), 3 stages -- each tile is one load and
+      one epilogue, and the persistent block overlaps the next tile's load with this tile's
+      epilogue (H200 sweep, r50_1x1_c256_k64_56: 26.4 -> 21.5 us; every other suite row
+      measured slower persistent);
     * otherwise 128x128x64, 2 warpgroups of 64x128: 4 stages for multi-tap filters,
       3 (two blocks per SM) for 1x1.
     """
@@ -592,6 +597,8 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 2, -1, 4, 1)
     if p.sH > 1 or p.sW > 1:
         return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
+    if p.is_pointwise and p.cpg >= 256 and max_k <= 64 and count_tiles(subs, 128, 256, p.G) >= 2 * t.num_cus:
+        return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 3, 2)
     return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4 if p.Y * p.X > 1 else 3, 1)
 
 

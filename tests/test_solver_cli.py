@@ -188,3 +188,29 @@ def test_commands_are_exported_for_registration():
         assert cmd.name == name
         assert cmd.context_settings["ignore_unknown_options"] is True
         assert cmd.context_settings["allow_interspersed_args"] is False
+
+
+@pytest.mark.parametrize("opt", [["--perf-config", "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"],
+                                 ["--perfdb", "x.sqlite"], ["--no-perfdb"]])
+def test_applicable_refuses_config_options(opt):
+    # applicable answers for the problem; it used to accept and ignore these silently
+    err = one_line_error(run(applicable_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90"] + opt))
+    assert err.startswith(f"dgrad-driver: error: {opt[0]}: ") and "use 'config'" in err
+
+
+def test_config_says_when_it_ignores_a_perfdb_record(tmp_path):
+    """A record that does not validate on the asked target (a wgmma config under sm_80) is
+    ignored with a warning naming it and the reason; the default is used."""
+    db_path = tmp_path / "db.sqlite"
+    p = parse(SUITE_LINE).problem
+    wg = "128,64,64,2,1,64,64,0,0,0,1,-1,4,1"
+    with PerfDb(db_path) as db:
+        db.update(p.problem_key(), "sm_80", SOLVER_NAME, wg, 1.0)
+        db.update(p.problem_key(), "sm_90", SOLVER_NAME, wg, 1.0)
+    r = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_80", "--perfdb", str(db_path), "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["source"] == "default"
+    assert doc["perf_config"] == SOLVER.get_default_performance_config(p, get_target("sm_80")).serialize()
+    assert f"record {wg} for sm_80" in r.stderr and "needs warpgroup MMA" in r.stderr
+    r = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perfdb", str(db_path), "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["source"] == "perfdb" and r.stderr == ""

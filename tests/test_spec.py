@@ -419,8 +419,11 @@ def test_same_name_same_source(problem, arch):
     # 1x1 stride 2, cpg 256: 196 tiles of 128x256 < 1.5 waves; strided -> 256x128, 4 warpgroups.
     (nhwc(N=32, C=256, K=512, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "sm_90",
      "256,128,64,4,1,64,128,0,0,0,1,-1,4,1"),
-    # 1x1 stride 1, GemmK 64 (< 256: no 128x256) -> 128x128x64, 3 stages.
-    (nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,3,1"),
+    # 1x1 stride 1, cpg 256, GemmK 64 (one k-tile), 784 tiles of 128x256 >= 2 waves ->
+    # persistent 128x256x64, 3 stages (wgmma=2).
+    (nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"),
+    # the same with 8x smaller images: 98 tiles < 2 waves -> not persistent: 128x128x64, 3 stages.
+    (nhwc(N=4, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,3,1"),
     # kpg 32 < 64 -> no wgmma: the mma.sync rules.
     (nhwc(N=32, C=256, K=32, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,32,2,4,64,32,0,0,0,1,-1,4"),
     # ResNet 3x3 c64 56x56 N32: 100352 rows / 128 = 784 tiles >= 304 CUs -> tile_m 128.

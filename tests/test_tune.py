@@ -254,3 +254,15 @@ def test_progress_through_tune_and_quiet(tmp_path):
     tune_line(tokens, TuneOptions(backend="cpu", max_configs=2, verify_top=1, store=False, progress=True, quiet=True),
               stderr=buf)
     assert buf.getvalue() == ""
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "gfx942"])
+def test_list_needs_no_device(capsys, arch):
+    """--list on a machine without that device prints the target's configs (a fresh-user
+    review found it refused); a real sweep still needs the device."""
+    status, out, err = run(capsys, "tune", *LINE.split(), "--arch", arch, "--max-configs", "5", "--list")
+    t = get_target(arch)
+    want = [c.serialize() for c in select_configs(list(DgradSolver().search(PROBLEM, t)), 5)]
+    assert status == 0 and out == want and err == []
+    status, out, err = run(capsys, "tune", *LINE.split(), "--arch", arch, "--max-configs", "5")
+    assert status == 2 and out == [] and "needs a device to time on" in err[0] and "--list" in err[0]
