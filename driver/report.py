@@ -3,7 +3,9 @@
 Strings follow MIOpen ``driver/conv_driver.hpp`` (research/miopen.md §1.7), 2024 snapshot:
 
 * ``MIOpenDriver <argv>`` echo, ``PRNG seed: <seed>``;
-* ``MIOpen Backward Data Conv. Algorithm: <a>, Solution: <id>/<name>``;
+* ``MIOpen Backward Data Conv. Algorithm: <a>, Solution: <id>/<name>`` (Find path), or in
+  immediate mode (``-S``) ``Backward Data Conv solutions available: N`` and one
+  ``- id: <id> algo: <algo>, time: <t> ms, ws: <bytes>, name: <SolverName>`` per solution;
 * ``GPU Kernel Time Backward Data Conv. Elapsed: %f ms (average)`` with the average
   ``(total - first)/(iter - 1)`` taken in float32 like MIOpen's ``float`` arithmetic;
 * the stats header and value line. The header says ``n, c, ho, wo, x, y, k`` but the values
@@ -49,6 +51,20 @@ def algorithm_line(solution_id: int = SOLVER_ID, solver_name: str = SOLVER_NAME,
                    algorithm: int = ALGORITHM_IMPLICIT_GEMM) -> str:
     """``MIOpen Backward Data Conv. Algorithm: <a>, Solution: <id>/<name>`` (Find path)."""
     return f"MIOpen Backward Data Conv. Algorithm: {algorithm}, Solution: {solution_id}/{solver_name}"
+
+
+def immediate_lines(time_ms: float | None, workspace_bytes: int = 0, solution_id: int = SOLVER_ID,
+                    solver_name: str = SOLVER_NAME, algorithm: int = ALGORITHM_IMPLICIT_GEMM) -> list:
+    """Immediate mode (``-S`` set): MIOpenDriver's ``RunBackwardDataGpuImmed`` lists the
+    solutions ``...GetSolution`` reports before it runs the chosen one, in iostream format:
+    ``Backward Data Conv solutions available: N`` and
+    ``- id: <id> algo: <algo>, time: <t> ms, ws: <bytes>, name: <SolverName>``.
+    Here the list is this solver's one solution; ``time`` is the perf-db's tuned time, or -1
+    when none is recorded (the library reports no measured time then)."""
+    t = -1.0 if time_ms is None else time_ms
+    return ["Backward Data Conv solutions available: 1",
+            f"- id: {solution_id} algo: {algorithm}, time: {cpp_float(t)} ms, ws: {workspace_bytes}, "
+            f"name: {solver_name}"]
 
 
 def miopen_average_ms(times_ms) -> float:

@@ -526,10 +526,14 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     dumps = vrec["dumps"] if vrec else []
     lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")
     lines.extend(f"Wrote output to file {p}" for p in dumps if p == "dump_bwd_din_gpu.bin")
+    immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
+    if immediate:
+        lines.extend(report.immediate_lines(choice.tuned_ms, spec.workspace_bytes))
     if timing is not None:
         if cmd.wall:
             lines.append(report.wall_line(timing["wall_ms"], aux_ms, 0.0))
-        lines.append(report.algorithm_line())
+        if not immediate:                                       # the Find path names its pick
+            lines.append(report.algorithm_line())
         lines.append(report.kernel_time_line(summary["average_ms"]))
         lines.extend(report.stats_lines(problem, summary["average_ms"]))
     elif cmd.wall and not cmd.time:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import ROOT
 from driver import report
 from driver.cli import cli, main
-from miopen_solver import prng
+from miopen_solver import SOLVER_NAME, prng
 from miopen_solver.command import parse
 from miopen_solver.reference import Verdict
 from miopen_solver.runtime.base import Timing
@@ -350,6 +350,38 @@ def test_solution_flag_accepts_our_id_and_name(capsys):
     for value in ("-1", "200", "ConvDgradImplicitGemmTilde"):
         status, out, _ = run(capsys, SMALL, "-S", value)
         assert status == 0 and OK.match(out[-1])
+
+
+LISTED = re.compile(r"^- id: 200 algo: 5, time: (\S+) ms, ws: 0, name: ConvDgradImplicitGemmTilde$")
+
+
+@pytest.mark.parametrize("value", ["0", "200", "ConvDgradImplicitGemmTilde"])
+def test_solution_flag_selects_immediate_mode(capsys, value):
+    """-S set: MIOpenDriver's immediate path lists the solutions (count line, one line each)
+    before the timing, and prints no Find-path 'Algorithm:' line; -S -1 is the Find path."""
+    status, out, _ = run(capsys, SMALL, "-S", value, "--no-perfdb")
+    assert status == 0
+    i = out.index("Backward Data Conv solutions available: 1")
+    m = LISTED.match(out[i + 1])
+    assert m and m.group(1) == "-1"                        # no tuned time without a perf-db
+    assert out[i + 2].startswith("GPU Kernel Time Backward Data Conv. Elapsed: ")
+    assert not any(l.startswith("MIOpen Backward Data Conv. Algorithm:") for l in out)
+    status, out, _ = run(capsys, SMALL, "--no-perfdb")
+    assert status == 0 and not any(l.startswith("Backward Data Conv solutions") for l in out)
+    assert any(l == "MIOpen Backward Data Conv. Algorithm: 5, Solution: 200/ConvDgradImplicitGemmTilde" for l in out)
+    status, out, _ = run(capsys, SMALL.replace("-t 1", "-t 0"), "-S", value, "--no-perfdb")
+    assert status == 0 and LISTED.match(out[out.index("Backward Data Conv solutions available: 1") + 1])
+
+
+def test_immediate_mode_lists_the_tuned_time(capsys, tmp_path):
+    from miopen_solver.perfdb import PerfDb
+    p = parse(SMALL).problem
+    cfg = DgradSolver().get_default_performance_config(p, get_target("cpu"))
+    db = tmp_path / "db.sqlite"
+    with PerfDb(db) as d:
+        d.update(p.problem_key(), "cpu", SOLVER_NAME, cfg.serialize(), 0.125)
+    status, out, _ = run(capsys, SMALL, "-S", "200", "--perfdb", str(db))
+    assert status == 0 and LISTED.match(out[out.index("Backward Data Conv solutions available: 1") + 1]).group(1) == "0.125"
 
 
 def test_kouter_maps_onto_lds_k_outer(capsys):
