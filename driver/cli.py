@@ -96,6 +96,10 @@ else:
     cli.add_command(applicable_cmd)
     cli.add_command(config_cmd)
 
+from .perfdb_cmd import perfdb_group  # noqa: E402
+
+cli.add_command(perfdb_group)
+
 try:  # fixture replay (replay) lives in its own module
     from .replay_cmd import replay_cmd
 except ImportError:  # pragma: no cover - only while that module is absent

@@ -1,0 +1,166 @@
+"""``dgrad-driver perfdb``: move perf-db records between our sqlite perf-db and MIOpen's
+text form, and list them.
+
+* ``perfdb import FILE --arch ARCH`` loads MIOpen record lines (``KEY=SolverId:VALUES;...``,
+  as in MIOpen's ``<arch>.HIP.udb``/``.fdb.txt`` user perf-db files) for one arch; every
+  solver's entries are kept, as MIOpen keeps them. Entries of this solver whose VALUES are
+  not a perf config are still stored (MIOpen stores them too) but named in one warning;
+  a run then ignores them with a note.
+* ``perfdb export --arch ARCH [-o FILE]`` writes the arch's records in that form (stdout by
+  default), one line per problem key.
+* ``perfdb list [--arch ARCH] [--json]`` prints the records with their tuned times.
+
+The perf-db is ``--perfdb PATH``, else ``$MIOPEN_DGRAD_PERFDB``, else the user cache file
+(:func:`miopen_solver.perfdb.default_path`). Exit status 0, or 2 for bad input (a missing
+or malformed FILE, naming the line; an unusable perf-db or output path), one error line on
+stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from miopen_solver import SOLVER_NAME
+from miopen_solver.errors import PerfConfigError, PerfDbError
+from miopen_solver.perfdb import PerfDb, parse_record_line
+from miopen_solver.spec import PerfConfig
+
+from .options import PERFDB_ALLOWED, UserError, check_output_file, json_option, perfdb_label, run_and_print, warn
+
+ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device arch (sm_90, gfx942, ...), "
+             "or <arch>@cpu for a target simulated on the CPU engine.")
+
+
+def _perfdb_option(f):
+    return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
+                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
+
+
+def _db_error(path, e: PerfDbError) -> UserError:
+    return UserError(f"{perfdb_label(path)}: {e.reason}; {PERFDB_ALLOWED}")
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except IsADirectoryError:
+        raise UserError(f"FILE {path}: is a directory; allowed: a text file of MIOpen perf-db records") from None
+    except UnicodeDecodeError:
+        raise UserError(f"FILE {path}: not UTF-8 text; allowed: a text file of MIOpen perf-db records") from None
+    except OSError as e:
+        raise UserError(f"FILE {path}: cannot be read ({e.strerror or e}); "
+                        f"allowed: a text file of MIOpen perf-db records") from None
+
+
+def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
+    """Import ``path`` into the perf-db; ``(0, lines)``. Malformed text writes nothing.
+
+    Raises:
+        UserError: FILE unreadable or malformed (with the line number), a bad ``--arch``,
+            or a perf-db that cannot be written.
+    """
+    if not arch.strip() or any(c in arch for c in "=;:"):
+        raise UserError(f"--arch {arch!r}: not usable as a perf-db arch; allowed: a non-empty name without "
+                        f"'=', ';' or ':' (e.g. sm_90, gfx942, sm_90@cpu)")
+    text = _read_text(path)
+    ours, bad = 0, []
+    try:
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            for key, solver, values in parse_record_line(line, n):
+                if solver == SOLVER_NAME:
+                    ours += 1
+                    try:
+                        PerfConfig.parse(values)
+                    except PerfConfigError as e:
+                        bad.append(f"line {n} {key}: {e}")
+        with PerfDb(perfdb) as db:
+            db.check(write=True)
+            written = db.import_text(text, arch)
+    except PerfDbError as e:
+        raise _db_error(perfdb, e) from None
+    except ValueError as e:
+        raise UserError(f"FILE {path}: {e}") from None
+    if bad:
+        warn(f"{len(bad)} {SOLVER_NAME} record(s) are not perf configs and will be ignored by runs: "
+             + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else ""))
+    return 0, [f"Imported {written} record(s) ({ours} for {SOLVER_NAME}) for {arch} from {path} "
+               f"into {PerfDb(perfdb).path}"]
+
+
+def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
+    """The arch's records in MIOpen's text form, to stdout or ``out``; ``(0, lines)``."""
+    if out is not None:
+        check_output_file("-o", out)
+    try:
+        with PerfDb(perfdb) as db:
+            text = db.export_text(arch)
+    except PerfDbError as e:
+        raise _db_error(perfdb, e) from None
+    if out is None:
+        return 0, text.splitlines()
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UserError(f"-o {out}: not writable ({e.strerror or e}); "
+                        f"allowed: a file path in an existing, writable directory") from None
+    return 0, [f"Exported {len(text.splitlines())} line(s) for {arch} to {os.path.abspath(out)}"]
+
+
+def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
+    """Every record (of ``arch`` when given), one line each or one JSON list; ``(0, lines)``."""
+    try:
+        with PerfDb(perfdb) as db:
+            recs = db.records(arch)
+    except PerfDbError as e:
+        raise _db_error(perfdb, e) from None
+    if as_json:
+        return 0, [json.dumps([{"problem_key": r.problem_key, "arch": r.arch, "solver": r.solver,
+                                "perf_config": r.values, "time_ms": r.time_ms} for r in recs])]
+    return 0, [f"{r.arch} {r.problem_key} {r.solver} {r.values} "
+               f"{'%.6f ms' % r.time_ms if r.time_ms is not None else '(no time)'}" for r in recs]
+
+
+@click.group("perfdb")
+def perfdb_group():
+    """Import, export and list perf-db records (MIOpen's text form: KEY=SolverId:VALUES)."""
+
+
+@perfdb_group.command("import")
+@click.argument("file", metavar="FILE")
+@click.option("--arch", required=True, help=ARCH_HELP)
+@_perfdb_option
+@click.pass_context
+def import_cmd(ctx, file, arch, perfdb):
+    """Load MIOpen perf-db record lines from FILE for --arch (replacing records of the same
+    key, arch and solver). Nothing is written when a line is malformed."""
+    run_and_print(ctx, import_records, file, arch, perfdb)
+
+
+@perfdb_group.command("export")
+@click.option("--arch", required=True, help=ARCH_HELP)
+@click.option("-o", "out", default=None, metavar="FILE", help="Write here instead of stdout.")
+@_perfdb_option
+@click.pass_context
+def export_cmd(ctx, arch, out, perfdb):
+    """Print the --arch records as MIOpen perf-db record lines (times are not part of that form)."""
+    run_and_print(ctx, export_records, arch, perfdb, out)
+
+
+@perfdb_group.command("list")
+@click.option("--arch", default=None, help="Only this arch (default: all).")
+@json_option
+@_perfdb_option
+@click.pass_context
+def list_cmd(ctx, arch, as_json, perfdb):
+    """Print every record: arch, problem key, solver, perf config, tuned time."""
+    run_and_print(ctx, list_records, arch, perfdb, as_json)
+
+
+__all__ = ["perfdb_group", "import_records", "export_records", "list_records"]

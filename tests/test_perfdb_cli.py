@@ -1,0 +1,121 @@
+"""``dgrad-driver perfdb import/export/list``: MIOpen's text form in and out of the sqlite
+perf-db, and every bad input as one error line with exit status 2 that writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from driver.cli import main
+from miopen_solver import SOLVER_NAME
+from miopen_solver.command import parse
+from miopen_solver.perfdb import ENV_VAR, PerfDb
+from miopen_solver.solver import DgradSolver
+from miopen_solver.target import get_target
+
+LINE = ("convfp16 -n 2 -c 16 -H 9 -W 9 -k 16 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 -t 1 -V 1 -i 2 "
+        "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+KEY = parse(LINE).problem.problem_key()
+TUNED = "32,16,16,2,1,16,16,0,0,0,1,-1,2"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "default.sqlite"))
+    monkeypatch.setenv("MIOPEN_DEBUG_DRIVER_PRNG_SEED", "7")
+
+
+def run(capsys, *args):
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out.splitlines(), err.splitlines()
+
+
+def records_file(tmp_path, text):
+    p = tmp_path / "gfx942.HIP.udb.txt"
+    p.write_text(text)
+    return str(p)
+
+
+def test_import_export_round_trip_and_list(capsys, tmp_path):
+    db = str(tmp_path / "db.sqlite")
+    text = (f"{KEY}={SOLVER_NAME}:{TUNED};ConvOclDirectFwd:16,16,8,1\n"
+            f"\n"
+            f"ZZ-KEY={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2\n")
+    status, out, err = run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "cpu", "--perfdb", db)
+    assert status == 0 and err == []
+    assert out == [f"Imported 3 record(s) (2 for {SOLVER_NAME}) for cpu from {tmp_path / 'gfx942.HIP.udb.txt'} "
+                   f"into {db}"]
+    # export: one line per key, solvers in name order, blank line dropped -- MIOpen's form
+    status, out, err = run(capsys, "perfdb", "export", "--arch", "cpu", "--perfdb", db)
+    assert status == 0 and out == [f"{KEY}={SOLVER_NAME}:{TUNED};ConvOclDirectFwd:16,16,8,1",
+                                   f"ZZ-KEY={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2"]
+    # export of another arch is empty; export to a file
+    assert run(capsys, "perfdb", "export", "--arch", "sm_90", "--perfdb", db)[:2] == (0, [])
+    dest = tmp_path / "out.txt"
+    status, out, _ = run(capsys, "perfdb", "export", "--arch", "cpu", "--perfdb", db, "-o", str(dest))
+    assert status == 0 and out == [f"Exported 2 line(s) for cpu to {dest}"]
+    assert dest.read_text().splitlines()[1] == f"ZZ-KEY={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2"
+    # list, text and JSON
+    status, out, _ = run(capsys, "perfdb", "list", "--perfdb", db, "--json")
+    recs = json.loads(out[0])
+    assert status == 0 and len(recs) == 3 and all(r["time_ms"] is None and r["arch"] == "cpu" for r in recs)
+    status, out, _ = run(capsys, "perfdb", "list", "--perfdb", db, "--arch", "cpu")
+    assert f"cpu {KEY} {SOLVER_NAME} {TUNED} (no time)" in out
+
+
+def test_an_imported_record_is_used_by_a_run(capsys, tmp_path):
+    db = str(tmp_path / "db.sqlite")
+    assert DgradSolver().get_default_performance_config(parse(LINE).problem, get_target("cpu")).serialize() != TUNED
+    run(capsys, "perfdb", "import", records_file(tmp_path, f"{KEY}={SOLVER_NAME}:{TUNED}\n"), "--arch", "cpu",
+        "--perfdb", db)
+    status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", db)
+    assert status == 0 and f"Using perf-db config {TUNED} (imported, no time) from {db}" in out
+
+
+def test_non_config_values_of_this_solver_are_stored_with_a_warning(capsys, tmp_path):
+    db = str(tmp_path / "db.sqlite")
+    status, out, err = run(capsys, "perfdb", "import", records_file(tmp_path, f"{KEY}={SOLVER_NAME}:1,2\n"),
+                           "--arch", "cpu", "--perfdb", db)
+    assert status == 0 and len(err) == 1 and err[0].startswith("dgrad-driver: warning: 1 ")
+    assert "line 1" in err[0] and "has 2 fields" in err[0]
+    status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", db)
+    assert status == 0 and any(l.startswith("Ignoring perf-db config 1,2") for l in out)
+
+
+@pytest.mark.parametrize("make_args,needle", [
+    (lambda t: ["import", str(t / "missing.txt"), "--arch", "cpu"], "cannot be read (No such file"),
+    (lambda t: ["import", str(t), "--arch", "cpu"], "is a directory"),
+    (lambda t: ["import", records_file(t, "ok-key=S:1\nno equals sign\n"), "--arch", "cpu"],
+     "line 2: perf-db record 'no equals sign' is not KEY=SolverId:VALUES"),
+    (lambda t: ["import", records_file(t, "k=S:1;T\n"), "--arch", "cpu"], "line 1: perf-db entry 'T' is not"),
+    (lambda t: ["import", records_file(t, "k=S:1\n"), "--arch", "a=b"], "--arch 'a=b': not usable"),
+    (lambda t: ["import", records_file(t, "k=S:1\n"), "--arch", " "], "--arch ' ': not usable"),
+    (lambda t: ["import", records_file(t, "k=S:1\n"), "--arch", "cpu", "--perfdb", str(t)], "is a directory"),
+    (lambda t: ["export", "--arch", "cpu", "-o", str(t / "no" / "x.txt")], "-o "),
+    (lambda t: ["export", "--arch", "cpu", "-o", str(t)], "is a directory"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(capsys, tmp_path, make_args, needle):
+    db = tmp_path / "db.sqlite"
+    args = make_args(tmp_path)
+    if "--perfdb" not in args:
+        args += ["--perfdb", str(db)]
+    status, out, err = run(capsys, "perfdb", *args)
+    assert status == 2 and out == [] and len(err) == 1 and err[0].startswith("dgrad-driver: error: ")
+    assert needle in err[0], err[0]
+    with PerfDb(db) as d:
+        assert d.records() == []
+
+
+def test_malformed_file_writes_nothing_even_after_good_lines(capsys, tmp_path):
+    db = tmp_path / "db.sqlite"
+    with PerfDb(db) as d:
+        d.update(KEY, "cpu", SOLVER_NAME, TUNED, 1.5)
+    text = f"{KEY}={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2\nbroken\n"
+    status, _, err = run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "cpu",
+                         "--perfdb", str(db))
+    assert status == 2 and "line 2" in err[0]
+    with PerfDb(db) as d:
+        rec = d.get(KEY, "cpu", SOLVER_NAME)
+    assert rec.values == TUNED and rec.time_ms == 1.5
