@@ -11,9 +11,13 @@
 // G, split_k). Each block finds its sub-GEMM in DG_SUB (a compile-time table; folded to
 // constants when there is one sub-GEMM), loads A (dY, vectors along k) and B (W, vectors
 // along c) tiles into shared memory through a DG_STAGES-deep pipeline, multiplies them on
-// the matrix cores (mma.sync m16n8k16 / MFMA) or on FMA (fp32), and writes dX through a
-// shared-memory staged epilogue in DG_VEC_C-wide stores (split_k == 1), or accumulates
-// atomically from the registers when split_k > 1 (dX is zeroed before such a launch).
+// the matrix cores (mma.sync m16n8k16 / MFMA; on sm_90a with DG_WGMMA the warpgroup
+// instruction wgmma.mma_async m64nNk16 straight from 128-byte-swizzled shared memory, one
+// group kept in flight) or on FMA (fp32), and writes dX through a shared-memory staged
+// epilogue in DG_VEC_C-wide stores (split_k == 1), or accumulates atomically from the
+// registers when split_k > 1 (dX is zeroed before such a launch). With DG_PERSIST the grid
+// holds DG_TILE_BLOCKS persistent blocks that walk the tiles and load the next tile during
+// the current tile's epilogue.
 //
 // Every problem and config value arrives as a DG_* define from kernels/emit.py. No vendor
 // header is included: the vendor pieces sit in the "vendor layer" section below.
