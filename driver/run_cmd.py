@@ -225,10 +225,10 @@ def _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_pe
         if cfg is None:
             cfg = DgradSolver().get_default_performance_config(problem, target)
     asked = _overrides(cfg, kouter, split_k)
-    if source == "default" and cfg.wgmma and asked != cfg:
-        # --kouter off / --split-k N may not suit the warpgroup-MMA default (it reads W
-        # k-outer; its persistent form does not split K): the user asked for a setting, not
-        # for wgmma, so fall back to the warp-MMA default with the same settings.
+    if source in ("default", "perfdb") and cfg.wgmma and asked != cfg:
+        # --kouter off / --split-k N may not suit a warpgroup-MMA default or perf-db record
+        # (it reads W k-outer; its persistent form does not split K): the user asked for a
+        # setting, not for wgmma, so fall back to the nearest config that takes it.
         ok, why = is_valid_performance_config(problem, target, asked)
         fallbacks = ([("the non-persistent form", cfg.replace(wgmma=1))] if cfg.wgmma == 2 else []) + \
             [("the warp-MMA default", DgradSolver().get_default_performance_config(problem, target.with_(wgmma=False)))]
@@ -237,7 +237,8 @@ def _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_pe
             if is_valid_performance_config(problem, target, alt)[0]:
                 flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
                                  ([f"--split-k {split_k}"] if split_k is not None else []))
-                notes.append(f"{flags}: not possible with the warpgroup-MMA default {cfg.serialize()} ({why}); "
+                whose = "the warpgroup-MMA default" if source == "default" else "the perf-db config"
+                notes.append(f"{flags}: not possible with {whose} {cfg.serialize()} ({why}); "
                              f"using {label} {base.serialize()}")
                 asked = alt
                 break
@@ -257,6 +258,21 @@ def _overrides(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> Perf
     if split_k is not None:
         cfg = cfg.replace(split_k=split_k)
     return cfg
+
+
+def _compile_cause(message: str) -> str:
+    """The line of a compiler's output that says why the build failed: the first diagnostic
+    with a code or an ``error``, skipping the generic 'aborted due to errors' epilogue
+    (ptxas: ``ptxas fatal : (C7602) Insufficient registers ...``), else the first line."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    body = lines[1:] or lines
+    for want in (lambda ln: "error" in ln.lower() and "aborted due to errors" not in ln,
+                 lambda ln: "fatal" in ln.lower() and "aborted due to errors" not in ln,
+                 lambda ln: "error" in ln.lower() or "fatal" in ln.lower()):
+        hit = next((ln for ln in body if want(ln)), None)
+        if hit is not None:
+            return hit
+    return lines[0] if lines else message
 
 
 # --------------------------------------------------------------------- line checks
@@ -391,7 +407,7 @@ def compile_only(spec) -> tuple:
                     rec.update(compiled=True, compiler="nvcc", code_object_bytes=len(cubin))
                     lines.append(f"Cubin: {len(cubin)} bytes")
         except OfflineCompileError as e:
-            first = next((ln for ln in str(e).splitlines()[1:] if "error" in ln), str(e).splitlines()[0])
+            first = _compile_cause(str(e))
             rec["error"] = str(e)
             lines.append(f"Compile FAILED: {first.strip()}")
             status = EXIT_WORKER_FAILED

@@ -36,7 +36,8 @@ dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
   tile_k divisible by a matrix atom that exists for the dtype on the target;
 * block size (warp_m*warp_n*wave) <= the target's max threads;
 * accumulators per lane <= the target's safe bound (a spilled accumulator file gave wrong
-  dX in rocKE);
+  dX in rocKE); on NVIDIA also accumulators + :data:`REGISTER_RESERVE` <= the registers a
+  thread of the block may have (64 K per multiprocessor / threads, at most 255);
 * shared memory <= the target's capacity: the larger of stages x (padded A + B tiles) and,
   when split_k == 1, the staged epilogue's padded C tile (it reuses the same memory);
 * the A, B and C tiles each spread evenly over the block's threads at width 1 at least;
@@ -71,6 +72,10 @@ WGMMA_N = (64, 128, 256)
 """warp_tile_n values a wgmma config may use (the instruction's N)."""
 WGMMA_GROUP = 128
 """Threads of one warpgroup."""
+REGISTER_RESERVE = 40
+"""Registers a thread needs beside its accumulators (addresses, loop state, load staging):
+ptxas gave 4-warpgroup wgmma kernels with 64 accumulators 96-128 registers, and refused
+128 accumulators in a 512-thread block (cap 128: "Insufficient registers", C7602)."""
 
 MAX_SPLIT_K = 64
 """Largest accepted split-K degree (a bound on atomic traffic, not a hardware limit)."""
@@ -482,6 +487,12 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
                      vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp)
     _check(spec.accumulators_per_lane <= t.max_accumulators,
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
+    if t.vendor == "nvidia":
+        cap = min(255, t.regs_per_cu // threads)
+        _check(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
+               f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
+               f"addresses and loads exceed the {cap} registers a thread of a {threads}-thread block may use "
+               f"({t.regs_per_cu} per multiprocessor, 255 per thread)")
     _check(spec.lds_bytes <= t.lds_bytes,
            f"{spec.lds_bytes} bytes of shared memory exceed {t.arch}'s {t.lds_bytes}")
     gx, gy, gz = t.max_grid

@@ -567,6 +567,34 @@ PW256 = ("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 
          "--in_layout NHWC --out_layout NHWC --fil_layout NHWC -V 0 -i 1")
 
 
+def test_a_perfdb_record_that_cannot_take_a_setting_falls_back_too(capsys, tmp_path):
+    """Once a line is tuned, --kouter off must not start failing (second review): the record
+    is named in the note and the nearest config that takes the setting is used."""
+    from miopen_solver.perfdb import PerfDb
+    db = tmp_path / "db.sqlite"
+    rec = "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"
+    with PerfDb(db) as d:
+        d.update(parse(PW256).problem.problem_key(), "sm_90", SOLVER_NAME, rec, 0.02)
+    status, out, err = run(capsys, PW256, "--arch", "sm_90", "--kouter", "off", "--perfdb", str(db))
+    assert status == 0 and f"Using perf-db config {rec} (tuned 0.020000 ms) from {db}" in out
+    assert any(l.startswith(f"--kouter off: not possible with the perf-db config {rec}") for l in out)
+    status, out, err = run(capsys, PW256, "--arch", "sm_90", "--split-k", "2", "--perfdb", str(db),
+                           "--print-name-only")
+    assert status == 0 and "wgmma64x256x16" in out[0] and "_sk2_" in out[0]
+
+
+@pytest.mark.parametrize("message,cause", [
+    ("nvcc failed:\nptxas fatal   : (C7602) Insufficient registers (128) for wgmma\n"
+     "ptxas fatal   : Ptx assembly aborted due to errors", "ptxas fatal   : (C7602) Insufficient registers (128) for wgmma"),
+    ("nvcc failed:\nk.cu(3): error: identifier \"x\" is undefined\n1 error detected", 'k.cu(3): error: identifier "x" is undefined'),
+    ("clang failed:\nwarning: foo\nerror: unknown target CPU 'gfx950'", "error: unknown target CPU 'gfx950'"),
+    ("just one line", "just one line"),
+])
+def test_compile_failure_names_the_cause(message, cause):
+    from driver.run_cmd import _compile_cause
+    assert _compile_cause(message) == cause
+
+
 @pytest.mark.parametrize("line,flags,atom,layout,note", [
     # sm_90 default is warpgroup MMA, which reads W k-outer: --kouter off -> warp-MMA default
     (MAIN, ["--kouter", "off"], "mma16816", "_mo_", "using the warp-MMA default"),

@@ -682,6 +682,36 @@ def test_persistent_grid_fills_the_device_once():
     assert make_spec(p, SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,-1,-1,3,2")).split_k == 1
 
 
+@pytest.mark.parametrize("cfg,ok", [
+    # 4 warpgroups = 512 threads -> 128 registers per thread: 128 accumulators do not fit
+    # (ptxas C7602, found by a fresh-user review), 64 do
+    ("256,256,64,4,1,64,256,0,0,0,1,-1,3,1", False),
+    ("256,256,64,2,2,128,128,0,0,0,1,-1,2,1", False),
+    ("256,128,64,4,1,64,128,0,0,0,1,-1,4,1", True),
+    ("128,256,64,2,1,64,256,0,0,0,1,-1,4,1", True),        # 256 threads: 255 per thread
+    # the same rule for warp-level MMA: 16 warps of 64x64 tiles = 128 accumulators
+    ("256,256,32,4,4,64,64,0,0,0,1,-1,2", False),
+    ("128,128,32,4,4,32,32,0,0,0,1,-1,2", True),            # 32 accumulators, 512 threads
+])
+def test_registers_per_thread_bound_the_accumulators(cfg, ok):
+    p = nhwc(N=8, C=256, K=256, Hi=16, Wi=16)
+    valid, why = is_valid_performance_config(p, SM90, PerfConfig.parse(cfg))
+    assert valid == ok, why
+    if not ok:
+        assert "registers a thread of a 512-thread block may use" in why
+    else:
+        spec = make_spec(p, SM90, PerfConfig.parse(cfg))
+        assert spec.accumulators_per_lane + 40 <= min(255, 65536 // spec.threads)
+
+
+def test_search_offers_no_config_over_the_register_budget():
+    from miopen_solver.solver import DgradSolver
+    p = nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0)
+    for cfg in DgradSolver().search(p, SM90):
+        spec = make_spec(p, SM90, cfg)
+        assert spec.accumulators_per_lane + 40 <= min(255, 65536 // spec.threads), cfg
+
+
 def test_wgmma_fp32_rejected_and_spec_values():
     ok, why = is_valid_performance_config(nhwc(C=128, K=128, dtype="fp32"), SM90,
                                           PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1"))
