@@ -224,11 +224,29 @@ def _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_pe
         source = "perfdb" if cfg is not None else "default"
         if cfg is None:
             cfg = DgradSolver().get_default_performance_config(problem, target)
+    cfg, more = apply_settings(problem, target, cfg, source, kouter, split_k)
+    notes.extend(more)
+    make_spec(problem, target, cfg)               # PerfConfigError names the broken rule
+    return ConfigChoice(cfg, source, notes, tuned_ms, db_path, warnings)
+
+
+def apply_settings(problem, target, cfg: PerfConfig, source: str, kouter: str | None,
+                   split_k: int | None, *, resolve: bool = True) -> tuple:
+    """``cfg`` with ``--kouter``/``--split-k`` applied, and the note lines about it.
+
+    A setting that a warpgroup-MMA default or perf-db record cannot take (it reads W k-outer;
+    its persistent form does not split K) switches to the nearest config that can: the
+    non-persistent form, else the warp-MMA default; the user asked for a setting, not for
+    wgmma. A config given with ``--perf-config`` (``source == "perf-config"``) is kept as
+    given, so :func:`make_spec` then names the broken rule. With ``resolve`` (a run),
+    ``split_k = -1`` is resolved to the degree the spec chooses.
+
+    Returns:
+        ``(config, notes)``.
+    """
+    notes = []
     asked = _overrides(cfg, kouter, split_k)
     if source in ("default", "perfdb") and cfg.wgmma and asked != cfg:
-        # --kouter off / --split-k N may not suit a warpgroup-MMA default or perf-db record
-        # (it reads W k-outer; its persistent form does not split K): the user asked for a
-        # setting, not for wgmma, so fall back to the nearest config that takes it.
         ok, why = is_valid_performance_config(problem, target, asked)
         fallbacks = ([("the non-persistent form", cfg.replace(wgmma=1))] if cfg.wgmma == 2 else []) + \
             [("the warp-MMA default", DgradSolver().get_default_performance_config(problem, target.with_(wgmma=False)))]
@@ -243,12 +261,11 @@ def _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_pe
                 asked = alt
                 break
     cfg = asked
-    if cfg.split_k == -1:                         # resolve before anything is packed or launched
+    if resolve and cfg.split_k == -1:             # resolve before anything is packed or launched
         chosen = make_spec(problem, target, cfg).split_k
         cfg = cfg.replace(split_k=chosen)
         notes.append(f"Split-K: -1 resolved to {chosen}")
-    make_spec(problem, target, cfg)               # PerfConfigError names the broken rule
-    return ConfigChoice(cfg, source, notes, tuned_ms, db_path, warnings)
+    return cfg, notes
 
 
 def _overrides(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:

@@ -33,14 +33,15 @@ from miopen_solver.command import parse, split_command
 from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, make_spec
 from miopen_solver.target import get_target
 
 from .options import UserError, arch_target, error_line, perfdb_label, warn
+from .run_cmd import KOUTER, apply_settings, check_split_k
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
-_VALUED = ("--arch", "--perf-config", "--perfdb")
+_VALUED = ("--arch", "--perf-config", "--perfdb", "--kouter", "--split-k")
 _SWITCHES = ("--json", "--no-perfdb")
 
 
@@ -144,7 +145,7 @@ def applicable_cmd(arch, as_json, line):
     try:
         tokens, opts = split_own_options(line)
         opts = _merge(opts, arch=arch, json=as_json)
-        for name in ("perf-config", "perfdb", "no-perfdb"):
+        for name in ("perf-config", "perfdb", "no-perfdb", "kouter", "split-k"):
             if name in opts:
                 raise BadInput(f"--{name}: applicable answers for the problem, not a config; "
                                f"allowed here: --arch, --json (use 'config' to check a perf config)")
@@ -164,9 +165,11 @@ def applicable_cmd(arch, as_json, line):
               help="Serialised PerfConfig (tile_m,tile_n,...,stages[,wgmma]) to resolve.")
 @click.option("--perfdb", default=None, help="Perf-db file to look the problem up in.")
 @click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Do not consult a perf-db.")
+@click.option("--kouter", default=None, help="As for a run: auto, on or off (lds_k_outer).")
+@click.option("--split-k", "split_k", default=None, help="As for a run: -1 (choose) or 1..64.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
-def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
+def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, line):
     """Resolve the kernel spec for an MIOpenDriver problem: the given config, the perf-db's
     or the default, with every derived value and the kernel name.
 
@@ -174,11 +177,12 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
     """
     try:
         tokens, opts = split_own_options(line)
-        opts = _merge(opts, arch=arch, json=as_json, perfdb=perfdb, **{"perf-config": perf_config,
-                                                                        "no-perfdb": no_perfdb})
+        opts = _merge(opts, arch=arch, json=as_json, perfdb=perfdb, kouter=kouter,
+                      **{"perf-config": perf_config, "no-perfdb": no_perfdb, "split-k": split_k})
         target = _target(opts)
         cmd = _parse_line(tokens, any_direction=False)
         given = _given_config(opts)
+        settings = _settings(opts)
     except BadInput as e:
         _fail(str(e))
     as_json = bool(opts.get("json"))
@@ -206,7 +210,10 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
             cfg, source = found, "perfdb"
         else:
             cfg, source = solver.get_default_performance_config(problem, target), "default"
+    notes = []
     try:
+        cfg, notes = apply_settings(problem, target, cfg, "perf-config" if source == "given" else source,
+                                    *settings, resolve=False)
         spec = make_spec(problem, target, cfg)
     except PerfConfigError as e:
         doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
@@ -215,11 +222,33 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, as_json, line):
         raise SystemExit(1)
     solution = solver.get_solution(problem, target, cfg)
     doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
-           "valid": True, "source": source, "perf_config": cfg.serialize(),
+           "valid": True, "source": source, "perf_config": cfg.serialize(), "notes": notes,
            "kernel_name": spec.kernel_name, "spec": spec.as_dict(),
            "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
                       "workspace_bytes": solution.workspace_bytes}}
     _emit(doc, as_json, _config_text(doc))
+
+
+def _settings(opts: dict) -> tuple:
+    """``(kouter, split_k)`` from ``--kouter``/``--split-k`` (None when not given).
+
+    Raises:
+        BadInput: a value a run would refuse, naming the option and what is allowed.
+    """
+    kouter = opts.get("kouter")
+    if kouter is not None and kouter not in KOUTER:
+        raise BadInput(f"--kouter {kouter}: allowed: {', '.join(KOUTER)}")
+    split = opts.get("split-k")
+    if split is not None:
+        try:
+            split = int(split, 10)
+            check_split_k(split)
+        except ValueError:
+            raise BadInput(f"--split-k {opts['split-k']}: allowed: -1 (choose) or an integer from 1 to "
+                           f"{MAX_SPLIT_K}") from None
+        except UserError as e:
+            raise BadInput(str(e)) from None
+    return kouter, split
 
 
 def _given_config(opts: dict):
@@ -238,6 +267,7 @@ def _config_text(doc: dict) -> str:
              f"solver: {doc['solver']} on {doc['arch']}",
              f"problem key: {doc['problem_key']}",
              f"perf config: {doc['perf_config']} ({doc['source']})",
+             *(f"note: {text}" for text in doc["notes"]),
              f"grid: {' x '.join(map(str, launch['grid']))}  block: {launch['block'][0]}  "
              f"zero-fill: {launch['zero_fill']['kind']}  workspace: {launch['workspace_bytes']} bytes"]
     lines += [f"  {k}: {v}" for k, v in doc["spec"].items() if k not in ("kernel_name", "problem_key")]

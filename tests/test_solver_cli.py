@@ -191,7 +191,8 @@ def test_commands_are_exported_for_registration():
 
 
 @pytest.mark.parametrize("opt", [["--perf-config", "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"],
-                                 ["--perfdb", "x.sqlite"], ["--no-perfdb"]])
+                                 ["--perfdb", "x.sqlite"], ["--no-perfdb"], ["--kouter", "off"],
+                                 ["--split-k", "2"]])
 def test_applicable_refuses_config_options(opt):
     # applicable answers for the problem; it used to accept and ignore these silently
     err = one_line_error(run(applicable_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90"] + opt))
@@ -214,3 +215,33 @@ def test_config_says_when_it_ignores_a_perfdb_record(tmp_path):
     assert f"record {wg} for sm_80" in r.stderr and "needs warpgroup MMA" in r.stderr
     r = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perfdb", str(db_path), "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["source"] == "perfdb" and r.stderr == ""
+
+
+PW256 = ("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -F 2 "
+         "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+
+
+def test_config_previews_the_run_settings():
+    """config takes --kouter/--split-k as a run does and shows the same fallback note, so a
+    user can see what a run will launch (second review)."""
+    r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--no-perfdb", "--split-k", "2", "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["perf_config"] == "128,256,64,2,1,64,256,0,0,0,2,-1,3,1"
+    assert doc["notes"][0].startswith("--split-k 2: not possible with the warpgroup-MMA default "
+                                      "128,256,64,2,1,64,256,0,0,0,1,-1,3,2")
+    assert doc["spec"]["split_k"] == 2 and doc["launch"]["grid"][2] == 2
+    r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--no-perfdb", "--kouter", "off"])
+    assert r.exit_code == 0 and "note: --kouter off: not possible" in r.stdout and "mma16816" in r.stdout
+    # a given config keeps the setting as asked: the answer is 'not valid', exit 1
+    r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--kouter", "off", "--perf-config",
+                                             "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"])
+    assert r.exit_code == 1 and "lds_k_outer must be -1 or 1" in r.stdout
+
+
+@pytest.mark.parametrize("opt,needle", [(["--kouter", "maybe"], "--kouter maybe: allowed: auto, on, off"),
+                                        (["--split-k", "x"], "--split-k x: allowed: -1 (choose)"),
+                                        (["--split-k", "0"], "--split-k 0: allowed: -1 (choose)"),
+                                        (["--split-k", "65"], "--split-k 65: allowed")])
+def test_config_settings_bad_values(opt, needle):
+    err = one_line_error(run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90"] + opt))
+    assert needle in err
