@@ -587,7 +587,10 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     * cpg >= 256, GemmK >= 256 and at least 1.5 waves of 128x256 tiles (the big rows): 128x256x64,
       2 warpgroups of 64x256 (128 accumulators), 4 stages;
     * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
-    * strided filters: 256x128x64, 4 warpgroups of 64x128, 4 stages;
+    * strided 1x1 filters: 256x128x64, 4 warpgroups of 64x128, 4 stages; strided filters
+      with several taps: 128x128x64, one warpgroup of 128x128 (two m64 instructions), 3
+      stages (the 4-warpgroup tile, 0.8 us slower there, spills at 512 threads' 128
+      registers once the four tilde sub-GEMM records are live: tests/test_nvidia_build.py);
     * 1x1 stride 1, cpg >= 256 and a single k-tile (GemmK <= 64) over at least two waves of
       128x256 tiles: persistent 128x256x64 (wgmma=2), 3 stages -- each tile is one load and
       one epilogue, and the persistent block overlaps the next tile's load with this tile's
@@ -606,6 +609,8 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
             and split_k_atomics_reason(p, t) is None):
         return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 2, -1, 4, 1)
+    if (p.sH > 1 or p.sW > 1) and p.Y * p.X > 1:
+        return PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 3, 1)
     if p.sH > 1 or p.sW > 1:
         return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
     if p.is_pointwise and p.cpg >= 256 and max_k <= 64 and count_tiles(subs, 128, 256, p.G) >= 2 * t.num_cus:

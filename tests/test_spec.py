@@ -416,9 +416,11 @@ def test_same_name_same_source(problem, arch):
     (nhwc(N=32, C=512, K=512, Hi=7, Wi=7), "sm_90", "128,128,64,2,1,64,128,0,0,0,2,-1,4,1"),
     # cpg 256, 64x64 N64: 2048 tiles of 128x256 >= 1.5 waves, GemmK 2304 -> 128x256.
     (nhwc(N=64, C=256, K=256, Hi=64, Wi=64), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
-    # 1x1 stride 2, cpg 256: 196 tiles of 128x256 < 1.5 waves; strided -> 256x128, 4 warpgroups.
+    # 1x1 stride 2, cpg 256: 196 tiles of 128x256 < 1.5 waves; strided 1x1 -> 256x128, 4 warpgroups.
     (nhwc(N=32, C=256, K=512, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "sm_90",
      "256,128,64,4,1,64,128,0,0,0,1,-1,4,1"),
+    # 3x3 stride 2 (four tilde sub-GEMMs), cpg 128 -> one warpgroup of 128x128, 3 stages.
+    (nhwc(N=32, C=128, K=128, Hi=56, Wi=56, sH=2, sW=2), "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,3,1"),
     # 1x1 stride 1, cpg 256, GemmK 64 (one k-tile), 784 tiles of 128x256 >= 2 waves ->
     # persistent 128x256x64, 3 stages (wgmma=2).
     (nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"),

@@ -13,6 +13,7 @@ Used by the CI compile check (tests/test_amd_compile.py) and by
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -94,6 +95,60 @@ def compile_amd(text: str, arch: str, out_dir: str | os.PathLike | None = None, 
         d = subprocess.run([objdump, "-d", f"--mcpu={arch}", str(co)], capture_output=True, text=True)
         dis = d.stdout
     return CodeObject(arch, co, co.read_bytes(), dis)
+
+
+@dataclass(frozen=True)
+class NvidiaBuild:
+    """An nvcc build's PTX and ptxas resource report (``-Xptxas -v``)."""
+
+    ptx: str
+    registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_bytes: int
+
+    def count(self, opcode_prefix: str) -> int:
+        """PTX instructions whose opcode starts with ``opcode_prefix`` (e.g. ``wgmma.mma_async``)."""
+        n = 0
+        for line in self.ptx.splitlines():
+            words = line.split()
+            if words and words[0].lstrip("@").startswith(opcode_prefix):
+                n += 1
+            elif len(words) > 1 and words[0].startswith("@") and words[1].startswith(opcode_prefix):
+                n += 1
+        return n
+
+
+def inspect_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = None,
+                   name: str = "kernel") -> NvidiaBuild:
+    """PTX and the ptxas resource report of CUDA kernel text (``sm_90`` builds ``sm_90a``):
+    registers per thread, spill bytes and stack frame, for checks that a kernel uses the
+    instructions it was written for and does not spill.
+
+    Raises:
+        OfflineCompileError: nvcc missing, the compile failed, or no resource report.
+    """
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise OfflineCompileError("nvcc not found on PATH")
+    gpu = arch + "a" if arch == "sm_90" else arch
+    out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-nv-"))
+    out.mkdir(parents=True, exist_ok=True)
+    src, ptx, cubin = out / f"{name}.cu", out / f"{name}.ptx", out / f"{name}.{arch}.cubin"
+    src.write_text(text)
+    arch_flag = f"-gencode=arch=compute_{gpu[3:]},code={gpu}"
+    for cmd in ([nvcc, f"-arch={gpu}", "-ptx", "-std=c++17", "-o", str(ptx), str(src)],
+                [nvcc, arch_flag, "-cubin", "-std=c++17", "-Xptxas", "-v", "-o", str(cubin), str(src)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    report = r.stdout + r.stderr
+    regs = re.search(r"Used (\d+) registers", report)
+    spill = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    if regs is None or spill is None:
+        raise OfflineCompileError(f"no ptxas resource report in:\n{report}")
+    return NvidiaBuild(ptx.read_text(), int(regs.group(1)), int(spill.group(2)), int(spill.group(3)),
+                       int(spill.group(1)))
 
 
 def compile_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = None, name: str = "kernel") -> bytes:
