@@ -119,6 +119,31 @@ class NvidiaBuild:
         return n
 
 
+def _nvcc(text: str, arch: str, out_dir, name: str, ptx: bool, resources: bool) -> tuple:
+    """Build ``text`` with nvcc for ``arch`` (``sm_90`` builds ``sm_90a``): the cubin bytes,
+    the PTX text (or None) and ptxas's resource report (``-Xptxas -v``; or "").
+
+    Raises:
+        OfflineCompileError: nvcc missing or a compile failed (with its stderr).
+    """
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise OfflineCompileError("nvcc not found on PATH")
+    gpu = arch + "a" if arch == "sm_90" else arch
+    out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-nv-"))
+    out.mkdir(parents=True, exist_ok=True)
+    src, ptx_path, cubin = out / f"{name}.cu", out / f"{name}.ptx", out / f"{name}.{arch}.cubin"
+    src.write_text(text)
+    cmds = [[nvcc, f"-arch={gpu}", "-ptx", "-std=c++17", "-o", str(ptx_path), str(src)]] if ptx else []
+    cmds.append([nvcc, f"-gencode=arch=compute_{gpu[3:]},code={gpu}", "-cubin", "-std=c++17"] +
+                (["-Xptxas", "-v"] if resources else []) + ["-o", str(cubin), str(src)])
+    for cmd in cmds:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    return cubin.read_bytes(), ptx_path.read_text() if ptx else None, (r.stdout + r.stderr) if resources else ""
+
+
 def inspect_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = None,
                    name: str = "kernel") -> NvidiaBuild:
     """PTX and the ptxas resource report of CUDA kernel text (``sm_90`` builds ``sm_90a``):
@@ -128,27 +153,12 @@ def inspect_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = Non
     Raises:
         OfflineCompileError: nvcc missing, the compile failed, or no resource report.
     """
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise OfflineCompileError("nvcc not found on PATH")
-    gpu = arch + "a" if arch == "sm_90" else arch
-    out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-nv-"))
-    out.mkdir(parents=True, exist_ok=True)
-    src, ptx, cubin = out / f"{name}.cu", out / f"{name}.ptx", out / f"{name}.{arch}.cubin"
-    src.write_text(text)
-    arch_flag = f"-gencode=arch=compute_{gpu[3:]},code={gpu}"
-    for cmd in ([nvcc, f"-arch={gpu}", "-ptx", "-std=c++17", "-o", str(ptx), str(src)],
-                [nvcc, arch_flag, "-cubin", "-std=c++17", "-Xptxas", "-v", "-o", str(cubin), str(src)]):
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
-    report = r.stdout + r.stderr
+    _, ptx, report = _nvcc(text, arch, out_dir, name, ptx=True, resources=True)
     regs = re.search(r"Used (\d+) registers", report)
     spill = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     if regs is None or spill is None:
         raise OfflineCompileError(f"no ptxas resource report in:\n{report}")
-    return NvidiaBuild(ptx.read_text(), int(regs.group(1)), int(spill.group(2)), int(spill.group(3)),
-                       int(spill.group(1)))
+    return NvidiaBuild(ptx, int(regs.group(1)), int(spill.group(2)), int(spill.group(3)), int(spill.group(1)))
 
 
 def compile_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = None, name: str = "kernel") -> bytes:
@@ -157,16 +167,4 @@ def compile_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = Non
     Raises:
         OfflineCompileError: nvcc missing or the compile failed.
     """
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise OfflineCompileError("nvcc not found on PATH")
-    gpu = arch + "a" if arch == "sm_90" else arch
-    out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-nv-"))
-    out.mkdir(parents=True, exist_ok=True)
-    src, cubin = out / f"{name}.cu", out / f"{name}.{arch}.cubin"
-    src.write_text(text)
-    cmd = [nvcc, f"-gencode=arch=compute_{gpu[3:]},code={gpu}", "-cubin", "-std=c++17", "-o", str(cubin), str(src)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
-    return cubin.read_bytes()
+    return _nvcc(text, arch, out_dir, name, ptx=False, resources=False)[0]
