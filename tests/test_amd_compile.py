@@ -67,3 +67,35 @@ def test_naive_reference_compiles(tmp_path, arch):
     p = parse(f"convfp16 -n 2 -c 8 -H 9 -W 9 -k 8 -y 3 -x 3 -u 2 -v 2 {NHWC}").problem
     co = compile_amd(emit_reference(p, "amd", arch).text, arch, tmp_path, "ref")
     assert co.data[:4] == b"\x7fELF"
+
+
+def _suite():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    for raw in (root / "bench" / "suite.txt").read_text().splitlines():
+        if raw.strip() and not raw.startswith("#"):
+            line, _, label = raw.partition("#")
+            yield label.strip(), line.strip()
+
+
+SUITE = list(_suite())
+
+
+@pytest.mark.parametrize("arch,base", [("gfx942", "convfp16"), ("gfx942", "conv"), ("gfx90a", "convbfp16")])
+@pytest.mark.parametrize("label,line", SUITE, ids=[label for label, _ in SUITE])
+def test_suite_defaults_compile_without_scratch(tmp_path, arch, base, label, line):
+    """The default config of every suite line builds for AMD with MFMA (16-bit) or FMA
+    (fp32) and without scratch memory or register spills (clang's kernel resource report):
+    what can be checked of the AMD defaults without AMD hardware."""
+    from miopen_solver.spec import default_performance_config
+    p = parse(" ".join([base] + line.split()[1:])).problem
+    target = get_target(arch)
+    spec = make_spec(p, target, default_performance_config(p, target))
+    co = compile_amd(emit(spec).text, arch, tmp_path, "dgrad")
+    r = co.resources
+    assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0 and r["SGPRs Spill"] == 0, (spec.kernel_name, r)
+    assert r["VGPRs"] <= 512 and r["Occupancy [waves/SIMD]"] >= 1
+    if p.dtype == "fp32":
+        assert co.count("v_mfma") == 0 and co.count("v_fma") + co.count("v_pk_fma") > 0
+    else:
+        assert co.count("v_mfma") >= spec.mma_m * spec.mma_n

@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 CLANG_CANDIDATES = ("clang-19", "clang-20", "clang-18", "clang")
@@ -52,10 +52,16 @@ def find_amd_clang() -> str | None:
 
 @dataclass(frozen=True)
 class CodeObject:
+    """An AMD code object, its disassembly, and the compiler's resource report for the
+    kernel (clang ``-Rpass-analysis=kernel-resource-usage``: ``resources`` maps e.g.
+    ``VGPRs``, ``AGPRs``, ``ScratchSize [bytes/lane]``, ``VGPRs Spill``, ``Occupancy
+    [waves/SIMD]`` to integers)."""
+
     arch: str
     path: Path
     data: bytes
     disassembly: str
+    resources: dict = field(default_factory=dict, compare=False)
 
     def count(self, mnemonic_prefix: str) -> int:
         """Instructions in the disassembly whose mnemonic starts with the prefix, compared
@@ -86,15 +92,19 @@ def compile_amd(text: str, arch: str, out_dir: str | os.PathLike | None = None, 
     co = out / f"{name}.{arch}.co"
     src.write_text(text)
     cmd = [clang, "-x", "hip", f"--offload-arch={arch}", "-nogpulib", "-nogpuinc", "--cuda-device-only",
-           "--no-gpu-bundle-output", "-O3", "-std=c++17", "-o", str(co), str(src)]
+           "--no-gpu-bundle-output", "-O3", "-std=c++17", "-Rpass-analysis=kernel-resource-usage",
+           "-o", str(co), str(src)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    resources = {}
+    for m in re.finditer(r"remark:\s+([A-Za-z][^:\n]*?):\s+(\d+)\s+\[-Rpass-analysis", r.stderr):
+        resources.setdefault(m.group(1).strip(), int(m.group(2)))
     dis = ""
     if objdump:
         d = subprocess.run([objdump, "-d", f"--mcpu={arch}", str(co)], capture_output=True, text=True)
         dis = d.stdout
-    return CodeObject(arch, co, co.read_bytes(), dis)
+    return CodeObject(arch, co, co.read_bytes(), dis, resources)
 
 
 @dataclass(frozen=True)
