@@ -394,8 +394,7 @@ def compile_only(spec) -> tuple:
         worker; 1 stays "verification failed"); ``record`` for ``--json``.
     """
     from miopen_solver.kernels import emit
-    from miopen_solver.kernels.offline import (OfflineCompileError, compile_amd, compile_nvidia,
-                                               find_amd_clang)
+    from miopen_solver.kernels.offline import OfflineCompileError, compile_amd, find_amd_clang, inspect_nvidia
     import shutil
 
     t = spec.target
@@ -414,15 +413,25 @@ def compile_only(spec) -> tuple:
                 else:
                     co = compile_amd(src.text, t.arch, tmp, "dgrad")
                     mfma = co.count("v_mfma")
-                    rec.update(compiled=True, compiler="clang", code_object_bytes=len(co.data), mfma_count=mfma)
+                    rec.update(compiled=True, compiler="clang", code_object_bytes=len(co.data), mfma_count=mfma,
+                               resources=co.resources)
+                    r = co.resources
                     lines.append(f"Code object: {len(co.data)} bytes, {mfma} MFMA instructions")
+                    if r:
+                        lines.append(f"Resources: {r.get('VGPRs')} VGPRs, {r.get('AGPRs')} AGPRs, "
+                                     f"scratch {r.get('ScratchSize [bytes/lane]')} bytes/lane, "
+                                     f"occupancy {r.get('Occupancy [waves/SIMD]')} waves/SIMD")
             elif t.vendor == "nvidia":
                 if shutil.which("nvcc") is None:
                     lines.append("Cubin: not built (nvcc not found on PATH)")
                 else:
-                    cubin = compile_nvidia(src.text, t.arch, tmp, "dgrad")
-                    rec.update(compiled=True, compiler="nvcc", code_object_bytes=len(cubin))
-                    lines.append(f"Cubin: {len(cubin)} bytes")
+                    b = inspect_nvidia(src.text, t.arch, tmp, "dgrad")
+                    rec.update(compiled=True, compiler="nvcc", code_object_bytes=len(b.cubin),
+                               resources={"registers": b.registers, "spill_store_bytes": b.spill_store_bytes,
+                                          "spill_load_bytes": b.spill_load_bytes, "stack_bytes": b.stack_bytes})
+                    lines.append(f"Cubin: {len(b.cubin)} bytes")
+                    lines.append(f"Resources: {b.registers} registers, {b.spill_store_bytes} bytes spill stores, "
+                                 f"{b.stack_bytes} bytes stack")
         except OfflineCompileError as e:
             first = _compile_cause(str(e))
             rec["error"] = str(e)

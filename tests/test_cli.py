@@ -522,9 +522,11 @@ def test_compile_only_amd(capsys):
     m = re.match(r"^Code object: (\d+) bytes, (\d+) MFMA instructions$", out[3])
     # one MFMA per atom per k-step of a tile, fully unrolled
     assert m and int(m.group(1)) > 0 and int(m.group(2)) >= spec.mma_m * spec.mma_n * spec.config.tile_k // spec.atom.k
+    assert re.match(r"^Resources: \d+ VGPRs, \d+ AGPRs, scratch 0 bytes/lane, occupancy \d+ waves/SIMD$", out[4])
     status, out, _ = run(capsys, SMALL, "--arch", "gfx942", "--json")
     c = json.loads(out[0])["compile_only"]
     assert c["compiled"] and c["compiler"] == "clang" and c["mfma_count"] > 0
+    assert c["resources"]["ScratchSize [bytes/lane]"] == 0 and c["resources"]["VGPRs"] > 0
 
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="no nvcc")
@@ -535,6 +537,10 @@ def test_compile_only_nvidia(capsys):
     status, out, _ = run(capsys, SMALL, "--arch", "sm_90")
     assert status == 0 and out[2] == f"Kernel: {_default_spec(arch='sm_90').kernel_name}"
     assert re.match(r"^Cubin: [1-9]\d* bytes$", out[3])
+    assert re.match(r"^Resources: [1-9]\d* registers, 0 bytes spill stores, \d+ bytes stack$", out[4])
+    status, out, _ = run(capsys, SMALL, "--arch", "sm_90", "--json")
+    c = json.loads(out[0])["compile_only"]
+    assert c["compiled"] and c["compiler"] == "nvcc" and 0 < c["resources"]["registers"] <= 255
 
 
 def test_arch_cpu_backend_simulates(capsys):

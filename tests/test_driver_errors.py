@@ -302,7 +302,7 @@ def test_compile_only_build_failure_exits_3(capsys, monkeypatch, arch):
                         lambda name, *a, **k: "/mock/nvcc" if name == "nvcc" else real_which(name, *a, **k))
     monkeypatch.setattr(offline, "find_amd_clang", lambda: "/mock/clang")
     monkeypatch.setattr(offline, "compile_amd", reject)
-    monkeypatch.setattr(offline, "compile_nvidia", reject)
+    monkeypatch.setattr(offline, "inspect_nvidia", reject)
     status, out, err = run(capsys, *SMALL.split(), "--arch", arch)
     assert status == 3 and err == []
     assert out[1] == f"Compile-only run for {arch}: no {arch} device here, nothing is launched"

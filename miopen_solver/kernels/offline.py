@@ -109,8 +109,9 @@ def compile_amd(text: str, arch: str, out_dir: str | os.PathLike | None = None, 
 
 @dataclass(frozen=True)
 class NvidiaBuild:
-    """An nvcc build's PTX and ptxas resource report (``-Xptxas -v``)."""
+    """An nvcc build: the cubin, its PTX and ptxas's resource report (``-Xptxas -v``)."""
 
+    cubin: bytes
     ptx: str
     registers: int
     spill_store_bytes: int
@@ -163,12 +164,13 @@ def inspect_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = Non
     Raises:
         OfflineCompileError: nvcc missing, the compile failed, or no resource report.
     """
-    _, ptx, report = _nvcc(text, arch, out_dir, name, ptx=True, resources=True)
+    cubin, ptx, report = _nvcc(text, arch, out_dir, name, ptx=True, resources=True)
     regs = re.search(r"Used (\d+) registers", report)
     spill = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     if regs is None or spill is None:
         raise OfflineCompileError(f"no ptxas resource report in:\n{report}")
-    return NvidiaBuild(ptx, int(regs.group(1)), int(spill.group(2)), int(spill.group(3)), int(spill.group(1)))
+    return NvidiaBuild(cubin, ptx, int(regs.group(1)), int(spill.group(2)), int(spill.group(3)),
+                       int(spill.group(1)))
 
 
 def compile_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = None, name: str = "kernel") -> bytes:
