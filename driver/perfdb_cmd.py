@@ -127,9 +127,12 @@ def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
                f"{'%.6f ms' % r.time_ms if r.time_ms is not None else '(no time)'}" for r in recs]
 
 
-@click.group("perfdb")
-def perfdb_group():
+@click.group("perfdb", invoke_without_command=True)
+@click.pass_context
+def perfdb_group(ctx):
     """Import, export and list perf-db records (MIOpen's text form: KEY=SolverId:VALUES)."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 @perfdb_group.command("import")

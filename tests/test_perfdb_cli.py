@@ -119,3 +119,8 @@ def test_malformed_file_writes_nothing_even_after_good_lines(capsys, tmp_path):
     with PerfDb(db) as d:
         rec = d.get(KEY, "cpu", SOLVER_NAME)
     assert rec.values == TUNED and rec.time_ms == 1.5
+
+
+def test_bare_group_prints_its_help(capsys):
+    status, out, err = run(capsys, "perfdb")
+    assert status == 0 and err == [] and out[0].startswith("Usage: ") and any("import" in l for l in out)
