@@ -27,6 +27,15 @@ CPU_CONFIG = PerfConfig(stages=2)
 """A config valid on the ``cpu`` target for any problem (the cpu preset has no async copy)."""
 
 
+def suite_lines():
+    """``(label, MIOpenDriver line)`` for every line of bench/suite.txt, in file order."""
+    with open(os.path.join(ROOT, "bench", "suite.txt")) as fh:
+        for raw in fh:
+            if raw.strip() and not raw.startswith("#"):
+                line, _, label = raw.partition("#")
+                yield label.strip(), line.strip()
+
+
 def cpu_spec(problem, **config):
     """A DgradSpec for ``problem`` on the cpu target (``config`` overrides PerfConfig fields)."""
     return make_spec(problem, get_target("cpu"), CPU_CONFIG.replace(**config))

@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from conftest import suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels import emit, emit_reference
 from miopen_solver.kernels.offline import compile_amd, find_amd_clang
@@ -69,16 +70,7 @@ def test_naive_reference_compiles(tmp_path, arch):
     assert co.data[:4] == b"\x7fELF"
 
 
-def _suite():
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    for raw in (root / "bench" / "suite.txt").read_text().splitlines():
-        if raw.strip() and not raw.startswith("#"):
-            line, _, label = raw.partition("#")
-            yield label.strip(), line.strip()
-
-
-SUITE = list(_suite())
+SUITE = list(suite_lines())
 
 
 @pytest.mark.parametrize("arch,base", [("gfx942", "convfp16"), ("gfx942", "conv"), ("gfx90a", "convbfp16")])

@@ -11,30 +11,22 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit
 from miopen_solver.kernels.offline import inspect_nvidia
 from miopen_solver.spec import default_performance_config, make_spec
 from miopen_solver.target import get_target
 
-ROOT = Path(__file__).resolve().parents[1]
 SM90 = get_target("sm_90")
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
 
 
-def _suite():
-    for raw in (ROOT / "bench" / "suite.txt").read_text().splitlines():
-        if raw.strip() and not raw.startswith("#"):
-            line, _, label = raw.partition("#")
-            yield label.strip(), line.strip()
-
-
-SUITE = list(_suite())
+SUITE = list(suite_lines())
 MAX_SCALAR_SPILL = 32
 CP16 = re.compile(r"cp\.async\.(cg|ca)\.shared\.global\S* \[[^\]]+\], \[[^\]]+\], 16")
 
