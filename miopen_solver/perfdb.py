@@ -177,9 +177,33 @@ class PerfDb:
             raise PerfDbError(self.path, f"wrong schema: an SQLite database without a perf_db table "
                                          f"(tables: {', '.join(tables)})")
         if create:
-            conn.execute(_SCHEMA)
+            conn.execute("BEGIN IMMEDIATE")     # one creator at a time; the others see the table
+            try:
+                conn.execute(_SCHEMA)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
             return True
         return False
+
+    def _setup(self, conn, create: bool) -> bool:
+        """Busy timeout, WAL journal and schema on a new connection; False when a lookup
+        finds no table. Two processes creating the same file at once can get SQLITE_BUSY
+        from the journal-mode switch or the first schema read without sqlite's busy handler
+        being called (seen in CI), so those steps are retried until :data:`BUSY_TIMEOUT_S`."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                if create:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                return self._check_schema(conn, create)
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _connect(self, create: bool):
         """The connection, or None for a lookup where there is no file or no table yet."""
@@ -193,11 +217,7 @@ class PerfDb:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             try:
-                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                if create:
-                    conn.execute("PRAGMA journal_mode = WAL")
-                    conn.execute("PRAGMA synchronous = NORMAL")
-                if not self._check_schema(conn, create):
+                if not self._setup(conn, create):
                     conn.close()
                     return None
             except BaseException:

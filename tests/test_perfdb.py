@@ -157,3 +157,28 @@ def test_two_processes_writing_at_once(tmp_path):
         assert best.time_ms == pytest.approx(10000.0 - (N_WRITES - 1) - 0.1) and best.values == f"1,{N_WRITES - 1}"
         assert len(db.records("sm_90")) == 2 * (N_WRITES // 250) * 20
     assert Path(path).exists()
+
+
+def _first_writer(path: str, worker: int, start) -> None:
+    start.wait(30)
+    with PerfDb(path) as db:
+        db.update(f"key-{worker}", "gfx942", SOLVER_NAME, f"{worker},1", 1.0)
+
+
+@pytest.mark.parametrize("round_", range(6))
+def test_processes_creating_the_same_perfdb_at_once(tmp_path, round_):
+    """Four processes make the same new file at once (two tune runs starting together): the
+    WAL switch and the schema creation must wait for each other instead of failing with
+    'database is locked' (seen once in CI with two writers)."""
+    path = str(tmp_path / "new.sqlite")
+    ctx = mp.get_context("spawn")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_first_writer, args=(path, w, start)) for w in range(4)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    with PerfDb(path) as db:
+        assert sorted(r.problem_key for r in db.records()) == [f"key-{w}" for w in range(4)]
