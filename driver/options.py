@@ -151,7 +151,7 @@ def perfdb_label(path) -> str:
     """How the user named the perf-db: ``--perfdb PATH``, ``MIOPEN_DGRAD_PERFDB=PATH`` or
     ``perf-db PATH`` (the built-in location)."""
     if path is not None:
-        return f"--perfdb {path}"
+        return f"--perfdb {path if str(path).strip() else repr(str(path))}"
     if os.environ.get(PERFDB_ENV):
         return f"{PERFDB_ENV}={os.environ[PERFDB_ENV]}"
     return f"perf-db {default_path()}"

@@ -23,9 +23,11 @@ import os
 
 import click
 
-from miopen_solver import SOLVER_NAME
+import tempfile
+
+from miopen_solver import SOLVER_ID, SOLVER_NAME
 from miopen_solver.errors import PerfConfigError, PerfDbError
-from miopen_solver.perfdb import PerfDb, parse_record_line
+from miopen_solver.perfdb import PerfDb, check_arch, parse_record_line
 from miopen_solver.spec import PerfConfig
 
 from .options import PERFDB_ALLOWED, UserError, check_output_file, json_option, perfdb_label, run_and_print, warn
@@ -37,6 +39,29 @@ ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device
 def _perfdb_option(f):
     return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
                         help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
+
+
+ALIASES = {str(SOLVER_ID): SOLVER_NAME}
+"""Solver ids accepted on import for this solver: its numeric solution id (perf-db records
+are filed under the solver name, MIOpen's SolverDbId)."""
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _check_arch(arch: str) -> None:
+    try:
+        check_arch(arch)
+    except ValueError as e:
+        raise UserError(f"--arch {_short(arch)!r}: not usable as a perf-db arch ({e}); allowed: a name without "
+                        f"'=', ';', ':', surrounding spaces or control characters (e.g. sm_90, gfx942, "
+                        f"sm_90@cpu)") from None
+
+
+def _warn_missing(perfdb, path) -> None:
+    if not os.path.exists(path):
+        warn(f"{perfdb_label(perfdb)}: no perf-db file there yet; nothing to read")
 
 
 def _db_error(path, e: PerfDbError) -> UserError:
@@ -63,25 +88,23 @@ def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
         UserError: FILE unreadable or malformed (with the line number), a bad ``--arch``,
             or a perf-db that cannot be written.
     """
-    if not arch.strip() or any(c in arch for c in "=;:"):
-        raise UserError(f"--arch {arch!r}: not usable as a perf-db arch; allowed: a non-empty name without "
-                        f"'=', ';' or ':' (e.g. sm_90, gfx942, sm_90@cpu)")
+    _check_arch(arch)
     text = _read_text(path)
-    ours, bad = 0, []
+    ours, bad = set(), []
     try:
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             for key, solver, values in parse_record_line(line, n):
-                if solver == SOLVER_NAME:
-                    ours += 1
+                if ALIASES.get(solver, solver) == SOLVER_NAME:
+                    ours.add(key)
                     try:
                         PerfConfig.parse(values)
                     except PerfConfigError as e:
-                        bad.append(f"line {n} {key}: {e}")
+                        bad.append(f"line {n} {_short(key)}: {_short(str(e))}")
         with PerfDb(perfdb) as db:
             db.check(write=True)
-            written = db.import_text(text, arch)
+            written = db.import_text(text, arch, aliases=ALIASES)
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
     except ValueError as e:
@@ -89,14 +112,22 @@ def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
     if bad:
         warn(f"{len(bad)} {SOLVER_NAME} record(s) are not perf configs and will be ignored by runs: "
              + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else ""))
-    return 0, [f"Imported {written} record(s) ({ours} for {SOLVER_NAME}) for {arch} from {path} "
+    return 0, [f"Imported {written} record(s) ({len(ours)} for {SOLVER_NAME}) for {arch} from {path} "
                f"into {PerfDb(perfdb).path}"]
 
 
 def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
-    """The arch's records in MIOpen's text form, to stdout or ``out``; ``(0, lines)``."""
+    """The arch's records in MIOpen's text form, to stdout or ``out``; ``(0, lines)``.
+    ``out`` is written whole or not at all (a temporary file renamed over it), and never
+    the perf-db itself."""
+    _check_arch(arch)
+    db_path = PerfDb(perfdb).path
     if out is not None:
         check_output_file("-o", out)
+        target = os.path.realpath(out)
+        if target in {os.path.realpath(f"{db_path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}:
+            raise UserError(f"-o {out}: is the perf-db being exported ({db_path}); allowed: another file")
+    _warn_missing(perfdb, db_path)
     try:
         with PerfDb(perfdb) as db:
             text = db.export_text(arch)
@@ -104,17 +135,26 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
         raise _db_error(perfdb, e) from None
     if out is None:
         return 0, text.splitlines()
+    tmp = None
     try:
-        with open(out, "w", encoding="utf-8") as fh:
+        fd, tmp = tempfile.mkstemp(prefix=".dgrad-export-", dir=os.path.dirname(os.path.abspath(out)))
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.replace(tmp, out)
+        tmp = None
     except OSError as e:
-        raise UserError(f"-o {out}: not writable ({e.strerror or e}); "
-                        f"allowed: a file path in an existing, writable directory") from None
+        raise UserError(f"-o {out}: cannot be written ({e.strerror or e}); the file was left as it was") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
     return 0, [f"Exported {len(text.splitlines())} line(s) for {arch} to {os.path.abspath(out)}"]
 
 
 def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
     """Every record (of ``arch`` when given), one line each or one JSON list; ``(0, lines)``."""
+    if arch is not None:
+        _check_arch(arch)
+    _warn_missing(perfdb, PerfDb(perfdb).path)
     try:
         with PerfDb(perfdb) as db:
             recs = db.records(arch)

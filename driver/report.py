@@ -140,7 +140,7 @@ def json_record(*, command, problem, spec, backend, seed, status: str, timing: d
                 verdict=None, reference: str | None = None, failure: dict | None = None,
                 config_source: str | None = None, perfdb_path: str | None = None,
                 tuned_ms: float | None = None, compile_only: dict | None = None,
-                verify_pid: int | None = None) -> dict:
+                verify_pid: int | None = None, immediate: bool = False) -> dict:
     """One machine-readable record of a run (``dgrad-driver ... --json``).
 
     Args:
@@ -153,6 +153,10 @@ def json_record(*, command, problem, spec, backend, seed, status: str, timing: d
         config_source: ``"perf-config"``, ``"perfdb"`` or ``"default"``.
         compile_only: the offline build's record of a compile-only run.
         verify_pid: the verification worker's process id.
+        immediate: ``-S`` was given (MIOpen's immediate mode): the record says
+            ``"mode": "immediate"`` and lists the solutions as the text output does
+            (``id``, ``algo``, ``time_ms`` (the tuned time or -1), ``workspace_bytes``,
+            ``name``); otherwise ``"mode": "find"`` and ``"solutions": null``.
     """
     rec = {
         "command": command,
@@ -170,6 +174,11 @@ def json_record(*, command, problem, spec, backend, seed, status: str, timing: d
         "split_k": spec.split_k,
         "lds_k_outer": spec.lds_k_outer,
         "seed": seed,
+        "mode": "immediate" if immediate else "find",
+        "solutions": ([{"id": SOLVER_ID, "algo": ALGORITHM_IMPLICIT_GEMM,
+                        "time_ms": -1.0 if tuned_ms is None else tuned_ms,
+                        "workspace_bytes": spec.workspace_bytes, "name": SOLVER_NAME}]
+                      if immediate else None),
         "status": status,
         "timing": None,
         "stats": None,

@@ -315,10 +315,20 @@ def check_line(cmd: DriverCommand) -> None:
     for name in ("in_cast_type", "out_cast_type", "wei_cast_type"):
         if str(f[name]) != "-1":
             raise UserError(f"--{name} {f[name]}: cast types are not supported (allowed: -1)")
+    check_solution(cmd)
+
+
+def check_solution(cmd: DriverCommand) -> None:
+    """``-S``: not set (-1), 0 (fastest: immediate mode with ours) or this solver's id or name.
+
+    Raises:
+        UserError: any other solution, naming the value and what is allowed.
+    """
     sol = cmd.solution.strip()
     # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
     if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME):
-        raise UserError(f"-S {sol}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
+        shown = sol if sol and sol.isprintable() and " " not in sol else repr(sol)
+        raise UserError(f"-S {shown}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
                         f"{SOLUTION_FASTEST} (fastest), {SOLVER_ID} or {SOLVER_NAME}")
 
 
@@ -558,8 +568,10 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     else:
         status, state = EXIT_OK, "ok"
 
+    immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
     if o.as_json:
         rec = report.json_record(**base, backend=device.backend, seed=seed, status=state, timing=timing,
+                                 immediate=immediate,
                                  verdict=verdict, reference=vrec["reference"] if vrec else None,
                                  verify_pid=vrec["pid"] if vrec else None,
                                  failure={"worker": failure[0], **failure[1].as_dict()} if failure else None)
@@ -568,7 +580,6 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     dumps = vrec["dumps"] if vrec else []
     lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")
     lines.extend(f"Wrote output to file {p}" for p in dumps if p == "dump_bwd_din_gpu.bin")
-    immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
     if immediate:
         lines.extend(report.immediate_lines(choice.tuned_ms, spec.workspace_bytes))
     if timing is not None:

@@ -37,7 +37,7 @@ from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, make_spec
 from miopen_solver.target import get_target
 
 from .options import UserError, arch_target, error_line, perfdb_label, warn
-from .run_cmd import KOUTER, apply_settings, check_split_k
+from .run_cmd import KOUTER, apply_settings, check_solution, check_split_k
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
@@ -106,8 +106,10 @@ def _parse_line(tokens, any_direction: bool):
     if not tokens:
         raise BadInput("missing the MIOpenDriver line (e.g. convfp16 -n 32 -c 64 ... -F 2)")
     try:
-        return parse(tokens, allow_any_direction=any_direction)
-    except MiopenCommandError as e:
+        cmd = parse(tokens, allow_any_direction=any_direction)
+        check_solution(cmd)               # -S names a solution: the same values a run takes
+        return cmd
+    except (MiopenCommandError, UserError) as e:
         raise BadInput(str(e)) from None
 
 

@@ -88,27 +88,47 @@ def _check_field(name: str, value: str) -> str:
         raise ValueError(f"perf-db {name} must be a non-empty string, got {value!r}")
     bad = [c for c in _FORBIDDEN if c in value]
     if bad:
-        raise ValueError(f"perf-db {name} {value!r} contains {''.join(bad)!r}; "
+        raise ValueError(f"perf-db {name} {_short(value)!r} contains {''.join(bad)!r}; "
                          f"MIOpen records forbid any of {_FORBIDDEN!r} inside a field")
+    if value != value.strip() or any(not c.isprintable() for c in value):
+        raise ValueError(f"perf-db {name} {_short(value)!r} has surrounding whitespace or a control character")
     return value
 
 
+def check_arch(arch: str) -> str:
+    """``arch`` if it can key perf-db records: non-empty, no ``=;:``, no surrounding
+    whitespace or control characters.
+
+    Raises:
+        ValueError: naming the value and the rule.
+    """
+    return _check_field("arch", arch)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """``text`` cut to ``limit`` characters for a message (a perf-db line can be megabytes)."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
 def parse_record_line(line: str, lineno: int = 0) -> list:
-    """``KEY=Id:VALUES;Id:VALUES`` -> ``[(key, solver, values), ...]``.
+    """``KEY=Id:VALUES;Id:VALUES`` -> ``[(key, solver, values), ...]``. Whitespace around
+    fields and a leading byte-order mark are dropped (they would make a key that never
+    matches).
 
     Raises:
         ValueError: a line without ``=``, an entry without ``:``, an empty field or one
             holding a second ``=;:``, naming the line number.
     """
     where = f"line {lineno}: " if lineno else ""
-    key, sep, rest = line.strip().partition("=")
+    key, sep, rest = line.strip().lstrip("\ufeff").partition("=")
+    key = key.strip()
     if not sep or not key:
-        raise ValueError(f"{where}perf-db record {line.strip()!r} is not KEY=SolverId:VALUES")
+        raise ValueError(f"{where}perf-db record {_short(line.strip())!r} is not KEY=SolverId:VALUES")
     out = []
     for entry in rest.split(";"):
-        solver, sep, values = entry.partition(":")
+        solver, sep, values = (part.strip() for part in entry.partition(":"))
         if not sep or not solver or not values:
-            raise ValueError(f"{where}perf-db entry {entry!r} is not SolverId:VALUES")
+            raise ValueError(f"{where}perf-db entry {_short(entry)!r} is not SolverId:VALUES")
         try:
             out.append((_check_field("problem key", key), _check_field("solver id", solver),
                         _check_field("values", values)))
@@ -128,6 +148,7 @@ class PerfDb:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, make_parents: bool | None = None):
+        self._empty = path is not None and not str(path).strip()
         self.path = Path(path).expanduser() if path is not None else default_path()
         if make_parents is None:
             make_parents = path is None and not os.environ.get(ENV_VAR)
@@ -151,6 +172,8 @@ class PerfDb:
     def _check_path(self, create: bool) -> None:
         """Refuse what can never be a perf-db file (see :class:`PerfDbError`)."""
         p = self.path
+        if self._empty:
+            raise PerfDbError(p, "is empty (no file named)")
         if p.is_dir():
             raise PerfDbError(p, "is a directory")
         if p.exists():
@@ -215,7 +238,12 @@ class PerfDb:
         with self._guard():
             if create and self.make_parents:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if not create and not os.access(self.path.parent, os.W_OK):
+                # Read-only storage: a WAL database needs its -shm file; read it as immutable.
+                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True,
+                                       timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            else:
+                conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             try:
                 if not self._setup(conn, create):
                     conn.close()
@@ -368,25 +396,30 @@ class PerfDb:
             lines.setdefault(r.problem_key, []).append(f"{r.solver}:{r.values}")
         return "".join(f"{k}={';'.join(v)}\n" for k, v in sorted(lines.items()))
 
-    def import_text(self, text: str, arch: str) -> int:
+    def import_text(self, text: str, arch: str, aliases: dict | None = None) -> int:
         """Load MIOpen record lines for ``arch`` (blank lines skipped). An imported record
-        replaces an existing one and carries no time. All lines are checked before any is
+        replaces an existing one and carries no time; within the text, the last entry of a
+        (key, solver) pair wins. ``aliases`` renames solver ids (e.g. a numeric solution id
+        to the solver name records are filed under). All lines are checked before any is
         written; the write is one transaction.
 
         Returns:
             the number of (key, solver) records written.
 
         Raises:
-            ValueError: a malformed line (nothing is written then).
+            ValueError: a malformed line or arch (nothing is written then).
         """
-        _check_field("arch", arch)
-        rows = []
+        check_arch(arch)
+        aliases = aliases or {}
+        rows = {}
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             for key, solver, values in parse_record_line(line, n):
-                rows.append(PerfRecord(key, arch, solver, values, None))
-        return self._write(rows, replace=True) if rows else 0
+                solver = aliases.get(solver, solver)
+                rows[(key, solver)] = PerfRecord(key, arch, solver, values, None)
+        return self._write(list(rows.values()), replace=True) if rows else 0
 
 
-__all__ = ["COLUMNS", "ENV_VAR", "PerfDb", "PerfDbError", "PerfRecord", "default_path", "parse_record_line"]
+__all__ = ["COLUMNS", "ENV_VAR", "PerfDb", "PerfDbError", "PerfRecord", "check_arch", "default_path",
+           "parse_record_line"]

@@ -620,3 +620,14 @@ def test_settings_the_wgmma_default_cannot_take_fall_back(capsys, line, flags, a
                            "128,64,64,2,1,64,64,0,0,0,1,-1,4,2" if flags[0] == "--split-k" else
                            "128,64,64,2,1,64,64,0,0,0,1,-1,4,1")
     assert status == 2 and out == [] and "wgmma=" in err[0]
+
+
+def test_json_records_the_mode_and_the_solutions(capsys):
+    status, out, _ = run(capsys, SMALL, "-S", "200", "--json", "--no-perfdb")
+    rec = json.loads(out[0])
+    assert status == 0 and rec["mode"] == "immediate"
+    assert rec["solutions"] == [{"id": 200, "algo": 5, "time_ms": -1.0, "workspace_bytes": 0,
+                                 "name": "ConvDgradImplicitGemmTilde"}]
+    status, out, _ = run(capsys, SMALL, "--json", "--no-perfdb")
+    rec = json.loads(out[0])
+    assert rec["mode"] == "find" and rec["solutions"] is None

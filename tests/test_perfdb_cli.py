@@ -124,3 +124,83 @@ def test_malformed_file_writes_nothing_even_after_good_lines(capsys, tmp_path):
 def test_bare_group_prints_its_help(capsys):
     status, out, err = run(capsys, "perfdb")
     assert status == 0 and err == [] and out[0].startswith("Usage: ") and any("import" in l for l in out)
+
+
+# ------------------------------------------------------------------ third review
+def test_bom_spaces_and_numeric_id_are_normalised(capsys, tmp_path):
+    """A byte-order mark, spaces around '=' and ':' and this solver's numeric id (200) would
+    store keys and solvers that never match a lookup: they are normalised on import; the
+    last entry of a repeated (key, solver) wins and is counted once."""
+    db = str(tmp_path / "db.sqlite")
+    text = (f"\ufeff{KEY} = {SOLVER_NAME} : 64,64,32,2,2,32,32,0,0,0,1,-1,2 ; 200:{TUNED}\n"
+            f"OTHER=200:{TUNED}\n")
+    status, out, err = run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "cpu", "--perfdb", db)
+    assert status == 0 and err == [] and out[0].startswith(f"Imported 2 record(s) (2 for {SOLVER_NAME})")
+    with PerfDb(db) as d:
+        assert d.get(KEY, "cpu", SOLVER_NAME).values == TUNED
+        assert d.get("OTHER", "cpu", SOLVER_NAME).values == TUNED
+    status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", db)
+    assert status == 0 and f"Using perf-db config {TUNED} (imported, no time) from {db}" in out
+
+
+@pytest.mark.parametrize("arch", ["cpu ", " cpu", "cpu\nx", "c\tpu", ""])
+def test_arch_with_spaces_or_control_characters_is_refused(capsys, tmp_path, arch):
+    db = tmp_path / "db.sqlite"
+    for args in (["import", records_file(tmp_path, f"{KEY}={SOLVER_NAME}:{TUNED}\n")], ["export"], ["list"]):
+        status, out, err = run(capsys, "perfdb", *args, "--arch", arch, "--perfdb", str(db))
+        assert status == 2 and out == [] and "--arch" in err[0] and "not usable as a perf-db arch" in err[0]
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_export_never_overwrites_the_perfdb(capsys, tmp_path, suffix):
+    db = tmp_path / "db.sqlite"
+    with PerfDb(db) as d:
+        d.update(KEY, "cpu", SOLVER_NAME, TUNED, 1.0)
+    status, out, err = run(capsys, "perfdb", "export", "--arch", "cpu", "--perfdb", str(db), "-o", f"{db}{suffix}")
+    assert status == 2 and out == [] and "is the perf-db being exported" in err[0]
+    with PerfDb(db) as d:
+        assert d.get(KEY, "cpu", SOLVER_NAME).values == TUNED
+
+
+def test_a_failed_export_leaves_the_old_file(capsys, tmp_path, monkeypatch):
+    import os
+    db, dest = tmp_path / "db.sqlite", tmp_path / "out.txt"
+    dest.write_text("old contents\n")
+    with PerfDb(db) as d:
+        d.update(KEY, "cpu", SOLVER_NAME, TUNED, 1.0)
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", full_disk)
+    status, out, err = run(capsys, "perfdb", "export", "--arch", "cpu", "--perfdb", str(db), "-o", str(dest))
+    assert status == 2 and "No space left on device" in err[0] and "left as it was" in err[0]
+    assert dest.read_text() == "old contents\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite", "out.txt"]   # no temp file left
+
+
+def test_missing_perfdb_is_a_warning_for_readers(capsys, tmp_path):
+    db = tmp_path / "none.sqlite"
+    for args in (["list"], ["export", "--arch", "cpu"]):
+        status, out, err = run(capsys, "perfdb", *args, "--perfdb", str(db))
+        assert status == 0 and out == [] and err == [f"dgrad-driver: warning: --perfdb {db}: no perf-db file there yet; "
+                                                     f"nothing to read"]
+    assert not db.exists()
+    status, _, err = run(capsys, "perfdb", "list", "--perfdb", "")
+    assert status == 2 and err[0].startswith("dgrad-driver: error: --perfdb '': is empty")
+
+
+def test_a_perfdb_on_read_only_storage_can_be_read(capsys, tmp_path, monkeypatch):
+    """A WAL perf-db on storage that cannot be written (no -shm file possible) is read as
+    immutable. (Tests run as root, where permissions do not stop writes, so the check that
+    decides is made to answer 'not writable'.)"""
+    import os
+    db = tmp_path / "db.sqlite"
+    with PerfDb(db) as d:
+        d.update(KEY, "cpu", SOLVER_NAME, TUNED, 1.0)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: False if mode == os.W_OK else real(p, mode, *a, **k))
+    status, out, err = run(capsys, "perfdb", "list", "--perfdb", str(db))
+    assert status == 0 and err == [] and out == [f"cpu {KEY} {SOLVER_NAME} {TUNED} 1.000000 ms"]
+    status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", str(db))
+    assert status == 0 and any(l.startswith(f"Using perf-db config {TUNED}") for l in out)

@@ -245,3 +245,16 @@ def test_config_previews_the_run_settings():
 def test_config_settings_bad_values(opt, needle):
     err = one_line_error(run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90"] + opt))
     assert needle in err
+
+
+@pytest.mark.parametrize("cmd", [applicable_cmd, config_cmd])
+@pytest.mark.parametrize("value,ok", [("-1", True), ("0", True), ("200", True), ("ConvDgradImplicitGemmTilde", True),
+                                      ("7", False), ("bogus", False)])
+def test_solution_flag_is_checked_like_a_run(cmd, value, ok):
+    # third review: applicable/config accepted any -S while run and tune refused it
+    r = run(cmd, shlex.split(SUITE_LINE) + ["--arch", "cpu", "-S", value])
+    if ok:
+        assert r.exit_code in (0, 1)
+    else:
+        err = one_line_error(r)
+        assert f"-S {value}: not a solution of this solver" in err
