@@ -5,8 +5,9 @@ hip-python is imported lazily, here only, so the CUDA and CPU paths never need i
 libraries are opened at the first call; a missing ROCm gives :class:`RuntimeUnavailable`
 with one sentence. Every return code is checked where it is returned (:meth:`_ok`).
 
-Status: this module has been exercised only up to "no ROCm runtime found" on machines
-without ROCm; it has not run on AMD hardware (see README).
+Status: tested up to the launch against a fake hip-python (tests/test_hip_runtime.py) and
+exercised only up to "no ROCm runtime found" on real machines without ROCm; it has not run
+on AMD hardware (see README).
 """
 
 from __future__ import annotations
