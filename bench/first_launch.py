@@ -76,10 +76,15 @@ def main(argv=None):
         with tempfile.TemporaryDirectory() as cache:
             env = {**__import__("os").environ, "MIOPEN_DGRAD_CACHE_DIR": cache}
             runs = []
-            for _ in ("cold", "warm"):
-                out = subprocess.run([sys.executable, __file__, "--child", line], env=env,
-                                     capture_output=True, text=True, check=True).stdout
-                runs.append(json.loads(out.strip().splitlines()[-1]))
+            for phase in ("cold", "warm"):
+                r = subprocess.run([sys.executable, __file__, "--child", line], env=env,
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+                    print(f"first_launch.py: {label} ({phase}): the measuring process failed: {last}",
+                          file=sys.stderr)
+                    return 1
+                runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
         cold, warm = runs
         assert not cold["cache_hit"] and warm["cache_hit"], (label, cold, warm)
         worst = max(worst, warm["total_ms"])

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One device call that re-establishes everything bench/RESULTS.md records for the GPU, at the
+# checked-out commit: correctness first, then speed. For the H200 (device tool), from the repo
+# root:
+#
+#   DGRAD_COMMIT=$(git rev-parse --short HEAD) bench/h200_check.sh [OUT_DIR]     (default $OUT or /tmp/h200_check)
+#
+# Steps (each bounded by `timeout`, each writing OUT_DIR/<step>.txt; a failed step does not
+# stop the later ones, the exit status is the number of failed steps):
+#   1. tests/test_gpu.py (DGRAD_GPU_EXAMPLES random problems, default 40);
+#   2. dgrad-driver replay fixtures/ --backend cuda;
+#   3. bench/compare.py, fp16/bf16/fp32, markdown table + plot;
+#   4. bench/first_launch.py (cold compile and warm first launch, fp16 defaults).
+# About 4-5 minutes on an H200. DGRAD_COMMIT names the commit in compare's header (the device
+# copy of the tree has no git history).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUTDIR="${1:-${OUT:-/tmp/h200_check}}"
+mkdir -p "$OUTDIR"
+export PYTHONPATH="${PYTHONPATH:-.}" MIOPEN_DGRAD_CACHE_DIR="${MIOPEN_DGRAD_CACHE_DIR:-/tmp/kcache}"
+failed=0
+step() {  # step NAME SECONDS COMMAND...
+    local name="$1" secs="$2"; shift 2
+    echo "== $name: $*"
+    if timeout "$secs" "$@" > "$OUTDIR/$name.txt" 2>&1; then
+        tail -n 2 "$OUTDIR/$name.txt"
+    else
+        echo "!! $name failed (exit $?); see $OUTDIR/$name.txt"; tail -n 5 "$OUTDIR/$name.txt"
+        failed=$((failed + 1))
+    fi
+}
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step gpu_tests 240 python -m pytest -q tests/test_gpu.py
+step replay 120 python -m driver replay fixtures/ --backend cuda
+step compare 300 python bench/compare.py --dtypes fp16,bf16,fp32 --out "$OUTDIR/compare.md" \
+    --plot "$OUTDIR/compare_h200.png"
+grep -h "geometric" "$OUTDIR/compare.txt" 2>/dev/null
+step first_launch 200 python bench/first_launch.py
+exit "$failed"
