@@ -27,7 +27,7 @@ import tempfile
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME
 from miopen_solver.errors import PerfConfigError, PerfDbError
-from miopen_solver.perfdb import PerfDb, check_arch, parse_record_line
+from miopen_solver.perfdb import PerfDb, check_arch, parse_text, short_text
 from miopen_solver.spec import PerfConfig
 
 from .options import PERFDB_ALLOWED, UserError, check_output_file, json_option, perfdb_label, run_and_print, warn
@@ -46,15 +46,11 @@ ALIASES = {str(SOLVER_ID): SOLVER_NAME}
 are filed under the solver name, MIOpen's SolverDbId)."""
 
 
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
-
-
 def _check_arch(arch: str) -> None:
     try:
         check_arch(arch)
     except ValueError as e:
-        raise UserError(f"--arch {_short(arch)!r}: not usable as a perf-db arch ({e}); allowed: a name without "
+        raise UserError(f"--arch {short_text(arch)!r}: not usable as a perf-db arch ({e}); allowed: a name without "
                         f"'=', ';', ':', surrounding spaces or control characters (e.g. sm_90, gfx942, "
                         f"sm_90@cpu)") from None
 
@@ -92,19 +88,17 @@ def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
     text = _read_text(path)
     ours, bad = set(), []
     try:
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            for key, solver, values in parse_record_line(line, n):
-                if ALIASES.get(solver, solver) == SOLVER_NAME:
-                    ours.add(key)
-                    try:
-                        PerfConfig.parse(values)
-                    except PerfConfigError as e:
-                        bad.append(f"line {n} {_short(key)}: {_short(str(e))}")
+        numbered = parse_text(text, arch, ALIASES)        # every line checked before any write
+        for n, rec in numbered:
+            if rec.solver == SOLVER_NAME:
+                ours.add(rec.problem_key)
+                try:
+                    PerfConfig.parse(rec.values)
+                except PerfConfigError as e:
+                    bad.append(f"line {n} {short_text(rec.problem_key)}: {short_text(str(e))}")
         with PerfDb(perfdb) as db:
             db.check(write=True)
-            written = db.import_text(text, arch, aliases=ALIASES)
+            written = db.import_records([rec for _, rec in numbered])
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
     except ValueError as e:

@@ -140,6 +140,9 @@ class ConfigChoice:
     warnings: list = field(default_factory=list)
 
 
+SPLIT_K_ALLOWED = f"allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}"
+
+
 def check_split_k(value: int | None) -> None:
     """``--split-k``: -1 (choose) or 1..MAX_SPLIT_K.
 
@@ -147,7 +150,17 @@ def check_split_k(value: int | None) -> None:
         UserError: anything else, naming the value and what is allowed.
     """
     if value is not None and not (value == -1 or 1 <= value <= MAX_SPLIT_K):
-        raise UserError(f"--split-k {value}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
+        raise UserError(f"--split-k {value}: {SPLIT_K_ALLOWED}")
+
+
+def check_kouter(value: str | None) -> None:
+    """``--kouter``: one of :data:`KOUTER`'s names (or None: not given).
+
+    Raises:
+        UserError: anything else, naming the value and what is allowed.
+    """
+    if value is not None and value not in KOUTER:
+        raise UserError(f"--kouter {value}: allowed: {', '.join(KOUTER)}")
 
 
 def lookup_perfdb(problem, device: Device, path: str | None):
@@ -183,8 +196,7 @@ def choose_config(problem, device: Device, *, perf_config: str | None = None, ko
         UserError: a bad ``--split-k`` or ``--kouter``.
     """
     check_split_k(split_k)
-    if kouter is not None and kouter not in KOUTER:
-        raise UserError(f"--kouter {kouter}: allowed: {', '.join(KOUTER)}")
+    check_kouter(kouter)
     given = ([f"--perf-config {perf_config!r}"] if perf_config is not None else []) + \
         ([f"--kouter {kouter}"] if kouter is not None else []) + \
         ([f"--split-k {split_k}"] if split_k is not None else [])

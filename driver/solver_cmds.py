@@ -33,11 +33,11 @@ from miopen_solver.command import parse, split_command
 from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, make_spec
+from miopen_solver.spec import PerfConfig, make_spec
 from miopen_solver.target import get_target
 
 from .options import UserError, arch_target, error_line, perfdb_label, warn
-from .run_cmd import KOUTER, apply_settings, check_solution, check_split_k
+from .run_cmd import SPLIT_K_ALLOWED, apply_settings, check_kouter, check_solution, check_split_k
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
@@ -237,19 +237,17 @@ def _settings(opts: dict) -> tuple:
     Raises:
         BadInput: a value a run would refuse, naming the option and what is allowed.
     """
-    kouter = opts.get("kouter")
-    if kouter is not None and kouter not in KOUTER:
-        raise BadInput(f"--kouter {kouter}: allowed: {', '.join(KOUTER)}")
-    split = opts.get("split-k")
-    if split is not None:
-        try:
-            split = int(split, 10)
+    kouter, split = opts.get("kouter"), opts.get("split-k")
+    try:
+        check_kouter(kouter)
+        if split is not None:
+            try:
+                split = int(split, 10)
+            except ValueError:
+                raise UserError(f"--split-k {split}: {SPLIT_K_ALLOWED}") from None
             check_split_k(split)
-        except ValueError:
-            raise BadInput(f"--split-k {opts['split-k']}: allowed: -1 (choose) or an integer from 1 to "
-                           f"{MAX_SPLIT_K}") from None
-        except UserError as e:
-            raise BadInput(str(e)) from None
+    except UserError as e:
+        raise BadInput(str(e)) from None
     return kouter, split
 
 

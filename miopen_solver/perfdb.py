@@ -88,10 +88,10 @@ def _check_field(name: str, value: str) -> str:
         raise ValueError(f"perf-db {name} must be a non-empty string, got {value!r}")
     bad = [c for c in _FORBIDDEN if c in value]
     if bad:
-        raise ValueError(f"perf-db {name} {_short(value)!r} contains {''.join(bad)!r}; "
+        raise ValueError(f"perf-db {name} {short_text(value)!r} contains {''.join(bad)!r}; "
                          f"MIOpen records forbid any of {_FORBIDDEN!r} inside a field")
     if value != value.strip() or any(not c.isprintable() for c in value):
-        raise ValueError(f"perf-db {name} {_short(value)!r} has surrounding whitespace or a control character")
+        raise ValueError(f"perf-db {name} {short_text(value)!r} has surrounding whitespace or a control character")
     return value
 
 
@@ -105,7 +105,7 @@ def check_arch(arch: str) -> str:
     return _check_field("arch", arch)
 
 
-def _short(text: str, limit: int = 120) -> str:
+def short_text(text: str, limit: int = 120) -> str:
     """``text`` cut to ``limit`` characters for a message (a perf-db line can be megabytes)."""
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
@@ -123,17 +123,36 @@ def parse_record_line(line: str, lineno: int = 0) -> list:
     key, sep, rest = line.strip().lstrip("\ufeff").partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ValueError(f"{where}perf-db record {_short(line.strip())!r} is not KEY=SolverId:VALUES")
+        raise ValueError(f"{where}perf-db record {short_text(line.strip())!r} is not KEY=SolverId:VALUES")
     out = []
     for entry in rest.split(";"):
         solver, sep, values = (part.strip() for part in entry.partition(":"))
         if not sep or not solver or not values:
-            raise ValueError(f"{where}perf-db entry {_short(entry)!r} is not SolverId:VALUES")
+            raise ValueError(f"{where}perf-db entry {short_text(entry)!r} is not SolverId:VALUES")
         try:
             out.append((_check_field("problem key", key), _check_field("solver id", solver),
                         _check_field("values", values)))
         except ValueError as e:
             raise ValueError(f"{where}{e}") from None
+    return out
+
+
+def parse_text(text: str, arch: str, aliases: dict | None = None) -> list:
+    """MIOpen record lines (blank lines skipped) as ``[(line number, PerfRecord), ...]`` for
+    ``arch``, without times, in file order. ``aliases`` renames solver ids (e.g. a numeric
+    solution id to the solver name records are filed under).
+
+    Raises:
+        ValueError: a malformed line (naming its number) or arch.
+    """
+    check_arch(arch)
+    aliases = aliases or {}
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        for key, solver, values in parse_record_line(line, n):
+            out.append((n, PerfRecord(key, arch, aliases.get(solver, solver), values, None)))
     return out
 
 
@@ -397,11 +416,8 @@ class PerfDb:
         return "".join(f"{k}={';'.join(v)}\n" for k, v in sorted(lines.items()))
 
     def import_text(self, text: str, arch: str, aliases: dict | None = None) -> int:
-        """Load MIOpen record lines for ``arch`` (blank lines skipped). An imported record
-        replaces an existing one and carries no time; within the text, the last entry of a
-        (key, solver) pair wins. ``aliases`` renames solver ids (e.g. a numeric solution id
-        to the solver name records are filed under). All lines are checked before any is
-        written; the write is one transaction.
+        """Load MIOpen record lines for ``arch`` (:func:`parse_text`, then
+        :meth:`import_records`). All lines are checked before any is written.
 
         Returns:
             the number of (key, solver) records written.
@@ -409,17 +425,18 @@ class PerfDb:
         Raises:
             ValueError: a malformed line or arch (nothing is written then).
         """
-        check_arch(arch)
-        aliases = aliases or {}
-        rows = {}
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            for key, solver, values in parse_record_line(line, n):
-                solver = aliases.get(solver, solver)
-                rows[(key, solver)] = PerfRecord(key, arch, solver, values, None)
+        return self.import_records([rec for _, rec in parse_text(text, arch, aliases)])
+
+    def import_records(self, records) -> int:
+        """Store imported records (no times): each replaces an existing record of its
+        (key, arch, solver); among ``records`` the last of a pair wins. One transaction.
+
+        Returns:
+            the number of (key, arch, solver) records written.
+        """
+        rows = {(r.problem_key, r.arch, r.solver): r for r in records}
         return self._write(list(rows.values()), replace=True) if rows else 0
 
 
 __all__ = ["COLUMNS", "ENV_VAR", "PerfDb", "PerfDbError", "PerfRecord", "check_arch", "default_path",
-           "parse_record_line"]
+           "parse_record_line", "parse_text", "short_text"]

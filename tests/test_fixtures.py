@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import naive_dgrad
+from conftest import naive_dgrad, suite_lines
 from miopen_solver import fixtures as fx
 from miopen_solver import kernels, prng
 from miopen_solver.command import parse
@@ -74,9 +74,7 @@ def test_fixture_files_are_canonical_json_lines():
 
 
 def test_bench_suite_is_copied_verbatim():
-    suite = Path(__file__).resolve().parents[1] / "bench" / "suite.txt"
-    lines = [ln.partition("#")[0].strip() for ln in suite.read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")]
+    lines = [line for _, line in suite_lines()]
     got = [f.command for f in ALL if f.path.endswith("bench_suite.jsonl")]
     assert got == lines
 
