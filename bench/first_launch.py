@@ -50,7 +50,7 @@ def child(line: str) -> dict:
         eng.rt.synchronize()
         t0 = time.perf_counter()
         k = eng.load(emit(spec))
-        eng._launch(k, pdy, pw, pdx, dx_bytes)
+        eng._launch(k, eng.kernel_args(k, pdy, pw, pdx), dx_bytes)
         eng.rt.synchronize()
         total = (time.perf_counter() - t0) * 1e3
     return {"kernel": spec.kernel_name, "cache_hit": k.cache_hit, "compile_ms": k.compile_ms, "total_ms": total}

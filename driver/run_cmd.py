@@ -247,9 +247,9 @@ def apply_settings(problem, target, cfg: PerfConfig, source: str, kouter: str | 
     """``cfg`` with ``--kouter``/``--split-k`` applied, and the note lines about it.
 
     A setting that a warpgroup-MMA default or perf-db record cannot take (it reads W k-outer;
-    its persistent form does not split K) switches to the nearest config that can: the
-    non-persistent form, else the warp-MMA default; the user asked for a setting, not for
-    wgmma. A config given with ``--perf-config`` (``source == "perf-config"``) is kept as
+    its persistent and TMA forms do not split K) switches to the nearest config that can:
+    the plain warpgroup-MMA form, else the warp-MMA default; the user asked for a setting,
+    not for wgmma. A config given with ``--perf-config`` (``source == "perf-config"``) is kept as
     given, so :func:`make_spec` then names the broken rule. With ``resolve`` (a run),
     ``split_k = -1`` is resolved to the degree the spec chooses.
 
@@ -260,7 +260,8 @@ def apply_settings(problem, target, cfg: PerfConfig, source: str, kouter: str | 
     asked = _overrides(cfg, kouter, split_k)
     if source in ("default", "perfdb") and cfg.wgmma and asked != cfg:
         ok, why = is_valid_performance_config(problem, target, asked)
-        fallbacks = ([("the non-persistent form", cfg.replace(wgmma=1))] if cfg.wgmma == 2 else []) + \
+        plain = {2: "the non-persistent form", 3: "the form without TMA"}
+        fallbacks = ([(plain[cfg.wgmma], cfg.replace(wgmma=1))] if cfg.wgmma in plain else []) + \
             [("the warp-MMA default", DgradSolver().get_default_performance_config(problem, target.with_(wgmma=False)))]
         for label, base in fallbacks if not ok else ():
             alt = _overrides(base, kouter, split_k)

@@ -175,6 +175,8 @@ def _search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
                 yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, 1)
                 if sk == 1:
                     yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, st, 2)
+                if sk == 1 and tk == 64 and p.is_pointwise:  # warp-specialised TMA
+                    yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, st, 3)
     for tm, tn, tk, (wm, wn), st, ko, sk in itertools.product(
             _TILE_M, tile_ns, _TILE_K.get(p.dtype, (16,)), _WARPS, stages, (0, 1), splits):
         if tm % wm or tn % wn or (sk > 1 and sk * tk > max_k):
@@ -294,7 +296,7 @@ class DgradSolver:
             zf = ZeroFill("none")
         launch = KernelLaunch(name=spec.kernel_name,
                               grid=(spec.tile_blocks + zf.blocks, problem.G, spec.split_k),
-                              block=(spec.threads, 1, 1), lds_bytes=spec.lds_bytes, spec=spec)
+                              block=(spec.block_threads, 1, 1), lds_bytes=spec.lds_bytes, spec=spec)
         return Solution(solver_id=self.solver_db_id(), solution_id=self.solution_id,
                         algorithm=ALGORITHM, perf_config=cfg, spec=spec, zero_fill=zf,
                         kernels=(launch,), workspace_bytes=spec.workspace_bytes)

@@ -10,7 +10,12 @@ The 14th field ``wgmma`` is optional and written only when it is not 0, so every
 config (perf-db records, fixtures) keeps its meaning: 0 = warp-level MMA (``mma.sync`` /
 MFMA / FFMA), 1 = warpgroup MMA (sm_90a ``wgmma.mma_async``), 2 = the same with persistent
 blocks (each loops over output tiles and issues the next tile's first copies before the
-current tile's epilogue; split_k 1, stages >= 2). With ``wgmma`` 1 or 2,
+current tile's epilogue; split_k 1, stages >= 2), 3 = warp-specialised persistent blocks fed
+by tensor-memory copies (TMA, ``cp.async.bulk.tensor``) for pointwise problems: one
+producer warp beside the warpgroups issues whole A/B tiles onto shared-memory barriers and
+the warpgroups store dX straight from their accumulators (tile_k 64, split_k 1, stages >= 2,
+kpg a multiple of 64 when G > 1, K and cpg multiples of 8 for the 16-byte tensor strides).
+With ``wgmma`` 1, 2 or 3,
 ``warp_m x warp_n`` counts warpgroups (128 threads each) and ``warp_tile_m x
 warp_tile_n`` is one warpgroup's tile: ``warp_tile_m`` a multiple of 64 (one m64
 instruction per 64 rows), ``warp_tile_n`` 64, 128 or 256 (the instruction's N) with
@@ -48,7 +53,9 @@ dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
 * vector caps 0 or powers of two, clamped (never rejected) when too wide;
 * the launch grid fits the target (x: tiles, y: G, z: split_k);
 * wgmma=1 only on a target with warpgroup MMA (sm_90a), for fp16/bf16, with the tile
-  shapes above (PTX ISA ``wgmma.mma_async`` shapes and the 128-byte swizzle layout).
+  shapes above (PTX ISA ``wgmma.mma_async`` shapes and the 128-byte swizzle layout);
+  wgmma=3 also needs tensor-memory copies (CUDA driver ``cuTensorMapEncodeTiled``: global
+  strides multiples of 16 bytes, box sides <= 256, 128-byte swizzle rows of 64 elements).
 """
 
 from __future__ import annotations
@@ -76,6 +83,13 @@ REGISTER_RESERVE = 40
 """Registers a thread needs beside its accumulators (addresses, loop state, load staging):
 ptxas gave 4-warpgroup wgmma kernels with 64 accumulators 96-128 registers, and refused
 128 accumulators in a 512-thread block (cap 128: "Insufficient registers", C7602)."""
+
+TMA_PRODUCER_THREADS = 32
+"""The producer warp of a wgmma=3 block."""
+TMA_BOX_K = 64
+"""k extent of a TMA box: one 128-byte swizzled row of fp16/bf16."""
+TMA_MAX_BOX = 256
+"""Largest box side a tensor map takes (CUDA driver API, cuTensorMapEncodeTiled)."""
 
 MAX_SPLIT_K = 64
 """Largest accepted split-K degree (a bound on atomic traffic, not a hardware limit)."""
@@ -258,17 +272,29 @@ class DgradSpec:
         return self.config.wgmma == 2
 
     @property
+    def tma(self) -> bool:
+        """wgmma=3: warp-specialised persistent blocks fed by tensor-memory copies (one
+        producer warp beside the warpgroups; pointwise problems only)."""
+        return self.config.wgmma == 3
+
+    @property
+    def block_threads(self) -> int:
+        """Threads per block: :attr:`threads` (the ones that multiply), plus the producer
+        warp of a TMA kernel."""
+        return self.threads + (TMA_PRODUCER_THREADS if self.tma else 0)
+
+    @property
     def tile_blocks(self) -> int:
         """Blocks per group that compute tiles (grid x before zero-fill blocks): every tile
         its own block, or for a persistent kernel as many blocks as fit on the device at
         once (shared memory and an estimate of registers, accumulators + 88 per thread:
         ptxas gave 188-222 registers to 128-accumulator tiles, 118-147 to 64),
         split over the G groups, never more than the tiles."""
-        if not self.persistent:
+        if not (self.persistent or self.tma):
             return self.tiles_per_group
         t = self.target
         by_smem = (t.lds_bytes + 1024) // (self.lds_bytes + 1024)
-        by_regs = t.regs_per_cu // (self.threads * (self.accumulators_per_lane + 88))
+        by_regs = t.regs_per_cu // (self.block_threads * (self.accumulators_per_lane + 88))
         slots = t.num_cus * max(1, min(by_smem, by_regs))
         return max(1, min(self.tiles_per_group, slots // self.problem.G))
 
@@ -324,6 +350,8 @@ class DgradSpec:
         c, pad = self.config, self.lds_pad
         if self.wgmma:
             main = c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * self.problem.elem_bytes
+            if self.tma:  # no dX staging; a full and an empty barrier (8 bytes each) per stage
+                return main + 16 * c.stages + 1024
             epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
             if self.persistent:  # the epilogue tile sits after the stages (they are refilling)
                 return main + epi + 1024
@@ -368,6 +396,8 @@ class DgradSpec:
         zf = {"memset": "_zfm", "blocks": "_zfb", "none": ""}[self.zero_fill]
         if self.persistent:
             path += f"_pb{self.tile_blocks}"
+        if self.tma:
+            path += f"_tma{self.tile_blocks}"
         return (f"dgrad_{arch}_{p.dtype}_t{c.tile_m}x{c.tile_n}x{c.tile_k}_w{c.warp_m}x{c.warp_n}"
                 f"_a{c.warp_tile_m}x{c.warp_tile_n}_{self.atom.name}_v{self.vec_a}v{self.vec_b}v{self.vec_c}"
                 f"_sk{self.split_k}_{'ko' if self.lds_k_outer else 'mo'}_s{c.stages}_{path}{zf}"
@@ -380,7 +410,7 @@ class DgradSpec:
             "problem_key": self.problem.problem_key(),
             "arch": self.target.arch,
             "perf_config": self.config.serialize(),
-            "threads": self.threads,
+            "threads": self.block_threads,
             "atom": self.atom.name,
             "accumulators_per_lane": self.accumulators_per_lane,
             "lds_bytes": self.lds_bytes,
@@ -420,8 +450,9 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
            f"tile_m {c.tile_m} is not a multiple of warp_m*warp_tile_m = {c.warp_m * c.warp_tile_m}")
     _check(c.tile_n % (c.warp_n * c.warp_tile_n) == 0,
            f"tile_n {c.tile_n} is not a multiple of warp_n*warp_tile_n = {c.warp_n * c.warp_tile_n}")
-    _check(c.wgmma in (0, 1, 2),
-           f"wgmma must be 0 (warp-level MMA), 1 (warpgroup MMA) or 2 (persistent warpgroup MMA), got {c.wgmma}")
+    _check(c.wgmma in (0, 1, 2, 3),
+           f"wgmma must be 0 (warp-level MMA), 1 (warpgroup MMA), 2 (persistent warpgroup MMA) or 3 (warp-specialised "
+           f"TMA warpgroup MMA), got {c.wgmma}")
     if c.wgmma:
         _check(t.wgmma, f"wgmma={c.wgmma} needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
         _check(p.dtype in ("fp16", "bf16"), f"wgmma={c.wgmma} needs fp16 or bf16 data, got {p.dtype}")
@@ -441,6 +472,8 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
             _check(c.split_k in (-1, 1), f"wgmma=2 (persistent) stages dX through shared memory; split_k must be "
                                          f"1 or -1, got {c.split_k}")
             _check(c.stages >= 2, f"wgmma=2 (persistent) prefetches the next tile; stages must be >= 2, got {c.stages}")
+        if c.wgmma == 3:
+            _check_tma(p, t, c)
         atom = MmaAtom(f"wgmma64x{c.warp_tile_n}x16", 64, c.warp_tile_n, 16)
     else:
         atom = _pick_atom(t, p.dtype, c)
@@ -456,7 +489,7 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     if c.split_k > 1:
         why = split_k_atomics_reason(p, t)
         _check(why is None, why or "")
-    split = 1 if c.wgmma == 2 else resolve_split_k(p, t, c, decomp)
+    split = 1 if c.wgmma in (2, 3) else resolve_split_k(p, t, c, decomp)
 
     if c.wgmma:
         k_outer = True
@@ -488,10 +521,11 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     _check(spec.accumulators_per_lane <= t.max_accumulators,
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
     if t.vendor == "nvidia":
-        cap = min(255, t.regs_per_cu // threads)
+        block = spec.block_threads
+        cap = min(255, t.regs_per_cu // block)
         _check(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
                f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
-               f"addresses and loads exceed the {cap} registers a thread of a {threads}-thread block may use "
+               f"addresses and loads exceed the {cap} registers a thread of a {block}-thread block may use "
                f"({t.regs_per_cu} per multiprocessor, 255 per thread)")
     _check(spec.lds_bytes <= t.lds_bytes,
            f"{spec.lds_bytes} bytes of shared memory exceed {t.arch}'s {t.lds_bytes}")
@@ -504,6 +538,38 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     _check(p.G <= gy, f"G={p.G} groups exceed {t.arch}'s grid limit {gy} along y")
     _check(split <= gz, f"split_k={split} exceeds {t.arch}'s grid limit {gz} along z")
     return spec
+
+
+TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
+"""The warp-specialised TMA tile the default takes for large pointwise problems."""
+
+
+def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
+    """Why wgmma=3 cannot run ``c`` on ``p`` (the first rule broken), or None."""
+    try:
+        _check_tma(p, t, c)
+    except PerfConfigError as e:
+        return str(e)
+    return None
+
+
+def _check_tma(p: ConvProblem, t: Target, c: PerfConfig) -> None:
+    """The rules of wgmma=3 beyond those of wgmma=1 (see module docstring)."""
+    _check(t.vendor == "nvidia", f"wgmma=3 needs tensor-memory copies (TMA), which {t.arch} lacks")
+    _check(p.is_pointwise, "wgmma=3 (TMA) covers pointwise problems only (1x1 filter, stride 1, no padding); "
+                           "this one has " + f"a {p.Y}x{p.X} filter, stride {p.sH}x{p.sW}, pad {p.pH}x{p.pW}")
+    _check(c.tile_k == TMA_BOX_K, f"wgmma=3 (TMA) loads 64-element (128-byte) swizzled rows; tile_k must be "
+                                  f"{TMA_BOX_K}, got {c.tile_k}")
+    _check(c.tile_m <= TMA_MAX_BOX, f"wgmma=3 (TMA) loads the A tile in one box of at most {TMA_MAX_BOX} rows; "
+                                    f"tile_m {c.tile_m} is larger")
+    _check(c.split_k in (-1, 1), f"wgmma=3 (TMA) stores dX from the registers once; split_k must be 1 or -1, "
+                                 f"got {c.split_k}")
+    _check(c.stages >= 2, f"wgmma=3 (TMA) overlaps loads with the multiply; stages must be >= 2, got {c.stages}")
+    _check(p.K % 8 == 0 and p.cpg % 8 == 0,
+           f"wgmma=3 (TMA) needs K and cpg multiples of 8 (16-byte tensor strides), got K={p.K}, cpg={p.cpg}")
+    _check(p.G == 1 or p.kpg % TMA_BOX_K == 0,
+           f"wgmma=3 (TMA) with G > 1 needs kpg a multiple of {TMA_BOX_K} (a box must not cross groups), "
+           f"got kpg={p.kpg}")
 
 
 def is_valid_performance_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
@@ -585,7 +651,9 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
     * cpg <= 64: 128x64x64 tiles, 2 warpgroups of 64x64, 4 stages;
     * cpg >= 256, GemmK >= 256 and at least 1.5 waves of 128x256 tiles (the big rows): 128x256x64,
-      2 warpgroups of 64x256 (128 accumulators), 4 stages;
+      2 warpgroups of 64x256 (128 accumulators), 4 stages; for pointwise problems the
+      warp-specialised TMA form of the same tile (:data:`TMA_DEFAULT`, wgmma=3) where its
+      rules hold (H200 sweep, big_1x1_c512_k512_64: 303.6 -> 254.0 us);
     * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
     * strided 1x1 filters: 256x128x64, 4 warpgroups of 64x128, 4 stages; strided filters
       with several taps: 128x128x64, one warpgroup of 128x128 (two m64 instructions), 3
@@ -605,6 +673,8 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if p.cpg <= 64:
         return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
     if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
+        if p.is_pointwise and tma_reason(p, t, TMA_DEFAULT) is None:
+            return TMA_DEFAULT
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 1)
     if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
             and split_k_atomics_reason(p, t) is None):

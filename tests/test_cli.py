@@ -601,11 +601,17 @@ def test_compile_failure_names_the_cause(message, cause):
     assert _compile_cause(message) == cause
 
 
+BIG_PW = ("convfp16 -n 9 -c 256 -H 56 -W 56 -k 256 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -F 2 --in_layout NHWC "
+          "--out_layout NHWC --fil_layout NHWC -V 0 -i 1")
+
+
 @pytest.mark.parametrize("line,flags,atom,layout,note", [
     # sm_90 default is warpgroup MMA, which reads W k-outer: --kouter off -> warp-MMA default
     (MAIN, ["--kouter", "off"], "mma16816", "_mo_", "using the warp-MMA default"),
     # persistent default (wgmma=2) does not split K: --split-k 2 -> its non-persistent form
     (PW256, ["--split-k", "2"], "wgmma64x256x16", "_sk2_", "using the non-persistent form"),
+    # TMA default (wgmma=3, big pointwise) does not split K either: its form without TMA
+    (BIG_PW, ["--split-k", "2"], "wgmma64x256x16", "_sk2_", "using the form without TMA"),
 ])
 def test_settings_the_wgmma_default_cannot_take_fall_back(capsys, line, flags, atom, layout, note):
     """A fresh-user review found --kouter off refused on sm_90 although the user never asked

@@ -59,6 +59,9 @@ CONFIGS_WG = [
     PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=2, stages=3, wgmma=1),
     PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=3, wgmma=2),
     PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, wgmma=2),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=4, wgmma=3),
+    PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=3, wgmma=3),
+    PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, wgmma=3),
 ]
 CONFIGS_32 = [
     PerfConfig(64, 64, 16, 2, 2, 32, 32, stages=3),
@@ -137,6 +140,37 @@ def test_persistent_blocks_walk_many_tiles(engine, line, cfg):
         pytest.skip("config not valid for this problem")
     assert spec.tile_blocks <= 3 * 4
     if _check(engine, p, cfg, np.random.default_rng(5), target=small) is None:
+        pytest.skip("config not valid for this problem")
+
+
+# Pointwise shapes for the TMA kernel: GemmM, cpg and K tails (boxes that leave the
+# tensor read zeros), one tile, groups, and the suite's 1x1 lines at small N.
+TMA_LINES = [
+    "-n 1 -c 72 -H 5 -W 7 -k 40",
+    "-n 3 -c 264 -H 9 -W 11 -k 200",
+    "-n 2 -c 128 -H 7 -W 7 -k 128 -g 2",
+    "-n 2 -c 512 -H 8 -W 8 -k 256 -g 2",
+    "-n 2 -c 256 -H 56 -W 56 -k 64",
+    "-n 2 -c 64 -H 56 -W 56 -k 256",
+    "-n 2 -c 1024 -H 14 -W 14 -k 256",
+]
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_WG if c.wgmma == 3], ids=lambda c: c.serialize())
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("cus", [None, 3])
+@pytest.mark.parametrize("line", TMA_LINES)
+def test_tma_pointwise_verifies(engine, line, cus, dtype, cfg):
+    """wgmma=3 (producer warp + TMA boxes + mbarrier pipeline) on the device's own grid and
+    on a grid sized for 3 SMs, where each block walks many tiles and the stage barriers
+    wrap their phase many times."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    p = parse(f"{base} {line} -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -F 2 --in_layout NHWC --out_layout NHWC "
+              "--fil_layout NHWC").problem
+    target = engine.target.with_(num_cus=cus) if cus else None
+    if _check(engine, p, cfg, np.random.default_rng(13), target=target) is None:
         pytest.skip("config not valid for this problem")
 
 

@@ -164,3 +164,55 @@ def test_gpu_engine_refuses_nchw(tmp_path):
     s = make_spec(p, get_target("sm_90"), PerfConfig(64, 64, 32, 2, 2, 32, 32, stages=2))
     with pytest.raises(ValueError, match="NHWC"):
         GpuEngine(FakeRuntime(), BinaryCache(tmp_path)).run(s, *_inputs(p))
+
+
+class FakeTmaRuntime(FakeRuntime):
+    """A runtime that builds tensor maps: 128 bytes naming the buffer and the box."""
+
+    def tensor_map(self, ptr, desc):
+        self.calls.append(("tensor_map", ptr, desc.operand, desc.box))
+        return (f"{desc.operand}@{ptr:#x}:{desc.box}".encode()).ljust(128, b"\0")
+
+
+TMA_LINE = "convfp16 -n 2 -c 256 -H 9 -W 9 -k 128 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1"
+TMA_CFG = PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=4, wgmma=3)
+
+
+def test_tma_kernels_get_their_tensor_maps_after_the_pointers(tmp_path):
+    """wgmma=3: dY's and W's maps (in the source's order, over the buffers just uploaded)
+    follow the three pointers; built once per buffer set, before any timed launch."""
+    rt = FakeTmaRuntime()
+    eng = GpuEngine(rt, BinaryCache(tmp_path))
+    spec = _spec(TMA_LINE, TMA_CFG)
+    dy, w = _inputs(spec.problem)
+    eng.time(spec, dy, w, iters=3)
+    allocs = [c[1] for c in rt.calls if c[0] == "alloc"]
+    maps = [c for c in rt.calls if c[0] == "tensor_map"]
+    assert maps == [("tensor_map", allocs[0], "dy", (64, 128)), ("tensor_map", allocs[1], "w", (64, 64))]
+    launches = [c for c in rt.calls if c[0] == "launch"]
+    assert len(launches) == 4 and all(c[3] == (288, 1, 1) for c in launches)
+    args = launches[0][5]
+    assert args[:3] == tuple(allocs) and len(args) == 5
+    assert args[3].startswith(f"dy@{allocs[0]:#x}".encode()) and args[4].startswith(f"w@{allocs[1]:#x}".encode())
+    first_launch = rt.calls.index(launches[0])
+    assert all(rt.calls.index(m) < first_launch for m in maps)
+
+
+def test_tma_kernel_on_a_runtime_without_tensor_maps_is_a_clear_error(tmp_path):
+    rt = FakeRuntime()
+    eng = GpuEngine(rt, BinaryCache(tmp_path))
+    spec = _spec(TMA_LINE, TMA_CFG)
+    dy, w = _inputs(spec.problem)
+    with pytest.raises(RuntimeError, match="needs TMA tensor maps, which the cuda runtime cannot build"):
+        eng.run(spec, dy, w)
+    assert not rt.mem  # every buffer freed
+
+
+def test_kernels_without_tma_take_three_pointers(tmp_path):
+    rt = FakeTmaRuntime()
+    eng = GpuEngine(rt, BinaryCache(tmp_path))
+    spec = _spec(TMA_LINE, TMA_CFG.replace(wgmma=1))
+    dy, w = _inputs(spec.problem)
+    eng.run(spec, dy, w)
+    launch = next(c for c in rt.calls if c[0] == "launch")
+    assert len(launch[5]) == 3 and not any(c[0] == "tensor_map" for c in rt.calls)

@@ -613,6 +613,11 @@ WGMMA_COMPILE_CASES = [
     (nhwc(N=2, C=128, K=128, Hi=14, Wi=14, sH=2, sW=2), "256,128,64,4,1,64,128,0,0,0,1,-1,3,2"),
     (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"),
     (nhwc(N=2, C=63, K=70, Hi=9, Wi=9, dtype="bf16"), "64,64,64,1,1,64,64,0,0,0,-1,-1,2,2"),
+    # warp-specialised TMA (wgmma=3, pointwise): N 256/128/64, one m64 and two per
+    # warpgroup, 2..4 stages, row/channel tails, G=2, bf16
+    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,256,64,2,1,64,256,0,0,0,1,-1,4,3"),
+    (nhwc(N=2, C=72, K=40, Hi=5, Wi=7, Y=1, X=1, pH=0, pW=0), "128,128,64,1,1,128,128,0,0,0,1,-1,3,3"),
+    (nhwc(N=2, C=128, K=128, G=2, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0, dtype="bf16"), "64,64,64,1,1,64,64,0,0,0,-1,-1,2,3"),
 ]
 
 
@@ -625,7 +630,7 @@ def test_wgmma_configs_compile_for_sm90a(tmp_path, problem, cfg):
     spec = make_spec(problem, SM90, PerfConfig.parse(cfg))
     assert spec.wgmma and "wgmma64x" in spec.kernel_name
     src = emit(spec)
-    assert ("DG_WGMMA", 1) in src.defines
+    assert ("DG_WGMMA", 1) in src.defines and ("DG_TMA", int(spec.tma)) in src.defines
     assert _offline().compile_nvidia(src.text, "sm_90", out_dir=tmp_path, name="k")
 
 
@@ -649,13 +654,72 @@ def test_wgmma_needs_a_warpgroup_mma_target(arch):
     ("128,256,64,1,2,128,64,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
     ("128,128,32,2,1,64,128,0,0,0,1,-1,3,1", "tile_k a multiple of 64"),
     ("128,128,64,2,1,64,128,0,0,0,1,0,3,1", "lds_k_outer must be -1 or 1"),
-    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,3", "wgmma must be 0"),
+    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,4", "wgmma must be 0"),
+    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,3", "pointwise problems only"),
     ("128,128,64,2,1,64,128,0,0,0,2,-1,3,2", "split_k must be 1 or -1"),
     ("128,128,64,2,1,64,128,0,0,0,1,-1,1,2", "stages must be >= 2"),
 ])
 def test_wgmma_shape_rules(cfg, reason):
     ok, why = is_valid_performance_config(nhwc(C=128, K=128), SM90, PerfConfig.parse(cfg))
     assert not ok and reason in why, why
+
+
+PW = nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0)
+
+
+@pytest.mark.parametrize("problem,cfg,reason", [
+    (PW, "128,256,128,2,1,64,256,0,0,0,1,-1,3,3", "tile_k must be 64"),
+    (PW, "128,256,64,2,1,64,256,0,0,0,2,-1,3,3", "split_k must be 1 or -1"),
+    (PW, "128,256,64,2,1,64,256,0,0,0,1,-1,1,3", "stages must be >= 2"),
+    (nhwc(N=2, C=256, K=252, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,256,64,2,1,64,256,0,0,0,1,-1,3,3",
+     "K and cpg multiples of 8"),
+    (nhwc(N=2, C=252, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
+     "K and cpg multiples of 8"),
+    (nhwc(N=2, C=256, K=64, G=2, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
+     "kpg a multiple of 64"),
+    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
+     "pointwise problems only"),
+    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=1, pW=1), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
+     "pointwise problems only"),
+    (PW, "256,256,64,4,1,64,256,0,0,0,1,-1,2,3", "registers a thread of a 544-thread block"),
+])
+def test_tma_rules(problem, cfg, reason):
+    ok, why = is_valid_performance_config(problem, SM90, PerfConfig.parse(cfg))
+    assert not ok and reason in why, why
+
+
+def test_tma_spec_geometry():
+    """wgmma=3: a producer warp on top of the warpgroups, persistent grid, no dX staging
+    tile, two 8-byte barriers per stage, and the two tensor maps (dY GemmM x K in
+    tile_m x 64 boxes, W K x cpg in 64 x 64 boxes) with byte strides."""
+    from miopen_solver.solver import DgradSolver
+    p = nhwc(N=64, C=512, K=512, Hi=64, Wi=64, Y=1, X=1, pH=0, pW=0)
+    spec = make_spec(p, SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,-1,-1,4,3"))
+    assert spec.tma and not spec.persistent and spec.split_k == 1
+    assert (spec.threads, spec.block_threads) == (256, 288)
+    assert spec.lds_bytes == 4 * (128 * 64 + 64 * 256) * 2 + 4 * 16 + 1024
+    assert spec.tile_blocks == SM90.num_cus and "_tma132_" in spec.kernel_name
+    src = emit(spec)
+    assert src.grid == (132, 1, 1) and src.block == (288, 1, 1)
+    assert ("DG_TMA", 1) in src.defines and ("DG_THREADS", 256) in src.defines
+    dy, w = src.tensor_maps
+    assert (dy.operand, dy.dims, dy.strides, dy.box) == ("dy", (512, 64 * 64 * 64), (1024,), (64, 128))
+    assert (w.operand, w.dims, w.strides, w.box) == ("w", (512, 512), (1024,), (64, 64))
+    sol = DgradSolver().get_solution(p, SM90, spec.config)
+    assert sol.kernels[0].block == (288, 1, 1) and sol.kernels[0].grid == (132, 1, 1)
+    # groups: W rows are every group's k, the map's columns one group's cpg
+    g = make_spec(nhwc(N=2, C=256, K=128, G=2, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0, dtype="bf16"), SM90,
+                  PerfConfig.parse("64,64,64,1,1,64,64,0,0,0,1,-1,2,3"))
+    dy, w = emit(g).tensor_maps
+    assert dy.dims == (128, 2 * 81) and w.dims == (128, 128) and w.strides == (256,) and dy.dtype == "bf16"
+    # every other path takes no tensor maps
+    assert emit(make_spec(p, SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,1,-1,4,1"))).tensor_maps == ()
+
+
+def test_tma_needs_an_nvidia_warpgroup_target():
+    for arch in ("sm_80", "gfx942"):
+        ok, why = is_valid_performance_config(PW, get_target(arch), PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,1,-1,3,3"))
+        assert not ok and "wgmma=3 needs warpgroup MMA" in why
 
 
 def test_persistent_grid_fills_the_device_once():

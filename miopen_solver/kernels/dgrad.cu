@@ -23,6 +23,13 @@
 // header is included: the vendor pieces sit in the "vendor layer" section below.
 
 // ------------------------------------------------------------------ vendor layer
+// Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
+// warp that only issues tensor-memory copies.
+#if defined(DG_TMA) && DG_TMA
+#define DG_BLOCK_THREADS (DG_THREADS + 32)
+#else
+#define DG_BLOCK_THREADS DG_THREADS
+#endif
 #if defined(DG_VENDOR_AMD)
 // hiprtc predefines these; a plain `clang -x hip -nogpuinc` does not.
 #ifndef __global__
@@ -37,7 +44,7 @@
 #ifndef __constant__
 #define __constant__ __attribute__((constant))
 #endif
-#define DG_GLOBAL extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(DG_THREADS, DG_THREADS)))
+#define DG_GLOBAL extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(DG_BLOCK_THREADS, DG_BLOCK_THREADS)))
 #define DG_DEVICE __device__ inline __attribute__((always_inline))
 #define DG_SHARED __shared__
 #define DG_SYNC()                                                 \
@@ -51,7 +58,7 @@
 #define DG_BID_Y() ((int)__builtin_amdgcn_workgroup_id_y())
 #define DG_BID_Z() ((int)__builtin_amdgcn_workgroup_id_z())
 #else
-#define DG_GLOBAL extern "C" __global__ __launch_bounds__(DG_THREADS)
+#define DG_GLOBAL extern "C" __global__ __launch_bounds__(DG_BLOCK_THREADS)
 #define DG_DEVICE __device__ __forceinline__
 #define DG_SHARED __shared__
 #define DG_SYNC() __syncthreads()
@@ -196,6 +203,41 @@ DG_DEVICE void dg_cp_wait() {}
 DG_DEVICE void dg_publish_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 #else
 DG_DEVICE void dg_publish_smem() {}
+#endif
+
+#if DG_TMA
+// Tensor-memory copies (sm_90a cp.async.bulk.tensor) completing on shared-memory barriers
+// (mbarrier): a tile of A or B lands in one instruction, already in the 128-byte swizzled
+// layout wgmma reads (the tensor map's swizzle mode), zero-filled outside the tensor. The
+// map itself (CUtensorMap, 128 opaque bytes) is a __grid_constant__ kernel parameter built
+// by the host runtime (runtime/cuda.py). PTX ISA: "Tensor copy", "mbarrier".
+struct __attribute__((aligned(64))) dg_tmap { unsigned long long opaque[16]; };
+
+DG_DEVICE void dg_mbar_init(dg_u32 bar, dg_u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Wait until the barrier's phase of the given parity has completed.
+DG_DEVICE void dg_mbar_wait(dg_u32 bar, dg_u32 parity) {
+    dg_u32 done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+DG_DEVICE void dg_mbar_arrive(dg_u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Arrive and announce `bytes` of copies that will complete on this barrier's phase.
+DG_DEVICE void dg_mbar_expect_tx(dg_u32 bar, dg_u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// The box of `map` at element coordinates (c0 innermost, c1) into shared memory at `dst`.
+DG_DEVICE void dg_tma_load_2d(dg_u32 dst, const dg_tmap* map, int c0, int c1, dg_u32 bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
 #endif
 
 // ------------------------------------------------------------------ sub-GEMM records
@@ -460,7 +502,7 @@ DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
 // (wgmma is asynchronous; every other atom completes in order). With a lag of 1 the
 // stage read by tile kt is rewritten no earlier than iteration kt+2, so the pipeline
 // prefetches DG_STAGES-2 tiles ahead instead of DG_STAGES-1.
-#if DG_WGMMA && DG_STAGES >= 3
+#if DG_WGMMA && (DG_STAGES >= 3 || DG_TMA)
 #define DG_MMA_LAG 1
 #else
 #define DG_MMA_LAG 0
@@ -882,6 +924,53 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
 }
 #endif
 
+#if DG_TMA
+// Direct epilogue of the warp-specialised kernel (pointwise, one sub-GEMM): no shared
+// memory and no barrier, so the producer warp keeps loading the next tile meanwhile.
+// In the accumulator fragment the 4 lanes of a quad hold one row, 2 adjacent columns of
+// every 8-column chunk; a 4x4 transpose inside the quad (3 shuffles per 4 chunks) gives
+// each lane one whole chunk, 8 columns = 16 bytes, so a warp stores 8 rows x 64 bytes in
+// full 32-byte sectors.
+DG_DEVICE dg_u32 dg_pick4(dg_u32 a0, dg_u32 a1, dg_u32 a2, dg_u32 a3, int i) {
+    return i == 0 ? a0 : i == 1 ? a1 : i == 2 ? a2 : a3;
+}
+
+DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                                  int g, int m_tile, int n_tile, int wm, int wn, int lane) {
+    const int q = lane & 3;  // lane in the quad
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // rows r and r + 8 of the fragment
+            const int m = m_tile * DG_TILE_M + dg_acc_row(wm, i, lane, 2 * h);
+            dg_t* row = dx + (long long)m * DG_C + g * DG_CPG + n_tile * DG_TILE_N + wn * DG_WARP_COLS;
+#pragma unroll
+            for (int j0 = 0; j0 < DG_MMA_N; j0 += 4) {
+                dg_u32 in[4], out[4];
+#pragma unroll
+                for (int y = 0; y < 4; ++y)
+                    in[y] = (dg_u32)dg_from_float(acc[i][j0 + y][2 * h]) |
+                            ((dg_u32)dg_from_float(acc[i][j0 + y][2 * h + 1]) << 16);
+                // out[y] = lane y's pair of chunk j0 + q: sent by lane y as its in[q].
+                out[0] = out[1] = out[2] = out[3] = dg_pick4(in[0], in[1], in[2], in[3], q);
+#pragma unroll
+                for (int r = 1; r < 4; ++r) {
+                    const int peer = q ^ r;
+                    const dg_u32 got = __shfl_xor_sync(0xffffffffu, dg_pick4(in[0], in[1], in[2], in[3], peer), r);
+#pragma unroll
+                    for (int y = 0; y < 4; ++y) out[y] = (y == peer) ? got : out[y];
+                }
+                const int c = n_tile * DG_TILE_N + wn * DG_WARP_COLS + (j0 + q) * 8;
+                if (m < DG_N * DG_HO * DG_WO && c < DG_CPG) {  // cpg % 8 == 0: the chunk is in range
+                    dg_b16 v;
+                    v.v[0] = out[0]; v.v[1] = out[1]; v.v[2] = out[2]; v.v[3] = out[3];
+                    *reinterpret_cast<dg_b16*>(row + (j0 + q) * 8) = v;
+                }
+            }
+        }
+}
+#endif
+
 // ------------------------------------------------------------------ zero fill
 #if DG_ZF_BLOCKS > 0
 // True iff some non-empty sub-GEMM writes dX row hi (resp. column wi): the phase
@@ -980,7 +1069,11 @@ DG_DEVICE void dg_zero_acc(float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM]) {
 }
 
 // ------------------------------------------------------------------ the kernel
-DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restrict__ w, dg_t* __restrict__ dx) {
+DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restrict__ w, dg_t* __restrict__ dx
+#if DG_TMA
+                               , const __grid_constant__ dg_tmap tm_dy, const __grid_constant__ dg_tmap tm_w
+#endif
+) {
     extern DG_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
     const int bid = DG_BID_X();
 #if DG_ZF_BLOCKS > 0
@@ -991,8 +1084,10 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
 #endif
     const int g = DG_BID_Y();
     const int kz = DG_BID_Z();
-#if !DG_PERSIST
+#if !DG_PERSIST && !DG_TMA
     const dg_tile tl = dg_tile_at(bid, kz);
+#else
+    (void)kz;
 #endif
 
 #if DG_WGMMA
@@ -1011,13 +1106,73 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
 
     float acc[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM];
     dg_arow ar[DG_A_LOADS];
-#if !DG_PERSIST
+#if !DG_PERSIST && !DG_TMA
     dg_zero_acc(acc);
     dg_decode_arows(tl.s, tl.m_tile, ar);
 #endif
     dg_stage_regs regs;
 
-#if DG_PERSIST
+#if DG_TMA
+    // Warp-specialised persistent blocks (pointwise, one sub-GEMM, G groups along y). The
+    // last warp is the producer: for each k-tile of each tile t = bid, bid + DG_TILE_BLOCKS,
+    // ... it waits until consumers have released a stage (empty barrier), then issues the
+    // A box (TILE_M x 64 of dY) and TILE_N/64 B boxes (64 x 64 of W) onto the stage's full
+    // barrier. The warpgroups wait on the full barrier, multiply, release the stage once
+    // their wgmma group has read it, and store dX straight from the accumulators while the
+    // producer already fills the stages with the next tile.
+    (void)dy; (void)w; (void)regs; (void)ar;
+    const dg_u32 full0 = dg_smem_addr(Bs + DG_STAGES * DG_B_STAGE);
+    const dg_u32 empty0 = full0 + 8 * DG_STAGES;
+    if (tid == 0) {
+#pragma unroll
+        for (int st = 0; st < DG_STAGES; ++st) {
+            dg_mbar_init(full0 + 8 * st, 1);
+            dg_mbar_init(empty0 + 8 * st, DG_THREADS / 32);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    DG_SYNC();
+    const dg_sub sub = dg_find_sub(0);
+    const int k_tiles = (DG_KPG + DG_TILE_K - 1) / DG_TILE_K;
+    if (tid >= DG_THREADS) {
+        if (tid == DG_THREADS) {
+            int it = 0;
+            for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
+                const int m_tile = t / sub.n_tiles;
+                const int n_tile = t - m_tile * sub.n_tiles;
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int st = it % DG_STAGES;
+                    dg_mbar_wait(empty0 + 8 * st, ((it / DG_STAGES) & 1) ^ 1);
+                    const dg_u32 full = full0 + 8 * st;
+                    dg_mbar_expect_tx(full, (DG_A_STAGE + DG_B_STAGE) * DG_EB);
+                    const int k0 = g * DG_KPG + kt * DG_TILE_K;
+                    dg_tma_load_2d(dg_smem_addr(As + st * DG_A_STAGE), &tm_dy, k0, m_tile * DG_TILE_M, full);
+#pragma unroll
+                    for (int b = 0; b < DG_TILE_N / 64; ++b)
+                        dg_tma_load_2d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_w,
+                                       n_tile * DG_TILE_N + b * 64, k0, full);
+                }
+            }
+        }
+        return;
+    }
+    int it = 0;
+    for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
+        const int m_tile = t / sub.n_tiles;
+        const int n_tile = t - m_tile * sub.n_tiles;
+        dg_zero_acc(acc);
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+            const int st = it % DG_STAGES;
+            dg_mbar_wait(full0 + 8 * st, (it / DG_STAGES) & 1);
+            dg_compute(As + st * DG_A_STAGE, Bs + st * DG_B_STAGE, acc, wm, wn, lane);
+            // dg_compute leaves one wgmma group in flight: the previous k-tile's is done.
+            if (kt > 0 && (tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
+        }
+        dg_mma_drain();
+        if ((tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
+        dg_epilogue_direct(dx, acc, g, m_tile, n_tile, wm, wn, lane);
+    }
+#elif DG_PERSIST
     // Persistent blocks (DG_TILE_BLOCKS of them) walk the tiles t = bid, bid + DG_TILE_BLOCKS, ...
     // The next tile's first k-tiles are issued before this tile's epilogue, which stages dX
     // in its own shared-memory tile Cs (after the A/B stages), so the copies overlap it.

@@ -164,10 +164,37 @@ class CudaRuntime:
     def synchronize(self):
         self._ok(self._drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
+    # ----------------------------------------------------------------- tensor maps
+    def tensor_map(self, ptr: int, desc) -> bytes:
+        """The 128-byte CUtensorMap for ``desc`` (a :class:`~miopen_solver.kernels.emit.
+        TensorMapDesc`) over the device buffer at ``ptr``: 128-byte swizzle, no interleave,
+        256-byte L2 promotion, zeros outside the tensor (``cuTensorMapEncodeTiled``).
+
+        Raises:
+            RuntimeError: the driver refuses the map (its error name and the map's shape).
+        """
+        drv = self._drv
+        dtype = {"fp16": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                 "bf16": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16}[desc.dtype]
+        u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+        err, tmap = drv.cuTensorMapEncodeTiled(
+            dtype, len(desc.dims), ptr, [u64(d) for d in desc.dims], [u64(s) for s in desc.strides],
+            [u32(b) for b in desc.box], [u32(1)] * len(desc.dims),
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuTensorMapEncodeTiled failed ({self._errname(err)}) for {desc.operand}: "
+                               f"dims {desc.dims}, strides {desc.strides} bytes, box {desc.box}")
+        return np.array(tmap.opaque, dtype=np.uint64).tobytes()
+
     # ----------------------------------------------------------------- launch
-    def launch(self, func, grid, block, shared_bytes: int, pointers):
-        """Launch ``func`` with device-pointer arguments on the runtime's stream."""
-        vals = [np.array([p], dtype=np.uint64) for p in pointers]
+    def launch(self, func, grid, block, shared_bytes: int, args):
+        """Launch ``func`` on the runtime's stream. ``args`` are device pointers (ints) or,
+        for by-value parameters such as tensor maps, their bytes."""
+        vals = [np.frombuffer(a, dtype=np.uint8).copy() if isinstance(a, bytes) else np.array([a], dtype=np.uint64)
+                for a in args]
         params = np.array([v.ctypes.data for v in vals], dtype=np.uint64)
         self._ok(self._drv.cuLaunchKernel(func, *grid, *block, shared_bytes, self.stream,
                                           params.ctypes.data, 0), "cuLaunchKernel")

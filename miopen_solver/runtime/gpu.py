@@ -93,10 +93,25 @@ class GpuEngine:
             raise ValueError(f"GPU kernels take NHWC tensors; got dX {p.in_layout}, dY {p.out_layout}, "
                              f"W {p.fil_layout}")
 
-    def _launch(self, k: Loaded, dy: int, w: int, dx: int, dx_bytes: int):
+    def kernel_args(self, k: Loaded, dy: int, w: int, dx: int) -> tuple:
+        """The kernel's arguments: the dY, W and dX pointers, then the bytes of each tensor
+        map the source asks for (built once per buffer set, outside any timed region).
+
+        Raises:
+            RuntimeError: the source needs tensor maps and the runtime cannot build them.
+        """
+        if not k.source.tensor_maps:
+            return (dy, w, dx)
+        build = getattr(self.rt, "tensor_map", None)
+        if build is None:
+            raise RuntimeError(f"{k.source.name} needs TMA tensor maps, which the {self.name} runtime cannot build")
+        ptrs = {"dy": dy, "w": w}
+        return (dy, w, dx) + tuple(build(ptrs[d.operand], d) for d in k.source.tensor_maps)
+
+    def _launch(self, k: Loaded, args: tuple, dx_bytes: int):
         if k.source.pre_memset:
-            self.rt.memset(dx, 0, dx_bytes)
-        self.rt.launch(k.func, k.source.grid, k.source.block, k.source.shared_bytes, (dy, w, dx))
+            self.rt.memset(args[2], 0, dx_bytes)
+        self.rt.launch(k.func, k.source.grid, k.source.block, k.source.shared_bytes, args)
 
     # ----------------------------------------------------------------- run / time
     def run(self, spec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -106,7 +121,7 @@ class GpuEngine:
         k = self.build(spec)
         out = np.empty((p.N, p.Hi, p.Wi, p.C), dtype=storage_dtype(p.dtype))
         with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
-            self._launch(k, pdy, pw, pdx, out.nbytes)
+            self._launch(k, self.kernel_args(k, pdy, pw, pdx), out.nbytes)
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)
         return out
@@ -119,12 +134,13 @@ class GpuEngine:
         k = self.build(spec)
         nbytes = p.dx_elems * p.elem_bytes
         with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
+            args = self.kernel_args(k, pdy, pw, pdx)
             for _ in range(warmup):
-                self._launch(k, pdy, pw, pdx, nbytes)
+                self._launch(k, args, nbytes)
             evs = [self.rt.event() for _ in range(iters + 1)]
             self.rt.record(evs[0])
             for i in range(iters):
-                self._launch(k, pdy, pw, pdx, nbytes)
+                self._launch(k, args, nbytes)
                 self.rt.record(evs[i + 1])
             self.rt.synchronize()
             times = [self.rt.elapsed_ms(evs[i], evs[i + 1]) for i in range(iters)]
@@ -138,8 +154,9 @@ class GpuEngine:
         k = self.build(spec)
         nbytes = p.dx_elems * p.elem_bytes
         with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
-            self._launch(k, pdy, pw, pdx, nbytes)
-            graph = self.rt.capture(lambda: [self._launch(k, pdy, pw, pdx, nbytes) for _ in range(launches)])
+            args = self.kernel_args(k, pdy, pw, pdx)
+            self._launch(k, args, nbytes)
+            graph = self.rt.capture(lambda: [self._launch(k, args, nbytes) for _ in range(launches)])
             self.rt.replay(graph)
             self.rt.synchronize()
             times = []
