@@ -270,7 +270,7 @@ def apply_settings(problem, target, cfg: PerfConfig, source: str, kouter: str | 
                                  ([f"--split-k {split_k}"] if split_k is not None else []))
                 whose = "the warpgroup-MMA default" if source == "default" else "the perf-db config"
                 notes.append(f"{flags}: not possible with {whose} {cfg.serialize()} ({why}); "
-                             f"using {label} {base.serialize()}")
+                             f"using {label} with the setting, {alt.serialize()}")
                 asked = alt
                 break
     cfg = asked

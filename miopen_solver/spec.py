@@ -11,10 +11,12 @@ config (perf-db records, fixtures) keeps its meaning: 0 = warp-level MMA (``mma.
 MFMA / FFMA), 1 = warpgroup MMA (sm_90a ``wgmma.mma_async``), 2 = the same with persistent
 blocks (each loops over output tiles and issues the next tile's first copies before the
 current tile's epilogue; split_k 1, stages >= 2), 3 = warp-specialised persistent blocks fed
-by tensor-memory copies (TMA, ``cp.async.bulk.tensor``) for pointwise problems: one
+by tensor-memory copies (TMA, ``cp.async.bulk.tensor``) for stride-1 problems: one
 producer warp beside the warpgroups issues whole A/B tiles onto shared-memory barriers and
 the warpgroups store dX straight from their accumulators (tile_k 64, split_k 1, stages >= 2,
-kpg a multiple of 64 when G > 1, K and cpg multiples of 8 for the 16-byte tensor strides).
+kpg a multiple of 64 when G > 1, K and cpg multiples of 8 for the 16-byte tensor strides;
+pointwise tiles are flat GemmM rows, filters with taps take boxes of dX pixels,
+:func:`tma_box`).
 With ``wgmma`` 1, 2 or 3,
 ``warp_m x warp_n`` counts warpgroups (128 threads each) and ``warp_tile_m x
 warp_tile_n`` is one warpgroup's tile: ``warp_tile_m`` a multiple of 64 (one m64
@@ -42,7 +44,8 @@ dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
 * block size (warp_m*warp_n*wave) <= the target's max threads;
 * accumulators per lane <= the target's safe bound (a spilled accumulator file gave wrong
   dX in rocKE); on NVIDIA also accumulators + :data:`REGISTER_RESERVE` <= the registers a
-  thread of the block may have (64 K per multiprocessor / threads, at most 255);
+  thread of the block may have (:func:`register_cap`: 16 K per SM sub-partition over the
+  busiest partition's warps, at most 255);
 * shared memory <= the target's capacity: the larger of stages x (padded A + B tiles) and,
   when split_k == 1, the staged epilogue's padded C tile (it reuses the same memory);
 * the A, B and C tiles each spread evenly over the block's threads at width 1 at least;
@@ -274,7 +277,7 @@ class DgradSpec:
     @property
     def tma(self) -> bool:
         """wgmma=3: warp-specialised persistent blocks fed by tensor-memory copies (one
-        producer warp beside the warpgroups; pointwise problems only)."""
+        producer warp beside the warpgroups; stride-1 problems only)."""
         return self.config.wgmma == 3
 
     @property
@@ -365,7 +368,23 @@ class DgradSpec:
     @property
     def tiles_per_group(self) -> int:
         c = self.config
+        box = self.tma_box
+        if box is not None:
+            p = self.problem
+            bn, bh, bw = box
+            return -(-p.N // bn) * -(-p.Hi // bh) * -(-p.Wi // bw) * -(-p.cpg // c.tile_n)
         return count_tiles(self.sub_gemms, c.tile_m, c.tile_n)
+
+    @property
+    def tma_box(self) -> tuple | None:
+        """The dX pixel box ``(images, rows, columns)`` one output tile of a TMA kernel covers
+        when the filter has taps (stride 1): whole images when one fits in tile_m rows, else
+        whole rows, else part of a row; at most tile_m pixels (the rest of the tile's rows
+        are computed and not stored). None for pointwise problems (flat GemmM rows) and other
+        kernels."""
+        if not self.tma or self.pointwise:
+            return None
+        return tma_box(self.problem, self.config.tile_m)
 
     @property
     def zero_fill(self) -> str:
@@ -374,6 +393,8 @@ class DgradSpec:
         to pixels no sub-GEMM covers), or ``"none"``."""
         if self.split_k > 1:
             return "memset"
+        if self.tma:  # its tiles cover every dX pixel (a pixel no tap reaches gets its zero sum)
+            return "none"
         return "blocks" if self.decomposition.needs_zero_fill else "none"
 
     @property
@@ -478,7 +499,8 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     else:
         atom = _pick_atom(t, p.dtype, c)
     threads = c.warp_m * c.warp_n * (WGMMA_GROUP if c.wgmma else t.wave_size)
-    _check(threads <= t.max_threads, f"block of {threads} threads exceeds {t.arch}'s {t.max_threads}")
+    block = threads + (TMA_PRODUCER_THREADS if c.wgmma == 3 else 0)
+    _check(block <= t.max_threads, f"block of {block} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
         _check(c.stages <= 2, f"stages {c.stages} > 2 needs asynchronous copies, which {t.arch} lacks")
     _check(c.stages <= MAX_STAGES, f"stages must be <= {MAX_STAGES}, got {c.stages}")
@@ -502,6 +524,13 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
                 f"lds_k_outer=1 needs a transposing LDS fragment read for {p.dtype}, which {t.arch} lacks")
 
     eb = p.elem_bytes
+    if c.wgmma == 3:
+        # TMA moves whole boxes and the epilogue stores 16-byte chunks (K, cpg % 8 == 0 is a
+        # rule): the widths are fixed, the caps do not apply, no tile spreads over threads.
+        wide = 16 // eb
+        spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,
+                         vec_a=wide, vec_b=wide, vec_c=wide, decomposition=decomp)
+        return _check_resources(spec)
     va = vectors.clamp_to_tile(vectors.choose(c.vector_size_a, p.kpg, eb), c.tile_k, c.tile_m, threads)
     vb = vectors.clamp_to_tile(vectors.choose(c.vector_size_b, p.cpg, eb), c.tile_n, c.tile_k, threads)
     _check(va > 0, f"the {c.tile_m}x{c.tile_k} A tile does not spread evenly over {threads} threads")
@@ -518,15 +547,34 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
 
     spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,
                      vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp)
+    return _check_resources(spec)
+
+
+def register_cap(target: Target, block_threads: int) -> int:
+    """Registers one thread of a ``block_threads`` block may use on an NVIDIA target: the
+    register file is four 16 K partitions, one per SM sub-partition, and a block's warps
+    are spread over them, so the busiest partition holds ceil(warps / 4) warps; allocation
+    is in steps of 8 per thread, 255 at most (CUDA occupancy rules; ptxas gave a 9-warp TMA
+    block 168, not 65536 / 288 = 227)."""
+    warps = -(-block_threads // 32)
+    per_partition = target.regs_per_cu // 4
+    return min(255, per_partition // (-(-warps // 4) * 32) // 8 * 8)
+
+
+def _check_resources(spec: "DgradSpec") -> "DgradSpec":
+    """The register, shared-memory and grid rules of :func:`make_spec`; returns ``spec``."""
+    p, t = spec.problem, spec.target
+    threads = spec.threads
+    split = spec.split_k
     _check(spec.accumulators_per_lane <= t.max_accumulators,
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
     if t.vendor == "nvidia":
         block = spec.block_threads
-        cap = min(255, t.regs_per_cu // block)
+        cap = register_cap(t, block)
         _check(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
                f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
                f"addresses and loads exceed the {cap} registers a thread of a {block}-thread block may use "
-               f"({t.regs_per_cu} per multiprocessor, 255 per thread)")
+               f"({t.regs_per_cu} per multiprocessor in 4 partitions, 255 per thread)")
     _check(spec.lds_bytes <= t.lds_bytes,
            f"{spec.lds_bytes} bytes of shared memory exceed {t.arch}'s {t.lds_bytes}")
     gx, gy, gz = t.max_grid
@@ -540,8 +588,21 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     return spec
 
 
+def tma_box(problem: ConvProblem, tile_m: int) -> tuple:
+    """``(images, rows, columns)`` of dX pixels per TMA output tile (see
+    :attr:`DgradSpec.tma_box`)."""
+    p = problem
+    if p.Hi * p.Wi <= tile_m:
+        return (min(p.N, tile_m // (p.Hi * p.Wi)), p.Hi, p.Wi)
+    if p.Wi <= tile_m:
+        return (1, min(p.Hi, tile_m // p.Wi), p.Wi)
+    return (1, 1, tile_m)
+
+
 TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
-"""The warp-specialised TMA tile the default takes for large pointwise problems."""
+"""The warp-specialised TMA tile the default takes for large stride-1 problems."""
+TMA_TAPS_DEFAULT = PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 4, 3)
+"""The TMA tile the default takes for mid-sized stride-1 problems with filter taps."""
 
 
 def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
@@ -556,8 +617,8 @@ def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
 def _check_tma(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     """The rules of wgmma=3 beyond those of wgmma=1 (see module docstring)."""
     _check(t.vendor == "nvidia", f"wgmma=3 needs tensor-memory copies (TMA), which {t.arch} lacks")
-    _check(p.is_pointwise, "wgmma=3 (TMA) covers pointwise problems only (1x1 filter, stride 1, no padding); "
-                           "this one has " + f"a {p.Y}x{p.X} filter, stride {p.sH}x{p.sW}, pad {p.pH}x{p.pW}")
+    _check(p.sH == 1 and p.sW == 1, f"wgmma=3 (TMA) covers stride-1 problems only (one sub-GEMM, dY boxes "
+                                    f"shifted per filter tap); this one has stride {p.sH}x{p.sW}")
     _check(c.tile_k == TMA_BOX_K, f"wgmma=3 (TMA) loads 64-element (128-byte) swizzled rows; tile_k must be "
                                   f"{TMA_BOX_K}, got {c.tile_k}")
     _check(c.tile_m <= TMA_MAX_BOX, f"wgmma=3 (TMA) loads the A tile in one box of at most {TMA_MAX_BOX} rows; "
@@ -651,9 +712,10 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
     * cpg <= 64: 128x64x64 tiles, 2 warpgroups of 64x64, 4 stages;
     * cpg >= 256, GemmK >= 256 and at least 1.5 waves of 128x256 tiles (the big rows): 128x256x64,
-      2 warpgroups of 64x256 (128 accumulators), 4 stages; for pointwise problems the
-      warp-specialised TMA form of the same tile (:data:`TMA_DEFAULT`, wgmma=3) where its
-      rules hold (H200 sweep, big_1x1_c512_k512_64: 303.6 -> 254.0 us);
+      2 warpgroups of 64x256 (128 accumulators), 4 stages, in the warp-specialised TMA form
+      (:data:`TMA_DEFAULT`, wgmma=3) where its rules hold (stride 1; H200 sweeps:
+      big_1x1_c512_k512_64 303.6 -> 254.0 us, big_3x3_c256_k256_64 506.4 -> 445.2 us,
+      dil2_3x3_c256_64 60.9 -> 55.3 us), else wgmma=1;
     * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
     * strided 1x1 filters: 256x128x64, 4 warpgroups of 64x128, 4 stages; strided filters
       with several taps: 128x128x64, one warpgroup of 128x128 (two m64 instructions), 3
@@ -664,6 +726,9 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
       one epilogue, and the persistent block overlaps the next tile's load with this tile's
       epilogue (H200 sweep, r50_1x1_c256_k64_56: 26.4 -> 21.5 us; every other suite row
       measured slower persistent);
+    * otherwise, filters with taps at stride 1: the TMA form with one warpgroup of 128x128
+      (two m64 instructions), 4 stages (:data:`TMA_TAPS_DEFAULT`; H200 sweep:
+      r50_3x3_c128_28 21.9 -> 17.9 us, r50_3x3_c256_14 20.4 -> 16.2 us);
     * otherwise 128x128x64, 2 warpgroups of 64x128: 4 stages for multi-tap filters,
       3 (two blocks per SM) for 1x1.
     """
@@ -673,7 +738,7 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if p.cpg <= 64:
         return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
     if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
-        if p.is_pointwise and tma_reason(p, t, TMA_DEFAULT) is None:
+        if tma_reason(p, t, TMA_DEFAULT) is None:
             return TMA_DEFAULT
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 1)
     if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
@@ -685,6 +750,8 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
     if p.is_pointwise and p.cpg >= 256 and max_k <= 64 and count_tiles(subs, 128, 256, p.G) >= 2 * t.num_cus:
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 3, 2)
+    if p.Y * p.X > 1 and tma_reason(p, t, TMA_TAPS_DEFAULT) is None:
+        return TMA_TAPS_DEFAULT
     return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4 if p.Y * p.X > 1 else 3, 1)
 
 

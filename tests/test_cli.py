@@ -621,6 +621,11 @@ def test_settings_the_wgmma_default_cannot_take_fall_back(capsys, line, flags, a
     status, out, err = run(capsys, line.replace(" -V 1", "") + (" -V 0" if "-V 0" not in line else ""),
                            "--arch", "sm_90", *flags)
     assert status == 0 and any(note in l and flags[0] in l for l in out), out
+    # the note names the config that runs: the fallback with the asked setting applied
+    line_ = next(l for l in out if note in l)
+    ran = line_.rsplit("with the setting, ", 1)[1].split(",")
+    field, want = (10, "2") if flags[0] == "--split-k" else (11, "0")
+    assert ran[field] == want, line_
     # an explicit wgmma config with the same setting is the user's choice: an error naming the rule
     status, out, err = run(capsys, line, "--arch", "sm_90", *flags, "--perf-config",
                            "128,64,64,2,1,64,64,0,0,0,1,-1,4,2" if flags[0] == "--split-k" else

@@ -143,16 +143,27 @@ def test_persistent_blocks_walk_many_tiles(engine, line, cfg):
         pytest.skip("config not valid for this problem")
 
 
-# Pointwise shapes for the TMA kernel: GemmM, cpg and K tails (boxes that leave the
-# tensor read zeros), one tile, groups, and the suite's 1x1 lines at small N.
+# Stride-1 shapes for the TMA kernel. Pointwise (flat GEMM rows): GemmM, cpg and K tails
+# (boxes that leave the tensor read zeros), one tile, groups, the suite's 1x1 lines at small
+# N. With filter taps (dX pixel boxes): whole rows with an H tail, whole images with an N
+# tail, part of a row; dilation, no padding (dY smaller than dX), a padded 1x1 filter,
+# groups, a K tail, a non-square filter.
+PW = "-y 1 -x 1 -p 0 -q 0"
 TMA_LINES = [
-    "-n 1 -c 72 -H 5 -W 7 -k 40",
-    "-n 3 -c 264 -H 9 -W 11 -k 200",
-    "-n 2 -c 128 -H 7 -W 7 -k 128 -g 2",
-    "-n 2 -c 512 -H 8 -W 8 -k 256 -g 2",
-    "-n 2 -c 256 -H 56 -W 56 -k 64",
-    "-n 2 -c 64 -H 56 -W 56 -k 256",
-    "-n 2 -c 1024 -H 14 -W 14 -k 256",
+    f"-n 1 -c 72 -H 5 -W 7 -k 40 {PW}",
+    f"-n 3 -c 264 -H 9 -W 11 -k 200 {PW}",
+    f"-n 2 -c 128 -H 7 -W 7 -k 128 -g 2 {PW}",
+    f"-n 2 -c 512 -H 8 -W 8 -k 256 -g 2 {PW}",
+    f"-n 2 -c 256 -H 56 -W 56 -k 64 {PW}",
+    f"-n 2 -c 64 -H 56 -W 56 -k 256 {PW}",
+    f"-n 2 -c 1024 -H 14 -W 14 -k 256 {PW}",
+    "-n 2 -c 128 -H 16 -W 16 -k 128 -y 3 -x 3 -p 1 -q 1",
+    "-n 3 -c 64 -H 7 -W 7 -k 72 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2",
+    "-n 2 -c 128 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2",
+    "-n 1 -c 64 -H 5 -W 300 -k 64 -y 1 -x 3 -p 0 -q 1",
+    "-n 2 -c 256 -H 9 -W 9 -k 256 -y 5 -x 5 -p 0 -q 0",
+    "-n 2 -c 64 -H 8 -W 8 -k 64 -y 1 -x 1 -p 1 -q 1",
+    "-n 2 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1",
 ]
 
 
@@ -160,15 +171,15 @@ TMA_LINES = [
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("cus", [None, 3])
 @pytest.mark.parametrize("line", TMA_LINES)
-def test_tma_pointwise_verifies(engine, line, cus, dtype, cfg):
+def test_tma_verifies(engine, line, cus, dtype, cfg):
     """wgmma=3 (producer warp + TMA boxes + mbarrier pipeline) on the device's own grid and
     on a grid sized for 3 SMs, where each block walks many tiles and the stage barriers
-    wrap their phase many times."""
+    wrap their phase many times; with taps the dY box is shifted per tap and TMA's zero
+    fill outside dY is the padding."""
     if not engine.target.wgmma:
         pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
     base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
-    p = parse(f"{base} {line} -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -F 2 --in_layout NHWC --out_layout NHWC "
-              "--fil_layout NHWC").problem
+    p = parse(f"{base} {line} -u 1 -v 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
     target = engine.target.with_(num_cus=cus) if cus else None
     if _check(engine, p, cfg, np.random.default_rng(13), target=target) is None:
         pytest.skip("config not valid for this problem")

@@ -188,7 +188,7 @@ def test_tma_kernels_get_their_tensor_maps_after_the_pointers(tmp_path):
     eng.time(spec, dy, w, iters=3)
     allocs = [c[1] for c in rt.calls if c[0] == "alloc"]
     maps = [c for c in rt.calls if c[0] == "tensor_map"]
-    assert maps == [("tensor_map", allocs[0], "dy", (64, 128)), ("tensor_map", allocs[1], "w", (64, 64))]
+    assert maps == [("tensor_map", allocs[0], "dy", (64, 128)), ("tensor_map", allocs[1], "w", (64, 1, 64))]
     launches = [c for c in rt.calls if c[0] == "launch"]
     assert len(launches) == 4 and all(c[3] == (288, 1, 1) for c in launches)
     args = launches[0][5]

@@ -50,7 +50,7 @@ def test_default_kernel_instruction_mix(tmp_path, base, label, line):
         # warp-specialised: whole tiles by tensor copies on mbarriers, no per-thread copies;
         # dX in 16-byte stores straight from the (quad-transposed) accumulators
         assert b.count("wgmma.mma_async.sync.aligned.m64n") >= spec.mma_m * spec.config.tile_k // 16
-        assert b.count("cp.async.bulk.tensor.2d") >= 2 and b.count("mbarrier.try_wait.parity") >= 2
+        assert b.count("cp.async.bulk.tensor") >= 2 and b.count("mbarrier.try_wait.parity") >= 2
         assert b.count("mbarrier.arrive.expect_tx") >= 1 and b.count("shfl.sync.bfly") >= 1
         assert b.count("st.global.v4") >= 1 and b.count("cp.async.cg") + b.count("cp.async.ca") == 0
         assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0

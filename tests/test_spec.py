@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.problem import ConvProblem
-from miopen_solver.spec import (FALLBACK_CONFIGS, FIELDS, MAX_SPLIT_K, PerfConfig, default_performance_config,
+from miopen_solver.spec import (FALLBACK_CONFIGS, FIELDS, MAX_SPLIT_K, TMA_DEFAULT, PerfConfig,
+                                default_performance_config,
                                 heuristic_config, is_valid_performance_config, make_spec,
                                 split_k_atomics_reason)
 from miopen_solver.target import PRESETS, get_target
@@ -364,7 +365,7 @@ def _resolved(spec):
     c = spec.config
     return (c.tile_m, c.tile_n, c.tile_k, c.warp_m, c.warp_n, c.warp_tile_m, c.warp_tile_n,
             spec.atom.name, spec.vec_a, spec.vec_b, spec.vec_c, spec.split_k, spec.lds_k_outer, c.stages,
-            spec.persistent)
+            spec.persistent, spec.tma)
 
 
 PROBLEMS_FOR_NAMES = [
@@ -411,11 +412,14 @@ def test_same_name_same_source(problem, arch):
     # cpg 64 -> 128x64x64, 2 warpgroups of 64x64, 4 stages.
     (nhwc(), "sm_90", "128,64,64,2,1,64,64,0,0,0,1,-1,4,1"),
     # cpg 256, 14x14 N32: 98 tiles of 128x128, 2*98 > 132 CUs -> no split; 3x3 -> 4 stages.
-    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"),
+    (nhwc(N=32, C=256, K=256, Hi=14, Wi=14), "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,4,3"),
+    # the same without TMA's 16-byte strides (K % 8 != 0): the cp.async warpgroup kernel
+    (nhwc(N=32, C=256, K=252, Hi=14, Wi=14), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"),
     # cpg 512, 7x7 N32: 13 x 4 = 52 tiles, 2*52 <= 132 and GemmK 4608 >= 1024 -> split_k 2.
     (nhwc(N=32, C=512, K=512, Hi=7, Wi=7), "sm_90", "128,128,64,2,1,64,128,0,0,0,2,-1,4,1"),
     # cpg 256, 64x64 N64: 2048 tiles of 128x256 >= 1.5 waves, GemmK 2304 -> 128x256.
-    (nhwc(N=64, C=256, K=256, Hi=64, Wi=64), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
+    (nhwc(N=64, C=256, K=256, Hi=64, Wi=64), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,3"),
+    (nhwc(N=64, C=256, K=252, Hi=64, Wi=64), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
     # 1x1 stride 2, cpg 256: 196 tiles of 128x256 < 1.5 waves; strided 1x1 -> 256x128, 4 warpgroups.
     (nhwc(N=32, C=256, K=512, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "sm_90",
      "256,128,64,4,1,64,128,0,0,0,1,-1,4,1"),
@@ -618,6 +622,9 @@ WGMMA_COMPILE_CASES = [
     (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,256,64,2,1,64,256,0,0,0,1,-1,4,3"),
     (nhwc(N=2, C=72, K=40, Hi=5, Wi=7, Y=1, X=1, pH=0, pW=0), "128,128,64,1,1,128,128,0,0,0,1,-1,3,3"),
     (nhwc(N=2, C=128, K=128, G=2, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0, dtype="bf16"), "64,64,64,1,1,64,64,0,0,0,-1,-1,2,3"),
+    # TMA with taps: pixel boxes (rows, whole images), dilation, K tail
+    (nhwc(N=2, C=256, K=256, Hi=16, Wi=16), "128,256,64,2,1,64,256,0,0,0,1,-1,4,3"),
+    (nhwc(N=3, C=64, K=72, Hi=7, Wi=7, dH=2, dW=2, pH=2, pW=2), "128,64,64,2,1,64,64,0,0,0,1,-1,3,3"),
 ]
 
 
@@ -655,7 +662,6 @@ def test_wgmma_needs_a_warpgroup_mma_target(arch):
     ("128,128,32,2,1,64,128,0,0,0,1,-1,3,1", "tile_k a multiple of 64"),
     ("128,128,64,2,1,64,128,0,0,0,1,0,3,1", "lds_k_outer must be -1 or 1"),
     ("128,128,64,2,1,64,128,0,0,0,1,-1,3,4", "wgmma must be 0"),
-    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,3", "pointwise problems only"),
     ("128,128,64,2,1,64,128,0,0,0,2,-1,3,2", "split_k must be 1 or -1"),
     ("128,128,64,2,1,64,128,0,0,0,1,-1,1,2", "stages must be >= 2"),
 ])
@@ -678,10 +684,12 @@ PW = nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0)
     (nhwc(N=2, C=256, K=64, G=2, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
      "kpg a multiple of 64"),
     (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
-     "pointwise problems only"),
-    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=1, pW=1), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
-     "pointwise problems only"),
-    (PW, "256,256,64,4,1,64,256,0,0,0,1,-1,2,3", "registers a thread of a 544-thread block"),
+     "stride-1 problems only"),
+    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, sH=1, sW=2), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
+     "stride-1 problems only"),
+    (nhwc(N=2, C=128, K=96, G=2, Hi=9, Wi=9), "128,64,64,2,1,64,64,0,0,0,1,-1,3,3", "kpg a multiple of 64"),
+    (PW, "256,256,64,4,1,64,256,0,0,0,1,-1,2,3", "the 96 registers a thread of a 544-thread block"),
+    (PW, "256,128,64,4,1,64,128,0,0,0,1,-1,3,3", "the 96 registers a thread of a 544-thread block"),
 ])
 def test_tma_rules(problem, cfg, reason):
     ok, why = is_valid_performance_config(problem, SM90, PerfConfig.parse(cfg))
@@ -704,16 +712,69 @@ def test_tma_spec_geometry():
     assert ("DG_TMA", 1) in src.defines and ("DG_THREADS", 256) in src.defines
     dy, w = src.tensor_maps
     assert (dy.operand, dy.dims, dy.strides, dy.box) == ("dy", (512, 64 * 64 * 64), (1024,), (64, 128))
-    assert (w.operand, w.dims, w.strides, w.box) == ("w", (512, 512), (1024,), (64, 64))
+    assert (w.operand, w.dims, w.strides, w.box) == ("w", (512, 1, 512), (1024, 1024), (64, 1, 64))
+    assert spec.tma_box is None and ("DG_TMA_RECT", 0) in src.defines
     sol = DgradSolver().get_solution(p, SM90, spec.config)
     assert sol.kernels[0].block == (288, 1, 1) and sol.kernels[0].grid == (132, 1, 1)
     # groups: W rows are every group's k, the map's columns one group's cpg
     g = make_spec(nhwc(N=2, C=256, K=128, G=2, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0, dtype="bf16"), SM90,
                   PerfConfig.parse("64,64,64,1,1,64,64,0,0,0,1,-1,2,3"))
     dy, w = emit(g).tensor_maps
-    assert dy.dims == (128, 2 * 81) and w.dims == (128, 128) and w.strides == (256,) and dy.dtype == "bf16"
+    assert dy.dims == (128, 2 * 81) and w.dims == (128, 1, 128) and w.strides == (256, 256) and dy.dtype == "bf16"
     # every other path takes no tensor maps
     assert emit(make_spec(p, SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,1,-1,4,1"))).tensor_maps == ()
+
+
+@pytest.mark.parametrize("block,cap", [(128, 255), (256, 255), (288, 168), (384, 168), (512, 128),
+                                       (544, 96), (1024, 64), (96, 255)])
+def test_register_cap_follows_the_busiest_sm_partition(block, cap):
+    """64 K registers in four 16 K partitions; a block's warps are spread over them, so a
+    9-warp block (TMA: 8 + the producer) gets 168 per thread, as ptxas allocated (a review
+    found 65536 / 288 = 227 accepting a config that spilled)."""
+    from miopen_solver.spec import register_cap
+    assert register_cap(SM90, block) == cap
+
+
+def test_tma_block_size_counts_the_producer_warp():
+    ok, why = is_valid_performance_config(PW, SM90, PerfConfig.parse("256,128,64,4,2,64,64,0,0,0,1,-1,3,3"))
+    assert not ok and "block of 1056 threads exceeds" in why, why
+
+
+def test_tma_widths_are_fixed_and_b_tiles_need_not_spread_over_threads():
+    """TMA loads boxes, not per-thread vectors: a 3-warpgroup tile whose B tile would not
+    spread over 384 threads is valid, and vector caps neither reject nor rename a config."""
+    spec = make_spec(PW, SM90, PerfConfig.parse("192,64,64,3,1,64,64,0,0,0,1,-1,3,3"))
+    assert (spec.vec_a, spec.vec_b, spec.vec_c) == (8, 8, 8) and spec.block_threads == 416
+    capped = make_spec(PW, SM90, PerfConfig.parse("128,256,64,2,1,64,256,1,2,4,1,-1,4,3"))
+    assert capped.kernel_name == make_spec(PW, SM90, TMA_DEFAULT).kernel_name
+
+
+@pytest.mark.parametrize("hi,wi,n,tile_m,box", [
+    (64, 64, 4, 128, (1, 2, 64)),     # whole rows, exact
+    (56, 56, 4, 128, (1, 2, 56)),     # whole rows, 112 of 128 GEMM rows used
+    (14, 14, 4, 128, (1, 9, 14)),
+    (7, 7, 4, 128, (2, 7, 7)),        # whole images: two per tile
+    (7, 7, 1, 128, (1, 7, 7)),        # never more images than N
+    (3, 300, 2, 256, (1, 1, 256)),    # a row wider than the tile: part of a row
+    (8, 8, 8, 64, (1, 8, 8)),
+])
+def test_tma_box_of_a_filter_with_taps(hi, wi, n, tile_m, box):
+    """Stride 1 with taps: a tile is a box of dX pixels, at most tile_m of them, and the
+    tiles cover dX: ceil(N/bn) * ceil(Hi/bh) * ceil(Wi/bw) boxes per column tile."""
+    p = nhwc(N=n, C=128, K=128, Hi=hi, Wi=wi)
+    wm = max(1, tile_m // 128)
+    spec = make_spec(p, SM90, PerfConfig(tile_m, 128, 64, wm, 1, tile_m // wm, 128, 0, 0, 0, 1, -1, 3, 3))
+    assert spec.tma_box == box and box[0] * box[1] * box[2] <= tile_m
+    bn, bh, bw = box
+    assert spec.tiles_per_group == -(-n // bn) * -(-hi // bh) * -(-wi // bw)
+    assert spec.zero_fill == "none"
+    dy, w = emit(spec).tensor_maps
+    assert dy.dims == (128, p.Wo, p.Ho, n) and dy.box == (64, bw, bh, bn)
+    assert dy.strides == (256, 256 * p.Wo, 256 * p.Wo * p.Ho)
+    assert w.dims == (128, 9, 128) and w.strides == (256, 9 * 256) and w.box == (64, 1, 64)
+    d = dict(emit(spec).defines)
+    assert (d["DG_TMA_RECT"], d["DG_BOX_N"], d["DG_BOX_H"], d["DG_BOX_W"]) == (1, bn, bh, bw)
+    assert d["DG_A_BOX_ELEMS"] == bn * bh * bw * 64 and d["DG_RECT_TH"] == -(-hi // bh)
 
 
 def test_tma_needs_an_nvidia_warpgroup_target():

@@ -232,11 +232,60 @@ DG_DEVICE void dg_mbar_arrive(dg_u32 bar) {
 DG_DEVICE void dg_mbar_expect_tx(dg_u32 bar, dg_u32 bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
-// The box of `map` at element coordinates (c0 innermost, c1) into shared memory at `dst`.
+// The box of `map` at element coordinates (c0 innermost, c1, ...) into shared memory at
+// `dst`; coordinates may be negative or past the end (those elements read as zero).
 DG_DEVICE void dg_tma_load_2d(dg_u32 dst, const dg_tmap* map, int c0, int c1, dg_u32 bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
+}
+DG_DEVICE void dg_tma_load_3d(dg_u32 dst, const dg_tmap* map, int c0, int c1, int c2, dg_u32 bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+DG_DEVICE void dg_tma_load_4d(dg_u32 dst, const dg_tmap* map, int c0, int c1, int c2, int c3, dg_u32 bar) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                 "r"(bar)
+                 : "memory");
+}
+
+// Output tiles of the TMA kernel. Pointwise: TILE_M consecutive rows of the GemmM x K dY
+// matrix (DG_TMA_RECT 0). Stride 1 with a filter (DG_TMA_RECT 1): a box of DG_BOX_N images
+// x DG_BOX_H rows x DG_BOX_W columns of dX pixels (DG_BOX_ROWS <= TILE_M GEMM rows, w
+// fastest), tiles numbered w-box fastest, then h-box, then image box; for filter tap (r, s)
+// the A tile is the dY box shifted by (p - r*dil_h, q - s*dil_w), zero outside dY, which is
+// exactly the implicit-GEMM row gather with padding (dY[n, h+p-r*d, w+q-s*d, k]).
+struct dg_tma_tile { int n0, h0, w0; };
+DG_DEVICE dg_tma_tile dg_tma_tile_at(int m_tile) {
+    dg_tma_tile r;
+#if DG_TMA_RECT
+    const int tw = m_tile % DG_RECT_TW;
+    const int th = (m_tile / DG_RECT_TW) % DG_RECT_TH;
+    r.n0 = (m_tile / (DG_RECT_TW * DG_RECT_TH)) * DG_BOX_N;
+    r.h0 = th * DG_BOX_H;
+    r.w0 = tw * DG_BOX_W;
+#else
+    r.n0 = m_tile * DG_TILE_M;  // first GEMM row
+    r.h0 = r.w0 = 0;
+#endif
+    return r;
+}
+// dX pixel of GEMM row `row` (0 .. TILE_M-1) of a tile, or -1 when it lies outside dX.
+DG_DEVICE int dg_tma_pixel(const dg_tma_tile& tt, int row) {
+#if DG_TMA_RECT
+    if (row >= DG_BOX_ROWS) return -1;
+    const int bw = row % DG_BOX_W;
+    const int bh = (row / DG_BOX_W) % DG_BOX_H;
+    const int n = tt.n0 + row / (DG_BOX_W * DG_BOX_H);
+    const int h = tt.h0 + bh;
+    const int w = tt.w0 + bw;
+    return (n < DG_N && h < DG_HI && w < DG_WI) ? (n * DG_HI + h) * DG_WI + w : -1;
+#else
+    const int m = tt.n0 + row;
+    return m < DG_N * DG_HO * DG_WO ? m : -1;
+#endif
 }
 #endif
 
@@ -936,14 +985,14 @@ DG_DEVICE dg_u32 dg_pick4(dg_u32 a0, dg_u32 a1, dg_u32 a2, dg_u32 a3, int i) {
 }
 
 DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
-                                  int g, int m_tile, int n_tile, int wm, int wn, int lane) {
+                                  int g, const dg_tma_tile& tt, int n_tile, int wm, int wn, int lane) {
     const int q = lane & 3;  // lane in the quad
 #pragma unroll
     for (int i = 0; i < DG_MMA_M; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {  // rows r and r + 8 of the fragment
-            const int m = m_tile * DG_TILE_M + dg_acc_row(wm, i, lane, 2 * h);
-            dg_t* row = dx + (long long)m * DG_C + g * DG_CPG + n_tile * DG_TILE_N + wn * DG_WARP_COLS;
+            const int pix = dg_tma_pixel(tt, dg_acc_row(wm, i, lane, 2 * h));
+            dg_t* row = dx + (long long)pix * DG_C + g * DG_CPG + n_tile * DG_TILE_N + wn * DG_WARP_COLS;
 #pragma unroll
             for (int j0 = 0; j0 < DG_MMA_N; j0 += 4) {
                 dg_u32 in[4], out[4];
@@ -961,7 +1010,7 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
                     for (int y = 0; y < 4; ++y) out[y] = (y == peer) ? got : out[y];
                 }
                 const int c = n_tile * DG_TILE_N + wn * DG_WARP_COLS + (j0 + q) * 8;
-                if (m < DG_N * DG_HO * DG_WO && c < DG_CPG) {  // cpg % 8 == 0: the chunk is in range
+                if (pix >= 0 && c < DG_CPG) {  // cpg % 8 == 0: the chunk is in range
                     dg_b16 v;
                     v.v[0] = out[0]; v.v[1] = out[1]; v.v[2] = out[2]; v.v[3] = out[3];
                     *reinterpret_cast<dg_b16*>(row + (j0 + q) * 8) = v;
@@ -1113,11 +1162,11 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     dg_stage_regs regs;
 
 #if DG_TMA
-    // Warp-specialised persistent blocks (pointwise, one sub-GEMM, G groups along y). The
+    // Warp-specialised persistent blocks (stride 1, one sub-GEMM, G groups along y). The
     // last warp is the producer: for each k-tile of each tile t = bid, bid + DG_TILE_BLOCKS,
     // ... it waits until consumers have released a stage (empty barrier), then issues the
-    // A box (TILE_M x 64 of dY) and TILE_N/64 B boxes (64 x 64 of W) onto the stage's full
-    // barrier. The warpgroups wait on the full barrier, multiply, release the stage once
+    // A box (up to TILE_M x 64 of dY) and TILE_N/64 B boxes (64 x 64 of W) onto the stage's
+    // full barrier. With a filter the K loop runs channel-chunk outer, tap inner. The warpgroups wait on the full barrier, multiply, release the stage once
     // their wgmma group has read it, and store dX straight from the accumulators while the
     // producer already fills the stages with the next tile.
     (void)dy; (void)w; (void)regs; (void)ar;
@@ -1132,25 +1181,36 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     DG_SYNC();
-    const dg_sub sub = dg_find_sub(0);
-    const int k_tiles = (DG_KPG + DG_TILE_K - 1) / DG_TILE_K;
+    const int n_tiles = (DG_CPG + DG_TILE_N - 1) / DG_TILE_N;
+    const int taps = DG_Y * DG_X;
+    const int k_tiles = (DG_KPG + DG_TILE_K - 1) / DG_TILE_K * taps;
     if (tid >= DG_THREADS) {
         if (tid == DG_THREADS) {
             int it = 0;
             for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
-                const int m_tile = t / sub.n_tiles;
-                const int n_tile = t - m_tile * sub.n_tiles;
+                const int m_tile = t / n_tiles;
+                const int n_tile = t - m_tile * n_tiles;
+                const dg_tma_tile tt = dg_tma_tile_at(m_tile);
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int st = it % DG_STAGES;
                     dg_mbar_wait(empty0 + 8 * st, ((it / DG_STAGES) & 1) ^ 1);
                     const dg_u32 full = full0 + 8 * st;
-                    dg_mbar_expect_tx(full, (DG_A_STAGE + DG_B_STAGE) * DG_EB);
-                    const int k0 = g * DG_KPG + kt * DG_TILE_K;
-                    dg_tma_load_2d(dg_smem_addr(As + st * DG_A_STAGE), &tm_dy, k0, m_tile * DG_TILE_M, full);
+                    dg_mbar_expect_tx(full, (DG_A_BOX_ELEMS + DG_B_STAGE) * DG_EB);
+                    const int chunk = kt / taps;
+                    const int tap = kt - chunk * taps;
+                    const int k0 = g * DG_KPG + chunk * DG_TILE_K;
+                    const dg_u32 a_dst = dg_smem_addr(As + st * DG_A_STAGE);
+#if DG_TMA_RECT
+                    const int r = tap / DG_X;
+                    const int sx = tap - r * DG_X;
+                    dg_tma_load_4d(a_dst, &tm_dy, k0, tt.w0 + DG_PW - sx * DG_DW, tt.h0 + DG_PH - r * DG_DH, tt.n0, full);
+#else
+                    dg_tma_load_2d(a_dst, &tm_dy, k0, tt.n0, full);
+#endif
 #pragma unroll
                     for (int b = 0; b < DG_TILE_N / 64; ++b)
-                        dg_tma_load_2d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_w,
-                                       n_tile * DG_TILE_N + b * 64, k0, full);
+                        dg_tma_load_3d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_w,
+                                       n_tile * DG_TILE_N + b * 64, tap, k0, full);
                 }
             }
         }
@@ -1158,8 +1218,9 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     }
     int it = 0;
     for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
-        const int m_tile = t / sub.n_tiles;
-        const int n_tile = t - m_tile * sub.n_tiles;
+        const int m_tile = t / n_tiles;
+        const int n_tile = t - m_tile * n_tiles;
+        const dg_tma_tile tt = dg_tma_tile_at(m_tile);
         dg_zero_acc(acc);
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
             const int st = it % DG_STAGES;
@@ -1170,7 +1231,7 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         }
         dg_mma_drain();
         if ((tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
-        dg_epilogue_direct(dx, acc, g, m_tile, n_tile, wm, wn, lane);
+        dg_epilogue_direct(dx, acc, g, tt, n_tile, wm, wn, lane);
     }
 #elif DG_PERSIST
     // Persistent blocks (DG_TILE_BLOCKS of them) walk the tiles t = bid, bid + DG_TILE_BLOCKS, ...

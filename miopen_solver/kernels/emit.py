@@ -170,6 +170,12 @@ def emit(spec) -> KernelSource:
           ("DG_GCD_H", gcd(p.sH, p.dH)), ("DG_GCD_W", gcd(p.sW, p.dW)),
           ("DG_NSUB", len(recs)), ("DG_TILES", spec.tiles_per_group), ("DG_ZF_BLOCKS", zf),
           ("DG_PERSIST", int(spec.persistent)), ("DG_TMA", int(spec.tma)), ("DG_TILE_BLOCKS", spec.tile_blocks)]
+    if spec.tma:
+        box = spec.tma_box or (1, 1, c.tile_m)
+        d += [("DG_TMA_RECT", int(spec.tma_box is not None)), ("DG_BOX_N", box[0]), ("DG_BOX_H", box[1]),
+              ("DG_BOX_W", box[2]), ("DG_BOX_ROWS", box[0] * box[1] * box[2]),
+              ("DG_RECT_TH", -(-p.Hi // box[1])), ("DG_RECT_TW", -(-p.Wi // box[2])),
+              ("DG_A_BOX_ELEMS", box[0] * box[1] * box[2] * c.tile_k)]
     if len(recs) == 1:
         d.append(("DG_SUB0", ", ".join(map(str, recs[0]))))
     else:
@@ -180,19 +186,28 @@ def emit(spec) -> KernelSource:
 
 
 def tensor_maps(spec) -> tuple:
-    """The TMA tensor maps a wgmma=3 (pointwise) kernel takes, or ``()``.
+    """The TMA tensor maps a wgmma=3 kernel takes, or ``()``.
 
-    dY is the GemmM x K matrix (row = dY pixel n*Ho*Wo + ho*Wo + wo, K contiguous), read in
-    boxes of tile_m rows x 64 channels; W is the K x cpg matrix of the 1x1 filter (rows k of
-    every group, cpg contiguous), read in boxes of 64 k x 64 c. Both boxes land in the
-    128-byte swizzled layouts of ``dgrad.cu`` (A K-major, B MN-major).
+    dY: pointwise, the GemmM x K matrix (row = dY pixel n*Ho*Wo + ho*Wo + wo, K contiguous)
+    in boxes of tile_m rows x 64 channels; with a filter, the NHWC tensor (K, Wo, Ho, N
+    innermost first) in boxes of 64 channels x the tile's pixel box (``spec.tma_box``),
+    placed per filter tap so that pixels outside dY read as zero (the padding). W: the
+    (cpg, Y*X, K) view of the (K, Y, X, cpg) filter in boxes of 64 c x one tap x 64 k. Both
+    land in the 128-byte swizzled layouts of ``dgrad.cu`` (A K-major, B MN-major).
     """
     if not spec.tma:
         return ()
     p, c = spec.problem, spec.config
     eb = p.elem_bytes
-    return (TensorMapDesc("dy", p.dtype, (p.K, p.N * p.Ho * p.Wo), (p.K * eb,), (c.tile_k, c.tile_m)),
-            TensorMapDesc("w", p.dtype, (p.cpg, p.K), (p.cpg * eb,), (64, c.tile_k)))
+    taps = p.Y * p.X
+    w = TensorMapDesc("w", p.dtype, (p.cpg, taps, p.K), (p.cpg * eb, taps * p.cpg * eb), (64, 1, c.tile_k))
+    if spec.tma_box is None:
+        dy = TensorMapDesc("dy", p.dtype, (p.K, p.N * p.Ho * p.Wo), (p.K * eb,), (c.tile_k, c.tile_m))
+    else:
+        bn, bh, bw = spec.tma_box
+        dy = TensorMapDesc("dy", p.dtype, (p.K, p.Wo, p.Ho, p.N), (p.K * eb, p.Wo * p.K * eb, p.Ho * p.Wo * p.K * eb),
+                           (c.tile_k, bw, bh, bn))
+    return (dy, w)
 
 
 REFERENCE_THREADS = 256
