@@ -46,6 +46,8 @@ from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError
 KOUTER = {"auto": -1, "on": 1, "off": 0}
 """``--kouter`` values -> ``PerfConfig.lds_k_outer``."""
 SOLUTION_NOT_SET = "-1"
+SIMULATED_NOTE = ("Info: --backend cpu simulates {arch}: the numpy engine runs this config's sub-GEMMs; "
+                  "no {arch} kernel runs, so its timing and numerics are not the kernel's")
 GRAPH_ON_CPU_NOTE = ("Info: '--use_hip_graph 1' is ignored on the cpu engine (no graph capture); "
                      "the timed launches are plain launches")
 """Printed for ``-J 1 -t 1`` on the CPU engine (GPU engines time replays of a captured graph)."""
@@ -545,6 +547,8 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     graph = int(f["use_hip_graph"]) != 0
     if cmd.time and graph and device.backend == "cpu":
         lines.append(GRAPH_ON_CPU_NOTE)
+    if device.backend == "cpu" and target.vendor != "cpu":
+        lines.append(SIMULATED_NOTE.format(arch=target.arch))
     st = layouts.storage_dtype(problem.dtype)
     dy_file, w_file = f["dout_data"] or None, f["weights"] or None
     if dy_file:

@@ -85,7 +85,9 @@ WGMMA_GROUP = 128
 REGISTER_RESERVE = 40
 """Registers a thread needs beside its accumulators (addresses, loop state, load staging):
 ptxas gave 4-warpgroup wgmma kernels with 64 accumulators 96-128 registers, and refused
-128 accumulators in a 512-thread block (cap 128: "Insufficient registers", C7602)."""
+128 accumulators in a 512-thread block (cap 128: "Insufficient registers", C7602). At the
+cap ptxas may still park a few scalars in local memory: a TMA block of two 128x128
+warpgroups (128 accumulators at 168 registers) spills 12 bytes; accumulators never spill."""
 
 TMA_PRODUCER_THREADS = 32
 """The producer warp of a wgmma=3 block."""
@@ -445,6 +447,7 @@ class DgradSpec:
             "zero_fill": self.zero_fill,
             "sub_gemms": len(self.sub_gemms),
             "tiles_per_group": self.tiles_per_group,
+            "tma_box": list(self.tma_box) if self.tma_box else None,
             "workspace_bytes": self.workspace_bytes,
         }
 
@@ -588,6 +591,19 @@ def _check_resources(spec: "DgradSpec") -> "DgradSpec":
     return spec
 
 
+TMA_MIN_FILL = 0.75
+"""Least share of a TMA tile's rows that hold dX pixels for the default to take it."""
+
+
+def tma_fill(problem: ConvProblem, tile_m: int) -> float:
+    """Share of a TMA tile's tile_m GEMM rows that hold dX pixels: 1 for pointwise problems
+    (flat rows), else box pixels / tile_m (:func:`tma_box`)."""
+    if problem.is_pointwise:
+        return 1.0
+    bn, bh, bw = tma_box(problem, tile_m)
+    return bn * bh * bw / tile_m
+
+
 def tma_box(problem: ConvProblem, tile_m: int) -> tuple:
     """``(images, rows, columns)`` of dX pixels per TMA output tile (see
     :attr:`DgradSpec.tma_box`)."""
@@ -729,6 +745,9 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     * otherwise, filters with taps at stride 1: the TMA form with one warpgroup of 128x128
       (two m64 instructions), 4 stages (:data:`TMA_TAPS_DEFAULT`; H200 sweep:
       r50_3x3_c128_28 21.9 -> 17.9 us, r50_3x3_c256_14 20.4 -> 16.2 us);
+    * the TMA forms only where their pixel box fills at least :data:`TMA_MIN_FILL` of the
+      tile's rows (:func:`tma_fill`; the measured lines filled 0.77-1.0; a 65-wide image
+      would fill 0.51 and multiply half-empty tiles);
     * otherwise 128x128x64, 2 warpgroups of 64x128: 4 stages for multi-tap filters,
       3 (two blocks per SM) for 1x1.
     """
@@ -738,7 +757,7 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if p.cpg <= 64:
         return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
     if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
-        if tma_reason(p, t, TMA_DEFAULT) is None:
+        if tma_reason(p, t, TMA_DEFAULT) is None and tma_fill(p, TMA_DEFAULT.tile_m) >= TMA_MIN_FILL:
             return TMA_DEFAULT
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 1)
     if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
@@ -750,7 +769,8 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
     if p.is_pointwise and p.cpg >= 256 and max_k <= 64 and count_tiles(subs, 128, 256, p.G) >= 2 * t.num_cus:
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 3, 2)
-    if p.Y * p.X > 1 and tma_reason(p, t, TMA_TAPS_DEFAULT) is None:
+    if (p.Y * p.X > 1 and tma_reason(p, t, TMA_TAPS_DEFAULT) is None
+            and tma_fill(p, TMA_TAPS_DEFAULT.tile_m) >= TMA_MIN_FILL):
         return TMA_TAPS_DEFAULT
     return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4 if p.Y * p.X > 1 else 3, 1)
 

@@ -642,3 +642,14 @@ def test_json_records_the_mode_and_the_solutions(capsys):
     status, out, _ = run(capsys, SMALL, "--json", "--no-perfdb")
     rec = json.loads(out[0])
     assert rec["mode"] == "find" and rec["solutions"] is None
+
+
+@pytest.mark.parametrize("arch,note", [("sm_90", True), ("sm_80", True), ("gfx942", True), ("cpu", False)])
+def test_a_simulated_target_says_no_kernel_ran(capsys, arch, note):
+    """--backend cpu with a GPU --arch runs the numpy engine on that target's config; a
+    review found 'Verifies OK' read as if the sm_90 kernel had run. One Info line says so."""
+    status, out, err = run(capsys, SMALL, "--backend", "cpu", "--arch", arch)
+    said = [l for l in out if l.startswith("Info: --backend cpu simulates")]
+    assert status == 0 and len(said) == int(note), out
+    if note:
+        assert f"simulates {arch}:" in said[0] and f"no {arch} kernel runs" in said[0]

@@ -420,6 +420,9 @@ def test_same_name_same_source(problem, arch):
     # cpg 256, 64x64 N64: 2048 tiles of 128x256 >= 1.5 waves, GemmK 2304 -> 128x256.
     (nhwc(N=64, C=256, K=256, Hi=64, Wi=64), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,3"),
     (nhwc(N=64, C=256, K=252, Hi=64, Wi=64), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
+    # a 65-wide image fills 65 of a TMA tile's 128 rows (tma_fill 0.51 < 0.75): flat rows instead
+    (nhwc(N=32, C=256, K=256, Hi=65, Wi=65), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
+    (nhwc(N=32, C=256, K=64, Hi=9, Wi=9), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"),  # fill 81/128
     # 1x1 stride 2, cpg 256: 196 tiles of 128x256 < 1.5 waves; strided 1x1 -> 256x128, 4 warpgroups.
     (nhwc(N=32, C=256, K=512, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "sm_90",
      "256,128,64,4,1,64,128,0,0,0,1,-1,4,1"),
