@@ -175,7 +175,7 @@ def _search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
                 yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, 1)
                 if sk == 1:
                     yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, st, 2)
-                if sk == 1 and tk == 64 and p.sH == 1 and p.sW == 1:  # warp-specialised TMA
+                if sk == 1 and tk == 64:  # warp-specialised TMA
                     yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, st, 3)
     for tm, tn, tk, (wm, wn), st, ko, sk in itertools.product(
             _TILE_M, tile_ns, _TILE_K.get(p.dtype, (16,)), _WARPS, stages, (0, 1), splits):

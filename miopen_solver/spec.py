@@ -11,12 +11,12 @@ config (perf-db records, fixtures) keeps its meaning: 0 = warp-level MMA (``mma.
 MFMA / FFMA), 1 = warpgroup MMA (sm_90a ``wgmma.mma_async``), 2 = the same with persistent
 blocks (each loops over output tiles and issues the next tile's first copies before the
 current tile's epilogue; split_k 1, stages >= 2), 3 = warp-specialised persistent blocks fed
-by tensor-memory copies (TMA, ``cp.async.bulk.tensor``) for stride-1 problems: one
+by tensor-memory copies (TMA, ``cp.async.bulk.tensor``): one
 producer warp beside the warpgroups issues whole A/B tiles onto shared-memory barriers and
 the warpgroups store dX straight from their accumulators (tile_k 64, split_k 1, stages >= 2,
 kpg a multiple of 64 when G > 1, K and cpg multiples of 8 for the 16-byte tensor strides;
-pointwise tiles are flat GemmM rows, filters with taps take boxes of dX pixels,
-:func:`tma_box`).
+pointwise tiles are flat GemmM rows, other problems take boxes of a tilde sub-GEMM's
+pixel grid, :func:`tma_box`).
 With ``wgmma`` 1, 2 or 3,
 ``warp_m x warp_n`` counts warpgroups (128 threads each) and ``warp_tile_m x
 warp_tile_n`` is one warpgroup's tile: ``warp_tile_m`` a multiple of 64 (one m64
@@ -279,7 +279,7 @@ class DgradSpec:
     @property
     def tma(self) -> bool:
         """wgmma=3: warp-specialised persistent blocks fed by tensor-memory copies (one
-        producer warp beside the warpgroups; stride-1 problems only)."""
+        producer warp beside the warpgroups)."""
         return self.config.wgmma == 3
 
     @property
@@ -372,18 +372,17 @@ class DgradSpec:
         c = self.config
         box = self.tma_box
         if box is not None:
-            p = self.problem
-            bn, bh, bw = box
-            return -(-p.N // bn) * -(-p.Hi // bh) * -(-p.Wi // bw) * -(-p.cpg // c.tile_n)
+            return sum(tma_box_tiles(self.problem, s, box) for s in self.sub_gemms) * -(-self.problem.cpg // c.tile_n)
         return count_tiles(self.sub_gemms, c.tile_m, c.tile_n)
 
     @property
     def tma_box(self) -> tuple | None:
-        """The dX pixel box ``(images, rows, columns)`` one output tile of a TMA kernel covers
-        when the filter has taps (stride 1): whole images when one fits in tile_m rows, else
-        whole rows, else part of a row; at most tile_m pixels (the rest of the tile's rows
-        are computed and not stored). None for pointwise problems (flat GemmM rows) and other
-        kernels."""
+        """The pixel box ``(images, rows, columns)`` of a sub-GEMM's (n, htilde, wtilde) grid
+        one output tile of a TMA kernel covers when the problem is not pointwise: whole
+        images when one fits in tile_m rows, else whole rows, else part of a row; at most
+        tile_m pixels (the rest of the tile's rows are computed and not stored); one box for
+        every sub-GEMM, sized by the largest slices. None for pointwise problems (flat
+        GemmM rows) and other kernels."""
         if not self.tma or self.pointwise:
             return None
         return tma_box(self.problem, self.config.tile_m)
@@ -395,8 +394,6 @@ class DgradSpec:
         to pixels no sub-GEMM covers), or ``"none"``."""
         if self.split_k > 1:
             return "memset"
-        if self.tma:  # its tiles cover every dX pixel (a pixel no tap reaches gets its zero sum)
-            return "none"
         return "blocks" if self.decomposition.needs_zero_fill else "none"
 
     @property
@@ -596,7 +593,7 @@ TMA_MIN_FILL = 0.75
 
 
 def tma_fill(problem: ConvProblem, tile_m: int) -> float:
-    """Share of a TMA tile's tile_m GEMM rows that hold dX pixels: 1 for pointwise problems
+    """Share of a TMA tile's tile_m GEMM rows that hold box pixels: 1 for pointwise problems
     (flat rows), else box pixels / tile_m (:func:`tma_box`)."""
     if problem.is_pointwise:
         return 1.0
@@ -605,20 +602,31 @@ def tma_fill(problem: ConvProblem, tile_m: int) -> float:
 
 
 def tma_box(problem: ConvProblem, tile_m: int) -> tuple:
-    """``(images, rows, columns)`` of dX pixels per TMA output tile (see
-    :attr:`DgradSpec.tma_box`)."""
+    """``(images, rows, columns)`` of the (n, htilde, wtilde) pixel grid per TMA output tile
+    (see :attr:`DgradSpec.tma_box`), for the largest sub-GEMM slices."""
     p = problem
-    if p.Hi * p.Wi <= tile_m:
-        return (min(p.N, tile_m // (p.Hi * p.Wi)), p.Hi, p.Wi)
-    if p.Wi <= tile_m:
-        return (1, min(p.Hi, tile_m // p.Wi), p.Wi)
+    subs = cached_decompose(p).sub_gemms
+    h = max(s.h_slice for s in subs)
+    w = max(s.w_slice for s in subs)
+    if h * w <= tile_m:
+        return (min(p.N, tile_m // (h * w)), h, w)
+    if w <= tile_m:
+        return (1, min(h, tile_m // w), w)
     return (1, 1, tile_m)
+
+
+def tma_box_tiles(problem: ConvProblem, sub, box: tuple) -> int:
+    """Boxes covering one sub-GEMM's (n, htilde, wtilde) grid (per column tile)."""
+    bn, bh, bw = box
+    return -(-problem.N // bn) * -(-sub.h_slice // bh) * -(-sub.w_slice // bw)
 
 
 TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
 """The warp-specialised TMA tile the default takes for large stride-1 problems."""
 TMA_TAPS_DEFAULT = PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 4, 3)
 """The TMA tile the default takes for mid-sized stride-1 problems with filter taps."""
+TMA_STRIDED_DEFAULT = PerfConfig(256, 128, 64, 2, 1, 128, 128, 0, 0, 0, 1, -1, 4, 3)
+"""The TMA tile the default takes for strided problems with filter taps."""
 
 
 def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
@@ -633,8 +641,6 @@ def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
 def _check_tma(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     """The rules of wgmma=3 beyond those of wgmma=1 (see module docstring)."""
     _check(t.vendor == "nvidia", f"wgmma=3 needs tensor-memory copies (TMA), which {t.arch} lacks")
-    _check(p.sH == 1 and p.sW == 1, f"wgmma=3 (TMA) covers stride-1 problems only (one sub-GEMM, dY boxes "
-                                    f"shifted per filter tap); this one has stride {p.sH}x{p.sW}")
     _check(c.tile_k == TMA_BOX_K, f"wgmma=3 (TMA) loads 64-element (128-byte) swizzled rows; tile_k must be "
                                   f"{TMA_BOX_K}, got {c.tile_k}")
     _check(c.tile_m <= TMA_MAX_BOX, f"wgmma=3 (TMA) loads the A tile in one box of at most {TMA_MAX_BOX} rows; "
@@ -734,9 +740,12 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
       dil2_3x3_c256_64 60.9 -> 55.3 us), else wgmma=1;
     * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
     * strided 1x1 filters: 256x128x64, 4 warpgroups of 64x128, 4 stages; strided filters
-      with several taps: 128x128x64, one warpgroup of 128x128 (two m64 instructions), 3
-      stages (the 4-warpgroup tile, 0.8 us slower there, spills at 512 threads' 128
-      registers once the four tilde sub-GEMM records are live: tests/test_nvidia_build.py);
+      with several taps: the TMA form with 256x128 tiles, 2 warpgroups of 128x128, 4 stages
+      (:data:`TMA_STRIDED_DEFAULT`; its persistent blocks even out the tilde sub-GEMMs'
+      different K lengths: H200 sweep, r50_3x3_s2_c128_56 37.8 -> 25.2 us), else 128x128x64,
+      one warpgroup of 128x128 (two m64 instructions), 3 stages (the 4-warpgroup tile, 0.8
+      us slower there, spills at 512 threads' 128 registers once the four tilde sub-GEMM
+      records are live: tests/test_nvidia_build.py);
     * 1x1 stride 1, cpg >= 256 and a single k-tile (GemmK <= 64) over at least two waves of
       128x256 tiles: persistent 128x256x64 (wgmma=2), 3 stages -- each tile is one load and
       one epilogue, and the persistent block overlaps the next tile's load with this tile's
@@ -764,6 +773,8 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
             and split_k_atomics_reason(p, t) is None):
         return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 2, -1, 4, 1)
     if (p.sH > 1 or p.sW > 1) and p.Y * p.X > 1:
+        if tma_reason(p, t, TMA_STRIDED_DEFAULT) is None and tma_fill(p, TMA_STRIDED_DEFAULT.tile_m) >= TMA_MIN_FILL:
+            return TMA_STRIDED_DEFAULT
         return PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 3, 1)
     if p.sH > 1 or p.sW > 1:
         return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)

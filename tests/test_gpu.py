@@ -143,7 +143,7 @@ def test_persistent_blocks_walk_many_tiles(engine, line, cfg):
         pytest.skip("config not valid for this problem")
 
 
-# Stride-1 shapes for the TMA kernel. Pointwise (flat GEMM rows): GemmM, cpg and K tails
+# Shapes for the TMA kernel. Pointwise (flat GEMM rows): GemmM, cpg and K tails
 # (boxes that leave the tensor read zeros), one tile, groups, the suite's 1x1 lines at small
 # N. With filter taps (dX pixel boxes): whole rows with an H tail, whole images with an N
 # tail, part of a row; dilation, no padding (dY smaller than dX), a padded 1x1 filter,
@@ -164,6 +164,12 @@ TMA_LINES = [
     "-n 2 -c 256 -H 9 -W 9 -k 256 -y 5 -x 5 -p 0 -q 0",
     "-n 2 -c 64 -H 8 -W 8 -k 64 -y 1 -x 1 -p 1 -q 1",
     "-n 2 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1",
+    # strided: tilde sub-GEMMs of different K in one persistent launch, zero-fill blocks
+    "-n 2 -c 128 -H 15 -W 15 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+    "-n 2 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2",
+    "-n 2 -c 64 -H 17 -W 17 -k 72 -y 5 -x 5 -p 2 -q 2 -u 3 -v 3",
+    "-n 2 -c 128 -H 16 -W 16 -k 128 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2",
+    "-n 1 -c 64 -H 10 -W 130 -k 64 -y 2 -x 2 -p 0 -q 0 -u 2 -v 2",
 ]
 
 
@@ -179,7 +185,7 @@ def test_tma_verifies(engine, line, cus, dtype, cfg):
     if not engine.target.wgmma:
         pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
     base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
-    p = parse(f"{base} {line} -u 1 -v 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
     target = engine.target.with_(num_cus=cus) if cus else None
     if _check(engine, p, cfg, np.random.default_rng(13), target=target) is None:
         pytest.skip("config not valid for this problem")

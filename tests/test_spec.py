@@ -427,7 +427,8 @@ def test_same_name_same_source(problem, arch):
     (nhwc(N=32, C=256, K=512, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "sm_90",
      "256,128,64,4,1,64,128,0,0,0,1,-1,4,1"),
     # 3x3 stride 2 (four tilde sub-GEMMs), cpg 128 -> one warpgroup of 128x128, 3 stages.
-    (nhwc(N=32, C=128, K=128, Hi=56, Wi=56, sH=2, sW=2), "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,3,1"),
+    (nhwc(N=32, C=128, K=128, Hi=56, Wi=56, sH=2, sW=2), "sm_90", "256,128,64,2,1,128,128,0,0,0,1,-1,4,3"),
+    (nhwc(N=32, C=128, K=124, Hi=56, Wi=56, sH=2, sW=2), "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,3,1"),
     # 1x1 stride 1, cpg 256, GemmK 64 (one k-tile), 784 tiles of 128x256 >= 2 waves ->
     # persistent 128x256x64, 3 stages (wgmma=2).
     (nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"),
@@ -628,6 +629,9 @@ WGMMA_COMPILE_CASES = [
     # TMA with taps: pixel boxes (rows, whole images), dilation, K tail
     (nhwc(N=2, C=256, K=256, Hi=16, Wi=16), "128,256,64,2,1,64,256,0,0,0,1,-1,4,3"),
     (nhwc(N=3, C=64, K=72, Hi=7, Wi=7, dH=2, dW=2, pH=2, pW=2), "128,64,64,2,1,64,64,0,0,0,1,-1,3,3"),
+    # TMA, strided: four tilde sub-GEMMs from the record table; 1x1 stride 2 with zero-fill blocks
+    (nhwc(N=2, C=128, K=128, Hi=15, Wi=15, sH=2, sW=2), "128,128,64,1,1,128,128,0,0,0,1,-1,4,3"),
+    (nhwc(N=2, C=64, K=64, Hi=14, Wi=14, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "128,64,64,2,1,64,64,0,0,0,1,-1,3,3"),
 ]
 
 
@@ -686,10 +690,6 @@ PW = nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0)
      "K and cpg multiples of 8"),
     (nhwc(N=2, C=256, K=64, G=2, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
      "kpg a multiple of 64"),
-    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
-     "stride-1 problems only"),
-    (nhwc(N=2, C=256, K=256, Hi=9, Wi=9, sH=1, sW=2), "128,128,64,2,1,64,128,0,0,0,1,-1,3,3",
-     "stride-1 problems only"),
     (nhwc(N=2, C=128, K=96, G=2, Hi=9, Wi=9), "128,64,64,2,1,64,64,0,0,0,1,-1,3,3", "kpg a multiple of 64"),
     (PW, "256,256,64,4,1,64,256,0,0,0,1,-1,2,3", "the 96 registers a thread of a 544-thread block"),
     (PW, "256,128,64,4,1,64,128,0,0,0,1,-1,3,3", "the 96 registers a thread of a 544-thread block"),
@@ -777,7 +777,36 @@ def test_tma_box_of_a_filter_with_taps(hi, wi, n, tile_m, box):
     assert w.dims == (128, 9, 128) and w.strides == (256, 9 * 256) and w.box == (64, 1, 64)
     d = dict(emit(spec).defines)
     assert (d["DG_TMA_RECT"], d["DG_BOX_N"], d["DG_BOX_H"], d["DG_BOX_W"]) == (1, bn, bh, bw)
-    assert d["DG_A_BOX_ELEMS"] == bn * bh * bw * 64 and d["DG_RECT_TH"] == -(-hi // bh)
+    assert d["DG_A_BOX_ELEMS"] == bn * bh * bw * 64 and d["DG_BOX_ROWS"] == bn * bh * bw
+
+
+@pytest.mark.parametrize("kw", [
+    dict(N=2, C=128, K=128, Hi=56, Wi=56, sH=2, sW=2),              # 4 sub-GEMMs of 29x29 slices
+    dict(N=3, C=64, K=72, Hi=17, Wi=17, Y=5, X=5, pH=2, pW=2, sH=3, sW=3),
+    dict(N=2, C=64, K=64, Hi=14, Wi=14, Y=1, X=1, pH=0, pW=0, sH=2, sW=2),  # zero-fill blocks
+    dict(N=2, C=128, K=128, Hi=16, Wi=16, pH=2, pW=2, sH=2, sW=2, dH=2, dW=2),
+])
+def test_tma_boxes_cover_every_sub_gemm(kw):
+    """Strided problems: one box for all tilde sub-GEMMs (largest slices), each sub-GEMM's
+    pixel grid covered by its own boxes; the records' block starts count those boxes and
+    the last one ends at tiles_per_group; zero-fill as for the other kernels."""
+    from miopen_solver.kernels.emit import sub_gemm_records, SUB_FIELDS
+    p = nhwc(**kw)
+    spec = make_spec(p, SM90, PerfConfig.parse("128,64,64,2,1,64,64,0,0,0,1,-1,3,3"))
+    subs = spec.sub_gemms
+    bn, bh, bw = spec.tma_box
+    assert bh <= max(s.h_slice for s in subs) and bw <= max(s.w_slice for s in subs) and bn * bh * bw <= 128
+    recs = sub_gemm_records(spec)
+    start, n_tiles = SUB_FIELDS.index("block_start"), SUB_FIELDS.index("n_tiles")
+    total = 0
+    for s, r in zip(subs, recs):
+        assert r[start] == total
+        total += (-(-p.N // bn)) * (-(-s.h_slice // bh)) * (-(-s.w_slice // bw)) * r[n_tiles]
+    assert total == spec.tiles_per_group
+    assert spec.zero_fill == ("blocks" if spec.decomposition.needs_zero_fill else "none")
+    src = emit(spec)
+    from miopen_solver.kernels.emit import zero_fill_blocks
+    assert src.grid[0] == spec.tile_blocks + zero_fill_blocks(spec) and ("DG_TMA_RECT", 1) in src.defines
 
 
 def test_tma_needs_an_nvidia_warpgroup_target():

@@ -251,42 +251,6 @@ DG_DEVICE void dg_tma_load_4d(dg_u32 dst, const dg_tmap* map, int c0, int c1, in
                  : "memory");
 }
 
-// Output tiles of the TMA kernel. Pointwise: TILE_M consecutive rows of the GemmM x K dY
-// matrix (DG_TMA_RECT 0). Stride 1 with a filter (DG_TMA_RECT 1): a box of DG_BOX_N images
-// x DG_BOX_H rows x DG_BOX_W columns of dX pixels (DG_BOX_ROWS <= TILE_M GEMM rows, w
-// fastest), tiles numbered w-box fastest, then h-box, then image box; for filter tap (r, s)
-// the A tile is the dY box shifted by (p - r*dil_h, q - s*dil_w), zero outside dY, which is
-// exactly the implicit-GEMM row gather with padding (dY[n, h+p-r*d, w+q-s*d, k]).
-struct dg_tma_tile { int n0, h0, w0; };
-DG_DEVICE dg_tma_tile dg_tma_tile_at(int m_tile) {
-    dg_tma_tile r;
-#if DG_TMA_RECT
-    const int tw = m_tile % DG_RECT_TW;
-    const int th = (m_tile / DG_RECT_TW) % DG_RECT_TH;
-    r.n0 = (m_tile / (DG_RECT_TW * DG_RECT_TH)) * DG_BOX_N;
-    r.h0 = th * DG_BOX_H;
-    r.w0 = tw * DG_BOX_W;
-#else
-    r.n0 = m_tile * DG_TILE_M;  // first GEMM row
-    r.h0 = r.w0 = 0;
-#endif
-    return r;
-}
-// dX pixel of GEMM row `row` (0 .. TILE_M-1) of a tile, or -1 when it lies outside dX.
-DG_DEVICE int dg_tma_pixel(const dg_tma_tile& tt, int row) {
-#if DG_TMA_RECT
-    if (row >= DG_BOX_ROWS) return -1;
-    const int bw = row % DG_BOX_W;
-    const int bh = (row / DG_BOX_W) % DG_BOX_H;
-    const int n = tt.n0 + row / (DG_BOX_W * DG_BOX_H);
-    const int h = tt.h0 + bh;
-    const int w = tt.w0 + bw;
-    return (n < DG_N && h < DG_HI && w < DG_WI) ? (n * DG_HI + h) * DG_WI + w : -1;
-#else
-    const int m = tt.n0 + row;
-    return m < DG_N * DG_HO * DG_WO ? m : -1;
-#endif
-}
 #endif
 
 // ------------------------------------------------------------------ sub-GEMM records
@@ -311,6 +275,57 @@ DG_DEVICE dg_sub dg_find_sub(int bid) {
     dg_sub s = {r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
                 r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17], r[18]};
     return s;
+}
+#endif
+
+#if DG_TMA
+// Output tiles of the TMA kernel, numbered sub-GEMM by sub-GEMM (block_start), column tile
+// fastest. Pointwise (DG_TMA_RECT 0): TILE_M consecutive rows of the GemmM x K dY matrix.
+// Otherwise (DG_TMA_RECT 1): a box of DG_BOX_N images x DG_BOX_H x DG_BOX_W of the
+// sub-GEMM's (n, htilde, wtilde) pixel grid (DG_BOX_ROWS <= TILE_M GEMM rows, w fastest),
+// boxes numbered w fastest, then h, then images. For tap (ydot, xdot) the A tile is the dY
+// box at (h_begin + h0 - ydot*dy_h_coeff, w_begin + w0 - xdot*dy_w_coeff): the rows
+// dY[n, htilde - ydot*coeff_h, wtilde - xdot*coeff_w, k] of the implicit GEMM (the same
+// record fields the cp.async loaders use), zero outside dY, which is the padding.
+struct dg_tma_tile {
+    dg_sub s;
+    int n_tile, n0, h0, w0, taps;
+};
+DG_DEVICE dg_tma_tile dg_tma_tile_at(int t) {
+    dg_tma_tile r;
+    r.s = dg_find_sub(t);
+    const int local = t - r.s.block_start;
+    const int m_tile = local / r.s.n_tiles;
+    r.n_tile = local - m_tile * r.s.n_tiles;
+    r.taps = r.s.gemm_k / DG_KPG;
+#if DG_TMA_RECT
+    const int boxes_w = (r.s.w_slice + DG_BOX_W - 1) / DG_BOX_W;
+    const int boxes_h = (r.s.h_slice + DG_BOX_H - 1) / DG_BOX_H;
+    r.w0 = (m_tile % boxes_w) * DG_BOX_W;
+    r.h0 = (m_tile / boxes_w % boxes_h) * DG_BOX_H;
+    r.n0 = m_tile / (boxes_w * boxes_h) * DG_BOX_N;
+#else
+    r.n0 = m_tile * DG_TILE_M;  // first GEMM row
+    r.h0 = r.w0 = 0;
+#endif
+    return r;
+}
+// dX pixel of GEMM row `row` (0 .. TILE_M-1) of a tile, or -1 when it lies outside dX.
+DG_DEVICE int dg_tma_pixel(const dg_tma_tile& tt, int row) {
+#if DG_TMA_RECT
+    if (row >= DG_BOX_ROWS) return -1;
+    const int wt = tt.w0 + row % DG_BOX_W;
+    const int ht = tt.h0 + row / DG_BOX_W % DG_BOX_H;
+    const int n = tt.n0 + row / (DG_BOX_W * DG_BOX_H);
+    if (n >= DG_N || ht >= tt.s.h_slice || wt >= tt.s.w_slice) return -1;
+    const int hi = ht * tt.s.dx_h_stride + tt.s.dx_h_offset;
+    const int wi = wt * tt.s.dx_w_stride + tt.s.dx_w_offset;
+    if ((unsigned)hi >= (unsigned)DG_HI || (unsigned)wi >= (unsigned)DG_WI) return -1;
+    return (n * DG_HI + hi) * DG_WI + wi;
+#else
+    const int m = tt.n0 + row;
+    return m < tt.s.gemm_m ? m : -1;
+#endif
 }
 #endif
 
@@ -1162,13 +1177,15 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     dg_stage_regs regs;
 
 #if DG_TMA
-    // Warp-specialised persistent blocks (stride 1, one sub-GEMM, G groups along y). The
+    // Warp-specialised persistent blocks (every sub-GEMM's tiles, G groups along y). The
     // last warp is the producer: for each k-tile of each tile t = bid, bid + DG_TILE_BLOCKS,
     // ... it waits until consumers have released a stage (empty barrier), then issues the
     // A box (up to TILE_M x 64 of dY) and TILE_N/64 B boxes (64 x 64 of W) onto the stage's
-    // full barrier. With a filter the K loop runs channel-chunk outer, tap inner. The warpgroups wait on the full barrier, multiply, release the stage once
-    // their wgmma group has read it, and store dX straight from the accumulators while the
-    // producer already fills the stages with the next tile.
+    // full barrier; the K loop runs channel-chunk outer, tap inner. The warpgroups wait on
+    // the full barrier, multiply, release the stage once their wgmma group has read it, and
+    // store dX straight from the accumulators while the producer already fills the stages
+    // with the next tile. Tiles of different sub-GEMMs have different K lengths; the
+    // persistent blocks even them out.
     (void)dy; (void)w; (void)regs; (void)ar;
     const dg_u32 full0 = dg_smem_addr(Bs + DG_STAGES * DG_B_STAGE);
     const dg_u32 empty0 = full0 + 8 * DG_STAGES;
@@ -1181,36 +1198,35 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     DG_SYNC();
-    const int n_tiles = (DG_CPG + DG_TILE_N - 1) / DG_TILE_N;
-    const int taps = DG_Y * DG_X;
-    const int k_tiles = (DG_KPG + DG_TILE_K - 1) / DG_TILE_K * taps;
+    const int chunks = (DG_KPG + DG_TILE_K - 1) / DG_TILE_K;
     if (tid >= DG_THREADS) {
         if (tid == DG_THREADS) {
             int it = 0;
             for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
-                const int m_tile = t / n_tiles;
-                const int n_tile = t - m_tile * n_tiles;
-                const dg_tma_tile tt = dg_tma_tile_at(m_tile);
+                const dg_tma_tile tt = dg_tma_tile_at(t);
+                const int k_tiles = chunks * tt.taps;
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int st = it % DG_STAGES;
                     dg_mbar_wait(empty0 + 8 * st, ((it / DG_STAGES) & 1) ^ 1);
                     const dg_u32 full = full0 + 8 * st;
                     dg_mbar_expect_tx(full, (DG_A_BOX_ELEMS + DG_B_STAGE) * DG_EB);
-                    const int chunk = kt / taps;
-                    const int tap = kt - chunk * taps;
+                    const int chunk = kt / tt.taps;
+                    const int tap = kt - chunk * tt.taps;
+                    const int ydot = tap / tt.s.x_dot_slice;
+                    const int xdot = tap - ydot * tt.s.x_dot_slice;
                     const int k0 = g * DG_KPG + chunk * DG_TILE_K;
                     const dg_u32 a_dst = dg_smem_addr(As + st * DG_A_STAGE);
 #if DG_TMA_RECT
-                    const int r = tap / DG_X;
-                    const int sx = tap - r * DG_X;
-                    dg_tma_load_4d(a_dst, &tm_dy, k0, tt.w0 + DG_PW - sx * DG_DW, tt.h0 + DG_PH - r * DG_DH, tt.n0, full);
+                    dg_tma_load_4d(a_dst, &tm_dy, k0, tt.s.w_begin + tt.w0 - xdot * tt.s.dy_w_coeff,
+                                   tt.s.h_begin + tt.h0 - ydot * tt.s.dy_h_coeff, tt.n0, full);
 #else
                     dg_tma_load_2d(a_dst, &tm_dy, k0, tt.n0, full);
 #endif
+                    const int wtap = (ydot * tt.s.y_stride + tt.s.y_offset) * DG_X + xdot * tt.s.x_stride + tt.s.x_offset;
 #pragma unroll
                     for (int b = 0; b < DG_TILE_N / 64; ++b)
                         dg_tma_load_3d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_w,
-                                       n_tile * DG_TILE_N + b * 64, tap, k0, full);
+                                       tt.n_tile * DG_TILE_N + b * 64, wtap, k0, full);
                 }
             }
         }
@@ -1218,9 +1234,8 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     }
     int it = 0;
     for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
-        const int m_tile = t / n_tiles;
-        const int n_tile = t - m_tile * n_tiles;
-        const dg_tma_tile tt = dg_tma_tile_at(m_tile);
+        const dg_tma_tile tt = dg_tma_tile_at(t);
+        const int k_tiles = chunks * tt.taps;
         dg_zero_acc(acc);
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
             const int st = it % DG_STAGES;
@@ -1231,7 +1246,7 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         }
         dg_mma_drain();
         if ((tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
-        dg_epilogue_direct(dx, acc, g, tt, n_tile, wm, wn, lane);
+        dg_epilogue_direct(dx, acc, g, tt, tt.n_tile, wm, wn, lane);
     }
 #elif DG_PERSIST
     // Persistent blocks (DG_TILE_BLOCKS of them) walk the tiles t = bid, bid + DG_TILE_BLOCKS, ...

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .. import vectors
 from ..problem import ConvProblem
+from ..spec import tma_box_tiles
 
 _HERE = Path(__file__).resolve().parent
 
@@ -127,13 +128,15 @@ def _zero_vec(p: ConvProblem) -> int:
 
 def sub_gemm_records(spec) -> list:
     """One record (ints in :data:`SUB_FIELDS` order) per sub-GEMM, with cumulative block
-    starts over ``ceil(GemmM/tile_m) * ceil(cpg/tile_n)`` tiles each (N fastest)."""
+    starts over ``ceil(GemmM/tile_m) * ceil(cpg/tile_n)`` tiles each (N fastest); for a TMA
+    kernel with pixel boxes, over the boxes that cover each sub-GEMM's pixel grid."""
     c = spec.config
     start = 0
     rows = []
+    box = spec.tma_box
     for s in spec.sub_gemms:
         n_tiles = -(-s.gemm_n // c.tile_n)
-        m_tiles = -(-s.gemm_m // c.tile_m)
+        m_tiles = -(-s.gemm_m // c.tile_m) if box is None else tma_box_tiles(spec.problem, s, box)
         rec = dict(block_start=start, n_tiles=n_tiles, gemm_m=s.gemm_m, gemm_k=s.gemm_k,
                    h_slice=s.h_slice, w_slice=s.w_slice, x_dot_slice=s.x_dot_slice,
                    dy_h_coeff=s.dy_h_coeff, dy_w_coeff=s.dy_w_coeff, y_stride=s.y_stride,
@@ -174,7 +177,6 @@ def emit(spec) -> KernelSource:
         box = spec.tma_box or (1, 1, c.tile_m)
         d += [("DG_TMA_RECT", int(spec.tma_box is not None)), ("DG_BOX_N", box[0]), ("DG_BOX_H", box[1]),
               ("DG_BOX_W", box[2]), ("DG_BOX_ROWS", box[0] * box[1] * box[2]),
-              ("DG_RECT_TH", -(-p.Hi // box[1])), ("DG_RECT_TW", -(-p.Wi // box[2])),
               ("DG_A_BOX_ELEMS", box[0] * box[1] * box[2] * c.tile_k)]
     if len(recs) == 1:
         d.append(("DG_SUB0", ", ".join(map(str, recs[0]))))
