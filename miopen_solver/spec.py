@@ -766,7 +766,8 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if p.cpg <= 64:
         return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
     if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
-        if tma_reason(p, t, TMA_DEFAULT) is None and tma_fill(p, TMA_DEFAULT.tile_m) >= TMA_MIN_FILL:
+        if (p.sH == 1 and p.sW == 1 and tma_reason(p, t, TMA_DEFAULT) is None
+                and tma_fill(p, TMA_DEFAULT.tile_m) >= TMA_MIN_FILL):
             return TMA_DEFAULT
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 1)
     if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
