@@ -62,6 +62,7 @@ CONFIGS_WG = [
     PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=4, wgmma=3),
     PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=3, wgmma=3),
     PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, wgmma=3),
+    PerfConfig(256, 128, 64, 2, 1, 128, 128, stages=4, wgmma=3),  # the strided default
 ]
 CONFIGS_32 = [
     PerfConfig(64, 64, 16, 2, 2, 32, 32, stages=3),
