@@ -527,49 +527,27 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     if c.wgmma == 3:
         # TMA moves whole boxes and the epilogue stores 16-byte chunks (K, cpg % 8 == 0 is a
         # rule): the widths are fixed, the caps do not apply, no tile spreads over threads.
-        wide = 16 // eb
-        spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,
-                         vec_a=wide, vec_b=wide, vec_c=wide, decomposition=decomp)
-        return _check_resources(spec)
-    va = vectors.clamp_to_tile(vectors.choose(c.vector_size_a, p.kpg, eb), c.tile_k, c.tile_m, threads)
-    vb = vectors.clamp_to_tile(vectors.choose(c.vector_size_b, p.cpg, eb), c.tile_n, c.tile_k, threads)
-    _check(va > 0, f"the {c.tile_m}x{c.tile_k} A tile does not spread evenly over {threads} threads")
-    _check(vb > 0, f"the {c.tile_k}x{c.tile_n} B tile does not spread evenly over {threads} threads")
-    # dX store width. split_k == 1: the epilogue stages the tile in shared memory and
-    # stores rows of c in vectors (16 bytes at most, along c, bounded by cpg), clamped so
-    # the tile spreads evenly over the threads. split_k > 1: atomics straight from the
-    # accumulators -- packed pairs for fp16/bf16 (cpg even, checked above), scalars for fp32.
-    if split > 1:
-        vc = 1 if p.dtype == "fp32" else 2
+        va = vb = vc = 16 // eb
     else:
-        vc = vectors.clamp_to_tile(vectors.choose(c.vector_size_c, p.cpg, eb), c.tile_n, c.tile_m, threads)
-        _check(vc > 0, f"the {c.tile_m}x{c.tile_n} C tile does not spread evenly over {threads} threads")
+        va = vectors.clamp_to_tile(vectors.choose(c.vector_size_a, p.kpg, eb), c.tile_k, c.tile_m, threads)
+        vb = vectors.clamp_to_tile(vectors.choose(c.vector_size_b, p.cpg, eb), c.tile_n, c.tile_k, threads)
+        _check(va > 0, f"the {c.tile_m}x{c.tile_k} A tile does not spread evenly over {threads} threads")
+        _check(vb > 0, f"the {c.tile_k}x{c.tile_n} B tile does not spread evenly over {threads} threads")
+        # dX store width. split_k == 1: the epilogue stages the tile in shared memory and
+        # stores rows of c in vectors (16 bytes at most, along c, bounded by cpg), clamped so
+        # the tile spreads evenly over the threads. split_k > 1: atomics straight from the
+        # accumulators -- packed pairs for fp16/bf16 (cpg even, checked above), scalars for fp32.
+        if split > 1:
+            vc = 1 if p.dtype == "fp32" else 2
+        else:
+            vc = vectors.clamp_to_tile(vectors.choose(c.vector_size_c, p.cpg, eb), c.tile_n, c.tile_m, threads)
+            _check(vc > 0, f"the {c.tile_m}x{c.tile_n} C tile does not spread evenly over {threads} threads")
 
     spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,
                      vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp)
-    return _check_resources(spec)
-
-
-def register_cap(target: Target, block_threads: int) -> int:
-    """Registers one thread of a ``block_threads`` block may use on an NVIDIA target: the
-    register file is four 16 K partitions, one per SM sub-partition, and a block's warps
-    are spread over them, so the busiest partition holds ceil(warps / 4) warps; allocation
-    is in steps of 8 per thread, 255 at most (CUDA occupancy rules; ptxas gave a 9-warp TMA
-    block 168, not 65536 / 288 = 227)."""
-    warps = -(-block_threads // 32)
-    per_partition = target.regs_per_cu // 4
-    return min(255, per_partition // (-(-warps // 4) * 32) // 8 * 8)
-
-
-def _check_resources(spec: "DgradSpec") -> "DgradSpec":
-    """The register, shared-memory and grid rules of :func:`make_spec`; returns ``spec``."""
-    p, t = spec.problem, spec.target
-    threads = spec.threads
-    split = spec.split_k
     _check(spec.accumulators_per_lane <= t.max_accumulators,
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
     if t.vendor == "nvidia":
-        block = spec.block_threads
         cap = register_cap(t, block)
         _check(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
                f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
@@ -586,6 +564,17 @@ def _check_resources(spec: "DgradSpec") -> "DgradSpec":
     _check(p.G <= gy, f"G={p.G} groups exceed {t.arch}'s grid limit {gy} along y")
     _check(split <= gz, f"split_k={split} exceeds {t.arch}'s grid limit {gz} along z")
     return spec
+
+
+def register_cap(target: Target, block_threads: int) -> int:
+    """Registers one thread of a ``block_threads`` block may use on an NVIDIA target: the
+    register file is four 16 K partitions, one per SM sub-partition, and a block's warps
+    are spread over them, so the busiest partition holds ceil(warps / 4) warps; allocation
+    is in steps of 8 per thread, 255 at most (CUDA occupancy rules; ptxas gave a 9-warp TMA
+    block 168, not 65536 / 288 = 227)."""
+    warps = -(-block_threads // 32)
+    per_partition = target.regs_per_cu // 4
+    return min(255, per_partition // (-(-warps // 4) * 32) // 8 * 8)
 
 
 TMA_MIN_FILL = 0.75
@@ -636,6 +625,12 @@ def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
     except PerfConfigError as e:
         return str(e)
     return None
+
+
+def _tma_fits(p: ConvProblem, t: Target, c: PerfConfig) -> bool:
+    """The default may take the TMA config ``c``: its rules hold and its pixel box fills at
+    least :data:`TMA_MIN_FILL` of the tile's rows."""
+    return tma_reason(p, t, c) is None and tma_fill(p, c.tile_m) >= TMA_MIN_FILL
 
 
 def _check_tma(p: ConvProblem, t: Target, c: PerfConfig) -> None:
@@ -766,23 +761,21 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if p.cpg <= 64:
         return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
     if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
-        if (p.sH == 1 and p.sW == 1 and tma_reason(p, t, TMA_DEFAULT) is None
-                and tma_fill(p, TMA_DEFAULT.tile_m) >= TMA_MIN_FILL):
+        if p.sH == 1 and p.sW == 1 and _tma_fits(p, t, TMA_DEFAULT):
             return TMA_DEFAULT
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 1)
     if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
             and split_k_atomics_reason(p, t) is None):
         return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 2, -1, 4, 1)
     if (p.sH > 1 or p.sW > 1) and p.Y * p.X > 1:
-        if tma_reason(p, t, TMA_STRIDED_DEFAULT) is None and tma_fill(p, TMA_STRIDED_DEFAULT.tile_m) >= TMA_MIN_FILL:
+        if _tma_fits(p, t, TMA_STRIDED_DEFAULT):
             return TMA_STRIDED_DEFAULT
         return PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 3, 1)
     if p.sH > 1 or p.sW > 1:
         return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
     if p.is_pointwise and p.cpg >= 256 and max_k <= 64 and count_tiles(subs, 128, 256, p.G) >= 2 * t.num_cus:
         return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 3, 2)
-    if (p.Y * p.X > 1 and tma_reason(p, t, TMA_TAPS_DEFAULT) is None
-            and tma_fill(p, TMA_TAPS_DEFAULT.tile_m) >= TMA_MIN_FILL):
+    if p.Y * p.X > 1 and _tma_fits(p, t, TMA_TAPS_DEFAULT):
         return TMA_TAPS_DEFAULT
     return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4 if p.Y * p.X > 1 else 3, 1)
 
