@@ -36,7 +36,8 @@ def child(line: str) -> dict:
     from miopen_solver.kernels.emit import emit
     from miopen_solver.layouts import storage_dtype
     from miopen_solver.runtime import get_engine
-    from miopen_solver.spec import default_performance_config, make_spec
+    from miopen_solver.spec import make_spec
+from miopen_solver.heuristics import default_performance_config
 
     eng = get_engine("cuda")
     eng.rt.synchronize()  # context up before the clock starts

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.layouts import storage_dtype  # noqa: E402
 from miopen_solver.runtime import get_engine  # noqa: E402
-from miopen_solver.spec import PerfConfig, default_performance_config, make_spec  # noqa: E402
+from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.heuristics import default_performance_config  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("line")

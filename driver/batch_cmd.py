@@ -40,13 +40,12 @@ from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directio
 from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import make_spec
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
                       check_output_file, one_line, perfdb_label, perfdb_options, ref_option, run_and_print,
                       timeout_option, warmup_option, warn, write_csv_or_error)
-from .run_cmd import check_line, choose_config, resolve_device, resolve_reference, timing_summary
+from .run_cmd import RunOptions, check_line, find_solution, resolve_device, resolve_reference, timing_summary
 from .tune_cmd import Progress
 
 CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
@@ -206,16 +205,16 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
         return
     row.applicable = "yes"
     try:
-        choice = choose_config(problem, device, perfdb=o.perfdb, use_perfdb=o.use_perfdb)
+        solution = find_solution(problem, device, RunOptions(perfdb=o.perfdb, use_perfdb=o.use_perfdb))
     except (PerfConfigError, ValueError) as e:
         row.status, row.note = "error", one_line(e)
         return
-    for text in choice.warnings:
+    for text in solution.warnings:
         warn(text)
-    spec = make_spec(problem, device.target, choice.config)
-    row.kernel_name, row.perf_config, row.config_source = spec.kernel_name, choice.config.serialize(), choice.source
+    row.kernel_name, row.perf_config = solution.kernel_name, solution.perf_config.serialize()
+    row.config_source = solution.source
     f = cmd.flags
-    job_args = dict(problem=problem, target=device.target, perf_config=row.perf_config, backend=device.backend,
+    job_args = dict(solution=solution.to_record(), backend=device.backend,
                     seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
                     w_file=f["weights"] or None)
     res = timing_w.run(workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup))

@@ -28,7 +28,7 @@ import tempfile
 from miopen_solver import SOLVER_ID, SOLVER_NAME
 from miopen_solver.errors import PerfConfigError, PerfDbError
 from miopen_solver.perfdb import PerfDb, check_arch, parse_text, short_text
-from miopen_solver.spec import PerfConfig
+from miopen_solver.config import PerfConfig
 
 from .options import PERFDB_ALLOWED, UserError, check_output_file, json_option, perfdb_label, run_and_print, warn
 

@@ -12,7 +12,9 @@ that moved, golden -> now) or failed (with why), then a summary.
 
 ``--backend cpu`` (default) runs the numerics on the CPU engine and checks the rms error
 against the golden's band; ``cuda``/``hip`` run them on the GPU (NHWC problems only; the
-others are skipped with a note) and check them against the tolerance.
+others are skipped with a note) and check them against the tolerance. GPU numerics run in a
+*verification* worker process, as a run's do (``--timeout`` per fixture; a crash or a hang
+fails that fixture, and the next one gets a fresh worker); the driver opens no GPU context.
 ``--update-golden`` (CPU only) writes the new expectations of drifted fixtures into their
 files and prints what moved; failed fixtures are never written.
 
@@ -32,11 +34,46 @@ import click
 
 from miopen_solver import fixtures as fx
 from miopen_solver.errors import RuntimeUnavailable
+from miopen_solver.reference import Verdict
 from miopen_solver.runtime import get_engine
 
-from .options import error_line
+from . import workers
+from .options import UserError, error_line, timeout_option
 DEFAULT_PATH = "fixtures"
 HASH_WIDTH = 12
+
+
+class WorkerNumerics:
+    """The numerics of fixtures on a GPU, run in a verification worker (``name``,
+    ``target`` and ``verify`` as :class:`~miopen_solver.runtime.base.Engine` has them)."""
+
+    def __init__(self, backend: str, timeout: float):
+        from .run_cmd import resolve_device
+        device = resolve_device(backend, None, timeout)
+        self.name, self.target = device.backend, device.target
+        self._worker = workers.Worker("verification", timeout=timeout)
+
+    def verify(self, solution, seed: int) -> Verdict:
+        """One launch verified against the CPU reference in the worker.
+
+        Raises:
+            RuntimeError: the worker raised, crashed or timed out (its reason).
+        """
+        res = self._worker.run(workers.make_job("verification", solution=solution, backend=self.name, seed=seed,
+                                                verify=True, reference="cpu"))
+        if not res.ok:
+            raise RuntimeError(res.reason)
+        return Verdict(**res.record["verdict"])
+
+    def close(self) -> None:
+        self._worker.close()
+
+
+def _engine(backend: str, timeout: float | None):
+    """The CPU engine in this process, or a GPU's numerics through a worker."""
+    if backend == "cpu":
+        return get_engine("cpu")
+    return WorkerNumerics(backend, timeout if timeout is not None else workers.default_timeout())
 
 
 def _fail(message: str) -> None:
@@ -155,7 +192,8 @@ def summary_lines(results, backend: str, seconds: float, n_files: int, command: 
               help="Write the new expectations of drifted fixtures into their files (CPU only) "
                    "and print what moved.")
 @click.option("--failures-only", is_flag=True, help="List only fixtures that did not pass.")
-def replay_cmd(paths, backend, pattern, update, failures_only):
+@timeout_option
+def replay_cmd(paths, backend, pattern, update, failures_only, timeout):
     """Replay regression fixtures (default: ./fixtures) and exit non-zero on any drift.
 
     Exit 0 all passed (or all drifts written with --update-golden), 1 failed or drifted,
@@ -173,12 +211,16 @@ def replay_cmd(paths, backend, pattern, update, failures_only):
     if not chosen:
         _fail(f"no fixture id matches {pattern!r}" if pattern else "the fixture files hold no fixtures")
     try:
-        engine = get_engine(backend)
-    except (RuntimeUnavailable, ValueError) as e:
+        engine = _engine(backend, timeout)
+    except (RuntimeUnavailable, UserError, ValueError) as e:
         _fail(str(e))
 
     t0 = time.perf_counter()
-    results = [fx.replay(f, engine) for f in chosen]
+    try:
+        results = [fx.replay(f, engine) for f in chosen]
+    finally:
+        if isinstance(engine, WorkerNumerics):
+            engine.close()
     elapsed = time.perf_counter() - t0
     n_files = len({r.fixture.path for r in results}) if results else len(files)
 

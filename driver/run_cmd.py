@@ -4,11 +4,11 @@ Steps, each in the process named:
 
 1. parse the line, pick the device (driver; a *probe* worker asks a GPU runtime which
    device it has, so the driver itself never opens a GPU context);
-2. check applicability, choose the config: ``--perf-config``, else the perf-db winner
-   for this problem and arch (``dgrad-driver tune`` writes it; ``--no-perfdb`` skips the
-   lookup), else the solver's default; ``--kouter`` and ``--split-k`` override one field
-   each, and ``split_k = -1`` is resolved to a concrete degree here, before anything is
-   packed or launched (driver);
+2. check applicability and ask the solver for the solution
+   (:meth:`~miopen_solver.solver.DgradSolver.find_solution`: ``--perf-config``, else the
+   perf-db winner for this problem and arch, else the default; ``--kouter``/``--split-k``
+   on top; ``split_k = -1`` resolved) -- decided once, in the library, and sent to the
+   workers as a record (driver);
 3. with ``-t 1``: warm-up, then ``-i`` timed launches (*timing* worker);
 4. one launch into a NaN-poisoned dX and, with ``-V 1``, the reference and MIOpen's
    verdict (*verification* worker; not started for ``-t 1 -V 0`` without ``-o``, where the
@@ -32,19 +32,16 @@ from dataclasses import dataclass, field
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, prng
 from miopen_solver.command import DriverCommand, parse
-from miopen_solver.errors import PerfConfigError, PerfDbError, RuntimeUnavailable
-from miopen_solver.perfdb import PerfDb, default_path
+from miopen_solver.errors import RuntimeUnavailable
+from miopen_solver.perfdb import default_path
 from miopen_solver.reference import Verdict
-from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, is_valid_performance_config, make_spec
-from miopen_solver.target import get_target
+from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
+from miopen_solver.target import Target, get_target
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target,
                       check_writable_dir, perfdb_label, warn)
 
-KOUTER = {"auto": -1, "on": 1, "off": 0}
-"""``--kouter`` values -> ``PerfConfig.lds_k_outer``."""
 SOLUTION_NOT_SET = "-1"
 SIMULATED_NOTE = ("Info: --backend cpu simulates {arch}: the numpy engine runs this config's sub-GEMMs; "
                   "no {arch} kernel runs, so its timing and numerics are not the kernel's")
@@ -108,7 +105,7 @@ def resolve_device(backend: str, arch: str | None, timeout: float | None = None)
         detail = res.reason.split(": ", 1)[1] if res.error_type == "RuntimeUnavailable" else res.reason
         raise RuntimeUnavailable(f"--backend {backend}: {detail}")
     rec = res.record
-    found = workers.target_from_record(rec["target"])
+    found = Target.from_record(rec["target"])
     if rec["backend"] == "cpu":
         return Device(None, want, "") if want is not None else Device("cpu", cpu, rec["device"])
     if want is not None and want.name != found.name:
@@ -120,28 +117,7 @@ def resolve_device(backend: str, arch: str | None, timeout: float | None = None)
     return Device(rec["backend"], found, rec["device"])
 
 
-# --------------------------------------------------------------------- the config
-@dataclass
-class ConfigChoice:
-    """The config a run uses and where it came from.
-
-    Attributes:
-        config: the PerfConfig to launch (``split_k`` resolved, never -1).
-        source: ``"perf-config"`` (the option), ``"perfdb"`` or ``"default"``.
-        notes: lines to print about the choice (given config, perf-db use, resolved split-K).
-        tuned_ms: the perf-db record's time, when the config came from there.
-        perfdb_path: the perf-db file consulted (None when skipped).
-        warnings: stderr lines (an unusable perf-db: the default config is used instead).
-    """
-
-    config: PerfConfig
-    source: str
-    notes: list = field(default_factory=list)
-    tuned_ms: float | None = None
-    perfdb_path: str | None = None
-    warnings: list = field(default_factory=list)
-
-
+# --------------------------------------------------------------------- the settings
 SPLIT_K_ALLOWED = f"allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}"
 
 
@@ -165,131 +141,21 @@ def check_kouter(value: str | None) -> None:
         raise UserError(f"--kouter {value}: allowed: {', '.join(KOUTER)}")
 
 
-def lookup_perfdb(problem, device: Device, path: str | None):
-    """``(PerfConfig, PerfRecord, note)`` for the perf-db record of this problem on this
-    device, or ``(None, None, note)``; ``note`` explains an ignored record ("" otherwise).
+def find_solution(problem, device: Device, o) -> object:
+    """The solver's solution for a run's options (``o`` has ``perf_config``, ``kouter``,
+    ``split_k``, ``perfdb``, ``use_perfdb``): the library decides; this only names the
+    perf-db and the device's perf-db arch.
 
     Raises:
-        PerfDbError: the perf-db cannot be read (not SQLite, a directory, wrong schema...).
-    """
-    db_path = path if path is not None else default_path()
-    with PerfDb(db_path) as db:
-        cfg, rec, why = DgradSolver().lookup_performance_config(problem, device.target, db,
-                                                                arch=device.perfdb_arch)
-    if rec is None:
-        return None, None, ""
-    if cfg is None:
-        return None, None, f"Ignoring perf-db config {rec.values} from {db_path}: {why}"
-    return cfg, rec, ""
-
-
-def choose_config(problem, device: Device, *, perf_config: str | None = None, kouter: str | None = None,
-                  split_k: int | None = None, perfdb: str | None = None,
-                  use_perfdb: bool = True) -> ConfigChoice:
-    """The config for a run (see module docstring for the order).
-
-    An unusable perf-db is not an error here: the default config is used and
-    :attr:`ConfigChoice.warnings` says why.
-
-    Raises:
-        PerfConfigError: ``--perf-config`` malformed or invalid for the problem, or the
-            overrides make the config invalid; the message starts with the options given
-            (``--perf-config '<value>': ...``).
+        PerfConfigError: the given config or settings are not valid for the problem.
         UserError: a bad ``--split-k`` or ``--kouter``.
     """
-    check_split_k(split_k)
-    check_kouter(kouter)
-    given = ([f"--perf-config {perf_config!r}"] if perf_config is not None else []) + \
-        ([f"--kouter {kouter}"] if kouter is not None else []) + \
-        ([f"--split-k {split_k}"] if split_k is not None else [])
-    try:
-        return _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_perfdb)
-    except PerfConfigError as e:
-        if not given or str(e).startswith("--"):
-            raise
-        raise PerfConfigError(f"{' '.join(given)}: {e}") from None
-
-
-def _choose_config(problem, device, perf_config, kouter, split_k, perfdb, use_perfdb) -> ConfigChoice:
-    target = device.target
-    notes, warnings = [], []
-    tuned_ms = db_path = None
-    if perf_config is not None:
-        try:
-            cfg, source = PerfConfig.parse(perf_config), "perf-config"
-        except PerfConfigError as e:
-            raise PerfConfigError(f"--perf-config {perf_config!r}: {e}") from None
-        notes.append(f"Using --perf-config {cfg.serialize()}")
-    else:
-        cfg = None
-        if use_perfdb:
-            db_path = str(perfdb if perfdb is not None else default_path())
-            try:
-                cfg, rec, note = lookup_perfdb(problem, device, perfdb)
-            except PerfDbError as e:
-                cfg, note = None, ""
-                warnings.append(f"{perfdb_label(perfdb)} unusable: {e.reason}; using the default config")
-            if note:
-                notes.append(note)
-            if cfg is not None:
-                tuned_ms = rec.time_ms
-                shown = f"tuned {tuned_ms:.6f} ms" if tuned_ms is not None else "imported, no time"
-                notes.append(f"Using perf-db config {cfg.serialize()} ({shown}) from {db_path}")
-        source = "perfdb" if cfg is not None else "default"
-        if cfg is None:
-            cfg = DgradSolver().get_default_performance_config(problem, target)
-    cfg, more = apply_settings(problem, target, cfg, source, kouter, split_k)
-    notes.extend(more)
-    make_spec(problem, target, cfg)               # PerfConfigError names the broken rule
-    return ConfigChoice(cfg, source, notes, tuned_ms, db_path, warnings)
-
-
-def apply_settings(problem, target, cfg: PerfConfig, source: str, kouter: str | None,
-                   split_k: int | None, *, resolve: bool = True) -> tuple:
-    """``cfg`` with ``--kouter``/``--split-k`` applied, and the note lines about it.
-
-    A setting that a warpgroup-MMA default or perf-db record cannot take (it reads W k-outer;
-    its persistent and TMA forms do not split K) switches to the nearest config that can:
-    the plain warpgroup-MMA form, else the warp-MMA default; the user asked for a setting,
-    not for wgmma. A config given with ``--perf-config`` (``source == "perf-config"``) is kept as
-    given, so :func:`make_spec` then names the broken rule. With ``resolve`` (a run),
-    ``split_k = -1`` is resolved to the degree the spec chooses.
-
-    Returns:
-        ``(config, notes)``.
-    """
-    notes = []
-    asked = _overrides(cfg, kouter, split_k)
-    if source in ("default", "perfdb") and cfg.wgmma and asked != cfg:
-        ok, why = is_valid_performance_config(problem, target, asked)
-        plain = {2: "the non-persistent form", 3: "the form without TMA"}
-        fallbacks = ([(plain[cfg.wgmma], cfg.replace(wgmma=1))] if cfg.wgmma in plain else []) + \
-            [("the warp-MMA default", DgradSolver().get_default_performance_config(problem, target.with_(wgmma=False)))]
-        for label, base in fallbacks if not ok else ():
-            alt = _overrides(base, kouter, split_k)
-            if is_valid_performance_config(problem, target, alt)[0]:
-                flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
-                                 ([f"--split-k {split_k}"] if split_k is not None else []))
-                whose = "the warpgroup-MMA default" if source == "default" else "the perf-db config"
-                notes.append(f"{flags}: not possible with {whose} {cfg.serialize()} ({why}); "
-                             f"using {label} with the setting, {alt.serialize()}")
-                asked = alt
-                break
-    cfg = asked
-    if resolve and cfg.split_k == -1:             # resolve before anything is packed or launched
-        chosen = make_spec(problem, target, cfg).split_k
-        cfg = cfg.replace(split_k=chosen)
-        notes.append(f"Split-K: -1 resolved to {chosen}")
-    return cfg, notes
-
-
-def _overrides(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:
-    """``cfg`` with the ``--kouter`` and ``--split-k`` settings applied."""
-    if kouter is not None:
-        cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
-    if split_k is not None:
-        cfg = cfg.replace(split_k=split_k)
-    return cfg
+    check_split_k(o.split_k)
+    check_kouter(o.kouter)
+    db = (o.perfdb if o.perfdb is not None else default_path()) if o.use_perfdb else None
+    return DgradSolver().find_solution(problem, device.target, perf_config=o.perf_config, perfdb=db,
+                                       perfdb_arch=device.perfdb_arch, perfdb_label=perfdb_label(o.perfdb),
+                                       kouter=o.kouter, split_k=o.split_k)
 
 
 def _compile_cause(message: str) -> str:
@@ -410,7 +276,7 @@ def resolve_reference(ref: str, device: Device) -> str:
 
 
 # --------------------------------------------------------------------- compile only
-def compile_only(spec) -> tuple:
+def compile_only(solution) -> tuple:
     """Emit the kernel and compile it offline where a compiler exists.
 
     Returns:
@@ -418,12 +284,12 @@ def compile_only(spec) -> tuple:
         (:data:`EXIT_WORKER_FAILED`: the compiler rejected it, a failed build like a failed
         worker; 1 stays "verification failed"); ``record`` for ``--json``.
     """
-    from miopen_solver.kernels import emit
-    from miopen_solver.kernels.offline import OfflineCompileError, compile_amd, find_amd_clang, inspect_nvidia
+    from miopen_solver.kernels.offline import CompileError, compile_amd, find_amd_clang, inspect_nvidia
     import shutil
 
+    spec = solution.spec
     t = spec.target
-    src = emit(spec)
+    src = solution.kernels[0].source
     lines = [f"Compile-only run for {t.arch}: no {t.arch} device here, nothing is launched",
              f"Kernel: {spec.kernel_name}"]
     rec = {"arch": t.arch, "kernel_name": spec.kernel_name, "source_sha256": src.sha256,
@@ -457,7 +323,7 @@ def compile_only(spec) -> tuple:
                     lines.append(f"Cubin: {len(b.cubin)} bytes")
                     lines.append(f"Resources: {b.registers} registers, {b.spill_store_bytes} bytes spill stores, "
                                  f"{b.stack_bytes} bytes stack")
-        except OfflineCompileError as e:
+        except CompileError as e:
             first = _compile_cause(str(e))
             rec["error"] = str(e)
             lines.append(f"Compile FAILED: {first.strip()}")
@@ -520,29 +386,28 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     target = device.target
     check_applicable(problem, target)
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
-    choice = choose_config(problem, device, perf_config=o.perf_config, kouter=o.kouter, split_k=o.split_k,
-                           perfdb=o.perfdb, use_perfdb=o.use_perfdb)
-    for text in choice.warnings:
+    solution = find_solution(problem, device, o)
+    for text in solution.warnings:
         warn(text)
-    spec = make_spec(problem, target, choice.config)
+    spec = solution.spec
     aux_ms = (time.perf_counter() - t_aux) * 1e3
     if o.print_name_only:
         return EXIT_OK, [json.dumps({"kernel_name": spec.kernel_name}) if o.as_json else spec.kernel_name]
 
-    base = dict(command=cmd.command_line(), problem=problem, spec=spec, config_source=choice.source,
-                perfdb_path=choice.perfdb_path, tuned_ms=choice.tuned_ms)
+    base = dict(command=cmd.command_line(), problem=problem, spec=spec, config_source=solution.source,
+                perfdb_path=solution.perfdb_path, tuned_ms=solution.tuned_ms)
     lines = [report.echo_line(cmd.argv)]
     if device.compile_only:
-        status, more, crec = compile_only(spec)
+        status, more, crec = compile_only(solution)
         if o.as_json:
             rec = report.json_record(**base, backend=None, seed=None, status="ok" if status == 0 else "compile_failed",
                                      compile_only=crec)
             return status, [json.dumps(rec, sort_keys=True)]
-        return status, lines + choice.notes + more
+        return status, lines + list(solution.notes) + more
 
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
-    lines.extend(choice.notes)
+    lines.extend(solution.notes)
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
     if cmd.time and graph and device.backend == "cpu":
@@ -555,7 +420,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         check_input_file(dy_file, layouts.dy_shape(problem), st, "-D")
     if w_file:
         check_input_file(w_file, layouts.w_shape(problem), st, "-e")
-    job_args = dict(problem=problem, target=target, perf_config=choice.config.serialize(), backend=device.backend,
+    job_args = dict(solution=solution.to_record(), backend=device.backend,
                     seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
 
     timing = summary = failure = None
@@ -598,7 +463,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")
     lines.extend(f"Wrote output to file {p}" for p in dumps if p == "dump_bwd_din_gpu.bin")
     if immediate:
-        lines.extend(report.immediate_lines(choice.tuned_ms, spec.workspace_bytes))
+        lines.extend(report.immediate_lines(solution.tuned_ms, spec.workspace_bytes))
     if timing is not None:
         if cmd.wall:
             lines.append(report.wall_line(timing["wall_ms"], aux_ms, 0.0))

@@ -30,14 +30,14 @@ import click
 
 from miopen_solver import SOLVER_NAME
 from miopen_solver.command import parse, split_command
-from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbError
-from miopen_solver.perfdb import PerfDb
+from miopen_solver.config import PerfConfig
+from miopen_solver.errors import MiopenCommandError, PerfConfigError
+from miopen_solver.perfdb import default_path
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import PerfConfig, make_spec
 from miopen_solver.target import get_target
 
 from .options import UserError, arch_target, error_line, perfdb_label, warn
-from .run_cmd import SPLIT_K_ALLOWED, apply_settings, check_kouter, check_solution, check_split_k
+from .run_cmd import SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
@@ -194,37 +194,24 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, l
         doc = _verdict_doc(problem, target, verdict)
         _emit(doc, as_json, _verdict_text(doc))
         raise SystemExit(1)
-    if given is not None:
-        cfg, source = given, "given"
-    elif opts.get("no-perfdb"):
-        cfg, source = solver.get_default_performance_config(problem, target), "default"
-    else:
-        found = None
-        try:
-            with PerfDb(opts.get("perfdb")) as db:
-                found, rec, why = solver.lookup_performance_config(problem, target, db)
-            if rec is not None and found is None:
-                warn(f"ignoring the {perfdb_label(opts.get('perfdb'))} record {rec.values} for {target.arch}: "
-                     f"{why}; using the default config")
-        except PerfDbError as e:
-            warn(f"{perfdb_label(opts.get('perfdb'))} unusable: {e.reason}; using the default config")
-        if found is not None:
-            cfg, source = found, "perfdb"
-        else:
-            cfg, source = solver.get_default_performance_config(problem, target), "default"
-    notes = []
+    db = None if opts.get("no-perfdb") or given is not None else (opts.get("perfdb") or default_path())
     try:
-        cfg, notes = apply_settings(problem, target, cfg, "perf-config" if source == "given" else source,
-                                    *settings, resolve=False)
-        spec = make_spec(problem, target, cfg)
+        solution = solver.find_solution(problem, target, perf_config=given, perfdb=db,
+                                        perfdb_label=perfdb_label(opts.get("perfdb")), kouter=settings[0],
+                                        split_k=settings[1], resolve_split_k=False)
     except PerfConfigError as e:
+        cfg = given or solver.get_default_performance_config(problem, target)
         doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
                "valid": False, "perf_config": cfg.serialize(), "reason": str(e)}
         _emit(doc, as_json, f"invalid perf config {cfg.serialize()} for {target.arch}: {e}")
         raise SystemExit(1)
-    solution = solver.get_solution(problem, target, cfg)
+    for text in solution.warnings:
+        warn(text)
+    spec = solution.spec
+    source = "given" if solution.source == "perf-config" else solution.source
+    notes = [n for n in solution.notes if not n.startswith("Using --perf-config")]
     doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
-           "valid": True, "source": source, "perf_config": cfg.serialize(), "notes": notes,
+           "valid": True, "source": source, "perf_config": solution.perf_config.serialize(), "notes": notes,
            "kernel_name": spec.kernel_name, "spec": spec.as_dict(),
            "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
                       "workspace_bytes": solution.workspace_bytes}}

@@ -36,7 +36,6 @@ from miopen_solver import SOLVER_NAME, prng
 from miopen_solver.errors import PerfDbError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import make_spec
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
@@ -180,7 +179,7 @@ def _store(o: TuneOptions, problem, device, winner) -> dict:
             "time_ms": rec.time_ms, "error": None}
 
 
-def _time_configs(rows, job_args, iters, o: TuneOptions, problem, progress) -> tuple:
+def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, progress) -> tuple:
     """Time every row in one (restarted on failure) timing worker. Returns
     ``(timed, budget_hit, seconds)``."""
     t0 = time.perf_counter()
@@ -192,7 +191,8 @@ def _time_configs(rows, job_args, iters, o: TuneOptions, problem, progress) -> t
                 budget_hit = True
                 break
             progress.update(timed, failed, best, row.perf_config)
-            job = workers.make_job("timing", **job_args, perf_config=row.perf_config, iters=iters, warmup=o.warmup)
+            job = workers.make_job("timing", **job_args, solution=solutions[row.perf_config], iters=iters,
+                                   warmup=o.warmup)
             res = w.run(job)
             timed += 1
             if res.ok:
@@ -216,14 +216,14 @@ def _summary(times) -> tuple:
     return report.miopen_average_ms(times), float(statistics.median(times)), float(min(times))
 
 
-def _verify_top(ranked, job_args, o: TuneOptions, ref_kind: str) -> list:
+def _verify_top(ranked, solutions, job_args, o: TuneOptions, ref_kind: str) -> list:
     """Verify the first ``--verify-top`` ranked rows; returns the verified rows."""
     chosen = ranked[:o.verify_top]
     if not chosen:
         return []
     with workers.Worker("verification", timeout=o.timeout) as w:
         for row in chosen:
-            res = w.run(workers.make_job("verification", **job_args, perf_config=row.perf_config,
+            res = w.run(workers.make_job("verification", **job_args, solution=solutions[row.perf_config],
                                          verify=True, reference=ref_kind))
             if res.ok:
                 v = res.record["verdict"]
@@ -263,26 +263,28 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
     ref_kind = resolve_reference(o.ref, device) if o.verify_top else None
     _check_perfdb(o)
 
-    rows = []
+    solver = DgradSolver()
+    solutions, rows = {}, []
     for i, cfg in enumerate(picked, 1):
-        spec = make_spec(problem, target, cfg)
-        rows.append(TuneRow(i, cfg.serialize(), spec.kernel_name, spec.split_k, spec.lds_k_outer))
+        sol = solver.get_solution(problem, target, cfg)
+        solutions[cfg.serialize()] = sol
+        rows.append(TuneRow(i, cfg.serialize(), sol.kernel_name, sol.spec.split_k, sol.spec.lds_k_outer))
 
     seed = prng.resolve_seed(o.environ)
     f = cmd.flags
-    job_args = dict(problem=problem, target=target, backend=device.backend, seed=seed,
+    job_args = dict(backend=device.backend, seed=seed,
                     bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
                     w_file=f["weights"] or None)
     err = stderr if stderr is not None else sys.stderr
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     progress = Progress(err, len(rows), show)
-    timed, budget_hit, seconds = _time_configs(rows, job_args, cmd.iters, o, problem, progress)
+    timed, budget_hit, seconds = _time_configs(rows, solutions, job_args, cmd.iters, o, problem, progress)
 
     ok_rows = sorted((r for r in rows if r.status == "ok"), key=lambda r: (r.average_ms, r.median_ms, r.index))
     for rank, r in enumerate(ok_rows, 1):
         r.rank = rank
     failed_rows = [r for r in rows if r.status == "failed"]
-    verified = _verify_top(ok_rows, job_args, o, ref_kind) if o.verify_top else []
+    verified = _verify_top(ok_rows, solutions, job_args, o, ref_kind) if o.verify_top else []
     if o.verify_top:
         winner = next((r for r in ok_rows[:o.verify_top] if r.verified), None)
     else:

@@ -1,11 +1,18 @@
 """Worker processes: timing and verification each run in their own process.
 
 Timing and verification never share a process, and so never share a GPU context, with each
-other or with the driver. The driver (parent) sends a *job* -- plain data: the problem as a
-dict, the target as a dict, the perf config as its string, the backend name and the input
-recipe (PRNG seed, bias, ``-D``/``-e`` files) -- and gets a plain dict back. Each worker
-builds its own engine (its own GPU context), regenerates the inputs from the recipe and
-caches them (and the reference) across jobs of the same problem.
+other or with the driver. The driver (parent) sends a :class:`Job` -- plain data: the
+decided solution (:meth:`~miopen_solver.solver.Solution.to_record`: the spec with every
+resolved value and the emitted kernel source), the backend name and the input recipe (PRNG
+seed, bias, ``-D``/``-e`` files) -- and gets a plain record back. A worker validates,
+chooses and emits nothing: it rebuilds the solution from its record, builds its own engine
+(its own GPU context), regenerates the inputs from the recipe and caches them (and the
+reference) across jobs of the same problem.
+
+Start-up is bounded apart from the jobs: a new worker imports what it needs and says it is
+ready (within :data:`STARTUP_TIMEOUT_S`, or ``$DGRAD_WORKER_STARTUP_TIMEOUT``); a job's
+timeout counts from the moment the job is sent to a ready worker, so a slow interpreter
+start on a busy machine never eats a job's time.
 
 Roles (a worker serves one role only; a job of another role is refused):
 
@@ -21,8 +28,9 @@ Failure handling (:class:`Worker`). A worker that
 * raises: the job's result is failed with ``"<ExceptionType>: <message>"``;
 * crashes (segfault, abort, GPU fault) or exits: failed with the exit signal or status and
   the most telling line of its stderr (``Fatal Python error: ...``);
-* hangs past the timeout (:data:`DEFAULT_TIMEOUT_S`, or ``$DGRAD_WORKER_TIMEOUT``): its
-  whole process group is killed with SIGKILL and the result is failed as timed out.
+* hangs past the timeout (:data:`DEFAULT_TIMEOUT_S`, or ``$DGRAD_WORKER_TIMEOUT``), or does
+  not come up within the start-up bound: its whole process group is killed with SIGKILL and
+  the result is failed as timed out.
 
 After any failure the process is reaped and the next job starts a fresh one, so a crash
 loses only the job that crashed. The driver never dies with a worker and never leaves one
@@ -44,6 +52,7 @@ from __future__ import annotations
 import atexit
 import faulthandler
 import importlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -57,8 +66,11 @@ from multiprocessing.connection import Connection
 
 ROLES = ("timing", "verification", "probe")
 DEFAULT_TIMEOUT_S = 300.0
-"""Seconds a worker may take for one job (its start-up included) before it is killed."""
+"""Seconds a worker may take for one job (start-up not included) before it is killed."""
+STARTUP_TIMEOUT_S = 120.0
+"""Seconds a new worker may take to import its modules and say it is ready."""
 TIMEOUT_ENV = "DGRAD_WORKER_TIMEOUT"
+STARTUP_ENV = "DGRAD_WORKER_STARTUP_TIMEOUT"
 CRASH_ENV = "DGRAD_WORKER_CRASH_CONFIG"
 PRELOAD_ENV = "DGRAD_WORKER_PRELOAD"
 CLOSE_GRACE_S = 5.0
@@ -85,32 +97,24 @@ def default_timeout() -> float:
 
 
 # --------------------------------------------------------------------- plain data
-def target_record(target) -> dict:
-    """A :class:`~miopen_solver.target.Target` as plain data (preset name plus the numbers
-    a live device may change); :func:`target_from_record` rebuilds it."""
-    return {"name": target.name or target.arch, "vendor": target.vendor, "arch": target.arch,
-            "wave_size": target.wave_size, "lds_bytes": target.lds_bytes,
-            "max_threads": target.max_threads, "num_cus": target.num_cus}
+def startup_timeout() -> float:
+    """``$DGRAD_WORKER_STARTUP_TIMEOUT`` when set (a finite number of seconds > 0), else
+    :data:`STARTUP_TIMEOUT_S`; a bad value falls back to the default."""
+    raw = os.environ.get(STARTUP_ENV, "").strip()
+    try:
+        value = float(raw) if raw else STARTUP_TIMEOUT_S
+    except ValueError:
+        return STARTUP_TIMEOUT_S
+    return value if 0 < value < float("inf") else STARTUP_TIMEOUT_S
 
 
-def target_from_record(rec: dict):
-    """Inverse of :func:`target_record`: the preset with the recorded device numbers."""
-    from miopen_solver.target import get_target
-    return get_target(rec["name"]).with_(
-        arch=rec["arch"], wave_size=rec["wave_size"], lds_bytes=rec["lds_bytes"],
-        max_threads=rec["max_threads"], num_cus=rec["num_cus"])
+@dataclass(frozen=True)
+class Job:
+    """One job for a worker, as plain data (it crosses a process boundary).
 
-
-def make_job(role: str, *, problem, target, perf_config: str, backend: str, seed: int,
-             bias: bool = False, dy_file: str | None = None, w_file: str | None = None,
-             iters: int = 10, warmup: int = 1, graph: bool = False, verify: bool = True,
-             reference: str = "cpu", dump: bool = False) -> dict:
-    """A job for a worker of ``role`` as plain data.
-
-    Args:
-        problem: a :class:`~miopen_solver.problem.ConvProblem` (sent as its dict).
-        target: a :class:`~miopen_solver.target.Target` (sent as :func:`target_record`).
-        perf_config: the serialised PerfConfig (``split_k`` already resolved).
+    Attributes:
+        role: ``timing``, ``verification`` or ``probe``.
+        solution: :meth:`Solution.to_record` of the decided solution (None for a probe).
         backend: ``cpu``, ``cuda``, ``hip`` (or ``auto`` for a probe).
         seed, bias, dy_file, w_file: the input recipe (MIOpenDriver's PRNG, ``-b``,
             ``-D``, ``-e``; files are read by the worker).
@@ -118,13 +122,42 @@ def make_job(role: str, *, problem, target, perf_config: str, backend: str, seed
         verify, reference, dump: verification only (``reference`` ``"gpu"`` or ``"cpu"``;
             ``dump`` writes MIOpen's ``dump_*.bin`` files in the working directory).
     """
+
+    role: str
+    solution: dict | None = None
+    backend: str = "cpu"
+    seed: int = 0
+    bias: bool = False
+    dy_file: str | None = None
+    w_file: str | None = None
+    iters: int = 10
+    warmup: int = 1
+    graph: bool = False
+    verify: bool = True
+    reference: str = "cpu"
+    dump: bool = False
+
+    @property
+    def perf_config(self) -> str:
+        """The solution's perf config (``""`` for a probe)."""
+        return self.solution["perf_config"] if self.solution else ""
+
+
+def make_job(role: str, *, solution=None, backend: str, seed: int = 0, bias: bool = False,
+             dy_file: str | None = None, w_file: str | None = None, iters: int = 10, warmup: int = 1,
+             graph: bool = False, verify: bool = True, reference: str = "cpu", dump: bool = False) -> Job:
+    """A :class:`Job` for a worker of ``role``; ``solution`` is a
+    :class:`~miopen_solver.solver.Solution` (sent as its record, source included) or its record.
+
+    Raises:
+        ValueError: an unknown role (a programming error).
+    """
     if role not in ROLES:
         raise ValueError(f"unknown worker role {role!r}; known: {', '.join(ROLES)}")
-    return {"role": role, "problem": problem.as_dict() if problem is not None else None,
-            "target": target_record(target) if target is not None else None,
-            "perf_config": perf_config, "backend": backend, "seed": int(seed), "bias": bool(bias),
-            "dy_file": dy_file, "w_file": w_file, "iters": int(iters), "warmup": int(warmup),
-            "graph": bool(graph), "verify": bool(verify), "reference": reference, "dump": bool(dump)}
+    rec = solution if solution is None or isinstance(solution, dict) else solution.to_record()
+    return Job(role=role, solution=rec, backend=backend, seed=int(seed), bias=bool(bias), dy_file=dy_file,
+               w_file=w_file, iters=int(iters), warmup=int(warmup), graph=bool(graph), verify=bool(verify),
+               reference=reference, dump=bool(dump))
 
 
 @dataclass
@@ -316,7 +349,7 @@ class Worker:
             pass
 
     # ------------------------------------------------------------- one job
-    def run(self, job: dict) -> WorkerResult:
+    def run(self, job: Job) -> WorkerResult:
         """Send one job and wait (at most :attr:`timeout` seconds) for its record.
 
         Never raises for what the worker does: a raise, a crash or a hang comes back as a
@@ -325,9 +358,10 @@ class Worker:
         Raises:
             ValueError: the job is for another role (a programming error).
         """
-        if job.get("role") != self.role:
-            raise ValueError(f"a {self.role} worker does not run {job.get('role')!r} jobs")
+        if job.role != self.role:
+            raise ValueError(f"a {self.role} worker does not run {job.role!r} jobs")
         t0 = time.perf_counter()
+        fresh = self._proc is None
         try:
             self.start()
         except OSError as e:
@@ -335,6 +369,16 @@ class Worker:
                                 reason=f"{self.role} worker could not start: {e}")
         pid = self.pid
         try:
+            if fresh:                      # the job's clock starts once the worker is ready
+                limit = startup_timeout()
+                if not self._rx.poll(limit):
+                    code = self._reap(kill=True)
+                    return WorkerResult(
+                        ok=False, failure="timeout", exit_code=code, signal=_signal_name(code), pid=pid,
+                        seconds=time.perf_counter() - t0,
+                        reason=f"{self.role} worker (pid {pid}) did not start within {limit:g} s "
+                               f"(${STARTUP_ENV}); killed with SIGKILL")
+                self._rx.recv()            # the ready message
             self._tx.send(job)
             if not self._rx.poll(self.timeout):
                 code = self._reap(kill=True)
@@ -363,16 +407,16 @@ class Worker:
                             pid=pid, seconds=time.perf_counter() - t0)
 
 
-def run_one(job: dict, *, timeout: float | None = None) -> WorkerResult:
+def run_one(job: Job, *, timeout: float | None = None) -> WorkerResult:
     """Run one job in a fresh worker of the job's role and end it."""
-    with Worker(job["role"], timeout=timeout) as w:
+    with Worker(job.role, timeout=timeout) as w:
         return w.run(job)
 
 
 def probe(backend: str, *, timeout: float | None = None) -> WorkerResult:
     """Ask a probe worker what ``backend`` resolves to. Its record: ``backend`` (``cpu``,
-    ``cuda`` or ``hip``), ``target`` (:func:`target_record`) and ``device`` (a name)."""
-    job = make_job("probe", problem=None, target=None, perf_config="", backend=backend, seed=0)
+    ``cuda`` or ``hip``), ``target`` (:meth:`Target.to_record`) and ``device`` (a name)."""
+    job = make_job("probe", backend=backend)
     return run_one(job, timeout=timeout)
 
 
@@ -404,16 +448,16 @@ class _State:
 
     def problem_inputs(self, job: dict, problem):
         """dY and W of the job's input recipe, regenerated only when the recipe changes."""
-        key = (repr(job["problem"]), job["seed"], job["bias"], job["dy_file"], job["w_file"])
+        key = (repr(problem), job.seed, job.bias, job.dy_file, job.w_file)
         if key != self.inputs_key:
             from miopen_solver import layouts, prng
             st = layouts.storage_dtype(problem.dtype)
             dy = w = None
-            if job["dy_file"]:
-                dy = _read_tensor(job["dy_file"], layouts.dy_shape(problem), st, "-D")
-            if job["w_file"]:
-                w = _read_tensor(job["w_file"], layouts.w_shape(problem), st, "-e")
-            self.inputs = prng.generate_inputs(problem, job["seed"], bias=job["bias"], dy=dy, w=w)
+            if job.dy_file:
+                dy = _read_tensor(job.dy_file, layouts.dy_shape(problem), st, "-D")
+            if job.w_file:
+                w = _read_tensor(job.w_file, layouts.w_shape(problem), st, "-e")
+            self.inputs = prng.generate_inputs(problem, job.seed, bias=job.bias, dy=dy, w=w)
             self.inputs_key = key
             self.ref_key = self.ref = None
         return self.inputs
@@ -430,12 +474,10 @@ def _read_tensor(path: str, shape: tuple, dtype, flag: str):
     return data.reshape(shape)
 
 
-def _spec(job: dict):
-    from miopen_solver.problem import ConvProblem
-    from miopen_solver.spec import PerfConfig, make_spec
-    problem = ConvProblem.from_dict(job["problem"])
-    target = target_from_record(job["target"])
-    return make_spec(problem, target, PerfConfig.parse(job["perf_config"]))
+def _solution(job: Job):
+    """The decided solution, rebuilt from its record (nothing validated, chosen or emitted)."""
+    from miopen_solver.solver import Solution
+    return Solution.from_record(job.solution)
 
 
 def _check_device(engine, spec) -> None:
@@ -452,8 +494,8 @@ def _crash_hook(perf_config: str) -> None:
     want = os.environ.get(CRASH_ENV, "").strip()
     if not want:
         return
+    from miopen_solver.config import PerfConfig
     from miopen_solver.errors import PerfConfigError
-    from miopen_solver.spec import PerfConfig
     try:
         hit = PerfConfig.parse(want) == PerfConfig.parse(perf_config)
     except PerfConfigError:
@@ -464,35 +506,37 @@ def _crash_hook(perf_config: str) -> None:
         os.abort()
 
 
-def _do_timing(job: dict, state: _State) -> dict:
-    spec = _spec(job)
-    engine = state.engine(job["backend"])
+def _do_timing(job: Job, state: _State) -> dict:
+    sol = _solution(job)
+    spec = sol.spec
+    engine = state.engine(job.backend)
     _check_device(engine, spec)
-    _crash_hook(job["perf_config"])
+    _crash_hook(job.perf_config)
     inp = state.problem_inputs(job, spec.problem)
-    iters, warmup = job["iters"], job["warmup"]
-    if hasattr(engine, "build"):
-        engine.build(spec)                       # compile outside the wall-clock window
+    iters, warmup = job.iters, job.warmup
+    built = engine.build(sol)                    # compile outside the wall-clock window
     t0 = time.perf_counter()
-    if job["graph"] and hasattr(engine, "time_graph"):
-        timing = engine.time_graph(spec, inp.dy, inp.w, replays=iters)
+    if job.graph and engine.supports_graphs:
+        timing = engine.time_graph(sol, inp.dy, inp.w, replays=iters)
         launches = iters
     else:
-        timing = engine.time(spec, inp.dy, inp.w, iters=iters, warmup=warmup)
+        timing = engine.time(sol, inp.dy, inp.w, iters=iters, warmup=warmup)
         launches = iters + warmup
     wall_ms = (time.perf_counter() - t0) * 1e3 / max(1, launches)
     return {"kernel_name": spec.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
             "method": timing.method, "compile_ms": float(timing.compile_ms),
             "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
-            "warmup": 0 if job["graph"] else warmup, "backend": engine.name, "pid": os.getpid()}
+            "warmup": 0 if job.graph and engine.supports_graphs else warmup, "backend": engine.name,
+            "pid": os.getpid(), "resources": built.resources}
 
 
-def _do_verification(job: dict, state: _State) -> dict:
+def _do_verification(job: Job, state: _State) -> dict:
     import numpy as np
     from miopen_solver import reference as ref_mod
-    spec = _spec(job)
+    sol = _solution(job)
+    spec = sol.spec
     problem = spec.problem
-    engine = state.engine(job["backend"])
+    engine = state.engine(job.backend)
     _check_device(engine, spec)
     inp = state.problem_inputs(job, problem)
     dumps = []
@@ -500,18 +544,16 @@ def _do_verification(job: dict, state: _State) -> dict:
     def dump(path, arr):
         np.ascontiguousarray(arr).tofile(path)
         dumps.append(path)
-    if job["dump"]:
+    if job.dump:
         dump("dump_wei.bin", inp.w)
         dump("dump_dout.bin", inp.dy)
-    dx = engine.run(spec, inp.dy, inp.w)
-    if job["dump"]:
+    dx = engine.run(sol, inp.dy, inp.w)
+    if job.dump:
         dump("dump_bwd_din_gpu.bin", dx)
     rec = {"kernel_name": spec.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
            "verdict": None, "reference": None}
-    if job["verify"]:
-        kind = job["reference"]
-        if kind == "gpu" and not hasattr(engine, "reference"):
-            raise ValueError(f"the {engine.name} engine has no GPU reference; use the CPU reference")
+    if job.verify:
+        kind = job.reference
         if state.ref_key != kind:
             if kind == "gpu":
                 state.ref = engine.reference(problem, inp.dy, inp.w)
@@ -524,16 +566,11 @@ def _do_verification(job: dict, state: _State) -> dict:
     return rec
 
 
-def _do_probe(job: dict, state: _State) -> dict:
-    engine = state.engine(job["backend"])
+def _do_probe(job: Job, state: _State) -> dict:
+    engine = state.engine(job.backend)
     if engine.name == "cpu":
-        return {"backend": "cpu", "target": target_record(engine.target), "device": "cpu (numpy engine)"}
-    name = ""
-    try:
-        name = engine.rt.device_name()
-    except Exception:       # a runtime without device_name: the arch says enough
-        name = engine.target.arch
-    return {"backend": engine.name, "target": target_record(engine.target), "device": name}
+        return {"backend": "cpu", "target": engine.target.to_record(), "device": "cpu (numpy engine)"}
+    return {"backend": engine.name, "target": engine.target.to_record(), "device": engine.rt.device_name()}
 
 
 _HANDLERS = {"timing": _do_timing, "verification": _do_verification, "probe": _do_probe}
@@ -556,7 +593,6 @@ def _preload(what: str) -> None:
     if not what:
         return
     if what.endswith(".py"):
-        import importlib.util
         spec = importlib.util.spec_from_file_location("_dgrad_worker_preload", what)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
@@ -575,8 +611,12 @@ def serve(role: str, rfd: int, wfd: int, parent_pid: int) -> int:
     rx = Connection(rfd, writable=False)
     tx = Connection(wfd, readable=False)
     _preload(os.environ.get(PRELOAD_ENV, "").strip())
+    import miopen_solver.solver  # noqa: F401  (the heavy imports happen before "ready")
+    if role != "probe":
+        import miopen_solver.runtime.cpu  # noqa: F401
     state = _State()
     handler = _HANDLERS[role]
+    tx.send({"ready": os.getpid()})
     while True:
         try:
             job = rx.recv()
@@ -585,8 +625,8 @@ def serve(role: str, rfd: int, wfd: int, parent_pid: int) -> int:
         if job is None:
             return 0
         try:
-            if job.get("role") != role:
-                raise ValueError(f"a {role} worker does not run {job.get('role')!r} jobs")
+            if job.role != role:
+                raise ValueError(f"a {role} worker does not run {job.role!r} jobs")
             reply = {"ok": True, "record": handler(job, state)}
         except Exception as e:  # every failure goes back as data
             reply = {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())}",

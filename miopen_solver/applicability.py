@@ -32,7 +32,7 @@ Policy (decisions, with their sources):
     require each tensor < 2 GB the same way).
 ``NO_VALID_CONFIG``
     Neither the default heuristic nor its fallbacks validate
-    (:func:`miopen_solver.spec.default_performance_config`); the sentence carries the
+    (:func:`miopen_solver.heuristics.default_performance_config`); the sentence carries the
     validator's reasons.
 
 Notes (``Verdict.notes``) describe an applicable problem without blocking it:
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from .command import describe_directions
 from .errors import PerfConfigError
 from .problem import DTYPE_BYTES, ConvProblem
-from .spec import default_performance_config
+from .heuristics import default_performance_config
 from .target import Target
 
 DIRECTION = "DIRECTION"

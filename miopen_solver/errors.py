@@ -33,6 +33,18 @@ class PerfConfigError(ValueError):
     """A performance-config string or value that is malformed or invalid for a problem."""
 
 
+class CompileError(RuntimeError):
+    """A kernel compiler (NVRTC, hiprtc, nvcc or clang) rejected a kernel or is missing; the
+    message names the compiler and carries its log."""
+
+
+def require(cond: bool, reason: str) -> None:
+    """Raise :class:`PerfConfigError` with ``reason`` unless ``cond`` holds (one validation
+    rule, stated as the sentence a user reads)."""
+    if not cond:
+        raise PerfConfigError(reason)
+
+
 class RuntimeUnavailable(RuntimeError):
     """A GPU runtime (ROCm or CUDA) is not installed or sees no device. The message is one
     sentence that says which and why."""

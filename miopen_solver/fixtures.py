@@ -326,6 +326,10 @@ def target_record(problem: ConvProblem, target: Target) -> dict:
 def numerics_record(problem: ConvProblem, engine) -> dict:
     """Run the shrunk problem on ``engine`` and verify it (see the module docstring).
 
+    ``engine`` is a :class:`~miopen_solver.runtime.base.Engine` (in this process) or anything
+    with its ``name``, ``target`` and ``verify(solution, seed)`` (the driver's verification
+    worker, for GPU backends).
+
     The numeric target is the engine's (``cpu`` for the CPU engine). Returns
     ``{"command", "ok", "rms_error", "tolerance"}`` or ``{"command", "skipped"}``.
     """
@@ -344,11 +348,7 @@ def numerics_record(problem: ConvProblem, engine) -> dict:
     if not verdict.ok:
         rec["skipped"] = f"not applicable on {target.arch}: " + "+".join(verdict.codes)
         return rec
-    spec = make_spec(q, target, solver.get_default_performance_config(q, target))
-    inputs = prng.generate_inputs(q, NUMERIC_SEED)
-    dx = engine.run(spec, inputs.dy, inputs.w)
-    ref = reference.dgrad_reference(q, inputs.dy, inputs.w)
-    v = reference.verify(q, dx, ref)
+    v = engine.verify(solver.get_solution(q, target), NUMERIC_SEED)
     rec.update(ok=bool(v.ok), rms_error=round_sig(v.error), tolerance=v.tolerance)
     if v.nonfinite:
         rec["nonfinite"] = v.nonfinite

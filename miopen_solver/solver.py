@@ -10,60 +10,49 @@ MIOpen                          here (:class:`DgradSolver`)
 ``GetWorkspaceSize``            :meth:`~DgradSolver.get_workspace_size`
 ``GetSolution``                 :meth:`~DgradSolver.get_solution`
 ``Search``                      :meth:`~DgradSolver.search` (candidates; timing is the tuner's)
-``FindSolution`` (db, default)  :meth:`~DgradSolver.find_performance_config`
+``FindSolution`` (db, default)  :meth:`~DgradSolver.find_solution`
 =============================  =====================================================
 
-Everything here runs without a GPU. Kernel source comes from
-:func:`miopen_solver.kernels.emit`, imported only when a source is asked for.
+:meth:`DgradSolver.find_solution` is the one config policy: a given perf config, else the
+perf-db's record when it validates, else the default; a run's ``lds_k_outer``/``split_k``
+settings on top; ``split_k = -1`` resolved. It returns a :class:`Solution` with its notes and
+warnings as data (the driver prints them); :meth:`Solution.to_record` carries it to worker
+processes, which build nothing anew. Everything here runs without a GPU.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterator
 
 from . import SOLVER_ID, SOLVER_NAME
 from .applicability import NotApplicableError, Verdict, check, is_applicable
-from .errors import PerfConfigError
+from .config import KernelSchedule, PerfConfig
+from .errors import PerfConfigError, PerfDbError
+from .heuristics import default_performance_config, search_space
 from .problem import ConvProblem
-from .spec import (DgradSpec, PerfConfig, cached_decompose, default_performance_config,
-                   is_valid_performance_config, make_spec, split_k_atomics_reason)
+from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, make_spec
 from .target import Target
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
 """MIOpen's algorithm name for implicit-GEMM backward data (enum value 5)."""
 
-
-def zero_fill_block_count(spec: DgradSpec) -> int:
-    """Extra blocks per group that write zeros when ``spec.zero_fill == "blocks"``, else 0.
-
-    The kernels package decides this when it defines ``zero_fill_blocks(spec)``; otherwise
-    the count is one block per ``tile_m`` consecutive dX pixels of a group,
-    ``ceil(N*Hi*Wi / tile_m)``: each such block zeroes the uncovered pixels among its rows
-    for all cpg channels.
-    """
-    if spec.zero_fill != "blocks":
-        return 0
-    try:
-        from .kernels import zero_fill_blocks
-    except ImportError:
-        p = spec.problem
-        return -(-(p.N * p.Hi * p.Wi) // spec.config.tile_m)
-    return int(zero_fill_blocks(spec))
+KOUTER = {"auto": -1, "on": 1, "off": 0}
+"""Names of the ``lds_k_outer`` setting (a run's ``--kouter``) -> the PerfConfig field."""
 
 
 @dataclass(frozen=True)
 class KernelLaunch:
-    """One kernel of a solution: its name, launch shape and (lazily) its source.
+    """One kernel of a solution: its name, launch shape and its source, emitted once.
 
     Attributes:
         name: the kernel name (``DgradSpec.kernel_name``).
-        grid: blocks along x, y, z: x = tiles per group or persistent blocks (+ zero-fill blocks), y = G,
-            z = split_k.
+        grid: blocks along x, y, z (:attr:`DgradSpec.grid`).
         block: threads per block along x, y, z.
-        lds_bytes: static shared memory per block, bytes.
+        lds_bytes: shared memory per block, bytes.
         spec: the resolved spec the kernel is emitted from.
     """
 
@@ -75,11 +64,8 @@ class KernelLaunch:
 
     @cached_property
     def source(self):
-        """The emitted :class:`~miopen_solver.kernels.KernelSource` (``.text``, ``.sha256``).
-
-        Raises:
-            ImportError: the kernels package is not available.
-        """
+        """The emitted :class:`~miopen_solver.kernels.KernelSource` (``.text``, ``.sha256``,
+        the launch geometry), emitted at most once per launch."""
         from .kernels import emit
         return emit(self.spec)
 
@@ -110,18 +96,24 @@ class ZeroFill:
 
 @dataclass(frozen=True)
 class Solution:
-    """MIOpen's ConvSolution as data: what to launch, in order, and what it needs.
+    """MIOpen's ConvSolution as data: what to launch, in order, what it needs, and why this
+    config (decided once, by :meth:`DgradSolver.find_solution` or :meth:`~DgradSolver.get_solution`).
 
     Attributes:
         solver_id: the solver db id (:data:`miopen_solver.SOLVER_NAME`).
         solution_id: the numeric id (:data:`miopen_solver.SOLVER_ID`).
         algorithm: MIOpen's algorithm name.
-        perf_config: the config the spec was built from (``split_k`` may be -1 there;
-            ``spec.split_k`` is the resolved value that is launched).
+        perf_config: the config the spec was built from (``split_k`` -1 only when it was
+            not resolved; ``spec.split_k`` is what is launched).
         spec: the validated spec.
         zero_fill: the zero-fill step, before or inside the launch.
         kernels: the launches, in order (one: all sub-GEMMs share one kernel).
         workspace_bytes: device workspace needed, bytes.
+        source: where the config came from: ``"perf-config"``, ``"perfdb"`` or ``"default"``.
+        notes: lines about the choice (given config, perf-db use, fallbacks, resolved split-K).
+        warnings: lines about inputs that could not be used (an unusable perf-db).
+        tuned_ms: the perf-db record's time, when the config came from there.
+        perfdb_path: the perf-db consulted (None when none was).
     """
 
     solver_id: str
@@ -132,6 +124,27 @@ class Solution:
     zero_fill: ZeroFill
     kernels: tuple
     workspace_bytes: int
+    source: str = "default"
+    notes: tuple = ()
+    warnings: tuple = ()
+    tuned_ms: float | None = None
+    perfdb_path: str | None = None
+
+    @property
+    def problem(self) -> ConvProblem:
+        return self.spec.problem
+
+    @property
+    def target(self) -> Target:
+        return self.spec.target
+
+    @property
+    def kernel_name(self) -> str:
+        return self.spec.kernel_name
+
+    @property
+    def schedule(self) -> KernelSchedule:
+        return self.spec.config.schedule
 
     def as_dict(self) -> dict:
         return {"solver_id": self.solver_id, "solution_id": self.solution_id,
@@ -140,48 +153,46 @@ class Solution:
                 "kernels": [k.as_dict() for k in self.kernels],
                 "workspace_bytes": self.workspace_bytes, "spec": self.spec.as_dict()}
 
+    def to_record(self, *, with_source: bool = True) -> dict:
+        """Plain data for a worker process: the spec with every resolved value, the kernels'
+        launch shapes and (``with_source``) their emitted sources, so the worker compiles
+        and launches what was decided here without validating, choosing or emitting."""
+        return {"perf_config": self.perf_config.serialize(), "spec": self.spec.to_record(),
+                "zero_fill": self.zero_fill.as_dict(), "workspace_bytes": self.workspace_bytes,
+                "kernels": [{**k.as_dict(), "source": k.source.to_record() if with_source else None}
+                            for k in self.kernels],
+                "source": self.source, "notes": list(self.notes), "warnings": list(self.warnings),
+                "tuned_ms": self.tuned_ms, "perfdb_path": self.perfdb_path}
 
-# ------------------------------------------------------------------- search space
-_TILE_M = (32, 64, 128, 256)
-_TILE_N = (16, 32, 64, 128, 256)
-_TILE_K = {"fp16": (16, 32, 64), "bf16": (16, 32, 64), "fp32": (8, 16, 32)}
-_WARPS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
-_SPLIT_K = (1, 2, 4, 8, 16)
+    @classmethod
+    def from_record(cls, rec: dict) -> "Solution":
+        """Inverse of :meth:`to_record` (nothing is validated, chosen or emitted)."""
+        from .kernels.emit import KernelSource
+        spec = DgradSpec.from_record(rec["spec"])
+        kernels = []
+        for k in rec["kernels"]:
+            launch = KernelLaunch(k["name"], tuple(k["grid"]), tuple(k["block"]), int(k["lds_bytes"]), spec)
+            if k.get("source") is not None:
+                launch.__dict__["source"] = KernelSource.from_record(k["source"])  # the cached_property's slot
+            kernels.append(launch)
+        z = rec["zero_fill"]
+        return cls(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM,
+                   perf_config=PerfConfig.parse(rec["perf_config"]), spec=spec,
+                   zero_fill=ZeroFill(z["kind"], int(z["bytes"]), int(z["blocks"])), kernels=tuple(kernels),
+                   workspace_bytes=int(rec["workspace_bytes"]), source=rec["source"], notes=tuple(rec["notes"]),
+                   warnings=tuple(rec["warnings"]), tuned_ms=rec["tuned_ms"], perfdb_path=rec["perfdb_path"])
 
 
-_WGMMA_N = (64, 128, 256)
+@dataclass
+class _Choice:
+    """The config policy's working state (see :meth:`DgradSolver.find_solution`)."""
 
-
-def _search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
-    """Candidate configs (unvalidated): tiles, warp grids with one warp tile per warp,
-    stages, both B layouts and split-K degrees, pruned to what can matter here: tile_n
-    at most the power of two covering cpg (min 16); split_k at most the k-tiles of the
-    deepest sub-GEMM, and only where atomics are allowed."""
-    p, t = problem, target
-    cover_n = 16
-    while cover_n < p.cpg:
-        cover_n *= 2
-    tile_ns = [n for n in _TILE_N if n <= cover_n]
-    max_k = max(s.gemm_k for s in cached_decompose(p).sub_gemms)
-    stages = (2, 3, 4) if t.async_copy else (1, 2)
-    splits = (1,) if split_k_atomics_reason(p, t) else _SPLIT_K
-    if t.wgmma and p.dtype in ("fp16", "bf16"):
-        # Warpgroup MMA first (the faster family on sm_90a): warpgroups stacked along M,
-        # one warpgroup tile of 64 x tile_n each, or two m64 instructions per warpgroup.
-        for tm, tn, tk, st, sk in itertools.product((64, 128, 256), _WGMMA_N, (64, 128), (3, 4, 5), splits):
-            if tn > max(64, cover_n) or (sk > 1 and sk * tk > max_k):
-                continue
-            for wm in {tm // 64, max(1, tm // 128)}:
-                yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, 1)
-                if sk == 1:
-                    yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, st, 2)
-                if sk == 1 and tk == 64:  # warp-specialised TMA
-                    yield PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, st, 3)
-    for tm, tn, tk, (wm, wn), st, ko, sk in itertools.product(
-            _TILE_M, tile_ns, _TILE_K.get(p.dtype, (16,)), _WARPS, stages, (0, 1), splits):
-        if tm % wm or tn % wn or (sk > 1 and sk * tk > max_k):
-            continue
-        yield PerfConfig(tm, tn, tk, wm, wn, tm // wm, tn // wn, 0, 0, 0, sk, ko, st)
+    config: PerfConfig | None = None
+    source: str = "default"
+    notes: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    tuned_ms: float | None = None
+    perfdb_path: str | None = None
 
 
 class DgradSolver:
@@ -205,7 +216,7 @@ class DgradSolver:
 
     def get_default_performance_config(self, problem: ConvProblem, target: Target) -> PerfConfig:
         """A config that validates, chosen in constant time
-        (:func:`miopen_solver.spec.default_performance_config`).
+        (:func:`miopen_solver.heuristics.default_performance_config`).
 
         Raises:
             PerfConfigError: no default validates (the problem is then not applicable:
@@ -232,14 +243,8 @@ class DgradSolver:
 
     def find_performance_config(self, problem: ConvProblem, target: Target,
                                 perfdb=None) -> tuple:
-        """The config MIOpen's FindSolution would use: the perf-db record for this problem,
-        arch and solver when it exists and validates, else the default.
-
-        Args:
-            perfdb: a :class:`miopen_solver.perfdb.PerfDb`, or None for no lookup.
-
-        Returns:
-            ``(config, source)`` with source ``"perfdb"`` or ``"default"``.
+        """``(config, source)``: the perf-db record for this problem, arch and solver when it
+        exists and validates (source ``"perfdb"``), else the default (``"default"``).
 
         Raises:
             PerfConfigError: no default validates.
@@ -257,9 +262,11 @@ class DgradSolver:
 
         Returns:
             ``(config, record, reason)``: ``(None, None, "")`` when there is no record;
-            ``(None, record, reason)`` when the record does not parse or is not valid here
-            (``reason`` says why, so callers can say the record was ignored);
+            ``(None, record, reason)`` when the record does not parse or is not valid here;
             ``(config, record, "")`` otherwise.
+
+        Raises:
+            PerfDbError: the perf-db cannot be read.
         """
         rec = perfdb.get(problem.problem_key(), arch or target.arch, self.solver_db_id())
         if rec is None:
@@ -273,33 +280,130 @@ class DgradSolver:
 
     def get_solution(self, problem: ConvProblem, target: Target,
                      config: PerfConfig | None = None) -> Solution:
-        """What to launch for ``problem`` with ``config`` (default config when None).
-
-        Grid: x = tiles per group, or persistent blocks (+ :func:`zero_fill_block_count`), y = G,
-        z = resolved split_k; block = (threads, 1, 1). Source is emitted lazily
-        (:attr:`KernelLaunch.source`).
+        """What to launch for ``problem`` with ``config`` (default config when None): MIOpen's
+        GetSolution, no perf-db and no settings (see :meth:`find_solution` for those).
 
         Raises:
             NotApplicableError: a structural guard fails (layout, dtype, ...).
             PerfConfigError: ``config`` is invalid (or no default is valid).
         """
+        choice = _Choice(config=config, source="perf-config" if config is not None else "default")
+        return self._solution(problem, target, choice)
+
+    def find_solution(self, problem: ConvProblem, target: Target, *, perf_config=None, perfdb=None,
+                      perfdb_arch: str | None = None, perfdb_label: str | None = None,
+                      kouter: str | None = None, split_k: int | None = None,
+                      resolve_split_k: bool = True) -> Solution:
+        """The solution a run launches, decided once (MIOpen's FindSolution for one solver).
+
+        Policy: ``perf_config`` (a :class:`PerfConfig` or its text) when given; else the
+        perf-db record for this problem under ``perfdb_arch`` (default ``target.arch``) when
+        it validates on ``target`` (a record that does not is ignored with a note); else the
+        default. Then the settings: ``kouter`` (``auto``/``on``/``off``: ``lds_k_outer``)
+        and ``split_k`` (-1 or 1..64). A setting that a default or perf-db config of a
+        warpgroup schedule cannot take moves to the nearest config that can (the plain
+        warpgroup form, else the warp-MMA default), with a note; a given config is kept as
+        given, so its broken rule is the error. With ``resolve_split_k``, ``split_k = -1`` is
+        resolved to the degree the spec chooses.
+
+        Args:
+            perfdb: a :class:`~miopen_solver.perfdb.PerfDb`, a path to one, or None (no lookup).
+                A perf-db that cannot be read is a warning (the default is used), not an error.
+            perfdb_label: how to name the perf-db in warnings (default ``perf-db PATH``).
+
+        Raises:
+            NotApplicableError: the problem is not applicable on ``target``.
+            PerfConfigError: the given config is malformed or invalid, or the settings make
+                it invalid; the message starts with the options given.
+        """
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
-        cfg = config if config is not None else self.get_default_performance_config(problem, target)
-        spec = make_spec(problem, target, cfg)
-        if spec.zero_fill == "memset":
-            zf = ZeroFill("memset", bytes=problem.dx_elems * problem.elem_bytes)
-        elif spec.zero_fill == "blocks":
-            zf = ZeroFill("blocks", blocks=zero_fill_block_count(spec))
-        else:
-            zf = ZeroFill("none")
-        launch = KernelLaunch(name=spec.kernel_name,
-                              grid=(spec.tile_blocks + zf.blocks, problem.G, spec.split_k),
-                              block=(spec.block_threads, 1, 1), lds_bytes=spec.lds_bytes, spec=spec)
-        return Solution(solver_id=self.solver_db_id(), solution_id=self.solution_id,
-                        algorithm=ALGORITHM, perf_config=cfg, spec=spec, zero_fill=zf,
-                        kernels=(launch,), workspace_bytes=spec.workspace_bytes)
+        if split_k is not None and not (split_k == -1 or 1 <= split_k <= MAX_SPLIT_K):
+            raise PerfConfigError(f"--split-k {split_k}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
+        if kouter is not None and kouter not in KOUTER:
+            raise PerfConfigError(f"--kouter {kouter}: allowed: {', '.join(KOUTER)}")
+        given = ([f"--perf-config {str(perf_config)!r}"] if perf_config is not None else []) + \
+            ([f"--kouter {kouter}"] if kouter is not None else []) + \
+            ([f"--split-k {split_k}"] if split_k is not None else [])
+        try:
+            choice = self._choose(problem, target, perf_config, perfdb, perfdb_arch, perfdb_label)
+            self._apply_settings(problem, target, choice, kouter, split_k, resolve_split_k)
+            return self._solution(problem, target, choice)
+        except PerfConfigError as e:
+            if not given or str(e).startswith("--"):
+                raise
+            raise PerfConfigError(f"{' '.join(given)}: {e}") from None
+
+    def _choose(self, problem, target, perf_config, perfdb, perfdb_arch, perfdb_label) -> _Choice:
+        choice = _Choice()
+        if perf_config is not None:
+            try:
+                cfg = perf_config if isinstance(perf_config, PerfConfig) else PerfConfig.parse(perf_config)
+            except PerfConfigError as e:
+                raise PerfConfigError(f"--perf-config {perf_config!r}: {e}") from None
+            choice.config, choice.source = cfg, "perf-config"
+            choice.notes.append(f"Using --perf-config {cfg.serialize()}")
+            return choice
+        if perfdb is not None:
+            self._lookup(problem, target, perfdb, perfdb_arch, perfdb_label, choice)
+        if choice.config is None:
+            choice.config = self.get_default_performance_config(problem, target)
+        return choice
+
+    def _lookup(self, problem, target, perfdb, arch, label, choice: _Choice) -> None:
+        from .perfdb import PerfDb
+        db = perfdb if isinstance(perfdb, PerfDb) else PerfDb(os.fspath(perfdb))
+        choice.perfdb_path = str(db.path)
+        label = label or f"perf-db {db.path}"
+        try:
+            with db:
+                cfg, rec, why = self.lookup_performance_config(problem, target, db, arch=arch)
+        except PerfDbError as e:
+            choice.warnings.append(f"{label} unusable: {e.reason}; using the default config")
+            return
+        if rec is not None and cfg is None:
+            choice.notes.append(f"Ignoring perf-db config {rec.values} from {db.path}: {why}")
+        elif cfg is not None:
+            choice.config, choice.source, choice.tuned_ms = cfg, "perfdb", rec.time_ms
+            shown = f"tuned {rec.time_ms:.6f} ms" if rec.time_ms is not None else "imported, no time"
+            choice.notes.append(f"Using perf-db config {cfg.serialize()} ({shown}) from {db.path}")
+
+    def _apply_settings(self, problem, target, choice: _Choice, kouter, split_k, resolve: bool) -> None:
+        cfg = choice.config
+        asked = _with_settings(cfg, kouter, split_k)
+        if choice.source in ("default", "perfdb") and cfg.schedule.warpgroup and asked != cfg:
+            ok, why = is_valid_performance_config(problem, target, asked)
+            fallbacks = []
+            if cfg.schedule is not KernelSchedule.WGMMA:
+                plain = "the non-persistent form" if cfg.schedule is KernelSchedule.WGMMA_PERSISTENT \
+                    else "the form without TMA"
+                fallbacks.append((plain, cfg.replace(schedule=KernelSchedule.WGMMA)))
+            fallbacks.append(("the warp-MMA default",
+                              self.get_default_performance_config(problem, target.with_(wgmma=False))))
+            for label, base in fallbacks if not ok else ():
+                alt = _with_settings(base, kouter, split_k)
+                if is_valid_performance_config(problem, target, alt)[0]:
+                    flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
+                                     ([f"--split-k {split_k}"] if split_k is not None else []))
+                    whose = "the warpgroup-MMA default" if choice.source == "default" else "the perf-db config"
+                    choice.notes.append(f"{flags}: not possible with {whose} {cfg.serialize()} ({why}); "
+                                        f"using {label} with the setting, {alt.serialize()}")
+                    asked = alt
+                    break
+        choice.config = asked
+        if resolve and asked.split_k == -1:      # resolved before anything is packed or launched
+            chosen = make_spec(problem, target, asked).split_k
+            choice.config = asked.replace(split_k=chosen)
+            choice.notes.append(f"Split-K: -1 resolved to {chosen}")
+
+    def _solution(self, problem, target, choice: _Choice) -> Solution:
+        verdict = check(problem, target)
+        if not verdict.ok:
+            raise NotApplicableError(verdict)
+        cfg = choice.config if choice.config is not None else self.get_default_performance_config(problem, target)
+        choice.config = cfg
+        return solution_of(make_spec(problem, target, cfg), choice)
 
     def search(self, problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
         """Valid configs for ``problem``, default first, one per distinct kernel (configs
@@ -310,7 +414,7 @@ class DgradSolver:
             return
         seen = set()
         first = self.get_default_performance_config(problem, target)
-        for cfg in itertools.chain((first,), _search_space(problem, target)):
+        for cfg in itertools.chain((first,), search_space(problem, target)):
             try:
                 name = make_spec(problem, target, cfg).kernel_name
             except PerfConfigError:
@@ -320,5 +424,29 @@ class DgradSolver:
                 yield cfg
 
 
-__all__ = ["ALGORITHM", "DgradSolver", "KernelLaunch", "Solution", "ZeroFill",
-           "zero_fill_block_count"]
+def solution_of(spec: DgradSpec, choice: _Choice | None = None) -> Solution:
+    """The :class:`Solution` that launches a validated ``spec`` (no applicability check, no
+    choice: what an engine runs when handed a spec)."""
+    choice = choice or _Choice(config=spec.config, source="perf-config")
+    p = spec.problem
+    if spec.zero_fill == "memset":
+        zf = ZeroFill("memset", bytes=p.dx_elems * p.elem_bytes)
+    else:
+        zf = ZeroFill(spec.zero_fill, blocks=spec.zero_fill_blocks)
+    launch = KernelLaunch(name=spec.kernel_name, grid=spec.grid, block=spec.block, lds_bytes=spec.lds_bytes, spec=spec)
+    return Solution(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM, perf_config=spec.config,
+                    spec=spec, zero_fill=zf, kernels=(launch,), workspace_bytes=spec.workspace_bytes,
+                    source=choice.source, notes=tuple(choice.notes), warnings=tuple(choice.warnings),
+                    tuned_ms=choice.tuned_ms, perfdb_path=choice.perfdb_path)
+
+
+def _with_settings(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:
+    """``cfg`` with the ``lds_k_outer`` and ``split_k`` settings applied."""
+    if kouter is not None:
+        cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
+    if split_k is not None:
+        cfg = cfg.replace(split_k=split_k)
+    return cfg
+
+
+__all__ = ["ALGORITHM", "DgradSolver", "KOUTER", "KernelLaunch", "Solution", "ZeroFill", "solution_of"]

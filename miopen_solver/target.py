@@ -25,6 +25,7 @@ in the atom lists: a config opts into it with ``wgmma=1`` where :attr:`Target.wg
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field, replace
 
@@ -128,6 +129,42 @@ class Target:
     def is_gpu(self) -> bool:
         return self.vendor in ("nvidia", "amd")
 
+    @property
+    def compile_arch(self) -> str:
+        """The compiler's target name for this device (:func:`compile_arch`)."""
+        return compile_arch(self.arch)
+
+    def to_record(self) -> dict:
+        """Every field as plain, JSON-ready data (atoms as ``[name, m, n, k]`` lists);
+        :meth:`from_record` inverts it exactly, so a worker process sees the same target
+        as the driver (a live device's numbers and feature flags included)."""
+        rec = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "atoms":
+                v = {dt: [[a.name, a.m, a.n, a.k] for a in atoms] for dt, atoms in v.items()}
+            elif isinstance(v, tuple):
+                v = list(v)
+            rec[f.name] = v
+        return rec
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "Target":
+        """Inverse of :meth:`to_record`.
+
+        Raises:
+            ValueError: a field is missing or unknown (a record from another version).
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        if set(rec) != names:
+            missing, extra = sorted(names - set(rec)), sorted(set(rec) - names)
+            raise ValueError(f"target record fields differ: missing {missing}, unknown {extra}")
+        kw = dict(rec)
+        kw["atoms"] = {dt: tuple(MmaAtom(str(a[0]), int(a[1]), int(a[2]), int(a[3])) for a in atoms)
+                       for dt, atoms in rec["atoms"].items()}
+        kw["max_grid"] = tuple(rec["max_grid"])
+        return cls(**kw)
+
 
 PRESETS = {
     "sm_80": Target("nvidia", "sm_80", 32, 166912, 1024,
@@ -168,6 +205,18 @@ def get_target(name: str) -> Target:
     if base not in PRESETS:
         raise ValueError(f"unknown arch {name!r}; known: {', '.join(sorted(PRESETS))}")
     return PRESETS[base]
+
+
+ARCH_SPECIFIC = ("sm_90", "sm_100", "sm_120")
+"""NVIDIA archs whose kernels are compiled for the arch-specific target (``sm_90a``: wgmma and
+the tensor-memory copies exist only there)."""
+
+
+def compile_arch(arch: str) -> str:
+    """The compiler target for ``arch``, the one name NVRTC, nvcc and hiprtc are given:
+    ``sm_90`` -> ``sm_90a`` (likewise ``sm_100a``, ``sm_120a``); other archs as they are
+    (AMD feature suffixes such as ``:sramecc+`` kept: hiprtc takes them)."""
+    return arch + "a" if arch in ARCH_SPECIFIC else arch
 
 
 def from_device(vendor: str, arch: str, *, lds_bytes: int | None = None,

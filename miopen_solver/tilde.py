@@ -26,6 +26,7 @@ Phases write disjoint dX pixels; pixels with ``(hi+pH) % GcdH != 0`` or in a pha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import gcd
 
 from .problem import ConvProblem
@@ -188,3 +189,8 @@ def _needs_zero_fill(p: ConvProblem, subs) -> bool:
         cols.update(c for c in range(s.dx_w_offset, s.dx_w_offset + s.dx_w_stride * s.w_slice, s.dx_w_stride)
                     if 0 <= c < p.Wi)
     return len(rows) * len(cols) < p.Hi * p.Wi
+
+
+cached_decompose = lru_cache(maxsize=256)(decompose)
+"""Memoised :func:`decompose` (problems are frozen, and so is the result): search and
+validation call it once per config."""

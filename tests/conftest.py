@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, settings
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, ROOT)
+if os.path.join(ROOT, "tests") not in sys.path:  # test helpers (worker_faults, count_specs)
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from miopen_solver import layouts  # noqa: E402
 from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402

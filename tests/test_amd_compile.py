@@ -79,7 +79,7 @@ def test_suite_defaults_compile_without_scratch(tmp_path, arch, base, label, lin
     """The default config of every suite line builds for AMD with MFMA (16-bit) or FMA
     (fp32) and without scratch memory or register spills (clang's kernel resource report):
     what can be checked of the AMD defaults without AMD hardware."""
-    from miopen_solver.spec import default_performance_config
+    from miopen_solver.heuristics import default_performance_config
     p = parse(" ".join([base] + line.split()[1:])).problem
     target = get_target(arch)
     spec = make_spec(p, target, default_performance_config(p, target))

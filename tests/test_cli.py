@@ -555,7 +555,7 @@ def test_workers_started_per_mode(capsys, monkeypatch, tmp_path):
     real = workers.run_one
 
     def spy(job, **kw):
-        roles.append(job["role"])
+        roles.append(job.role)
         return real(job, **kw)
     monkeypatch.setattr(workers, "run_one", spy)
     for flags, want in (("-t 1 -V 1", ["timing", "verification"]), ("-t 1 -V 0", ["timing"]),

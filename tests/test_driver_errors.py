@@ -25,7 +25,7 @@ from driver.cli import main
 from driver.options import check_timeout
 from miopen_solver import prng
 from miopen_solver.command import parse
-from miopen_solver.errors import PerfDbError
+from miopen_solver.errors import CompileError, PerfDbError
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, PerfDb
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import make_spec
@@ -296,7 +296,7 @@ def test_compile_only_build_failure_exits_3(capsys, monkeypatch, arch):
     message = f"compiler failed:\ncompiler: error: invalid target ID '{arch}'"
 
     def reject(*a, **k):
-        raise offline.OfflineCompileError(message)
+        raise CompileError(message)
     real_which = shutil.which
     monkeypatch.setattr(shutil, "which",
                         lambda name, *a, **k: "/mock/nvcc" if name == "nvcc" else real_which(name, *a, **k))

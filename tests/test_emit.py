@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import threading
 
 import pytest
 
 from miopen_solver.command import parse
-from miopen_solver.kernels import emit, emit_reference, zero_fill_blocks
+from miopen_solver.kernels import emit, emit_reference
 from miopen_solver.kernels.emit import SUB_FIELDS, sub_gemm_records
 from miopen_solver.runtime.cache import BinaryCache, cache_key
 from miopen_solver.spec import PerfConfig, make_spec
@@ -70,11 +71,11 @@ def test_grid_is_tiles_groups_split():
 
 def test_zero_fill_blocks_only_where_pixels_are_uncovered():
     covered = spec_for("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2")
-    assert covered.zero_fill == "none" and zero_fill_blocks(covered) == 0
+    assert covered.zero_fill == "none" and covered.zero_fill_blocks == 0
     s = spec_for("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -u 2 -v 2")
     assert s.zero_fill == "blocks"
     # units = N*Hi*Wi*C/8 = 2*8*8*64/8 = 1024 16-byte stores over 128 threads -> 8 blocks
-    assert zero_fill_blocks(s) == 8
+    assert s.zero_fill_blocks == 8
     assert emit(s).grid[0] == s.tiles_per_group + 8
 
 
@@ -139,3 +140,25 @@ def test_concurrent_writers_leave_a_whole_binary(tmp_path):
         t.join()
     assert cache.get("same") in blobs
     assert sorted(os.listdir(tmp_path)) == ["same.bin"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("define,value,message", [
+    ("DG_TILE_K", 32, "tile_k % 64 == 0"),                   # warpgroup rule
+    ("DG_SPLIT_K", 2, "persistent schedules store each tile once"),
+    ("DG_CPG", 12, "multiples of 16 bytes"),                # TMA rule
+])
+def test_kernel_guards_refuse_what_the_rules_refuse(tmp_path, define, value, message):
+    """dgrad.cu's static_asserts mirror the schedule rules: a TMA source whose defines the
+    rules would refuse does not compile."""
+    from miopen_solver.errors import CompileError
+    from miopen_solver.kernels.offline import compile_nvidia
+    from miopen_solver.solver import DgradSolver
+    p = parse(("convfp16 -n 8 -c 128 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -F 2 " + NHWC).split()).problem
+    sol = DgradSolver().get_solution(p, get_target("sm_90"), PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1,
+                                                                        4, 3))
+    text = sol.kernels[0].source.text
+    assert f"#define {define} " in text
+    bad = re.sub(rf"#define {define} \d+", f"#define {define} {value}", text, count=1)
+    with pytest.raises(CompileError, match=re.escape(message)):
+        compile_nvidia(bad, "sm_90", tmp_path, "k")

@@ -50,19 +50,19 @@ CONFIGS_16 = [
 # and two warpgroups along M and N, two m64 instructions per warpgroup, N = 64/128/256,
 # tile_k 64 and 128 (one and two swizzled K blocks), stages 1..4, split-K.
 CONFIGS_WG = [
-    PerfConfig(128, 128, 64, 2, 1, 64, 128, stages=4, wgmma=1),
-    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=3, wgmma=1),
-    PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=3, wgmma=1),
-    PerfConfig(128, 128, 64, 1, 2, 128, 64, stages=3, wgmma=1),
-    PerfConfig(64, 64, 128, 1, 1, 64, 64, stages=2, wgmma=1),
-    PerfConfig(64, 128, 64, 1, 1, 64, 128, stages=1, wgmma=1),
-    PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=2, stages=3, wgmma=1),
-    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=3, wgmma=2),
-    PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, wgmma=2),
-    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=4, wgmma=3),
-    PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=3, wgmma=3),
-    PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, wgmma=3),
-    PerfConfig(256, 128, 64, 2, 1, 128, 128, stages=4, wgmma=3),  # the strided default
+    PerfConfig(128, 128, 64, 2, 1, 64, 128, stages=4, schedule=1),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=3, schedule=1),
+    PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=3, schedule=1),
+    PerfConfig(128, 128, 64, 1, 2, 128, 64, stages=3, schedule=1),
+    PerfConfig(64, 64, 128, 1, 1, 64, 64, stages=2, schedule=1),
+    PerfConfig(64, 128, 64, 1, 1, 64, 128, stages=1, schedule=1),
+    PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=2, stages=3, schedule=1),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=3, schedule=2),
+    PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, schedule=2),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=4, schedule=3),
+    PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=3, schedule=3),
+    PerfConfig(64, 64, 64, 1, 1, 64, 64, stages=2, schedule=3),
+    PerfConfig(256, 128, 64, 2, 1, 128, 128, stages=4, schedule=3),  # the strided default
 ]
 CONFIGS_32 = [
     PerfConfig(64, 64, 16, 2, 2, 32, 32, stages=3),
@@ -126,7 +126,7 @@ def test_suite_shapes_verify_wgmma(engine, dtype, line, cfg):
         pytest.skip("config not valid for this problem")
 
 
-@pytest.mark.parametrize("cfg", [c for c in CONFIGS_WG if c.wgmma == 2], ids=lambda c: c.serialize())
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_WG if c.schedule == 2], ids=lambda c: c.serialize())
 @pytest.mark.parametrize("line", SUITE)
 def test_persistent_blocks_walk_many_tiles(engine, line, cfg):
     """wgmma=2 with the grid sized for a 3-SM device: every block loops over many tiles
@@ -174,7 +174,7 @@ TMA_LINES = [
 ]
 
 
-@pytest.mark.parametrize("cfg", [c for c in CONFIGS_WG if c.wgmma == 3], ids=lambda c: c.serialize())
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_WG if c.schedule == 3], ids=lambda c: c.serialize())
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("cus", [None, 3])
 @pytest.mark.parametrize("line", TMA_LINES)

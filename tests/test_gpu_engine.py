@@ -50,6 +50,11 @@ class FakeRuntime:
         self.calls.append(("load", name))
         return ("func", name)
 
+    resources = None
+
+    def function_resources(self, func):
+        return self.resources
+
     def alloc(self, n):
         p = self.next
         self.next += n + 256
@@ -175,7 +180,7 @@ class FakeTmaRuntime(FakeRuntime):
 
 
 TMA_LINE = "convfp16 -n 2 -c 256 -H 9 -W 9 -k 128 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1"
-TMA_CFG = PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=4, wgmma=3)
+TMA_CFG = PerfConfig(128, 256, 64, 2, 1, 64, 256, stages=4, schedule=3)
 
 
 def test_tma_kernels_get_their_tensor_maps_after_the_pointers(tmp_path):
@@ -211,7 +216,7 @@ def test_tma_kernel_on_a_runtime_without_tensor_maps_is_a_clear_error(tmp_path):
 def test_kernels_without_tma_take_three_pointers(tmp_path):
     rt = FakeTmaRuntime()
     eng = GpuEngine(rt, BinaryCache(tmp_path))
-    spec = _spec(TMA_LINE, TMA_CFG.replace(wgmma=1))
+    spec = _spec(TMA_LINE, TMA_CFG.replace(schedule=1))
     dy, w = _inputs(spec.problem)
     eng.run(spec, dy, w)
     launch = next(c for c in rt.calls if c[0] == "launch")

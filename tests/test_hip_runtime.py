@@ -20,7 +20,8 @@ from miopen_solver.command import parse
 from miopen_solver.errors import RuntimeUnavailable
 from miopen_solver.runtime.gpu import GpuEngine
 from miopen_solver.runtime.cache import BinaryCache
-from miopen_solver.spec import default_performance_config, make_spec
+from miopen_solver.spec import make_spec
+from miopen_solver.heuristics import default_performance_config
 
 
 class hipError_t(enum.IntEnum):
@@ -164,7 +165,7 @@ def test_compile_returns_the_code_object_and_destroys_the_program(install):
 
 
 def test_compile_failure_carries_the_log_and_still_destroys(install):
-    from miopen_solver.runtime.hip import CompileError
+    from miopen_solver.errors import CompileError
     HipRuntime, calls = install(compile_ok=False)
     with pytest.raises(CompileError, match="hiprtc failed for k:\nerror: expected ';'"):
         HipRuntime().compile("bad", "k", "gfx942")

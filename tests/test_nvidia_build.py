@@ -18,7 +18,8 @@ from conftest import suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit
 from miopen_solver.kernels.offline import inspect_nvidia
-from miopen_solver.spec import default_performance_config, make_spec
+from miopen_solver.spec import make_spec
+from miopen_solver.heuristics import default_performance_config
 from miopen_solver.target import get_target
 
 SM90 = get_target("sm_90")

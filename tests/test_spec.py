@@ -13,12 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from miopen_solver.config import KernelSchedule
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.problem import ConvProblem
-from miopen_solver.spec import (FALLBACK_CONFIGS, FIELDS, MAX_SPLIT_K, TMA_DEFAULT, PerfConfig,
-                                default_performance_config,
-                                heuristic_config, is_valid_performance_config, make_spec,
-                                split_k_atomics_reason)
+from miopen_solver.spec import FIELDS, MAX_SPLIT_K, PerfConfig, is_valid_performance_config, make_spec, split_k_atomics_reason
+from miopen_solver.heuristics import FALLBACK_CONFIGS, TMA_DEFAULT, default_performance_config, heuristic_config
 from miopen_solver.target import PRESETS, get_target
 
 try:
@@ -47,22 +46,29 @@ def test_serialize_field_order():
     cfg = PerfConfig(128, 64, 32, 2, 2, 64, 32, 8, 4, 2, -1, 0, 3)
     assert cfg.serialize() == "128,64,32,2,2,64,32,8,4,2,-1,0,3"
     assert str(cfg) == cfg.serialize()
-    assert FIELDS[0] == "tile_m" and FIELDS[12] == "stages" and FIELDS[-1] == "wgmma" and len(FIELDS) == 14
+    assert FIELDS[0] == "tile_m" and FIELDS[12] == "stages" and FIELDS[-1] == "schedule" and len(FIELDS) == 14
 
 
 def test_wgmma_field_is_optional_and_written_only_when_set():
     # The 14th field keeps every 13-field record (perf-db, fixtures) meaning what it meant.
-    assert PerfConfig.parse("128,64,32,2,2,64,32,8,4,2,-1,0,3").wgmma == 0
+    assert PerfConfig.parse("128,64,32,2,2,64,32,8,4,2,-1,0,3").schedule == 0
     assert PerfConfig.parse("128,64,32,2,2,64,32,8,4,2,-1,0,3,0").serialize() == "128,64,32,2,2,64,32,8,4,2,-1,0,3"
     cfg = PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,1")
-    assert cfg.wgmma == 1 and cfg.serialize() == "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"
+    assert cfg.schedule == 1 and cfg.serialize() == "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"
     for bad in ("1,2,3,4,5,6,7,8,9,10,11,12", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"):
         with pytest.raises(PerfConfigError, match="expected 13 or 14"):
             PerfConfig.parse(bad)
+    # the 14th field is a KernelSchedule code; an unknown code is refused where it is read
+    assert PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,3").schedule is KernelSchedule.WGMMA_TMA
+    for bad in ("-1", "4", "99"):
+        with pytest.raises(PerfConfigError, match=f"schedule={bad} is not a kernel schedule; allowed: 0 "):
+            PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3," + bad)
 
 
-@given(st.lists(st.integers(-5, 4096), min_size=13, max_size=14))
-def test_round_trip(values):
+@given(st.lists(st.integers(-5, 4096), min_size=13, max_size=13),
+       st.one_of(st.just(None), st.sampled_from([0, 1, 2, 3])))
+def test_round_trip(values, schedule):
+    values = values + ([] if schedule is None else [schedule])
     cfg = PerfConfig(*values)
     assert PerfConfig.parse(cfg.serialize()) == cfg
     assert PerfConfig.parse(" " + ", ".join(map(str, values)) + " ") == cfg
@@ -376,7 +382,7 @@ PROBLEMS_FOR_NAMES = [
 @pytest.mark.parametrize("problem,arch", PROBLEMS_FOR_NAMES)
 def test_distinct_configs_give_distinct_names(problem, arch):
     """Over the whole search grid: a name identifies one resolved spec (and one source)."""
-    from miopen_solver.solver import _search_space
+    from miopen_solver.heuristics import search_space as _search_space
     t = get_target(arch)
     by_name, by_resolved = {}, {}
     for cfg in _search_space(problem, t):
@@ -542,7 +548,7 @@ def wgmma_configs(draw):
         tile_k=draw(st.sampled_from([64, 128, 32])), warp_m=wm, warp_n=wn, warp_tile_m=wtm, warp_tile_n=wtn, vector_size_a=draw(st.sampled_from([0, 1, 2, 4, 8])),
         vector_size_b=draw(st.sampled_from([0, 1, 2, 4, 8])), vector_size_c=draw(st.sampled_from([0, 2, 8])),
         split_k=draw(st.sampled_from([-1, 1, 2, 3])), lds_k_outer=draw(st.sampled_from([-1, 0, 1])),
-        stages=draw(st.sampled_from([1, 2, 3, 4, 5])), wgmma=1)
+        stages=draw(st.sampled_from([1, 2, 3, 4, 5])), schedule=1)
 
 
 @needs_emit
@@ -652,7 +658,7 @@ def test_wgmma_configs_compile_for_sm90a(tmp_path, problem, cfg):
 def test_wgmma_needs_a_warpgroup_mma_target(arch):
     ok, why = is_valid_performance_config(nhwc(C=128, K=128), get_target(arch),
                                           PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1"))
-    assert not ok and "wgmma=1 needs warpgroup MMA" in why and arch in why
+    assert not ok and "schedule 1 (wgmma) needs warpgroup MMA" in why and arch in why
 
 
 @pytest.mark.parametrize("cfg,reason", [
@@ -668,7 +674,6 @@ def test_wgmma_needs_a_warpgroup_mma_target(arch):
     ("128,256,64,1,2,128,64,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
     ("128,128,32,2,1,64,128,0,0,0,1,-1,3,1", "tile_k a multiple of 64"),
     ("128,128,64,2,1,64,128,0,0,0,1,0,3,1", "lds_k_outer must be -1 or 1"),
-    ("128,128,64,2,1,64,128,0,0,0,1,-1,3,4", "wgmma must be 0"),
     ("128,128,64,2,1,64,128,0,0,0,2,-1,3,2", "split_k must be 1 or -1"),
     ("128,128,64,2,1,64,128,0,0,0,1,-1,1,2", "stages must be >= 2"),
 ])
@@ -805,14 +810,13 @@ def test_tma_boxes_cover_every_sub_gemm(kw):
     assert total == spec.tiles_per_group
     assert spec.zero_fill == ("blocks" if spec.decomposition.needs_zero_fill else "none")
     src = emit(spec)
-    from miopen_solver.kernels.emit import zero_fill_blocks
-    assert src.grid[0] == spec.tile_blocks + zero_fill_blocks(spec) and ("DG_TMA_RECT", 1) in src.defines
+    assert src.grid[0] == spec.tile_blocks + spec.zero_fill_blocks and ("DG_TMA_RECT", 1) in src.defines
 
 
 def test_tma_needs_an_nvidia_warpgroup_target():
     for arch in ("sm_80", "gfx942"):
         ok, why = is_valid_performance_config(PW, get_target(arch), PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,1,-1,3,3"))
-        assert not ok and "wgmma=3 needs warpgroup MMA" in why
+        assert not ok and "schedule 3 (wgmma-tma) needs warpgroup MMA" in why
 
 
 def test_persistent_grid_fills_the_device_once():

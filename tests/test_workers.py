@@ -3,6 +3,7 @@ processes, and what happens when a worker raises, crashes, hangs or exits."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -17,7 +18,8 @@ from driver import workers
 from miopen_solver import prng, reference
 from miopen_solver.command import parse
 from miopen_solver.runtime.cpu import CpuEngine
-from miopen_solver.solver import DgradSolver
+from miopen_solver.config import PerfConfig
+from miopen_solver.solver import DgradSolver, Solution
 from miopen_solver.spec import make_spec
 from miopen_solver.target import PRESETS, from_device, get_target
 
@@ -29,10 +31,22 @@ CPU = get_target("cpu")
 CONFIG = DgradSolver().get_default_performance_config(PROBLEM, CPU).serialize()
 
 
-def job(role, **kw):
-    args = dict(problem=PROBLEM, target=CPU, perf_config=CONFIG, backend="cpu", seed=prng.DEFAULT_SEED)
+def solution(perf_config: str = CONFIG):
+    return DgradSolver().get_solution(PROBLEM, CPU, PerfConfig.parse(perf_config))
+
+
+def job(role, perf_config: str = CONFIG, **kw):
+    args = dict(solution=solution(perf_config), backend="cpu", seed=prng.DEFAULT_SEED)
     args.update(kw)
     return workers.make_job(role, **args)
+
+
+def corrupt_job(role):
+    """A job whose solution record was damaged on the way (its kernel text no longer
+    matches its sha256): the worker refuses it."""
+    rec = solution().to_record()
+    rec["kernels"][0]["source"]["text"] += "\n// changed"
+    return workers.make_job(role, solution=rec, backend="cpu", seed=prng.DEFAULT_SEED)
 
 
 def children() -> set:
@@ -79,27 +93,17 @@ def fault(monkeypatch, kind, **more):
 
 
 # ------------------------------------------------------------------ plain data
-@pytest.mark.parametrize("name", sorted(PRESETS))
-def test_target_record_round_trip(name):
-    t = get_target(name)
-    rec = workers.target_record(t)
-    assert json.loads(json.dumps(rec)) == rec
-    assert workers.target_from_record(rec) == t
-
-
-def test_device_target_round_trip():
-    t = from_device("nvidia", "sm_89", lds_bytes=101376, max_threads=1024, num_cus=128, wave_size=32)
-    back = workers.target_from_record(workers.target_record(t))
-    assert back == t and back.arch == "sm_89" and back.lds_bytes == 101376 and back.num_cus == 128
-
-
-def test_jobs_are_plain_data():
+def test_jobs_are_plain_data_and_carry_the_decided_solution():
     for role in ("timing", "verification"):
         j = job(role)
-        assert json.loads(json.dumps(j)) == j
-        assert j["problem"] == PROBLEM.as_dict() and j["perf_config"] == CONFIG and j["role"] == role
+        d = dataclasses.asdict(j)
+        assert json.loads(json.dumps(d)) == d
+        assert j.perf_config == CONFIG and j.role == role
+        back = Solution.from_record(json.loads(json.dumps(j.solution)))
+        want = solution()
+        assert back.spec == want.spec and back.kernels[0].source.sha256 == want.kernels[0].source.sha256
     with pytest.raises(ValueError, match="unknown worker role"):
-        workers.make_job("both", problem=None, target=None, perf_config="", backend="cpu", seed=0)
+        workers.make_job("both", backend="cpu")
 
 
 def test_default_timeout(monkeypatch):
@@ -191,15 +195,15 @@ def test_probe_auto():
     res = workers.probe("auto")
     assert res.ok and res.record["backend"] in ("cpu", "cuda", "hip")
     if not workers.gpu_device_nodes():
-        assert res.record["backend"] == "cpu" and res.record["target"] == workers.target_record(CPU)
+        assert res.record["backend"] == "cpu" and res.record["target"] == CPU.to_record()
 
 
 # ------------------------------------------------------------------ failures
 def test_exception_is_a_failed_result_and_the_next_job_gets_a_fresh_worker():
     with workers.Worker("timing") as w:
-        bad = w.run(job("timing", perf_config="64,64,32,2,2,32,32,0,0,0,0,-1,2"))
-        assert not bad.ok and bad.failure == "raised" and bad.error_type == "PerfConfigError"
-        assert "split_k must be -1 (choose) or >= 1, got 0" in bad.reason and "Traceback" in bad.traceback
+        bad = w.run(corrupt_job("timing"))
+        assert not bad.ok and bad.failure == "raised" and bad.error_type == "ValueError"
+        assert "does not match its sha256" in bad.reason and "Traceback" in bad.traceback
         assert bad.exit_code is None and gone(bad.pid)
         good = w.run(job("timing", iters=1))
         assert good.ok and good.pid != bad.pid and w.started == 2
@@ -276,5 +280,5 @@ def test_no_file_descriptors_leak(monkeypatch):
     with workers.Worker("timing") as w:
         for _ in range(3):
             assert not w.run(job("timing", iters=1)).ok
-        assert not w.run(job("timing", perf_config="1,1,1,1,1,1,1,1,1,1,1,1,1")).ok
+        assert not w.run(corrupt_job("timing")).ok
     assert fds() == before

@@ -20,6 +20,7 @@ import time as _clock
 import numpy as np
 
 from miopen_solver import reference
+from miopen_solver.runtime.base import as_solution
 from miopen_solver.runtime.cpu import CpuEngine
 
 FAULT = os.environ.get("DGRAD_TEST_FAULT", "")
@@ -36,8 +37,8 @@ def _log(what):
             fh.write(f"{os.getpid()} {what}\n")
 
 
-def _applies(spec, method):
-    if ONLY and spec.config.serialize() != ONLY:
+def _applies(work, method):
+    if ONLY and as_solution(work).perf_config.serialize() != ONLY:
         return False
     return not WHERE or WHERE == method
 

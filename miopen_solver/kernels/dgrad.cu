@@ -22,6 +22,29 @@
 // Every problem and config value arrives as a DG_* define from kernels/emit.py. No vendor
 // header is included: the vendor pieces sit in the "vendor layer" section below.
 
+// ------------------------------------------------------------------ schedule guards
+// The Python rules of each kernel schedule (miopen_solver/spec.py SCHEDULE_RULES, tma.py),
+// mirrored so that a define set the rules would refuse fails to compile instead of
+// running wrong.
+static_assert(DG_TILE_M % DG_WARP_M == 0 && DG_TILE_N % DG_WARP_N == 0, "warp grid must tile the block tile");
+static_assert(DG_SPLIT_K >= 1 && DG_SPLIT_K <= 64, "split_k is resolved to 1..64 before emission");
+static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || DG_CPG % 2 == 0, "16-bit split-K adds packed pairs: cpg must be even");
+static_assert(DG_STAGES >= 1 && DG_STAGES <= 6, "stages 1..6");
+#if DG_WGMMA
+static_assert(DG_TILE_K % 64 == 0, "warpgroup schedules read 128-byte swizzled rows: tile_k % 64 == 0");
+static_assert(DG_WG_N == 64 || DG_WG_N == 128 || DG_WG_N == 256, "wgmma N is 64, 128 or 256");
+static_assert(DG_TILE_N == DG_WARP_N * DG_WG_N, "one wgmma instruction spans a warpgroup's columns");
+static_assert(DG_K_OUTER == 1, "warpgroup schedules read W k-outer");
+#endif
+#if DG_PERSIST || DG_TMA
+static_assert(DG_SPLIT_K == 1 && DG_STAGES >= 2, "persistent schedules store each tile once and prefetch");
+#endif
+#if DG_TMA
+static_assert(DG_WGMMA && DG_TILE_K == 64 && DG_TILE_M <= 256, "TMA boxes: 64-wide k rows, at most 256 rows");
+static_assert(DG_K % 8 == 0 && DG_CPG % 8 == 0, "TMA tensor strides are multiples of 16 bytes");
+static_assert(DG_G == 1 || DG_KPG % 64 == 0, "a TMA box must not cross groups");
+#endif
+
 // ------------------------------------------------------------------ vendor layer
 // Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
 // warp that only issues tensor-memory copies.

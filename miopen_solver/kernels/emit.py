@@ -10,15 +10,15 @@ Nothing here touches a GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
 from pathlib import Path
 
-from .. import vectors
 from ..problem import ConvProblem
-from ..spec import tma_box_tiles
+from ..tma import tma_box_tiles
 
 _HERE = Path(__file__).resolve().parent
 
@@ -39,7 +39,6 @@ SUB_FIELDS = ("block_start", "n_tiles", "gemm_m", "gemm_k", "h_slice", "w_slice"
               "h_begin", "w_begin", "dx_h_stride", "dx_h_offset", "dx_w_stride", "dx_w_offset")
 """Order of one record of ``DG_SUB_TABLE`` (the kernel's ``struct dg_sub``)."""
 
-MAX_ZERO_FILL_BLOCKS = 2048
 
 
 @lru_cache(maxsize=None)
@@ -88,6 +87,32 @@ class KernelSource:
     pre_memset: bool = False
     tensor_maps: tuple = ()
 
+    def to_record(self) -> dict:
+        """Plain data (the text included) for a worker process; :meth:`from_record` inverts
+        it."""
+        return {"name": self.name, "vendor": self.vendor, "arch": self.arch,
+                "defines": [list(d) for d in self.defines], "text": self.text, "sha256": self.sha256,
+                "grid": list(self.grid), "block": list(self.block), "shared_bytes": self.shared_bytes,
+                "pre_memset": self.pre_memset,
+                "tensor_maps": [dataclasses.asdict(m) for m in self.tensor_maps]}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "KernelSource":
+        """Inverse of :meth:`to_record`.
+
+        Raises:
+            ValueError: the text does not match its sha256 (a corrupted record).
+        """
+        text = rec["text"]
+        if hashlib.sha256(text.encode()).hexdigest() != rec["sha256"]:
+            raise ValueError(f"kernel source record {rec['name']}: the text does not match its sha256")
+        maps = tuple(TensorMapDesc(m["operand"], m["dtype"], tuple(m["dims"]), tuple(m["strides"]), tuple(m["box"]))
+                     for m in rec["tensor_maps"])
+        return cls(name=rec["name"], vendor=rec["vendor"], arch=rec["arch"],
+                   defines=tuple(tuple(d) for d in rec["defines"]), text=text, sha256=rec["sha256"],
+                   grid=tuple(rec["grid"]), block=tuple(rec["block"]), shared_bytes=int(rec["shared_bytes"]),
+                   pre_memset=bool(rec["pre_memset"]), tensor_maps=maps)
+
     @property
     def define_flags(self) -> list:
         """The defines as compiler flags (``-DNAME=VALUE``), for tools that want them."""
@@ -111,19 +136,6 @@ def _problem_defines(p: ConvProblem) -> list:
             ("DG_HO", p.Ho), ("DG_WO", p.Wo), ("DG_Y", p.Y), ("DG_X", p.X), ("DG_PH", p.pH), ("DG_PW", p.pW),
             ("DG_SH", p.sH), ("DG_SW", p.sW), ("DG_DH", p.dH), ("DG_DW", p.dW), ("DG_CPG", p.cpg),
             ("DG_KPG", p.kpg), ("DG_DTYPE", DTYPE_CODES[p.dtype])]
-
-
-def zero_fill_blocks(spec) -> int:
-    """Blocks appended to the grid to write zeros where no sub-GEMM writes (0 if none)."""
-    if spec.zero_fill != "blocks":
-        return 0
-    p = spec.problem
-    units = p.N * p.Hi * p.Wi * (p.C // _zero_vec(p))
-    return max(1, min(MAX_ZERO_FILL_BLOCKS, -(-units // spec.threads)))
-
-
-def _zero_vec(p: ConvProblem) -> int:
-    return vectors.pow2_divisor(p.C, vectors.max_vector(p.elem_bytes))
 
 
 def sub_gemm_records(spec) -> list:
@@ -157,7 +169,6 @@ def emit(spec) -> KernelSource:
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
-    zf = zero_fill_blocks(spec)
     d = _problem_defines(p)
     d += [("DG_KERNEL_NAME", spec.kernel_name), ("DG_THREADS", spec.threads), ("DG_WAVE", t.wave_size),
           ("DG_ASYNC", int(vendor == "nvidia" and t.async_copy)),
@@ -166,12 +177,12 @@ def emit(spec) -> KernelSource:
           ("DG_ATOM", _atom_code(spec.atom.name)), ("DG_ATOM_M", spec.atom.m), ("DG_ATOM_N", spec.atom.n),
           ("DG_MMA_M", spec.mma_m), ("DG_MMA_N", spec.mma_n),
           ("DG_WGMMA", int(spec.wgmma)), ("DG_WG_N", c.warp_tile_n if spec.wgmma else 0),
-          ("DG_VEC_A", spec.vec_a), ("DG_VEC_B", spec.vec_b), ("DG_VEC_C", spec.vec_c), ("DG_VEC_Z", _zero_vec(p)),
+          ("DG_VEC_A", spec.vec_a), ("DG_VEC_B", spec.vec_b), ("DG_VEC_C", spec.vec_c), ("DG_VEC_Z", spec.zero_vector),
           ("DG_SPLIT_K", spec.split_k), ("DG_K_OUTER", int(spec.lds_k_outer)), ("DG_STAGES", c.stages),
           ("DG_LDS_PAD", spec.lds_pad), ("DG_A_L1", int(spec.problem.Y * spec.problem.X > 1)), ("DG_POINTWISE", int(spec.pointwise)),
           ("DG_YTILDE", spec.decomposition.h.tilde), ("DG_XTILDE", spec.decomposition.w.tilde),
           ("DG_GCD_H", gcd(p.sH, p.dH)), ("DG_GCD_W", gcd(p.sW, p.dW)),
-          ("DG_NSUB", len(recs)), ("DG_TILES", spec.tiles_per_group), ("DG_ZF_BLOCKS", zf),
+          ("DG_NSUB", len(recs)), ("DG_TILES", spec.tiles_per_group), ("DG_ZF_BLOCKS", spec.zero_fill_blocks),
           ("DG_PERSIST", int(spec.persistent)), ("DG_TMA", int(spec.tma)), ("DG_TILE_BLOCKS", spec.tile_blocks)]
     if spec.tma:
         box = spec.tma_box or (1, 1, c.tile_m)
@@ -182,8 +193,7 @@ def emit(spec) -> KernelSource:
         d.append(("DG_SUB0", ", ".join(map(str, recs[0]))))
     else:
         d.append(("DG_SUB_TABLE", ", ".join("{" + ", ".join(map(str, r)) + "}" for r in recs)))
-    grid = (spec.tile_blocks + zf, p.G, spec.split_k)
-    return _make(spec.kernel_name, vendor, t.arch, d, _read("dgrad.cu"), grid, (spec.block_threads, 1, 1),
+    return _make(spec.kernel_name, vendor, t.arch, d, _read("dgrad.cu"), spec.grid, spec.block,
                  spec.lds_bytes, memset=spec.zero_fill == "memset", tensor_maps=tensor_maps(spec))
 
 

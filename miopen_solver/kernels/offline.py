@@ -20,12 +20,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import CompileError
+from ..target import compile_arch
+
 CLANG_CANDIDATES = ("clang-19", "clang-20", "clang-18", "clang")
 OBJDUMP_CANDIDATES = ("llvm-objdump-19", "llvm-objdump-20", "llvm-objdump-18", "llvm-objdump")
-
-
-class OfflineCompileError(RuntimeError):
-    """The offline compiler failed or is missing; the message says which and why."""
 
 
 def _find(candidates) -> str | None:
@@ -80,11 +79,11 @@ def compile_amd(text: str, arch: str, out_dir: str | os.PathLike | None = None, 
     """Compile HIP kernel text to an AMD code object (ELF) and disassemble it.
 
     Raises:
-        OfflineCompileError: no suitable clang, or the compile failed (with its stderr).
+        CompileError: no suitable clang, or the compile failed (with its stderr).
     """
     clang = find_amd_clang()
     if clang is None:
-        raise OfflineCompileError("no clang with AMDGPU targets found (install clang-19 and lld-19)")
+        raise CompileError("no clang with AMDGPU targets found (install clang-19 and lld-19)")
     objdump = _find(OBJDUMP_CANDIDATES)
     out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-amd-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -96,7 +95,7 @@ def compile_amd(text: str, arch: str, out_dir: str | os.PathLike | None = None, 
            "-o", str(co), str(src)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+        raise CompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
     resources = {}
     for m in re.finditer(r"remark:\s+([A-Za-z][^:\n]*?):\s+(\d+)\s+\[-Rpass-analysis", r.stderr):
         resources.setdefault(m.group(1).strip(), int(m.group(2)))
@@ -135,12 +134,12 @@ def _nvcc(text: str, arch: str, out_dir, name: str, ptx: bool, resources: bool) 
     the PTX text (or None) and ptxas's resource report (``-Xptxas -v``; or "").
 
     Raises:
-        OfflineCompileError: nvcc missing or a compile failed (with its stderr).
+        CompileError: nvcc missing or a compile failed (with its stderr).
     """
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        raise OfflineCompileError("nvcc not found on PATH")
-    gpu = arch + "a" if arch == "sm_90" else arch
+        raise CompileError("nvcc not found on PATH")
+    gpu = compile_arch(arch)
     out = Path(out_dir or tempfile.mkdtemp(prefix="dgrad-nv-"))
     out.mkdir(parents=True, exist_ok=True)
     src, ptx_path, cubin = out / f"{name}.cu", out / f"{name}.ptx", out / f"{name}.{arch}.cubin"
@@ -151,7 +150,7 @@ def _nvcc(text: str, arch: str, out_dir, name: str, ptx: bool, resources: bool) 
     for cmd in cmds:
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
-            raise OfflineCompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+            raise CompileError(f"{' '.join(cmd)} failed:\n{r.stderr}")
     return cubin.read_bytes(), ptx_path.read_text() if ptx else None, (r.stdout + r.stderr) if resources else ""
 
 
@@ -162,13 +161,13 @@ def inspect_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = Non
     instructions it was written for and does not spill.
 
     Raises:
-        OfflineCompileError: nvcc missing, the compile failed, or no resource report.
+        CompileError: nvcc missing, the compile failed, or no resource report.
     """
     cubin, ptx, report = _nvcc(text, arch, out_dir, name, ptx=True, resources=True)
     regs = re.search(r"Used (\d+) registers", report)
     spill = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     if regs is None or spill is None:
-        raise OfflineCompileError(f"no ptxas resource report in:\n{report}")
+        raise CompileError(f"no ptxas resource report in:\n{report}")
     return NvidiaBuild(cubin, ptx, int(regs.group(1)), int(spill.group(2)), int(spill.group(3)),
                        int(spill.group(1)))
 
@@ -177,6 +176,6 @@ def compile_nvidia(text: str, arch: str, out_dir: str | os.PathLike | None = Non
     """Compile CUDA kernel text to a cubin with nvcc (``sm_90`` builds ``sm_90a``).
 
     Raises:
-        OfflineCompileError: nvcc missing or the compile failed.
+        CompileError: nvcc missing or the compile failed.
     """
     return _nvcc(text, arch, out_dir, name, ptx=False, resources=False)[0]

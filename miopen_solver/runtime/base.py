@@ -1,6 +1,6 @@
 """The runtime interface every backend implements (cpu, cuda, hip).
 
-An :class:`Engine` runs a :class:`~miopen_solver.spec.DgradSpec` on host arrays:
+An :class:`Engine` runs a :class:`~miopen_solver.solver.Solution` on host arrays:
 
 * ``dy``: dY in the problem's ``out_layout`` -- NHWC ``(N, Ho, Wo, K)`` or NCHW ``(N, K, Ho, Wo)``
 * ``w``:  W in ``fil_layout`` -- NHWC ``(K, Y, X, cpg)`` (KYXC) or NCHW ``(K, cpg, Y, X)``
@@ -16,9 +16,9 @@ device events. MIOpenDriver's reported average is ``(total - first) / (iters - 1
 
 from __future__ import annotations
 
+import abc
 import statistics
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
@@ -50,15 +50,78 @@ class Timing:
         return min(self.times_ms)
 
 
-class Engine(Protocol):
-    """A backend that can run and time a dgrad spec (see module docstring for layouts)."""
+@dataclass(frozen=True)
+class BuildInfo:
+    """What a build did: ``compile_ms`` (0 on a cache hit), ``cache_hit`` and the binary's
+    ``resources`` (``registers``, ``static_shared``, ``local`` bytes; None where the runtime
+    does not report them)."""
 
-    name: str
+    compile_ms: float = 0.0
+    cache_hit: bool = False
+    resources: dict | None = None
 
-    def run(self, spec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+
+def as_solution(work):
+    """The :class:`~miopen_solver.solver.Solution` an engine runs: ``work`` itself, or the
+    solution of a validated :class:`~miopen_solver.spec.DgradSpec` (its own config; nothing
+    is chosen)."""
+    from ..solver import Solution, solution_of
+    return work if isinstance(work, Solution) else solution_of(work)
+
+
+class Engine(abc.ABC):
+    """A backend that builds, runs and times a solution (see module docstring for layouts).
+
+    Every method that takes ``work`` takes a :class:`~miopen_solver.solver.Solution` (or a
+    validated spec, see :func:`as_solution`); an engine launches what the solution says and
+    decides nothing.
+    """
+
+    name: str = ""
+    supports_graphs: bool = False
+    """Whether :meth:`time_graph` replays captured graphs (else it times plain launches)."""
+    has_gpu_reference: bool = False
+    """Whether :meth:`reference` runs the naive reference kernel on the device."""
+
+    @property
+    @abc.abstractmethod
+    def target(self):
+        """The :class:`~miopen_solver.target.Target` this engine runs."""
+
+    @abc.abstractmethod
+    def build(self, work) -> BuildInfo:
+        """Compile (or fetch) and load what ``work`` launches, outside any timed region."""
+
+    @abc.abstractmethod
+    def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
         """Compute dX once into a NaN-poisoned buffer and return it."""
-        ...
 
-    def time(self, spec, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
+    @abc.abstractmethod
+    def time(self, work, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
         """Run ``warmup`` untimed then ``iters`` timed launches; no verification."""
-        ...
+
+    def time_graph(self, work, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
+        """Per-launch times from replays of a captured graph; engines without graphs
+        (:attr:`supports_graphs` False) time ``replays`` plain launches instead."""
+        return self.time(work, dy, w, iters=replays, warmup=1)
+
+    def verify(self, work, seed: int):
+        """One launch of ``work`` on the inputs of MIOpenDriver's PRNG ``seed`` into a
+        NaN-poisoned dX, judged against the float64 CPU reference with MIOpen's rms metric.
+
+        Returns:
+            a :class:`~miopen_solver.reference.Verdict`.
+        """
+        from .. import prng, reference
+        sol = as_solution(work)
+        inputs = prng.generate_inputs(sol.problem, seed)
+        dx = self.run(sol, inputs.dy, inputs.w)
+        return reference.verify(sol.problem, dx, reference.dgrad_reference(sol.problem, inputs.dy, inputs.w))
+
+    def reference(self, problem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """dX (float32, NHWC) from the device's naive reference kernel.
+
+        Raises:
+            ValueError: the engine has none (:attr:`has_gpu_reference` False).
+        """
+        raise ValueError(f"the {self.name} engine has no GPU reference; use the CPU reference")

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import layouts
 from ..target import Target, get_target
-from .base import Timing
+from .base import BuildInfo, Engine, Timing, as_solution
 
 CHUNK_BYTES = 1 << 20
 """Target size of one chunk's fp32 output block (all groups), bytes: small enough to stay in
@@ -83,22 +83,32 @@ def coverage_mask(problem, sub_gemms) -> np.ndarray:
     return mask
 
 
-class CpuEngine:
-    """numpy implementation of :class:`~miopen_solver.runtime.base.Engine` (``name == "cpu"``)."""
+class CpuEngine(Engine):
+    """numpy implementation of :class:`~miopen_solver.runtime.base.Engine` (``name == "cpu"``):
+    no graphs, no GPU reference."""
 
     name = "cpu"
 
     def __init__(self, target: Target | None = None):
-        self.target = target or get_target("cpu")
+        self._target = target or get_target("cpu")
+
+    @property
+    def target(self) -> Target:
+        return self._target
 
     # ------------------------------------------------------------------ Engine API
-    def run(self, spec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """dX for ``spec`` from dY and W (see module docstring); a new array in
-        ``spec.problem.in_layout`` and storage type.
+    def build(self, work) -> BuildInfo:
+        """Nothing to compile: the numpy engine runs the spec's sub-GEMMs directly."""
+        return BuildInfo()
+
+    def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """dX for the solution (or spec) ``work`` from dY and W (see module docstring); a
+        new array in the problem's ``in_layout`` and storage type.
 
         Raises:
             ValueError: dY/W shape or dtype does not match the problem, or the problem is 3-D.
         """
+        spec = as_solution(work).spec
         p = spec.problem
         if p.is_3d:
             raise ValueError("the CPU engine runs 2-D problems only")
@@ -117,16 +127,17 @@ class CpuEngine:
             dx[:, ~coverage_mask(p, subs)] = 0
         return layouts.dx_from_nhwc(p, dx)
 
-    def time(self, spec, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
+    def time(self, work, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
         """Wall-clock time of ``iters`` runs (after ``warmup`` untimed ones), ms per run."""
+        sol = as_solution(work)
         if iters < 1:
             raise ValueError(f"iters must be >= 1, got {iters}")
         for _ in range(max(0, warmup)):
-            self.run(spec, dy, w)
+            self.run(sol, dy, w)
         times = []
         for _ in range(iters):
             t0 = _time.perf_counter()
-            self.run(spec, dy, w)
+            self.run(sol, dy, w)
             times.append((_time.perf_counter() - t0) * 1e3)
         return Timing(times_ms=times, method="wall")
 

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import RuntimeUnavailable
-from ..target import Target, from_device
+from ..errors import CompileError, RuntimeUnavailable
+from ..target import Target, compile_arch, from_device
 
 
 class CudaError(RuntimeError):
     """A CUDA driver or NVRTC call failed (message names the call and the error)."""
-
-
-class CompileError(RuntimeError):
-    """NVRTC rejected a kernel; the message carries the compiler log."""
 
 
 def _import():
@@ -104,7 +100,7 @@ class CudaRuntime:
         return f"nvrtc-{major}.{minor}"
 
     def compile_options(self, arch: str) -> list:
-        gpu = arch + "a" if arch in ("sm_90", "sm_100", "sm_120") else arch
+        gpu = compile_arch(arch)
         return [f"--gpu-architecture={gpu}", "-std=c++17", "--extra-device-vectorization"]
 
     def compile(self, text: str, name: str, arch: str) -> bytes:
@@ -142,6 +138,15 @@ class CudaRuntime:
     def function_registers(self, func) -> int:
         a = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS
         return self._ok(self._drv.cuFuncGetAttribute(a, func), "cuFuncGetAttribute")
+
+    def function_resources(self, func) -> dict:
+        """What the loaded binary uses: ``registers`` per thread, ``static_shared`` and
+        ``local`` (spill/stack) bytes per thread (CUDA function attributes)."""
+        attr = self._drv.CUfunction_attribute
+        get = lambda a: int(self._ok(self._drv.cuFuncGetAttribute(a, func), "cuFuncGetAttribute"))  # noqa: E731
+        return {"registers": get(attr.CU_FUNC_ATTRIBUTE_NUM_REGS),
+                "static_shared": get(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+                "local": get(attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)}
 
     # ----------------------------------------------------------------- memory
     def alloc(self, nbytes: int) -> int:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels import KernelSource, emit, emit_reference
+from ..kernels import KernelSource, emit_reference
+from ..spec import check_binary
 from ..layouts import storage_dtype
-from .base import Timing
+from .base import BuildInfo, Engine, Timing, as_solution
 from .cache import BinaryCache, cache_key
 
 POISON_BYTE = 0xFF
@@ -30,10 +31,14 @@ class Loaded:
     func: object
     compile_ms: float
     cache_hit: bool
+    resources: dict | None = None
 
 
-class GpuEngine:
-    """Runs specs on one GPU through a vendor runtime (see module docstring)."""
+class GpuEngine(Engine):
+    """Runs solutions on one GPU through a vendor runtime (see module docstring)."""
+
+    supports_graphs = True
+    has_gpu_reference = True
 
     def __init__(self, runtime, cache: BinaryCache | None = None):
         self.rt = runtime
@@ -61,12 +66,24 @@ class GpuEngine:
             self.cache.put(key, binary)
         ms = (time.perf_counter() - t0) * 1e3
         func = self.rt.load(binary, source.name, source.shared_bytes)
-        out = Loaded(source, func, 0.0 if hit else ms, hit)
+        out = Loaded(source, func, 0.0 if hit else ms, hit, self.rt.function_resources(func))
         self._loaded[source.sha256] = out
         return out
 
-    def build(self, spec) -> Loaded:
-        return self.load(emit(spec))
+    def _kernel(self, work) -> Loaded:
+        """The solution's one kernel, loaded, its binary checked against the spec."""
+        sol = as_solution(work)
+        k = self.load(sol.kernels[0].source)
+        why = check_binary(sol.spec, k.resources)
+        if why:
+            raise RuntimeError(f"{sol.kernel_name}: {why}")
+        return k
+
+    def build(self, work) -> BuildInfo:
+        """Compile (or fetch from the cache) and load the solution's kernel and check its
+        binary (registers, shared memory) against what the spec assumed."""
+        k = self._kernel(work)
+        return BuildInfo(k.compile_ms, k.cache_hit, k.resources)
 
     # ----------------------------------------------------------------- buffers
     @contextmanager
@@ -114,11 +131,12 @@ class GpuEngine:
         self.rt.launch(k.func, k.source.grid, k.source.block, k.source.shared_bytes, args)
 
     # ----------------------------------------------------------------- run / time
-    def run(self, spec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+    def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
         """dX (NHWC, storage type) from one launch into a NaN-poisoned buffer."""
-        self._check_layout(spec)
-        p = spec.problem
-        k = self.build(spec)
+        sol = as_solution(work)
+        self._check_layout(sol.spec)
+        p = sol.problem
+        k = self._kernel(sol)
         out = np.empty((p.N, p.Hi, p.Wi, p.C), dtype=storage_dtype(p.dtype))
         with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
             self._launch(k, self.kernel_args(k, pdy, pw, pdx), out.nbytes)
@@ -126,12 +144,13 @@ class GpuEngine:
             self.rt.copy_to_host(out, pdx)
         return out
 
-    def time(self, spec, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
+    def time(self, work, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
         """Per-launch GPU-event times (ms); split-K's dX memset is inside the timed region,
         as MIOpen's kernel time counts every kernel of the invoker."""
-        self._check_layout(spec)
-        p = spec.problem
-        k = self.build(spec)
+        sol = as_solution(work)
+        self._check_layout(sol.spec)
+        p = sol.problem
+        k = self._kernel(sol)
         nbytes = p.dx_elems * p.elem_bytes
         with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
             args = self.kernel_args(k, pdy, pw, pdx)
@@ -146,12 +165,13 @@ class GpuEngine:
             times = [self.rt.elapsed_ms(evs[i], evs[i + 1]) for i in range(iters)]
         return Timing(times, method="events", compile_ms=k.compile_ms, cache_hit=k.cache_hit)
 
-    def time_graph(self, spec, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
+    def time_graph(self, work, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
         """Per-launch time (ms) from replays of a graph of ``launches`` captured launches
         (launch gaps removed, as MIOpenDriver's ``--use_hip_graph``); one entry per replay."""
-        self._check_layout(spec)
-        p = spec.problem
-        k = self.build(spec)
+        sol = as_solution(work)
+        self._check_layout(sol.spec)
+        p = sol.problem
+        k = self._kernel(sol)
         nbytes = p.dx_elems * p.elem_bytes
         with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
             args = self.kernel_args(k, pdy, pw, pdx)

@@ -16,16 +16,12 @@ import ctypes
 
 import numpy as np
 
-from ..errors import RuntimeUnavailable
+from ..errors import CompileError, RuntimeUnavailable
 from ..target import Target, from_device
 
 
 class HipError(RuntimeError):
     """A HIP or hiprtc call failed (message names the call and the error)."""
-
-
-class CompileError(RuntimeError):
-    """hiprtc rejected a kernel; the message carries the compiler log."""
 
 
 def _import():
@@ -124,6 +120,11 @@ class HipRuntime:
     def load(self, binary: bytes, name: str, shared_bytes: int = 0):
         module = self._ok(self._hip.hipModuleLoadData(binary), "hipModuleLoadData")
         return self._ok(self._hip.hipModuleGetFunction(module, name.encode()), f"hipModuleGetFunction({name})")
+
+    def function_resources(self, func) -> None:
+        """Not read on HIP (no AMD device has run this code): the binary check is skipped;
+        offline builds report VGPRs/scratch instead (``kernels.offline``)."""
+        return None
 
     # ----------------------------------------------------------------- memory
     def alloc(self, nbytes: int) -> int:

@@ -1,0 +1,165 @@
+"""The tunable part of a solution: a kernel schedule beside a pure tile config.
+
+``PerfConfig`` is MIOpen's PerformanceConfig: plain integers serialised as MIOpen does,
+comma-separated in field order::
+
+    tile_m,tile_n,tile_k,warp_m,warp_n,warp_tile_m,warp_tile_n,
+    vector_size_a,vector_size_b,vector_size_c,split_k,lds_k_outer,stages[,schedule]
+
+The 14th field is the :class:`KernelSchedule`'s code. It is optional and written only when
+it is not 0, so every 13-field config (perf-db records, fixtures) keeps its meaning, and the
+14-field records written before the schedule had a name (its field was called ``wgmma``)
+read the same.
+
+``vector_size_*`` are caps (0 = as wide as allowed), ``split_k`` is -1 (choose) or >= 1,
+``lds_k_outer`` is -1 (auto), 0 (off, B tile stored m-outer) or 1 (on, k-outer). What each
+field means for a schedule, and which values it takes, is the schedule's rule set
+(:mod:`miopen_solver.schedules`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+
+from .errors import PerfConfigError
+
+
+class KernelSchedule(enum.IntEnum):
+    """A kernel family: how a block is organised, loads and multiplies. The value is the
+    perf-config code (the 14th field).
+
+    * ``WARP_MMA`` (0): warp-level matrix atoms (``mma.sync`` / MFMA / FFMA) fed by a
+      multistage ``cp.async`` (or plain-load) pipeline; split-K by atomics.
+    * ``WGMMA`` (1): sm_90a warpgroup MMA (``wgmma.mma_async``) from swizzled shared memory;
+      ``warp_m x warp_n`` counts warpgroups of 128 threads.
+    * ``WGMMA_PERSISTENT`` (2): the same with persistent blocks that load the next tile
+      during the current tile's epilogue.
+    * ``WGMMA_TMA`` (3): warp-specialised persistent blocks: a producer warp issues
+      tensor-memory copies (TMA) onto mbarrier stages, the warpgroups multiply and store.
+    """
+
+    WARP_MMA = 0
+    WGMMA = 1
+    WGMMA_PERSISTENT = 2
+    WGMMA_TMA = 3
+
+    @property
+    def warpgroup(self) -> bool:
+        """Warps are counted in warpgroups of 128 threads (``wgmma`` instructions)."""
+        return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)
+
+    @property
+    def persistent(self) -> bool:
+        """The grid holds as many blocks as fit at once; each loops over output tiles."""
+        return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)
+
+    @property
+    def tma(self) -> bool:
+        """Tiles arrive by tensor-memory copies issued by a producer warp."""
+        return self is KernelSchedule.WGMMA_TMA
+
+    @property
+    def label(self) -> str:
+        """The name used in messages: ``schedule 3 (wgmma-tma)``."""
+        return f"schedule {int(self)} ({self.name.lower().replace('_', '-')})"
+
+    @classmethod
+    def from_code(cls, code) -> "KernelSchedule":
+        """The schedule for a perf-config code.
+
+        Raises:
+            PerfConfigError: not a known code, listing them.
+        """
+        try:
+            return cls(code)
+        except ValueError:
+            known = ", ".join(f"{int(s)} ({s.name.lower().replace('_', '-')})" for s in cls)
+            raise PerfConfigError(f"perf config field schedule={code!r} is not a kernel schedule; "
+                                  f"allowed: {known}") from None
+
+
+FIELDS = ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp_tile_n",
+          "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages", "schedule")
+OPTIONAL_FIELDS = 1
+"""Trailing fields that may be left out (then 0): ``schedule``."""
+
+
+@dataclass(frozen=True)
+class PerfConfig:
+    """Tuning parameters of a dgrad kernel (see module docstring).
+
+    Raises:
+        PerfConfigError: a field that is not an integer, or an unknown schedule code.
+    """
+
+    tile_m: int = 128
+    tile_n: int = 128
+    tile_k: int = 32
+    warp_m: int = 2
+    warp_n: int = 2
+    warp_tile_m: int = 64
+    warp_tile_n: int = 64
+    vector_size_a: int = 0
+    vector_size_b: int = 0
+    vector_size_c: int = 0
+    split_k: int = 1
+    lds_k_outer: int = -1
+    stages: int = 3
+    schedule: KernelSchedule = KernelSchedule.WARP_MMA
+
+    def __post_init__(self):
+        for name in FIELDS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise PerfConfigError(f"perf config field {name} must be an integer, got {v!r}")
+        object.__setattr__(self, "schedule", KernelSchedule.from_code(self.schedule))
+
+    def serialize(self) -> str:
+        """MIOpen's perf-db VALUES form: fields joined by ``,`` (13 fields, or 14 when the
+        schedule is not 0)."""
+        names = FIELDS if self.schedule else FIELDS[:len(FIELDS) - OPTIONAL_FIELDS]
+        return ",".join(str(int(getattr(self, f))) for f in names)
+
+    @classmethod
+    def parse(cls, text: str) -> "PerfConfig":
+        """Inverse of :meth:`serialize`.
+
+        Only the syntax is checked here; whether the values suit a problem is
+        :func:`~miopen_solver.spec.is_valid_performance_config`'s question.
+
+        Raises:
+            PerfConfigError: an empty string, a wrong field count, a non-integer field or an
+                unknown schedule, naming it and listing the expected fields.
+        """
+        if not isinstance(text, str):
+            raise PerfConfigError(f"perf config must be a string, got {type(text).__name__}")
+        body = text.strip().strip('"').strip("'").strip()
+        required = len(FIELDS) - OPTIONAL_FIELDS
+        expected = f"{','.join(FIELDS[:required])}[,{','.join(FIELDS[required:])}]"
+        if not body:
+            raise PerfConfigError(f"perf config is empty; expected {required} comma-separated integers: {expected}")
+        parts = [p.strip() for p in body.split(",")]
+        if not required <= len(parts) <= len(FIELDS):
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            raise PerfConfigError(f"perf config {shown!r} has {len(parts)} fields; expected {required} or "
+                                  f"{len(FIELDS)}: {expected}")
+        vals = {}
+        for name, p in zip(FIELDS, parts):
+            if len(p) > 20:
+                raise PerfConfigError(f"perf config field {name}={p[:20]!r}... is too long for an integer")
+            try:
+                vals[name] = int(p, 10)
+            except ValueError:
+                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer") from None
+        return cls(**vals)
+
+    def replace(self, **kw) -> "PerfConfig":
+        return dataclasses.replace(self, **kw)
+
+    def __str__(self) -> str:
+        return self.serialize()
+
+
+__all__ = ["FIELDS", "KernelSchedule", "OPTIONAL_FIELDS", "PerfConfig"]

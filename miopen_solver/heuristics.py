@@ -1,0 +1,265 @@
+"""Default performance configs: MIOpen's GetDefaultPerformanceConfig.
+
+:func:`default_performance_config` is a constant-time heuristic that always returns a config
+:func:`~miopen_solver.spec.make_spec` accepts (or raises when none of its short fixed
+fallback list does either). NVIDIA rules were fitted to configuration sweeps on an H200; the
+sweeps and the measurements behind each branch are in bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterator
+
+from .config import KernelSchedule, PerfConfig
+from .errors import PerfConfigError
+from .problem import ConvProblem
+from .spec import count_tiles, is_valid_performance_config, split_k_atomics_reason
+from .target import Target
+from .tilde import cached_decompose
+from .tma import TMA_MIN_FILL, tma_fill, tma_reason
+
+TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
+"""The warp-specialised TMA tile the default takes for large stride-1 problems."""
+TMA_TAPS_DEFAULT = PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 4, 3)
+"""The TMA tile the default takes for mid-sized stride-1 problems with filter taps."""
+TMA_STRIDED_DEFAULT = PerfConfig(256, 128, 64, 2, 1, 128, 128, 0, 0, 0, 1, -1, 4, 3)
+"""The TMA tile the default takes for strided problems with filter taps."""
+
+
+def _tma_fits(p: ConvProblem, t: Target, c: PerfConfig) -> bool:
+    """The default may take the TMA config ``c``: its rules hold and its pixel box fills at
+    least :data:`TMA_MIN_FILL` of the tile's rows."""
+    return tma_reason(p, t, c) is None and tma_fill(p, c.tile_m) >= TMA_MIN_FILL
+
+
+# ------------------------------------------------------------------- default config
+FALLBACK_CONFIGS = (
+    PerfConfig(64, 64, 32, 2, 2, 32, 32, 0, 0, 0, 1, -1, 2),
+    PerfConfig(32, 32, 16, 1, 1, 32, 32, 0, 0, 0, 1, -1, 1),
+    PerfConfig(16, 16, 16, 1, 1, 16, 16, 0, 0, 0, 1, -1, 1),
+)
+"""Tried in order when the heuristic's pick does not validate (smaller tiles, one warp,
+fewer stages). Every entry divides by every preset's atoms."""
+
+
+def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The default for NVIDIA targets, fitted to configuration sweeps on an H200
+    (bench/sweep.py over the 14 suite rows, recorded in bench/RESULTS.md):
+
+    fp16/bf16 on a target with warpgroup MMA (sm_90a), cpg > 32 and kpg >= 64:
+    :func:`wgmma_config`. Otherwise, fp16/bf16 (mma.sync atoms):
+
+    * cpg <= 16 (grouped, depthwise-like): one narrow column tile (8 or 16) and four warps
+      stacked along M; when the whole GemmK fits one tile (<= 128), tile_k covers it and
+      the loop has a single stage.
+    * multi-tap filters with fewer than 2 waves of 128x128 tiles, or cpg <= 64:
+      128x64x32 tiles, 2x2 warps of 64x32, 4 stages; split_k 2 when even 128x64 tiles give
+      less than 2 waves and GemmK >= 1024 (r50 3x3 at 14x14 and 7x7).
+    * otherwise 128x128 tiles, 2x2 warps of 64x64: tile_k 64 / 3 stages for 1x1 filters,
+      tile_k 32 / 4 stages for multi-tap filters; shallow GemmK (<= 64) prefers 2x4 warps.
+
+    fp32 (FFMA): 128x128x16 for large problems, 128x64x16 for strided ones, else 64x64x16
+    with split_k 4 when GemmK >= 1024 and fewer than 8 waves of tiles.
+    """
+    p, t = problem, target
+    subs = cached_decompose(p).sub_gemms
+    max_k = max(s.gemm_k for s in subs)
+    waves = 2 * t.num_cus
+    taps = p.Y * p.X
+    split_ok = split_k_atomics_reason(p, t) is None
+    if p.dtype in ("fp16", "bf16") and t.wgmma and p.cpg > 32 and p.kpg >= 64:
+        return wgmma_config(p, t)
+    if p.dtype in ("fp16", "bf16"):
+        if p.cpg <= 16:
+            tn = 8 if p.cpg <= 8 else 16
+            if max_k <= 128:
+                tk = -(-max_k // 16) * 16
+                return PerfConfig(128, tn, tk, 4, 1, 32, tn, 0, 0, 0, 1, -1, 1)
+            return PerfConfig(128, tn, 32, 4, 1, 32, tn, 0, 0, 0, 1, -1, 3)
+        if p.cpg <= 64 or (taps > 1 and count_tiles(subs, 128, 128, p.G) < waves):
+            split = 2 if (split_ok and count_tiles(subs, 128, 64, p.G) < waves and max_k >= 1024) else 1
+            return PerfConfig(128, 64, 32, 2, 2, 64, 32, 0, 0, 0, split, -1, 4)
+        if taps == 1:
+            if max_k <= 64:
+                return PerfConfig(128, 128, 32, 2, 4, 64, 32, 0, 0, 0, 1, -1, 4)
+            return PerfConfig(128, 128, 64, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
+        return PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 4)
+    if p.cpg <= 16:
+        return PerfConfig(128, 16, 16, 4, 1, 32, 16, 0, 0, 0, 1, -1, 3)
+    if count_tiles(subs, 128, 128, p.G) >= 4 * waves:
+        return PerfConfig(128, 128, 16, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
+    if p.sH > 1 or p.sW > 1:
+        return PerfConfig(128, 64, 16, 2, 2, 64, 32, 0, 0, 0, 1, -1, 3)
+    split = 4 if (split_ok and max_k >= 1024 and count_tiles(subs, 64, 64, p.G) < 4 * waves) else 1
+    return PerfConfig(64, 64, 16, 2, 2, 32, 32, 0, 0, 0, split, -1, 3)
+
+
+def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The sm_90a warpgroup-MMA default for fp16/bf16 with cpg > 32 and kpg >= 64. Each
+    branch was chosen by an H200 sweep of the suite rows; the sweeps and their times are in
+    bench/RESULTS.md (warpgroup-MMA and TMA sections).
+
+    * cpg <= 64: 128x64x64 tiles, 2 warpgroups of 64x64, 4 stages;
+    * cpg >= 256, GemmK >= 256 and at least 1.5 waves of 128x256 tiles: 128x256x64, 2
+      warpgroups of 64x256, 4 stages, in the TMA schedule (:data:`TMA_DEFAULT`) at stride 1
+      where its rules hold, else the plain warpgroup schedule;
+    * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
+    * strided 1x1 filters: 256x128x64, 4 warpgroups of 64x128, 4 stages;
+    * strided filters with taps: the TMA schedule with 256x128 tiles
+      (:data:`TMA_STRIDED_DEFAULT`: its persistent blocks even out the tilde sub-GEMMs'
+      different K lengths), else 128x128x64 on one warpgroup, 3 stages (4 warpgroups spill
+      at 512 threads once four sub-GEMM records are live: tests/test_nvidia_build.py);
+    * 1x1 stride 1, cpg >= 256, one k-tile (GemmK <= 64) and two waves of 128x256 tiles:
+      the persistent schedule, 128x256x64, 3 stages (the next tile's load overlaps this
+      tile's epilogue);
+    * other filters with taps at stride 1: the TMA schedule on one 128x128 warpgroup, 4
+      stages (:data:`TMA_TAPS_DEFAULT`);
+    * the TMA forms only where their pixel box fills at least :data:`TMA_MIN_FILL` of the
+      tile's rows (:func:`~miopen_solver.tma.tma_fill`);
+    * otherwise 128x128x64, 2 warpgroups of 64x128: 4 stages with taps, 3 for 1x1.
+    """
+    p, t = problem, target
+    subs = cached_decompose(p).sub_gemms
+    max_k = max(s.gemm_k for s in subs)
+    if p.cpg <= 64:
+        return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
+    if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
+        if p.sH == 1 and p.sW == 1 and _tma_fits(p, t, TMA_DEFAULT):
+            return TMA_DEFAULT
+        return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 1)
+    if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
+            and split_k_atomics_reason(p, t) is None):
+        return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 2, -1, 4, 1)
+    if (p.sH > 1 or p.sW > 1) and p.Y * p.X > 1:
+        if _tma_fits(p, t, TMA_STRIDED_DEFAULT):
+            return TMA_STRIDED_DEFAULT
+        return PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 3, 1)
+    if p.sH > 1 or p.sW > 1:
+        return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
+    if p.is_pointwise and p.cpg >= 256 and max_k <= 64 and count_tiles(subs, 128, 256, p.G) >= 2 * t.num_cus:
+        return PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 3, 2)
+    if p.Y * p.X > 1 and _tma_fits(p, t, TMA_TAPS_DEFAULT):
+        return TMA_TAPS_DEFAULT
+    return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4 if p.Y * p.X > 1 else 3, 1)
+
+
+def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The tile choice behind :func:`default_performance_config`, before validation.
+
+    NVIDIA targets take :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
+    targets (AMD, where nothing has been measured yet) use these rules, constant time in
+    the problem size (they read sub-GEMM sizes, not data):
+
+    * tile_n: the smallest power of two >= cpg, between 16 and 128 (columns past cpg are
+      wasted MMA work, so small groups get narrow tiles);
+    * tile_m: 128, or 64 when 128-row tiles would leave compute units idle
+      (``G * tiles < num_cus``);
+    * tile_k: 32 for fp16/bf16, 16 for fp32 (the same 64 bytes per row); halved for fp32
+      when no sub-GEMM's GemmK (taps x kpg) reaches it; 16-bit atoms need k >= 16;
+    * warp grid 2x2 when tile_n >= 64, else warps stacked along M (4x1 at tile_m 128,
+      2x1 at 64), one warp tile per warp;
+    * stages 3 where copies are asynchronous (cp.async), else 2 (double buffer);
+    * split_k 1 (deterministic, plain stores; search explores split-K), vector caps and
+      lds_k_outer automatic.
+    """
+    p, t = problem, target
+    if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
+        return measured_nvidia_config(p, t)
+    subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
+    tile_n = 16
+    while tile_n < min(p.cpg, 128):
+        tile_n *= 2
+    tiles_128 = count_tiles(subs, 128, tile_n, p.G)
+    tile_m = 128 if tiles_128 >= t.num_cus else 64
+    tile_k = 32 if p.dtype in ("fp16", "bf16") else 16
+    max_gemm_k = max((s.gemm_k for s in subs), default=tile_k)
+    if p.dtype == "fp32" and max_gemm_k <= tile_k // 2:
+        tile_k //= 2
+    if tile_n >= 64:
+        warp_m, warp_n = 2, 2
+    else:
+        warp_m, warp_n = (4 if tile_m >= 128 else 2), 1
+    return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, warp_m=warp_m, warp_n=warp_n,
+                      warp_tile_m=tile_m // warp_m, warp_tile_n=tile_n // warp_n,
+                      vector_size_a=0, vector_size_b=0, vector_size_c=0, split_k=1,
+                      lds_k_outer=-1, stages=3 if t.async_copy else 2)
+
+
+def default_performance_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """MIOpen's GetDefaultPerformanceConfig: :func:`heuristic_config`, or the first of
+    :data:`FALLBACK_CONFIGS` that validates.
+
+    Raises:
+        PerfConfigError: no candidate validates; the message gives each candidate's reason.
+    """
+    reasons = []
+    for cfg in (heuristic_config(problem, target),) + FALLBACK_CONFIGS:
+        ok, why = is_valid_performance_config(problem, target, cfg)
+        if ok:
+            return cfg
+        reasons.append(f"{cfg.serialize()}: {why}")
+    raise PerfConfigError("no default config is valid: " + "; ".join(reasons))
+
+
+# ------------------------------------------------------------------- search space
+_TILE_M = (32, 64, 128, 256)
+_TILE_N = (16, 32, 64, 128, 256)
+_TILE_K = {"fp16": (16, 32, 64), "bf16": (16, 32, 64), "fp32": (8, 16, 32)}
+_WARPS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
+_SPLIT_K = (1, 2, 4, 8, 16)
+_WGMMA_N = (64, 128, 256)
+
+
+def _cover_n(problem: ConvProblem) -> int:
+    """The power of two covering cpg (at least 16): wider column tiles only add padding."""
+    n = 16
+    while n < problem.cpg:
+        n *= 2
+    return n
+
+
+def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The warpgroup schedules (sm_90a, fp16/bf16): warpgroups stacked along M, one
+    warpgroup tile of 64 x tile_n each or two m64 instructions per warpgroup; the persistent
+    and TMA forms where they may run (no split K; TMA loads 64-wide k boxes)."""
+    if not (t.wgmma and p.dtype in ("fp16", "bf16")):
+        return
+    cover_n = _cover_n(p)
+    for tm, tn, tk, st, sk in itertools.product((64, 128, 256), _WGMMA_N, (64, 128), (3, 4, 5), splits):
+        if tn > max(64, cover_n) or (sk > 1 and sk * tk > max_k):
+            continue
+        for wm in {tm // 64, max(1, tm // 128)}:
+            base = PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, KernelSchedule.WGMMA)
+            yield base
+            if sk == 1:
+                yield base.replace(schedule=KernelSchedule.WGMMA_PERSISTENT)
+            if sk == 1 and tk == 64:
+                yield base.replace(schedule=KernelSchedule.WGMMA_TMA)
+
+
+def _warp_mma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The warp-MMA schedule: tiles, warp grids with one warp tile per warp, stages and both
+    B layouts, tile_n at most the power of two covering cpg."""
+    cover_n = _cover_n(p)
+    tile_ns = [n for n in _TILE_N if n <= cover_n]
+    stages = (2, 3, 4) if t.async_copy else (1, 2)
+    for tm, tn, tk, (wm, wn), st, ko, sk in itertools.product(
+            _TILE_M, tile_ns, _TILE_K.get(p.dtype, (16,)), _WARPS, stages, (0, 1), splits):
+        if tm % wm or tn % wn or (sk > 1 and sk * tk > max_k):
+            continue
+        yield PerfConfig(tm, tn, tk, wm, wn, tm // wm, tn // wn, 0, 0, 0, sk, ko, st)
+
+
+SEARCH_SPACES = (_warpgroup_candidates, _warp_mma_candidates)
+"""Each schedule family's candidate generator, fastest family first."""
+
+
+def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
+    """Candidate configs (unvalidated) of every schedule, pruned to what can matter here:
+    split_k at most the k-tiles of the deepest sub-GEMM, and only where atomics are
+    allowed."""
+    max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
+    splits = (1,) if split_k_atomics_reason(problem, target) else _SPLIT_K
+    for space in SEARCH_SPACES:
+        yield from space(problem, target, splits, max_k)

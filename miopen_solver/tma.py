@@ -1,0 +1,83 @@
+"""Rules and geometry of the warp-specialised TMA schedule (:attr:`KernelSchedule.WGMMA_TMA`).
+
+A producer warp beside the warpgroups issues tensor-memory copies (``cp.async.bulk.tensor``)
+of whole A/B tiles onto mbarrier stages. Pointwise problems take flat GemmM rows; other
+problems take boxes of a tilde sub-GEMM's (n, htilde, wtilde) pixel grid (:func:`tma_box`),
+and TMA's zero fill outside dY is the padding. Sources: CUDA driver API
+``cuTensorMapEncodeTiled`` (global strides multiples of 16 bytes, box sides <= 256), PTX ISA
+``cp.async.bulk.tensor`` and the 128-byte swizzle (rows of 64 fp16/bf16 elements).
+"""
+
+from __future__ import annotations
+
+from .config import KernelSchedule, PerfConfig
+from .errors import PerfConfigError, require
+from .problem import ConvProblem
+from .target import Target
+from .tilde import cached_decompose
+
+_S = KernelSchedule.WGMMA_TMA.label
+
+TMA_PRODUCER_THREADS = 32
+"""The producer warp of a TMA block."""
+TMA_BOX_K = 64
+"""k extent of a TMA box: one 128-byte swizzled row of fp16/bf16."""
+TMA_MAX_BOX = 256
+"""Largest box side a tensor map takes (CUDA driver API, cuTensorMapEncodeTiled)."""
+
+
+TMA_MIN_FILL = 0.75
+"""Least share of a TMA tile's rows that hold dX pixels for the default to take it."""
+
+
+def tma_fill(problem: ConvProblem, tile_m: int) -> float:
+    """Share of a TMA tile's tile_m GEMM rows that hold box pixels: 1 for pointwise problems
+    (flat rows), else box pixels / tile_m (:func:`tma_box`)."""
+    if problem.is_pointwise:
+        return 1.0
+    bn, bh, bw = tma_box(problem, tile_m)
+    return bn * bh * bw / tile_m
+
+
+def tma_box(problem: ConvProblem, tile_m: int) -> tuple:
+    """``(images, rows, columns)`` of the (n, htilde, wtilde) pixel grid per TMA output tile
+    (see :attr:`DgradSpec.tma_box`), for the largest sub-GEMM slices."""
+    p = problem
+    subs = cached_decompose(p).sub_gemms
+    h = max(s.h_slice for s in subs)
+    w = max(s.w_slice for s in subs)
+    if h * w <= tile_m:
+        return (min(p.N, tile_m // (h * w)), h, w)
+    if w <= tile_m:
+        return (1, min(h, tile_m // w), w)
+    return (1, 1, tile_m)
+
+
+def tma_box_tiles(problem: ConvProblem, sub, box: tuple) -> int:
+    """Boxes covering one sub-GEMM's (n, htilde, wtilde) grid (per column tile)."""
+    bn, bh, bw = box
+    return -(-problem.N // bn) * -(-sub.h_slice // bh) * -(-sub.w_slice // bw)
+
+
+def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
+    """Why the TMA schedule cannot run ``c`` on ``p`` (the first rule broken), or None."""
+    try:
+        check_tma(p, t, c)
+    except PerfConfigError as e:
+        return str(e)
+    return None
+
+
+def check_tma(p: ConvProblem, t: Target, c: PerfConfig) -> None:
+    """The rules of the TMA schedule beyond the warpgroup and persistent ones (see module
+    docstring)."""
+    require(t.vendor == "nvidia", f"{_S} needs tensor-memory copies (TMA), which {t.arch} lacks")
+    require(c.tile_k == TMA_BOX_K, f"{_S} loads 64-element (128-byte) swizzled rows; tile_k must be "
+                                  f"{TMA_BOX_K}, got {c.tile_k}")
+    require(c.tile_m <= TMA_MAX_BOX, f"{_S} loads the A tile in one box of at most {TMA_MAX_BOX} rows; "
+                                    f"tile_m {c.tile_m} is larger")
+    require(p.K % 8 == 0 and p.cpg % 8 == 0,
+           f"{_S} needs K and cpg multiples of 8 (16-byte tensor strides), got K={p.K}, cpg={p.cpg}")
+    require(p.G == 1 or p.kpg % TMA_BOX_K == 0,
+           f"{_S} with G > 1 needs kpg a multiple of {TMA_BOX_K} (a box must not cross groups), "
+           f"got kpg={p.kpg}")

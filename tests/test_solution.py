@@ -1,0 +1,157 @@
+"""The decided Solution: one policy in the library, records that cross process boundaries
+intact, and one spec construction per process per config on a run."""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import json
+import os
+
+import pytest
+
+from conftest import ROOT
+from driver import workers
+from driver.run_cmd import run_line
+from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule, PerfConfig
+from miopen_solver.solver import DgradSolver, Solution
+from miopen_solver.target import PRESETS, Target, from_device, get_target
+
+LINE = ("convfp16 -n 2 -c 64 -H 9 -W 9 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 -t 1 -V 1 -i 2 "
+        "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+DEVICE_ARCHS = [("nvidia", "sm_80"), ("nvidia", "sm_90"), ("nvidia", "sm_100"), ("nvidia", "sm_120"),
+                ("amd", "gfx90a"), ("amd", "gfx942"), ("amd", "gfx950")]
+
+
+def _round_trip(t: Target) -> Target:
+    return Target.from_record(json.loads(json.dumps(t.to_record())))
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_round_trips(name):
+    t = get_target(name)
+    back = _round_trip(t)
+    assert back == t and back.to_record() == t.to_record() and back.atoms == t.atoms
+
+
+@pytest.mark.parametrize("vendor,arch", DEVICE_ARCHS)
+def test_every_device_target_round_trips(vendor, arch):
+    t = from_device(vendor, arch, lds_bytes=101376, max_threads=1024, num_cus=77, wave_size=None)
+    back = _round_trip(t)
+    assert back == t and back.to_record() == t.to_record()
+    assert (back.arch, back.lds_bytes, back.num_cus, back.wgmma) == (arch, 101376, 77, t.wgmma)
+
+
+def test_sm_100_has_no_wgmma_on_the_other_side():
+    """The old boundary sent 7 fields and rebuilt the rest from the sm_90 preset, so an
+    sm_100 device's wgmma=False came back True in the worker."""
+    t = from_device("nvidia", "sm_100")
+    assert not t.wgmma and not _round_trip(t).wgmma
+    p = parse(LINE.split()).problem
+    sol = DgradSolver().get_solution(p, t)
+    assert not sol.schedule.warpgroup
+    back = Solution.from_record(json.loads(json.dumps(sol.to_record())))
+    assert not back.target.wgmma and back.spec == sol.spec
+
+
+def test_target_record_refuses_other_fields():
+    rec = get_target("sm_90").to_record()
+    rec.pop("wgmma")
+    with pytest.raises(ValueError, match="missing \\['wgmma'\\]"):
+        Target.from_record(rec)
+
+
+@pytest.mark.parametrize("arch", ["cpu", "sm_90", "gfx942"])
+def test_solution_record_round_trips(arch):
+    p = parse(LINE.split()).problem
+    sol = DgradSolver().find_solution(p, get_target(arch), split_k=-1 if arch != "sm_90" else None)
+    back = Solution.from_record(json.loads(json.dumps(sol.to_record())))
+    assert back.spec == sol.spec and back.perf_config == sol.perf_config and back.notes == sol.notes
+    assert back.kernels[0].source == sol.kernels[0].source and back.zero_fill == sol.zero_fill
+
+
+def test_find_solution_policy_and_notes(tmp_path):
+    """Given config > perf-db > default, each with its note; settings on top."""
+    solver, p, t = DgradSolver(), parse(LINE.split()).problem, get_target("sm_90")
+    default = solver.find_solution(p, t)
+    assert default.source == "default" and default.notes == ()
+    assert default.perf_config == solver.get_default_performance_config(p, t)
+    given = solver.find_solution(p, t, perf_config="64,64,32,2,2,32,32,0,0,0,1,-1,3")
+    assert given.source == "perf-config" and given.notes == ("Using --perf-config 64,64,32,2,2,32,32,0,0,0,1,-1,3",)
+    split = solver.find_solution(p, t, perf_config="64,64,32,2,2,32,32,0,0,0,-1,-1,3")
+    assert split.perf_config.split_k == split.spec.split_k >= 1
+    assert split.notes[-1] == f"Split-K: -1 resolved to {split.spec.split_k}"
+    # an unreadable perf-db is a warning, not an error
+    bad = tmp_path / "dir.sqlite"
+    bad.mkdir()
+    warned = solver.find_solution(p, t, perfdb=bad, perfdb_label="--perfdb X")
+    assert warned.source == "default" and warned.warnings[0].startswith("--perfdb X unusable: ")
+
+
+def test_a_warpgroup_default_that_cannot_split_falls_back_with_a_note():
+    p = parse("convfp16 -n 64 -c 512 -H 28 -W 28 -k 512 -y 1 -x 1 -F 2 --in_layout NHWC --out_layout NHWC "
+              "--fil_layout NHWC".split()).problem
+    t = get_target("sm_90")
+    base = DgradSolver().find_solution(p, t)
+    assert base.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)
+    sol = DgradSolver().find_solution(p, t, split_k=2)
+    assert sol.spec.split_k == 2 and sol.schedule is KernelSchedule.WGMMA and "not possible with" in sol.notes[0]
+
+
+def _count_constructions(monkeypatch, tmp_path, opts):
+    log = tmp_path / "specs.log"
+    monkeypatch.setenv("DGRAD_TEST_SPEC_LOG", str(log))
+    monkeypatch.setenv(workers.PRELOAD_ENV, os.path.join(ROOT, "tests", "count_specs.py"))
+    import miopen_solver.spec as spec_mod
+    spec_mod._cached_spec.cache_clear()
+    import count_specs
+    importlib.reload(count_specs)                 # the driver's process counts too
+    try:
+        status, out = run_line(LINE.split(), backend="cpu", use_perfdb=False, **opts)
+    finally:
+        spec_mod.DgradSpec.__init__ = count_specs._real_init
+    assert status == 0, out
+    per = collections.Counter(tuple(line.split()) for line in log.read_text().splitlines())
+    return per
+
+
+@pytest.mark.parametrize("opts", [{}, {"arch": "sm_90", "split_k": -1}], ids=["default", "sm90-split-k"])
+def test_one_spec_construction_per_process_per_config(monkeypatch, tmp_path, opts):
+    """The driver validates each config it considers once; each worker rebuilds the decided
+    spec once from its record (no make_spec there); three processes in all."""
+    per = _count_constructions(monkeypatch, tmp_path, opts)
+    assert per and max(per.values()) == 1, per
+    pids = {pid for pid, _ in per}
+    assert len(pids) == 3 and str(os.getpid()) in pids        # driver, timing and verification workers
+    for pid in pids - {str(os.getpid())}:
+        assert sum(1 for p, _ in per if p == pid) == 1          # a worker builds the one spec it was sent
+
+
+def test_a_slow_worker_start_does_not_count_against_the_job(monkeypatch):
+    """``--timeout`` bounds the job: a worker that takes 3 s to start still runs a 2 s job."""
+    monkeypatch.setenv(workers.PRELOAD_ENV, os.path.join(ROOT, "tests", "slow_start.py"))
+    sol = DgradSolver().get_solution(parse(LINE.split()).problem, get_target("cpu"))
+    res = workers.run_one(workers.make_job("timing", solution=sol, backend="cpu", iters=1), timeout=2.0)
+    assert res.ok, res.reason
+    with workers.Worker("timing", timeout=30.0) as w:
+        monkeypatch.setenv(workers.STARTUP_ENV, "0.5")
+        res = w.run(workers.make_job("timing", solution=sol, backend="cpu", iters=1))
+    assert not res.ok and res.failure == "timeout" and "did not start within 0.5 s" in res.reason
+
+
+def test_replay_numerics_through_a_worker_equal_the_in_process_ones():
+    """GPU replays run their numerics in a verification worker; on the CPU backend the same
+    path gives the in-process engine's verdict for the same solution and seed."""
+    from driver.replay_cmd import WorkerNumerics
+    from miopen_solver import fixtures as fx
+    from miopen_solver.runtime.cpu import CpuEngine
+    sol = DgradSolver().get_solution(parse(LINE.split()).problem, get_target("cpu"))
+    runner = WorkerNumerics("cpu", 120.0)
+    try:
+        remote = runner.verify(sol, fx.NUMERIC_SEED)
+        assert remote == CpuEngine().verify(sol, fx.NUMERIC_SEED) and remote.ok
+        fixture = fx.load([os.path.join(ROOT, "fixtures")])[0]
+        assert fx.replay(fixture, runner).status == fx.PASSED
+    finally:
+        runner.close()
