@@ -2,6 +2,6 @@
 
 import sys
 
-from driver.cli import main
+from driver.entry import main
 
 sys.exit(main())

@@ -20,29 +20,35 @@ and W belong to group ``g`` (MIOpen's grouped-convolution convention).
 
 from __future__ import annotations
 
-import ml_dtypes
+from functools import lru_cache
+
 import numpy as np
 
 from .problem import ConvProblem
 
 CANONICAL = "NCHW"
 
-STORAGE_DTYPES = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16),
-                  "bf16": np.dtype(ml_dtypes.bfloat16)}
-"""numpy storage dtype of each data type name the solver runs."""
+STORAGE_TYPES = ("fp32", "fp16", "bf16")
+"""Data type names with a numpy storage type here."""
 
 
+@lru_cache(maxsize=None)
 def storage_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype that stores ``dtype`` (``fp32``, ``fp16``, ``bf16``).
+    """The numpy dtype that stores ``dtype`` (``fp32``, ``fp16``, ``bf16``: ``ml_dtypes.bfloat16``,
+    imported on first use: its import costs about a second of CPU, which queries that
+    allocate nothing should not pay).
 
     Raises:
         ValueError: a data type without a numpy storage type here (int8, fp8, bf8).
     """
-    try:
-        return STORAGE_DTYPES[dtype]
-    except KeyError:
-        raise ValueError(f"no host storage type for {dtype!r}; "
-                         f"supported: {', '.join(STORAGE_DTYPES)}") from None
+    if dtype == "fp32":
+        return np.dtype(np.float32)
+    if dtype == "fp16":
+        return np.dtype(np.float16)
+    if dtype == "bf16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    raise ValueError(f"no host storage type for {dtype!r}; supported: {', '.join(STORAGE_TYPES)}")
 
 
 def _check_layout(layout: str) -> str:

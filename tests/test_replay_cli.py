@@ -168,9 +168,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
 
 
 def test_unavailable_backend_is_one_line_exit_2(tmp_path, monkeypatch):
-    def no_gpu(backend):
+    def no_gpu(backend, timeout):
         raise RuntimeUnavailable("no NVIDIA GPU found: cuInit returned CUDA_ERROR_NO_DEVICE")
-    monkeypatch.setattr(replay_mod, "get_engine", no_gpu)
+    monkeypatch.setattr(replay_mod, "WorkerNumerics", no_gpu)
     one_line_error(invoke(make_dir(tmp_path), "--backend", "cuda"), "no NVIDIA GPU found")
 
 
