@@ -1,26 +1,39 @@
 """Our dgrad kernels against cuDNN (and cuBLAS for pointwise lines) on one NVIDIA GPU.
 
-For each line of ``bench/suite.txt`` and each data type: our kernel (default config, or the
-perf-db winner with ``--perfdb``) and cuDNN through PyTorch
-(``aten.convolution_backward`` on channels_last tensors, ``cudnn.benchmark=True``, TF32
-off) are both captured into CUDA graphs of ``--launches`` launches and replayed
-``--replays`` times; the figure is the median per-launch time, so launch gaps count for
-neither side. Pointwise lines also time cuBLAS on the equivalent GEMM
-``dX[N*H*W, C] = dY[N*H*W, K] x W[K, C]``.
+For each line of ``--suite`` (default ``bench/suite.txt``; ``bench/zoo.txt`` is the zoo of
+real layers) and each data type: our kernel (the library's default config, or the perf-db
+winner with ``--perfdb``) and cuDNN through PyTorch (``aten.convolution_backward`` on
+channels_last tensors, ``cudnn.benchmark=True``, TF32 off) are both captured into CUDA graphs
+of ``--launches`` launches and replayed ``--replays`` times; the figure is the median
+per-launch time, so launch gaps count for neither side. Pointwise lines also time cuBLAS on
+the equivalent GEMM ``dX[N*H*W, C] = dY[N*H*W, K] x W[K, C]``.
 
 Ceilings are measured in the same run: the dense matrix rate (8192^3 GEMM in the data type)
 and the copy bandwidth (a 2 GiB device-to-device copy). ``floor = max(FLOPs / rate,
 min_bytes / bandwidth)``; ``eff = floor / time``; ``ratio = cuDNN time / our time``.
 
+``--dtypes fp16,bf16,fp32`` (default) re-bases every line to each type in turn;
+``--dtypes line`` runs each line as written (its base ``convfp16``/``convbfp16``/``conv``
+fixes its type), as the zoo wants. Labels may carry a ``class=<name>`` tag (the zoo's do): the
+report then has a per-class summary (geometric mean of the ratio, lines at >= 1.0 and
+< 0.5, lines with no ratio) and the plot groups the lines by class. A line our solver refuses,
+a kernel that fails or a cuDNN failure is a row marked n/a with its reason, not a dead run;
+after a failure that leaves the CUDA context unusable the remaining rows are n/a, naming
+the row that broke it. ``--json`` keeps every row (rewritten after each one, so a run cut
+short keeps what it timed); ``--report a.json[,b.json]`` renders the report from such files
+without a GPU (e.g. to merge ``--shard 1/2`` and ``--shard 2/2`` runs).
+
 Usage (on the GPU machine, from the repo root)::
 
     python bench/compare.py --dtypes fp16,bf16,fp32 --out bench/last_compare.md [--plot bench/compare.png]
+    python bench/compare.py --suite bench/zoo.txt --dtypes line --out zoo.md --plot zoo.png --json zoo.json
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import os
 import statistics
@@ -38,9 +51,20 @@ from miopen_solver.layouts import storage_dtype  # noqa: E402
 from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402
 
 BASES = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}
+DTYPE_OF_BASE = {base: dtype for dtype, base in BASES.items()}
+AS_WRITTEN = "line"
+"""``--dtypes`` value: run every line in the data type of its own base."""
+
+CLASSES = ("dense_1x1", "dense_3x3", "strided", "asymmetric", "dilated", "grouped", "depthwise",
+           "patch", "1d", "small_image_many_channels", "large_image_few_channels", "odd_channels")
+"""The zoo's class tags, in report order."""
+UNTAGGED = "-"
+"""The class of a line whose label has no ``class=`` tag."""
 
 
+# ----------------------------------------------------------------------------- suite files
 def read_suite(path: Path):
+    """``(label, command)`` per line of a suite file; ``#`` lines and blank lines skipped."""
     rows = []
     for raw in path.read_text().splitlines():
         line = raw.strip()
@@ -51,14 +75,183 @@ def read_suite(path: Path):
     return rows
 
 
-def default_config(problem, target):
-    try:
-        from miopen_solver.solver import DgradSolver
-        return DgradSolver().get_default_performance_config(problem, target)
-    except ImportError:
-        return PerfConfig()
+def split_label(label: str) -> tuple:
+    """``(name, class)`` from a label such as ``mobilenet_v2/features.3.dw3x3_c144_56
+    class=depthwise``; class is :data:`UNTAGGED` when there is no ``class=`` word."""
+    words = label.split()
+    tags = [w[len("class="):] for w in words if w.startswith("class=")]
+    name = " ".join(w for w in words if not w.startswith("class="))
+    return name, (tags[-1] if tags else UNTAGGED)
 
 
+def network_of(name: str) -> str:
+    """``resnet50`` for ``resnet50/layer3.0.conv2...``; ``""`` for a label without a network."""
+    return name.split("/", 1)[0] if "/" in name else ""
+
+
+def plan_rows(rows, dtypes: str) -> list:
+    """The runs for ``rows`` (``(label, command)``) under ``--dtypes``: a list of dicts with
+    ``label, cls, network, dtype, section, cmd``.
+
+    ``dtypes`` is :data:`AS_WRITTEN` (each line's base fixes its type; one section ``line``)
+    or a comma list of ``fp16,bf16,fp32`` (every line re-based to each type; one section per
+    type, in the order given).
+
+    Raises:
+        ValueError: an unknown data type, or (as written) a line whose base is not one of
+            ``convfp16``/``convbfp16``/``conv``.
+    """
+    plan = []
+    if dtypes == AS_WRITTEN:
+        passes = [(AS_WRITTEN, None)]
+    else:
+        passes = [(d, d) for d in dtypes.split(",")]
+        bad = [d for d, _ in passes if d not in BASES]
+        if bad:
+            raise ValueError(f"--dtypes: unknown type(s) {','.join(bad)}; use {AS_WRITTEN!r} "
+                             f"or a comma list of {','.join(BASES)}")
+    for section, rebase in passes:
+        for label, cmd in rows:
+            words = cmd.split()
+            if rebase is None:
+                if words[0] not in DTYPE_OF_BASE:
+                    raise ValueError(f"{label}: base {words[0]!r} is not one of {', '.join(DTYPE_OF_BASE)}")
+                dtype = DTYPE_OF_BASE[words[0]]
+            else:
+                dtype, words[0] = rebase, BASES[rebase]
+            name, cls = split_label(label)
+            plan.append({"label": name, "cls": cls, "network": network_of(name), "dtype": dtype,
+                         "section": section, "cmd": " ".join(words)})
+    return plan
+
+
+def select(plan, only: str = "", classes: str = "", shard: str = "") -> list:
+    """Rows of ``plan`` whose label contains ``only``, whose class is in the comma list
+    ``classes`` (all when empty) and, with ``shard`` ``"i/n"``, every n-th row from the i-th
+    (1-based) of those."""
+    want = set(classes.split(",")) if classes else None
+    out = [r for r in plan if only in r["label"] and (want is None or r["cls"] in want)]
+    if shard:
+        i, n = (int(x) for x in shard.split("/"))
+        if not 1 <= i <= n:
+            raise ValueError(f"--shard {shard}: want i/n with 1 <= i <= n")
+        out = out[i - 1::n]
+    return out
+
+
+# ----------------------------------------------------------------------------- summaries
+def geomean(xs) -> float:
+    xs = list(xs)
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def summarize(results, key: str = "cls") -> list:
+    """One dict per group of ``results`` by ``key`` (known classes first, in
+    :data:`CLASSES` order), then ``total``: ``group, lines, timed, na, geomean, ge1, lt05,
+    min, max``. Only rows with a ``ratio`` count in the geomean and the counts; ``na`` is
+    the rest."""
+    groups = {}
+    for r in results:
+        groups.setdefault(r[key], []).append(r)
+    order = [c for c in CLASSES if c in groups] + sorted(g for g in groups if g not in CLASSES)
+    out = []
+    for name, rows in [(g, groups[g]) for g in order] + [("total", list(results))]:
+        ratios = [r["ratio"] for r in rows if r.get("ratio") is not None]
+        out.append({"group": name, "lines": len(rows), "timed": len(ratios), "na": len(rows) - len(ratios),
+                    "geomean": geomean(ratios), "ge1": sum(x >= 1.0 for x in ratios),
+                    "lt05": sum(x < 0.5 for x in ratios),
+                    "min": min(ratios) if ratios else float("nan"),
+                    "max": max(ratios) if ratios else float("nan")})
+    return out
+
+
+def summary_markdown(results, key: str = "cls", title: str = "class") -> list:
+    """The per-group table of :func:`summarize` as markdown lines."""
+    lines = [f"| {title} | lines | timed | n/a | geomean cuDNN/ours | >= 1.0 | < 0.5 | min | max |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for s in summarize(results, key):
+        g = f"**{s['group']}**" if s["group"] == "total" else s["group"]
+        num = (f"{s['geomean']:.2f} | {s['ge1']} | {s['lt05']} | {s['min']:.2f} | {s['max']:.2f}"
+               if s["timed"] else "n/a | 0 | 0 | | ")
+        lines.append(f"| {g} | {s['lines']} | {s['timed']} | {s['na']} | {num} |")
+    return lines
+
+
+def dtype_geomean_lines(results) -> list:
+    """``<dtype>: geometric-mean ratio cuDNN/ours = **x** over n rows; min y`` per data type
+    (the line bench/h200_check.sh greps)."""
+    out = []
+    for dtype in dict.fromkeys(r["dtype"] for r in results):
+        ok = [r["ratio"] for r in results if r["dtype"] == dtype and r.get("ratio") is not None]
+        if ok:
+            out.append(f"{dtype}: geometric-mean ratio cuDNN/ours = **{geomean(ok):.2f}** over "
+                       f"{len(ok)} rows; min {min(ok):.2f}")
+    return out
+
+
+def na_reason(row) -> str:
+    """Why a row has no ratio (``""`` when it has one)."""
+    return "; ".join(f"{side}: {row[k]}" for side, k in (("ours", "ours_error"), ("cuDNN", "cudnn_error"),
+                                                           ("not run", "skipped")) if row.get(k))
+
+
+def row_markdown(r, tagged: bool, with_dtype: bool) -> str:
+    """One results-table row; a side that failed reads ``n/a`` and the reason replaces the
+    config column."""
+    def us(v):
+        return "n/a" if v is None else f"{v * 1e3:.1f}"
+    lead = [r["label"]] + ([r["cls"]] if tagged else []) + ([r["dtype"]] if with_dtype else [])
+    ours, cudnn, blas, ratio = r.get("ours_ms"), r.get("cudnn_ms"), r.get("cublas_ms"), r.get("ratio")
+    cells = [us(ours), us(cudnn), "n/a" if ratio is None else f"{ratio:.2f}",
+             "" if ours is None else f"{r['tflops']:.0f}",
+             "" if ours is None else f"{r['eff']:.2f}",
+             "" if r.get("floor_ms") is None else f"{r['floor_ms'] * 1e3:.1f}",
+             "" if blas is None else f"{blas * 1e3:.1f}",
+             "" if blas is None or ours is None else f"{blas / ours:.2f}",
+             "" if r.get("regs") is None else str(r["regs"]),
+             f"`{r['config']}`" if r.get("config") else ""]
+    if ratio is None:
+        cells[-1] = (cells[-1] + " " if cells[-1] else "") + "n/a: " + na_reason(r).replace("|", "/")
+    return "| " + " | ".join(lead + cells) + " |"
+
+
+def table_head(tagged: bool, with_dtype: bool) -> list:
+    cols = (["shape"] + (["class"] if tagged else []) + (["dtype"] if with_dtype else [])
+            + ["ours us", "cuDNN us", "ratio", "ours TF/s", "eff", "floor us", "cuBLAS us",
+               "ours/cuBLAS", "regs", "config"])
+    return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+
+
+def render_summary(results) -> list:
+    """The per-dtype geomean lines and, when the labels carry classes, the per-class and
+    per-network tables (markdown lines)."""
+    md = dtype_geomean_lines(results)
+    if any(r["cls"] != UNTAGGED for r in results):
+        md += ["", "### Per class (ratio = cuDNN time / our time; geometric mean over timed lines)", ""]
+        md += summary_markdown(results)
+        md += ["", "### Per network", ""]
+        md += summary_markdown(results, key="network", title="network")
+    return md
+
+
+def render_report(results, header: str, ceilings: dict) -> str:
+    """The markdown report: per section (a data type, or ``line`` for as-written runs) its
+    measured ceilings and results table, then :func:`render_summary`."""
+    tagged = any(r["cls"] != UNTAGGED for r in results)
+    md = [header]
+    for section in dict.fromkeys(r["section"] for r in results):
+        rows = [r for r in results if r["section"] == section]
+        with_dtype = section == AS_WRITTEN
+        dts = [d for d in dict.fromkeys(r["dtype"] for r in rows) if d in ceilings]
+        ceil = (", ".join(f"{d} {ceilings[d][0] / 1e12:.0f}" for d in dts) + " TFLOP/s matrix, "
+                f"{ceilings[dts[0]][1] / 1e12:.2f} TB/s copy") if dts else "n/a"
+        md.append(f"\n### {'as written' if with_dtype else section}  (measured ceilings: {ceil})\n")
+        md += table_head(tagged, with_dtype)
+        md += [row_markdown(r, tagged, with_dtype) for r in rows]
+    return "\n".join(md + [""] + render_summary(results)) + "\n"
+
+
+# ----------------------------------------------------------------------------- timing
 def graph_time_ms(torch, fn, launches: int, replays: int) -> float:
     """Median per-call time of ``fn`` replayed from a CUDA graph of ``launches`` calls."""
     s = torch.cuda.Stream()
@@ -102,8 +295,57 @@ def measure_ceilings(torch, dtype: str):
     return rate, bw
 
 
+class OursRefused(Exception):
+    """Our solver does not take the problem (not applicable, or no config validates)."""
+
+
+def time_ours(eng, p, launches: int, replays: int, config: str | None = None, perfdb=None) -> dict:
+    """Our side of one row: the ONLY place compare.py asks the solver library what to run and
+    times it, so a library API change (e.g. ``DgradSolver().find_solution(problem, target) ->
+    Solution``) is adapted here and nowhere else.
+
+    The config is ``config`` (``--config``), else the perf-db record (``--perfdb``), else the
+    library's default (``DgradSolver().get_default_performance_config``).
+
+    Returns:
+        ``{ours_ms, regs, config, config_source}``.
+
+    Raises:
+        OursRefused: the solver refuses the problem (the reason is the message).
+        Exception: anything else is a kernel (build, launch or timing) failure.
+    """
+    from miopen_solver.errors import PerfConfigError
+    from miopen_solver.solver import DgradSolver
+    solver, target = DgradSolver(), eng.target
+    verdict = solver.is_applicable(p, target)
+    if not verdict.ok:
+        raise OursRefused("not applicable: " + "; ".join(str(r) for r in verdict.reasons))
+    try:
+        if config:
+            cfg, source = PerfConfig.parse(config), "--config"
+        else:
+            cfg = solver.lookup_performance_config(p, target, perfdb)[0] if perfdb is not None else None
+            source = "perfdb" if cfg is not None else "default"
+            if cfg is None:
+                cfg = solver.get_default_performance_config(p, target)
+        spec = make_spec(p, target, cfg)
+    except PerfConfigError as e:
+        raise OursRefused(f"PerfConfigError: {e}") from e
+    rng = np.random.default_rng(0)
+    dt = storage_dtype(p.dtype)
+    dy = (rng.random((p.N, p.Ho, p.Wo, p.K), dtype=np.float32) * 0.01).astype(dt)
+    w = ((rng.random((p.K, p.Y, p.X, p.cpg), dtype=np.float32) - 0.5) * 0.01).astype(dt)
+    ms = eng.time_graph(spec, dy, w, launches, replays).median_ms
+    return {"ours_ms": ms, "regs": eng.rt.function_registers(eng.build(spec).func),
+            "config": cfg.serialize(), "config_source": source}
+
+
+def _torch_dtype(torch, dtype):
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+
+
 def time_cudnn(torch, p, launches, replays):
-    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[p.dtype]
+    tdt = _torch_dtype(torch, p.dtype)
     cl = torch.channels_last
     dy = torch.randn(p.N, p.K, p.Ho, p.Wo, device="cuda", dtype=tdt).to(memory_format=cl)
     x = torch.empty(p.N, p.C, p.Hi, p.Wi, device="cuda", dtype=tdt).to(memory_format=cl)
@@ -118,11 +360,64 @@ def time_cudnn(torch, p, launches, replays):
 
 
 def time_cublas(torch, p, launches, replays):
-    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[p.dtype]
+    tdt = _torch_dtype(torch, p.dtype)
     m = p.N * p.Ho * p.Wo
     a = torch.randn(m, p.K, device="cuda", dtype=tdt)
     b = torch.randn(p.K, p.C, device="cuda", dtype=tdt)
     return graph_time_ms(torch, lambda: torch.matmul(a, b), launches, replays)
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:160] if text else ''}"
+
+
+def context_error(torch) -> str:
+    """``""`` when the CUDA context still runs work, else why not (a sticky fault)."""
+    try:
+        torch.cuda.synchronize()
+        torch.ones(1, device="cuda").add_(1).item()
+        return ""
+    except Exception as e:  # noqa: BLE001 - any failure means the context is gone
+        return _reason(e)
+
+
+def run_row(torch, eng, item, args, db, ceilings) -> dict:
+    """Time one planned row on both sides; failures are recorded in the row, never raised."""
+    row = {k: item[k] for k in ("label", "cls", "network", "dtype", "section")}
+    row["line"] = item["cmd"]
+    try:
+        p = parse(item["cmd"]).problem
+    except Exception as e:  # noqa: BLE001 - a bad line is an n/a row
+        row["ours_error"] = f"line does not parse: {_reason(e)}"
+        return row
+    try:
+        row.update(time_ours(eng, p, args.launches, args.replays, args.config, db))
+    except OursRefused as e:
+        row["ours_error"] = f"refused: {e}"
+    except Exception as e:  # noqa: BLE001 - a failing kernel, not a dead sweep
+        row["ours_error"] = f"failed: {_reason(e)}"
+    try:
+        row["cudnn_ms"] = time_cudnn(torch, p, args.launches, args.replays)
+    except Exception as e:  # noqa: BLE001 - cuDNN has no algorithm, runs out of memory, ...
+        row["cudnn_error"] = _reason(e)
+        try:
+            torch.cuda.empty_cache()  # after an out-of-memory; raises too when the context is gone
+        except Exception:  # noqa: BLE001 - main() checks the context after a failed row
+            pass
+    if p.is_pointwise and "cudnn_error" not in row:
+        try:
+            row["cublas_ms"] = time_cublas(torch, p, args.launches, args.replays)
+        except Exception:  # noqa: BLE001 - cuBLAS is an extra column only
+            pass
+    rate, bw = ceilings[p.dtype]
+    row["floor_ms"] = max(p.flops / rate, p.min_bytes / bw) * 1e3
+    if row.get("ours_ms") is not None:
+        ours = row["ours_ms"]
+        row.update(eff=row["floor_ms"] / ours, tflops=p.flops / ours / 1e9)
+        if row.get("cudnn_ms") is not None:
+            row["ratio"] = row["cudnn_ms"] / ours
+    return row
 
 
 def git_commit() -> str:
@@ -135,18 +430,67 @@ def git_commit() -> str:
         return "unknown (pass DGRAD_COMMIT)"
 
 
+def _write_json(path, meta, results):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"meta": meta, "rows": results}, f, indent=1)
+    os.replace(tmp, path)
+
+
+def load_reports(paths) -> tuple:
+    """``(header, results, ceilings)`` merged from ``--json`` files (rows in file order)."""
+    results, ceilings, heads = [], {}, []
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        results += data["rows"]
+        for d, v in data["meta"].get("ceilings", {}).items():
+            ceilings.setdefault(d, tuple(v))
+        first = (data["meta"].get("header") or "").strip().splitlines()
+        heads.append(f"- {path}: {first[0].lstrip('# ') if first else ''} ({len(data['rows'])} rows)")
+    header = "## compare.py report from saved rows\n\n" + "\n".join(heads) + "\n"
+    return header, results, ceilings
+
+
+def finish(text: str, results, args) -> int:
+    if args.out:
+        Path(args.out).write_text(text)
+    if args.plot:
+        if any(r["cls"] != UNTAGGED for r in results):
+            plot_by_class(results, args.plot)
+        else:
+            plot(results, args.plot)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default=str(ROOT / "bench" / "suite.txt"))
-    ap.add_argument("--dtypes", default="fp16,bf16,fp32")
+    ap.add_argument("--suite", default=str(ROOT / "bench" / "suite.txt"),
+                    help="suite file (default bench/suite.txt; bench/zoo.txt is the zoo)")
+    ap.add_argument("--dtypes", default="fp16,bf16,fp32",
+                    help=f"comma list of {','.join(BASES)} (every line re-based to each), "
+                         f"or '{AS_WRITTEN}' (each line in the type of its own base)")
     ap.add_argument("--only", default="", help="substring filter on row labels")
+    ap.add_argument("--classes", default="", help="comma list of class tags to run (default all)")
+    ap.add_argument("--shard", default="", help="i/n: run every n-th selected row from the i-th")
     ap.add_argument("--launches", type=int, default=20)
     ap.add_argument("--replays", type=int, default=15)
     ap.add_argument("--perfdb", default=None, help="use perf-db winners where present")
     ap.add_argument("--config", default=None, help="one perf config for every row (overrides the default)")
-    ap.add_argument("--out", default=None, help="write the markdown table here")
-    ap.add_argument("--plot", default=None, help="write a PNG bar chart here (needs matplotlib)")
+    ap.add_argument("--out", default=None, help="write the markdown report here")
+    ap.add_argument("--plot", default=None, help="write a PNG chart here (needs matplotlib)")
+    ap.add_argument("--json", default=None, help="write every row here (rewritten after each row)")
+    ap.add_argument("--report", default=None,
+                    help="comma list of --json files: render the report from them (no GPU) and exit")
     args = ap.parse_args(argv)
+    command = f"python bench/compare.py {' '.join(argv if argv is not None else sys.argv[1:])}"
+
+    if args.report:
+        header, results, ceilings = load_reports(args.report.split(","))
+        text = render_report(results, header, ceilings)
+        print(text)
+        return finish(text, results, args)
+
+    plan = select(plan_rows(read_suite(Path(args.suite)), args.dtypes), args.only, args.classes, args.shard)
 
     import torch
     torch.backends.cudnn.benchmark = True
@@ -155,85 +499,48 @@ def main(argv=None):
     from miopen_solver.runtime import get_engine
     eng = get_engine("cuda")
     target = eng.target
-    device = eng.rt.device_name()
-    rows = [r for r in read_suite(Path(args.suite)) if args.only in r[0]]
     db = None
     if args.perfdb:
         from miopen_solver.perfdb import PerfDb
         db = PerfDb(args.perfdb)
 
-    results = []
-    lines_md = []
-    for dtype in args.dtypes.split(","):
-        rate, bw = measure_ceilings(torch, dtype)
-        lines_md.append(f"\n### {dtype}  (measured ceilings: {rate / 1e12:.0f} TFLOP/s matrix, "
-                        f"{bw / 1e12:.2f} TB/s copy)\n")
-        lines_md.append("| shape | ours us | cuDNN us | ratio | ours TF/s | eff | floor us | cuBLAS us | "
-                        "ours/cuBLAS | regs | config |")
-        lines_md.append("|---|---|---|---|---|---|---|---|---|---|---|")
-        for label, cmd in rows:
-            words = cmd.split()
-            words[0] = BASES[dtype]
-            p = parse(" ".join(words)).problem
-            cfg = PerfConfig.parse(args.config) if args.config else None
-            if cfg is None and db is not None:
-                hit = db.lookup(p.problem_key(), target.arch)
-                cfg = PerfConfig.parse(hit.values) if hit else None
-            cfg = cfg or default_config(p, target)
-            row = {"label": label, "dtype": dtype, "config": cfg.serialize()}
-            try:
-                spec = make_spec(p, target, cfg)
-                rng = np.random.default_rng(0)
-                dt = storage_dtype(dtype)
-                dy = rng.uniform(0, 0.01, (p.N, p.Ho, p.Wo, p.K)).astype(dt)
-                w = rng.uniform(-0.005, 0.005, (p.K, p.Y, p.X, p.cpg)).astype(dt)
-                ours = eng.time_graph(spec, dy, w, args.launches, args.replays).median_ms
-                regs = eng.rt.function_registers(eng.build(spec).func)
-            except Exception as e:  # a failing row, not a dead sweep
-                row.update(error=f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
-                results.append(row)
-                lines_md.append(f"| {label} | FAILED: {row['error']} |||||||||")
-                continue
-            cudnn = time_cudnn(torch, p, args.launches, args.replays)
-            blas = time_cublas(torch, p, args.launches, args.replays) if p.is_pointwise else None
-            floor = max(p.flops / rate, p.min_bytes / bw) * 1e3
-            row.update(ours_ms=ours, cudnn_ms=cudnn, cublas_ms=blas, floor_ms=floor,
-                       ratio=cudnn / ours, eff=floor / ours, tflops=p.flops / ours / 1e9, regs=regs)
-            results.append(row)
-            lines_md.append(
-                f"| {label} | {ours * 1e3:.1f} | {cudnn * 1e3:.1f} | {cudnn / ours:.2f} | "
-                f"{p.flops / ours / 1e9:.0f} | {floor / ours:.2f} | {floor * 1e3:.1f} | "
-                f"{'' if blas is None else f'{blas * 1e3:.1f}'} | "
-                f"{'' if blas is None else f'{blas / ours:.2f}'} | {regs} | `{cfg.serialize()}` |")
-            print(lines_md[-1], flush=True)
-        ok = [r["ratio"] for r in results if r["dtype"] == dtype and "ratio" in r]
-        if ok:
-            gm = math.exp(sum(math.log(x) for x in ok) / len(ok))
-            lines_md.append(f"\n{dtype}: geometric-mean ratio cuDNN/ours = **{gm:.2f}** over {len(ok)} rows; "
-                            f"min {min(ok):.2f}")
-            print(lines_md[-1], flush=True)
-
     header = (f"## compare.py run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n\n"
-              f"- device: {device} ({target.arch}, {target.num_cus} SMs); torch {torch.__version__}, "
+              f"- device: {eng.rt.device_name()} ({target.arch}, {target.num_cus} SMs); torch {torch.__version__}, "
               f"cuDNN {torch.backends.cudnn.version()}\n- commit: {git_commit()}\n"
-              f"- command: `python bench/compare.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n"
+              f"- command: `{command}`\n"
               f"- timing: CUDA graph of {args.launches} launches, median of {args.replays} replays, per launch\n")
-    text = header + "\n".join(lines_md) + "\n"
-    if args.out:
-        Path(args.out).write_text(text)
-    if args.plot:
-        plot(results, args.plot)
-    return 0
+    ceilings = {d: measure_ceilings(torch, d) for d in dict.fromkeys(r["dtype"] for r in plan)}
+    meta = {"header": header, "ceilings": ceilings}
+    tagged = any(r["cls"] != UNTAGGED for r in plan)
+    results, broken = [], ""
+    for item in plan:
+        if broken:
+            row = {k: item[k] for k in ("label", "cls", "network", "dtype", "section")}
+            row.update(line=item["cmd"], skipped=broken)
+        else:
+            row = run_row(torch, eng, item, args, db, ceilings)
+            if row.get("ours_error") or row.get("cudnn_error"):
+                why = context_error(torch)
+                if why:
+                    broken = f"CUDA context unusable after {row['label']} ({row['dtype']}): {why}"
+        results.append(row)
+        print(row_markdown(row, tagged, item["section"] == AS_WRITTEN), flush=True)
+        if args.json:
+            _write_json(args.json, meta, results)
+
+    print("\n".join(render_summary(results)), flush=True)
+    return finish(render_report(results, header, ceilings), results, args)
 
 
 def plot(results, path):
+    """Untagged suites: ours and cuDNN time over the roofline floor, one panel per type."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     dtypes = sorted({r["dtype"] for r in results})
     fig, axes = plt.subplots(len(dtypes), 1, figsize=(14, 4 * len(dtypes)), squeeze=False)
     for ax, dt in zip(axes[:, 0], dtypes):
-        rows = [r for r in results if r["dtype"] == dt and "ratio" in r]
+        rows = [r for r in results if r["dtype"] == dt and r.get("ratio") is not None]
         x = np.arange(len(rows))
         ax.bar(x - 0.2, [r["ours_ms"] / r["floor_ms"] for r in rows], 0.4, label="ours")
         ax.bar(x + 0.2, [r["cudnn_ms"] / r["floor_ms"] for r in rows], 0.4, label="cuDNN")
@@ -242,6 +549,68 @@ def plot(results, path):
         ax.set_ylabel("time / roofline floor")
         ax.set_title(f"backward data, {dt}, NHWC (lower is better)")
         ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def plot_by_class(results, path):
+    """Tagged suites (the zoo): top, the ratio cuDNN/ours of every line (log scale), grouped
+    by class and sorted within it, with the class geomean as a line over its group and n/a
+    lines as red crosses at the bottom; bottom, the per-class geomeans."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    summary = [s for s in summarize(results) if s["group"] != "total"]
+    groups = [s["group"] for s in summary]
+    ordered = []
+    for g in groups:
+        rows = [r for r in results if r["cls"] == g]
+        ordered += sorted(rows, key=lambda r: (r.get("ratio") is None, r.get("ratio") or 0.0))
+    n = len(ordered)
+    cmap = plt.get_cmap("tab20")
+    colour = {g: cmap(i % 20) for i, g in enumerate(groups)}
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(max(14, 0.13 * n), 11),
+                                  gridspec_kw={"height_ratios": [3, 1.2]})
+    ratios = [r.get("ratio") for r in ordered]
+    timed = [x for x in ratios if x is not None]
+    low = min(timed + [0.5]) / 1.5
+    for i, (r, x) in enumerate(zip(ordered, ratios)):
+        if x is None:
+            ax.plot(i, low * 1.1, "x", color="red", ms=6)
+        else:
+            ax.bar(i, x, 0.8, color=colour[r["cls"]], bottom=0)
+    start, centres = 0, []
+    for s in summary:
+        end = start + s["lines"]
+        if s["timed"]:
+            ax.hlines(s["geomean"], start - 0.4, end - 0.6, color="k", lw=1.5)
+        centres.append((start + end - 1) / 2)
+        ax.axvline(end - 0.5, color="0.7", lw=0.5)
+        start = end
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(centres, groups, rotation=25, ha="left", fontsize=8)
+    ax.axhline(1.0, color="green", lw=0.8, ls="--")
+    ax.axhline(0.5, color="red", lw=0.8, ls=":")
+    ax.set_yscale("log")
+    ax.set_ylim(low, max(timed + [2.0]) * 1.3)
+    ax.set_xlim(-0.8, n - 0.2)
+    ax.set_xticks(range(n), [f"{r['label']} {r['dtype']}" for r in ordered], rotation=90, fontsize=5)
+    ax.set_ylabel("cuDNN time / our time (higher is better)")
+    ax.set_title("backward data, NHWC, by class: bars = lines, black = class geomean, "
+                 "red x = n/a (green: parity, red dotted: 0.5)")
+    x = np.arange(len(summary))
+    gms = [s["geomean"] if s["timed"] else 0.0 for s in summary]
+    ax2.bar(x, gms, 0.7, color=[colour[g] for g in groups])
+    for i, s in enumerate(summary):
+        ax2.text(i, gms[i], f"{gms[i]:.2f}\n{s['ge1']}>=1 {s['lt05']}<.5 {s['na']}na",
+                 ha="center", va="bottom", fontsize=6)
+    ax2.axhline(1.0, color="green", lw=0.8, ls="--")
+    total = summarize(results)[-1]
+    ax2.set_title(f"per-class geomean (total {total['geomean']:.2f} over {total['timed']} timed lines, "
+                  f"{total['na']} n/a)", fontsize=9)
+    ax2.set_xticks(x, groups, rotation=20, ha="right", fontsize=8)
+    ax2.set_ylabel("geomean ratio")
+    ax2.set_ylim(0, max(gms + [1.0]) * 1.35)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

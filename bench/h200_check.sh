@@ -10,10 +10,16 @@
 #   1. tests/test_gpu.py (DGRAD_GPU_EXAMPLES random problems, default 40);
 #   2. dgrad-driver replay fixtures/ --backend cuda;
 #   3. bench/compare.py, fp16/bf16/fp32, markdown table + plot;
-#   4. bench/first_launch.py (cold compile and warm first launch, fp16 defaults).
+#   4. bench/first_launch.py (cold compile and warm first launch, fp16 defaults);
+#   5. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
+#      data type, per-class report + plot + rows as JSON. ZOO_ARGS adds options, e.g.
+#      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
+#      after the shard), then merge without a GPU:
+#      python bench/compare.py --report zoo_1of2.json,zoo_2of2.json --out zoo.md --plot zoo.png
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch; default all) splits it, e.g.
+# subset of gpu_tests,replay,compare,first_launch,zoo; default all but zoo) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
+#   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 # DGRAD_COMMIT names the commit in compare's header (the device copy of the tree has no git
 # history).
 set -uo pipefail
@@ -40,4 +46,7 @@ step compare 300 python bench/compare.py --dtypes fp16,bf16,fp32 --out "$OUTDIR/
     --plot "$OUTDIR/compare_h200.png"
 grep -h "geometric" "$OUTDIR/compare.txt" 2>/dev/null
 step first_launch 200 python bench/first_launch.py
+ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
+step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
+    --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
 exit "$failed"

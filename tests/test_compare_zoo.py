@@ -1,0 +1,221 @@
+"""bench/compare.py without a GPU: planning a suite (``--dtypes line`` keeps each line's base,
+a dtype list re-bases as before), class tags, the per-class report on made-up times (geomeans
+checked against statistics.geometric_mean), n/a rows, the plot, and main()'s loop with fake
+timers standing in for torch and the engine (a refused line, a failing kernel, a cuDNN
+failure, a lost CUDA context, --json and --report)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from bench import compare
+from bench.compare import (AS_WRITTEN, CLASSES, UNTAGGED, plan_rows, read_suite, render_report,
+                           select, split_label, summarize)
+from miopen_solver.command import parse
+from miopen_solver.solver import DgradSolver
+from miopen_solver.target import get_target
+
+SUITE = Path(ROOT) / "bench" / "suite.txt"
+ZOO = Path(ROOT) / "bench" / "zoo.txt"
+LINE = ("-n 2 -c 64 -H 8 -W 8 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 -t 1 -V 1 "
+        "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+
+
+def test_split_label_and_network():
+    assert split_label("mobilenet_v2/features.3.dw3x3_c144_56 class=depthwise") == \
+        ("mobilenet_v2/features.3.dw3x3_c144_56", "depthwise")
+    assert split_label("r50_3x3_c64_56") == ("r50_3x3_c64_56", UNTAGGED)
+    assert compare.network_of("unet/outc") == "unet" and compare.network_of("r50_3x3") == ""
+
+
+def test_line_dtypes_keep_each_base():
+    plan = plan_rows(read_suite(ZOO), AS_WRITTEN)
+    assert len(plan) == len(read_suite(ZOO))
+    for item, (_, cmd) in zip(plan, read_suite(ZOO)):
+        assert item["cmd"] == " ".join(cmd.split()) and item["section"] == AS_WRITTEN
+        assert parse(item["cmd"]).problem.dtype == item["dtype"]
+    assert {i["dtype"] for i in plan} == {"fp16", "bf16", "fp32"}
+    assert {i["cls"] for i in plan} == set(CLASSES)
+
+
+def test_dtype_list_rebases_every_line_as_before():
+    rows = read_suite(SUITE)
+    plan = plan_rows(rows, "bf16,fp32")
+    assert [(i["section"], i["label"]) for i in plan] == \
+        [("bf16", label) for label, _ in rows] + [("fp32", label) for label, _ in rows]
+    for item in plan:
+        cmd = dict(rows)[item["label"]]
+        assert item["cmd"].split() == [compare.BASES[item["dtype"]]] + cmd.split()[1:]
+        assert item["cls"] == UNTAGGED
+    with pytest.raises(ValueError, match="fp8"):
+        plan_rows(rows, "fp16,fp8")
+    with pytest.raises(ValueError, match="base"):
+        plan_rows([("x", "convint8 " + LINE)], AS_WRITTEN)
+
+
+def test_select_by_label_class_and_shard():
+    plan = plan_rows(read_suite(ZOO), AS_WRITTEN)
+    dw = select(plan, classes="depthwise,patch")
+    assert dw and {i["cls"] for i in dw} == {"depthwise", "patch"}
+    assert all("unet/" in i["label"] for i in select(plan, only="unet/"))
+    a, b = select(plan, shard="1/2"), select(plan, shard="2/2")
+    assert sorted(map(id, a + b)) == sorted(map(id, plan)) and not set(map(id, a)) & set(map(id, b))
+    with pytest.raises(ValueError):
+        select(plan, shard="3/2")
+
+
+def fake_results():
+    """Made-up rows: per class a few ratios (cuDNN / ours), one n/a row in 'depthwise'."""
+    ratios = {"dense_1x1": [1.2, 0.8, 1.0], "depthwise": [0.1, 0.3, 0.45, 2.0],
+              "patch": [0.6], "odd_channels": [0.49, 0.5, 3.0]}
+    rows = []
+    for cls, rs in ratios.items():
+        for i, r in enumerate(rs):
+            ours = 0.010 * (i + 1)
+            rows.append({"label": f"net{i % 2}/{cls}_{i}", "cls": cls, "network": f"net{i % 2}",
+                         "dtype": ("fp16", "bf16")[i % 2], "section": AS_WRITTEN, "line": "x",
+                         "ours_ms": ours, "cudnn_ms": ours * r, "ratio": r,
+                         "floor_ms": ours / 4, "eff": 0.25, "tflops": 100.0, "regs": 128,
+                         "config": "a,b", "cublas_ms": None})
+    rows.append({"label": "net0/depthwise_na", "cls": "depthwise", "network": "net0", "dtype": "fp32",
+                 "section": AS_WRITTEN, "line": "x", "ours_error": "refused: not applicable: LAYOUT: x",
+                 "cudnn_ms": 0.02, "floor_ms": 0.01})
+    return rows, ratios
+
+
+def test_per_class_geomeans_and_counts():
+    rows, ratios = fake_results()
+    summary = {s["group"]: s for s in summarize(rows)}
+    assert [s["group"] for s in summarize(rows)] == \
+        [c for c in CLASSES if c in ratios] + ["total"]
+    for cls, rs in ratios.items():
+        s = summary[cls]
+        assert s["geomean"] == pytest.approx(statistics.geometric_mean(rs), rel=1e-12)
+        assert s["ge1"] == sum(r >= 1.0 for r in rs) and s["lt05"] == sum(r < 0.5 for r in rs)
+        assert s["timed"] == len(rs) and s["min"] == pytest.approx(min(rs))
+    assert summary["depthwise"]["na"] == 1 and summary["depthwise"]["lines"] == 5
+    every = [r for rs in ratios.values() for r in rs]
+    t = summary["total"]
+    assert t["geomean"] == pytest.approx(statistics.geometric_mean(every), rel=1e-12)
+    assert (t["lines"], t["timed"], t["na"]) == (len(every) + 1, len(every), 1)
+    assert (t["ge1"], t["lt05"]) == (4, 4)  # 1.2, 1.0, 2.0, 3.0 and 0.1, 0.3, 0.45, 0.49
+    by_net = {s["group"]: s for s in summarize(rows, key="network")}
+    net1 = [rs[i] for rs in ratios.values() for i in range(len(rs)) if i % 2]
+    assert by_net["net1"]["geomean"] == pytest.approx(statistics.geometric_mean(net1))
+
+
+def test_report_marks_na_rows_and_summarises():
+    rows, ratios = fake_results()
+    text = render_report(rows, "## header\n", {"fp16": (900e12, 4e12), "bf16": (900e12, 4e12),
+                                               "fp32": (50e12, 4e12)})
+    na = next(line for line in text.splitlines() if line.startswith("| net0/depthwise_na "))
+    assert "| n/a |" in na and "refused: not applicable: LAYOUT" in na
+    gm = statistics.geometric_mean(ratios["depthwise"])
+    assert f"| depthwise | 5 | 4 | 1 | {gm:.2f} | 1 | 3 |" in text
+    assert "### Per class" in text and "### Per network" in text and "### as written" in text
+    assert "fp16: geometric-mean ratio cuDNN/ours = **" in text
+    assert "fp32: geometric" not in text  # no timed fp32 row
+
+
+def test_untagged_suite_report_has_no_class_tables():
+    rows, _ = fake_results()
+    for r in rows:
+        r["cls"], r["section"] = UNTAGGED, r["dtype"]
+    text = render_report(rows, "", {"fp16": (1e15, 4e12), "bf16": (1e15, 4e12), "fp32": (5e13, 4e12)})
+    assert "### Per class" not in text and "### fp16" in text and "| class |" not in text
+
+
+def test_plot_by_class_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows, _ = fake_results()
+    compare.plot_by_class(rows, tmp_path / "zoo.png")
+    assert (tmp_path / "zoo.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_time_ours_uses_the_default_config_and_refuses_what_the_solver_refuses():
+    target = get_target("sm_90")
+    seen = {}
+    eng = types.SimpleNamespace(
+        target=target, build=lambda spec: types.SimpleNamespace(func="f"),
+        time_graph=lambda spec, dy, w, launches, replays: (seen.update(spec=spec, dy=dy.shape, w=w.shape)
+                                                           or types.SimpleNamespace(median_ms=0.25)),
+        rt=types.SimpleNamespace(function_registers=lambda func: 96))
+    p = parse("convfp16 " + LINE).problem
+    got = compare.time_ours(eng, p, 20, 15)
+    assert got == {"ours_ms": 0.25, "regs": 96, "config_source": "default",
+                   "config": DgradSolver().get_default_performance_config(p, target).serialize()}
+    assert seen["dy"] == (p.N, p.Ho, p.Wo, p.K) and seen["w"] == (p.K, p.Y, p.X, p.cpg)
+    nchw = parse("convfp16 " + LINE.replace("NHWC", "NCHW")).problem
+    with pytest.raises(compare.OursRefused, match="LAYOUT"):
+        compare.time_ours(eng, nchw, 20, 15)
+
+
+def fake_torch():
+    cuda = types.SimpleNamespace(empty_cache=lambda: None)
+    backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(benchmark=False, allow_tf32=True,
+                                                                 version=lambda: 90000),
+                                     cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=True)))
+    return types.SimpleNamespace(__version__="fake", cuda=cuda, backends=backends)
+
+
+def test_main_survives_refusals_failures_and_a_lost_context(tmp_path, monkeypatch, capsys):
+    suite = tmp_path / "mini.txt"
+    suite.write_text(
+        "# header\n"
+        f"convfp16 {LINE}  # a/ok class=dense_3x3\n"
+        f"convbfp16 {LINE.replace('NHWC', 'NCHW')}  # a/refused class=dense_3x3\n"
+        f"conv {LINE.replace('-k 32', '-k 48')}  # b/cudnn_fails class=odd_channels\n"
+        f"convfp16 {LINE.replace('-g 1', '-g 64').replace('-k 32', '-k 64')}  # b/kernel_fails class=depthwise\n"
+        f"convfp16 {LINE.replace('-y 3 -x 3', '-y 1 -x 1').replace('-p 1 -q 1', '-p 0 -q 0')}  # c/after class=dense_1x1\n")
+    state = {"context": ""}
+
+    def time_ours(eng, p, launches, replays, config=None, perfdb=None):
+        if p.in_layout != "NHWC":
+            raise compare.OursRefused("not applicable: LAYOUT: NCHW")
+        if p.G > 1:
+            state["context"] = "CUDA_ERROR_ILLEGAL_ADDRESS"
+            raise RuntimeError("cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS")
+        return {"ours_ms": 0.5, "regs": 100, "config": "cfg", "config_source": "default"}
+
+    def time_cudnn(torch, p, launches, replays):
+        if p.K == 48:
+            raise RuntimeError("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED")
+        return 0.25
+
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    monkeypatch.setattr(compare, "time_ours", time_ours)
+    monkeypatch.setattr(compare, "time_cudnn", time_cudnn)
+    monkeypatch.setattr(compare, "time_cublas", lambda torch, p, l, r: 0.3)
+    monkeypatch.setattr(compare, "measure_ceilings", lambda torch, d: (500e12, 4e12))
+    monkeypatch.setattr(compare, "context_error", lambda torch: state["context"])
+    import miopen_solver.runtime as runtime
+    monkeypatch.setattr(runtime, "get_engine", lambda backend: types.SimpleNamespace(
+        target=types.SimpleNamespace(arch="sm_90", num_cus=132),
+        rt=types.SimpleNamespace(device_name=lambda: "fake H200")))
+    out, js, png = tmp_path / "zoo.md", tmp_path / "zoo.json", tmp_path / "zoo.png"
+    argv = ["--suite", str(suite), "--dtypes", "line", "--out", str(out), "--json", str(js)]
+    assert compare.main(argv) == 0
+    rows = {r["label"]: r for r in json.loads(js.read_text())["rows"]}
+    assert rows["a/ok"]["ratio"] == pytest.approx(0.5)
+    assert rows["a/refused"]["ours_error"].startswith("refused: not applicable: LAYOUT")
+    assert "ratio" not in rows["a/refused"] and rows["a/refused"]["dtype"] == "bf16"
+    assert "NOT_SUPPORTED" in rows["b/cudnn_fails"]["cudnn_error"] and rows["b/cudnn_fails"]["dtype"] == "fp32"
+    assert rows["b/kernel_fails"]["ours_error"].startswith("failed: RuntimeError")
+    assert rows["c/after"]["skipped"].startswith("CUDA context unusable after b/kernel_fails")
+    text = out.read_text()
+    assert "| total | " not in text and "| **total** | 5 | 1 | 4 | 0.50 | 0 | 0 |" in text
+    assert "### Per network" in text and "fake H200" in text
+    capsys.readouterr()
+    plot = ["--plot", str(png)] if importlib.util.find_spec("matplotlib") else []
+    assert compare.main(["--report", str(js), "--out", str(tmp_path / "again.md")] + plot) == 0
+    again = (tmp_path / "again.md").read_text()
+    assert again.split("### as written")[1] == text.split("### as written")[1]
+    assert png.exists() == bool(plot)
