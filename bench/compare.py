@@ -48,7 +48,6 @@ sys.path.insert(0, str(ROOT))
 
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.layouts import storage_dtype  # noqa: E402
-from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402
 
 BASES = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}
 DTYPE_OF_BASE = {base: dtype for dtype, base in BASES.items()}
@@ -304,8 +303,8 @@ def time_ours(eng, p, launches: int, replays: int, config: str | None = None, pe
     times it, so a library API change (e.g. ``DgradSolver().find_solution(problem, target) ->
     Solution``) is adapted here and nowhere else.
 
-    The config is ``config`` (``--config``), else the perf-db record (``--perfdb``), else the
-    library's default (``DgradSolver().get_default_performance_config``).
+    The library decides (``DgradSolver().find_solution``): ``config`` (``--config``), else the
+    perf-db record (``--perfdb``), else the default.
 
     Returns:
         ``{ours_ms, regs, config, config_source}``.
@@ -321,23 +320,17 @@ def time_ours(eng, p, launches: int, replays: int, config: str | None = None, pe
     if not verdict.ok:
         raise OursRefused("not applicable: " + "; ".join(str(r) for r in verdict.reasons))
     try:
-        if config:
-            cfg, source = PerfConfig.parse(config), "--config"
-        else:
-            cfg = solver.lookup_performance_config(p, target, perfdb)[0] if perfdb is not None else None
-            source = "perfdb" if cfg is not None else "default"
-            if cfg is None:
-                cfg = solver.get_default_performance_config(p, target)
-        spec = make_spec(p, target, cfg)
+        sol = solver.find_solution(p, target, perf_config=config, perfdb=perfdb)
     except PerfConfigError as e:
         raise OursRefused(f"PerfConfigError: {e}") from e
     rng = np.random.default_rng(0)
     dt = storage_dtype(p.dtype)
     dy = (rng.random((p.N, p.Ho, p.Wo, p.K), dtype=np.float32) * 0.01).astype(dt)
     w = ((rng.random((p.K, p.Y, p.X, p.cpg), dtype=np.float32) - 0.5) * 0.01).astype(dt)
-    ms = eng.time_graph(spec, dy, w, launches, replays).median_ms
-    return {"ours_ms": ms, "regs": eng.rt.function_registers(eng.build(spec).func),
-            "config": cfg.serialize(), "config_source": source}
+    ms = eng.time_graph(sol, dy, w, launches, replays).median_ms
+    res = eng.build(sol).resources or {}
+    return {"ours_ms": ms, "regs": res.get("registers"), "config": sol.perf_config.serialize(),
+            "config_source": "--config" if sol.source == "perf-config" else sol.source}
 
 
 def _torch_dtype(torch, dtype):
@@ -499,10 +492,7 @@ def main(argv=None):
     from miopen_solver.runtime import get_engine
     eng = get_engine("cuda")
     target = eng.target
-    db = None
-    if args.perfdb:
-        from miopen_solver.perfdb import PerfDb
-        db = PerfDb(args.perfdb)
+    db = args.perfdb        # a path: find_solution opens it per lookup
 
     header = (f"## compare.py run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n\n"
               f"- device: {eng.rt.device_name()} ({target.arch}, {target.num_cus} SMs); torch {torch.__version__}, "

@@ -144,10 +144,9 @@ def test_time_ours_uses_the_default_config_and_refuses_what_the_solver_refuses()
     target = get_target("sm_90")
     seen = {}
     eng = types.SimpleNamespace(
-        target=target, build=lambda spec: types.SimpleNamespace(func="f"),
-        time_graph=lambda spec, dy, w, launches, replays: (seen.update(spec=spec, dy=dy.shape, w=w.shape)
-                                                           or types.SimpleNamespace(median_ms=0.25)),
-        rt=types.SimpleNamespace(function_registers=lambda func: 96))
+        target=target, build=lambda sol: types.SimpleNamespace(resources={"registers": 96}),
+        time_graph=lambda sol, dy, w, launches, replays: (seen.update(sol=sol, dy=dy.shape, w=w.shape)
+                                                          or types.SimpleNamespace(median_ms=0.25)))
     p = parse("convfp16 " + LINE).problem
     got = compare.time_ours(eng, p, 20, 15)
     assert got == {"ours_ms": 0.25, "regs": 96, "config_source": "default",
