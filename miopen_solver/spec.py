@@ -186,11 +186,18 @@ class DgradSpec:
         split over the G groups, never more than the tiles."""
         if not (self.persistent or self.tma):
             return self.tiles_per_group
+        slots = self.target.num_cus * self.resident_blocks
+        return max(1, min(self.tiles_per_group, slots // self.problem.G))
+
+    @property
+    def resident_blocks(self) -> int:
+        """Blocks per multiprocessor a persistent grid is sized for: by shared memory, and by
+        registers at an estimate of accumulators + 88 per thread (at least 1;
+        :func:`check_binary` holds the built binary to it)."""
         t = self.target
         by_smem = (t.lds_bytes + 1024) // (self.lds_bytes + 1024)
         by_regs = t.regs_per_cu // (self.block_threads * (self.accumulators_per_lane + 88))
-        slots = t.num_cus * max(1, min(by_smem, by_regs))
-        return max(1, min(self.tiles_per_group, slots // self.problem.G))
+        return max(1, min(by_smem, by_regs))
 
     @property
     def threads(self) -> int:
@@ -555,7 +562,7 @@ def check_binary(spec, resources: dict | None) -> str | None:
     ``resources`` holds ``registers`` per thread and ``static_shared`` bytes (the runtime's
     function attributes). Checked: the registers fit the block (the :func:`register_cap` the
     rules assumed), static plus the spec's dynamic shared memory fit the target, and for a
-    persistent grid the blocks per multiprocessor it was sized for (:attr:`DgradSpec.tile_blocks`)
+    persistent grid the blocks per multiprocessor it was sized for (:attr:`DgradSpec.resident_blocks`)
     are resident with the real register count (else the grid's last blocks would wait for a
     second wave: a silent slow launch).
     """
@@ -573,13 +580,10 @@ def check_binary(spec, resources: dict | None) -> str | None:
                 f"{t.arch} has {t.lds_bytes}")
     if spec.schedule.persistent and regs:
         by_smem = (t.lds_bytes + 1024) // (spec.lds_bytes + static + 1024)
-        alloc = -(-regs // 8) * 8
-        resident = min(by_smem, t.regs_per_cu // (threads * alloc))
-        slots = t.num_cus * max(1, resident)
-        if spec.tile_blocks * spec.problem.G > slots:
-            return (f"the persistent grid of {spec.tile_blocks} blocks per group was sized for more resident "
-                    f"blocks than the binary allows ({resident} per multiprocessor at {regs} registers, "
-                    f"{t.num_cus} multiprocessors)")
+        resident = min(by_smem, t.regs_per_cu // (threads * (-(-regs // 8) * 8)))
+        if resident < spec.resident_blocks:
+            return (f"the persistent grid was sized for {spec.resident_blocks} resident blocks per "
+                    f"multiprocessor; the binary ({regs} registers per thread) allows {resident}")
     return None
 
 

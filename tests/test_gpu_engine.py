@@ -7,6 +7,8 @@ second engine does not compile), the layout guard and the graph timing arithmeti
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -221,3 +223,23 @@ def test_kernels_without_tma_take_three_pointers(tmp_path):
     eng.run(spec, dy, w)
     launch = next(c for c in rt.calls if c[0] == "launch")
     assert len(launch[5]) == 3 and not any(c[0] == "tensor_map" for c in rt.calls)
+
+
+@pytest.mark.parametrize("cfg,resources,message", [
+    (PerfConfig(256, 128, 64, 2, 1, 128, 128, 0, 0, 0, 1, -1, 4, 3), {"registers": 200, "static_shared": 0},
+     "uses 200 registers per thread; a 288-thread block may use 168"),
+    (PerfConfig(64, 64, 64, 1, 1, 64, 64, 0, 0, 0, 1, -1, 2, 3), {"registers": 96, "static_shared": 200000},
+     "200000 static + 33824 dynamic bytes of shared memory"),
+    (PerfConfig(64, 64, 64, 1, 1, 64, 64, 0, 0, 0, 1, -1, 2, 3), {"registers": 160, "static_shared": 0},
+     "sized for 3 resident blocks per multiprocessor; the binary (160 registers per thread) allows 2"),
+])
+def test_a_binary_that_breaks_the_specs_assumptions_is_an_error(cfg, resources, message):
+    """The runtime's register and shared-memory counts are checked against what the spec
+    assumed; a mismatch is an error naming both, not a silent slow launch."""
+    from miopen_solver.spec import check_binary
+    s = _spec("convfp16 -n 8 -c 256 -H 28 -W 28 -k 256 -y 1 -x 1", cfg)
+    assert check_binary(s, None) is None and check_binary(s, {"registers": 64, "static_shared": 0}) is None
+    rt = FakeRuntime()
+    rt.resources = resources
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        GpuEngine(rt).build(s)
