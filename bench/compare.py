@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from miopen_solver.command import parse  # noqa: E402
+from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.layouts import storage_dtype  # noqa: E402
 from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402
 
@@ -220,7 +221,7 @@ def main(argv=None):
               f"- timing: CUDA graph of {args.launches} launches, median of {args.replays} replays, per launch\n")
     text = header + "\n".join(lines_md) + "\n"
     if args.out:
-        Path(args.out).write_text(text)
+        write_text(args.out, text)
     if args.plot:
         plot(results, args.plot)
     return 0

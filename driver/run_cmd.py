@@ -41,7 +41,7 @@ from miopen_solver.target import get_target
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target,
-                      check_writable_dir, perfdb_label, warn)
+                      check_writable_dir, input_file_size, perfdb_label, warn)
 
 KOUTER = {"auto": -1, "on": 1, "off": 0}
 """``--kouter`` values -> ``PerfConfig.lds_k_outer``."""
@@ -374,10 +374,7 @@ def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:
     count = 1
     for s in shape:
         count *= s
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        raise UserError(f"{flag} {path}: cannot read ({e.strerror or e})") from None
+    size = input_file_size(flag, path)
     item = np.dtype(dtype).itemsize
     if size != count * item:
         raise UserError(f"{flag} {path}: holds {size // item} elements of {np.dtype(dtype).name}; "

@@ -421,10 +421,11 @@ class _State:
 
 def _read_tensor(path: str, shape: tuple, dtype, flag: str):
     import numpy as np
+    from miopen_solver.fileio import read_bytes
     count = 1
     for s in shape:
         count *= s
-    data = np.fromfile(path, dtype=dtype, count=count)
+    data = np.frombuffer(read_bytes(path, count * np.dtype(dtype).itemsize, "raw tensor file"), dtype=dtype)
     if data.size != count:
         raise ValueError(f"{flag} {path}: holds {data.size} elements; the problem needs {count}")
     return data.reshape(shape)
@@ -489,6 +490,7 @@ def _do_timing(job: dict, state: _State) -> dict:
 
 def _do_verification(job: dict, state: _State) -> dict:
     import numpy as np
+    from miopen_solver.fileio import write_bytes
     from miopen_solver import reference as ref_mod
     spec = _spec(job)
     problem = spec.problem
@@ -498,7 +500,7 @@ def _do_verification(job: dict, state: _State) -> dict:
     dumps = []
 
     def dump(path, arr):
-        np.ascontiguousarray(arr).tofile(path)
+        write_bytes(path, np.ascontiguousarray(arr).tobytes())
         dumps.append(path)
     if job["dump"]:
         dump("dump_wei.bin", inp.w)

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PerfDbError
+from .errors import PerfDbError, short_text
 
 ENV_VAR = "MIOPEN_DGRAD_PERFDB"
 BUSY_TIMEOUT_S = 30.0
@@ -103,11 +103,6 @@ def check_arch(arch: str) -> str:
         ValueError: naming the value and the rule.
     """
     return _check_field("arch", arch)
-
-
-def short_text(text: str, limit: int = 120) -> str:
-    """``text`` cut to ``limit`` characters for a message (a perf-db line can be megabytes)."""
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 def parse_record_line(line: str, lineno: int = 0) -> list:
