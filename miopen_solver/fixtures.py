@@ -80,7 +80,7 @@ from pathlib import Path
 
 from . import prng, reference
 from .command import format_command, parse
-from .errors import FileError, MiopenCommandError
+from .errors import FileError, MiopenCommandError, short_text
 from .fileio import read_text, write_text
 from .problem import ConvProblem
 from .solver import DgradSolver
@@ -242,7 +242,7 @@ def _check_shape(value, shape, key: str, where: str) -> None:
         for k, v in value.items():
             sub = shape.get(k, shape.get("*"))
             if sub is None:
-                raise FixtureError(f"{where}: unknown key {key}.{k}; allowed: {', '.join(shape)}")
+                raise FixtureError(f"{where}: unknown key {short_text(f'{key}.{k}')}; allowed: {', '.join(shape)}")
             _check_shape(v, sub, f"{key}.{k}", where)
     elif isinstance(shape, list):
         if not isinstance(value, list):
