@@ -59,6 +59,12 @@ def _warn_missing(perfdb, path) -> None:
         warn(f"{perfdb_label(perfdb)}: no perf-db file there yet; nothing to read")
 
 
+def _warn_skipped(db: PerfDb) -> None:
+    """The records a read left out (:attr:`PerfDb.warnings`), one warning line each."""
+    for text in db.warnings:
+        warn(text)
+
+
 def _db_error(path, e: PerfDbError) -> UserError:
     return UserError(f"{perfdb_label(path)}: {e.reason}; {PERFDB_ALLOWED}")
 
@@ -124,6 +130,7 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
             text = db.export_text(arch)
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
+    _warn_skipped(db)
     if out is None:
         return 0, text.splitlines()
     try:
@@ -145,6 +152,7 @@ def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
             recs = db.records(arch)
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
+    _warn_skipped(db)
     if as_json:
         return 0, [json.dumps([{"problem_key": r.problem_key, "arch": r.arch, "solver": r.solver,
                                 "perf_config": r.values, "time_ms": r.time_ms} for r in recs])]
