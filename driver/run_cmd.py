@@ -417,6 +417,7 @@ def compile_only(spec) -> tuple:
     """
     from miopen_solver.kernels import emit
     from miopen_solver.kernels.offline import OfflineCompileError, compile_amd, find_amd_clang, inspect_nvidia
+    from miopen_solver.runtime.cache import BinaryCache
     import shutil
 
     t = spec.target
@@ -426,6 +427,7 @@ def compile_only(spec) -> tuple:
     rec = {"arch": t.arch, "kernel_name": spec.kernel_name, "source_sha256": src.sha256,
            "compiled": False, "compiler": None, "code_object_bytes": None, "mfma_count": None, "error": None}
     status = EXIT_OK
+    cache = BinaryCache()                       # a second run of the same kernel does not compile
     with tempfile.TemporaryDirectory(prefix="dgrad-compile-") as tmp:
         try:
             if t.vendor == "amd":
@@ -433,7 +435,7 @@ def compile_only(spec) -> tuple:
                     lines.append("Code object: not built (no clang with AMDGPU targets found; "
                                  "install clang-19 and lld-19)")
                 else:
-                    co = compile_amd(src.text, t.arch, tmp, "dgrad")
+                    co = compile_amd(src.text, t.arch, tmp, "dgrad", cache=cache)
                     mfma = co.count("v_mfma")
                     rec.update(compiled=True, compiler="clang", code_object_bytes=len(co.data), mfma_count=mfma,
                                resources=co.resources)
@@ -447,7 +449,7 @@ def compile_only(spec) -> tuple:
                 if shutil.which("nvcc") is None:
                     lines.append("Cubin: not built (nvcc not found on PATH)")
                 else:
-                    b = inspect_nvidia(src.text, t.arch, tmp, "dgrad")
+                    b = inspect_nvidia(src.text, t.arch, tmp, "dgrad", cache=cache)
                     rec.update(compiled=True, compiler="nvcc", code_object_bytes=len(b.cubin),
                                resources={"registers": b.registers, "spill_store_bytes": b.spill_store_bytes,
                                           "spill_load_bytes": b.spill_load_bytes, "stack_bytes": b.stack_bytes})
@@ -459,6 +461,8 @@ def compile_only(spec) -> tuple:
             rec["error"] = str(e)
             lines.append(f"Compile FAILED: {first.strip()}")
             status = EXIT_WORKER_FAILED
+    for text in cache.warnings:                 # e.g. the kernel cache was unusable
+        warn(text)
     return status, lines, rec
 
 
@@ -561,6 +565,8 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         res = workers.run_one(job, timeout=timeout)
         if res.ok:
             timing, summary = res.record, timing_summary(res.record)
+            for text in timing.get("warnings", ()):      # e.g. the kernel cache was unusable
+                warn(text)
         else:
             failure = ("timing", res)
     vrec = None

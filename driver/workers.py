@@ -485,7 +485,8 @@ def _do_timing(job: dict, state: _State) -> dict:
     return {"kernel_name": spec.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
             "method": timing.method, "compile_ms": float(timing.compile_ms),
             "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
-            "warmup": 0 if job["graph"] else warmup, "backend": engine.name, "pid": os.getpid()}
+            "warmup": 0 if job["graph"] else warmup, "backend": engine.name, "pid": os.getpid(),
+            "warnings": list(getattr(timing, "warnings", ()))}
 
 
 def _do_verification(job: dict, state: _State) -> dict:
