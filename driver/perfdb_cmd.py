@@ -29,7 +29,8 @@ from miopen_solver.fileio import STDOUT, read_text, write_text
 from miopen_solver.perfdb import PerfDb, check_arch, parse_text, short_text
 from miopen_solver.spec import PerfConfig
 
-from .options import PERFDB_ALLOWED, UserError, check_output_file, file_error, json_option, perfdb_label, run_and_print, warn
+from .options import (PERFDB_ALLOWED, UserError, check_output_file, file_error, json_option, perfdb_label,
+                      run_and_print, warn)
 
 ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device arch (sm_90, gfx942, ...), "
              "or <arch>@cpu for a target simulated on the CPU engine.")
@@ -122,7 +123,8 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
     if out is not None:
         check_output_file("-o", out)
         target = os.path.realpath(out)
-        if out != STDOUT and target in {os.path.realpath(f"{db_path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}:
+        own = {os.path.realpath(f"{db_path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
+        if out != STDOUT and target in own:
             raise UserError(f"-o {out}: is the perf-db being exported ({db_path}); allowed: another file")
     _warn_missing(perfdb, db_path)
     try:

@@ -697,7 +697,8 @@ def update_golden(results) -> tuple:
 
 
 __all__ = ["BAND_FLOOR", "BAND_RATIO", "DRIFTED", "Drift", "ELEMENT_BUDGET", "FAILED", "FLOP_BUDGET",
-           "Fixture", "FixtureError", "GOLDEN_TARGETS", "MAX_FILE_BYTES", "check_expect", "dtype_of", "NUMERIC_BATCH", "NUMERIC_SEED", "PASSED",
+           "Fixture", "FixtureError", "GOLDEN_TARGETS", "MAX_FILE_BYTES", "check_expect", "dtype_of",
+           "NUMERIC_BATCH", "NUMERIC_SEED", "PASSED",
            "REGENERATE_COMMAND", "Result", "compare", "compute", "defines_sha256", "dumps",
            "failures", "fixture_files", "flatten", "load", "load_file", "moved_fields", "new_golden", "numerics_record",
            "only_hashes_moved", "only_kernel_body_moved", "replay", "rms_in_band", "round_sig",
