@@ -325,12 +325,14 @@ class PerfDb:
         (removed on :meth:`close`).
         """
         uri = self.path.resolve().as_uri()
-        conn = self._sqlite(f"{uri}?mode=ro", uri=True)
+        conn = None
         try:
+            conn = self._sqlite(f"{uri}?mode=ro", uri=True)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.OperationalError:
-            conn.close()
+            if conn is not None:
+                conn.close()
         wal = Path(f"{self.path}-wal")
         if not wal.exists() or wal.stat().st_size == 0:
             return self._sqlite(f"{uri}?immutable=1", uri=True)
