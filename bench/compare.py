@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from miopen_solver.command import parse  # noqa: E402
+from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.layouts import storage_dtype  # noqa: E402
 
 BASES = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}
@@ -446,7 +447,7 @@ def load_reports(paths) -> tuple:
 
 def finish(text: str, results, args) -> int:
     if args.out:
-        Path(args.out).write_text(text)
+        write_text(args.out, text)
     if args.plot:
         if any(r["cls"] != UNTAGGED for r in results):
             plot_by_class(results, args.plot)

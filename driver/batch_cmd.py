@@ -27,24 +27,23 @@ Exit status: 0 no row ``failed``/``verify-failed``/``error``; 1 otherwise; 2 bad
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import stat
 import sys
 from dataclasses import asdict, dataclass, replace
 
 import click
 
 from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directions, parse
-from miopen_solver.errors import MiopenCommandError, PerfConfigError, PerfDbError
+from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
+from miopen_solver.fileio import read_text
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
-                      check_output_file, one_line, perfdb_label, perfdb_options, ref_option, run_and_print,
-                      timeout_option, warmup_option, warn, write_csv_or_error)
+                      check_output_file, file_error, one_line, perfdb_label, perfdb_options, ref_option,
+                      run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
 from .run_cmd import RunOptions, check_line, find_solution, resolve_device, resolve_reference, timing_summary
 from .tune_cmd import Progress
 
@@ -139,29 +138,10 @@ def read_batch_file(path: str) -> str:
         UserError: naming FILE, the path and what is allowed (a device such as /dev/zero
             or a FIFO would be read forever, so only regular files are opened).
     """
-    allowed = f"allowed: a regular UTF-8 text file of at most {MAX_FILE_BYTES / 2**20:g} MiB"
     try:
-        st = os.stat(path)
-    except OSError as e:
-        raise UserError(f"FILE {path}: cannot read ({e.strerror or e}); {allowed}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise UserError(f"FILE {path}: is a directory; {allowed}")
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"FILE {path}: is not a regular file; {allowed}")
-    if st.st_size > MAX_FILE_BYTES:
-        raise UserError(f"FILE {path}: too large ({st.st_size} bytes > {MAX_FILE_BYTES}); {allowed}")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise UserError(f"FILE {path}: cannot read ({e.strerror or e}); {allowed}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise UserError(f"FILE {path}: too large (more than {MAX_FILE_BYTES} bytes); {allowed}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError(f"FILE {path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
-                        f"{allowed}") from None
+        return read_text(path, MAX_FILE_BYTES)
+    except FileError as e:
+        raise file_error("FILE", e) from None
 
 
 def _usable_perfdb(o: BatchOptions) -> bool:

@@ -10,7 +10,8 @@ import tempfile
 import click
 
 from miopen_solver.command import split_command
-from miopen_solver.errors import MiopenCommandError, PerfConfigError, RuntimeUnavailable
+from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, shown_path
+from miopen_solver.fileio import check_writable, stat_regular
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, default_path
 from miopen_solver.runtime import BACKENDS
 from miopen_solver.target import PRESETS, Target, get_target
@@ -161,43 +162,50 @@ PERFDB_ALLOWED = ("allowed: a perf-db file written by dgrad-driver tune, or a ne
                   "writable directory")
 
 
+def file_error(flag: str, e: FileError) -> UserError:
+    """A :class:`~miopen_solver.errors.FileError` as the user error naming ``flag``:
+    ``<flag> <path>: <reason>; allowed: <allowed>``."""
+    return UserError(f"{flag} {e}")
+
+
 def check_output_file(flag: str, path: str) -> None:
-    """An output file given by ``flag`` (``--csv``) can be written: not empty, not a
-    directory, its directory exists and a file can be created there (probed, nothing is
-    left behind); an existing file must be writable.
+    """An output file given by ``flag`` (``--csv``, ``-o``) can be written
+    (:func:`miopen_solver.fileio.check_writable`: nothing is left behind).
 
     Raises:
         UserError: naming the flag, the path and what is allowed.
     """
-    allowed = "allowed: a file path in an existing, writable directory"
-    if not path.strip():
-        raise UserError(f"{flag} {path!r}: empty; {allowed}")
-    if os.path.isdir(path):
-        raise UserError(f"{flag} {path}: is a directory; {allowed}")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        why = "is not a directory" if os.path.exists(parent) else "does not exist"
-        raise UserError(f"{flag} {path}: directory {parent} {why}; {allowed}")
     try:
-        if os.path.exists(path):
-            with open(path, "a"):
-                pass
-        else:
-            with tempfile.TemporaryFile(dir=parent):
-                pass
-    except OSError as e:
-        raise UserError(f"{flag} {path}: not writable ({e.strerror or e}); {allowed}") from None
+        check_writable(path)
+    except FileError as e:
+        raise file_error(flag, e) from None
+
+
+def input_file_size(flag: str, path: str) -> int:
+    """The size of an input file given by ``flag`` (``-D``, ``-e``), which must be a regular
+    file (:func:`miopen_solver.fileio.stat_regular`: a directory or device is refused here,
+    before any worker starts).
+
+    Raises:
+        UserError: naming the flag, the path and what is allowed.
+    """
+    try:
+        return stat_regular(path, "file of the tensor's raw elements").st_size
+    except FileError as e:
+        raise file_error(flag, e) from None
 
 
 def write_csv_or_error(path: str, fieldnames, rows, errors: list) -> int | None:
-    """:func:`driver.report.write_csv`; on an OSError (disk full, removed directory...)
+    """:func:`driver.report.write_csv`; when it fails (disk full, removed directory...)
     append ``--csv PATH: cannot write (why)`` to ``errors`` and return None."""
     from .report import write_csv
     try:
         return write_csv(path, fieldnames, rows)
+    except FileError as e:
+        errors.append(f"--csv {shown_path(path)}: {e.reason}; the results are printed above")
     except OSError as e:
-        errors.append(f"--csv {path}: cannot write ({e.strerror or e}); the results are printed above")
-        return None
+        errors.append(f"--csv {shown_path(path)}: cannot write ({e.strerror or e}); the results are printed above")
+    return None
 
 
 def check_writable_dir(what: str, directory: str, allowed: str) -> None:

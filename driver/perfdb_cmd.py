@@ -23,14 +23,14 @@ import os
 
 import click
 
-import tempfile
-
 from miopen_solver import SOLVER_ID, SOLVER_NAME
-from miopen_solver.errors import PerfConfigError, PerfDbError
+from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
+from miopen_solver.fileio import STDOUT, read_text, write_text
 from miopen_solver.perfdb import PerfDb, check_arch, parse_text, short_text
 from miopen_solver.config import PerfConfig
 
-from .options import PERFDB_ALLOWED, UserError, check_output_file, json_option, perfdb_label, run_and_print, warn
+from .options import (PERFDB_ALLOWED, UserError, check_output_file, file_error, json_option, perfdb_label,
+                      run_and_print, warn)
 
 ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device arch (sm_90, gfx942, ...), "
              "or <arch>@cpu for a target simulated on the CPU engine.")
@@ -60,21 +60,25 @@ def _warn_missing(perfdb, path) -> None:
         warn(f"{perfdb_label(perfdb)}: no perf-db file there yet; nothing to read")
 
 
+def _warn_skipped(db: PerfDb) -> None:
+    """The records a read left out (:attr:`PerfDb.warnings`), one warning line each."""
+    for text in db.warnings:
+        warn(text)
+
+
 def _db_error(path, e: PerfDbError) -> UserError:
     return UserError(f"{perfdb_label(path)}: {e.reason}; {PERFDB_ALLOWED}")
 
 
+MAX_IMPORT_BYTES = 64 << 20
+"""The largest FILE ``perfdb import`` reads (64 MiB; MIOpen's user perf-db files are KiBs to MiBs)."""
+
+
 def _read_text(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except IsADirectoryError:
-        raise UserError(f"FILE {path}: is a directory; allowed: a text file of MIOpen perf-db records") from None
-    except UnicodeDecodeError:
-        raise UserError(f"FILE {path}: not UTF-8 text; allowed: a text file of MIOpen perf-db records") from None
-    except OSError as e:
-        raise UserError(f"FILE {path}: cannot be read ({e.strerror or e}); "
-                        f"allowed: a text file of MIOpen perf-db records") from None
+        return read_text(path, MAX_IMPORT_BYTES, "UTF-8 text file (MIOpen perf-db records)")
+    except FileError as e:
+        raise file_error("FILE", e) from None
 
 
 def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
@@ -119,7 +123,8 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
     if out is not None:
         check_output_file("-o", out)
         target = os.path.realpath(out)
-        if target in {os.path.realpath(f"{db_path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}:
+        own = {os.path.realpath(f"{db_path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
+        if out != STDOUT and target in own:
             raise UserError(f"-o {out}: is the perf-db being exported ({db_path}); allowed: another file")
     _warn_missing(perfdb, db_path)
     try:
@@ -127,20 +132,15 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
             text = db.export_text(arch)
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
+    _warn_skipped(db)
     if out is None:
         return 0, text.splitlines()
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".dgrad-export-", dir=os.path.dirname(os.path.abspath(out)))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
-        tmp = None
-    except OSError as e:
-        raise UserError(f"-o {out}: cannot be written ({e.strerror or e}); the file was left as it was") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        kind = write_text(out, text)
+    except FileError as e:
+        raise file_error("-o", e) from None
+    if kind in ("stdout", "descriptor"):      # the records are the output: no line after them
+        return 0, []
     return 0, [f"Exported {len(text.splitlines())} line(s) for {arch} to {os.path.abspath(out)}"]
 
 
@@ -154,6 +154,7 @@ def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
             recs = db.records(arch)
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
+    _warn_skipped(db)
     if as_json:
         return 0, [json.dumps([{"problem_key": r.problem_key, "arch": r.arch, "solver": r.solver,
                                 "perf_config": r.values, "time_ms": r.time_ms} for r in recs])]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME
+from miopen_solver.fileio import write_text
 
 ALGORITHM_IMPLICIT_GEMM = 5
 """``miopenConvolutionBwdDataAlgoImplicitGEMM``."""
@@ -228,13 +229,20 @@ def format_table(header, rows) -> list:
 
 def write_csv(path, fieldnames, rows) -> int:
     """Write dict ``rows`` to ``path`` as CSV with a header (None -> empty cell, floats
-    with repr precision); returns the number of rows written."""
+    with repr precision), whole or not at all (:func:`miopen_solver.fileio.write_text`);
+    returns the number of rows written.
+
+    Raises:
+        FileError: the path is refused or the write failed (an old file is left as it was).
+    """
     import csv
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(fieldnames), extrasaction="ignore")
-        w.writeheader()
-        n = 0
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fieldnames})
-            n += 1
+    import io
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(fieldnames), extrasaction="ignore")
+    w.writeheader()
+    n = 0
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fieldnames})
+        n += 1
+    write_text(path, buf.getvalue())
     return n

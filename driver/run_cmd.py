@@ -40,7 +40,7 @@ from miopen_solver.target import Target, get_target
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target,
-                      check_writable_dir, perfdb_label, warn)
+                      check_writable_dir, input_file_size, perfdb_label, warn)
 
 SOLUTION_NOT_SET = "-1"
 SIMULATED_NOTE = ("Info: --backend cpu simulates {arch}: the numpy engine runs this config's sub-GEMMs; "
@@ -240,10 +240,7 @@ def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:
     count = 1
     for s in shape:
         count *= s
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        raise UserError(f"{flag} {path}: cannot read ({e.strerror or e})") from None
+    size = input_file_size(flag, path)
     item = np.dtype(dtype).itemsize
     if size != count * item:
         raise UserError(f"{flag} {path}: holds {size // item} elements of {np.dtype(dtype).name}; "
@@ -285,6 +282,7 @@ def compile_only(solution) -> tuple:
         worker; 1 stays "verification failed"); ``record`` for ``--json``.
     """
     from miopen_solver.kernels.offline import CompileError, compile_amd, find_amd_clang, inspect_nvidia
+    from miopen_solver.runtime.cache import BinaryCache
     import shutil
 
     spec = solution.spec
@@ -295,6 +293,7 @@ def compile_only(solution) -> tuple:
     rec = {"arch": t.arch, "kernel_name": spec.kernel_name, "source_sha256": src.sha256,
            "compiled": False, "compiler": None, "code_object_bytes": None, "mfma_count": None, "error": None}
     status = EXIT_OK
+    cache = BinaryCache()                       # a second run of the same kernel does not compile
     with tempfile.TemporaryDirectory(prefix="dgrad-compile-") as tmp:
         try:
             if t.vendor == "amd":
@@ -302,7 +301,7 @@ def compile_only(solution) -> tuple:
                     lines.append("Code object: not built (no clang with AMDGPU targets found; "
                                  "install clang-19 and lld-19)")
                 else:
-                    co = compile_amd(src.text, t.arch, tmp, "dgrad")
+                    co = compile_amd(src.text, t.arch, tmp, "dgrad", cache=cache)
                     mfma = co.count("v_mfma")
                     rec.update(compiled=True, compiler="clang", code_object_bytes=len(co.data), mfma_count=mfma,
                                resources=co.resources)
@@ -316,7 +315,7 @@ def compile_only(solution) -> tuple:
                 if shutil.which("nvcc") is None:
                     lines.append("Cubin: not built (nvcc not found on PATH)")
                 else:
-                    b = inspect_nvidia(src.text, t.arch, tmp, "dgrad")
+                    b = inspect_nvidia(src.text, t.arch, tmp, "dgrad", cache=cache)
                     rec.update(compiled=True, compiler="nvcc", code_object_bytes=len(b.cubin),
                                resources={"registers": b.registers, "spill_store_bytes": b.spill_store_bytes,
                                           "spill_load_bytes": b.spill_load_bytes, "stack_bytes": b.stack_bytes})
@@ -328,6 +327,8 @@ def compile_only(solution) -> tuple:
             rec["error"] = str(e)
             lines.append(f"Compile FAILED: {first.strip()}")
             status = EXIT_WORKER_FAILED
+    for text in cache.warnings:                 # e.g. the kernel cache was unusable
+        warn(text)
     return status, lines, rec
 
 
@@ -429,6 +430,8 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         res = workers.run_one(job, timeout=timeout)
         if res.ok:
             timing, summary = res.record, timing_summary(res.record)
+            for text in timing.get("warnings", ()):      # e.g. the kernel cache was unusable
+                warn(text)
         else:
             failure = ("timing", res)
     vrec = None

@@ -465,10 +465,11 @@ class _State:
 
 def _read_tensor(path: str, shape: tuple, dtype, flag: str):
     import numpy as np
+    from miopen_solver.fileio import read_bytes
     count = 1
     for s in shape:
         count *= s
-    data = np.fromfile(path, dtype=dtype, count=count)
+    data = np.frombuffer(read_bytes(path, count * np.dtype(dtype).itemsize, "raw tensor file"), dtype=dtype)
     if data.size != count:
         raise ValueError(f"{flag} {path}: holds {data.size} elements; the problem needs {count}")
     return data.reshape(shape)
@@ -527,11 +528,12 @@ def _do_timing(job: Job, state: _State) -> dict:
             "method": timing.method, "compile_ms": float(timing.compile_ms),
             "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
             "warmup": 0 if job.graph and engine.supports_graphs else warmup, "backend": engine.name,
-            "pid": os.getpid(), "resources": built.resources}
+            "pid": os.getpid(), "resources": built.resources, "warnings": list(getattr(timing, "warnings", ()))}
 
 
 def _do_verification(job: Job, state: _State) -> dict:
     import numpy as np
+    from miopen_solver.fileio import write_bytes
     from miopen_solver import reference as ref_mod
     sol = _solution(job)
     spec = sol.spec
@@ -542,7 +544,7 @@ def _do_verification(job: Job, state: _State) -> dict:
     dumps = []
 
     def dump(path, arr):
-        np.ascontiguousarray(arr).tofile(path)
+        write_bytes(path, np.ascontiguousarray(arr).tobytes())
         dumps.append(path)
     if job.dump:
         dump("dump_wei.bin", inp.w)

@@ -1,6 +1,21 @@
 """Exception types. User mistakes raise one of these; the CLI prints one line and exits 2."""
 
 
+def short_text(text: str, limit: int = 120) -> str:
+    """``text`` cut to ``limit`` characters for a message (a perf-db line or a path can be
+    megabytes)."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def shown_path(path) -> str:
+    """A path as a message shows it: cut when long, quoted (``repr``) when empty or when it
+    holds spaces at its ends or control characters."""
+    text = str(path)
+    if not text.strip() or text != text.strip() or any(not c.isprintable() for c in text):
+        return short_text(repr(text))
+    return short_text(text)
+
+
 class MiopenCommandError(ValueError):
     """A MIOpenDriver command line that cannot be accepted.
 
@@ -64,3 +79,23 @@ class PerfDbError(ValueError):
         self.path = str(path)
         self.reason = reason
         super().__init__(f"perf-db {self.path}: {reason}")
+
+
+class FileError(ValueError):
+    """A user-named file that cannot be read or written as asked: a directory, a FIFO,
+    socket or device where a regular file is needed, a file too large, a read-only file, a
+    missing directory, or an OS error while reading or writing (:mod:`miopen_solver.fileio`).
+
+    Attributes:
+        path: the path as given.
+        reason: why (one phrase, without the path).
+        allowed: what would be accepted (a short phrase).
+        errno: the OS error number behind it, when there is one.
+    """
+
+    def __init__(self, path, reason: str, allowed: str, errno: int | None = None):
+        self.path = str(path)
+        self.reason = reason
+        self.allowed = allowed
+        self.errno = errno
+        super().__init__(f"{shown_path(self.path)}: {reason}; allowed: {allowed}")

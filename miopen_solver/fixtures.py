@@ -80,7 +80,8 @@ from pathlib import Path
 
 from . import prng, reference
 from .command import format_command, parse
-from .errors import MiopenCommandError
+from .errors import FileError, MiopenCommandError, short_text
+from .fileio import read_text, write_text
 from .problem import ConvProblem
 from .solver import DgradSolver
 from .spec import make_spec
@@ -115,6 +116,24 @@ _REQUIRED_KEYS = ("command", "id", "source")
 _ID_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 
 PASSED, DRIFTED, FAILED = "passed", "drifted", "failed"
+
+MAX_FILE_BYTES = 64 << 20
+"""The largest fixture file read (64 MiB; the committed ones are a few hundred KiB)."""
+
+_NUMBER = "number"
+_EXPECT_SCHEMA = {
+    "parse_error": {"flag": str, "message": str, "value": (str, None)},
+    "problem_key": str,
+    "targets": {"*": {"applicable": bool, "reasons": [str], "notes": [str], "perf_config": str,
+                      "kernel_name": str, "grid": [int], "block": int, "shared_bytes": int,
+                      "source_sha256": str, "defines_sha256": str}},
+    "numerics": {"command": str, "ok": bool, "rms_error": _NUMBER, "tolerance": _NUMBER, "nonfinite": int,
+                 "skipped": str},
+}
+"""The shape of ``expect`` (module docstring): a dict maps keys to the shape of their value
+(``"*"``: any key), ``[t]`` is a list of ``t``, a tuple allows several, ``None`` is JSON null."""
+
+_TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", _NUMBER: "a number", None: "null"}
 
 
 class FixtureError(ValueError):
@@ -161,7 +180,7 @@ def fixture_files(paths) -> list:
             if not found:
                 raise FixtureError(f"{raw}: no *.jsonl fixture files in this directory")
             files.extend(found)
-        elif p.is_file():
+        elif p.exists():                # not only regular files: load_file says why it refuses one
             files.append(p)
         else:
             raise FixtureError(f"{raw}: no such fixture file or directory")
@@ -178,11 +197,9 @@ def load_file(path) -> list:
     """
     path = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise FixtureError(f"{path}: cannot read ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise FixtureError(f"{path}: not UTF-8 ({e.reason})") from None
+        text = read_text(path, MAX_FILE_BYTES, "UTF-8 JSON Lines fixture file")
+    except FileError as e:
+        raise FixtureError(str(e)) from None
     out, seen = [], {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -192,6 +209,8 @@ def load_file(path) -> list:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
             raise FixtureError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        except RecursionError:
+            raise FixtureError(f"{where}: JSON nested too deeply") from None
         if not isinstance(rec, dict):
             raise FixtureError(f"{where}: a record must be a JSON object, got {type(rec).__name__}")
         missing = [k for k in _REQUIRED_KEYS if k not in rec]
@@ -206,14 +225,59 @@ def load_file(path) -> list:
                 raise FixtureError(f"{where}: {k} must be a non-empty string")
         if not _ID_RE.fullmatch(rec["id"]):
             raise FixtureError(f"{where}: id {rec['id']!r} may hold only letters, digits, '_', '.', '-'")
-        if "expect" in rec and not isinstance(rec["expect"], dict):
-            raise FixtureError(f"{where}: expect must be a JSON object")
+        if "expect" in rec:
+            check_expect(rec["expect"], where)
         if rec["id"] in seen:
             raise FixtureError(f"{where}: duplicate id {rec['id']!r} (first at line {seen[rec['id']]})")
         seen[rec["id"]] = n
         out.append(Fixture(id=rec["id"], source=rec["source"], command=rec["command"],
                            expect=rec.get("expect"), path=path, line=n))
     return out
+
+
+def _check_shape(value, shape, key: str, where: str) -> None:
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise FixtureError(f"{where}: {key} must be a JSON object, got {_json_type(value)}")
+        for k, v in value.items():
+            sub = shape.get(k, shape.get("*"))
+            if sub is None:
+                raise FixtureError(f"{where}: unknown key {short_text(f'{key}.{k}')}; allowed: {', '.join(shape)}")
+            _check_shape(v, sub, f"{key}.{k}", where)
+    elif isinstance(shape, list):
+        if not isinstance(value, list):
+            raise FixtureError(f"{where}: {key} must be a JSON list, got {_json_type(value)}")
+        for i, v in enumerate(value):
+            _check_shape(v, shape[0], f"{key}[{i}]", where)
+    else:
+        shapes = shape if isinstance(shape, tuple) else (shape,)
+        if not any(_is(value, t) for t in shapes):
+            raise FixtureError(f"{where}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in shapes)}, "
+                               f"got {_json_type(value)}")
+
+
+def _is(value, t) -> bool:
+    if t is None:
+        return value is None
+    if t is _NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, t)
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def check_expect(expect, where: str = "expect") -> None:
+    """Raise :class:`FixtureError` (prefixed ``where``) unless ``expect`` has the shape of
+    a golden record (module docstring): known keys only, each of its type, so replay and
+    comparison never meet a value they cannot handle."""
+    _check_shape(expect, _EXPECT_SCHEMA, "expect", where)
 
 
 def load(paths) -> list:
@@ -246,8 +310,16 @@ def select(fixtures, pattern: str | None) -> list:
 
 
 def write_file(path, fixtures) -> None:
-    """Rewrite ``path`` with ``fixtures`` as canonical lines (see :func:`dumps`)."""
-    Path(path).write_text("".join(dumps(f.record()) + "\n" for f in fixtures), encoding="utf-8")
+    """Rewrite ``path`` with ``fixtures`` as canonical lines (see :func:`dumps`), whole or
+    not at all (:func:`miopen_solver.fileio.write_text`).
+
+    Raises:
+        FixtureError: the path cannot be written (the old file is left as it was).
+    """
+    try:
+        write_text(path, "".join(dumps(f.record()) + "\n" for f in fixtures))
+    except FileError as e:
+        raise FixtureError(f"{path}: {e.reason}") from None
 
 
 # ------------------------------------------------------------------ the shrunk problem
@@ -620,15 +692,13 @@ def update_golden(results) -> tuple:
         by_file.setdefault(r.fixture.path, {})[r.fixture.id] = new_golden(r)
     for path, new in by_file.items():
         current = load_file(path)
-        try:
-            write_file(path, [f.with_expect(new[f.id]) if f.id in new else f for f in current])
-        except OSError as e:
-            raise FixtureError(f"{path}: cannot write ({e.strerror or e})") from None
+        write_file(path, [f.with_expect(new[f.id]) if f.id in new else f for f in current])
     return updated, kept
 
 
 __all__ = ["BAND_FLOOR", "BAND_RATIO", "DRIFTED", "Drift", "ELEMENT_BUDGET", "FAILED", "FLOP_BUDGET",
-           "Fixture", "FixtureError", "GOLDEN_TARGETS", "dtype_of", "NUMERIC_BATCH", "NUMERIC_SEED", "PASSED",
+           "Fixture", "FixtureError", "GOLDEN_TARGETS", "MAX_FILE_BYTES", "check_expect", "dtype_of",
+           "NUMERIC_BATCH", "NUMERIC_SEED", "PASSED",
            "REGENERATE_COMMAND", "Result", "compare", "compute", "defines_sha256", "dumps",
            "failures", "fixture_files", "flatten", "load", "load_file", "moved_fields", "new_golden", "numerics_record",
            "only_hashes_moved", "only_kernel_body_moved", "replay", "rms_in_band", "round_sig",

@@ -31,7 +31,9 @@ and are not exported.
 
 from __future__ import annotations
 
+import math
 import os
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -39,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PerfDbError
+from .errors import PerfDbError, short_text
 
 ENV_VAR = "MIOPEN_DGRAD_PERFDB"
 BUSY_TIMEOUT_S = 30.0
@@ -105,11 +107,6 @@ def check_arch(arch: str) -> str:
     return _check_field("arch", arch)
 
 
-def short_text(text: str, limit: int = 120) -> str:
-    """``text`` cut to ``limit`` characters for a message (a perf-db line can be megabytes)."""
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
-
-
 def parse_record_line(line: str, lineno: int = 0) -> list:
     """``KEY=Id:VALUES;Id:VALUES`` -> ``[(key, solver, values), ...]``. Whitespace around
     fields and a leading byte-order mark are dropped (they would make a key that never
@@ -156,6 +153,36 @@ def parse_text(text: str, arch: str, aliases: dict | None = None) -> list:
     return out
 
 
+_SQL_TYPES = {type(None): "NULL", int: "an integer", float: "a real", str: "text", bytes: "a blob"}
+
+
+def _record(row) -> PerfRecord:
+    """A PerfRecord from a ``perf_db`` row, whose values sqlite does not type-check (a
+    column takes any type): the four text columns must be valid fields (text, no
+    ``=;:``), the time NULL or a finite number >= 0.
+
+    Raises:
+        ValueError: naming the row and the first value of the wrong type.
+    """
+    *fields, time_ms = row
+    where = "record (" + ", ".join(short_text(repr(f), 40) for f in fields[:3]) + ")"
+    for name, value in zip(("problem_key", "arch", "solver", "params"), fields):
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: {name} is {_SQL_TYPES.get(type(value), type(value).__name__)}, not text")
+        try:
+            _check_field(name, value)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    if time_ms is not None:
+        if not isinstance(time_ms, (int, float)):
+            raise ValueError(f"{where}: time_ms is {_SQL_TYPES.get(type(time_ms), type(time_ms).__name__)} "
+                             f"{short_text(repr(time_ms), 40)}, not a number or NULL")
+        if not (math.isfinite(time_ms) and time_ms >= 0):
+            raise ValueError(f"{where}: time_ms {time_ms!r} is not a finite number >= 0")
+        time_ms = float(time_ms)
+    return PerfRecord(*fields, time_ms)
+
+
 class PerfDb:
     """A perf-db file. Use as a context manager, or call :meth:`close`.
 
@@ -172,7 +199,11 @@ class PerfDb:
         if make_parents is None:
             make_parents = path is None and not os.environ.get(ENV_VAR)
         self.make_parents = make_parents
+        self.warnings = []
+        """Things the reads so far could not use (rows of the wrong type), as sentences."""
         self._conn = None
+        self._conn_writes = False
+        self._snapshot = None
 
     # ----------------------------------------------------------- connection
     @contextmanager
@@ -184,6 +215,8 @@ class PerfDb:
             msg = str(e)
             if "not a database" in msg or "malformed" in msg:
                 msg = f"not a valid SQLite database ({msg})"
+            elif "readonly" in msg:
+                msg = f"cannot be written ({msg})"
             raise PerfDbError(self.path, msg) from None
         except OSError as e:
             raise PerfDbError(self.path, e.strerror or str(e)) from None
@@ -247,61 +280,112 @@ class PerfDb:
                     raise
                 time.sleep(0.02)
 
-    def _connect(self, create: bool):
-        """The connection, or None for a lookup where there is no file or no table yet."""
-        if self._conn is not None:
+    def _sqlite(self, target, uri: bool = False):
+        return sqlite3.connect(target, uri=uri, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+
+    def _connect(self, create: bool, write: bool = False):
+        """The connection, or None for a lookup where there is no file or no table yet.
+        ``create``: make the file and table when missing (implies ``write``); ``write``: a
+        connection that can write (a reader's read-only one is replaced)."""
+        write = write or create
+        if self._conn is not None and (self._conn_writes or not write):
             return self._conn
+        self.close()
         self._check_path(create)
         if not create and not self.path.exists():
             return None
         with self._guard():
             if create and self.make_parents:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            if not create and not os.access(self.path.parent, os.W_OK):
-                # Read-only storage: a WAL database needs its -shm file; read it as immutable.
-                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True,
-                                       timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if not write and not os.access(self.path.parent, os.W_OK):
+                conn = self._connect_read_only()
             else:
-                conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                conn = self._sqlite(str(self.path))
             try:
                 if not self._setup(conn, create):
                     conn.close()
+                    self.close()
                     return None
             except BaseException:
                 conn.close()
+                self.close()
                 raise
-        self._conn = conn
+        self._conn, self._conn_writes = conn, write
         return conn
+
+    def _connect_read_only(self):
+        """A reader's connection where the directory cannot be written (read-only storage).
+
+        A WAL database keeps its newest records in ``<file>-wal`` until a checkpoint, and
+        sqlite needs ``<file>-shm`` beside it to read them. ``immutable=1`` would open the
+        file alone and silently leave out every record still in the -wal, so, in order:
+        ``mode=ro`` (reads the -wal where -wal and -shm exist); with no -wal (or an empty
+        one) ``immutable=1``, which then misses nothing; else a copy of the file and its
+        -wal in a temporary directory, where sqlite can build the -shm and read the -wal
+        (removed on :meth:`close`).
+        """
+        uri = self.path.resolve().as_uri()
+        conn = None
+        try:
+            conn = self._sqlite(f"{uri}?mode=ro", uri=True)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            if conn is not None:
+                conn.close()
+        wal = Path(f"{self.path}-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
+            return self._sqlite(f"{uri}?immutable=1", uri=True)
+        self._snapshot = tempfile.TemporaryDirectory(prefix="dgrad-perfdb-")
+        copy = Path(self._snapshot.name) / self.path.name
+        shutil.copyfile(self.path, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        return self._sqlite(str(copy))
 
     def check(self, write: bool = False) -> None:
         """Raise :class:`PerfDbError` now when the file cannot be read (or, with ``write``,
         written): what a later :meth:`get` or :meth:`update` would hit. Writes nothing; a
         new file is not created (its directory is probed with a temporary file).
+
+        With ``write`` on an existing file: its directory must take new files (WAL mode
+        creates ``-wal`` and ``-shm`` beside it) and a write transaction must start and
+        take a write statement (rolled back): a read-only file, directory or file system
+        fails here, not after a tune's sweep.
         """
         self._check_path(create=write)
-        conn = self._connect(create=False)
         if not write:
+            self._connect(create=False)
             return
-        if conn is None and not self.path.exists() and self.path.parent.is_dir():
-            try:
-                with tempfile.TemporaryFile(dir=self.path.parent):
-                    pass
-            except OSError as e:
-                raise PerfDbError(self.path, f"cannot create a file in {self.path.parent} "
-                                             f"({e.strerror or e})") from None
+        if not self.path.parent.is_dir():
+            return                                  # the built-in location: created on write
+        try:
+            with tempfile.TemporaryFile(dir=self.path.parent):
+                pass
+        except OSError as e:
+            raise PerfDbError(self.path, f"cannot create files in {self.path.parent} ({e.strerror or e}); "
+                                         f"a perf-db's -wal and -shm files are created there") from None
+        if not self.path.exists():
             return
         with self._guard():
-            if conn is not None:                      # the write lock needs write access
+            conn = self._sqlite(str(self.path))
+            try:
+                has_table = self._setup(conn, create=False)        # another schema is refused here
                 conn.execute("BEGIN IMMEDIATE")
-                conn.execute("ROLLBACK")
-            elif self.path.exists():                  # an empty database: no table yet
-                with open(self.path, "r+b"):
-                    pass
+                try:
+                    conn.execute("DELETE FROM perf_db WHERE 0" if has_table else _SCHEMA)
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+            finally:
+                conn.close()
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._snapshot is not None:
+            self._snapshot.cleanup()
+            self._snapshot = None
 
     def __enter__(self) -> "PerfDb":
         return self
@@ -349,7 +433,8 @@ class PerfDb:
         not exist; a lookup never creates it).
 
         Raises:
-            PerfDbError: the path cannot be read as a perf-db.
+            PerfDbError: the path cannot be read as a perf-db, or the record's values have
+                the wrong type (see :func:`_record`).
         """
         conn = self._connect(create=False)
         if conn is None:
@@ -358,10 +443,17 @@ class PerfDb:
             row = conn.execute("SELECT problem_key, arch, solver, params, time_ms FROM perf_db "
                                "WHERE problem_key = ? AND arch = ? AND solver = ?",
                                (problem_key, arch, solver)).fetchone()
-        return PerfRecord(*row) if row else None
+        if row is None:
+            return None
+        try:
+            return _record(row)
+        except ValueError as e:
+            raise PerfDbError(self.path, str(e)) from None
 
     def records(self, arch: str | None = None) -> list:
-        """Every record (of one arch when given), sorted by key, arch and solver."""
+        """Every record (of one arch when given), sorted by key, arch and solver. A row whose
+        values have the wrong type (a table written by another tool) is left out and named
+        in :attr:`warnings`."""
         conn = self._connect(create=False)
         if conn is None:
             return []
@@ -370,7 +462,17 @@ class PerfDb:
         if arch is not None:
             sql, args = sql + " WHERE arch = ?", (arch,)
         with self._guard():
-            return [PerfRecord(*r) for r in conn.execute(sql + " ORDER BY problem_key, arch, solver", args)]
+            rows = conn.execute(sql + " ORDER BY problem_key, arch, solver", args).fetchall()
+        out, bad = [], []
+        for row in rows:
+            try:
+                out.append(_record(row))
+            except ValueError as e:
+                bad.append(str(e))
+        if bad:
+            self.warnings.append(f"{self.path}: skipped {len(bad)} record(s) of the wrong type: {bad[0]}"
+                                 + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+        return out
 
     def update(self, problem_key: str, arch: str, solver: str, values: str,
                time_ms: float | None = None, *, force: bool = False) -> bool:
@@ -395,7 +497,7 @@ class PerfDb:
 
     def remove(self, problem_key: str, arch: str, solver: str) -> bool:
         """Delete one record; True when it existed."""
-        conn = self._connect(create=False)
+        conn = self._connect(create=False, write=True)
         if conn is None:
             return False
         with self._guard():

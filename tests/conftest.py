@@ -29,6 +29,24 @@ CPU_CONFIG = PerfConfig(stages=2)
 """A config valid on the ``cpu`` target for any problem (the cpu preset has no async copy)."""
 
 
+@pytest.fixture
+def no_workers(monkeypatch):
+    """Fail the test when any worker process would start."""
+    from driver import workers
+
+    def no(*a, **k):
+        raise AssertionError("a worker was started")
+    monkeypatch.setattr(workers.Worker, "start", no)
+
+
+def run_cli(capsys, *args):
+    """``dgrad-driver *args`` in this process: ``(status, stdout lines, stderr lines)``."""
+    from driver.cli import main
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out.splitlines(), err.splitlines()
+
+
 def suite_lines():
     """``(label, MIOpenDriver line)`` for every line of bench/suite.txt, in file order."""
     with open(os.path.join(ROOT, "bench", "suite.txt")) as fh:

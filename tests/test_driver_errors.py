@@ -18,10 +18,9 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from driver import batch_cmd, report, workers
 from driver.batch_cmd import command_tokens
-from driver.cli import main
 from driver.options import check_timeout
 from miopen_solver import prng
 from miopen_solver.command import parse
@@ -45,18 +44,7 @@ def env(monkeypatch, tmp_path):
     monkeypatch.setenv(PERFDB_ENV, str(tmp_path / "perfdb.sqlite"))
 
 
-@pytest.fixture
-def no_workers(monkeypatch):
-    """Fail the test when any worker process would start."""
-    def no(*a, **k):
-        raise AssertionError("a worker was started")
-    monkeypatch.setattr(workers.Worker, "start", no)
-
-
-def run(capsys, *args):
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out.splitlines(), err.splitlines()
+run = run_cli
 
 
 def one_line(err, *needles, kind="error"):

@@ -85,7 +85,7 @@ def test_non_config_values_of_this_solver_are_stored_with_a_warning(capsys, tmp_
 
 
 @pytest.mark.parametrize("make_args,needle", [
-    (lambda t: ["import", str(t / "missing.txt"), "--arch", "cpu"], "cannot be read (No such file"),
+    (lambda t: ["import", str(t / "missing.txt"), "--arch", "cpu"], "cannot read (No such file"),
     (lambda t: ["import", str(t), "--arch", "cpu"], "is a directory"),
     (lambda t: ["import", records_file(t, "ok-key=S:1\nno equals sign\n"), "--arch", "cpu"],
      "line 2: perf-db record 'no equals sign' is not KEY=SolverId:VALUES"),

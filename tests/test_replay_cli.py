@@ -208,3 +208,45 @@ def test_default_path_is_fixtures(tmp_path, monkeypatch):
 ])
 def test_long_values_are_cut_to_where_they_differ(expected, actual, shown):
     assert replay_mod._show_pair(expected, actual, "targets.sm_90.kernel_name") == shown
+
+
+@pytest.mark.parametrize("path,value,why", [
+    ("targets", [], "expect.targets must be a JSON object, got a list"),
+    ("targets.sm_90", "x", "expect.targets.sm_90 must be a JSON object, got a string"),
+    ("targets.sm_90.grid", "1,2,3", "expect.targets.sm_90.grid must be a JSON list, got a string"),
+    ("targets.sm_90.grid", [1, "2", 3], "expect.targets.sm_90.grid[1] must be an integer, got a string"),
+    ("targets.sm_90.block", True, "expect.targets.sm_90.block must be an integer, got a boolean"),
+    ("targets.sm_90.applicable", 1, "expect.targets.sm_90.applicable must be true or false, got a number"),
+    ("targets.sm_90.reasons", [None], "expect.targets.sm_90.reasons[0] must be a string, got null"),
+    ("numerics", [1], "expect.numerics must be a JSON object, got a list"),
+    ("numerics.rms_error", "small", "expect.numerics.rms_error must be a number, got a string"),
+    ("numerics.tolerance", {"a": 1}, "expect.numerics.tolerance must be a number, got an object"),
+    ("problem_key", 5, "expect.problem_key must be a string, got a number"),
+    ("surprise", 1, "unknown key expect.surprise; allowed: parse_error, problem_key, targets, numerics"),
+])
+def test_malformed_golden_is_one_line_exit_2(tmp_path, path, value, why):
+    """A golden of the wrong shape is refused when the file is loaded (it gave tracebacks
+    and exit 1 from deep inside the comparison)."""
+    make_dir(tmp_path, tampered("tiny_fp16", path, value) if "." in path or path in GOLDEN["tiny_fp16"]
+             else {"tiny_fp16": {**GOLDEN["tiny_fp16"], path: value}})
+    one_line_error(invoke(tmp_path / "t.jsonl"), f"t.jsonl:1: {why}")
+
+
+def test_malformed_parse_error_and_deep_nesting_are_one_line_exit_2(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(fx.dumps({"id": "a", "source": "s", "command": "conv -F 1",
+                           "expect": {"parse_error": {"flag": 1, "message": "m", "value": None}}}) + "\n")
+    one_line_error(invoke(f), "t.jsonl:1: expect.parse_error.flag must be a string, got a number")
+    f.write_text('{"id": "a", "source": "s", "command": "c", "expect": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    one_line_error(invoke(f), "t.jsonl:1: JSON nested too deeply")
+    f.write_text('{"id": "a", "source": "s", "command": "c", "expect": {"targets": ' + '{"x": ' * 50 + "1"
+                 + "}" * 50 + "}}\n")
+    one_line_error(invoke(f), "t.jsonl:1: unknown key expect.targets.x.x; allowed: applicable, reasons")
+    f.write_text(fx.dumps({"id": "a", "source": "s", "command": "c", "expect": {"k" * 10_000: 1}}) + "\n")
+    one_line_error(invoke(f), "t.jsonl:1: unknown key expect.kkk", "(10007 characters)")
+
+
+def test_every_computed_golden_has_the_checked_shape():
+    """What update writes, load accepts: parse errors, applicable and not, numerics run or skipped."""
+    for line in list(LINES.values()) + ["conv -n 2 -F 1", "convfp16 -n 1 -c 8 -H 4 -W 4 -k 8 -y 1 -x 1 -F 2"]:
+        fx.check_expect(fx.compute(line))

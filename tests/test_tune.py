@@ -178,13 +178,15 @@ def test_a_hanging_config_times_out_and_the_sweep_goes_on(capsys, monkeypatch):
     monkeypatch.setenv(workers.PRELOAD_ENV, FAULTS)
     monkeypatch.setenv("DGRAD_TEST_FAULT", "hang")
     monkeypatch.setenv("DGRAD_TEST_FAULT_CONFIG", hang)
-    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "3", "--timeout", "1",
+    # the timeout covers a worker's start-up too: 1 s failed the verification workers of a
+    # busy 2-core machine, so the hanging config costs 10 s here
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "3", "--timeout", "10",
                          "--no-perfdb", "--json")
     rec = json.loads(out[0])
     assert status == 0 and rec["timed"] == 3
     bad = [r for r in rec["rows"] if r["status"] == "failed"]
     assert len(bad) == 1 and bad[0]["perf_config"] == hang and bad[0]["failure"] == "timeout"
-    assert "timed out after 1 s" in bad[0]["reason"] and bad[0]["signal"] == "SIGKILL"
+    assert "timed out after 10 s" in bad[0]["reason"] and bad[0]["signal"] == "SIGKILL"
     assert rec["winner"]["perf_config"] != hang and rec["winner"]["verified"] is True
 
 

@@ -32,6 +32,7 @@ class Timing:
     compile_ms: float = 0.0    # 0 when the binary came from the cache
     cache_hit: bool = False
     extra: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)   # e.g. the binary cache was unusable
 
     @property
     def miopen_average_ms(self) -> float:

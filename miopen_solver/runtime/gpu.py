@@ -45,6 +45,15 @@ class GpuEngine(Engine):
         self.name = runtime.name
         self.cache = cache or BinaryCache()
         self._loaded = {}
+        self._reported = 0
+
+    def take_warnings(self) -> list:
+        """The binary cache's warnings not taken before (an unusable directory, a corrupt
+        entry removed, a store that failed): data for the caller to show; the engine
+        prints nothing. :meth:`time` and :meth:`time_graph` put them in their Timing."""
+        new = self.cache.warnings[self._reported:]
+        self._reported = len(self.cache.warnings)
+        return list(new)
 
     @property
     def target(self):
@@ -52,7 +61,8 @@ class GpuEngine(Engine):
 
     # ----------------------------------------------------------------- build
     def load(self, source: KernelSource) -> Loaded:
-        """Compile (or fetch from the binary cache) and load ``source``."""
+        """Compile (or fetch from the binary cache) and load ``source``. A cache that
+        cannot be used costs a compile, never the build (see :meth:`take_warnings`)."""
         if source.sha256 in self._loaded:
             return self._loaded[source.sha256]
         arch = self.target.arch
@@ -163,7 +173,8 @@ class GpuEngine(Engine):
                 self.rt.record(evs[i + 1])
             self.rt.synchronize()
             times = [self.rt.elapsed_ms(evs[i], evs[i + 1]) for i in range(iters)]
-        return Timing(times, method="events", compile_ms=k.compile_ms, cache_hit=k.cache_hit)
+        return Timing(times, method="events", compile_ms=k.compile_ms, cache_hit=k.cache_hit,
+                      warnings=self.take_warnings())
 
     def time_graph(self, work, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
         """Per-launch time (ms) from replays of a graph of ``launches`` captured launches
@@ -186,7 +197,8 @@ class GpuEngine(Engine):
                 self.rt.replay(graph)
                 self.rt.record(b)
                 times.append(self.rt.elapsed_ms(a, b) / launches)
-        return Timing(times, method="graph", compile_ms=k.compile_ms, cache_hit=k.cache_hit)
+        return Timing(times, method="graph", compile_ms=k.compile_ms, cache_hit=k.cache_hit,
+                      warnings=self.take_warnings())
 
     # ----------------------------------------------------------------- reference
     def reference(self, problem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:

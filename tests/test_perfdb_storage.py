@@ -1,0 +1,198 @@
+"""The perf-db on storage that cannot be written, and tables written by other tools.
+
+Read-only storage is real here, also for root: ``chattr +i`` makes a file (or a
+directory's entries) immutable (skipped where chattr or the file system cannot).
+
+* ``tune``'s pre-check fails exactly when the later store would (no sweep first);
+* readers on read-only storage see every record, also those still in the ``-wal`` file
+  (``immutable=1`` alone silently left them out);
+* rows whose values have the wrong type are skipped with a warning (list, export) or make
+  a run warn and take the default config -- no traceback, no "Unknown format code".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, run_cli
+from miopen_solver import SOLVER_NAME
+from miopen_solver.command import parse
+from miopen_solver.errors import PerfDbError
+from miopen_solver.perfdb import ENV_VAR, PerfDb
+from miopen_solver.solver import DgradSolver
+from miopen_solver.target import get_target
+
+NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+LINE = f"convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1 -i 1 {NHWC}"
+KEY = parse(LINE).problem.problem_key()
+TUNED = "32,16,16,2,1,16,16,0,0,0,1,-1,2"
+DEFAULT = DgradSolver().get_default_performance_config(parse(LINE).problem, get_target("cpu")).serialize()
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "default.sqlite"))
+
+
+@pytest.fixture
+def immutable():
+    """``make(path)``: ``chattr +i path`` (undone at teardown)."""
+    done = []
+
+    def make(path):
+        if shutil.which("chattr") is None:
+            pytest.skip("no chattr")
+        r = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"chattr +i not possible here: {r.stderr.strip()}")
+        done.append(path)
+    yield make
+    for path in reversed(done):
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def make_db(path, records=((KEY, TUNED, 1.5),)):
+    with PerfDb(path) as db:
+        for key, values, ms in records:
+            db.update(key, "cpu", SOLVER_NAME, values, ms)
+    return path
+
+
+def leave_in_wal(path, key, values, ms):
+    """Write one record from a process that dies before closing: the record stays in the
+    -wal file (no checkpoint) and the -wal and -shm files stay."""
+    code = ("import os, sys; from miopen_solver.perfdb import PerfDb; "
+            f"db = PerfDb({str(path)!r}); db.update({key!r}, 'cpu', {SOLVER_NAME!r}, {values!r}, {ms!r}); "
+            "os._exit(0)")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+    assert os.path.getsize(f"{path}-wal") > 0
+
+
+# ------------------------------------------------------------------ the tune pre-check
+def storage(kind, tmp_path, immutable):
+    d = tmp_path / "store"
+    d.mkdir()
+    db = make_db(d / "p.sqlite")
+    if kind == "read-only file":
+        immutable(db)
+    elif kind == "read-only directory":
+        immutable(d)
+    return db
+
+
+@pytest.mark.parametrize("kind", ["writable", "read-only file", "read-only directory"])
+def test_write_check_fails_exactly_when_the_store_would(tmp_path, immutable, kind):
+    db = storage(kind, tmp_path, immutable)
+    try:
+        with PerfDb(db) as d:
+            d.check(write=True)
+        checked = None
+    except PerfDbError as e:
+        checked = e.reason
+    try:
+        with PerfDb(db) as d:
+            d.update("OTHER-KEY", "cpu", SOLVER_NAME, TUNED, 1.0)
+        stored = None
+    except PerfDbError as e:
+        stored = e.reason
+    assert (checked is None) == (stored is None) == (kind == "writable"), (checked, stored)
+    with PerfDb(db) as d:                       # and it is still read
+        assert d.get(KEY, "cpu", SOLVER_NAME).values == TUNED
+
+
+@pytest.mark.parametrize("kind,why", [("read-only file", "cannot be written (attempt to write a readonly database)"),
+                                      ("read-only directory", "cannot create files in ")])
+def test_tune_on_a_read_only_perfdb_fails_before_the_sweep(capsys, tmp_path, immutable, no_workers, kind, why):
+    db = storage(kind, tmp_path, immutable)
+    status, out, err = run_cli(capsys, "tune", *LINE.split(), "--backend", "cpu", "--perfdb", db)
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith(f"dgrad-driver: error: --perfdb {db}: {why}"), err[0]
+
+
+# ------------------------------------------------------------------ WAL on read-only storage
+@pytest.mark.parametrize("shm", ["kept", "gone"])
+def test_records_in_the_wal_are_read_on_read_only_storage(capsys, tmp_path, immutable, shm):
+    """With -shm: sqlite reads the -wal read-only. Without it (and no way to create it):
+    the file and its -wal are read from a temporary copy. Either way nothing is lost."""
+    d = tmp_path / "store"
+    d.mkdir()
+    db = make_db(d / "p.sqlite")
+    leave_in_wal(db, "WAL-KEY", TUNED, 2.5)
+    if shm == "gone":
+        os.remove(f"{db}-shm")
+    immutable(d)
+    status, out, err = run_cli(capsys, "perfdb", "list", "--perfdb", db)
+    assert status == 0 and err == []
+    assert out == [f"cpu {KEY} {SOLVER_NAME} {TUNED} 1.500000 ms", f"cpu WAL-KEY {SOLVER_NAME} {TUNED} 2.500000 ms"]
+    with PerfDb(db) as p:
+        assert p.get("WAL-KEY", "cpu", SOLVER_NAME).time_ms == 2.5
+    assert sorted(os.listdir(d)) == sorted(["p.sqlite", "p.sqlite-wal"] + (["p.sqlite-shm"] if shm == "kept" else []))
+
+
+def test_a_clean_perfdb_on_read_only_storage_is_read(capsys, tmp_path, immutable):
+    d = tmp_path / "store"
+    d.mkdir()
+    db = make_db(d / "p.sqlite")
+    assert not os.path.exists(f"{db}-wal")
+    immutable(d)
+    status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", db)
+    assert status == 0 and err == [] and f"Using perf-db config {TUNED} (tuned 1.500000 ms) from {db}" in out
+
+
+# ------------------------------------------------------------------ foreign column types
+def foreign_db(path):
+    """The perf_db table as another tool might write it: right column names, loose types."""
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE perf_db (problem_key, arch, solver, params, time_ms, updated, "
+                "PRIMARY KEY (problem_key, arch, solver))")
+    con.executemany("INSERT INTO perf_db VALUES (?, ?, ?, ?, ?, 0)", [
+        (KEY, "cpu", SOLVER_NAME, TUNED, "fast"),                   # text time
+        ("K-BLOB", "cpu", SOLVER_NAME, b"\x01\x02", 1.0),           # blob params
+        (7, "cpu", SOLVER_NAME, TUNED, 1.0),                        # integer key
+        ("K-NEG", "cpu", SOLVER_NAME, TUNED, -3.0),                 # negative time
+        ("K-SEMI", "cpu", SOLVER_NAME, "1;2", 1.0),                 # a record separator inside
+        ("K-GOOD", "cpu", SOLVER_NAME, TUNED, 2),                   # an integer time is a time
+        ("K-NULL", "cpu", SOLVER_NAME, TUNED, None),
+    ])
+    con.commit()
+    con.close()
+    return path
+
+
+def test_list_and_export_skip_rows_of_the_wrong_type_with_one_warning(capsys, tmp_path):
+    db = foreign_db(tmp_path / "f.sqlite")
+    status, out, err = run_cli(capsys, "perfdb", "list", "--perfdb", db, "--json")
+    assert status == 0 and [(r["problem_key"], r["time_ms"]) for r in json.loads(out[0])] == \
+        [("K-GOOD", 2.0), ("K-NULL", None)]
+    assert len(err) == 1 and err[0].startswith(f"dgrad-driver: warning: {db}: skipped 5 record(s) of the wrong type: ")
+    assert "(and 4 more)" in err[0]
+    status, out, err = run_cli(capsys, "perfdb", "list", "--perfdb", db)
+    assert status == 0 and out == [f"cpu K-GOOD {SOLVER_NAME} {TUNED} 2.000000 ms",
+                                   f"cpu K-NULL {SOLVER_NAME} {TUNED} (no time)"]
+    status, out, err = run_cli(capsys, "perfdb", "export", "--arch", "cpu", "--perfdb", db)
+    assert status == 0 and out == [f"K-GOOD={SOLVER_NAME}:{TUNED}", f"K-NULL={SOLVER_NAME}:{TUNED}"]
+    assert len(err) == 1 and "skipped 5 record(s)" in err[0]
+
+
+@pytest.mark.parametrize("value,why", [("fast", "time_ms is text 'fast', not a number or NULL"),
+                                       (b"\x00", "time_ms is a blob"), (float("inf"), "not a finite number")])
+def test_a_run_warns_about_a_record_of_the_wrong_type_and_uses_the_default(capsys, tmp_path, value, why):
+    db = tmp_path / "f.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE perf_db (problem_key, arch, solver, params, time_ms, updated)")
+    con.execute("INSERT INTO perf_db VALUES (?, 'cpu', ?, ?, ?, 0)", (KEY, SOLVER_NAME, TUNED, value))
+    con.commit()
+    con.close()
+    status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", db)
+    assert status == 0 and not any("perf-db config" in x for x in out)
+    assert len(err) == 1 and err[0].startswith(f"dgrad-driver: warning: --perfdb {db} unusable: record (")
+    assert why in err[0] and err[0].endswith("using the default config")
+    status, out, _ = run_cli(capsys, "config", *LINE.split(), "--arch", "cpu", "--perfdb", db)
+    assert status == 0 and DEFAULT in " ".join(out)
