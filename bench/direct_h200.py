@@ -221,11 +221,31 @@ def check(ref_pair, out, p):
     return (nonfinite == 0 and err < tol), err, nonfinite
 
 
+def copy_bw(torch, graph_time_ms) -> float:
+    """Bytes read + written per second by a 2 GiB device-to-device copy (as
+    compare.measure_ceilings), graph-timed."""
+    src = torch.ones(2 ** 29, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    ms = graph_time_ms(torch, lambda: dst.copy_(src), 5, 5)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * 2 ** 29 * 4 / (ms * 1e-3)
+
+
+def smi() -> str:
+    import subprocess
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=pstate,clocks.sm,clocks.mem,power.draw,temperature.gpu",
+                               "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as e:
+        return f"nvidia-smi failed: {e}"
+
+
 # ----------------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtypes", default="fp16,bf16")
-    ap.add_argument("--only", default="", help="substring filter on layer labels")
+    ap.add_argument("--only", default="", help="comma-separated substrings of layer labels to keep")
     ap.add_argument("--policies", default=",".join(POLICIES), help="named policies to time")
     ap.add_argument("--configs", default="", help="extra explicit configs 'a,b,...;a,b,...' timed on every layer")
     ap.add_argument("--launches", type=int, default=10)
@@ -236,6 +256,8 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument("--out", default=None, help="folder for results.json / table.md")
     ap.add_argument("--dry", action="store_true", help="no GPU: emit sources and references only")
+    ap.add_argument("--profile", action="store_true",
+                    help="only one verified launch per config (for ncu): no ceilings, timing or cuDNN")
     args = ap.parse_args(argv)
 
     t_start = time.time()
@@ -257,7 +279,7 @@ def main(argv=None):
     plan = []
     for dtype in args.dtypes.split(","):
         for label, kw in LAYERS:
-            if args.only not in label:
+            if not any(o in label for o in args.only.split(",")):
                 continue
             p = ConvProblem(dtype=dtype, **kw, **NHWC)
             why = direct_reason(p, target)
@@ -328,9 +350,15 @@ def main(argv=None):
     tgt = eng.target
     if tgt.arch != arch:
         print(f"# NOTE: device arch {tgt.arch}, kernels planned for {arch}", flush=True)
-    rate, bw = measure_ceilings(torch, "fp16")
+    bws = []
+    if not args.profile:
+        print(f"# {smi()}", flush=True)
+        rate, bw0 = measure_ceilings(torch, "fp16")
+        bws = [bw0] + [copy_bw(torch, graph_time_ms) for _ in range(3)]
+    bw = max(bws) if bws else float("nan")
     print(f"# device {dev} ({tgt.arch}, {tgt.num_cus} SMs), torch {torch.__version__}, cuDNN "
-          f"{torch.backends.cudnn.version()}; copy bandwidth {bw / 1e12:.2f} TB/s; {time.time() - t_start:.0f} s",
+          f"{torch.backends.cudnn.version()}; 2 GiB copy bandwidth (compare.measure_ceilings, then 3 more) "
+          f"{', '.join(f'{b / 1e12:.2f}' for b in bws)} TB/s, floor uses the max; {time.time() - t_start:.0f} s",
           flush=True)
     results = dict(device=dev, arch=tgt.arch, bw=bw, seed=seed, rows=[], random=[])
 
@@ -386,7 +414,7 @@ def main(argv=None):
                 k = eng.load(s.emit())
                 out = run_once(eng, k, bufs)
                 ok, err, nonfinite = check(refp, out, p)
-                ms = time_ours(eng, k, bufs, args.launches, args.replays)
+                ms = float("nan") if args.profile else time_ours(eng, k, bufs, args.launches, args.replays)
                 regs = eng.rt.function_registers(k.func)
             except Exception as ex:
                 row["configs"][name] = dict(config=s.config.serialize(), error=f"{type(ex).__name__}: {str(ex)[:300]}")
@@ -395,6 +423,10 @@ def main(argv=None):
             row["configs"][name] = dict(config=s.config.serialize(), us=ms * 1e3, ok=ok, err=err,
                                         nonfinite=nonfinite, regs=regs, threads=s.block_threads, lds=s.lds_bytes)
         bufs.free()
+        if args.profile:
+            print(f"# {label} {p.dtype}: " + ", ".join(f"{n} {'OK' if c.get('ok') else 'FAIL'}"
+                                                         for n, c in row["configs"].items()), flush=True)
+            continue
         cud = time_cudnn(torch, graph_time_ms, p, sets, args.launches, args.replays)
         row.update(cudnn_us=cud * 1e3, floor_us=floor_ms * 1e3, sets=sets)
         results["rows"].append(row)
@@ -430,6 +462,10 @@ def main(argv=None):
             gf = math.exp(sum(map(math.log, fl)) / len(fl))
             print(f"#   {n:24s} geomean {gm:.2f}  min {min(rs):.2f}  floor-frac geomean {gf:.2f}  rows {len(rs)}  "
                   f"wrong {bad}", flush=True)
+    if bws:
+        bws2 = [copy_bw(torch, graph_time_ms) for _ in range(2)]
+        results["bw_all"] = bws + bws2
+        print(f"# copy bandwidth at the end: {', '.join(f'{b / 1e12:.2f}' for b in bws2)} TB/s; {smi()}", flush=True)
     if out_dir:
         (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=float))
         (out_dir / "table.md").write_text("\n".join(lines) + "\n")

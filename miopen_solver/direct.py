@@ -28,12 +28,13 @@ slot                meaning for ``direct``
                     ``cpg % V == 0``); need not be a power of two (odd cpg)
 ``lds_k_outer``     dY path: 0 = read through the read-only cache (L1/L2), 1 = stage the
                     block's dY window in shared memory
+``stages``          dY rows in flight per thread: 1 = load a row, then compute it;
+                    2 = load row r+1 into registers while row r is computed
 ``warp_m``          unused, must be 1
 ``warp_n``          unused, must be 1
 ``vector_size_a``   unused, must be 0
 ``vector_size_b``   unused, must be 0
 ``split_k``         unused, must be 1 (every dX element is written once by one thread)
-``stages``          unused, must be 1
 ==================  ===================================================================
 
 Threads per block = ``(TN/V) * (TQW/TPW) * (TQH/TPH)``. Grid: x = ``N * tiles_h * tiles_w *
@@ -82,7 +83,7 @@ MAX_VK = 32
 WS_PAD_FLOATS = 4
 """Pad of each tap row of the staged filter, floats (keeps 16-byte alignment)."""
 FIXED_SLOTS = (("warp_m", 1), ("warp_n", 1), ("vector_size_a", 0), ("vector_size_b", 0),
-               ("split_k", 1), ("stages", 1))
+               ("split_k", 1))
 """Slots the direct schedule does not use and the one value each must hold."""
 DTYPES = ("fp32", "fp16", "bf16")
 
@@ -233,7 +234,7 @@ class DirectSpec:
         arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
         path = "lds" if self.stage else "l1"
         return (f"dgrad_direct_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_p{self.tpw}x{self.tph}"
-                f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}"
+                f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}_s{self.config.stages}"
                 f"{'_i64' if self.idx64 else ''}_{p.short_tag()}")
 
     def as_dict(self) -> dict:
@@ -251,6 +252,7 @@ class DirectSpec:
             "vector_dy": self.ly,
             "vector_dx": self.lx,
             "dy_path": "lds" if self.stage else "l1",
+            "dy_rows_in_flight": self.config.stages,
             "phases": [self.nph_h, self.nph_w],
             "lds_bytes": self.lds_bytes,
             "accumulators_per_thread": self.tph * self.tpw * self.vec,
@@ -270,7 +272,8 @@ class DirectSpec:
                 ("DD_LX", self.lx), ("DD_STAGE", int(self.stage)), ("DD_SC", max(self.stage_cols, 1)),
                 ("DD_NPH_H", self.nph_h), ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h),
                 ("DD_TILES_W", self.tiles_w), ("DD_CB", self.cblocks), ("DD_WSP", self.ws_pitch),
-                ("DD_WS_BYTES", self.ws_bytes), ("DD_IDX64", int(self.idx64))]
+                ("DD_WS_BYTES", self.ws_bytes), ("DD_IDX64", int(self.idx64)),
+                ("DD_PREFETCH", int(self.config.stages == 2))]
 
     def emit(self) -> KernelSource:
         """The specialised ``direct.cu`` as a KernelSource (pointer args dY, W, dX; all shared
@@ -316,6 +319,7 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     _check(c.vector_size_c >= 0, f"vector_size_c must be 0 (auto) or >= 1, got {c.vector_size_c}")
     _check(c.lds_k_outer in (0, 1),
            f"lds_k_outer must be 0 (dY through L1) or 1 (dY staged in shared memory), got {c.lds_k_outer}")
+    _check(c.stages in (1, 2), f"stages must be 1 (no dY row prefetch) or 2 (prefetch one row), got {c.stages}")
     _check(c.tile_m % c.warp_tile_m == 0,
            f"tile_m={c.tile_m} must be a multiple of warp_tile_m={c.warp_tile_m} (columns per thread)")
     _check(c.tile_k % c.warp_tile_n == 0,
@@ -388,7 +392,7 @@ def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfCon
 @dataclass(frozen=True)
 class Policy:
     """A rule that turns a problem into a config (constant time): channel-vector bytes,
-    thread tile, target threads per block, largest tile_n and the dY path."""
+    thread tile, target threads per block, largest tile_n, dY path and dY rows in flight."""
 
     vbytes: int = 16
     tpw: int = 4
@@ -396,24 +400,25 @@ class Policy:
     threads: int = 256
     tn_max: int = 64
     stage: int = 0
+    stages: int = 1
 
 
-POLICIES = {
-    "v16_p4x1_t256_l1": Policy(16, 4, 1, 256, 64, 0),
-    "v16_p4x1_t256_lds": Policy(16, 4, 1, 256, 64, 1),
-    "v8_p4x1_t256_l1": Policy(8, 4, 1, 256, 64, 0),
-    "v8_p4x2_t256_l1": Policy(8, 4, 2, 256, 64, 0),
-    "v8_p4x2_t256_lds": Policy(8, 4, 2, 256, 64, 1),
-    "v16_p2x2_t256_lds": Policy(16, 2, 2, 256, 64, 1),
-    "v8_p8x1_t128_l1": Policy(8, 8, 1, 128, 64, 0),
-    "v8_p4x1_t256_lds": Policy(8, 4, 1, 256, 64, 1),
-    "v8_p4x4_t256_l1": Policy(8, 4, 4, 256, 64, 0),
-    "v8_p8x2_t128_l1": Policy(8, 8, 2, 128, 64, 0),
-}
+def _policies() -> dict:
+    out = {}
+    for vb, tpw, tph, th, st, sg in ((8, 4, 2, 256, 0, 1), (8, 4, 2, 256, 0, 2), (8, 8, 1, 128, 0, 1),
+                                     (8, 8, 1, 128, 0, 2), (8, 4, 4, 256, 0, 1), (8, 4, 4, 256, 0, 2),
+                                     (8, 4, 1, 256, 0, 2), (8, 4, 1, 256, 1, 1), (16, 4, 1, 256, 0, 2),
+                                     (16, 2, 2, 256, 1, 1)):
+        out[f"v{vb}_p{tpw}x{tph}_t{th}_{'lds' if st else 'l1'}_s{sg}"] = Policy(vb, tpw, tph, th, 64, st, sg)
+    return out
+
+
+POLICIES = _policies()
 """Named policies the benchmark times on every layer; the default is one of them, chosen
-by measurement across all layers (bench/direct_h200.py)."""
+by measurement across all layers (bench/direct_h200.py). Name: channel-vector bytes,
+thread tile TPWxTPH, threads per block, dY path, dY rows in flight."""
 
-DEFAULT_POLICY = "v8_p4x2_t256_l1"
+DEFAULT_POLICY = "v8_p4x2_t256_l1_s1"
 
 
 def _pick_vector(p: ConvProblem, vbytes: int) -> int:
@@ -470,7 +475,7 @@ def policy_config(problem: ConvProblem, target: Target, policy: Policy) -> PerfC
         tht //= 2
     cfg = PerfConfig(tile_m=twt * tpw, tile_n=tn, tile_k=tht * tph, warp_m=1, warp_n=1,
                      warp_tile_m=tpw, warp_tile_n=tph, vector_size_a=0, vector_size_b=0,
-                     vector_size_c=v, split_k=1, lds_k_outer=policy.stage, stages=1)
+                     vector_size_c=v, split_k=1, lds_k_outer=policy.stage, stages=policy.stages)
     return cfg
 
 
@@ -490,8 +495,8 @@ def default_direct_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if why is not None:
         raise PerfConfigError(f"the direct schedule does not apply: {why}")
     pol = POLICIES[DEFAULT_POLICY]
-    tries = (pol, Policy(pol.vbytes, pol.tpw, 1, pol.threads, pol.tn_max, 0),
-             Policy(pol.vbytes, 1, 1, 64, pol.tn_max, 0), Policy(2, 1, 1, 64, 1, 0))
+    tries = (pol, Policy(pol.vbytes, pol.tpw, 1, pol.threads, pol.tn_max, 0, 1),
+             Policy(pol.vbytes, 1, 1, 64, pol.tn_max, 0, 1), Policy(2, 1, 1, 64, 1, 0, 1))
     for tr in tries:
         cfg = policy_config(problem, target, tr)
         if _fits(problem, target, cfg):
@@ -501,14 +506,15 @@ def default_direct_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
 def direct_search_space(problem: ConvProblem, target: Target):
     """Candidate configs (unvalidated, a few dozen, no duplicates): the named policies and
-    their variations over channel-vector bytes, thread tile, threads per block and dY path."""
+    their variations over channel-vector bytes, thread tile, threads per block, dY path
+    and dY rows in flight."""
     seen = set()
     pols = list(POLICIES.values())
     for vb in (8, 16):
         for tpw, tph in ((1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (4, 2), (4, 4)):
             for th in (128, 256):
-                for st in (0, 1):
-                    pols.append(Policy(vb, tpw, tph, th, 64, st))
+                for st, sg in ((0, 1), (0, 2), (1, 1)):
+                    pols.append(Policy(vb, tpw, tph, th, 64, st, sg))
     for pol in pols:
         cfg = policy_config(problem, target, pol)
         if cfg not in seen:

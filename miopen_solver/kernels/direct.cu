@@ -95,6 +95,7 @@ static_assert(DD_NY % DD_LY == 0 && DG_K % DD_LY == 0, "dY vector width");
 static_assert(DD_V % DD_LX == 0 && DG_C % DD_LX == 0, "dX vector width");
 static_assert(DD_LY * DD_EB <= 16 && DD_LX * DD_EB <= 16, "16-byte accesses at most");
 static_assert(DD_WSP % 4 == 0, "weight tap pitch keeps 16-byte alignment");
+static_assert(DD_PREFETCH == 0 || DD_PREFETCH == 1, "prefetch depth");
 
 // ------------------------------------------------------------------ conversions
 DD_DEVICE float dd_bits_f(dd_u32 u) {
@@ -240,6 +241,35 @@ DD_DEVICE void dd_lds_f(float* out, const float* p) {
     }
 }
 
+// Raw dY window registers: 16-bit values two to a 32-bit word where the thread's dY
+// channels come in pairs (halves the registers of the prefetched row), else one a register.
+#if DG_DTYPE != 0 && DD_NY % 2 == 0
+#define DD_RAWN (DD_NY / 2)
+typedef dd_u32 dd_rawt;
+DD_DEVICE void dd_pack(dd_rawt* out, const dd_t* e) {
+#pragma unroll
+    for (int i = 0; i < DD_NY / 2; ++i) out[i] = (dd_u32)e[2 * i] | ((dd_u32)e[2 * i + 1] << 16);
+}
+DD_DEVICE void dd_unpack(float* f, const dd_rawt* raw) {
+#pragma unroll
+    for (int i = 0; i < DD_NY / 2; ++i) {
+        f[2 * i] = dd_to_f((dd_t)(raw[i] & 0xffffu));
+        f[2 * i + 1] = dd_to_f((dd_t)(raw[i] >> 16));
+    }
+}
+#else
+#define DD_RAWN DD_NY
+typedef dd_t dd_rawt;
+DD_DEVICE void dd_pack(dd_rawt* out, const dd_t* e) {
+#pragma unroll
+    for (int i = 0; i < DD_NY; ++i) out[i] = e[i];
+}
+DD_DEVICE void dd_unpack(float* f, const dd_rawt* raw) {
+#pragma unroll
+    for (int i = 0; i < DD_NY; ++i) f[i] = dd_to_f(raw[i]);
+}
+#endif
+
 // ------------------------------------------------------------------ W-axis phase tables
 // Compile-time functions of the phase rw (constant-folded once the tap loops unroll).
 DD_DEVICE constexpr bool dd_xok(int rw, int x) { return (rw + DG_PW - x * DG_DW) % DG_SW == 0; }
@@ -266,6 +296,59 @@ DD_DEVICE constexpr bool dd_col_used(int rw, int m) {
             if (pw >= 0 && pw < DD_TPW) return true;
         }
     return false;
+}
+
+// Row r of a thread's dY window: the filter row y that joins it to each thread row j
+// (y*dH = rh + pH - sH*(miny + r - j), the same for every thread of the block; -1 where
+// none), and, when some j has one and the row lies inside dY, its raw window columns.
+// Returns whether the row contributes (false: the row adds nothing; raw is untouched).
+template <int RW, int WIN>
+DD_DEVICE bool dd_row(dd_rawt (&raw)[WIN][DD_RAWN], const dd_t* __restrict__ dy, const dd_t* ys, dd_idx dy_img,
+                      int rh, int miny, int r, int qh_t, int qw_t, int dyc, int dyb, bool cok, int trow, int tcol,
+                      int (&yj)[DD_TPH]) {
+    constexpr int MINX = dd_xmin(RW);
+    bool use = false;
+#pragma unroll
+    for (int j = 0; j < DD_TPH; ++j) {
+        const int t = rh + DG_PH - DG_SH * (miny + r - j);
+        const int y = t / DG_DH;
+        yj[j] = (t >= 0 && t % DG_DH == 0 && y < DG_Y) ? y : -1;
+        use = use || yj[j] >= 0;
+    }
+    const int ho = qh_t + miny + r;
+    if (!use || !cok || !((unsigned)ho < (unsigned)DG_HO)) return false;
+#if DD_STAGE
+    (void)dy; (void)dy_img; (void)qw_t;
+    constexpr int SCW = DD_TQW + dd_xmax(RW) - MINX;
+    const dd_t* row = ys + (trow * DD_TPH + r) * (SCW * DD_TNY) + (dyc - dyb);
+#pragma unroll
+    for (int m = 0; m < WIN; ++m) {
+        if (!dd_col_used(RW, m)) continue;
+        const dd_t* src = row + (tcol * DD_TPW + m) * DD_TNY;
+        dd_t e[DD_NY];
+#pragma unroll
+        for (int v = 0; v < DD_NY / DD_LYS; ++v) dd_load<DD_LYS, false>(e + v * DD_LYS, src + v * DD_LYS);
+        dd_pack(raw[m], e);
+    }
+#else
+    (void)ys; (void)dyb; (void)trow; (void)tcol;
+    const dd_t* row = dy + dy_img + (dd_idx)ho * DG_WO * DG_K + dyc;
+#pragma unroll
+    for (int m = 0; m < WIN; ++m) {
+        if (!dd_col_used(RW, m)) continue;
+        const int wo = qw_t + MINX + m;
+        dd_t e[DD_NY];
+        if ((unsigned)wo < (unsigned)DG_WO) {
+            const dd_t* src = row + (dd_idx)wo * DG_K;
+#pragma unroll
+            for (int v = 0; v < DD_NY / DD_LY; ++v) dd_load<DD_LY, true>(e + v * DD_LY, src + v * DD_LY);
+        } else {
+            dd_zero<DD_NY>(e);
+        }
+        dd_pack(raw[m], e);
+    }
+#endif
+    return true;
 }
 
 // ------------------------------------------------------------------ per-phase body
@@ -330,9 +413,76 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
             dd_store<DD_LY>(ys + (lr * SCW + lc) * DD_TNY + v * DD_LY, e);
         }
     }
-#endif
     DD_SYNC();
+#endif
 
+    // With DD_PREFETCH the rows are software-pipelined: the raw dY window of row r+1 is
+    // loaded while row r is computed (with DD_STAGE 0 the first row's loads are in flight
+    // across the barrier that publishes the filter taps).
+#if DD_PREFETCH
+    dd_rawt raw[WIN][DD_RAWN];
+    int yj[DD_TPH];
+    bool live = nrows > 0 && dd_row<RW, WIN>(raw, dy, ys, dy_img, rh, miny, 0, qh_t, qw_t, dyc, dyb, cok,
+                                             trow, tcol, yj);
+#endif
+#if !DD_STAGE
+    DD_SYNC();
+#endif
+
+#if DD_PREFETCH
+    float acc[DD_TPH][DD_TPW][DD_V];
+#pragma unroll
+    for (int j = 0; j < DD_TPH; ++j)
+#pragma unroll
+        for (int p = 0; p < DD_TPW; ++p)
+#pragma unroll
+            for (int i = 0; i < DD_V; ++i) acc[j][p][i] = 0.0f;
+
+    const float* wchunk = ws + chunk * DD_V * DG_KPG;
+    for (int r = 0; r < nrows; ++r) {
+        float win[WIN][DD_NY];
+        int ycur[DD_TPH];
+#if DD_PREFETCH
+        const bool cur = live;
+#pragma unroll
+        for (int j = 0; j < DD_TPH; ++j) ycur[j] = yj[j];
+#endif
+        if (cur) {
+#pragma unroll
+            for (int m = 0; m < WIN; ++m)
+                if (dd_col_used(RW, m)) dd_unpack(win[m], raw[m]);
+        }
+#if DD_PREFETCH
+        live = r + 1 < nrows && dd_row<RW, WIN>(raw, dy, ys, dy_img, rh, miny, r + 1, qh_t, qw_t, dyc, dyb, cok,
+                                                trow, tcol, yj);
+#endif
+        if (!cur) continue;
+#pragma unroll
+        for (int j = 0; j < DD_TPH; ++j) {
+            if (ycur[j] < 0) continue;
+            const float* wrow = wchunk + ycur[j] * DG_X * DD_WSP;
+#pragma unroll
+            for (int x = 0; x < DG_X; ++x) {
+                if (!dd_xok(RW, x)) continue;
+                float wv[DD_V * DG_KPG];
+                dd_lds_f<DD_V * DG_KPG>(wv, wrow + x * DD_WSP);
+#pragma unroll
+                for (int p = 0; p < DD_TPW; ++p) {
+                    const int m = p + dd_xoff(RW, x) - MINX;
+#pragma unroll
+                    for (int i = 0; i < DD_V; ++i) {
+                        // group-local dY channel base of output channel i of the chunk
+                        const int gi = (DD_V >= DG_CPG) ? (i / DG_CPG) * DG_KPG : 0;
+#pragma unroll
+                        for (int k = 0; k < DG_KPG; ++k)
+                            acc[j][p][i] += win[m][gi + k] * wv[i * DG_KPG + k];
+                    }
+                }
+            }
+        }
+    }
+
+#else
     float acc[DD_TPH][DD_TPW][DD_V];
 #pragma unroll
     for (int j = 0; j < DD_TPH; ++j)
@@ -408,6 +558,8 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
             }
         }
     }
+
+#endif
 
     // Write every owned dX element once (zeros where no tap contributed).
     if (!cok) return;
