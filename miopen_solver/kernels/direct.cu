@@ -351,6 +351,37 @@ DD_DEVICE bool dd_row(dd_rawt (&raw)[WIN][DD_RAWN], const dd_t* __restrict__ dy,
     return true;
 }
 
+// acc[j][p][i] += sum over the valid x of phase RW and k < kpg of the dY window row (fp32)
+// times the filter taps of row yj[j] (skipped where yj[j] < 0), from shared memory.
+template <int RW, int WIN>
+DD_DEVICE void dd_apply(float (&acc)[DD_TPH][DD_TPW][DD_V], const float (&win)[WIN][DD_NY], const float* wchunk,
+                        const int (&yj)[DD_TPH]) {
+    constexpr int MINX = dd_xmin(RW);
+#pragma unroll
+    for (int j = 0; j < DD_TPH; ++j) {
+        if (yj[j] < 0) continue;
+        const float* wrow = wchunk + yj[j] * DG_X * DD_WSP;
+#pragma unroll
+        for (int x = 0; x < DG_X; ++x) {
+            if (!dd_xok(RW, x)) continue;
+            float wv[DD_V * DG_KPG];
+            dd_lds_f<DD_V * DG_KPG>(wv, wrow + x * DD_WSP);
+#pragma unroll
+            for (int p = 0; p < DD_TPW; ++p) {
+                const int m = p + dd_xoff(RW, x) - MINX;
+#pragma unroll
+                for (int i = 0; i < DD_V; ++i) {
+                    // group-local dY channel base of output channel i of the chunk
+                    const int gi = (DD_V >= DG_CPG) ? (i / DG_CPG) * DG_KPG : 0;
+#pragma unroll
+                    for (int k = 0; k < DG_KPG; ++k)
+                        acc[j][p][i] += win[m][gi + k] * wv[i * DG_KPG + k];
+                }
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------------ per-phase body
 // One block's work for W phase RW (compile-time) and H phase rh (runtime, block-uniform).
 template <int RW>
@@ -457,29 +488,7 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
                                                 trow, tcol, yj);
 #endif
         if (!cur) continue;
-#pragma unroll
-        for (int j = 0; j < DD_TPH; ++j) {
-            if (ycur[j] < 0) continue;
-            const float* wrow = wchunk + ycur[j] * DG_X * DD_WSP;
-#pragma unroll
-            for (int x = 0; x < DG_X; ++x) {
-                if (!dd_xok(RW, x)) continue;
-                float wv[DD_V * DG_KPG];
-                dd_lds_f<DD_V * DG_KPG>(wv, wrow + x * DD_WSP);
-#pragma unroll
-                for (int p = 0; p < DD_TPW; ++p) {
-                    const int m = p + dd_xoff(RW, x) - MINX;
-#pragma unroll
-                    for (int i = 0; i < DD_V; ++i) {
-                        // group-local dY channel base of output channel i of the chunk
-                        const int gi = (DD_V >= DG_CPG) ? (i / DG_CPG) * DG_KPG : 0;
-#pragma unroll
-                        for (int k = 0; k < DG_KPG; ++k)
-                            acc[j][p][i] += win[m][gi + k] * wv[i * DG_KPG + k];
-                    }
-                }
-            }
-        }
+        dd_apply<RW, WIN>(acc, win, wchunk, ycur);
     }
 
 #else
@@ -534,29 +543,7 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
 #pragma unroll
             for (int v = 0; v < DD_NY; ++v) win[m][v] = dd_to_f(e[v]);
         }
-#pragma unroll
-        for (int j = 0; j < DD_TPH; ++j) {
-            if (yj[j] < 0) continue;
-            const float* wrow = wchunk + yj[j] * DG_X * DD_WSP;
-#pragma unroll
-            for (int x = 0; x < DG_X; ++x) {
-                if (!dd_xok(RW, x)) continue;
-                float wv[DD_V * DG_KPG];
-                dd_lds_f<DD_V * DG_KPG>(wv, wrow + x * DD_WSP);
-#pragma unroll
-                for (int p = 0; p < DD_TPW; ++p) {
-                    const int m = p + dd_xoff(RW, x) - MINX;
-#pragma unroll
-                    for (int i = 0; i < DD_V; ++i) {
-                        // group-local dY channel base of output channel i of the chunk
-                        const int gi = (DD_V >= DG_CPG) ? (i / DG_CPG) * DG_KPG : 0;
-#pragma unroll
-                        for (int k = 0; k < DG_KPG; ++k)
-                            acc[j][p][i] += win[m][gi + k] * wv[i * DG_KPG + k];
-                    }
-                }
-            }
-        }
+        dd_apply<RW, WIN>(acc, win, wchunk, yj);
     }
 
 #endif
