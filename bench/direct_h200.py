@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from miopen_solver import layouts  # noqa: E402
-from miopen_solver.direct import (POLICIES, DEFAULT_POLICY, default_direct_config, direct_reason,  # noqa: E402
+from miopen_solver.direct import (POLICIES, default_direct_config, direct_reason,  # noqa: E402
                                   direct_search_space, is_valid_direct_config, make_direct_spec,
                                   policy_config)
 from miopen_solver.problem import ConvProblem  # noqa: E402
@@ -232,6 +232,23 @@ def copy_bw(torch, graph_time_ms) -> float:
     return 2 * 2 ** 29 * 4 / (ms * 1e-3)
 
 
+def driver_copy_bw(rt) -> float:
+    """Bytes read + written per second by one 2 GiB cuMemcpyDtoDAsync (best of 5)."""
+    n = 2 ** 31
+    a, b = rt.alloc(n), rt.alloc(n)
+    rt.memset(a, 1, n)
+    best = float("inf")
+    for _ in range(6):
+        e0, e1 = rt.event(), rt.event()
+        rt.record(e0)
+        rt._ok(rt._drv.cuMemcpyDtoDAsync(b, a, n, rt.stream), "cuMemcpyDtoDAsync")
+        rt.record(e1)
+        best = min(best, rt.elapsed_ms(e0, e1))
+    rt.free(a)
+    rt.free(b)
+    return 2 * n / (best * 1e-3)
+
+
 def smi() -> str:
     import subprocess
     try:
@@ -270,8 +287,6 @@ def main(argv=None):
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
     pols = [x for x in args.policies.split(",") if x]
-    if DEFAULT_POLICY not in pols:
-        pols.insert(0, DEFAULT_POLICY)
     from miopen_solver.spec import PerfConfig
     extra = [PerfConfig.parse(c) for c in args.configs.split(";") if c.strip()]
 
@@ -355,6 +370,8 @@ def main(argv=None):
         print(f"# {smi()}", flush=True)
         rate, bw0 = measure_ceilings(torch, "fp16")
         bws = [bw0] + [copy_bw(torch, graph_time_ms) for _ in range(3)]
+        drv_bw = driver_copy_bw(eng.rt)
+        print(f"# 2 GiB cuMemcpyDtoDAsync: {drv_bw / 1e12:.2f} TB/s (not used for the floor)", flush=True)
     bw = max(bws) if bws else float("nan")
     print(f"# device {dev} ({tgt.arch}, {tgt.num_cus} SMs), torch {torch.__version__}, cuDNN "
           f"{torch.backends.cudnn.version()}; 2 GiB copy bandwidth (compare.measure_ceilings, then 3 more) "

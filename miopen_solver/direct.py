@@ -405,20 +405,40 @@ class Policy:
 
 def _policies() -> dict:
     out = {}
-    for vb, tpw, tph, th, st, sg in ((8, 4, 2, 256, 0, 1), (8, 4, 2, 256, 0, 2), (8, 8, 1, 128, 0, 1),
-                                     (8, 8, 1, 128, 0, 2), (8, 4, 4, 256, 0, 1), (8, 4, 4, 256, 0, 2),
-                                     (8, 4, 1, 256, 0, 2), (8, 4, 1, 256, 1, 1), (16, 4, 1, 256, 0, 2),
-                                     (16, 2, 2, 256, 1, 1)):
+    for vb, tpw, tph, th, st, sg in ((8, 4, 2, 256, 0, 1), (8, 8, 1, 128, 0, 1), (16, 2, 2, 256, 1, 1),
+                                     (8, 4, 4, 256, 0, 1), (8, 4, 1, 256, 1, 1), (8, 8, 1, 256, 0, 1),
+                                     (8, 4, 2, 128, 0, 1), (8, 2, 2, 256, 0, 1), (8, 8, 1, 128, 1, 1),
+                                     (8, 4, 2, 256, 0, 2)):
         out[f"v{vb}_p{tpw}x{tph}_t{th}_{'lds' if st else 'l1'}_s{sg}"] = Policy(vb, tpw, tph, th, 64, st, sg)
     return out
 
 
 POLICIES = _policies()
-"""Named policies the benchmark times on every layer; the default is one of them, chosen
-by measurement across all layers (bench/direct_h200.py). Name: channel-vector bytes,
-thread tile TPWxTPH, threads per block, dY path, dY rows in flight."""
+"""Named policies the benchmark times on every layer (bench/direct_h200.py). Name:
+channel-vector bytes, thread tile TPWxTPH, threads per block, dY path, dY rows in flight."""
 
-DEFAULT_POLICY = "v8_p4x2_t256_l1_s1"
+TINY_C_BYTES = 16
+"""Below this many bytes of channels per pixel (C x element size) one thread's channel
+vector is the whole pixel, so neighbouring lanes own neighbouring pixels."""
+
+
+def default_policy(problem: ConvProblem) -> str:
+    """The default policy's name, by the problem's structure (constant time):
+
+    * ``C*elem_bytes < 16`` (e.g. C=3): ``v16_p2x2_t256_lds_s1`` -- lanes own pixels, so
+      small thread tiles and a coalesced, shared-memory staged dY window;
+    * plain depthwise (cpg = kpg = 1), stride 1, no dilation, filter of at most 9 taps:
+      ``v8_p4x2_t256_l1_s1`` -- 4x2 pixels per thread reuse each dY load over the taps;
+    * everything else (strides, dilations, larger filters, cpg or kpg > 1):
+      ``v8_p8x1_t128_l1_s1`` -- 8 pixels of one phase per thread, 128 threads.
+
+    Chosen by measurement on the H200 across all 14 layers x fp16/bf16 of
+    bench/direct_h200.py (bench/DIRECT_RESULTS.md), not fitted to one layer."""
+    p = problem
+    if p.C * p.elem_bytes < TINY_C_BYTES:
+        return "v16_p2x2_t256_lds_s1"
+    dense = p.sH == p.sW == p.dH == p.dW == 1 and p.cpg == p.kpg == 1 and p.Y * p.X <= 9
+    return "v8_p4x2_t256_l1_s1" if dense else "v8_p8x1_t128_l1_s1"
 
 
 def _pick_vector(p: ConvProblem, vbytes: int) -> int:
@@ -484,9 +504,10 @@ def _fits(problem, target, cfg) -> bool:
 
 
 def default_direct_config(problem: ConvProblem, target: Target) -> PerfConfig:
-    """The default config (constant time): :data:`DEFAULT_POLICY`, falling back to a
-    staging-free, one-pixel-per-thread version of it and then to one channel per thread,
-    so that every problem :func:`direct_reason` accepts gets a valid config.
+    """The default config (constant time): the policy :func:`default_policy` names, falling
+    back to a staging-free one-row version of it, to one pixel per thread and then to one
+    channel per thread, so that every problem :func:`direct_reason` accepts gets a valid
+    config.
 
     Raises:
         PerfConfigError: the problem is not served (``direct_reason``), naming why.
@@ -494,7 +515,7 @@ def default_direct_config(problem: ConvProblem, target: Target) -> PerfConfig:
     why = direct_reason(problem, target)
     if why is not None:
         raise PerfConfigError(f"the direct schedule does not apply: {why}")
-    pol = POLICIES[DEFAULT_POLICY]
+    pol = POLICIES[default_policy(problem)]
     tries = (pol, Policy(pol.vbytes, pol.tpw, 1, pol.threads, pol.tn_max, 0, 1),
              Policy(pol.vbytes, 1, 1, 64, pol.tn_max, 0, 1), Policy(2, 1, 1, 64, 1, 0, 1))
     for tr in tries:
