@@ -425,18 +425,20 @@ vector is the whole pixel, so neighbouring lanes own neighbouring pixels."""
 def default_policy(problem: ConvProblem) -> str:
     """The default policy's name, by the problem's structure (constant time):
 
-    * ``C*elem_bytes < 16`` (e.g. C=3): ``v16_p2x2_t256_lds_s1`` -- lanes own pixels, so
-      small thread tiles and a coalesced, shared-memory staged dY window;
+    * ``C*elem_bytes < 16`` (e.g. C=3): ``v8_p2x2_t256_l1_s1`` -- one thread's channel
+      vector is the whole pixel, so lanes own pixels: small 2x2 thread tiles keep the lanes
+      of a warp on nearby pixels;
     * plain depthwise (cpg = kpg = 1), stride 1, no dilation, filter of at most 9 taps:
       ``v8_p4x2_t256_l1_s1`` -- 4x2 pixels per thread reuse each dY load over the taps;
     * everything else (strides, dilations, larger filters, cpg or kpg > 1):
       ``v8_p8x1_t128_l1_s1`` -- 8 pixels of one phase per thread, 128 threads.
 
     Chosen by measurement on the H200 across all 14 layers x fp16/bf16 of
-    bench/direct_h200.py (bench/DIRECT_RESULTS.md), not fitted to one layer."""
+    bench/direct_h200.py (bench/DIRECT_RESULTS.md): each branch's policy is the one with the
+    best geometric-mean time over its class of layers, not fitted to one layer."""
     p = problem
     if p.C * p.elem_bytes < TINY_C_BYTES:
-        return "v16_p2x2_t256_lds_s1"
+        return "v8_p2x2_t256_l1_s1"
     dense = p.sH == p.sW == p.dH == p.dW == 1 and p.cpg == p.kpg == 1 and p.Y * p.X <= 9
     return "v8_p4x2_t256_l1_s1" if dense else "v8_p8x1_t128_l1_s1"
 

@@ -54,6 +54,17 @@ def random_problem(R: random.Random, small=True) -> ConvProblem | None:
         return None
 
 
+def served_problems(seed: int, count: int, small=True, target=SM90):
+    """``count`` random problems the direct schedule serves on ``target``."""
+    R = random.Random(seed)
+    out = []
+    while len(out) < count:
+        p = random_problem(R, small)
+        if p is not None and direct_reason(p, target) is None:
+            out.append(p)
+    return out
+
+
 def fresh_inputs(p: ConvProblem, rng):
     st = layouts.storage_dtype(p.dtype)
     dy = rng.standard_normal((p.N, p.Ho, p.Wo, p.K)).astype(np.float32).astype(st)
@@ -162,13 +173,7 @@ def test_auto_vector_is_widest_valid_up_to_16_bytes():
 
 
 def test_defaults_and_search_space_are_valid():
-    R = random.Random(7)
-    seen = 0
-    while seen < 120:
-        p = random_problem(R, small=False)
-        if p is None or direct_reason(p, SM90) is not None:
-            continue
-        seen += 1
+    for p in served_problems(7, 120, small=False):
         for t in (SM90, get_target("gfx942")):
             assert is_valid_direct_config(p, t, default_direct_config(p, t)) == (True, "")
         space = list(direct_search_space(p, SM90))
@@ -177,7 +182,7 @@ def test_defaults_and_search_space_are_valid():
 
 
 def test_default_rule_branches():
-    assert default_policy(dw(C=3, K=3, G=3)) == "v16_p2x2_t256_lds_s1"
+    assert default_policy(dw(C=3, K=3, G=3)) == "v8_p2x2_t256_l1_s1"
     assert default_policy(dw(C=32, K=32, G=32)) == "v8_p4x2_t256_l1_s1"
     assert default_policy(dw(sH=2, sW=2)) == "v8_p8x1_t128_l1_s1"
     assert default_policy(dw(Y=5, X=5, pH=2, pW=2)) == "v8_p8x1_t128_l1_s1"
@@ -243,10 +248,9 @@ def coverage(s: DirectSpec) -> np.ndarray:
 def test_grid_covers_every_dx_element_exactly_once():
     R = random.Random(11)
     checked = 0
-    while checked < 60:
-        p = random_problem(R, small=False)
-        if p is None or direct_reason(p, SM90) is not None:
-            continue
+    for p in served_problems(11, 200, small=False):
+        if checked == 60:
+            break
         space = [c for c in direct_search_space(p, SM90) if is_valid_direct_config(p, SM90, c)[0]]
         c = R.choice(space)
         s = make_direct_spec(p, SM90, c)
@@ -294,13 +298,8 @@ def test_clang_builds_emitted_source_for_gfx942(dtype, tmp_path):
 
 # ----------------------------------------------------------------------------- numerics
 def test_cpu_engine_matches_float64_reference():
-    R = random.Random(3)
     rng = np.random.default_rng()
-    checked = 0
-    while checked < 80:
-        p = random_problem(R)
-        if p is None or direct_reason(p, get_target("cpu")) is not None:
-            continue
+    for p in served_problems(3, 80, target=get_target("cpu")):
         s = make_direct_spec(p, get_target("cpu"), default_direct_config(p, get_target("cpu")))
         dy, w = fresh_inputs(p, rng)
         out = run_direct_cpu(s, dy, w)
@@ -308,7 +307,6 @@ def test_cpu_engine_matches_float64_reference():
         assert np.isfinite(out.astype(np.float32)).all()
         err = rms_range(dgrad_reference(p, dy, w), out)
         assert err < tolerance(p.dtype), (p.short_tag(), p.dtype, err)
-        checked += 1
 
 
 def test_cpu_engine_zero_where_no_tap_reaches():
