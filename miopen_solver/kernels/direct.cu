@@ -20,7 +20,8 @@
 // thread column, then the thread row. For each dY row of its window the thread loads
 // DD_TPW + spanx dY vectors (DD_NY channels each, fp32 after conversion) into registers
 // and applies every (y, x) tap that maps them to its pixels, so each dY value fetched by a
-// thread feeds up to X taps from registers.
+// thread feeds up to X taps from registers. With DD_PREFETCH the next row's raw window is
+// loaded while the current row is computed (measured slower on the H200: more registers).
 //
 // dY comes through the read-only path (DD_STAGE 0: ld.global.nc, reuse between threads in
 // L1/L2) or is staged in shared memory first (DD_STAGE 1: the block's whole dY window,
