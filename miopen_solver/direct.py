@@ -1,0 +1,588 @@
+"""The ``direct`` kernel schedule: depthwise and small-cpg grouped backward data without GEMM tiles.
+
+Pure Python (no printing, no GPU). Kernel source: ``kernels/direct.cu`` (its header comment
+describes the algorithm). Tensors are NHWC: dY ``(N, Ho, Wo, K)``, W ``(K, Y, X, cpg)``,
+dX ``(N, Hi, Wi, C)``.
+
+Phases. dX pixel (hi, wi) is in phase ``(hi mod sH, wi mod sW)`` with phase-local
+coordinates ``(hi div sH, wi div sW)``; in phase ``r`` along an axis the valid taps are the
+``t`` with ``(r + pad - t*dil) % stride == 0``, each reading dY at phase-local index plus
+``(r + pad - t*dil) // stride`` (:func:`axis_taps`). Blocks own pixels of one phase, so
+the kernel never tests a tap's divisibility in its inner loop.
+
+Config slots. The schedule travels as the project's 13-field
+:class:`~miopen_solver.spec.PerfConfig` (the 14th, schedule, field is the integrator's and
+is neither read nor set here). Mapping:
+
+==================  ===================================================================
+slot                meaning for ``direct``
+==================  ===================================================================
+``tile_m``          TQW: phase-local dX columns per block (a multiple of ``warp_tile_m``)
+``tile_n``          TN: dX channels per block (a multiple of the channel vector; nests
+                    with cpg: ``TN % cpg == 0`` or ``cpg % TN == 0``)
+``tile_k``          TQH: phase-local dX rows per block (a multiple of ``warp_tile_n``)
+``warp_tile_m``     TPW: dX columns per thread (consecutive in the phase)
+``warp_tile_n``     TPH: dX rows per thread (consecutive in the phase)
+``vector_size_c``   V: consecutive dX channels per thread, 0 = auto (widest valid V of at
+                    most 16 bytes); V divides C and nests with cpg (``V % cpg == 0`` or
+                    ``cpg % V == 0``); need not be a power of two (odd cpg)
+``lds_k_outer``     dY path: 0 = read through the read-only cache (L1/L2), 1 = stage the
+                    block's dY window in shared memory
+``stages``          dY rows in flight per thread: 1 = load a row, then compute it;
+                    2 = load row r+1 into registers while row r is computed
+``warp_m``          unused, must be 1
+``warp_n``          unused, must be 1
+``vector_size_a``   unused, must be 0
+``vector_size_b``   unused, must be 0
+``split_k``         unused, must be 1 (every dX element is written once by one thread)
+==================  ===================================================================
+
+Threads per block = ``(TN/V) * (TQW/TPW) * (TQH/TPH)``. Grid: x = ``N * tiles_h * tiles_w *
+phases * channel_blocks`` (channel block fastest, then phase, tile along W, tile along H,
+image), y = z = 1; ``tiles_h = ceil(ceil(Hi/sH)/TQH)``, ``tiles_w = ceil(ceil(Wi/sW)/TQW)``,
+phases ``min(sH, Hi) * min(sW, Wi)``, channel blocks ``ceil(C/TN)``.
+
+Shared memory (all dynamic, passed at launch as the KernelSource's ``shared_bytes``): the
+block's filter taps in fp32, ``Y*X`` rows of ``TN*kpg`` floats rounded up to 4, plus 4, then with
+``lds_k_outer=1`` the staged dY window, ``(TQH + spany) x (TQW + spanx) x TNY`` storage
+elements (span = the largest tap-offset spread over the phases, TNY = the block's dY
+channels).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from math import gcd
+
+import numpy as np
+
+from . import layouts
+from .errors import PerfConfigError
+from .kernels.emit import KernelSource, _make, _problem_defines, _read
+from .problem import ConvProblem
+from .spec import PerfConfig
+from .target import Target
+
+MAX_CPG = 32
+"""Largest cpg served: each thread holds V channels x kpg weights per tap in registers."""
+MAX_KPG = 8
+"""Largest kpg (depthwise multiplier) served."""
+MAX_X = 16
+"""Largest filter width: the W taps are unrolled at compile time."""
+MAX_TAPS = 256
+"""Largest Y*X: the block's taps sit in shared memory."""
+MAX_W_PHASES = 8
+"""Most W phases (``min(sW, Wi)``): each is one compiled instantiation of the body."""
+MAX_ACC = 64
+"""Most fp32 accumulators per thread (TPH*TPW*V)."""
+MAX_WIN = 96
+"""Most fp32 dY window registers per thread (used window columns x dY channels)."""
+MAX_VK = 32
+"""Most weights per tap per thread (V*kpg)."""
+WS_PAD_FLOATS = 4
+"""Pad of each tap row of the staged filter, floats (keeps 16-byte alignment)."""
+FIXED_SLOTS = (("warp_m", 1), ("warp_n", 1), ("vector_size_a", 0), ("vector_size_b", 0),
+               ("split_k", 1))
+"""Slots the direct schedule does not use and the one value each must hold."""
+DTYPES = ("fp32", "fp16", "bf16")
+
+
+# ----------------------------------------------------------------------------- geometry
+def axis_taps(r: int, pad: int, stride: int, dil: int, filt: int) -> tuple:
+    """Valid taps of phase ``r`` along one axis: ``((t, off), ...)`` with ``t`` ascending and
+    ``off = (r + pad - t*dil) // stride`` exact (the dY index is the phase-local dX index
+    plus ``off``)."""
+    return tuple((t, (r + pad - t * dil) // stride) for t in range(filt) if (r + pad - t * dil) % stride == 0)
+
+
+def axis_span(r: int, pad: int, stride: int, dil: int, filt: int) -> tuple:
+    """``(min_off, span)`` of phase ``r``'s tap offsets (``(0, 0)`` when no tap is valid)."""
+    offs = [o for _, o in axis_taps(r, pad, stride, dil, filt)]
+    if not offs:
+        return 0, 0
+    return min(offs), max(offs) - min(offs)
+
+
+def used_columns(r: int, pad: int, stride: int, dil: int, filt: int, tpw: int) -> int:
+    """dY window columns a thread of W phase ``r`` owning ``tpw`` pixels actually reads
+    (the kernel's ``dd_col_used``)."""
+    taps = axis_taps(r, pad, stride, dil, filt)
+    if not taps:
+        return 0
+    lo = min(o for _, o in taps)
+    return len({p + o - lo for _, o in taps for p in range(tpw)})
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _pow2_div(n: int, limit: int) -> int:
+    v = 1
+    while v * 2 <= limit and n % (v * 2) == 0:
+        v *= 2
+    return v
+
+
+def _nests(a: int, b: int) -> bool:
+    return a % b == 0 or b % a == 0
+
+
+def valid_vectors(problem: ConvProblem) -> list:
+    """Channel vectors V (ascending) the problem allows: V divides C, nests with cpg and
+    ``V*kpg <= MAX_VK``."""
+    p = problem
+    return [v for v in range(1, MAX_VK + 1) if p.C % v == 0 and _nests(v, p.cpg) and v * p.kpg <= MAX_VK]
+
+
+# ----------------------------------------------------------------------------- rules
+def direct_reason(problem: ConvProblem, target: Target) -> str | None:
+    """Why the direct family cannot serve ``problem`` on ``target`` at all, or None."""
+    p, t = problem, target
+    if t.vendor not in ("nvidia", "amd", "cpu"):
+        return f"target vendor {t.vendor!r} is not nvidia, amd or cpu"
+    if p.is_3d:
+        return "3-D problems are not supported by the direct schedule"
+    if p.mode != "conv":
+        return "transposed-mode problems (-m trans) are forward convolutions in MIOpen"
+    if not p.all_nhwc:
+        return (f"the direct schedule takes NHWC tensors only; got dX {p.in_layout}, dY {p.out_layout}, "
+                f"W {p.fil_layout}")
+    if p.dtype not in DTYPES:
+        return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
+    if p.cpg > MAX_CPG:
+        return f"cpg={p.cpg} exceeds the direct schedule's limit of {MAX_CPG} channels per group"
+    if p.kpg > MAX_KPG:
+        return f"kpg={p.kpg} exceeds the direct schedule's limit of {MAX_KPG} output channels per group"
+    if p.X > MAX_X:
+        return f"filter width X={p.X} exceeds {MAX_X} (the W taps are unrolled)"
+    if p.Y * p.X > MAX_TAPS:
+        return f"filter of {p.Y}x{p.X}={p.Y * p.X} taps exceeds {MAX_TAPS}"
+    if min(p.sW, p.Wi) > MAX_W_PHASES:
+        return f"W stride {p.sW} gives {min(p.sW, p.Wi)} W phases, more than {MAX_W_PHASES}"
+    vs = valid_vectors(p)
+    if not vs:
+        return f"no channel vector fits: cpg={p.cpg} x kpg={p.kpg} needs more than {MAX_VK} weights per tap"
+    v = vs[0]
+    win = max(used_columns(r, p.pW, p.sW, p.dW, p.X, 1) for r in range(min(p.sW, p.Wi))) * max(v // p.cpg, 1) * p.kpg
+    if win > MAX_WIN:
+        return f"the dY register window ({win} values) exceeds {MAX_WIN} even at one pixel and V={v}"
+    if p.Y * p.X * v * p.kpg * 4 + 16 > t.lds_bytes:
+        return f"the filter taps of one channel vector do not fit {t.arch}'s shared memory"
+    return None
+
+
+# ----------------------------------------------------------------------------- spec
+@dataclass(frozen=True)
+class DirectSpec:
+    """A validated direct config for one problem and target, every derived value resolved."""
+
+    problem: ConvProblem
+    target: Target
+    config: PerfConfig
+    vec: int                 # V: dX channels per thread
+    tn: int                  # dX channels per block
+    tqw: int                 # phase-local dX columns per block
+    tqh: int                 # phase-local dX rows per block
+    tpw: int                 # dX columns per thread
+    tph: int                 # dX rows per thread
+    stage: bool              # dY window staged in shared memory
+    ct: int                  # chunk threads (TN/V)
+    twt: int                 # thread columns (TQW/TPW)
+    tht: int                 # thread rows (TQH/TPH)
+    ny: int                  # dY channels per thread per pixel
+    tny: int                 # dY channels per block
+    ly: int                  # dY global vector width, elements
+    lys: int                 # dY shared-memory vector width, elements
+    lx: int                  # dX store vector width, elements
+    nph_h: int
+    nph_w: int
+    tiles_h: int
+    tiles_w: int
+    cblocks: int
+    ws_pitch: int            # floats per staged filter tap
+    ws_bytes: int
+    stage_rows: int          # staged dY rows (max over phases; 0 without staging)
+    stage_cols: int
+    lds_bytes: int
+    idx64: bool
+    split_k: int = 1
+    zero_fill: str = "none"
+    workspace_bytes: int = 0
+    sub_gemms: tuple = field(default=())
+
+    @property
+    def block_threads(self) -> int:
+        return self.ct * self.twt * self.tht
+
+    @property
+    def threads(self) -> int:
+        return self.block_threads
+
+    @property
+    def grid(self) -> tuple:
+        p = self.problem
+        return (p.N * self.tiles_h * self.tiles_w * self.nph_h * self.nph_w * self.cblocks, 1, 1)
+
+    @property
+    def kernel_name(self) -> str:
+        """Spells every parameter that changes the code: arch, dtype, block tile
+        (TQW x TN x TQH), thread tile (TPW x TPH), channel vector and the resolved access
+        widths, threads, dY path, index width and the problem (``short_tag``)."""
+        p = self.problem
+        arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
+        path = "lds" if self.stage else "l1"
+        return (f"dgrad_direct_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_p{self.tpw}x{self.tph}"
+                f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}_s{self.config.stages}"
+                f"{'_i64' if self.idx64 else ''}_{p.short_tag()}")
+
+    def as_dict(self) -> dict:
+        """Plain data (JSON-ready) describing the resolved spec."""
+        return {
+            "kernel_name": self.kernel_name,
+            "schedule": "direct",
+            "problem_key": self.problem.problem_key(),
+            "arch": self.target.arch,
+            "perf_config": self.config.serialize(),
+            "threads": self.block_threads,
+            "grid": list(self.grid),
+            "block_tile": [self.tqh, self.tqw, self.tn],
+            "thread_tile": [self.tph, self.tpw, self.vec],
+            "vector_dy": self.ly,
+            "vector_dx": self.lx,
+            "dy_path": "lds" if self.stage else "l1",
+            "dy_rows_in_flight": self.config.stages,
+            "phases": [self.nph_h, self.nph_w],
+            "lds_bytes": self.lds_bytes,
+            "accumulators_per_thread": self.tph * self.tpw * self.vec,
+            "split_k": self.split_k,
+            "zero_fill": self.zero_fill,
+            "sub_gemms": len(self.sub_gemms),
+            "workspace_bytes": self.workspace_bytes,
+            "index_bits": 64 if self.idx64 else 32,
+        }
+
+    def defines(self) -> list:
+        """The ``DD_*`` defines of ``kernels/direct.cu`` (problem ``DG_*`` defines apart)."""
+        return [("DD_THREADS", self.block_threads), ("DD_TN", self.tn), ("DD_V", self.vec),
+                ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_TPW", self.tpw), ("DD_TPH", self.tph),
+                ("DD_CT", self.ct), ("DD_TWT", self.twt), ("DD_THT", self.tht),
+                ("DD_NY", self.ny), ("DD_TNY", self.tny), ("DD_LY", self.ly), ("DD_LYS", self.lys),
+                ("DD_LX", self.lx), ("DD_STAGE", int(self.stage)), ("DD_SC", max(self.stage_cols, 1)),
+                ("DD_NPH_H", self.nph_h), ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h),
+                ("DD_TILES_W", self.tiles_w), ("DD_CB", self.cblocks), ("DD_WSP", self.ws_pitch),
+                ("DD_WS_BYTES", self.ws_bytes), ("DD_IDX64", int(self.idx64)),
+                ("DD_PREFETCH", int(self.config.stages == 2))]
+
+    def emit(self) -> KernelSource:
+        """The specialised ``direct.cu`` as a KernelSource (pointer args dY, W, dX; all shared
+        memory dynamic)."""
+        p, t = self.problem, self.target
+        vendor = "amd" if t.vendor == "amd" else "nvidia"
+        d = _problem_defines(p) + [("DG_KERNEL_NAME", self.kernel_name)] + self.defines()
+        return _make(self.kernel_name, vendor, t.arch, d, _read("direct.cu"), self.grid,
+                     (self.block_threads, 1, 1), self.lds_bytes)
+
+
+def _check(cond: bool, reason: str):
+    if not cond:
+        raise PerfConfigError(reason)
+
+
+def resolve_vector(problem: ConvProblem, tile_n: int, cap: int) -> int:
+    """The channel vector for ``vector_size_c == 0``: the widest valid V (:func:`valid_vectors`)
+    dividing ``tile_n`` of at most 16 bytes, else the narrowest valid one dividing it; 0 if
+    none divides ``tile_n``."""
+    vs = [v for v in valid_vectors(problem) if tile_n % v == 0]
+    if not vs:
+        return 0
+    fit = [v for v in vs if v * problem.elem_bytes <= cap]
+    return fit[-1] if fit else vs[0]
+
+
+def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> DirectSpec:
+    """Validate ``config`` for ``problem`` on ``target`` and resolve everything.
+
+    Raises:
+        PerfConfigError: the problem is not served, or the first rule the config breaks,
+            as one sentence naming the field.
+    """
+    p, t, c = problem, target, config
+    why = direct_reason(p, t)
+    _check(why is None, f"the direct schedule does not apply: {why}")
+    for name, want in FIXED_SLOTS:
+        got = getattr(c, name)
+        _check(got == want, f"{name} must be {want} for the direct schedule (unused slot), got {got}")
+    for name in ("tile_m", "tile_n", "tile_k", "warp_tile_m", "warp_tile_n"):
+        _check(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
+    _check(c.vector_size_c >= 0, f"vector_size_c must be 0 (auto) or >= 1, got {c.vector_size_c}")
+    _check(c.lds_k_outer in (0, 1),
+           f"lds_k_outer must be 0 (dY through L1) or 1 (dY staged in shared memory), got {c.lds_k_outer}")
+    _check(c.stages in (1, 2), f"stages must be 1 (no dY row prefetch) or 2 (prefetch one row), got {c.stages}")
+    _check(c.tile_m % c.warp_tile_m == 0,
+           f"tile_m={c.tile_m} must be a multiple of warp_tile_m={c.warp_tile_m} (columns per thread)")
+    _check(c.tile_k % c.warp_tile_n == 0,
+           f"tile_k={c.tile_k} must be a multiple of warp_tile_n={c.warp_tile_n} (rows per thread)")
+    _check(_nests(c.tile_n, p.cpg),
+           f"tile_n={c.tile_n} and cpg={p.cpg} must nest (one a multiple of the other)")
+    if c.vector_size_c:
+        v = c.vector_size_c
+        _check(p.C % v == 0, f"vector_size_c={v} must divide C={p.C}")
+        _check(_nests(v, p.cpg), f"vector_size_c={v} and cpg={p.cpg} must nest (one a multiple of the other)")
+        _check(v * p.kpg <= MAX_VK, f"vector_size_c={v} x kpg={p.kpg} exceeds {MAX_VK} weights per tap")
+        _check(c.tile_n % v == 0, f"tile_n={c.tile_n} must be a multiple of vector_size_c={v}")
+    else:
+        v = resolve_vector(p, c.tile_n, 16)
+        _check(v > 0, f"vector_size_c=0 (auto) finds no channel vector dividing tile_n={c.tile_n} and C={p.C}")
+    tpw, tph = c.warp_tile_m, c.warp_tile_n
+    ct, twt, tht = c.tile_n // v, c.tile_m // tpw, c.tile_k // tph
+    threads = ct * twt * tht
+    _check(threads <= t.max_threads,
+           f"tile_n/V x tile_m/warp_tile_m x tile_k/warp_tile_n = {threads} threads exceeds {t.max_threads}")
+    _check(tph * tpw * v <= MAX_ACC,
+           f"warp_tile_n x warp_tile_m x V = {tph * tpw * v} accumulators per thread exceeds {MAX_ACC}")
+    ny = max(v // p.cpg, 1) * p.kpg
+    tny = max(c.tile_n // p.cpg, 1) * p.kpg
+    nph_h, nph_w = min(p.sH, p.Hi), min(p.sW, p.Wi)
+    cols = max(used_columns(r, p.pW, p.sW, p.dW, p.X, tpw) for r in range(nph_w))
+    _check(cols * ny <= MAX_WIN,
+           f"warp_tile_m={tpw} needs a dY window of {cols * ny} registers per thread, more than {MAX_WIN}")
+    eb = p.elem_bytes
+    cap = 16 // eb
+    ly = _pow2_div(gcd(ny, p.K), cap)
+    lys = _pow2_div(ny, cap)
+    lx = _pow2_div(gcd(v, p.C), cap)
+    spanx = max(axis_span(r, p.pW, p.sW, p.dW, p.X)[1] for r in range(nph_w))
+    spany = max(axis_span(r, p.pH, p.sH, p.dH, p.Y)[1] for r in range(nph_h))
+    ws_pitch = _cdiv(c.tile_n * p.kpg, 4) * 4 + WS_PAD_FLOATS
+    ws_bytes = p.Y * p.X * ws_pitch * 4
+    stage = bool(c.lds_k_outer)
+    srows, scols = (c.tile_k + spany, c.tile_m + spanx) if stage else (0, 0)
+    stage_bytes = srows * scols * tny * eb
+    lds = ws_bytes + _cdiv(stage_bytes, 16) * 16
+    _check(lds <= t.lds_bytes, f"{lds} bytes of shared memory (filter taps {ws_bytes}, staged dY "
+                               f"{stage_bytes}) exceed {t.arch}'s {t.lds_bytes}; lower tile_n, tile_m or tile_k")
+    tiles_h = _cdiv(_cdiv(p.Hi, p.sH), c.tile_k)
+    tiles_w = _cdiv(_cdiv(p.Wi, p.sW), c.tile_m)
+    cblocks = _cdiv(p.C, c.tile_n)
+    blocks = p.N * tiles_h * tiles_w * nph_h * nph_w * cblocks
+    _check(blocks <= t.max_grid[0], f"{blocks} blocks exceed the grid limit {t.max_grid[0]}; raise tile_m or tile_k")
+    if t.max_grid_work_items is not None:
+        _check(blocks * threads <= t.max_grid_work_items,
+               f"{blocks} blocks x {threads} threads exceed {t.max_grid_work_items} work-items")
+    idx64 = max(p.dy_elems, p.dx_elems, p.w_elems) > 2**31 - 1
+    return DirectSpec(problem=p, target=t, config=c, vec=v, tn=c.tile_n, tqw=c.tile_m, tqh=c.tile_k,
+                      tpw=tpw, tph=tph, stage=stage, ct=ct, twt=twt, tht=tht, ny=ny, tny=tny, ly=ly,
+                      lys=lys, lx=lx, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h, tiles_w=tiles_w,
+                      cblocks=cblocks, ws_pitch=ws_pitch, ws_bytes=ws_bytes, stage_rows=srows,
+                      stage_cols=scols, lds_bytes=lds, idx64=idx64)
+
+
+def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
+    """``(ok, reason)`` for ``config`` (reason ``""`` when valid)."""
+    try:
+        make_direct_spec(problem, target, config)
+    except PerfConfigError as e:
+        return False, str(e)
+    return True, ""
+
+
+# ----------------------------------------------------------------------------- configs
+@dataclass(frozen=True)
+class Policy:
+    """A rule that turns a problem into a config (constant time): channel-vector bytes,
+    thread tile, target threads per block, largest tile_n, dY path and dY rows in flight."""
+
+    vbytes: int = 16
+    tpw: int = 4
+    tph: int = 1
+    threads: int = 256
+    tn_max: int = 64
+    stage: int = 0
+    stages: int = 1
+
+
+def _policies() -> dict:
+    out = {}
+    for vb, tpw, tph, th, st, sg in ((8, 4, 2, 256, 0, 1), (8, 8, 1, 128, 0, 1), (16, 2, 2, 256, 1, 1),
+                                     (8, 4, 4, 256, 0, 1), (8, 4, 1, 256, 1, 1), (8, 8, 1, 256, 0, 1),
+                                     (8, 4, 2, 128, 0, 1), (8, 2, 2, 256, 0, 1), (8, 8, 1, 128, 1, 1),
+                                     (8, 4, 2, 256, 0, 2)):
+        out[f"v{vb}_p{tpw}x{tph}_t{th}_{'lds' if st else 'l1'}_s{sg}"] = Policy(vb, tpw, tph, th, 64, st, sg)
+    return out
+
+
+POLICIES = _policies()
+"""Named policies the benchmark times on every layer (bench/direct_h200.py). Name:
+channel-vector bytes, thread tile TPWxTPH, threads per block, dY path, dY rows in flight."""
+
+TINY_C_BYTES = 16
+"""Below this many bytes of channels per pixel (C x element size) one thread's channel
+vector is the whole pixel, so neighbouring lanes own neighbouring pixels."""
+
+
+def default_policy(problem: ConvProblem) -> str:
+    """The default policy's name, by the problem's structure (constant time):
+
+    * ``C*elem_bytes < 16`` (e.g. C=3): ``v8_p2x2_t256_l1_s1`` -- one thread's channel
+      vector is the whole pixel, so lanes own pixels: small 2x2 thread tiles keep the lanes
+      of a warp on nearby pixels;
+    * plain depthwise (cpg = kpg = 1), stride 1, no dilation, filter of at most 9 taps:
+      ``v8_p4x2_t256_l1_s1`` -- 4x2 pixels per thread reuse each dY load over the taps;
+    * everything else (strides, dilations, larger filters, cpg or kpg > 1):
+      ``v8_p8x1_t128_l1_s1`` -- 8 pixels of one phase per thread, 128 threads.
+
+    Chosen by measurement on the H200 across all 14 layers x fp16/bf16 of
+    bench/direct_h200.py (bench/DIRECT_RESULTS.md): each branch's policy is the one with the
+    best geometric-mean time over its class of layers, not fitted to one layer."""
+    p = problem
+    if p.C * p.elem_bytes < TINY_C_BYTES:
+        return "v8_p2x2_t256_l1_s1"
+    dense = p.sH == p.sW == p.dH == p.dW == 1 and p.cpg == p.kpg == 1 and p.Y * p.X <= 9
+    return "v8_p4x2_t256_l1_s1" if dense else "v8_p8x1_t128_l1_s1"
+
+
+def _pick_vector(p: ConvProblem, vbytes: int) -> int:
+    vs = valid_vectors(p)
+    fit = [v for v in vs if v * p.elem_bytes <= vbytes]
+    return fit[-1] if fit else vs[0]
+
+
+def _pick_tn(p: ConvProblem, v: int, tn_max: int) -> int:
+    """tile_n: V times a power of two, nesting with cpg, at most max(tn_max, V); the largest
+    whose padding of C (last channel block) stays within 1/8 of C, else the one with the
+    least padding."""
+    cands = []
+    ct = 1
+    while v * ct <= max(tn_max, v) and ct <= 1024:
+        tn = v * ct
+        if _nests(tn, p.cpg):
+            cands.append(tn)
+        if tn >= p.C:
+            break
+        ct *= 2
+    if not cands:
+        return v
+    pad = {tn: _cdiv(p.C, tn) * tn - p.C for tn in cands}
+    ok = [tn for tn in cands if pad[tn] * 8 <= p.C]
+    return max(ok) if ok else min(cands, key=lambda tn: (pad[tn], -tn))
+
+
+def policy_config(problem: ConvProblem, target: Target, policy: Policy) -> PerfConfig:
+    """The config ``policy`` gives ``problem`` (constant time; not validated). Thread tile
+    shrinks so the accumulators and window fit; the pixel threads split into a roughly square
+    block tile, clipped to the phase-local image."""
+    p = problem
+    v = _pick_vector(p, policy.vbytes)
+    tpw, tph = policy.tpw, policy.tph
+    while tph * tpw * v > MAX_ACC and tph > 1:
+        tph //= 2
+    while tph * tpw * v > MAX_ACC and tpw > 1:
+        tpw //= 2
+    ny = max(v // p.cpg, 1) * p.kpg
+    nph_w = min(p.sW, p.Wi)
+    while tpw > 1 and max(used_columns(r, p.pW, p.sW, p.dW, p.X, tpw) for r in range(nph_w)) * ny > MAX_WIN:
+        tpw //= 2
+    tn = _pick_tn(p, v, policy.tn_max)
+    ct = tn // v
+    pix = max(1, policy.threads // ct)
+    hq, wq = _cdiv(p.Hi, p.sH), _cdiv(p.Wi, p.sW)
+    # thread columns: a power of two near sqrt(pix * tph / tpw) (square pixel tile), <= what W needs
+    twt = 1
+    while twt * 2 <= pix and (twt * 2) * (twt * 2) * tpw <= pix * tph * 2 and twt * tpw < wq:
+        twt *= 2
+    tht = max(1, pix // twt)
+    while tht > 1 and (tht // 2) * tph >= hq:
+        tht //= 2
+    cfg = PerfConfig(tile_m=twt * tpw, tile_n=tn, tile_k=tht * tph, warp_m=1, warp_n=1,
+                     warp_tile_m=tpw, warp_tile_n=tph, vector_size_a=0, vector_size_b=0,
+                     vector_size_c=v, split_k=1, lds_k_outer=policy.stage, stages=policy.stages)
+    return cfg
+
+
+def _fits(problem, target, cfg) -> bool:
+    return is_valid_direct_config(problem, target, cfg)[0]
+
+
+def default_direct_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The default config (constant time): the policy :func:`default_policy` names, falling
+    back to a staging-free one-row version of it, to one pixel per thread and then to one
+    channel per thread, so that every problem :func:`direct_reason` accepts gets a valid
+    config.
+
+    Raises:
+        PerfConfigError: the problem is not served (``direct_reason``), naming why.
+    """
+    why = direct_reason(problem, target)
+    if why is not None:
+        raise PerfConfigError(f"the direct schedule does not apply: {why}")
+    pol = POLICIES[default_policy(problem)]
+    tries = (pol, Policy(pol.vbytes, pol.tpw, 1, pol.threads, pol.tn_max, 0, 1),
+             Policy(pol.vbytes, 1, 1, 64, pol.tn_max, 0, 1), Policy(2, 1, 1, 64, 1, 0, 1))
+    for tr in tries:
+        cfg = policy_config(problem, target, tr)
+        if _fits(problem, target, cfg):
+            return cfg
+    raise PerfConfigError(f"no default direct config fits {problem.short_tag()} on {target.arch}")
+
+
+def direct_search_space(problem: ConvProblem, target: Target):
+    """Candidate configs (unvalidated, a few dozen, no duplicates): the named policies and
+    their variations over channel-vector bytes, thread tile, threads per block, dY path
+    and dY rows in flight."""
+    seen = set()
+    pols = list(POLICIES.values())
+    for vb in (8, 16):
+        for tpw, tph in ((1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (4, 2), (4, 4)):
+            for th in (128, 256):
+                for st, sg in ((0, 1), (0, 2), (1, 1)):
+                    pols.append(Policy(vb, tpw, tph, th, 64, st, sg))
+    for pol in pols:
+        cfg = policy_config(problem, target, pol)
+        if cfg not in seen:
+            seen.add(cfg)
+            yield cfg
+
+
+# ----------------------------------------------------------------------------- CPU engine
+def run_direct_cpu(spec: DirectSpec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """dX from the schedule's own phase/tap structure, in numpy: for every phase (rh, rw)
+    and every valid tap pair of it (:func:`axis_taps`), the phase's dX pixels accumulate
+    ``dY[qh + offy, qw + offx] . W[:, y, x]`` per group in fp32 (over kpg too); each phase
+    sub-grid of dX is then written once, rounded to the storage type. Pixels with no valid
+    tap get 0. Vectorised over pixels and channels; loops over phases and taps only.
+
+    Args:
+        spec: a :class:`DirectSpec` (only its problem is read).
+        dy: ``(N, Ho, Wo, K)`` storage dtype; w: ``(K, Y, X, cpg)`` storage dtype.
+
+    Returns:
+        dX ``(N, Hi, Wi, C)`` in the storage dtype.
+    """
+    p = spec.problem
+    layouts.check_inputs(p, dy, w)
+    G, kpg, cpg = p.G, p.kpg, p.cpg
+    dyf = np.asarray(dy, dtype=np.float32)
+    wf = np.asarray(w, dtype=np.float32).reshape(G, kpg, p.Y, p.X, cpg)
+    dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=np.float32)
+    for rh in range(min(p.sH, p.Hi)):
+        hq = len(range(rh, p.Hi, p.sH))
+        ytaps = axis_taps(rh, p.pH, p.sH, p.dH, p.Y)
+        for rw in range(min(p.sW, p.Wi)):
+            wq = len(range(rw, p.Wi, p.sW))
+            xtaps = axis_taps(rw, p.pW, p.sW, p.dW, p.X)
+            acc = np.zeros((G, p.N, hq, wq, cpg), dtype=np.float32)
+            for y, oy in ytaps:
+                q0, q1 = max(0, -oy), min(hq, p.Ho - oy)
+                if q1 <= q0:
+                    continue
+                for x, ox in xtaps:
+                    r0, r1 = max(0, -ox), min(wq, p.Wo - ox)
+                    if r1 <= r0:
+                        continue
+                    src = dyf[:, q0 + oy:q1 + oy, r0 + ox:r1 + ox, :]          # (N, h, w, K)
+                    src = src.reshape(p.N, q1 - q0, r1 - r0, G, kpg).transpose(3, 0, 1, 2, 4)
+                    acc[:, :, q0:q1, r0:r1, :] += np.matmul(src, wf[:, None, None, :, y, x, :])
+            dx[:, rh::p.sH, rw::p.sW, :] = acc.transpose(1, 2, 3, 0, 4).reshape(p.N, hq, wq, p.C)
+    return dx.astype(layouts.storage_dtype(p.dtype))
