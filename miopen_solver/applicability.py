@@ -39,8 +39,10 @@ Notes (``Verdict.notes``) describe an applicable problem without blocking it:
 
 ``DEPTHWISE``
     ``G > 1`` with ``cpg == kpg == 1`` **is applicable** (like MIOpen's CK solver 155; rocKE
-    rejects it). It runs as correct GEMMs with GemmN = 1, so most of each MMA's columns are
-    masked work; it is slow, not wrong.
+    rejects it). On NVIDIA targets the default runs it on the direct schedule
+    (:mod:`miopen_solver.direct`) and there is no note; elsewhere (and where the direct
+    schedule does not serve it) it runs as correct GEMMs with GemmN = 1, so most of each
+    MMA's columns are masked work: slow, not wrong.
 
 There is no ``ALIGNMENT`` reason: vector widths are caps that clamp down to 1 element
 (:mod:`miopen_solver.vectors`), so no channel count or tensor shape is refused for
@@ -54,6 +56,7 @@ from dataclasses import dataclass
 from .command import describe_directions
 from .errors import PerfConfigError
 from .problem import DTYPE_BYTES, ConvProblem
+from .direct import direct_reason
 from .heuristics import default_performance_config
 from .target import Target
 
@@ -191,9 +194,9 @@ def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) ->
     if overflow:
         reasons.append(overflow)
     notes = ()
-    if problem.is_depthwise:
+    if problem.is_depthwise and not (target.vendor == "nvidia" and direct_reason(problem, target) is None):
         notes = (Reason(DEPTHWISE, f"depthwise (G={problem.G}, cpg=kpg=1) runs as GEMMs with "
-                                   f"GemmN=1: correct, but most MMA columns are masked work"),)
+                                   f"GemmN=1 on {target.arch}: correct, but most MMA columns are masked work"),)
     return Verdict(not reasons, tuple(reasons), notes)
 
 

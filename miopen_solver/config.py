@@ -38,12 +38,16 @@ class KernelSchedule(enum.IntEnum):
       during the current tile's epilogue.
     * ``WGMMA_TMA`` (3): warp-specialised persistent blocks: a producer warp issues
       tensor-memory copies (TMA) onto mbarrier stages, the warpgroups multiply and store.
+    * ``DIRECT`` (4): no GEMM tiles: each thread owns dX pixels x a vector of channels of one
+      stride phase and sums its valid taps in fp32 (depthwise and small-cpg grouped
+      problems; :mod:`miopen_solver.direct` maps the config fields).
     """
 
     WARP_MMA = 0
     WGMMA = 1
     WGMMA_PERSISTENT = 2
     WGMMA_TMA = 3
+    DIRECT = 4
 
     @property
     def warpgroup(self) -> bool:

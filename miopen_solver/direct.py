@@ -51,6 +51,7 @@ channels).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from math import gcd
@@ -61,7 +62,7 @@ from . import layouts
 from .errors import PerfConfigError
 from .kernels.emit import KernelSource, _make, _problem_defines, _read
 from .problem import ConvProblem
-from .spec import PerfConfig
+from .config import KernelSchedule, PerfConfig
 from .target import Target
 
 MAX_CPG = 32
@@ -211,6 +212,38 @@ class DirectSpec:
     zero_fill: str = "none"
     workspace_bytes: int = 0
     sub_gemms: tuple = field(default=())
+
+    # ------------------------------------------------------------ the schedule interface
+    @property
+    def schedule(self) -> KernelSchedule:
+        return KernelSchedule.DIRECT
+
+    @property
+    def lds_k_outer(self) -> bool:
+        """The ``lds_k_outer`` slot's meaning here: the dY window is staged in shared memory."""
+        return self.stage
+
+    @property
+    def zero_fill_blocks(self) -> int:
+        """Every dX element is written by its thread (zeros where no tap reaches)."""
+        return 0
+
+    @property
+    def block(self) -> tuple:
+        return (self.block_threads, 1, 1)
+
+    def to_record(self) -> dict:
+        """Plain data for a worker (every resolved value); :meth:`from_record` inverts it."""
+        rec = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("problem", "target", "config", "sub_gemms")}
+        return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
+                "config": self.config.serialize(), "direct": rec}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "DirectSpec":
+        """Inverse of :meth:`to_record` (no validation)."""
+        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=Target.from_record(rec["target"]),
+                   config=PerfConfig.parse(rec["config"]), **rec["direct"])
 
     @property
     def block_threads(self) -> int:
@@ -497,7 +530,8 @@ def policy_config(problem: ConvProblem, target: Target, policy: Policy) -> PerfC
         tht //= 2
     cfg = PerfConfig(tile_m=twt * tpw, tile_n=tn, tile_k=tht * tph, warp_m=1, warp_n=1,
                      warp_tile_m=tpw, warp_tile_n=tph, vector_size_a=0, vector_size_b=0,
-                     vector_size_c=v, split_k=1, lds_k_outer=policy.stage, stages=policy.stages)
+                     vector_size_c=v, split_k=1, lds_k_outer=policy.stage, stages=policy.stages,
+                     schedule=KernelSchedule.DIRECT)
     return cfg
 
 

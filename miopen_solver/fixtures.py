@@ -380,7 +380,6 @@ def target_record(problem: ConvProblem, target: Target) -> dict:
         PerfConfigError, ImportError, ...: whatever spec building or emission raises
             (replay turns it into a failure).
     """
-    from .kernels import emit
     solver = DgradSolver()
     verdict = solver.is_applicable(problem, target)
     rec = {"applicable": verdict.ok, "reasons": [r.code for r in verdict.reasons],
@@ -388,7 +387,7 @@ def target_record(problem: ConvProblem, target: Target) -> dict:
     if verdict.ok:
         cfg = solver.get_default_performance_config(problem, target)
         spec = make_spec(problem, target, cfg)
-        src = emit(spec)
+        src = spec.emit()
         rec.update(perf_config=cfg.serialize(), kernel_name=spec.kernel_name,
                    grid=list(src.grid), block=src.block[0], shared_bytes=src.shared_bytes,
                    source_sha256=src.sha256, defines_sha256=defines_sha256(src))

@@ -12,6 +12,7 @@ import itertools
 from typing import Iterator
 
 from .config import KernelSchedule, PerfConfig
+from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
 from .problem import ConvProblem
 from .spec import count_tiles, is_valid_performance_config, split_k_atomics_reason
@@ -144,10 +145,19 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4 if p.Y * p.X > 1 else 3, 1)
 
 
+DIRECT_DEFAULT_MAX_CPG = 4
+"""cpg at or below which the NVIDIA default takes the direct schedule where it applies (depthwise,
+depthwise multipliers and small-cpg grouped layers): on the H200 it ran every such measured layer
+(cpg 1 and 4) many times faster than the GEMM schedules, whose GemmN = cpg tiles are mostly
+padding (bench/RESULTS.md). Larger cpg keeps the GEMM default until measured."""
+
+
 def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
-    NVIDIA targets take :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
+    NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
+    serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`),
+    else :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
     targets (AMD, where nothing has been measured yet) use these rules, constant time in
     the problem size (they read sub-GEMM sizes, not data):
 
@@ -164,6 +174,8 @@ def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
       lds_k_outer automatic.
     """
     p, t = problem, target
+    if t.vendor == "nvidia" and p.cpg <= DIRECT_DEFAULT_MAX_CPG and direct_reason(p, t) is None:
+        return default_direct_config(p, t)
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
         return measured_nvidia_config(p, t)
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
@@ -251,7 +263,13 @@ def _warp_mma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -
         yield PerfConfig(tm, tn, tk, wm, wn, tm // wm, tn // wn, 0, 0, 0, sk, ko, st)
 
 
-SEARCH_SPACES = (_warpgroup_candidates, _warp_mma_candidates)
+def _direct_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The direct schedule's candidates where it serves the problem."""
+    if direct_reason(p, t) is None:
+        yield from direct_search_space(p, t)
+
+
+SEARCH_SPACES = (_direct_candidates, _warpgroup_candidates, _warp_mma_candidates)
 """Each schedule family's candidate generator, fastest family first."""
 
 

@@ -34,7 +34,7 @@ from .config import KernelSchedule, PerfConfig
 from .errors import PerfConfigError, PerfDbError
 from .heuristics import default_performance_config, search_space
 from .problem import ConvProblem
-from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, make_spec
+from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, make_spec, spec_from_record
 from .target import Target
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
@@ -66,8 +66,7 @@ class KernelLaunch:
     def source(self):
         """The emitted :class:`~miopen_solver.kernels.KernelSource` (``.text``, ``.sha256``,
         the launch geometry), emitted at most once per launch."""
-        from .kernels import emit
-        return emit(self.spec)
+        return self.spec.emit()
 
     def as_dict(self) -> dict:
         return {"name": self.name, "grid": list(self.grid), "block": list(self.block),
@@ -168,7 +167,7 @@ class Solution:
     def from_record(cls, rec: dict) -> "Solution":
         """Inverse of :meth:`to_record` (nothing is validated, chosen or emitted)."""
         from .kernels.emit import KernelSource
-        spec = DgradSpec.from_record(rec["spec"])
+        spec = spec_from_record(rec["spec"])
         kernels = []
         for k in rec["kernels"]:
             launch = KernelLaunch(k["name"], tuple(k["grid"]), tuple(k["block"]), int(k["lds_bytes"]), spec)

@@ -349,6 +349,11 @@ class DgradSpec:
                 f"_sk{self.split_k}_{'ko' if self.lds_k_outer else 'mo'}_s{c.stages}_{path}{zf}"
                 f"_{p.short_tag()}")
 
+    def emit(self):
+        """The specialised ``dgrad.cu`` (:func:`miopen_solver.kernels.emit.emit`)."""
+        from .kernels.emit import emit
+        return emit(self)
+
     def to_record(self) -> dict:
         """The spec as plain data, every resolved value included, so a worker process gets
         the decided spec without validating or deriving anything (:meth:`from_record`)."""
@@ -413,7 +418,23 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     return _cached_spec(problem, target, config)
 
 
-def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> DgradSpec:
+def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
+    if config.schedule is KernelSchedule.DIRECT:     # no GEMM tiles: its own spec type and rules
+        from .direct import make_direct_spec
+        return make_direct_spec(problem, target, config)
+    return _build_gemm_spec(problem, target, config)
+
+
+def spec_from_record(rec: dict):
+    """A :class:`DgradSpec` or :class:`~miopen_solver.direct.DirectSpec` from its
+    ``to_record()`` (the schedule in its config says which)."""
+    if PerfConfig.parse(rec["config"]).schedule is KernelSchedule.DIRECT:
+        from .direct import DirectSpec
+        return DirectSpec.from_record(rec)
+    return DgradSpec.from_record(rec)
+
+
+def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> DgradSpec:
     c, p, t = config, problem, target
     require(not p.is_3d, "3-D problems are not supported")
     require(p.mode == "conv", "transposed-mode problems (-m trans) are forward convolutions in MIOpen")
@@ -536,6 +557,7 @@ SCHEDULE_RULES = {
     KernelSchedule.WGMMA: (_warpgroup_rules,),
     KernelSchedule.WGMMA_PERSISTENT: (_warpgroup_rules, _persistent_rules),
     KernelSchedule.WGMMA_TMA: (_warpgroup_rules, _persistent_rules, check_tma),
+    KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
 }
 """Each schedule's rules beyond the common ones, in order (the first broken one is the
 reason); every schedule has an entry."""

@@ -236,3 +236,38 @@ def test_second_build_hits_binary_cache(engine, tmp_path):
     second = GpuEngine(engine.rt, BinaryCache(tmp_path)).build(spec)
     assert not first.cache_hit and first.compile_ms > 0
     assert second.cache_hit and second.compile_ms == 0
+
+
+# The direct schedule (depthwise and small-cpg grouped layers): the solver's default and
+# every candidate of its search space on real layer shapes (cut to batch 2) and on
+# edge shapes: odd channel counts, strides past the filter, dilation, asymmetric filters,
+# a depthwise multiplier, no padding, C=3.
+DIRECT_LINES = [
+    "-n 2 -c 144 -H 56 -W 56 -k 144 -g 144 -y 3 -x 3 -p 1 -q 1",             # MobileNetV2 dw s1
+    "-n 2 -c 96 -H 112 -W 112 -k 96 -g 96 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",    # MobileNetV2 dw s2
+    "-n 2 -c 240 -H 28 -W 28 -k 240 -g 240 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2",   # EfficientNet 5x5 s2
+    "-n 2 -c 96 -H 56 -W 56 -k 96 -g 96 -y 7 -x 7 -p 3 -q 3",                # ConvNeXt 7x7
+    "-n 2 -c 128 -H 56 -W 56 -k 128 -g 32 -y 3 -x 3 -p 1 -q 1",              # ResNeXt cpg 4
+    "-n 2 -c 3 -H 33 -W 31 -k 3 -g 3 -y 3 -x 3 -p 1 -q 1",                   # C=3, odd sizes
+    "-n 3 -c 35 -H 17 -W 19 -k 70 -g 35 -y 4 -x 4 -p 1 -q 2 -u 3 -v 3",      # multiplier 2, stride 3
+    "-n 2 -c 64 -H 20 -W 21 -k 64 -g 64 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2",      # dilation 2
+    "-n 2 -c 24 -H 15 -W 16 -k 24 -g 8 -y 1 -x 7 -p 0 -q 3",                 # cpg 3, 1x7
+    "-n 2 -c 16 -H 9 -W 9 -k 16 -g 16 -y 2 -x 2 -u 4 -v 4",                  # stride > filter
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", DIRECT_LINES)
+def test_direct_schedule_verifies(engine, dtype, line):
+    from miopen_solver.config import KernelSchedule
+    from miopen_solver.solver import DgradSolver
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    solver, rng = DgradSolver(), np.random.default_rng(11)
+    default = solver.get_default_performance_config(p, engine.target)
+    cfgs = [c for c in solver.search(p, engine.target) if c.schedule is KernelSchedule.DIRECT]
+    assert cfgs
+    if engine.target.vendor == "nvidia":
+        assert default.schedule is KernelSchedule.DIRECT and cfgs[0] == default
+    for cfg in cfgs[:8]:
+        assert _check(engine, p, cfg, rng) is not None

@@ -37,6 +37,7 @@ import time as _time
 import numpy as np
 
 from .. import layouts
+from ..config import KernelSchedule
 from ..target import Target, get_target
 from .base import BuildInfo, Engine, Timing, as_solution
 
@@ -113,6 +114,9 @@ class CpuEngine(Engine):
         if p.is_3d:
             raise ValueError("the CPU engine runs 2-D problems only")
         layouts.check_inputs(p, dy, w)
+        if spec.schedule is KernelSchedule.DIRECT:     # the direct schedule's own phases and taps
+            from ..direct import run_direct_cpu
+            return run_direct_cpu(spec, dy, w)
         st = layouts.storage_dtype(p.dtype)
         dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=st)          # poison
         if spec.zero_fill == "memset":
