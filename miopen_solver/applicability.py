@@ -30,6 +30,13 @@ Policy (decisions, with their sources):
     Every tensor must stay below 2^31 elements and 2^31 bytes: kernels index with 32-bit
     signed integers and AMD buffer resources hold 32-bit byte sizes (MIOpen's CK solvers
     require each tensor < 2 GB the same way).
+``TOO_MANY_SUB_GEMMS``
+    More than :data:`~miopen_solver.tilde.MAX_SUB_GEMMS` (862) non-empty tilde sub-GEMMs:
+    the kernel keeps one 76-byte record per sub-GEMM in 64 KiB of constant memory. There are
+    ``min(YTilde, Y) * min(XTilde, X)`` of them (YTilde = sH/gcd(sH, dH)), counted in O(1),
+    so a huge stride with a small filter stays applicable (``-u 100000 -y 3``: 3 row phases)
+    and only large strides *and* large filters (e.g. 31x31 with stride 31) are refused. The
+    ``cpu`` target runs the same decomposition and takes the same limit.
 ``NO_VALID_CONFIG``
     Neither the default heuristic nor its fallbacks validate
     (:func:`miopen_solver.spec.default_performance_config`); the sentence carries the
@@ -56,6 +63,7 @@ from .errors import PerfConfigError
 from .problem import DTYPE_BYTES, ConvProblem
 from .spec import default_performance_config
 from .target import Target
+from .tilde import axes, too_many_sub_gemms
 
 DIRECTION = "DIRECTION"
 TRANSPOSED_MODE = "TRANSPOSED_MODE"
@@ -63,11 +71,12 @@ DTYPE = "DTYPE"
 LAYOUT = "LAYOUT"
 SPATIAL_DIM = "SPATIAL_DIM"
 INDEX_OVERFLOW = "INDEX_OVERFLOW"
+TOO_MANY_SUB_GEMMS = "TOO_MANY_SUB_GEMMS"
 NO_VALID_CONFIG = "NO_VALID_CONFIG"
 DEPTHWISE = "DEPTHWISE"
 
 REASON_CODES = (DIRECTION, TRANSPOSED_MODE, DTYPE, LAYOUT, SPATIAL_DIM, INDEX_OVERFLOW,
-                NO_VALID_CONFIG)
+                TOO_MANY_SUB_GEMMS, NO_VALID_CONFIG)
 """Every code a :class:`Reason` may carry (stable; scripts may match on them)."""
 NOTE_CODES = (DEPTHWISE,)
 """Every code a note may carry."""
@@ -190,6 +199,10 @@ def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) ->
     overflow = _overflow_reason(problem)
     if overflow:
         reasons.append(overflow)
+    if not problem.is_3d:
+        too_many = too_many_sub_gemms(*axes(problem))
+        if too_many:
+            reasons.append(Reason(TOO_MANY_SUB_GEMMS, too_many))
     notes = ()
     if problem.is_depthwise:
         notes = (Reason(DEPTHWISE, f"depthwise (G={problem.G}, cpg=kpg=1) runs as GEMMs with "
