@@ -1,4 +1,9 @@
-"""Exception types. User mistakes raise one of these; the CLI prints one line and exits 2."""
+"""Exception types. User mistakes raise one of these; the CLI prints one line and exits 2.
+
+Values echoed in messages go through :func:`~miopen_solver.text.shorten` (a flag value can
+be megabytes)."""
+
+from .text import shorten
 
 
 class MiopenCommandError(ValueError):
@@ -7,7 +12,8 @@ class MiopenCommandError(ValueError):
     Attributes:
         flag: the flag as the user wrote it (``-F``, ``--in_layout``), or the base argument.
         value: the offending value; ``None`` when the token itself is at fault (an unknown
-            flag) or the value is missing (:attr:`MISSING` was passed).
+            flag) or the value is missing (:attr:`MISSING` was passed). The message shows
+            a string quoted and an int bare, both cut by :func:`shorten`, and the flag cut too.
         allowed: a short phrase saying what would be accepted.
     """
 
@@ -23,9 +29,11 @@ class MiopenCommandError(ValueError):
             shown = " <missing>"
         elif value is None:  # the token itself is the problem (unknown flag, stray value)
             shown = ""
+        elif isinstance(value, int):
+            shown = f" {value}"
         else:
-            shown = " " + repr(value)
-        msg = f"{flag}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
+            shown = " " + repr(shorten(value))
+        msg = f"{shorten(flag)}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
         super().__init__(msg)
 
 

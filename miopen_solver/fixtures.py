@@ -85,6 +85,7 @@ from .problem import ConvProblem
 from .solver import DgradSolver
 from .spec import make_spec
 from .target import Target, get_target
+from .text import text_lines
 
 GOLDEN_TARGETS = ("gfx942", "sm_90")
 """Arch presets every fixture's applicability and emission are pinned for."""
@@ -156,15 +157,18 @@ def fixture_files(paths) -> list:
     files = []
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
-            found = sorted(p.rglob("*.jsonl"))
-            if not found:
-                raise FixtureError(f"{raw}: no *.jsonl fixture files in this directory")
-            files.extend(found)
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise FixtureError(f"{raw}: no such fixture file or directory")
+        try:
+            if p.is_dir():
+                found = sorted(p.rglob("*.jsonl"))
+                if not found:
+                    raise FixtureError(f"{raw}: no *.jsonl fixture files in this directory")
+                files.extend(found)
+            elif p.is_file():
+                files.append(p)
+            else:
+                raise FixtureError(f"{raw}: no such fixture file or directory")
+        except OSError as e:  # a name the OS refuses (too long), an unreadable directory
+            raise FixtureError(f"{raw}: cannot read ({e.strerror or e})") from None
     return files
 
 
@@ -184,7 +188,7 @@ def load_file(path) -> list:
     except UnicodeDecodeError as e:
         raise FixtureError(f"{path}: not UTF-8 ({e.reason})") from None
     out, seen = [], {}
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text_lines(text), 1):
         if not line.strip():
             continue
         where = f"{path}:{n}"
