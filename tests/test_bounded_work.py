@@ -11,7 +11,6 @@ clock.
 
 from __future__ import annotations
 
-import sys
 import tracemalloc
 from math import gcd
 
@@ -20,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import cpu_spec, naive_dgrad, random_inputs
+from conftest import count_calls, cpu_spec, naive_dgrad, random_inputs
 from miopen_solver import applicability as ap
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.problem import ConvProblem
@@ -33,24 +32,6 @@ from miopen_solver.tilde import MAX_SUB_GEMMS, decompose
 
 ARCHS = ("gfx90a", "gfx942", "sm_80", "sm_90", "cpu")
 INT_MAX = 2**31 - 1
-
-
-def count_calls(fn):
-    """``(fn(), number of Python and C function calls it made)``: a measure of work that
-    does not depend on the machine's speed or load."""
-    n = 0
-
-    def profile(frame, event, arg):
-        nonlocal n
-        if event in ("call", "c_call"):
-            n += 1
-
-    sys.setprofile(profile)
-    try:
-        result = fn()
-    finally:
-        sys.setprofile(None)
-    return result, n
 
 
 def nhwc(**kw) -> ConvProblem:
@@ -170,6 +151,48 @@ def test_too_many_sub_gemms_is_a_reason_found_without_decomposing(arch):
 def test_the_limit_is_the_constant_table():
     from miopen_solver.kernels.emit import SUB_FIELDS
     assert MAX_SUB_GEMMS == 65536 // (len(SUB_FIELDS) * 4)
+
+
+# ------------------------------------------------------------------ INDEX_OVERFLOW of coordinates
+@pytest.mark.parametrize("arch", ARCHS)
+def test_coordinates_past_int32_are_not_applicable(arch):
+    t = get_target(arch)
+    # each value fits an int, the arithmetic the kernels do on them would not
+    cases = [
+        (nhwc(sH=INT_MAX, Hi=3), "2*(Hi + 2*pH) + sH = 2147483657"),
+        (nhwc(sW=INT_MAX - 5, Wi=1), "2*(Wi + 2*pW) + sW = 2147483648"),
+        (nhwc(pH=2**29, Hi=1, Y=1), "2*(Hi + 2*pH) + sH = 2147483651"),
+    ]
+    for p, needle in cases:
+        v = DgradSolver().is_applicable(p, t)
+        assert "INDEX_OVERFLOW" in v.codes and needle in str(v.reasons[0])
+    # just inside: 2*(Hi + 2*pH) + sH = 2^31 - 1
+    assert "INDEX_OVERFLOW" not in ap.check(nhwc(sH=INT_MAX - 2 * (3 + 2), Hi=3), t).codes
+    # GemmM with the dilation halo: N * HTildeSlice * WTildeSlice past 2^31 although the
+    # tensors are small (here 2 * 50002^2 rows for a 1-pixel dX)
+    halo = nhwc(N=2, Hi=1, Wi=1, Y=2, X=2, sH=2, sW=2, dH=200001, dW=200001, pH=100001, pW=100001)
+    v = ap.check(halo, t)
+    assert v.codes == ("INDEX_OVERFLOW",) and "GemmM = N*HTildeSlice*WTildeSlice" in v.reasons[0].message
+
+
+@settings(max_examples=300, deadline=None)
+@given(axis(max_stride=40), st.integers(1, 40))
+def test_every_coordinate_the_kernels_form_is_within_the_bound(a, size):
+    """The bound 2*(Hi + 2*pH) + sH covers every row index the kernels compute: dX rows
+    ``htl*sH + dx_offset`` (and the product ``htl*sH``), dY rows ``htilde - ydot*coeff``,
+    the naive reference's ``hi + pH - y*dH`` and the zero fill's ``hi + pH - dH*i``."""
+    filt, stride, dil, pad, _ = a
+    lo = max(1, dil * (filt - 1) + 1 - 2 * pad)
+    p = ConvProblem(N=1, C=1, Hi=lo + size, Wi=1, K=1, Y=filt, X=1, pH=pad, sH=stride, dH=dil)
+    bound = 2 * (p.Hi + 2 * p.pH) + p.sH
+    values = []
+    for s in decompose(p).sub_gemms:
+        for htl in range(s.h_slice):
+            values += [htl * s.dx_h_stride, htl * s.dx_h_stride + s.dx_h_offset]
+            values += [s.h_begin + htl - yd * s.dy_h_coeff for yd in range(s.y_dot_slice)]
+    for hi in range(p.Hi):
+        values += [hi + p.pH - y * p.dH for y in range(p.Y)]
+    assert max(abs(v) for v in values) <= bound
 
 
 # ------------------------------------------------------------------ CPU engine and reference
