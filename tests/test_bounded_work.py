@@ -257,3 +257,27 @@ def test_engine_and_reference_far_values_property(p):
     dx, peak_engine = _peak_bytes(lambda: CpuEngine().run(cpu_spec(p), dy, w))
     np.testing.assert_allclose(dx.astype(np.float64), want, rtol=1e-5, atol=1e-6)
     assert peak < _memory_bound(p) and peak_engine < _memory_bound(p)
+
+
+# ------------------------------------------------------------------ the driver, end to end
+HUGE_STRIDE = ("convfp16 -n 1 -c 8 -H 14 -W 14 -k 8 -y 3 -x 3 -p 1 -q 1 -u 100000 -v 100000 -l 1 -j 1 -g 1 "
+               "-F 2 -t 1 -i 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+
+
+def test_a_huge_stride_line_runs_applies_and_batches(capsys, tmp_path, monkeypatch):
+    """The issue's reproducers: applicable answered in 51 s (-u 10000), a run with --timeout 1
+    and -u 100000 never finished and one such line stalled a whole batch. The worker
+    timeout here is generous (this is not a speed test); the library's share is counted
+    above."""
+    from driver.cli import main
+    monkeypatch.setenv("MIOPEN_DGRAD_PERFDB", str(tmp_path / "perfdb.sqlite"))
+    assert main(["applicable", *HUGE_STRIDE.split()]) == 0
+    assert "applicable" in capsys.readouterr().out
+    assert main([*HUGE_STRIDE.split(), "--backend", "cpu", "--timeout", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "Verifies OK on CPU reference" in out and "stats: bwdd-conv3x3u100000" in out
+    path = tmp_path / "lines.txt"
+    path.write_text(HUGE_STRIDE + "\n" + HUGE_STRIDE.replace("100000", "2") + "\n")
+    assert main(["batch", str(path), "--backend", "cpu", "--timeout", "120"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "Summary: 2 ok"
