@@ -5,7 +5,8 @@ with ``MIOPEN_ENABLE_LOGGING_CMD`` output: everything on a line before the base 
 (``conv``, ``convfp16``, ``convbfp16`` ...) is ignored, a trailing comment (whitespace,
 then ``#`` to the end of the line: ``bench/suite.txt``'s row labels) is dropped, and lines
 without a base argument (blank lines, ``#`` comments, other log output) are skipped and
-counted. FILE must be a regular UTF-8 text file of at most :data:`MAX_FILE_BYTES`. Lines that ask for
+counted. FILE must be a regular UTF-8 text file of at most :data:`MAX_FILE_BYTES`; a byte-order
+mark is dropped and lines end at "\\n" only (:func:`miopen_solver.text.text_lines`). Lines that ask for
 another direction than backward data (``-F``/``--forw`` other than 2) are skipped with a
 note; ``-S`` is ignored (the line runs with this solver whatever MIOpen used).
 
@@ -28,17 +29,17 @@ Exit status: 0 no row ``failed``/``verify-failed``/``error``; 1 otherwise; 2 bad
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 from dataclasses import asdict, dataclass, replace
 
 import click
 
-from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directions, parse
+from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directions, parse, split_command
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import read_text
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
+from miopen_solver.text import text_lines
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
@@ -106,8 +107,8 @@ def command_tokens(text: str) -> list | None:
     line holds no MIOpenDriver conv command."""
     text = _TRAILING_COMMENT.sub("", text)
     try:
-        tokens = shlex.split(text, comments=False)
-    except ValueError:
+        tokens = split_command(text)
+    except MiopenCommandError:
         tokens = text.split()
     start = next((i for i, t in enumerate(tokens) if t in BASE_DTYPES or t in REJECTED_BASES), None)
     if start is None:
@@ -241,7 +242,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
     o = replace(o, use_perfdb=_usable_perfdb(o))
 
     commands, ignored = [], 0
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in enumerate(text_lines(text), 1):
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
             continue

@@ -30,7 +30,7 @@ import click
 
 from miopen_solver import __version__
 
-from .options import (EXIT_INTERRUPTED, LINE_SETTINGS, PROG, arch_option, backend_option, json_option, one_line,
+from .options import (EXIT_INTERRUPTED, LINE_SETTINGS, PROG, arch_option, backend_option, error_line, json_option,
                       perfdb_options, ref_option, run_and_print, split_line, timeout_option, warmup_option)
 from .run_cmd import KOUTER, RunOptions, run_line
 
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     except click.exceptions.Exit as e:
         return e.exit_code
     except click.ClickException as e:
-        click.echo(f"{PROG}: error: {one_line(e.format_message())}", err=True)
+        click.echo(error_line(e.format_message()), err=True)
         return e.exit_code
     except click.exceptions.Abort as e:
         if isinstance(e.__cause__, KeyboardInterrupt):

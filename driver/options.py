@@ -15,6 +15,7 @@ from miopen_solver.fileio import check_writable, stat_regular
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, default_path
 from miopen_solver.runtime import BACKENDS
 from miopen_solver.target import PRESETS, Target, get_target
+from miopen_solver.text import cut_values, shorten
 
 PROG = "dgrad-driver"
 EXIT_OK = 0
@@ -47,8 +48,10 @@ USER_ERRORS = (UserError, MiopenCommandError, PerfConfigError, RuntimeUnavailabl
 
 
 def one_line(message) -> str:
-    """``message`` with all whitespace runs collapsed to single spaces."""
-    return " ".join(str(message).split())
+    """``message`` with all whitespace runs collapsed to single spaces and every runaway
+    value cut (:func:`miopen_solver.text.cut_values`): what every error and warning line
+    shows."""
+    return cut_values(" ".join(str(message).split()))
 
 
 def split_line(line) -> list:
@@ -58,7 +61,7 @@ def split_line(line) -> list:
         try:
             tokens = split_command(tokens[0])
         except MiopenCommandError as e:
-            click.echo(f"{PROG}: error: {one_line(e)}", err=True)
+            click.echo(error_line(e), err=True)
             raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     return tokens
 
@@ -128,7 +131,7 @@ def check_timeout(raw, shown: str) -> float:
     except (TypeError, ValueError):
         value = math.nan
     if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
-        raise UserError(f"{shown}: allowed: a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:g}")
+        raise UserError(f"{shorten(shown)}: allowed: a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:g}")
     return value
 
 
@@ -260,4 +263,4 @@ def arch_target(arch: str) -> Target:
     try:
         return get_target(arch)
     except ValueError as e:
-        raise UserError(f"--arch {arch}: {e}") from None
+        raise UserError(f"--arch {shorten(arch)}: {e}") from None

@@ -24,10 +24,11 @@ import os
 import click
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME
+from miopen_solver.config import PerfConfig
 from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
-from miopen_solver.perfdb import PerfDb, check_arch, parse_text, short_text
-from miopen_solver.config import PerfConfig
+from miopen_solver.perfdb import PerfDb, check_arch, parse_text
+from miopen_solver.text import CUT_LIMIT, shorten
 
 from .options import (PERFDB_ALLOWED, UserError, check_output_file, file_error, json_option, perfdb_label,
                       run_and_print, warn)
@@ -50,7 +51,7 @@ def _check_arch(arch: str) -> None:
     try:
         check_arch(arch)
     except ValueError as e:
-        raise UserError(f"--arch {short_text(arch)!r}: not usable as a perf-db arch ({e}); allowed: a name without "
+        raise UserError(f"--arch {shorten(arch)!r}: not usable as a perf-db arch ({e}); allowed: a name without "
                         f"'=', ';', ':', surrounding spaces or control characters (e.g. sm_90, gfx942, "
                         f"sm_90@cpu)") from None
 
@@ -99,7 +100,7 @@ def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
                 try:
                     PerfConfig.parse(rec.values)
                 except PerfConfigError as e:
-                    bad.append(f"line {n} {short_text(rec.problem_key)}: {short_text(str(e))}")
+                    bad.append(f"line {n} {shorten(rec.problem_key)}: {shorten(e, 2 * CUT_LIMIT)}")
         with PerfDb(perfdb) as db:
             db.check(write=True)
             written = db.import_records([rec for _, rec in numbered])

@@ -28,11 +28,11 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, prng
-from miopen_solver.command import DriverCommand, parse
-from miopen_solver.errors import RuntimeUnavailable
+from miopen_solver.command import DriverCommand, check_supported, parse
+from miopen_solver.errors import MiopenCommandError, RuntimeUnavailable
 from miopen_solver.perfdb import default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
@@ -178,24 +178,17 @@ def check_line(cmd: DriverCommand) -> None:
     """Flags this driver cannot honour.
 
     Raises:
-        UserError: ``-m trans``, a cast type, ``-S`` naming another solver, vectorized
-            tensors (``-Z``/``-L``), or ``-G 1`` with ``-V 1`` (MIOpenDriver refuses that too).
+        UserError: ``-m trans``, ``-S`` naming another solver, or what
+            :func:`miopen_solver.command.check_supported` refuses (vectorized tensors
+            ``-Z``/``-L``, cast types, ``-G 1`` with ``-V 1``).
     """
-    f = cmd.flags
-    if int(f["tensor_vect"]) != 0:
-        raise UserError(f"-Z {f['tensor_vect']}: vectorized tensors are not supported by this solver; allowed: 0")
-    if int(f["vector_length"]) != 1:
-        raise UserError(f"-L {f['vector_length']}: a vector length needs vectorized tensors (-Z 1), which this "
-                        f"solver does not support; allowed: 1")
-    if int(f["gpualloc"]) == 1 and int(f["verify"]) == 1:
-        raise UserError("-G 1: '--gpualloc 1' should not be used with enabled verification (as in "
-                        "MIOpenDriver); allowed: -G 0, or -G 1 with -V 0")
+    try:
+        check_supported(cmd)
+    except MiopenCommandError as e:
+        raise UserError(str(e)) from None
     if cmd.problem.mode != "conv":
         raise UserError("-m trans: backward data of a transposed convolution is a forward "
                         "convolution in MIOpen; this solver runs -m conv only")
-    for name in ("in_cast_type", "out_cast_type", "wei_cast_type"):
-        if str(f[name]) != "-1":
-            raise UserError(f"--{name} {f[name]}: cast types are not supported (allowed: -1)")
     check_solution(cmd)
 
 

@@ -29,7 +29,7 @@ import json
 import click
 
 from miopen_solver import SOLVER_NAME
-from miopen_solver.command import parse, split_command
+from miopen_solver.command import check_supported, parse, split_command
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import MiopenCommandError, PerfConfigError
 from miopen_solver.perfdb import default_path
@@ -107,6 +107,7 @@ def _parse_line(tokens, any_direction: bool):
         raise BadInput("missing the MIOpenDriver line (e.g. convfp16 -n 32 -c 64 ... -F 2)")
     try:
         cmd = parse(tokens, allow_any_direction=any_direction)
+        check_supported(cmd)              # the flags a run refuses (-Z, -L, cast types, -G 1 -V 1)
         check_solution(cmd)               # -S names a solution: the same values a run takes
         return cmd
     except (MiopenCommandError, UserError) as e:

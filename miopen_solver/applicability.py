@@ -29,7 +29,21 @@ Policy (decisions, with their sources):
 ``INDEX_OVERFLOW``
     Every tensor must stay below 2^31 elements and 2^31 bytes: kernels index with 32-bit
     signed integers and AMD buffer resources hold 32-bit byte sizes (MIOpen's CK solvers
-    require each tensor < 2 GB the same way).
+    require each tensor < 2 GB the same way). So must every coordinate the kernels form:
+    per axis, rows and columns of dX/dY (with pads, strides, dilations and the tilde
+    halo) stay within ``2*(Hi + 2*pH) + sH`` in magnitude, which must be <= 2^31-1 (a
+    pad, stride or dilation near 2^31 overflows although each value fits an ``int``);
+    and GemmM = N*HTildeSlice*WTildeSlice (halo rows included) plus a tile's rows must
+    too. The parser already refuses any flag outside a C ``int``, as MIOpenDriver reads
+    them. Like the tensor sizes, these hold for every target (the ``cpu`` target runs
+    the GPU kernels' decomposition).
+``TOO_MANY_SUB_GEMMS``
+    More than :data:`~miopen_solver.tilde.MAX_SUB_GEMMS` (862) non-empty tilde sub-GEMMs:
+    the kernel keeps one 76-byte record per sub-GEMM in 64 KiB of constant memory. There are
+    ``min(YTilde, Y) * min(XTilde, X)`` of them (YTilde = sH/gcd(sH, dH)), counted in O(1),
+    so a huge stride with a small filter stays applicable (``-u 100000 -y 3``: 3 row phases)
+    and only large strides *and* large filters (e.g. 31x31 with stride 31) are refused. The
+    ``cpu`` target runs the same decomposition and takes the same limit.
 ``NO_VALID_CONFIG``
     Neither the default heuristic nor its fallbacks validate
     (:func:`miopen_solver.heuristics.default_performance_config`); the sentence carries the
@@ -59,6 +73,7 @@ from .problem import DTYPE_BYTES, ConvProblem
 from .direct import direct_reason
 from .heuristics import default_performance_config
 from .target import Target
+from .tilde import axes, too_many_sub_gemms
 
 DIRECTION = "DIRECTION"
 TRANSPOSED_MODE = "TRANSPOSED_MODE"
@@ -66,11 +81,12 @@ DTYPE = "DTYPE"
 LAYOUT = "LAYOUT"
 SPATIAL_DIM = "SPATIAL_DIM"
 INDEX_OVERFLOW = "INDEX_OVERFLOW"
+TOO_MANY_SUB_GEMMS = "TOO_MANY_SUB_GEMMS"
 NO_VALID_CONFIG = "NO_VALID_CONFIG"
 DEPTHWISE = "DEPTHWISE"
 
 REASON_CODES = (DIRECTION, TRANSPOSED_MODE, DTYPE, LAYOUT, SPATIAL_DIM, INDEX_OVERFLOW,
-                NO_VALID_CONFIG)
+                TOO_MANY_SUB_GEMMS, NO_VALID_CONFIG)
 """Every code a :class:`Reason` may carry (stable; scripts may match on them)."""
 NOTE_CODES = (DEPTHWISE,)
 """Every code a note may carry."""
@@ -159,14 +175,28 @@ def _layout_reason(problem: ConvProblem, target: Target) -> Reason | None:
     return Reason(LAYOUT, f"{shown}: {why}")
 
 
+GEMM_M_HEADROOM = 1024
+"""Rows past GemmM a tile may address (tile_m and TMA boxes are at most 256 rows)."""
+
+
 def _overflow_reason(problem: ConvProblem) -> Reason | None:
     eb = DTYPE_BYTES.get(problem.dtype, 4)
     tensors = (("dY", problem.dy_elems), ("W", problem.w_elems), ("dX", problem.dx_elems))
     bad = [f"{name} is {n * eb} bytes ({n} elements)" for name, n in tensors if n * eb > INDEX_LIMIT]
-    if not bad:
-        return None
-    return Reason(INDEX_OVERFLOW, "; ".join(bad) + ": past 2^31-1 bytes, the limit of 32-bit indexing "
-                  "(element offsets and AMD buffer-resource byte sizes)")
+    parts = ["; ".join(bad) + ": past 2^31-1 bytes, the limit of 32-bit indexing (element offsets and AMD "
+             "buffer-resource byte sizes)"] if bad else []
+    if not problem.is_3d:
+        h, w = axes(problem)
+        bad = [f"coordinates reach {formula} = {2 * (a.size_in + 2 * a.pad) + a.stride}"
+               for a, formula in ((h, "2*(Hi + 2*pH) + sH"), (w, "2*(Wi + 2*pW) + sW"))
+               if 2 * (a.size_in + 2 * a.pad) + a.stride > INDEX_LIMIT]
+        gemm_m = problem.N * h.slice * w.slice
+        if gemm_m + GEMM_M_HEADROOM > INDEX_LIMIT:
+            bad.append(f"GemmM = N*HTildeSlice*WTildeSlice = {problem.N}*{h.slice}*{w.slice} = {gemm_m} "
+                       f"(+{GEMM_M_HEADROOM} rows of a tile)")
+        if bad:
+            parts.append("; ".join(bad) + ": past 2^31-1, the limit of the kernels' 32-bit int arithmetic")
+    return Reason(INDEX_OVERFLOW, "; ".join(parts)) if parts else None
 
 
 def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) -> Verdict:
@@ -193,6 +223,10 @@ def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) ->
     overflow = _overflow_reason(problem)
     if overflow:
         reasons.append(overflow)
+    if not problem.is_3d:
+        too_many = too_many_sub_gemms(*axes(problem))
+        if too_many:
+            reasons.append(Reason(TOO_MANY_SUB_GEMMS, too_many))
     notes = ()
     if problem.is_depthwise and not (target.vendor == "nvidia" and direct_reason(problem, target) is None):
         notes = (Reason(DEPTHWISE, f"depthwise (G={problem.G}, cpg=kpg=1) runs as GEMMs with "

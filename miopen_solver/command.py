@@ -10,16 +10,21 @@ Semantics follow MIOpenDriver (driver/InputFlags.cpp, driver/conv_driver.hpp):
 
 Where MIOpen is lax we are strict, and say so in one :class:`MiopenCommandError` naming
 the flag, the value and what is allowed: unknown flags, missing values, non-integers,
-``-i 0``, a group count that does not divide C and K, and a derived Ho/Wo below 1 are
-errors (MIOpen exits 0 or clamps). Layout values are accepted in any case (MIOpen rejects
-lowercase short forms, issues #1235/#1311). ``-F`` is a direction bitmask and only
-exactly ``2`` (backward data) is accepted.
+integers outside C ``int`` (MIOpenDriver reads every integer flag into a 32-bit ``int``;
+longer digit strings are refused before any conversion), ``-i 0``, a group count that does
+not divide C and K, and a derived Ho/Wo below 1 are errors (MIOpen exits 0 or clamps).
+Layout values are accepted in any case (MIOpen rejects lowercase short forms, issues
+#1235/#1311). ``-F`` is a direction bitmask and only exactly ``2`` (backward data) is
+accepted. :func:`check_supported` refuses what parses but this solver cannot honour
+(vectorized tensors, cast types, ``-G 1`` with ``-V 1``); every subcommand applies it.
+
+Cost: parsing is linear in the line's length (the shell-style splitter included), so a
+megabyte token is refused in milliseconds.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from .errors import MiopenCommandError
@@ -136,6 +141,12 @@ class DriverCommand:
     flags: dict = field(compare=False)
     """Every flag's final value, keyed by long name (defaults filled in)."""
     argv: tuple = ()
+    written: dict = field(default_factory=dict, compare=False)
+    """How each flag given on the line was written (``-n`` or ``--batchsize``), by long name."""
+
+    def flag_text(self, name: str) -> str:
+        """The flag ``name`` (long name) as the line wrote it, else its short form."""
+        return self.written.get(name, "-" + _BY_LONG[name].short)
 
     @property
     def iters(self) -> int:
@@ -171,36 +182,80 @@ def _strip_prefix(tokens: list) -> list:
 
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")
+INT_MIN, INT_MAX = -2**31, 2**31 - 1
+"""The range of a C ``int``, into which MIOpenDriver reads every integer flag."""
+_INT_ALLOWED = f"an integer from {INT_MIN} to {INT_MAX} (MIOpenDriver reads integer flags as 32-bit int)"
 
 
 def _parse_int(flag_text: str, value: str) -> int:
-    """A plain decimal integer (ASCII digits, optional sign). Python's ``int`` alone would
-    also take ``1_000``, surrounding spaces and non-ASCII digits; MIOpen's ``atoi`` would
-    take ``12abc`` as 12 and ``abc`` as 0. All of those are errors here."""
+    """A plain decimal integer (ASCII digits, optional sign) that fits a C ``int``. Python's
+    ``int`` alone would also take ``1_000``, surrounding spaces and non-ASCII digits; MIOpen's
+    ``atoi`` would take ``12abc`` as 12 and ``abc`` as 0. All of those are errors here, and
+    so is a digit string longer than an ``int`` can be: it is refused by its length, before
+    any conversion (Python refuses to convert more than 4300 digits, and a value that
+    large could never reach MIOpen's 32-bit flags anyway)."""
     if not isinstance(value, str) or not _INT_RE.fullmatch(value):
         raise MiopenCommandError(flag_text, value, "an integer")
-    return int(value, 10)
+    digits = value.lstrip("+-").lstrip("0") or "0"          # leading zeros are harmless
+    if len(digits) > len(str(INT_MAX)):
+        raise MiopenCommandError(flag_text, value, _INT_ALLOWED, "out of range")
+    n = -int(digits) if value.startswith("-") else int(digits)
+    if not INT_MIN <= n <= INT_MAX:
+        raise MiopenCommandError(flag_text, value, _INT_ALLOWED, "out of range")
+    return n
+
+
+_SHELL_SPACE = " \t\r\n"
+_SHELL_PIECE = re.compile(r"""
+      (?P<plain>[^ \t\r\n'"\\]+)               # unquoted characters
+    | \\(?P<escaped>.)                           # backslash: the next character as is
+    | '(?P<single>[^']*)'                       # single quotes: everything literal
+    | "(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"         # double quotes: \" and \\ are escapes
+    | (?P<space>[ \t\r\n]+)
+""", re.S | re.X)
+_DOUBLE_QUOTED = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S)
+_DOUBLE_QUOTED_ESCAPE = re.compile(r'\\(["\\])')
 
 
 def split_command(line: str) -> list:
-    """Shell-split one command line (:func:`shlex.split`).
+    """Shell-split one command line exactly as :func:`shlex.split` does (POSIX rules,
+    no comments), in time linear in the line's length (``shlex`` grows a token one
+    character at a time and takes quadratic time on a long one: 35 s for 2 MB).
 
     Raises:
-        MiopenCommandError: the line cannot be split (an unbalanced quote).
+        MiopenCommandError: the line cannot be split (an unbalanced quote, a trailing
+            backslash).
     """
-    try:
-        return shlex.split(line)
-    except ValueError as e:  # "No closing quotation", "No escaped character"
-        raise MiopenCommandError("<line>", line, "a shell-quoted MIOpenDriver command line",
-                                 f"cannot split the line: {e}") from None
+    tokens, current, started, pos = [], [], False, 0
+    while pos < len(line):
+        m = _SHELL_PIECE.match(line, pos)
+        if m is None:  # an unclosed quote, or a backslash at the end (also inside "...)
+            rest = _DOUBLE_QUOTED.match(line, pos + 1).end() if line[pos] == '"' else pos
+            why = "No escaped character" if line[rest:] == "\\" else "No closing quotation"
+            raise MiopenCommandError("<line>", line, "a shell-quoted MIOpenDriver command line",
+                                     f"cannot split the line: {why}")
+        kind, text = m.lastgroup, m.group(m.lastgroup)
+        if kind == "space":
+            if started:
+                tokens.append("".join(current))
+            current, started = [], False
+        else:
+            current.append(_DOUBLE_QUOTED_ESCAPE.sub(r"\1", text) if kind == "double" else text)
+            started = True
+        pos = m.end()
+    if started:
+        tokens.append("".join(current))
+    return tokens
 
 
 def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
     """Parse a MIOpenDriver conv command.
 
     Args:
-        argv: a string (shell-split with :mod:`shlex`) or a token list, starting with the
-            base argument (anything before it, e.g. ``./bin/MIOpenDriver``, is ignored).
+        argv: a string (shell-split, :func:`split_command`) or a token list, starting with
+            the base argument (anything before it, e.g. ``./bin/MIOpenDriver``, is
+            ignored); a list of one token holding whitespace is a whole line given as one
+            argument, and is split the same way.
         allow_any_direction: accept any ``-F`` value (for tools that list lines and skip
             non-backward ones with a note). The solver itself always requires ``-F 2``.
 
@@ -212,6 +267,8 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
             is allowed.
     """
     tokens = split_command(argv) if isinstance(argv, str) else [str(t) for t in argv]
+    if len(tokens) == 1 and any(ch in _SHELL_SPACE for ch in tokens[0]):
+        tokens = split_command(tokens[0])
     tokens = _strip_prefix(tokens)
     if not tokens:
         raise MiopenCommandError("<base>", None, ", ".join(BASE_DTYPES), "empty command")
@@ -267,7 +324,33 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
         raise MiopenCommandError(flag_text["spatial_dim"], str(sdim), "2 or 3")
 
     problem = _build_problem(base, values, flag_text)
-    return DriverCommand(base=base, problem=problem, flags=values, argv=tuple(tokens))
+    return DriverCommand(base=base, problem=problem, flags=values, argv=tuple(tokens), written=given)
+
+
+def check_supported(cmd: DriverCommand) -> None:
+    """Refuse what parses (MIOpenDriver takes it) but this solver cannot honour: vectorized
+    tensors (``-Z`` other than 0, ``-L`` other than 1), cast types (``-U/-T/-R`` other than
+    -1) and ``-G 1`` with ``-V 1`` (MIOpenDriver refuses that pair too). ``run``, ``tune``,
+    ``batch``, ``applicable`` and ``config`` all apply it, so a line one of them refuses
+    is refused by all.
+
+    Raises:
+        MiopenCommandError: the first such flag, with its value and what is allowed.
+    """
+    f = cmd.flags
+    if f["tensor_vect"] != 0:
+        raise MiopenCommandError(cmd.flag_text("tensor_vect"), f["tensor_vect"], "0",
+                                 "vectorized tensors are not supported by this solver")
+    if f["vector_length"] != 1:
+        raise MiopenCommandError(cmd.flag_text("vector_length"), f["vector_length"], "1",
+                                 "a vector length needs vectorized tensors (-Z 1), which this solver "
+                                 "does not support")
+    if f["gpualloc"] == 1 and f["verify"] == 1:
+        raise MiopenCommandError(cmd.flag_text("gpualloc"), 1, "-G 0, or -G 1 with -V 0",
+                                 "'--gpualloc 1' should not be used with enabled verification (as in MIOpenDriver)")
+    for name in ("in_cast_type", "out_cast_type", "wei_cast_type"):
+        if str(f[name]) != "-1":
+            raise MiopenCommandError(cmd.flag_text(name), str(f[name]), "-1", "cast types are not supported")
 
 
 def _allowed(flag: Flag) -> str:

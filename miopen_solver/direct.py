@@ -97,6 +97,14 @@ def axis_taps(r: int, pad: int, stride: int, dil: int, filt: int) -> tuple:
     return tuple((t, (r + pad - t * dil) // stride) for t in range(filt) if (r + pad - t * dil) % stride == 0)
 
 
+def tap_phases(pad: int, stride: int, dil: int, filt: int, size: int) -> list:
+    """The phases ``r < min(stride, size)`` that have a valid tap, ascending: ``r`` has tap
+    ``t`` iff ``r = (t*dil - pad) mod stride``, so at most ``filt`` of them, found in
+    O(filt) however large the stride (every other phase is all zeros)."""
+    nph = min(stride, size)
+    return sorted({r for r in ((t * dil - pad) % stride for t in range(filt)) if r < nph})
+
+
 def axis_span(r: int, pad: int, stride: int, dil: int, filt: int) -> tuple:
     """``(min_off, span)`` of phase ``r``'s tap offsets (``(0, 0)`` when no tap is valid)."""
     offs = [o for _, o in axis_taps(r, pad, stride, dil, filt)]
@@ -166,7 +174,8 @@ def direct_reason(problem: ConvProblem, target: Target) -> str | None:
     if not vs:
         return f"no channel vector fits: cpg={p.cpg} x kpg={p.kpg} needs more than {MAX_VK} weights per tap"
     v = vs[0]
-    win = max(used_columns(r, p.pW, p.sW, p.dW, p.X, 1) for r in range(min(p.sW, p.Wi))) * max(v // p.cpg, 1) * p.kpg
+    win = max((used_columns(r, p.pW, p.sW, p.dW, p.X, 1) for r in tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)),
+              default=0) * max(v // p.cpg, 1) * p.kpg
     if win > MAX_WIN:
         return f"the dY register window ({win} values) exceeds {MAX_WIN} even at one pixel and V={v}"
     if p.Y * p.X * v * p.kpg * 4 + 16 > t.lds_bytes:
@@ -378,7 +387,8 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     ny = max(v // p.cpg, 1) * p.kpg
     tny = max(c.tile_n // p.cpg, 1) * p.kpg
     nph_h, nph_w = min(p.sH, p.Hi), min(p.sW, p.Wi)
-    cols = max(used_columns(r, p.pW, p.sW, p.dW, p.X, tpw) for r in range(nph_w))
+    cols = max((used_columns(r, p.pW, p.sW, p.dW, p.X, tpw) for r in tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)),
+               default=0)
     _check(cols * ny <= MAX_WIN,
            f"warp_tile_m={tpw} needs a dY window of {cols * ny} registers per thread, more than {MAX_WIN}")
     eb = p.elem_bytes
@@ -386,8 +396,10 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     ly = _pow2_div(gcd(ny, p.K), cap)
     lys = _pow2_div(ny, cap)
     lx = _pow2_div(gcd(v, p.C), cap)
-    spanx = max(axis_span(r, p.pW, p.sW, p.dW, p.X)[1] for r in range(nph_w))
-    spany = max(axis_span(r, p.pH, p.sH, p.dH, p.Y)[1] for r in range(nph_h))
+    spanx = max((axis_span(r, p.pW, p.sW, p.dW, p.X)[1] for r in tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)),
+                default=0)
+    spany = max((axis_span(r, p.pH, p.sH, p.dH, p.Y)[1] for r in tap_phases(p.pH, p.sH, p.dH, p.Y, p.Hi)),
+                default=0)
     ws_pitch = _cdiv(c.tile_n * p.kpg, 4) * 4 + WS_PAD_FLOATS
     ws_bytes = p.Y * p.X * ws_pitch * 4
     stage = bool(c.lds_k_outer)
@@ -515,7 +527,8 @@ def policy_config(problem: ConvProblem, target: Target, policy: Policy) -> PerfC
         tpw //= 2
     ny = max(v // p.cpg, 1) * p.kpg
     nph_w = min(p.sW, p.Wi)
-    while tpw > 1 and max(used_columns(r, p.pW, p.sW, p.dW, p.X, tpw) for r in range(nph_w)) * ny > MAX_WIN:
+    while tpw > 1 and max((used_columns(r, p.pW, p.sW, p.dW, p.X, tpw)
+                           for r in tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)), default=0) * ny > MAX_WIN:
         tpw //= 2
     tn = _pick_tn(p, v, policy.tn_max)
     ct = tn // v
@@ -600,10 +613,13 @@ def run_direct_cpu(spec: DirectSpec, dy: np.ndarray, w: np.ndarray) -> np.ndarra
     dyf = np.asarray(dy, dtype=np.float32)
     wf = np.asarray(w, dtype=np.float32).reshape(G, kpg, p.Y, p.X, cpg)
     dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=np.float32)
-    for rh in range(min(p.sH, p.Hi)):
+    rows_h, rows_w = tap_phases(p.pH, p.sH, p.dH, p.Y, p.Hi), tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)
+    dx[:, np.isin(np.arange(p.Hi) % p.sH, rows_h, invert=True)] = 0      # phases no tap reaches
+    dx[:, :, np.isin(np.arange(p.Wi) % p.sW, rows_w, invert=True)] = 0
+    for rh in rows_h:
         hq = len(range(rh, p.Hi, p.sH))
         ytaps = axis_taps(rh, p.pH, p.sH, p.dH, p.Y)
-        for rw in range(min(p.sW, p.Wi)):
+        for rw in rows_w:
             wq = len(range(rw, p.Wi, p.sW))
             xtaps = axis_taps(rw, p.pW, p.sW, p.dW, p.X)
             acc = np.zeros((G, p.N, hq, wq, cpg), dtype=np.float32)

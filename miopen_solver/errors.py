@@ -1,10 +1,15 @@
-"""Exception types. User mistakes raise one of these; the CLI prints one line and exits 2."""
+"""Exception types. User mistakes raise one of these; the CLI prints one line and exits 2.
+
+Values echoed in messages go through :func:`~miopen_solver.text.shorten` (a flag value can
+be megabytes)."""
+
+from .text import shorten
 
 
 def short_text(text: str, limit: int = 120) -> str:
     """``text`` cut to ``limit`` characters for a message (a perf-db line or a path can be
-    megabytes)."""
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+    megabytes): :func:`~miopen_solver.text.shorten` with a wider default."""
+    return shorten(text, limit)
 
 
 def shown_path(path) -> str:
@@ -22,7 +27,8 @@ class MiopenCommandError(ValueError):
     Attributes:
         flag: the flag as the user wrote it (``-F``, ``--in_layout``), or the base argument.
         value: the offending value; ``None`` when the token itself is at fault (an unknown
-            flag) or the value is missing (:attr:`MISSING` was passed).
+            flag) or the value is missing (:attr:`MISSING` was passed). The message shows
+            a string quoted and an int bare, both cut by :func:`shorten`, and the flag cut too.
         allowed: a short phrase saying what would be accepted.
     """
 
@@ -38,9 +44,11 @@ class MiopenCommandError(ValueError):
             shown = " <missing>"
         elif value is None:  # the token itself is the problem (unknown flag, stray value)
             shown = ""
+        elif isinstance(value, int):
+            shown = f" {value}"
         else:
-            shown = " " + repr(value)
-        msg = f"{flag}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
+            shown = " " + repr(shorten(value))
+        msg = f"{shorten(flag)}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
         super().__init__(msg)
 
 

@@ -78,7 +78,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import prng, reference
+from . import prng
 from .command import format_command, parse
 from .errors import FileError, MiopenCommandError, short_text
 from .fileio import read_text, write_text
@@ -86,6 +86,7 @@ from .problem import ConvProblem
 from .solver import DgradSolver
 from .spec import make_spec
 from .target import Target, get_target
+from .text import text_lines
 
 GOLDEN_TARGETS = ("gfx942", "sm_90")
 """Arch presets every fixture's applicability and emission are pinned for."""
@@ -175,15 +176,18 @@ def fixture_files(paths) -> list:
     files = []
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
-            found = sorted(p.rglob("*.jsonl"))
-            if not found:
-                raise FixtureError(f"{raw}: no *.jsonl fixture files in this directory")
-            files.extend(found)
-        elif p.exists():                # not only regular files: load_file says why it refuses one
-            files.append(p)
-        else:
-            raise FixtureError(f"{raw}: no such fixture file or directory")
+        try:
+            if p.is_dir():
+                found = sorted(p.rglob("*.jsonl"))
+                if not found:
+                    raise FixtureError(f"{raw}: no *.jsonl fixture files in this directory")
+                files.extend(found)
+            elif p.exists():            # not only regular files: load_file says why it refuses one
+                files.append(p)
+            else:
+                raise FixtureError(f"{raw}: no such fixture file or directory")
+        except OSError as e:  # a name the OS refuses (too long), an unreadable directory
+            raise FixtureError(f"{raw}: cannot read ({e.strerror or e})") from None
     return files
 
 
@@ -201,7 +205,7 @@ def load_file(path) -> list:
     except FileError as e:
         raise FixtureError(str(e)) from None
     out, seen = [], {}
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text_lines(text), 1):
         if not line.strip():
             continue
         where = f"{path}:{n}"

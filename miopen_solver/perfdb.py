@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import PerfDbError, short_text
+from .text import shorten, text_lines
 
 ENV_VAR = "MIOPEN_DGRAD_PERFDB"
 BUSY_TIMEOUT_S = 30.0
@@ -90,10 +91,10 @@ def _check_field(name: str, value: str) -> str:
         raise ValueError(f"perf-db {name} must be a non-empty string, got {value!r}")
     bad = [c for c in _FORBIDDEN if c in value]
     if bad:
-        raise ValueError(f"perf-db {name} {short_text(value)!r} contains {''.join(bad)!r}; "
+        raise ValueError(f"perf-db {name} {shorten(value)!r} contains {''.join(bad)!r}; "
                          f"MIOpen records forbid any of {_FORBIDDEN!r} inside a field")
     if value != value.strip() or any(not c.isprintable() for c in value):
-        raise ValueError(f"perf-db {name} {short_text(value)!r} has surrounding whitespace or a control character")
+        raise ValueError(f"perf-db {name} {shorten(value)!r} has surrounding whitespace or a control character")
     return value
 
 
@@ -120,12 +121,12 @@ def parse_record_line(line: str, lineno: int = 0) -> list:
     key, sep, rest = line.strip().lstrip("\ufeff").partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ValueError(f"{where}perf-db record {short_text(line.strip())!r} is not KEY=SolverId:VALUES")
+        raise ValueError(f"{where}perf-db record {shorten(line.strip())!r} is not KEY=SolverId:VALUES")
     out = []
     for entry in rest.split(";"):
         solver, sep, values = (part.strip() for part in entry.partition(":"))
         if not sep or not solver or not values:
-            raise ValueError(f"{where}perf-db entry {short_text(entry)!r} is not SolverId:VALUES")
+            raise ValueError(f"{where}perf-db entry {shorten(entry)!r} is not SolverId:VALUES")
         try:
             out.append((_check_field("problem key", key), _check_field("solver id", solver),
                         _check_field("values", values)))
@@ -145,7 +146,7 @@ def parse_text(text: str, arch: str, aliases: dict | None = None) -> list:
     check_arch(arch)
     aliases = aliases or {}
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text_lines(text), 1):
         if not line.strip():
             continue
         for key, solver, values in parse_record_line(line, n):
@@ -222,7 +223,14 @@ class PerfDb:
             raise PerfDbError(self.path, e.strerror or str(e)) from None
 
     def _check_path(self, create: bool) -> None:
-        """Refuse what can never be a perf-db file (see :class:`PerfDbError`)."""
+        """Refuse what can never be a perf-db file (see :class:`PerfDbError`); a path the OS
+        refuses to look at (a name too long) is one too."""
+        try:
+            self._check_path_kind(create)
+        except OSError as e:
+            raise PerfDbError(self.path, e.strerror or str(e)) from None
+
+    def _check_path_kind(self, create: bool) -> None:
         p = self.path
         if self._empty:
             raise PerfDbError(p, "is empty (no file named)")
@@ -541,4 +549,4 @@ class PerfDb:
 
 
 __all__ = ["COLUMNS", "ENV_VAR", "PerfDb", "PerfDbError", "PerfRecord", "check_arch", "default_path",
-           "parse_record_line", "parse_text", "short_text"]
+           "parse_record_line", "parse_text"]

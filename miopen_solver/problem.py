@@ -30,6 +30,14 @@ def output_size(size_in: int, filt: int, pad: int, stride: int, dilation: int) -
     return (size_in + 2 * pad - dilation * (filt - 1) - 1) // stride + 1
 
 
+def valid_range(offset: int, stride: int, count: int, size: int) -> tuple:
+    """``[t0, t1)``: the ``t < count`` with ``0 <= t*stride + offset < size`` (``stride >= 1``),
+    in O(1) -- the indices of a strided index map that land inside a tensor of ``size``."""
+    t0 = max(0, -(offset // stride))
+    t1 = min(count, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
+    return t0, max(t0, t1)
+
+
 @dataclass(frozen=True)
 class ConvProblem:
     """One backward-data convolution, as MIOpenDriver's conv flags describe it.

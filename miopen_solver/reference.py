@@ -8,9 +8,10 @@ Reference definition (research/dgrad_kernels.md §1)::
 
 It is computed in the forward-map ("scatter") direction, independently of the tilde
 decomposition: for each filter tap (y, x) the product ``dY . W[:, y, x, :]`` (one float64
-GEMM per group, every output pixel at once) is added into a padded dX at rows
-``ho*sH + y*dH`` and columns ``wo*sW + x*dW`` (strided slices), and the padding is cropped
-at the end. Pixels no (ho, y) pair reaches stay exactly 0.
+GEMM per group, every output pixel at once) is added into dX at rows ``ho*sH + y*dH - pH``
+and columns ``wo*sW + x*dW - pW`` (strided slices), for the ``ho``/``wo`` that land inside dX
+(computed, not padded for: memory stays the tensors' size whatever the pads, strides and
+dilations). Pixels no (ho, y) pair reaches stay exactly 0.
 
 Error metric: MIOpen ``miopen::rms_range`` (test/verify.hpp)::
 
@@ -29,7 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import layouts
-from .problem import ConvProblem
+from .problem import ConvProblem, valid_range
 
 BASE_TOLERANCE = {"fp32": 1.5e-6, "fp16": 8.2e-3, "bf16": 8.2e-3 * 8}
 """MIOpenDriver's default tolerance per data type (before the implicit-GEMM factor)."""
@@ -76,18 +77,19 @@ def dgrad_reference(problem: ConvProblem, dy: np.ndarray, w: np.ndarray) -> np.n
     dy_g = dy64.reshape(p.N * p.Ho * p.Wo, G, kpg).transpose(1, 0, 2)
     w_g = layouts.w_to_kyxc(p, w).astype(np.float64).reshape(G, kpg, p.Y, p.X, cpg)
 
-    hp, wp = p.Hi + 2 * p.pH, p.Wi + 2 * p.pW
-    dxp = np.zeros((p.N, hp, wp, G, cpg), dtype=np.float64)
-    h_span = (p.Ho - 1) * p.sH + 1
-    w_span = (p.Wo - 1) * p.sW + 1
+    dx = np.zeros((p.N, p.Hi, p.Wi, G, cpg), dtype=np.float64)
     for y in range(p.Y):
+        ho0, ho1 = valid_range(y * p.dH - p.pH, p.sH, p.Ho, p.Hi)     # hi = ho*sH + y*dH - pH
         for x in range(p.X):
+            wo0, wo1 = valid_range(x * p.dW - p.pW, p.sW, p.Wo, p.Wi)
+            if ho1 <= ho0 or wo1 <= wo0:
+                continue                                        # the tap lands outside dX
             part = np.matmul(dy_g, w_g[:, :, y, x, :])          # (G, N*Ho*Wo, cpg)
             part = part.transpose(1, 0, 2).reshape(p.N, p.Ho, p.Wo, G, cpg)
-            h0, w0 = y * p.dH, x * p.dW                         # padded row of ho = 0
-            dxp[:, h0:h0 + h_span:p.sH, w0:w0 + w_span:p.sW] += part
-    dx = dxp[:, p.pH:p.pH + p.Hi, p.pW:p.pW + p.Wi].reshape(p.N, p.Hi, p.Wi, p.C)
-    return layouts.dx_from_nhwc(p, dx)
+            h0, w0 = ho0 * p.sH + y * p.dH - p.pH, wo0 * p.sW + x * p.dW - p.pW
+            dx[:, h0:h0 + (ho1 - ho0 - 1) * p.sH + 1:p.sH,
+               w0:w0 + (wo1 - wo0 - 1) * p.sW + 1:p.sW] += part[:, ho0:ho1, wo0:wo1]
+    return layouts.dx_from_nhwc(p, dx.reshape(p.N, p.Hi, p.Wi, p.C))
 
 
 def rms_range(ref: np.ndarray, out: np.ndarray) -> float:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from . import vectors
-from .config import FIELDS, KernelSchedule, PerfConfig
+from .config import KernelSchedule, PerfConfig
 from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import MmaAtom, Target

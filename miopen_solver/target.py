@@ -29,6 +29,8 @@ import dataclasses
 import re
 from dataclasses import dataclass, field, replace
 
+from .text import shorten
+
 
 @dataclass(frozen=True)
 class MmaAtom:
@@ -203,7 +205,7 @@ def get_target(name: str) -> Target:
     if base == "sm_90a":
         base = "sm_90"
     if base not in PRESETS:
-        raise ValueError(f"unknown arch {name!r}; known: {', '.join(sorted(PRESETS))}")
+        raise ValueError(f"unknown arch {shorten(name)!r}; known: {', '.join(sorted(PRESETS))}")
     return PRESETS[base]
 
 

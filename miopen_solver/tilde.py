@@ -21,6 +21,12 @@ Sub-GEMM (i_ytilde, i_xtilde) in NHWC orientation::
 
 Phases write disjoint dX pixels; pixels with ``(hi+pH) % GcdH != 0`` or in a phase with
 ``YDotSlice == 0`` belong to no sub-GEMM and must be zero-filled.
+
+Non-empty phases, directly: ``YDotSlice(i) = ceil((Y - i)/YTilde) > 0`` iff ``i < Y``, and
+HTildeSlice does not depend on ``i``. So the non-empty phases of an axis are
+``range(min(YTilde, Y))`` when HTildeSlice > 0 (none otherwise): with a stride far above the
+filter (``-u 100000 -y 3``: YTilde = 100000) only the first Y phases have taps, and the work
+here is bounded by the filter, never by the stride's magnitude.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
 
-from .problem import ConvProblem
+from .errors import PerfConfigError
+from .problem import ConvProblem, valid_range
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -63,6 +70,11 @@ class AxisTilde:
         """dY row step per ydot: ``dH / GcdH`` (subtracted)."""
         return self.dilation // self.gcd
 
+    def phases(self) -> range:
+        """The phases ``i`` with taps and rows: ``range(min(YTilde, Y))``, or an empty range
+        when HTildeSlice is 0 (see the module docstring); O(1), whatever the stride."""
+        return range(min(self.tilde, self.filt)) if self.slice > 0 else range(0)
+
     def dot_slice(self, i: int) -> int:
         """YDotSlice for phase ``i``: ``ceil((Y - i) / YTilde)``, 0 when ``i >= Y``."""
         return max(0, _ceil_div(self.filt - i, self.tilde))
@@ -70,6 +82,17 @@ class AxisTilde:
     def dx_offset(self, i: int) -> int:
         """dX coordinate of ``htl == 0`` in phase i: ``dH*i + sH*HBegin - pH``."""
         return self.dilation * i + self.stride * self.begin - self.pad
+
+    def rows_written(self, i: int) -> int:
+        """How many dX rows (``0 <= hi < Hi``) phase ``i`` writes (O(1))."""
+        t0, t1 = valid_range(self.dx_offset(i), self.stride, self.slice, self.size_in)
+        return t1 - t0
+
+    def covers_all(self) -> bool:
+        """Whether the non-empty phases together write every dX row. Phases write disjoint
+        rows (``dH*i mod sH`` differs for every ``i < YTilde``), so counting them is exact:
+        O(phases), not O(Hi)."""
+        return sum(self.rows_written(i) for i in self.phases()) == self.size_in
 
 
 def axis_tilde(size_in: int, size_out: int, filt: int, pad: int, stride: int, dilation: int) -> AxisTilde:
@@ -136,30 +159,56 @@ class Decomposition:
 
     @property
     def num_phases(self) -> int:
+        """YTilde * XTilde: every phase, empty or not (a number, never enumerated)."""
         return self.h.tilde * self.w.tilde
+
+
+MAX_SUB_GEMMS = 65536 // (19 * 4)
+"""The most sub-GEMMs one kernel takes (862): the kernel keeps one record of 19 32-bit
+ints per sub-GEMM in a ``__constant__`` table, and constant memory is 64 KiB."""
+
+
+def axes(problem: ConvProblem) -> tuple:
+    """``(h, w)``: the :class:`AxisTilde` of both axes (O(1))."""
+    p = problem
+    return (axis_tilde(p.Hi, p.Ho, p.Y, p.pH, p.sH, p.dH), axis_tilde(p.Wi, p.Wo, p.X, p.pW, p.sW, p.dW))
+
+
+def too_many_sub_gemms(h: AxisTilde, w: AxisTilde) -> str | None:
+    """Why the axes ``h``, ``w`` make more sub-GEMMs than a kernel takes, or None."""
+    nh, nw = len(h.phases()), len(w.phases())
+    if nh * nw <= MAX_SUB_GEMMS:
+        return None
+    return (f"{nh} x {nw} = {nh * nw} tilde sub-GEMMs (filter {h.filt}x{w.filt}, stride {h.stride}x{w.stride}, "
+            f"dilation {h.dilation}x{w.dilation}); a kernel takes at most {MAX_SUB_GEMMS} "
+            f"(one 76-byte record each in 64 KiB of constant memory)")
 
 
 def decompose(problem: ConvProblem) -> Decomposition:
     """Split a 2-D backward-data problem into its tilde sub-GEMMs.
 
-    Phases are enumerated ``i_ytilde`` outer, ``i_xtilde`` inner; phases with
-    ``YDotSlice * XDotSlice == 0`` (or an empty tilde slice) are skipped.
+    Phases are enumerated ``i_ytilde`` outer, ``i_xtilde`` inner; only the non-empty ones
+    (``YDotSlice * XDotSlice > 0`` and non-empty tilde slices, :meth:`AxisTilde.phases`) are
+    visited, so the work is O(sub-GEMMs), never O(YTilde * XTilde).
 
     Raises:
         ValueError: for a 3-D problem (this solver is 2-D only).
+        PerfConfigError: more than :data:`MAX_SUB_GEMMS` sub-GEMMs, so no config can run the
+            problem (:func:`too_many_sub_gemms` says so in O(1); applicability reports it as
+            ``TOO_MANY_SUB_GEMMS`` before any config is asked for).
     """
     if problem.is_3d:
         raise ValueError("tilde decomposition is implemented for 2-D problems only")
     p = problem
-    h = axis_tilde(p.Hi, p.Ho, p.Y, p.pH, p.sH, p.dH)
-    w = axis_tilde(p.Wi, p.Wo, p.X, p.pW, p.sW, p.dW)
+    h, w = axes(p)
+    too_many = too_many_sub_gemms(h, w)
+    if too_many:
+        raise PerfConfigError(too_many)
     subs = []
-    for iy in range(h.tilde):
+    for iy in h.phases():
         yds = h.dot_slice(iy)
-        for ix in range(w.tilde):
+        for ix in w.phases():
             xds = w.dot_slice(ix)
-            if yds * xds <= 0 or h.slice <= 0 or w.slice <= 0:
-                continue
             subs.append(SubGemm(
                 index=len(subs), i_ytilde=iy, i_xtilde=ix,
                 gemm_m=p.N * h.slice * w.slice, gemm_n=p.cpg, gemm_k=yds * xds * p.kpg,
@@ -170,25 +219,10 @@ def decompose(problem: ConvProblem) -> Decomposition:
                 dx_h_stride=h.stride, dx_h_offset=h.dx_offset(iy),
                 dx_w_stride=w.stride, dx_w_offset=w.dx_offset(ix),
             ))
-    return Decomposition(h, w, tuple(subs), _needs_zero_fill(p, subs))
-
-
-def _needs_zero_fill(p: ConvProblem, subs) -> bool:
-    """Whether some dX pixel is written by no sub-GEMM.
-
-    Exact for any stride/dilation/pad combination, in O(sub-GEMMs x (Hi + Wi)): a pixel is
-    covered iff its row is reached by a phase's row map and its column by the same phase's
-    column map. The non-empty phases are a product set ``{i_ytilde: YDotSlice > 0} x
-    {i_xtilde: XDotSlice > 0}`` and a phase's rows depend on ``i_ytilde`` alone (its columns
-    on ``i_xtilde`` alone), so the covered pixels are (union of rows) x (union of columns).
-    """
-    rows, cols = set(), set()
-    for s in subs:
-        rows.update(r for r in range(s.dx_h_offset, s.dx_h_offset + s.dx_h_stride * s.h_slice, s.dx_h_stride)
-                    if 0 <= r < p.Hi)
-        cols.update(c for c in range(s.dx_w_offset, s.dx_w_offset + s.dx_w_stride * s.w_slice, s.dx_w_stride)
-                    if 0 <= c < p.Wi)
-    return len(rows) * len(cols) < p.Hi * p.Wi
+    # Zero-fill verdict, exact for any stride/dilation/pad, in O(phases): a pixel is covered
+    # iff its row is written by a non-empty row phase and its column by a non-empty column
+    # phase (every pair of them is a sub-GEMM), so the covered pixels are (rows) x (columns).
+    return Decomposition(h, w, tuple(subs), not (h.covers_all() and w.covers_all()))
 
 
 cached_decompose = lru_cache(maxsize=256)(decompose)

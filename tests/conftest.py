@@ -100,6 +100,25 @@ def naive_dgrad(problem, dy, w):
     return dx
 
 
+def count_calls(fn):
+    """``(fn(), number of Python and C function calls it made)``: a measure of work that
+    does not depend on the machine's speed or load (tests of "work bounded by the problem's
+    size" compare these counts, never the clock)."""
+    n = 0
+
+    def profile(frame, event, arg):
+        nonlocal n
+        if event in ("call", "c_call"):
+            n += 1
+
+    sys.setprofile(profile)
+    try:
+        result = fn()
+    finally:
+        sys.setprofile(None)
+    return result, n
+
+
 @pytest.fixture
 def no_seed_env(monkeypatch):
     monkeypatch.delenv("MIOPEN_DEBUG_DRIVER_PRNG_SEED", raising=False)

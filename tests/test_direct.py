@@ -9,6 +9,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miopen_solver import layouts
 from miopen_solver.direct import (FIXED_SLOTS, MAX_ACC, POLICIES, DirectSpec, default_direct_config,
@@ -351,3 +353,13 @@ def test_policies_are_valid_for_bench_layers():
             assert is_valid_direct_config(p, SM90, c) == (True, ""), name
             s = make_direct_spec(p, SM90, c)
             assert s.config.warp_tile_n * s.config.warp_tile_m * s.vec <= MAX_ACC
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 60), st.integers(1, 6), st.integers(1, 9), st.integers(1, 80))
+def test_tap_phases_equal_the_phases_with_taps(pad, stride, dil, filt, size):
+    """The direct geometry visits only phases with a tap (O(filt), not O(stride)); the set
+    equals brute-force enumeration of every phase."""
+    from miopen_solver.direct import axis_taps, tap_phases
+    want = [r for r in range(min(stride, size)) if axis_taps(r, pad, stride, dil, filt)]
+    assert tap_phases(pad, stride, dil, filt, size) == want

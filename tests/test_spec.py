@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from miopen_solver.config import KernelSchedule
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.problem import ConvProblem
-from miopen_solver.spec import FIELDS, MAX_SPLIT_K, PerfConfig, is_valid_performance_config, make_spec, split_k_atomics_reason
+from miopen_solver.config import FIELDS
+from miopen_solver.spec import MAX_SPLIT_K, PerfConfig, is_valid_performance_config, make_spec, split_k_atomics_reason
 from miopen_solver.heuristics import FALLBACK_CONFIGS, TMA_DEFAULT, default_performance_config, heuristic_config
 from miopen_solver.target import PRESETS, get_target
 
@@ -60,7 +61,7 @@ def test_wgmma_field_is_optional_and_written_only_when_set():
             PerfConfig.parse(bad)
     # the 14th field is a KernelSchedule code; an unknown code is refused where it is read
     assert PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,3").schedule is KernelSchedule.WGMMA_TMA
-    for bad in ("-1", "4", "99"):
+    for bad in ("-1", "5", "99"):
         with pytest.raises(PerfConfigError, match=f"schedule={bad} is not a kernel schedule; allowed: 0 "):
             PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3," + bad)
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 from math import gcd
 from pathlib import Path
 
+from ..config import KernelSchedule
 from ..problem import ConvProblem
 from ..tma import tma_box_tiles
 
@@ -166,6 +167,8 @@ def emit(spec) -> KernelSource:
     Grid: x = tiles over all sub-GEMMs, or the persistent blocks (``spec.tile_blocks``),
     (+ zero-fill blocks), y = G, z = split_k.
     """
+    if spec.schedule is KernelSchedule.DIRECT:     # its own source (kernels/direct.cu)
+        return spec.emit()
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)

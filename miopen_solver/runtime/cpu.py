@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import layouts
 from ..config import KernelSchedule
+from ..problem import valid_range
 from ..target import Target, get_target
 from .base import BuildInfo, Engine, Timing, as_solution
 
@@ -48,13 +49,6 @@ cache while the taps accumulate into it."""
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
-
-
-def _valid_range(offset: int, stride: int, count: int, size: int) -> tuple:
-    """``[t0, t1)``: the ``t < count`` with ``0 <= t*stride + offset < size``."""
-    t0 = max(0, _ceil_div(-offset, stride))
-    t1 = min(count, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
-    return t0, max(t0, t1)
 
 
 def _dx_slice(offset: int, stride: int, t0: int, t1: int) -> slice:
@@ -72,12 +66,38 @@ def split_k_slices(gemm_k: int, tile_k: int, split_k: int) -> list:
     return [(j * q, min((j + 1) * q, gemm_k)) for j in range(split_k) if j * q < gemm_k]
 
 
+def live_taps(p, s) -> dict:
+    """The taps ``(ydot, xdot)`` of sub-GEMM ``s`` that read some dY pixel inside the tensor
+    for a dX pixel inside dX, each with the dY row and column ranges it reads there:
+    ``{(yd, xd): ((ho_lo, ho_hi), (wo_lo, wo_hi))}`` (inclusive). Every other tap reads only
+    dY's zero padding (a dilation or pad far past the image), so it adds nothing and is
+    skipped. O(YDotSlice + XDotSlice) range checks plus the product of the live ones."""
+    h0, h1 = valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, p.Hi)
+    w0, w1 = valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, p.Wi)
+    if h1 <= h0 or w1 <= w0:
+        return {}
+    rows = _live_reads(s.h_begin, h0, h1, s.y_dot_slice, s.dy_h_coeff, p.Ho)
+    cols = _live_reads(s.w_begin, w0, w1, s.x_dot_slice, s.dy_w_coeff, p.Wo)
+    return {(yd, xd): (r, c) for yd, r in rows.items() for xd, c in cols.items()}
+
+
+def _live_reads(begin: int, t0: int, t1: int, dots: int, coeff: int, size: int) -> dict:
+    """``{dot: (lo, hi)}``: the dY index range ``begin + t - dot*coeff`` for ``t`` in
+    ``[t0, t1)``, for the ``dot < dots`` whose range meets ``[0, size)``."""
+    out = {}
+    for dot in range(dots):
+        lo, hi = begin + t0 - dot * coeff, begin + t1 - 1 - dot * coeff
+        if hi >= 0 and lo < size:
+            out[dot] = (lo, hi)
+    return out
+
+
 def coverage_mask(problem, sub_gemms) -> np.ndarray:
     """``(Hi, Wi)`` bool: True where some sub-GEMM writes the pixel."""
     mask = np.zeros((problem.Hi, problem.Wi), dtype=bool)
     for s in sub_gemms:
-        h0, h1 = _valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, problem.Hi)
-        w0, w1 = _valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, problem.Wi)
+        h0, h1 = valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, problem.Hi)
+        w0, w1 = valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, problem.Wi)
         if h1 > h0 and w1 > w0:
             mask[_dx_slice(s.dx_h_offset, s.dx_h_stride, h0, h1),
                  _dx_slice(s.dx_w_offset, s.dx_w_stride, w0, w1)] = True
@@ -149,13 +169,18 @@ class CpuEngine(Engine):
     @staticmethod
     def _padded_dy(p, dy, subs):
         """dY as fp32 ``(N, Ho + pads, Wo + pads, K)`` with zero rows/columns wide enough that
-        every tap slice of every sub-GEMM is in bounds; returns it with the pads."""
-        ho_lo = min(s.h_begin - (s.y_dot_slice - 1) * s.dy_h_coeff for s in subs)
-        ho_hi = max(s.h_begin + s.h_slice - 1 for s in subs)
-        wo_lo = min(s.w_begin - (s.x_dot_slice - 1) * s.dy_w_coeff for s in subs)
-        wo_hi = max(s.w_begin + s.w_slice - 1 for s in subs)
-        pad_h = (max(0, -ho_lo), max(0, ho_hi - (p.Ho - 1)))
-        pad_w = (max(0, -wo_lo), max(0, wo_hi - (p.Wo - 1)))
+        every live tap slice (:func:`live_taps`) of every sub-GEMM is in bounds; returns it
+        with the pads. A live tap reads some dY row inside ``[0, Ho)`` over the sub-GEMM's
+        ``nh`` dX rows, so a pad is below ``nh <= Hi`` (likewise for columns): memory is
+        bounded by the tensors, not by how large a dilation or pad is."""
+        ho_lo = wo_lo = 0
+        ho_hi, wo_hi = p.Ho - 1, p.Wo - 1
+        for s in subs:
+            for (h_lo, h_hi), (w_lo, w_hi) in live_taps(p, s).values():
+                ho_lo, ho_hi = min(ho_lo, h_lo), max(ho_hi, h_hi)
+                wo_lo, wo_hi = min(wo_lo, w_lo), max(wo_hi, w_hi)
+        pad_h = (-ho_lo, ho_hi - (p.Ho - 1))
+        pad_w = (-wo_lo, wo_hi - (p.Wo - 1))
         out = np.zeros((p.N, p.Ho + sum(pad_h), p.Wo + sum(pad_w), p.K), dtype=np.float32)
         out[:, pad_h[0]:pad_h[0] + p.Ho, pad_w[0]:pad_w[0] + p.Wo] = layouts.dy_to_nhwc(p, dy)
         return out, pad_h, pad_w
@@ -170,12 +195,18 @@ class CpuEngine(Engine):
         pixel sequence ``n*Hp*Wp + (ho0 + htl)*Wp + wo0 + wtl`` -- one strided 2-D view
         (``Wp - nw`` junk columns per row are computed and dropped)."""
         G, kpg, cpg = p.G, p.kpg, p.cpg
-        h0, h1 = _valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, p.Hi)
-        w0, w1 = _valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, p.Wi)
+        h0, h1 = valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, p.Hi)
+        w0, w1 = valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, p.Wi)
         if h1 <= h0 or w1 <= w0:
             return
         # Only rows htl in [h0, h1) and columns wtl in [w0, w1) land in dX; the GPU computes
         # the halo rows too and masks their stores, which changes nothing written.
+        live = live_taps(p, s)                             # the others read only zeros
+        cols = _dx_slice(s.dx_w_offset, s.dx_w_stride, w0, w1)
+        if not live:  # every tap reads padding (dY may be narrower than the rows: no view)
+            if spec.split_k == 1:                          # split-K adds into a zeroed dX
+                dx[:, _dx_slice(s.dx_h_offset, s.dx_h_stride, h0, h1), cols] = 0
+            return
         nh, nw = h1 - h0, w1 - w0
         _, hp, wp, _ = dy_pad.shape
         img = hp * wp
@@ -187,8 +218,7 @@ class CpuEngine(Engine):
         pieces = []
         for k0, k1 in split_k_slices(len(taps) * kpg, spec.config.tile_k, spec.split_k):
             pieces.append([(t, max(k0, t * kpg) - t * kpg, min(k1, (t + 1) * kpg) - t * kpg)
-                           for t in range(len(taps)) if t * kpg < k1 and (t + 1) * kpg > k0])
-        cols = _dx_slice(s.dx_w_offset, s.dx_w_stride, w0, w1)
+                           for t in range(len(taps)) if t * kpg < k1 and (t + 1) * kpg > k0 and taps[t] in live])
         row_bytes = G * wp * cpg * 4                       # one output row (all groups), fp32
         rows_per = max(1, CHUNK_BYTES // row_bytes)
         if rows_per >= hp:                                 # whole images per chunk
@@ -206,6 +236,8 @@ class CpuEngine(Engine):
                 rows = _dx_slice(s.dx_h_offset, s.dx_h_stride, r0, r1)
                 for piece in pieces:
                     d = np.empty((G, alloc, cpg), dtype=np.float32)   # rows >= length: unused
+                    if not piece:                                     # no live tap: zeros
+                        d[:, :length] = 0
                     tmp = np.empty((G, length, cpg), dtype=np.float32)
                     for i, (t, ka, kb) in enumerate(piece):
                         yd, xd = taps[t]

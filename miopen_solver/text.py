@@ -1,0 +1,66 @@
+"""Text helpers every module shares: values in messages, lines of files.
+
+* :func:`shorten` cuts a value echoed in a message (an error names the value, and a flag
+  value or a path can be megabytes);
+* :func:`cut_values` applies it to every runaway value in a finished message (the one-line
+  errors and warnings of the CLI);
+* :func:`text_lines` splits a file's text into lines at ``"\\n"`` only (``str.splitlines``
+  also breaks at U+2028, U+0085, form feed and other characters that can sit inside a
+  line), after dropping a leading byte-order mark; a ``"\\r"`` before the ``"\\n"`` goes too.
+"""
+
+from __future__ import annotations
+
+import re
+
+CUT_LIMIT = 60
+"""Characters of a value a message shows before it is cut (:func:`shorten`)."""
+_CUT_SLACK = 20
+"""A value at most this much longer than the limit is shown whole (the ellipsis and the
+length would take about as much room as they save)."""
+
+
+def shorten(value, limit: int = CUT_LIMIT) -> str:
+    """``str(value)`` cut to ``limit`` characters for a message, with an ellipsis and the
+    full length, ``aaaa...aaa... (10000 characters)``; values up to ``limit + 20``
+    characters are shown whole. The one helper every message that echoes a value uses."""
+    text = str(value)
+    return text if len(text) <= limit + _CUT_SLACK else f"{text[:limit]}... ({len(text)} characters)"
+
+
+BOM = "\ufeff"
+
+
+def text_lines(text: str) -> list:
+    """The lines of a text file's contents: split at ``"\\n"`` only, a leading byte-order
+    mark dropped, a ``"\\r"`` ending a line dropped (CRLF files); no empty last line for a
+    final newline. Line ``n`` of the file is element ``n - 1``."""
+    if text.startswith(BOM):
+        text = text[len(BOM):]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+SHOWN_MAX = CUT_LIMIT + 40
+"""The longest text :func:`shorten` returns (60 characters, ``... (N characters)``)."""
+WORD_LIMIT = 4 * CUT_LIMIT
+"""An unquoted word longer than this is a runaway value (:func:`cut_values`); shorter ones
+(paths, problem keys, lists of names) are shown whole."""
+_QUOTED = re.compile(r"'([^']{%d,})'" % (SHOWN_MAX + 1))
+_LONG_WORD = re.compile(r"\S{%d,}" % (WORD_LIMIT + 1))
+
+
+def cut_values(message: str) -> str:
+    """``message`` with every runaway value cut by :func:`shorten`: a quoted value
+    (``'...'``, as ``repr`` shows one) longer than :data:`SHOWN_MAX` characters and any
+    other word longer than :data:`WORD_LIMIT`. A value :func:`shorten` already cut is left
+    as it is. The last line of defence of every one-line error and warning, for values a
+    message got from code that did not cut them itself (a click option, a library error)."""
+    def cut_word(m):
+        word = m.group(0)
+        value = word.rstrip(":;,")                   # keep the message's own punctuation
+        return shorten(value) + word[len(value):]
+
+    return _LONG_WORD.sub(cut_word, _QUOTED.sub(lambda m: f"'{shorten(m.group(1))}'", message))

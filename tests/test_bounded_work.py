@@ -1,0 +1,283 @@
+"""Work is bounded by the problem's size, never by a value's magnitude (design.md rule).
+
+A stride of 10^5 with a 3x3 filter has YTilde = 10^5 tilde phases per axis, of which only
+the first Y have taps: the decomposition, applicability, default config, kernel records,
+the CPU engine and the float64 reference must all see 3 x 3 sub-GEMMs, not 10^10 phases.
+Likewise a pad or dilation of 10^6 around a 1-pixel image must not allocate a 10^6-row
+buffer. Work is measured by counting Python and C function calls (the same on any machine,
+however busy) and memory by tracemalloc (numpy reports its buffers to it), never by the
+clock.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from math import gcd
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import count_calls, cpu_spec, naive_dgrad, random_inputs
+from miopen_solver import applicability as ap
+from miopen_solver.errors import PerfConfigError
+from miopen_solver.problem import ConvProblem
+from miopen_solver.reference import dgrad_reference
+from miopen_solver.runtime.cpu import CpuEngine
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import cached_decompose, is_valid_performance_config, PerfConfig
+from miopen_solver.target import get_target
+from miopen_solver.tilde import MAX_SUB_GEMMS, decompose
+
+ARCHS = ("gfx90a", "gfx942", "sm_80", "sm_90", "cpu")
+INT_MAX = 2**31 - 1
+
+
+def nhwc(**kw) -> ConvProblem:
+    base = dict(N=2, C=16, Hi=14, Wi=14, K=16, Y=3, X=3, pH=1, pW=1, dtype="fp16",
+                in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    return ConvProblem(**{**base, **kw})
+
+
+# ------------------------------------------------------------------ the tilde phases
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def brute_force_axis(size_in, size_out, filt, pad, stride, dil):
+    """Every tilde phase of one axis, by the definitions (CK's transform, module docstring
+    of miopen_solver.tilde), enumerated one by one: ``[(i, YDotSlice, slice, begin, dX
+    offset)]`` for the phases with taps and rows."""
+    tilde = stride // gcd(stride, dil)
+    htilde = size_out + _ceil(dil * (filt - 1), stride)
+    begin = max(0, pad - dil * (tilde - 1)) // stride
+    end = min(htilde, _ceil(pad + size_in - 1, stride) + 1)
+    out = []
+    for i in range(tilde):
+        dot_slice = max(0, _ceil(filt - i, tilde))
+        if dot_slice > 0 and end - begin > 0:
+            out.append((i, dot_slice, end - begin, begin, dil * i + stride * begin - pad))
+    return out
+
+
+def brute_force_sub_gemms(p):
+    rows = brute_force_axis(p.Hi, p.Ho, p.Y, p.pH, p.sH, p.dH)
+    cols = brute_force_axis(p.Wi, p.Wo, p.X, p.pW, p.sW, p.dW)
+    return [(iy, ix, p.N * hs * ws, yds * xds * p.kpg, hb, wb, ho, wo)
+            for iy, yds, hs, hb, ho in rows for ix, xds, ws, wb, wo in cols]
+
+
+def ours(p):
+    return [(s.i_ytilde, s.i_xtilde, s.gemm_m, s.gemm_k, s.h_begin, s.w_begin, s.dx_h_offset, s.dx_w_offset)
+            for s in decompose(p).sub_gemms]
+
+
+@st.composite
+def axis(draw, max_stride=12):
+    filt, stride, dil, pad = (draw(st.integers(1, 8)), draw(st.integers(1, max_stride)),
+                              draw(st.integers(1, 6)), draw(st.integers(0, 8)))
+    lo = max(1, dil * (filt - 1) + 1 - 2 * pad)
+    return filt, stride, dil, pad, draw(st.integers(lo, lo + 20))
+
+
+@settings(max_examples=300, deadline=None)
+@given(axis(), axis(), st.integers(1, 3))
+def test_phases_equal_the_brute_force_enumeration(ha, wa, n):
+    (Y, sH, dH, pH, Hi), (X, sW, dW, pW, Wi) = ha, wa
+    p = ConvProblem(N=n, C=4, Hi=Hi, Wi=Wi, K=6, Y=Y, X=X, pH=pH, pW=pW, sH=sH, sW=sW, dH=dH, dW=dW)
+    assert ours(p) == brute_force_sub_gemms(p)
+
+
+@pytest.mark.parametrize("stride", [10**4, 10**5, 2**20 + 7])
+def test_huge_strides_equal_the_brute_force_per_axis(stride):
+    # The brute force walks all YTilde phases of one axis (10^5 is fine); the 2-D product
+    # of 10^10 phases is what the solver must never walk.
+    p = nhwc(sH=stride, sW=stride - 1, dH=2, Y=3, X=5, pW=2)
+    assert ours(p) == brute_force_sub_gemms(p)
+    assert len(decompose(p).sub_gemms) == 3 * 5
+
+
+@pytest.mark.parametrize("stride", [10**5, 10**9, INT_MAX - 100])
+def test_a_huge_stride_costs_what_a_small_one_costs(stride):
+    """is_applicable, the default config, the solution and its kernel source: as many calls
+    at stride 10^9 as at stride Y + 1 (the same sub-GEMMs, 3 x 3 of them), on every arch."""
+    def work(p, arch):
+        cached_decompose.cache_clear()
+        t = get_target(arch)
+        verdict = DgradSolver().is_applicable(p, t)
+        assert verdict.ok, verdict
+        sol = DgradSolver().get_solution(p, t)
+        return len(sol.spec.sub_gemms), len(sol.kernels[0].source.text)
+
+    for arch in ARCHS:
+        work(nhwc(sH=4, sW=4), arch)                                     # warm caches and imports
+        (subs_small, _), small = count_calls(lambda: work(nhwc(sH=4, sW=4), arch))
+        (subs_huge, _), huge = count_calls(lambda: work(nhwc(sH=stride, sW=stride, Hi=3, Wi=3), arch))
+        assert subs_small == subs_huge == 9
+        assert huge <= 1.5 * small, (arch, small, huge)
+
+
+def test_the_zero_fill_verdict_is_counted_not_enumerated():
+    # Rows per phase are counted in O(1); a 2^30-row image costs nothing more than a small one.
+    small, n_small = count_calls(lambda: decompose(nhwc(Hi=30, Wi=30, sH=3, sW=3, Y=1, X=1, pH=0, pW=0)))
+    big, n_big = count_calls(lambda: decompose(nhwc(N=1, C=1, K=1, Hi=2**30, Wi=7, sH=3, sW=3, Y=1, X=1,
+                                                    pH=0, pW=0)))
+    assert small.needs_zero_fill and big.needs_zero_fill
+    assert n_big <= 1.5 * n_small
+
+
+# ------------------------------------------------------------------ TOO_MANY_SUB_GEMMS
+@pytest.mark.parametrize("arch", ARCHS)
+def test_too_many_sub_gemms_is_a_reason_found_without_decomposing(arch):
+    # 30 x 30 filter with stride 30: 900 sub-GEMMs > 862 (64 KiB of 76-byte records).
+    p = nhwc(Y=30, X=30, sH=30, sW=30, Hi=60, Wi=60, pH=0, pW=0, C=8, K=8)
+    v, calls = count_calls(lambda: DgradSolver().is_applicable(p, get_target(arch)))
+    assert v.codes == ("TOO_MANY_SUB_GEMMS",)
+    assert "30 x 30 = 900 tilde sub-GEMMs" in v.reasons[0].message and str(MAX_SUB_GEMMS) in v.reasons[0].message
+    assert calls < 2000
+    with pytest.raises(PerfConfigError, match="900 tilde sub-GEMMs"):
+        decompose(p)
+    ok, why = is_valid_performance_config(p, get_target(arch), PerfConfig(stages=2))   # never raises
+    assert not ok and "sub-GEMMs" in why
+    # 29 x 29 = 841 <= 862: applicable, and its kernel takes every record.
+    q = p.replace(Y=29, X=29, sH=29, sW=29)
+    assert DgradSolver().is_applicable(q, get_target(arch)).ok
+    assert len(decompose(q).sub_gemms) == 29 * 29 <= MAX_SUB_GEMMS
+    # a huge filter with stride 1 is one sub-GEMM: the limit is on phases, not taps
+    assert len(decompose(p.replace(sH=1, sW=1, Hi=30, Wi=30)).sub_gemms) == 1
+
+
+def test_the_limit_is_the_constant_table():
+    from miopen_solver.kernels.emit import SUB_FIELDS
+    assert MAX_SUB_GEMMS == 65536 // (len(SUB_FIELDS) * 4)
+
+
+# ------------------------------------------------------------------ INDEX_OVERFLOW of coordinates
+@pytest.mark.parametrize("arch", ARCHS)
+def test_coordinates_past_int32_are_not_applicable(arch):
+    t = get_target(arch)
+    # each value fits an int, the arithmetic the kernels do on them would not
+    cases = [
+        (nhwc(sH=INT_MAX, Hi=3), "2*(Hi + 2*pH) + sH = 2147483657"),
+        (nhwc(sW=INT_MAX - 5, Wi=1), "2*(Wi + 2*pW) + sW = 2147483648"),
+        (nhwc(pH=2**29, Hi=1, Y=1), "2*(Hi + 2*pH) + sH = 2147483651"),
+    ]
+    for p, needle in cases:
+        v = DgradSolver().is_applicable(p, t)
+        assert "INDEX_OVERFLOW" in v.codes and needle in str(v.reasons[0])
+    # just inside: 2*(Hi + 2*pH) + sH = 2^31 - 1
+    assert "INDEX_OVERFLOW" not in ap.check(nhwc(sH=INT_MAX - 2 * (3 + 2), Hi=3), t).codes
+    # GemmM with the dilation halo: N * HTildeSlice * WTildeSlice past 2^31 although the
+    # tensors are small (here 2 * 50002^2 rows for a 1-pixel dX)
+    halo = nhwc(N=2, Hi=1, Wi=1, Y=2, X=2, sH=2, sW=2, dH=200001, dW=200001, pH=100001, pW=100001)
+    v = ap.check(halo, t)
+    assert v.codes == ("INDEX_OVERFLOW",) and "GemmM = N*HTildeSlice*WTildeSlice" in v.reasons[0].message
+
+
+@settings(max_examples=300, deadline=None)
+@given(axis(max_stride=40), st.integers(1, 40))
+def test_every_coordinate_the_kernels_form_is_within_the_bound(a, size):
+    """The bound 2*(Hi + 2*pH) + sH covers every row index the kernels compute: dX rows
+    ``htl*sH + dx_offset`` (and the product ``htl*sH``), dY rows ``htilde - ydot*coeff``,
+    the naive reference's ``hi + pH - y*dH`` and the zero fill's ``hi + pH - dH*i``."""
+    filt, stride, dil, pad, _ = a
+    lo = max(1, dil * (filt - 1) + 1 - 2 * pad)
+    p = ConvProblem(N=1, C=1, Hi=lo + size, Wi=1, K=1, Y=filt, X=1, pH=pad, sH=stride, dH=dil)
+    bound = 2 * (p.Hi + 2 * p.pH) + p.sH
+    values = []
+    for s in decompose(p).sub_gemms:
+        for htl in range(s.h_slice):
+            values += [htl * s.dx_h_stride, htl * s.dx_h_stride + s.dx_h_offset]
+            values += [s.h_begin + htl - yd * s.dy_h_coeff for yd in range(s.y_dot_slice)]
+    for hi in range(p.Hi):
+        values += [hi + p.pH - y * p.dH for y in range(p.Y)]
+    assert max(abs(v) for v in values) <= bound
+
+
+# ------------------------------------------------------------------ CPU engine and reference
+def _memory_bound(p):
+    """What a run may allocate at the peak: a few float64 copies of the three tensors, plus
+    a megabyte of chunks and bookkeeping -- nothing that grows with a pad or dilation."""
+    return (1 << 20) + 16 * 8 * (p.dy_elems + p.dx_elems + p.w_elems)
+
+
+def _peak_bytes(fn):
+    tracemalloc.start()
+    try:
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("kw", [
+    dict(Y=3, X=3, pH=10**6, pW=10**6, dH=10**6, dW=10**6, Hi=1, Wi=1),        # dilation and pad
+    dict(Y=1, X=1, pH=10**6, pW=10**6, sH=10**6, sW=10**6, Hi=1, Wi=1),        # pad and stride
+    dict(Y=3, X=2, pH=10**6, pW=3, sH=3, sW=10**6, dH=999_999, dW=2, Hi=9, Wi=7),
+    dict(Y=2, X=2, pH=10**5 + 1, pW=1, sH=2, sW=1, dH=2 * 10**5 + 1, dW=1, Hi=1, Wi=4),   # phase 0 writes nothing
+])
+def test_engine_and_reference_with_huge_pads_and_dilations(kw):
+    """Equal to the textbook loops (conftest.naive_dgrad), in memory of the tensors' size
+    (the old code padded dY by the dilation and dX by the pad: 600 GiB here)."""
+    p = nhwc(N=2, C=3, K=2, dtype="fp32", **kw)
+    dy, w = random_inputs(p, seed=7)
+    want = naive_dgrad(p, dy, w)
+    ref, peak_ref = _peak_bytes(lambda: dgrad_reference(p, dy, w))
+    np.testing.assert_allclose(ref, want, rtol=1e-12, atol=1e-12)
+    spec = cpu_spec(p)
+    dx, peak_engine = _peak_bytes(lambda: CpuEngine().run(spec, dy, w))
+    np.testing.assert_allclose(dx.astype(np.float64), want, rtol=1e-5, atol=1e-6)
+    assert peak_ref < _memory_bound(p) and peak_engine < _memory_bound(p), (peak_ref, peak_engine)
+
+
+@st.composite
+def far_problems(draw):
+    """Small tensors, with pads, strides and dilations up to far past the image."""
+    big = st.one_of(st.integers(1, 4), st.integers(5, 10**6))
+    Y, X = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sH, sW, dH, dW = draw(big), draw(big), draw(big), draw(big)
+    pH, pW = draw(st.one_of(st.integers(0, 3), st.integers(4, 10**6))), draw(st.integers(0, 3))
+    Hi = max(1, dH * (Y - 1) + 1 - 2 * pH) + draw(st.integers(0, 3))
+    Wi = max(1, dW * (X - 1) + 1 - 2 * pW) + draw(st.integers(0, 3))
+    if Hi > 12 or Wi > 12:
+        Hi, pH = 1 + draw(st.integers(0, 3)), (dH * (Y - 1) + 1) // 2 + draw(st.integers(0, 3))
+        Wi, pW = 1 + draw(st.integers(0, 3)), (dW * (X - 1) + 1) // 2 + draw(st.integers(0, 3))
+    return ConvProblem(N=1, C=2, Hi=Hi, Wi=Wi, K=2, Y=Y, X=X, pH=pH, pW=pW, sH=sH, sW=sW, dH=dH, dW=dW,
+                       in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+@settings(max_examples=120, deadline=None)
+@given(far_problems())
+def test_engine_and_reference_far_values_property(p):
+    dy, w = random_inputs(p, seed=1)
+    want = naive_dgrad(p, dy, w)
+    ref, peak = _peak_bytes(lambda: dgrad_reference(p, dy, w))
+    np.testing.assert_allclose(ref, want, rtol=1e-12, atol=1e-12)
+    dx, peak_engine = _peak_bytes(lambda: CpuEngine().run(cpu_spec(p), dy, w))
+    np.testing.assert_allclose(dx.astype(np.float64), want, rtol=1e-5, atol=1e-6)
+    assert peak < _memory_bound(p) and peak_engine < _memory_bound(p)
+
+
+# ------------------------------------------------------------------ the driver, end to end
+HUGE_STRIDE = ("convfp16 -n 1 -c 8 -H 14 -W 14 -k 8 -y 3 -x 3 -p 1 -q 1 -u 100000 -v 100000 -l 1 -j 1 -g 1 "
+               "-F 2 -t 1 -i 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+
+
+def test_a_huge_stride_line_runs_applies_and_batches(capsys, tmp_path, monkeypatch):
+    """The issue's reproducers: applicable answered in 51 s (-u 10000), a run with --timeout 1
+    and -u 100000 never finished and one such line stalled a whole batch. The worker
+    timeout here is generous (this is not a speed test); the library's share is counted
+    above."""
+    from driver.cli import main
+    monkeypatch.setenv("MIOPEN_DGRAD_PERFDB", str(tmp_path / "perfdb.sqlite"))
+    assert main(["applicable", *HUGE_STRIDE.split()]) == 0
+    assert "applicable" in capsys.readouterr().out
+    assert main([*HUGE_STRIDE.split(), "--backend", "cpu", "--timeout", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "Verifies OK on CPU reference" in out and "stats: bwdd-conv3x3u100000" in out
+    path = tmp_path / "lines.txt"
+    path.write_text(HUGE_STRIDE + "\n" + HUGE_STRIDE.replace("100000", "2") + "\n")
+    assert main(["batch", str(path), "--backend", "cpu", "--timeout", "120"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "Summary: 2 ok"
