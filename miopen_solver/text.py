@@ -48,7 +48,9 @@ SHOWN_MAX = CUT_LIMIT + 40
 WORD_LIMIT = 4 * CUT_LIMIT
 """An unquoted word longer than this is a runaway value (:func:`cut_values`); shorter ones
 (paths, problem keys, lists of names) are shown whole."""
-_QUOTED = re.compile(r"'([^']{%d,})'" % (SHOWN_MAX + 1))
+_QUOTED = re.compile(r"(?<![\w'])'([^']{%d,})'(?![\w'])" % (SHOWN_MAX + 1))
+"""A quoted value: its quotes stand alone (``''`` followed later by ``'-'`` is two short
+values, not one long one between them)."""
 _LONG_WORD = re.compile(r"\S{%d,}" % (WORD_LIMIT + 1))
 
 

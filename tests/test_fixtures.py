@@ -24,6 +24,7 @@ from miopen_solver.command import parse
 from miopen_solver.errors import MiopenCommandError
 from miopen_solver.problem import ConvProblem
 from miopen_solver.runtime.cpu import CpuEngine
+from miopen_solver.spec import DgradSpec
 from miopen_solver.target import get_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -183,7 +184,7 @@ def test_a_change_to_one_class_of_kernels_moves_only_that_class(monkeypatch):
     (compared with the records computed before the change, not with the golden)."""
     chosen = [f for f in ALL if "parse_error" not in f.expect][::4]
     before = {f.id: fx.compute(f.command, numerics=False) for f in chosen}
-    real = kernels.emit
+    real = DgradSpec.emit
 
     def emit_with_extra_define(spec):
         src = real(spec)
@@ -192,7 +193,7 @@ def test_a_change_to_one_class_of_kernels_moves_only_that_class(monkeypatch):
         return dataclasses.replace(src, defines=src.defines + (("DG_EXTRA", 1),),
                                    text=src.text + "\n// extra", sha256="0" * 64)
 
-    monkeypatch.setattr(kernels, "emit", emit_with_extra_define)
+    monkeypatch.setattr(DgradSpec, "emit", emit_with_extra_define)
     expected, moved = set(), set()
     for f in chosen:
         for arch, t in before[f.id]["targets"].items():
@@ -253,9 +254,12 @@ def test_golden_records_hold_hand_checked_facts():
     # Mixed layouts (perf-model lines that set only --out_layout NHWC): LAYOUT, no numerics.
     e = BY_ID["resnet50v15_fp16_l115_3x3_s2_p0x0_c512k512_15_outnhwc"].expect
     assert e["targets"]["sm_90"]["reasons"] == ["LAYOUT"] and "LAYOUT" in e["numerics"]["skipped"]
-    # Depthwise NHWC: applicable with the DEPTHWISE note.
+    # Depthwise NHWC: applicable; on gfx942 with the DEPTHWISE note (GEMMs), on sm_90 the
+    # direct schedule (no note).
     e = BY_ID["nhwc_mobilenet_fp32_3x3_dw_c32k32_112"].expect
-    assert e["targets"]["sm_90"]["applicable"] and e["targets"]["sm_90"]["notes"] == ["DEPTHWISE"]
+    assert e["targets"]["gfx942"]["applicable"] and e["targets"]["gfx942"]["notes"] == ["DEPTHWISE"]
+    assert e["targets"]["sm_90"]["notes"] == [] and e["targets"]["sm_90"]["perf_config"].endswith(",4")
+    assert e["targets"]["sm_90"]["kernel_name"].startswith("dgrad_direct_sm_90_fp32_")
     # 3-D: SPATIAL_DIM, numerics skipped.
     e = BY_ID["miopen926_3d_rejected"].expect
     assert "SPATIAL_DIM" in e["targets"]["gfx942"]["reasons"] and "skipped" in e["numerics"]

@@ -19,12 +19,14 @@ from miopen_solver.runtime.cache import MAGIC, BinaryCache, pack_entry, unpack_e
 from miopen_solver.runtime.gpu import GpuEngine
 from test_gpu_engine import FakeRuntime, _inputs, _spec
 
+from miopen_solver.solver import solution_of
+
 LINE = "convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1"
 BINARY = b"\x7fELF" + bytes(range(256)) * 4
 
 
 def built(directory):
-    """``(runtime, engine, Loaded)`` after building LINE's kernel with a fresh engine."""
+    """``(runtime, engine, BuildInfo)`` after building LINE's kernel with a fresh engine."""
     rt = FakeRuntime()
     eng = GpuEngine(rt, BinaryCache(directory))
     return rt, eng, eng.build(_spec(LINE))
@@ -66,7 +68,7 @@ def test_a_bad_entry_is_deleted_and_recompiled(tmp_path, kind):
     entry.write_bytes(bad)
     rt2, eng2, second = built(tmp_path)                      # the bad entry is not handed to load
     assert rt2.compiles == 1 and not second.cache_hit
-    assert ("load", second.source.name) in rt2.calls
+    assert ("load", _spec(LINE).kernel_name) in rt2.calls
     assert entry.read_bytes() == good                         # rewritten whole
     warnings = eng2.take_warnings()
     assert len(warnings) == 1 and f"kernel cache entry {entry} is unusable ({why}" in warnings[0]
@@ -126,7 +128,7 @@ def test_a_failed_store_is_a_warning_not_a_failed_build(tmp_path, monkeypatch):
     rt = FakeRuntime()
     eng = GpuEngine(rt, BinaryCache(tmp_path))
     k = eng.build(_spec(LINE))
-    assert rt.compiles == 1 and ("load", k.source.name) in rt.calls
+    assert rt.compiles == 1 and ("load", _spec(LINE).kernel_name) in rt.calls
     (warning,) = eng.take_warnings()
     assert warning.startswith("kernel cache entry ") and "not stored (cannot write (No space left" in warning
 
@@ -136,8 +138,7 @@ def test_the_timing_worker_passes_the_warnings_on(tmp_path):
     spec = _spec(LINE)
     state = workers._State()
     state.engines["cuda"] = GpuEngine(FakeRuntime(), BinaryCache(unusable("a regular file", tmp_path)))
-    job = workers.make_job("timing", problem=spec.problem, target=spec.target,
-                           perf_config=spec.config.serialize(), backend="cuda", seed=1, iters=2)
+    job = workers.make_job("timing", solution=solution_of(spec), backend="cuda", seed=1, iters=2)
     rec = workers._do_timing(job, state)
     assert len(rec["warnings"]) == 1 and "compiling without a cache" in rec["warnings"][0]
 

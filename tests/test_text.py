@@ -74,3 +74,15 @@ def test_fixture_files_read_after_a_bom_and_by_newline(tmp_path):
     rec = {**first.record(), "source": "a\u2028b\x85c"}          # raw inside a JSON string
     path.write_text(fx.dumps(rec) + "\n", encoding="utf-8")
     assert [f.source for f in fx.load_file(path)] == ["a\u2028b\x85c"]
+
+
+def test_cut_values_sees_two_short_quoted_values_not_one_long_one():
+    """``''`` and, later, ``'-'`` in one message are two values; the text between their
+    quotes is the message, never cut (a merged-branch regression: the allowed list of an
+    empty --csv was cut in half)."""
+    from miopen_solver.text import cut_values
+    m = ("--csv '': empty (no file named); allowed: a file path in an existing, writable directory, "
+         "'/dev/stdout' or a character device, or '-' for stdout")
+    assert cut_values(m) == m
+    long = "x" * 500
+    assert cut_values(f"--perf-config '{long}': bad") == f"--perf-config '{'x' * 60}... (500 characters)': bad"
