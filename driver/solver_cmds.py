@@ -165,7 +165,7 @@ def applicable_cmd(arch, as_json, line):
 @click.command("config", context_settings=_SETTINGS)
 @click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
 @click.option("--perf-config", "perf_config", default=None,
-              help="Serialised PerfConfig (tile_m,tile_n,...,stages[,wgmma]) to resolve.")
+              help="Serialised PerfConfig (tile_m,tile_n,...,stages[,schedule]) to resolve.")
 @click.option("--perfdb", default=None, help="Perf-db file to look the problem up in.")
 @click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Do not consult a perf-db.")
 @click.option("--kouter", default=None, help="As for a run: auto, on or off (lds_k_outer).")
@@ -201,10 +201,10 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, l
                                         perfdb_label=perfdb_label(opts.get("perfdb")), kouter=settings[0],
                                         split_k=settings[1], resolve_split_k=False)
     except PerfConfigError as e:
-        cfg = given or solver.get_default_performance_config(problem, target)
+        shown = e.config.serialize() if e.config is not None else None     # the config the solver refused
         doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
-               "valid": False, "perf_config": cfg.serialize(), "reason": str(e)}
-        _emit(doc, as_json, f"invalid perf config {cfg.serialize()} for {target.arch}: {e}")
+               "valid": False, "perf_config": shown, "reason": str(e)}
+        _emit(doc, as_json, f"invalid perf config {shown} for {target.arch}: {e}")
         raise SystemExit(1)
     for text in solution.warnings:
         warn(text)

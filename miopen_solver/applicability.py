@@ -53,10 +53,10 @@ Notes (``Verdict.notes``) describe an applicable problem without blocking it:
 
 ``DEPTHWISE``
     ``G > 1`` with ``cpg == kpg == 1`` **is applicable** (like MIOpen's CK solver 155; rocKE
-    rejects it). On NVIDIA targets the default runs it on the direct schedule
-    (:mod:`miopen_solver.direct`) and there is no note; elsewhere (and where the direct
-    schedule does not serve it) it runs as correct GEMMs with GemmN = 1, so most of each
-    MMA's columns are masked work: slow, not wrong.
+    rejects it). Where the default config is a GEMM schedule it runs as correct GEMMs with
+    GemmN = 1, so most of each MMA's columns are masked work: slow, not wrong. Where the
+    default is the direct schedule (:mod:`miopen_solver.direct`; NVIDIA targets) there is no
+    note.
 
 There is no ``ALIGNMENT`` reason: vector widths are caps that clamp down to 1 element
 (:mod:`miopen_solver.vectors`), so no channel count or tensor shape is refused for
@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from .command import describe_directions
 from .errors import PerfConfigError
 from .problem import DTYPE_BYTES, ConvProblem
-from .direct import direct_reason
+from .config import KernelSchedule
 from .heuristics import default_performance_config
 from .target import Target
 from .tilde import axes, too_many_sub_gemms
@@ -228,7 +228,7 @@ def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) ->
         if too_many:
             reasons.append(Reason(TOO_MANY_SUB_GEMMS, too_many))
     notes = ()
-    if problem.is_depthwise and not (target.vendor == "nvidia" and direct_reason(problem, target) is None):
+    if problem.is_depthwise:
         notes = (Reason(DEPTHWISE, f"depthwise (G={problem.G}, cpg=kpg=1) runs as GEMMs with "
                                    f"GemmN=1 on {target.arch}: correct, but most MMA columns are masked work"),)
     return Verdict(not reasons, tuple(reasons), notes)
@@ -251,7 +251,9 @@ def is_applicable(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_
     if not verdict.ok:
         return verdict
     try:
-        default_performance_config(problem, target)
+        default = default_performance_config(problem, target)
     except PerfConfigError as e:
         return Verdict(False, (Reason(NO_VALID_CONFIG, str(e)),), verdict.notes)
+    if default.schedule is KernelSchedule.DIRECT:      # the note is about GEMMs: the default is not one
+        return Verdict(True, (), tuple(n for n in verdict.notes if n.code != DEPTHWISE))
     return verdict

@@ -14,13 +14,15 @@ read the same.
 ``vector_size_*`` are caps (0 = as wide as allowed), ``split_k`` is -1 (choose) or >= 1,
 ``lds_k_outer`` is -1 (auto), 0 (off, B tile stored m-outer) or 1 (on, k-outer). What each
 field means for a schedule, and which values it takes, is the schedule's rule set
-(:mod:`miopen_solver.schedules`).
+(:mod:`miopen_solver.spec` for the GEMM schedules, :mod:`miopen_solver.tma`,
+:mod:`miopen_solver.direct`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass
 
 from .errors import PerfConfigError
@@ -65,9 +67,14 @@ class KernelSchedule(enum.IntEnum):
         return self is KernelSchedule.WGMMA_TMA
 
     @property
+    def slug(self) -> str:
+        """The schedule's name in text and JSON: ``warp-mma``, ``wgmma-tma``, ``direct``."""
+        return self.name.lower().replace("_", "-")
+
+    @property
     def label(self) -> str:
         """The name used in messages: ``schedule 3 (wgmma-tma)``."""
-        return f"schedule {int(self)} ({self.name.lower().replace('_', '-')})"
+        return f"schedule {int(self)} ({self.slug})"
 
     @classmethod
     def from_code(cls, code) -> "KernelSchedule":
@@ -79,10 +86,12 @@ class KernelSchedule(enum.IntEnum):
         try:
             return cls(code)
         except ValueError:
-            known = ", ".join(f"{int(s)} ({s.name.lower().replace('_', '-')})" for s in cls)
+            known = ", ".join(f"{int(s)} ({s.slug})" for s in cls)
             raise PerfConfigError(f"perf config field schedule={code!r} is not a kernel schedule; "
                                   f"allowed: {known}") from None
 
+
+_INTEGER = re.compile(r"-?[0-9]+")
 
 FIELDS = ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp_tile_n",
           "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages", "schedule")
@@ -146,17 +155,15 @@ class PerfConfig:
             raise PerfConfigError(f"perf config is empty; expected {required} comma-separated integers: {expected}")
         parts = [p.strip() for p in body.split(",")]
         if not required <= len(parts) <= len(FIELDS):
-            shown = text if len(text) <= 60 else text[:57] + "..."
-            raise PerfConfigError(f"perf config {shown!r} has {len(parts)} fields; expected {required} or "
+            raise PerfConfigError(f"perf config has {len(parts)} fields; expected {required} or "
                                   f"{len(FIELDS)}: {expected}")
         vals = {}
         for name, p in zip(FIELDS, parts):
             if len(p) > 20:
                 raise PerfConfigError(f"perf config field {name}={p[:20]!r}... is too long for an integer")
-            try:
-                vals[name] = int(p, 10)
-            except ValueError:
-                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer") from None
+            if not _INTEGER.fullmatch(p):       # MIOpen reads decimal ASCII: no '+', '_' or other digits
+                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer")
+            vals[name] = int(p, 10)
         return cls(**vals)
 
     def replace(self, **kw) -> "PerfConfig":

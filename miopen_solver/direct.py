@@ -10,9 +10,8 @@ coordinates ``(hi div sH, wi div sW)``; in phase ``r`` along an axis the valid t
 ``(r + pad - t*dil) // stride`` (:func:`axis_taps`). Blocks own pixels of one phase, so
 the kernel never tests a tap's divisibility in its inner loop.
 
-Config slots. The schedule travels as the project's 13-field
-:class:`~miopen_solver.spec.PerfConfig` (the 14th, schedule, field is the integrator's and
-is neither read nor set here). Mapping:
+Config slots. The schedule travels as a :class:`~miopen_solver.config.PerfConfig` whose
+14th field is :attr:`KernelSchedule.DIRECT` (4); the other 13 slots mean:
 
 ==================  ===================================================================
 slot                meaning for ``direct``
@@ -213,10 +212,10 @@ class DirectSpec:
     cblocks: int
     ws_pitch: int            # floats per staged filter tap
     ws_bytes: int
-    stage_rows: int          # staged dY rows (max over phases; 0 without staging)
     stage_cols: int
     lds_bytes: int
-    idx64: bool
+    idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements: refused today by
+                             # INDEX_OVERFLOW, kept for the split-N/64-bit work of large tensors)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -283,14 +282,14 @@ class DirectSpec:
         """Plain data (JSON-ready) describing the resolved spec."""
         return {
             "kernel_name": self.kernel_name,
-            "schedule": "direct",
+            "schedule": self.schedule.slug,
             "problem_key": self.problem.problem_key(),
             "arch": self.target.arch,
             "perf_config": self.config.serialize(),
             "threads": self.block_threads,
             "grid": list(self.grid),
-            "block_tile": [self.tqh, self.tqw, self.tn],
-            "thread_tile": [self.tph, self.tpw, self.vec],
+            "block_tile": {"rows": self.tqh, "columns": self.tqw, "channels": self.tn},
+            "thread_tile": {"rows": self.tph, "columns": self.tpw, "channels": self.vec},
             "vector_dy": self.ly,
             "vector_dx": self.lx,
             "dy_path": "lds" if self.stage else "l1",
@@ -420,7 +419,7 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     return DirectSpec(problem=p, target=t, config=c, vec=v, tn=c.tile_n, tqw=c.tile_m, tqh=c.tile_k,
                       tpw=tpw, tph=tph, stage=stage, ct=ct, twt=twt, tht=tht, ny=ny, tny=tny, ly=ly,
                       lys=lys, lx=lx, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h, tiles_w=tiles_w,
-                      cblocks=cblocks, ws_pitch=ws_pitch, ws_bytes=ws_bytes, stage_rows=srows,
+                      cblocks=cblocks, ws_pitch=ws_pitch, ws_bytes=ws_bytes,
                       stage_cols=scols, lds_bytes=lds, idx64=idx64)
 
 
@@ -526,7 +525,6 @@ def policy_config(problem: ConvProblem, target: Target, policy: Policy) -> PerfC
     while tph * tpw * v > MAX_ACC and tpw > 1:
         tpw //= 2
     ny = max(v // p.cpg, 1) * p.kpg
-    nph_w = min(p.sW, p.Wi)
     while tpw > 1 and max((used_columns(r, p.pW, p.sW, p.dW, p.X, tpw)
                            for r in tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)), default=0) * ny > MAX_WIN:
         tpw //= 2

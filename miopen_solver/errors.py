@@ -53,7 +53,16 @@ class MiopenCommandError(ValueError):
 
 
 class PerfConfigError(ValueError):
-    """A performance-config string or value that is malformed or invalid for a problem."""
+    """A performance-config string or value that is malformed or invalid for a problem.
+
+    Attributes:
+        config: the :class:`~miopen_solver.config.PerfConfig` that was refused, when there
+            was one (``DgradSolver.find_solution`` sets it; None for text that did not parse).
+    """
+
+    def __init__(self, message: str, config=None):
+        super().__init__(message)
+        self.config = config
 
 
 class CompileError(RuntimeError):

@@ -413,7 +413,7 @@ def numerics_record(problem: ConvProblem, engine) -> dict:
     if q.is_3d or q.mode != "conv":
         rec["skipped"] = "the reference covers 2-D convolutions in mode conv only"
         return rec
-    target = getattr(engine, "target", None) or get_target("cpu")
+    target = engine.target
     if target.is_gpu and not q.all_nhwc:
         rec["skipped"] = (f"GPU numerics run NHWC problems only (dX {q.in_layout}, "
                           f"dY {q.out_layout}, W {q.fil_layout})")
@@ -569,8 +569,8 @@ class Result:
 
 
 def _live_target_note(engine) -> str | None:
-    target = getattr(engine, "target", None)
-    if target is None or not target.is_gpu:
+    target = engine.target
+    if not target.is_gpu:
         return None
     try:
         preset = get_target(target.arch)
@@ -595,7 +595,7 @@ def replay(fixture: Fixture, engine=None) -> Result:
     if engine is None:
         from .runtime import get_engine
         engine = get_engine("cpu")
-    on_gpu = getattr(getattr(engine, "target", None), "is_gpu", False)
+    on_gpu = engine.target.is_gpu
     t0 = time.perf_counter()
     notes = []
     try:

@@ -152,7 +152,7 @@ depthwise multipliers and small-cpg grouped layers): on the H200 it ran every su
 padding (bench/RESULTS.md). Larger cpg keeps the GEMM default until measured."""
 
 
-def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
+def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
     NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
@@ -174,8 +174,11 @@ def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
       lds_k_outer automatic.
     """
     p, t = problem, target
-    if t.vendor == "nvidia" and p.cpg <= DIRECT_DEFAULT_MAX_CPG and direct_reason(p, t) is None:
-        return default_direct_config(p, t)
+    if allow_direct and t.vendor == "nvidia" and p.cpg <= DIRECT_DEFAULT_MAX_CPG and direct_reason(p, t) is None:
+        try:
+            return default_direct_config(p, t)
+        except PerfConfigError:     # no direct tile fits the launch limits: the GEMM default
+            pass
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
         return measured_nvidia_config(p, t)
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
@@ -198,15 +201,16 @@ def heuristic_config(problem: ConvProblem, target: Target) -> PerfConfig:
                       lds_k_outer=-1, stages=3 if t.async_copy else 2)
 
 
-def default_performance_config(problem: ConvProblem, target: Target) -> PerfConfig:
+def default_performance_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True) -> PerfConfig:
     """MIOpen's GetDefaultPerformanceConfig: :func:`heuristic_config`, or the first of
-    :data:`FALLBACK_CONFIGS` that validates.
+    :data:`FALLBACK_CONFIGS` that validates. ``allow_direct=False`` asks for the default of
+    the GEMM schedules only (what a setting the direct schedule cannot take falls back to).
 
     Raises:
         PerfConfigError: no candidate validates; the message gives each candidate's reason.
     """
     reasons = []
-    for cfg in (heuristic_config(problem, target),) + FALLBACK_CONFIGS:
+    for cfg in (heuristic_config(problem, target, allow_direct=allow_direct),) + FALLBACK_CONFIGS:
         ok, why = is_valid_performance_config(problem, target, cfg)
         if ok:
             return cfg

@@ -170,18 +170,26 @@ def block_bytes(problem: ConvProblem, pixels: int) -> int:
     return pixels * pixel_bytes(p) + 2 * SLAB_PIXELS * 8 * (p.K + p.C) + 8 * p.K * p.cpg
 
 
-def reference_blocks(problem: ConvProblem, budget: int = BLOCK_BYTES) -> list:
-    """``[(n0, n1, h0, h1), ...]``: the blocks of dX, in NHWC order, that
-    :func:`verify_reference` computes one at a time -- as many whole images as fit in
-    ``budget`` bytes (:func:`pixel_bytes`), else rows of one image (at least one row)."""
+def block_shape(problem: ConvProblem, budget: int | None = None) -> tuple:
+    """``(images, rows)`` of the blocks :func:`reference_blocks` cuts: as many whole images as
+    fit in ``budget`` bytes (:func:`pixel_bytes`; default :data:`BLOCK_BYTES`), else rows of
+    one image (at least one row). ``(N, Hi)`` is the whole dX in one block."""
     p = problem
-    pixels = max(1, budget // pixel_bytes(p))
+    pixels = max(1, (BLOCK_BYTES if budget is None else budget) // pixel_bytes(p))
     image = p.Hi * p.Wi
     if pixels >= image:
-        nb = min(p.N, pixels // image)
-        return [(n, min(p.N, n + nb), 0, p.Hi) for n in range(0, p.N, nb)]
-    hb = max(1, pixels // p.Wi)
-    return [(n, n + 1, h, min(p.Hi, h + hb)) for n in range(p.N) for h in range(0, p.Hi, hb)]
+        return min(p.N, pixels // image), p.Hi
+    return 1, max(1, pixels // p.Wi)
+
+
+def reference_blocks(problem: ConvProblem, budget: int | None = None):
+    """The blocks ``(n0, n1, h0, h1)`` of dX, in NHWC order, that :func:`verify_reference`
+    computes one at a time (:func:`block_shape`); a generator."""
+    p = problem
+    nb, hb = block_shape(p, budget)
+    for n in range(0, p.N, nb):
+        for h in range(0, p.Hi, hb):
+            yield n, min(p.N, n + nb), h, min(p.Hi, h + hb)
 
 
 # --------------------------------------------------------------------- the metric
@@ -304,7 +312,7 @@ def _tolerance(problem: ConvProblem, tolerance) -> float:
 
 
 def verify(problem: ConvProblem, dx: np.ndarray, dx_ref: np.ndarray, tolerance: float | None = None,
-           *, budget: int = BLOCK_BYTES) -> Verdict:
+           *, budget: int | None = None) -> Verdict:
     """Compare ``dx`` (any float dtype, ``problem.in_layout``) with ``dx_ref`` block by block
     (:func:`reference_blocks` of ``budget`` bytes: the float64 copies of one block at a time).
 
@@ -327,7 +335,7 @@ def verify(problem: ConvProblem, dx: np.ndarray, dx_ref: np.ndarray, tolerance: 
 
 
 def verify_reference(problem: ConvProblem, dx: np.ndarray, dy: np.ndarray, w: np.ndarray,
-                     tolerance: float | None = None, *, budget: int = BLOCK_BYTES) -> Verdict:
+                     tolerance: float | None = None, *, budget: int | None = None) -> Verdict:
     """``verify(problem, dx, dgrad_reference(problem, dy, w))`` -- the same verdict, bit for
     bit -- with the reference computed and compared one block of at most ``budget`` bytes at
     a time (:func:`reference_blocks`), so the whole float64 reference is never held.

@@ -152,14 +152,13 @@ class Solution:
                 "kernels": [k.as_dict() for k in self.kernels],
                 "workspace_bytes": self.workspace_bytes, "spec": self.spec.as_dict()}
 
-    def to_record(self, *, with_source: bool = True) -> dict:
+    def to_record(self) -> dict:
         """Plain data for a worker process: the spec with every resolved value, the kernels'
-        launch shapes and (``with_source``) their emitted sources, so the worker compiles
-        and launches what was decided here without validating, choosing or emitting."""
+        launch shapes and their emitted sources, so the worker compiles and launches what was
+        decided here without validating, choosing or emitting."""
         return {"perf_config": self.perf_config.serialize(), "spec": self.spec.to_record(),
                 "zero_fill": self.zero_fill.as_dict(), "workspace_bytes": self.workspace_bytes,
-                "kernels": [{**k.as_dict(), "source": k.source.to_record() if with_source else None}
-                            for k in self.kernels],
+                "kernels": [{**k.as_dict(), "source": k.source.to_record()} for k in self.kernels],
                 "source": self.source, "notes": list(self.notes), "warnings": list(self.warnings),
                 "tuned_ms": self.tuned_ms, "perfdb_path": self.perfdb_path}
 
@@ -171,8 +170,7 @@ class Solution:
         kernels = []
         for k in rec["kernels"]:
             launch = KernelLaunch(k["name"], tuple(k["grid"]), tuple(k["block"]), int(k["lds_bytes"]), spec)
-            if k.get("source") is not None:
-                launch.__dict__["source"] = KernelSource.from_record(k["source"])  # the cached_property's slot
+            launch.__dict__["source"] = KernelSource.from_record(k["source"])  # the cached_property's slot
             kernels.append(launch)
         z = rec["zero_fill"]
         return cls(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM,
@@ -240,20 +238,6 @@ class DgradSolver:
             return 0
         return make_spec(problem, target, config).workspace_bytes
 
-    def find_performance_config(self, problem: ConvProblem, target: Target,
-                                perfdb=None) -> tuple:
-        """``(config, source)``: the perf-db record for this problem, arch and solver when it
-        exists and validates (source ``"perfdb"``), else the default (``"default"``).
-
-        Raises:
-            PerfConfigError: no default validates.
-        """
-        if perfdb is not None:
-            cfg, _, _ = self.lookup_performance_config(problem, target, perfdb)
-            if cfg is not None:
-                return cfg, "perfdb"
-        return self.get_default_performance_config(problem, target), "default"
-
     def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
                                   arch: str | None = None) -> tuple:
         """The perf-db record for ``problem`` under ``arch`` (default ``target.arch``) and
@@ -318,21 +302,24 @@ class DgradSolver:
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
-        if split_k is not None and not (split_k == -1 or 1 <= split_k <= MAX_SPLIT_K):
-            raise PerfConfigError(f"--split-k {split_k}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
-        if kouter is not None and kouter not in KOUTER:
-            raise PerfConfigError(f"--kouter {kouter}: allowed: {', '.join(KOUTER)}")
+        if split_k is not None and (isinstance(split_k, bool) or not isinstance(split_k, int)
+                                    or not (split_k == -1 or 1 <= split_k <= MAX_SPLIT_K)):
+            raise PerfConfigError(f"--split-k {split_k!r}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
+        if kouter is not None and (not isinstance(kouter, str) or kouter not in KOUTER):
+            raise PerfConfigError(f"--kouter {kouter!r}: allowed: {', '.join(KOUTER)}")
         given = ([f"--perf-config {str(perf_config)!r}"] if perf_config is not None else []) + \
             ([f"--kouter {kouter}"] if kouter is not None else []) + \
             ([f"--split-k {split_k}"] if split_k is not None else [])
+        choice = _Choice()
         try:
             choice = self._choose(problem, target, perf_config, perfdb, perfdb_arch, perfdb_label)
             self._apply_settings(problem, target, choice, kouter, split_k, resolve_split_k)
             return self._solution(problem, target, choice)
         except PerfConfigError as e:
+            refused = e.config or choice.config
             if not given or str(e).startswith("--"):
-                raise
-            raise PerfConfigError(f"{' '.join(given)}: {e}") from None
+                raise PerfConfigError(str(e), refused) from None
+            raise PerfConfigError(f"{' '.join(given)}: {e}", refused) from None
 
     def _choose(self, problem, target, perf_config, perfdb, perfdb_arch, perfdb_label) -> _Choice:
         choice = _Choice()
@@ -369,32 +356,51 @@ class DgradSolver:
             choice.notes.append(f"Using perf-db config {cfg.serialize()} ({shown}) from {db.path}")
 
     def _apply_settings(self, problem, target, choice: _Choice, kouter, split_k, resolve: bool) -> None:
+        """``--kouter``/``--split-k`` on top of the chosen config. A default or perf-db config
+        that cannot take a setting moves to the nearest config that can, with a note: a
+        warpgroup schedule to its plain form, else to the warp-MMA default; the direct schedule
+        (one write per dX element, its ``lds_k_outer`` slot means something else) to the GEMM
+        default, except for ``auto`` and ``-1``/``1``, which it already is. A given config is
+        kept as given, so its broken rule is the error."""
         cfg = choice.config
         asked = _with_settings(cfg, kouter, split_k)
-        if choice.source in ("default", "perfdb") and cfg.schedule.warpgroup and asked != cfg:
+        flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
+                         ([f"--split-k {split_k}"] if split_k is not None else []))
+        kind = "warpgroup-MMA" if cfg.schedule.warpgroup else cfg.schedule.slug
+        whose = {"default": f"the {kind} default", "perfdb": "the perf-db config"}.get(choice.source)
+        moved = False
+        if whose and asked != cfg and (cfg.schedule.warpgroup or cfg.schedule is KernelSchedule.DIRECT):
             ok, why = is_valid_performance_config(problem, target, asked)
             fallbacks = []
-            if cfg.schedule is not KernelSchedule.WGMMA:
+            if cfg.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA):
                 plain = "the non-persistent form" if cfg.schedule is KernelSchedule.WGMMA_PERSISTENT \
                     else "the form without TMA"
                 fallbacks.append((plain, cfg.replace(schedule=KernelSchedule.WGMMA)))
-            fallbacks.append(("the warp-MMA default",
-                              self.get_default_performance_config(problem, target.with_(wgmma=False))))
+            fallbacks.append(("the warp-MMA default", self._gemm_default(problem, target.with_(wgmma=False))))
+            tried = []
             for label, base in fallbacks if not ok else ():
                 alt = _with_settings(base, kouter, split_k)
-                if is_valid_performance_config(problem, target, alt)[0]:
-                    flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
-                                     ([f"--split-k {split_k}"] if split_k is not None else []))
-                    whose = "the warpgroup-MMA default" if choice.source == "default" else "the perf-db config"
+                alt_ok, alt_why = is_valid_performance_config(problem, target, alt)
+                if alt_ok:
                     choice.notes.append(f"{flags}: not possible with {whose} {cfg.serialize()} ({why}); "
                                         f"using {label} with the setting, {alt.serialize()}")
-                    asked = alt
+                    asked, moved = alt, True
                     break
+                tried.append(f"{label} {alt.serialize()}: {alt_why}")
+            if not ok and not moved:
+                raise PerfConfigError(f"not possible with {whose} {cfg.serialize()} ({why}), nor with "
+                                      + "; nor with ".join(tried), asked)
+        if whose and asked != cfg and not moved:
+            choice.notes.append(f"{flags}: running {asked.serialize()} ({whose} {cfg.serialize()} with the setting)")
         choice.config = asked
         if resolve and asked.split_k == -1:      # resolved before anything is packed or launched
             chosen = make_spec(problem, target, asked).split_k
             choice.config = asked.replace(split_k=chosen)
             choice.notes.append(f"Split-K: -1 resolved to {chosen}")
+
+    @staticmethod
+    def _gemm_default(problem, target) -> PerfConfig:
+        return default_performance_config(problem, target, allow_direct=False)
 
     def _solution(self, problem, target, choice: _Choice) -> Solution:
         verdict = check(problem, target)
@@ -440,7 +446,12 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None) -> Solution:
 
 
 def _with_settings(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:
-    """``cfg`` with the ``lds_k_outer`` and ``split_k`` settings applied."""
+    """``cfg`` with the ``lds_k_outer`` and ``split_k`` settings applied. A direct-schedule
+    config already is what ``auto`` and split-K ``-1``/``1`` ask for (its own dY path, one
+    write per dX element), so those leave it unchanged."""
+    if cfg.schedule is KernelSchedule.DIRECT:
+        kouter = None if kouter == "auto" else kouter
+        split_k = None if split_k in (-1, 1) else split_k
     if kouter is not None:
         cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
     if split_k is not None:

@@ -384,6 +384,7 @@ class DgradSpec:
         """Plain data (JSON-ready) describing the resolved spec."""
         return {
             "kernel_name": self.kernel_name,
+            "schedule": self.schedule.slug,
             "problem_key": self.problem.problem_key(),
             "arch": self.target.arch,
             "perf_config": self.config.serialize(),
@@ -401,6 +402,7 @@ class DgradSpec:
             "zero_fill": self.zero_fill,
             "sub_gemms": len(self.sub_gemms),
             "tiles_per_group": self.tiles_per_group,
+            "grid": list(self.grid),
             "tma_box": list(self.tma_box) if self.tma_box else None,
             "workspace_bytes": self.workspace_bytes,
         }

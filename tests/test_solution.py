@@ -15,6 +15,7 @@ from driver import workers
 from driver.run_cmd import run_line
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
+from miopen_solver.errors import PerfConfigError
 from miopen_solver.solver import DgradSolver, Solution
 from miopen_solver.target import PRESETS, Target, from_device, get_target
 
@@ -155,3 +156,55 @@ def test_replay_numerics_through_a_worker_equal_the_in_process_ones():
         assert fx.replay(fixture, runner).status == fx.PASSED
     finally:
         runner.close()
+
+
+DW = ("convfp16 -n 2 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -g {g} -F 2 "
+      "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+
+
+@pytest.mark.parametrize("settings", [{"split_k": -1}, {"kouter": "auto"}, {"split_k": 1},
+                                      {"split_k": -1, "kouter": "auto"}])
+def test_settings_a_direct_default_already_is_leave_it_alone(settings):
+    """``-1``/``1``/``auto`` ask for what the direct schedule is (one write per dX element, its
+    own dY path): the default stays, with no note (a regression found in review: rc 2)."""
+    p = parse(DW.format(g=32).split()).problem
+    base = DgradSolver().find_solution(p, get_target("sm_90"))
+    sol = DgradSolver().find_solution(p, get_target("sm_90"), **settings)
+    assert base.schedule is KernelSchedule.DIRECT and sol.perf_config == base.perf_config and sol.notes == ()
+
+
+def test_settings_a_direct_default_cannot_take_move_to_the_gemm_default_or_say_why():
+    solver, t = DgradSolver(), get_target("sm_90")
+    even = parse(DW.format(g=16).split()).problem               # cpg 2: split-K possible on GEMMs
+    sol = solver.find_solution(even, t, split_k=2)
+    assert sol.schedule is KernelSchedule.WARP_MMA and sol.spec.split_k == 2
+    assert "not possible with the direct default" in sol.notes[0] and "using the warp-MMA default" in sol.notes[0]
+    odd = parse(DW.format(g=32).split()).problem                 # cpg 1, fp16: no packed atomic pair
+    with pytest.raises(PerfConfigError, match="nor with the warp-MMA default .*needs an even cpg") as e:
+        solver.find_solution(odd, t, split_k=2)
+    assert e.value.config is not None and e.value.config.split_k == 2
+
+
+def test_a_setting_that_changes_a_default_or_perfdb_config_says_so():
+    p = parse(DW.format(g=32).split()).problem
+    base = DgradSolver().find_solution(p, get_target("sm_90"))
+    sol = DgradSolver().find_solution(p, get_target("sm_90"), kouter="on")
+    assert sol.perf_config == base.perf_config.replace(lds_k_outer=1)
+    assert sol.notes == (f"--kouter on: running {sol.perf_config} (the direct default {base.perf_config} "
+                         f"with the setting)",)
+
+
+@pytest.mark.parametrize("bad", [{"split_k": "2"}, {"split_k": True}, {"split_k": 0}, {"split_k": 65},
+                                 {"kouter": ["on"]}, {"kouter": "yes"}])
+def test_find_solution_refuses_bad_settings_with_its_own_error(bad):
+    p = parse(DW.format(g=32).split()).problem
+    with pytest.raises(PerfConfigError, match="allowed: "):
+        DgradSolver().find_solution(p, get_target("sm_90"), **bad)
+
+
+@pytest.mark.parametrize("field", ["1_6", "+4", "\u0664", " 4 4", "0x10", "4.0"])
+def test_perf_config_fields_are_decimal_ascii_integers(field):
+    """MIOpen reads perf-config fields as decimal integers: Python's int() extras
+    (underscores, a plus sign, other scripts' digits) are refused."""
+    with pytest.raises(PerfConfigError, match="is not an integer"):
+        PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1," + field)

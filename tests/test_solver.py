@@ -169,19 +169,29 @@ def test_search_of_a_non_applicable_problem_is_empty():
 
 
 # ------------------------------------------------------------------ perf-db lookup
-def test_find_performance_config(tmp_path):
+def test_find_solution_looks_up_the_perfdb(tmp_path):
+    """find_solution's perf-db step: a valid record of this problem and arch wins; another
+    arch, an invalid or a malformed record fall back to the default (MIOpen re-validates db
+    hits), the latter two with a note naming the record."""
     p = nhwc()
     key = p.problem_key()
-    with PerfDb(tmp_path / "db.sqlite") as db:
-        assert SOLVER.find_performance_config(p, SM90, db) == (SOLVER.get_default_performance_config(p, SM90), "default")
-        tuned = PerfConfig(32, 32, 32, 1, 2, 32, 16, 0, 0, 0, 1, 0, 4)
+    path = tmp_path / "db.sqlite"
+    default = SOLVER.get_default_performance_config(p, SM90)
+
+    def found(target, arch=None):
+        sol = SOLVER.find_solution(p, target, perfdb=path, perfdb_arch=arch)
+        return sol.perf_config, sol.source, sol.notes
+    assert found(SM90)[:2] == (default, "default")
+    tuned = PerfConfig(32, 32, 32, 1, 2, 32, 16, 0, 0, 0, 1, 0, 4)
+    with PerfDb(path) as db:
         db.update(key, "sm_90", SOLVER_NAME, tuned.serialize(), 0.01)
-        assert SOLVER.find_performance_config(p, SM90, db) == (tuned, "perfdb")
-        # The record is per arch: gfx942 still gets its default.
-        assert SOLVER.find_performance_config(p, GFX942, db)[1] == "default"
-        # An invalid or malformed record falls back to the default (MIOpen re-validates db hits).
-        db.update(key, "sm_90", SOLVER_NAME, tuned.replace(split_k=0).serialize(), force=True)
-        assert SOLVER.find_performance_config(p, SM90, db)[1] == "default"
-        db.update(key, "sm_90", SOLVER_NAME, "1,2,3", force=True)
-        assert SOLVER.find_performance_config(p, SM90, db)[1] == "default"
-    assert SOLVER.find_performance_config(p, SM90, None)[1] == "default"
+    cfg, source, notes = found(SM90)
+    assert (cfg, source) == (tuned, "perfdb") and notes[0].startswith(f"Using perf-db config {tuned.serialize()}")
+    assert found(GFX942)[1] == "default"                       # the record is per arch
+    assert found(SM90, arch="sm_90@cpu")[1] == "default"       # and per perf-db arch
+    for bad in (tuned.replace(split_k=0).serialize(), "1,2,3"):
+        with PerfDb(path) as db:
+            db.update(key, "sm_90", SOLVER_NAME, bad, force=True)
+        cfg, source, notes = found(SM90)
+        assert (cfg, source) == (default, "default") and notes[0].startswith(f"Ignoring perf-db config {bad} ")
+    assert SOLVER.find_solution(p, SM90, perfdb=None).source == "default"

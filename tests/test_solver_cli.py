@@ -259,3 +259,16 @@ def test_solution_flag_is_checked_like_a_run(cmd, value, ok):
     else:
         err = one_line_error(r)
         assert f"-S {value}: not a solution of this solver" in err
+
+
+def test_config_names_the_config_the_solver_refused():
+    """An invalid request names the config the solver refused (the direct default with the
+    setting), not a default it never tried."""
+    line = ("convfp16 -n 2 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 2 "
+            "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+    p, t = parse(line).problem, get_target("sm_90")
+    default = SOLVER.get_default_performance_config(p, t)
+    r = run(config_cmd, shlex.split(line) + ["--arch", "sm_90", "--split-k", "2", "--no-perfdb", "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 1 and doc["valid"] is False
+    assert doc["perf_config"] == default.replace(split_k=2).serialize() and "needs an even cpg" in doc["reason"]

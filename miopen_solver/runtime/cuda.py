@@ -149,6 +149,11 @@ class CudaRuntime:
                 "local": get(attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)}
 
     # ----------------------------------------------------------------- memory
+    def mem_info(self) -> tuple:
+        """``(free, total)`` bytes of the device's memory (``cuMemGetInfo``)."""
+        free, total = self._ok(self._drv.cuMemGetInfo(), "cuMemGetInfo")
+        return int(free), int(total)
+
     def alloc(self, nbytes: int) -> int:
         return int(self._ok(self._drv.cuMemAlloc(max(1, nbytes)), "cuMemAlloc"))
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import memory
 from ..kernels import KernelSource, emit_reference
 from ..spec import check_binary
 from ..layouts import storage_dtype
@@ -23,6 +24,11 @@ from .cache import BinaryCache, cache_key
 
 POISON_BYTE = 0xFF
 """dX is filled with 0xFF bytes before every run: NaN in fp32, fp16 and bf16."""
+
+
+class DeviceMemoryError(MemoryError):
+    """The device has not enough free memory for a launch's tensors (message: the bytes
+    needed and free)."""
 
 
 @dataclass
@@ -96,10 +102,29 @@ class GpuEngine(Engine):
         return BuildInfo(k.compile_ms, k.cache_hit, k.resources)
 
     # ----------------------------------------------------------------- buffers
+    def check_device_memory(self, buffers) -> None:
+        """The device has room for ``buffers`` (``(name, bytes)`` pairs, each rounded up to
+        :data:`~miopen_solver.memory.DEVICE_GRANULE`) beside what is in use now
+        (``mem_info``), checked before anything is allocated.
+
+        Raises:
+            DeviceMemoryError: naming each buffer, the bytes needed and the bytes free.
+        """
+        need = memory.device_bytes(*(b for _, b in buffers))
+        free, total = self.rt.mem_info()
+        if need > free:
+            parts = " + ".join(f"{name} {memory.format_bytes(b)}" for name, b in buffers)
+            shown_need, shown_free = memory.format_apart(need, free)
+            raise DeviceMemoryError(
+                f"{self.name} device memory: needs {shown_need} ({parts}), {shown_free} free of "
+                f"{memory.format_bytes(total)}; allowed: tensors that fit in the free memory (a smaller -n)")
+
     @contextmanager
     def _device_tensors(self, dy: np.ndarray, w: np.ndarray, dx_bytes: int, poison: bool = False):
         """dY and W uploaded and a dX buffer of ``dx_bytes`` (NaN-poisoned if asked), as
-        device pointers; all three are freed on the way out, also after an error."""
+        device pointers; all three are freed on the way out, also after an error. The free
+        device memory is checked first (:meth:`check_device_memory`)."""
+        self.check_device_memory((("dY", dy.nbytes), ("W", w.nbytes), ("dX", dx_bytes)))
         ptrs = []
         try:
             for arr in (dy, w):

@@ -127,6 +127,11 @@ class HipRuntime:
         return None
 
     # ----------------------------------------------------------------- memory
+    def mem_info(self) -> tuple:
+        """``(free, total)`` bytes of the device's memory (``hipMemGetInfo``)."""
+        free, total = self._ok(self._hip.hipMemGetInfo(), "hipMemGetInfo")
+        return int(free), int(total)
+
     def alloc(self, nbytes: int) -> int:
         return int(self._ok(self._hip.hipMalloc(max(1, nbytes)), "hipMalloc"))
 

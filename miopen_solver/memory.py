@@ -1,0 +1,323 @@
+"""How much host and device memory a run's worker processes need, before anything is allocated.
+
+A pure estimate: from the problem, what the CPU engine allocates for the solution
+(:func:`engine_plan`) and what the run does, each worker's peak (:class:`Need`), counted from
+the code that allocates:
+
+* inputs (every worker): dY and W in the storage type; while MIOpenDriver's PRNG generates
+  a tensor it holds :data:`GENERATE_BYTES` per element (``prng.generate_inputs``: 8-byte
+  raw draws and their fp32 values at once); ``-D``/``-e`` files are read as they are;
+* the CPU engine (``runtime/cpu.py``, ``direct.py``'s ``run_direct_cpu``) beside them: its
+  dX, the zero-padded fp32 dY and fp32 W of the GEMM path and a few chunks of at most
+  ``CHUNK_BYTES`` (or one padded row), layout conversions; or the direct schedule's fp32 dY,
+  W and dX and two phase grids; a GPU run holds its host dX only;
+* the verification worker's reference (``reference.py``): a CPU reference bigger than one
+  block is computed and compared block by block (:func:`~miopen_solver.reference.block_bytes`),
+  a smaller one is kept whole between jobs (8 bytes per dX element); the GPU reference is
+  a float32 dX; ``-o 1`` copies the tensor it writes;
+* :data:`PROCESS_BYTES` for the interpreter, numpy and BLAS of each process.
+
+Device: dY, W and dX (or the float32 dX of the GPU reference) at once, each rounded up to
+:data:`DEVICE_GRANULE`.
+
+:func:`host_memory` reads what the host can give (``/proc/meminfo`` MemAvailable, the
+cgroup's memory limit, ``RLIMIT_AS``) and :func:`shortfall` says, as data, why needs do not
+fit. The library never prints; the driver refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+
+from . import reference
+from .problem import ConvProblem
+
+PROCESS_BYTES = 128 << 20
+"""Host bytes of a worker before any tensor: interpreter, numpy, BLAS (about 80 MiB resident
+measured, rounded up)."""
+GENERATE_BYTES = 12
+"""Host bytes per element while ``prng.generate_inputs`` generates a tensor (uint64 raw
+draws, then their fp32 values)."""
+DEVICE_GRANULE = 2 << 20
+"""Device allocations are counted in whole 2 MiB pages."""
+UNLIMITED = 1 << 60
+"""A cgroup limit at or above this is no limit (cgroup v1 writes 2^63 rounded to pages)."""
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes for a message: ``9.31 GiB``, ``4.5 MiB``, ``1.1 KiB`` or ``12 bytes``."""
+    for unit, size, fmt in (("GiB", 1 << 30, "%.2f"), ("MiB", 1 << 20, "%.1f"), ("KiB", 1 << 10, "%.1f")):
+        if n >= size:
+            return f"{fmt % (n / size)} {unit}"
+    return f"{n} bytes"
+
+
+def format_apart(needed: int, available: int) -> tuple:
+    """:func:`format_bytes` of a need and what is available, with the exact byte counts
+    added when the two would read the same (``6.0 MiB (6291456 bytes)``)."""
+    a, b = format_bytes(needed), format_bytes(available)
+    if a == b and needed != available:
+        a, b = f"{a} ({needed} bytes)", f"{b} ({available} bytes)"
+    return a, b
+
+
+# --------------------------------------------------------------------- the estimate
+@dataclass(frozen=True)
+class EnginePlan:
+    """What the CPU engine allocates beside the tensors for one solution: the direct
+    schedule's phases (``direct``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
+    ``pad_cols`` columns in all (none without sub-GEMMs: ``gemm`` False). Independent of N."""
+
+    direct: bool = False
+    gemm: bool = True
+    pad_rows: int = 0
+    pad_cols: int = 0
+
+
+def engine_plan(spec) -> EnginePlan:
+    """The :class:`EnginePlan` of a spec (a :class:`~miopen_solver.solver.Solution`'s
+    ``spec``): the padding follows the dY rows and columns its live taps read
+    (:func:`~miopen_solver.runtime.cpu.live_taps`), as the engine pads."""
+    from .config import KernelSchedule
+    from .runtime.cpu import live_taps
+    if spec.schedule is KernelSchedule.DIRECT:
+        return EnginePlan(direct=True)
+    p = spec.problem
+    if not spec.sub_gemms:
+        return EnginePlan(gemm=False)
+    reads = [r for s in spec.sub_gemms for r in live_taps(p, s).values()]
+    rows = [0, p.Ho - 1] + [v for (h, _) in reads for v in h]
+    cols = [0, p.Wo - 1] + [v for (_, c) in reads for v in c]
+    return EnginePlan(pad_rows=max(rows) - min(rows) + 1 - p.Ho, pad_cols=max(cols) - min(cols) + 1 - p.Wo)
+
+
+@dataclass(frozen=True)
+class Need:
+    """One worker process's memory.
+
+    Attributes:
+        role: ``timing`` or ``verification``.
+        host: host bytes at its peak (:data:`PROCESS_BYTES` included).
+        resident: host bytes it keeps between jobs (its inputs, a kept reference).
+        device: device bytes at its peak (0 on the CPU engine).
+        parts: ``((what, bytes), ...)``: what the peak is made of beside the process.
+    """
+
+    role: str
+    host: int
+    resident: int
+    device: int
+    parts: tuple
+
+    def describe(self, process: int = PROCESS_BYTES) -> str:
+        """``verification worker: process 128.0 MiB + dY 1.00 GiB + ...`` (the peak's parts,
+        ``process`` bytes for the process itself)."""
+        parts = (("process", process),) + self.parts
+        return f"{self.role} worker: " + " + ".join(f"{what} {format_bytes(b)}" for what, b in parts if b)
+
+
+def _tensors(p: ConvProblem) -> tuple:
+    """Storage bytes of dY, W and dX."""
+    return p.dy_elems * p.elem_bytes, p.w_elems * p.elem_bytes, p.dx_elems * p.elem_bytes
+
+
+def _inputs(p: ConvProblem, files: tuple) -> tuple:
+    """``(held, generating)``: the parts of dY and W once made, and the parts while the PRNG
+    generates them (dY first, then W beside it); a tensor read from a file is its bytes."""
+    dy, w, _ = _tensors(p)
+    gen_dy = dy if files[0] else GENERATE_BYTES * p.dy_elems
+    gen_w = w if files[1] else GENERATE_BYTES * p.w_elems
+    held = (("dY", dy), ("W", w))
+    generating = max(((("generating dY", gen_dy),), (("dY", dy), ("generating W", gen_w))), key=_total)
+    return held, generating
+
+
+def _total(parts) -> int:
+    return sum(b for _, b in parts)
+
+
+def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
+    """Peak host bytes of one CPU-engine run beside its inputs, its dX included."""
+    from .runtime.cpu import CHUNK_BYTES
+    s, (_, _, dx) = p.elem_bytes, _tensors(p)
+    if plan.direct:
+        widen = 0 if s == 4 else 4 * (p.dy_elems + p.w_elems)            # fp32 copies of dY and W
+        phase = 4 * p.N * -(-p.Hi // p.sH) * -(-p.Wi // p.sW) * p.C
+        return widen + 4 * p.dx_elems + 2 * phase + dx
+    relayout = dx if p.in_layout != "NHWC" else 0
+    if not plan.gemm:
+        return dx + relayout + 2 * p.Hi * p.Wi
+    wp = p.Wo + plan.pad_cols
+    padded = 4 * p.N * (p.Ho + plan.pad_rows) * wp * p.K
+    chunks = 6 * max(CHUNK_BYTES, 4 * p.C * wp)
+    converts = max(p.dy_elems * s if p.out_layout != "NHWC" else 0, p.w_elems * s if p.fil_layout != "NHWC" else 0,
+                   relayout, chunks)
+    return dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi
+
+
+def device_bytes(*buffers) -> int:
+    """Device bytes of buffers of these sizes, each rounded up to :data:`DEVICE_GRANULE`."""
+    return sum(-(-b // DEVICE_GRANULE) * DEVICE_GRANULE for b in buffers)
+
+
+def _need(role: str, phases, resident, device: int) -> Need:
+    peak = tuple(max(phases, key=_total))
+    return Need(role, PROCESS_BYTES + _total(peak), PROCESS_BYTES + _total(resident), device, peak)
+
+
+def timing_need(p: ConvProblem, plan: EnginePlan, backend: str, files: tuple = (False, False)) -> Need:
+    """The timing worker: its inputs, and the CPU engine's run beside them (a GPU holds the
+    three tensors on the device and nothing more on the host)."""
+    held, generating = _inputs(p, files)
+    dy, w, dx = _tensors(p)
+    if backend == "cpu":
+        return _need("timing", (generating, held + (("CPU engine", cpu_engine_bytes(p, plan)),)), held, 0)
+    return _need("timing", (generating, held), held, device_bytes(dy, w, dx))
+
+
+def verification_need(p: ConvProblem, plan: EnginePlan, backend: str, reference_kind: str | None,
+                      dump: bool = False, files: tuple = (False, False)) -> Need:
+    """The verification worker: inputs, one run, ``-o 1`` dumps and the reference
+    (``reference_kind`` ``cpu``, ``gpu`` or None for none) with its comparison."""
+    held, generating = _inputs(p, files)
+    dy, w, dx = _tensors(p)
+    run = cpu_engine_bytes(p, plan) if backend == "cpu" else dx
+    out = held + (("dX", dx),)
+    phases = [generating, held + (("CPU engine" if backend == "cpu" else "dX", run),)]
+    if dump:
+        phases += [held + (("dump copy", max(dy, w)),), out + (("dump copy", dx),)]
+    kept = ()
+    nb, hb = reference.block_shape(p)
+    block = reference.block_bytes(p, nb * hb * p.Wi)
+    if reference_kind == "gpu":
+        kept = (("GPU reference", 4 * p.dx_elems),)
+        phases.append(out + kept + (("comparison block", block),))
+    elif reference_kind == "cpu" and (nb, hb) == (p.N, p.Hi):
+        kept = (("float64 reference", 8 * p.dx_elems),)
+        phases.append(out + kept + (("reference block", block),))
+    elif reference_kind == "cpu":
+        phases.append(out + (("float64 reference block", block),))
+    device = 0
+    if backend != "cpu":
+        device = max(device_bytes(dy, w, dx), device_bytes(dy, w, 4 * p.dx_elems) if reference_kind == "gpu" else 0)
+    return _need("verification", phases, held + kept, device)
+
+
+def run_needs(p: ConvProblem, plan: EnginePlan, backend: str, *, time: bool, verify: bool,
+              reference_kind: str | None, dump: bool = False, files: tuple = (False, False)) -> list:
+    """The workers a plain run starts, one after the other: timing (``-t 1``), then
+    verification (to verify, to dump, or to launch once when nothing was timed)."""
+    needs = [timing_need(p, plan, backend, files)] if time else []
+    if verify or dump or not time:
+        needs.append(verification_need(p, plan, backend, reference_kind if verify else None, dump, files))
+    return needs
+
+
+def one_after_another(needs) -> tuple:
+    """``(total, needs)`` of workers that run one after the other (each ends before the next
+    starts): the total is the largest peak."""
+    needs = list(needs)
+    return max(n.host for n in needs), needs
+
+
+# --------------------------------------------------------------------- what the host has
+@dataclass(frozen=True)
+class HostMemory:
+    """What the host can give the workers.
+
+    Attributes:
+        available: bytes new allocations can take (None: unknown): the smaller of
+            MemAvailable and the headroom under the cgroup's memory limit.
+        source: where ``available`` comes from (``MemAvailable`` or the cgroup file).
+        address_space: ``RLIMIT_AS`` (each process's virtual size), None when unlimited.
+        baseline: this process's virtual size now -- a worker's before its tensors.
+    """
+
+    available: int | None
+    source: str
+    address_space: int | None
+    baseline: int
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _field(text: str | None, name: str) -> int | None:
+    """The number after ``name`` on its line (``MemAvailable:  123 kB`` -> 123, times 1024
+    when the line says kB), or None."""
+    for line in (text or "").splitlines():
+        parts = line.replace(":", " ").split()
+        if len(parts) >= 2 and parts[0] == name and parts[1].isdigit():
+            return int(parts[1]) * (1024 if parts[2:3] == ["kB"] else 1)
+    return None
+
+
+def _cgroup_headroom(proc: str, root: str) -> tuple:
+    """``(bytes, file)``: the least headroom under a memory limit of this process's cgroup
+    and its ancestors (limit - (usage - inactive file cache)), v2 or v1; ``(None, "")``
+    when no limit is set or readable."""
+    best, where = None, ""
+    for line in (_read(os.path.join(proc, "self", "cgroup")) or "").splitlines():
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        if fields[0] == "0" and fields[1] == "":
+            base, files = root, ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in fields[1].split(","):
+            base, files = os.path.join(root, "memory"), ("memory.limit_in_bytes", "memory.usage_in_bytes",
+                                                           "total_inactive_file")
+        else:
+            continue
+        rel = fields[2].strip("/")
+        while True:
+            d = os.path.join(base, rel) if rel else base
+            limit = (_read(os.path.join(d, files[0])) or "").strip()
+            usage = (_read(os.path.join(d, files[1])) or "").strip()
+            if limit.isdigit() and usage.isdigit() and int(limit) < UNLIMITED:
+                cache = _field(_read(os.path.join(d, "memory.stat")), files[2]) or 0
+                room = int(limit) - max(0, int(usage) - cache)
+                if best is None or room < best:
+                    best, where = room, os.path.join(d, files[0])
+            if not rel:
+                break
+            rel = os.path.dirname(rel)
+    return best, where
+
+
+def host_memory(proc: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> HostMemory:
+    """What this host can give now (see :class:`HostMemory`); paths for tests."""
+    avail = _field(_read(os.path.join(proc, "meminfo")), "MemAvailable")
+    source = "MemAvailable"
+    room, where = _cgroup_headroom(proc, cgroup_root)
+    if room is not None and (avail is None or room < avail):
+        avail, source = max(0, room), f"cgroup limit {where}"
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    limit = None if soft == resource.RLIM_INFINITY else soft
+    baseline = _field(_read(os.path.join(proc, "self", "status")), "VmSize") or 0
+    return HostMemory(avail, source, limit, baseline)
+
+
+def shortfall(host: HostMemory, total: int, needs, held: int = 0) -> str | None:
+    """Why worker processes needing ``total`` host bytes at their joint peak (``needs``: each
+    one's :class:`Need`) do not fit ``host``, as one sentence with the numbers; None when
+    they fit. ``held``: bytes the workers hold now and give back (already not available)."""
+    worst = max(needs, key=lambda n: n.host)
+    if host.available is not None and total > host.available + held:
+        need, have = format_apart(total, host.available + held)
+        also = f" plus {format_bytes(held)} the workers hold now" if held else ""
+        return f"host memory: needs {need} ({worst.describe()}); {have} available ({host.source}{also})"
+    if host.address_space is not None:
+        for n in needs:
+            size = host.baseline + n.host - PROCESS_BYTES
+            if size > host.address_space:
+                need, have = format_apart(size, host.address_space)
+                return (f"address space: needs {need} ({n.describe(host.baseline)}); "
+                        f"RLIMIT_AS (ulimit -v) allows {have}")
+    return None
