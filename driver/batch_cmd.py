@@ -17,11 +17,14 @@ the whole file and are restarted after a failure, which becomes that line's row.
 plain run's config choice applies (perf-db winner, else the default; an unusable perf-db
 is one warning line on stderr and the defaults are used). ``--max-lines N`` stops after N
 lines have run (been timed); skipped, not-applicable and error rows are listed but do not
-count.
+count. Before a line's workers start, their host memory (:mod:`miopen_solver.memory`) is
+compared with what the host has; a line that cannot fit is an ``error`` row naming the
+numbers and what would fit (``--batch-size``, ``--no-verify``).
 
 Row status: ``ok``, ``verify-failed``, ``failed`` (a worker crashed, timed out or raised),
 ``not-applicable`` (e.g. NCHW or mixed layouts on a GPU target), ``skipped`` (not ``-F 2``)
-and ``error`` (the line does not parse, or its flags cannot be honoured).
+and ``error`` (the line does not parse, its flags cannot be honoured, or it does not fit
+the host's memory).
 Exit status: 0 no row ``failed``/``verify-failed``/``error``; 1 otherwise; 2 bad input
 (also a ``--csv`` file that cannot be written at the end: the table is printed first).
 """
@@ -34,6 +37,7 @@ from dataclasses import asdict, dataclass, replace
 
 import click
 
+from miopen_solver import memory
 from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directions, parse, split_command
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import read_text
@@ -158,7 +162,32 @@ def _usable_perfdb(o: BatchOptions) -> bool:
     return True
 
 
-def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, timing_w, verify_w, seed) -> None:
+def _memory_refusal(problem, solution, device, ref_kind, verify: bool, files: tuple, held: dict) -> tuple:
+    """``(refusal, timing need, verification need)`` of one line: the refusal (None when it
+    fits) names the memory needed and available and what fits (``--batch-size``,
+    ``--no-verify``). Both workers live for the whole file: while the line is timed, the
+    verification worker still holds the last line's inputs; while it is verified, the timing
+    worker holds this line's. ``held``: what each worker holds now (given back as they move
+    to this line)."""
+    plan = memory.engine_plan(solution.spec)
+
+    def needs_for(n, verify_it):
+        p = problem.replace(N=n)
+        t = memory.timing_need(p, plan, device.backend, files)
+        needs, peaks = [t], [t.host + held["verification"]]
+        if verify_it:
+            needs.append(memory.verification_need(p, plan, device.backend, ref_kind, files=files))
+            peaks.append(t.resident + needs[-1].host)
+        return max(peaks), needs
+    refusal = workers.memory_refusal(needs_for, problem.N, n_flag="--batch-size",
+                                     verify_flag="--no-verify" if verify else None, held=sum(held.values()))
+    needs = needs_for(problem.N, verify)[1]
+    return refusal, needs[0], needs[-1]
+
+
+def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, timing_w, verify_w, seed,
+             held: dict) -> None:
+    """Run one line into ``row``; ``held``: host bytes each worker holds now (updated)."""
     if o.batch_size is not None:
         tokens = tokens + ["-n", str(o.batch_size)]
     if o.iters is not None:
@@ -198,16 +227,24 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     job_args = dict(solution=solution.to_record(), backend=device.backend,
                     seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
                     w_file=f["weights"] or None)
+    verify = bool(o.verify and cmd.verify)
+    refusal, t_need, v_need = _memory_refusal(problem, solution, device, ref_kind, verify,
+                                              (bool(job_args["dy_file"]), bool(job_args["w_file"])), held)
+    if refusal:
+        row.status, row.note = "error", one_line(refusal)
+        return
     res = timing_w.run(workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup))
+    held["timing"] = t_need.resident if res.ok else 0       # a failed worker is gone
     if not res.ok:
         row.status, row.note = "failed", res.reason
         return
     s = timing_summary(res.record)
     row.time_ms, row.median_ms, row.min_ms = s["average_ms"], s["median_ms"], s["min_ms"]
-    if not (o.verify and cmd.verify):
+    if not verify:
         row.status, row.verified = "ok", "off"
         return
     res = verify_w.run(workers.make_job("verification", **job_args, verify=True, reference=ref_kind))
+    held["verification"] = v_need.resident if res.ok else 0
     if not res.ok:
         row.status, row.note = "failed", res.reason
         return
@@ -256,14 +293,14 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     limit = o.max_lines if o.max_lines is not None else len(commands)
     progress = Progress(err, min(limit, len(commands)), show, label="batch")
-    rows, ran = [], 0
+    rows, ran, held = [], 0, {"timing": 0, "verification": 0}
     with workers.Worker("timing", timeout=o.timeout) as tw, workers.Worker("verification", timeout=o.timeout) as vw:
         for n, tokens in commands:
             if ran >= limit:
                 break
             progress.update(ran, sum(r.status in FAILING for r in rows), None, f"line {n}")
             row = BatchRow(line=n, status="pending")
-            _run_row(row, tokens, o, device, ref_kind, tw, vw, seed)
+            _run_row(row, tokens, o, device, ref_kind, tw, vw, seed, held)
             rows.append(row)
             ran += row.status in RAN
         progress.update(ran, sum(r.status in FAILING for r in rows), None)

@@ -8,7 +8,9 @@ Steps, each in the process named:
    (:meth:`~miopen_solver.solver.DgradSolver.find_solution`: ``--perf-config``, else the
    perf-db winner for this problem and arch, else the default; ``--kouter``/``--split-k``
    on top; ``split_k = -1`` resolved) -- decided once, in the library, and sent to the
-   workers as a record (driver);
+   workers as a record (driver); the workers' host memory (:mod:`miopen_solver.memory`) is
+   compared with what the host has, and a run that cannot fit is refused with the numbers
+   before any worker starts (driver);
 3. with ``-t 1``: warm-up, then ``-i`` timed launches (*timing* worker);
 4. one launch into a NaN-poisoned dX and, with ``-V 1``, the reference and MIOpen's
    verdict (*verification* worker; not started for ``-t 1 -V 0`` without ``-o``, where the
@@ -30,7 +32,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, prng
+from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, memory, prng
 from miopen_solver.command import DriverCommand, check_supported, parse
 from miopen_solver.errors import MiopenCommandError, RuntimeUnavailable
 from miopen_solver.perfdb import default_path
@@ -414,6 +416,15 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         check_input_file(dy_file, layouts.dy_shape(problem), st, "-D")
     if w_file:
         check_input_file(w_file, layouts.w_shape(problem), st, "-e")
+    plan = memory.engine_plan(spec)
+
+    def needs_for(n, verify):
+        return memory.one_after_another(memory.run_needs(
+            problem.replace(N=n), plan, device.backend, time=cmd.time, verify=verify and bool(cmd.verify),
+            reference_kind=ref_kind, dump=dump, files=(bool(dy_file), bool(w_file))))
+    refusal = workers.memory_refusal(needs_for, problem.N, verify_flag="-V 0" if cmd.verify else None)
+    if refusal:
+        raise UserError(refusal)
     job_args = dict(solution=solution.to_record(), backend=device.backend,
                     seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
 

@@ -19,8 +19,9 @@
 
 Exit status: 0 a winner was found; 1 no config timed and verified; 2 bad input (checked
 before the sweep starts: options, the line, a ``--csv`` path that cannot be written, a
-perf-db that cannot be written), or the CSV or perf-db write failing after the sweep (the
-results are printed first, then one error line); 3 never (worker failures are rows).
+perf-db that cannot be written, workers that would not fit the host's memory), or the CSV
+or perf-db write failing after the sweep (the results are printed first, then one error
+line); 3 never (worker failures are rows).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass, replace
 
 import click
 
-from miopen_solver import SOLVER_NAME, prng
+from miopen_solver import SOLVER_NAME, memory, prng
 from miopen_solver.errors import PerfDbError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
@@ -211,6 +212,27 @@ def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, pro
     return timed, budget_hit, time.perf_counter() - t0
 
 
+def _check_memory(problem, solutions, device, o: TuneOptions, ref_kind, files) -> None:
+    """The sweep's workers (the timing worker, then the verification worker) fit the host's
+    memory for every config, checked before the sweep (:func:`driver.workers.memory_refusal`).
+
+    Raises:
+        UserError: naming the memory needed and available and what fits.
+    """
+    plans = {memory.engine_plan(sol.spec) for sol in solutions.values()}
+
+    def needs_for(n, verify):
+        p = problem.replace(N=n)
+        needs = [max((memory.timing_need(p, plan, device.backend, files) for plan in plans), key=lambda x: x.host)]
+        if verify and o.verify_top:
+            needs.append(max((memory.verification_need(p, plan, device.backend, ref_kind, files=files)
+                              for plan in plans), key=lambda x: x.host))
+        return memory.one_after_another(needs)
+    refusal = workers.memory_refusal(needs_for, problem.N, verify_flag="--verify-top 0" if o.verify_top else None)
+    if refusal:
+        raise UserError(refusal)
+
+
 def _summary(times) -> tuple:
     import statistics
     return report.miopen_average_ms(times), float(statistics.median(times)), float(min(times))
@@ -275,6 +297,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
     job_args = dict(backend=device.backend, seed=seed,
                     bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
                     w_file=f["weights"] or None)
+    _check_memory(problem, solutions, device, o, ref_kind, (bool(job_args["dy_file"]), bool(job_args["w_file"])))
     err = stderr if stderr is not None else sys.stderr
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     progress = Progress(err, len(rows), show)

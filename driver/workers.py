@@ -19,7 +19,9 @@ Roles (a worker serves one role only; a job of another role is refused):
 ``timing``        compile, warm up, time ``iters`` launches (GPU events, CPU wall clock);
                   never verifies.
 ``verification``  one launch into a NaN-poisoned dX, optional ``-o`` dumps, the reference
-                  (GPU naive kernel or CPU float64) and MIOpen's verdict; never times.
+                  (GPU naive kernel or CPU float64) and MIOpen's verdict; never times. A
+                  CPU reference bigger than one block (:data:`miopen_solver.reference.
+                  BLOCK_BYTES`) is computed and compared block by block and not kept.
 ``probe``         which backend ``auto`` resolves to and the device's target; launches
                   nothing.
 
@@ -420,6 +422,43 @@ def probe(backend: str, *, timeout: float | None = None) -> WorkerResult:
     return run_one(job, timeout=timeout)
 
 
+def memory_refusal(needs_for, n: int, *, n_flag: str = "-n", verify_flag: str | None = None, held: int = 0,
+                   host=None) -> str | None:
+    """Why the workers of a run would not fit this host's memory, and what would, as one line
+    (``host memory: needs 9.31 GiB (...); 7.80 GiB available (MemAvailable); allowed: -n 24
+    or smaller, or -V 0``); None when they fit. Checked before any worker starts.
+
+    Args:
+        needs_for: ``(N, verify) -> (total, needs)``: the workers' joint host peak in bytes and
+            each worker's :class:`~miopen_solver.memory.Need` for the problem with ``-n N``,
+            verifying or not.
+        n: the problem's N; ``n_flag`` names the option that changes it.
+        verify_flag: the option that turns verification off (None: it is off already).
+        held: bytes the workers hold now and give back (counted as available).
+        host: :class:`~miopen_solver.memory.HostMemory` (default: read now).
+    """
+    from miopen_solver import memory
+    host = host or memory.host_memory()
+
+    def why(count, verify):
+        return memory.shortfall(host, *needs_for(count, verify), held=held)
+    reason = why(n, True)
+    if reason is None:
+        return None
+    allowed = []
+    if n > 1 and why(1, True) is None:
+        lo, hi = 1, n - 1                          # the largest N that fits (the need grows with N)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if why(mid, True) is None else (lo, mid - 1)
+        allowed.append(f"{n_flag} {lo} or smaller")
+    if verify_flag and why(n, False) is None:
+        allowed.append(verify_flag)
+    if not allowed:
+        allowed.append(f"a smaller problem (even {n_flag} 1 does not fit)")
+    return f"{reason}; allowed: {', or '.join(allowed)}"
+
+
 def gpu_device_nodes() -> list:
     """Signs of a GPU on this machine that need no driver call: device nodes
     (``/dev/kfd``, ``/dev/nvidiactl``, ``/dev/nvidia0``) or a vendor tool on PATH
@@ -451,6 +490,7 @@ class _State:
         key = (repr(problem), job.seed, job.bias, job.dy_file, job.w_file)
         if key != self.inputs_key:
             from miopen_solver import layouts, prng
+            self.inputs_key = self.inputs = self.ref_key = self.ref = None   # freed before the new ones
             st = layouts.storage_dtype(problem.dtype)
             dy = w = None
             if job.dy_file:
@@ -459,7 +499,6 @@ class _State:
                 w = _read_tensor(job.w_file, layouts.w_shape(problem), st, "-e")
             self.inputs = prng.generate_inputs(problem, job.seed, bias=job.bias, dy=dy, w=w)
             self.inputs_key = key
-            self.ref_key = self.ref = None
         return self.inputs
 
 
@@ -556,13 +595,19 @@ def _do_verification(job: Job, state: _State) -> dict:
            "verdict": None, "reference": None}
     if job.verify:
         kind = job.reference
-        if state.ref_key != kind:
-            if kind == "gpu":
-                state.ref = engine.reference(problem, inp.dy, inp.w)
-            else:
-                state.ref = ref_mod.dgrad_reference(problem, inp.dy, inp.w)
-            state.ref_key = kind
-        verdict = ref_mod.verify(problem, dx, state.ref)
+        if kind == "cpu" and ref_mod.block_shape(problem) != (problem.N, problem.Hi):
+            # too big to hold beside the tensors: computed and compared block by block, per job
+            state.ref_key = state.ref = None
+            verdict = ref_mod.verify_reference(problem, dx, inp.dy, inp.w)
+        else:
+            if state.ref_key != kind:
+                state.ref_key = state.ref = None
+                if kind == "gpu":
+                    state.ref = engine.reference(problem, inp.dy, inp.w)
+                else:
+                    state.ref = ref_mod.dgrad_reference(problem, inp.dy, inp.w)
+                state.ref_key = kind
+            verdict = ref_mod.verify(problem, dx, state.ref)
         rec["verdict"] = verdict.as_dict()
         rec["reference"] = "GPU" if kind == "gpu" else "CPU"
     return rec

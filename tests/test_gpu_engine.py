@@ -28,12 +28,17 @@ class FakeRuntime:
     name = "cuda"
     vendor = "nvidia"
 
-    def __init__(self, fail_launch: bool = False):
+    def __init__(self, fail_launch: bool = False, free: int = 80 << 30, total: int = 80 << 30):
         self.calls = []
         self.mem = {}
         self.next = 0x1000
         self.compiles = 0
         self.fail_launch = fail_launch
+        self.free_bytes, self.total_bytes = free, total
+
+    def mem_info(self):
+        self.calls.append(("mem_info",))
+        return self.free_bytes, self.total_bytes
 
     def target(self):
         return get_target("sm_90")
@@ -243,3 +248,43 @@ def test_a_binary_that_breaks_the_specs_assumptions_is_an_error(cfg, resources, 
     rt.resources = resources
     with pytest.raises(RuntimeError, match=re.escape(message)):
         GpuEngine(rt).build(s)
+
+
+# ------------------------------------------------------------------ device memory
+@pytest.mark.parametrize("call", ["run", "time", "time_graph", "reference"])
+def test_device_memory_is_checked_before_anything_is_allocated(tmp_path, call):
+    """fp16, N=1, C=K=16, 6x6, 3x3 pad 1: dY 1*6*6*16*2 = 1152 bytes, W 16*3*3*16*2 = 4608,
+    dX 1152 (the GPU reference's float32 dX: 2304); each rounded up to a 2 MiB page: 6 MiB."""
+    from miopen_solver.runtime.gpu import DeviceMemoryError
+    s = _spec("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1")
+    dy, w = _inputs(s.problem)
+    rt = FakeRuntime(free=(6 << 20) - 1, total=80 << 30)
+    eng = GpuEngine(rt, BinaryCache(tmp_path))
+    work = {"run": lambda: eng.run(s, dy, w), "time": lambda: eng.time(s, dy, w, iters=2),
+            "time_graph": lambda: eng.time_graph(s, dy, w), "reference": lambda: eng.reference(s.problem, dy, w)}[call]
+    dx = "2.2 KiB" if call == "reference" else "1.1 KiB"
+    with pytest.raises(DeviceMemoryError) as e:
+        work()
+    assert str(e.value) == (f"cuda device memory: needs 6.0 MiB (6291456 bytes) (dY 1.1 KiB + W 4.5 KiB + dX {dx}), "
+                            f"6.0 MiB (6291455 bytes) free of 80.00 GiB; allowed: tensors that fit in the free memory "
+                            f"(a smaller -n)")
+    assert isinstance(e.value, MemoryError) and not any(c[0] == "alloc" for c in rt.calls) and rt.mem == {}
+    rt.free_bytes = 6 << 20                                # exactly enough: it runs
+    work()
+    assert rt.mem == {} and [c[0] for c in rt.calls].count("alloc") == 3
+
+
+def test_a_worker_job_raises_the_device_memory_error(tmp_path):
+    """A timing job on a device without room raises before allocating (the worker's loop
+    turns it into the job's reason 'DeviceMemoryError: ...'; a run exits 3)."""
+    from driver import workers
+    from miopen_solver.runtime import gpu
+    s = _spec("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1")
+    eng = GpuEngine(FakeRuntime(free=0), BinaryCache(tmp_path))
+    state = workers._State()
+    state.engines["cuda"] = eng
+    from miopen_solver.solver import solution_of
+    job = workers.make_job("timing", solution=solution_of(s), backend="cuda", iters=1)
+    with pytest.raises(gpu.DeviceMemoryError, match=r"^cuda device memory: needs 6\.0 MiB .* 0 bytes free of 80\.00 GiB"):
+        workers._do_timing(job, state)
+

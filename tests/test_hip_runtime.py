@@ -83,6 +83,7 @@ def fake_hip(*, devices=1, old_props_signature=False, compile_ok=True, lib_missi
         hipModuleLoadData=rec("hipModuleLoadData", (OK, "module0")),
         hipModuleGetFunction=rec("hipModuleGetFunction", (OK, "function0")),
         hipMalloc=rec("hipMalloc", (OK, 0x7000)), hipFree=rec("hipFree", (OK,)),
+        hipMemGetInfo=rec("hipMemGetInfo", (OK, 48 << 30, 192 << 30)),
         hipMemcpyHtoD=rec("hipMemcpyHtoD", (OK,)), hipMemcpyDtoH=rec("hipMemcpyDtoH", (OK,)),
         hipMemsetD8Async=rec("hipMemsetD8Async", (OK,)), hipStreamSynchronize=rec("hipStreamSynchronize", (OK,)),
         hipModuleLaunchKernel=rec("hipModuleLaunchKernel", (OK,)),
@@ -177,6 +178,7 @@ def test_compile_failure_carries_the_log_and_still_destroys(install):
     ("hipModuleLaunchKernel", lambda rt: rt.launch("f", (1, 1, 1), (64, 1, 1), 0, (1, 2, 3))),
     ("hipMemcpyHtoD", lambda rt: rt.copy_to_device(0x7000, np.zeros(4, np.float32))),
     ("hipStreamSynchronize", lambda rt: rt.synchronize()),
+    ("hipMemGetInfo", lambda rt: rt.mem_info()),
 ])
 def test_every_error_code_is_checked_where_returned(install, call, invoke):
     from miopen_solver.runtime.hip import HipError
@@ -215,6 +217,7 @@ def test_engine_builds_the_amd_kernel_and_launches_it(install, tmp_path):
     assert launch[1:4] == spec_grid(spec) and launch[4] == spec.threads
     assert names.index("hipMemsetD8Async") < names.index("hipModuleLaunchKernel") < names.index("hipMemcpyDtoH")
     assert names.count("hipFree") == names.count("hipMalloc") == 3
+    assert names.index("hipMemGetInfo") < names.index("hipMalloc")          # room checked first
     # a second engine finds the code object in the cache: no compile
     eng2 = GpuEngine(HipRuntime(), cache=BinaryCache(tmp_path))
     before = names.count("hiprtcCompileProgram")
@@ -225,3 +228,10 @@ def test_engine_builds_the_amd_kernel_and_launches_it(install, tmp_path):
 def spec_grid(spec):
     from miopen_solver.kernels.emit import emit
     return tuple(emit(spec).grid)
+
+
+def test_mem_info_is_free_and_total(install):
+    HipRuntime, calls = install()
+    assert HipRuntime().mem_info() == (48 << 30, 192 << 30)
+    assert calls[-1] == ("hipMemGetInfo", ())
+

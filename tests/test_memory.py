@@ -1,0 +1,319 @@
+"""Host and device memory before anything is allocated (issue: a problem just under the 2 GiB
+tensor limit reached 8.2 GB of host memory and died at a 16 GB limit, exit 3).
+
+* the estimate (miopen_solver/memory.py) against numbers worked out by hand, and against
+  the peak that ``tracemalloc`` measures when the worker jobs really run (CPU engine: GEMM,
+  direct, NCHW, split-K, the blockwise reference): never below, not far above;
+* what the host has: MemAvailable, cgroup v2 and v1 limits (ancestors, namespaced mounts,
+  page cache), RLIMIT_AS;
+* the driver refuses a run, a tune and a batch line that cannot fit before any worker
+  starts: one line with the numbers and what fits (a smaller -n, or -V 0); a subprocess
+  under a real RLIMIT_AS refuses with exit 2 where the old driver died in a worker.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tracemalloc
+import weakref
+
+import pytest
+
+from conftest import ROOT, run_cli
+from driver import workers
+from miopen_solver import memory, prng, reference
+from miopen_solver.command import parse
+from miopen_solver.memory import PROCESS_BYTES, HostMemory
+from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV
+from miopen_solver.runtime.cpu import CpuEngine
+from miopen_solver.solver import DgradSolver
+from miopen_solver.target import get_target
+
+NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+MiB = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch, tmp_path):
+    for name in (prng.SEED_ENV, workers.CRASH_ENV, workers.PRELOAD_ENV, workers.TIMEOUT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(PERFDB_ENV, str(tmp_path / "perfdb.sqlite"))
+
+
+def solution(line, arch="cpu"):
+    p = parse(line + " -F 2").problem
+    return p, DgradSolver().find_solution(p, get_target(arch))
+
+
+# ------------------------------------------------------------------ by hand
+def test_gpu_worker_needs_by_hand():
+    """fp16 NHWC N=2 C=8 16x16 K=4 3x3 pad 1: dY 2*16*16*4 = 2048 elements (4096 bytes),
+    W 4*3*3*8 = 288 (576), dX 2*16*16*8 = 4096 (8192)."""
+    p, sol = solution(f"convfp16 -n 2 -c 8 -H 16 -W 16 -k 4 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90")
+    plan = memory.engine_plan(sol.spec)
+    t = memory.timing_need(p, plan, "cuda")
+    # generating dY holds 12 bytes per element; afterwards dY + W
+    assert t.host == PROCESS_BYTES + 12 * 2048 and t.resident == PROCESS_BYTES + 4096 + 576
+    assert t.device == 3 * (2 * MiB) and t.parts == (("generating dY", 12 * 2048),)
+    v = memory.verification_need(p, plan, "cuda", "gpu")
+    # one block: 512 pixels of 8*8 + 8*max(4+8, 16) = 192 bytes, slab edges 2*256*8*(4+8), one W tap 8*4*8
+    block = 512 * 192 + 2 * 256 * 8 * 12 + 8 * 4 * 8
+    assert v.host == PROCESS_BYTES + 4096 + 576 + 8192 + 4 * 4096 + block
+    assert v.resident == PROCESS_BYTES + 4096 + 576 + 4 * 4096                  # inputs + the GPU reference
+    assert v.device == 3 * (2 * MiB)                                            # float32 dX 16 KiB: one page too
+    assert v.describe() == ("verification worker: process 128.0 MiB + dY 4.0 KiB + W 576 bytes + dX 8.0 KiB + "
+                            f"GPU reference 16.0 KiB + comparison block {memory.format_bytes(block)}")
+    # -D and -e files: read as they are, no generation
+    assert memory.timing_need(p, plan, "cuda", files=(True, True)).host == PROCESS_BYTES + 4096 + 576
+
+
+def test_format_bytes():
+    assert [memory.format_bytes(n) for n in (12, 1152, 6 * MiB, 10 << 30)] == \
+        ["12 bytes", "1.1 KiB", "6.0 MiB", "10.00 GiB"]
+    assert memory.format_apart(6 * MiB, 6 * MiB - 1) == ("6.0 MiB (6291456 bytes)", "6.0 MiB (6291455 bytes)")
+    assert memory.format_apart(2 * MiB, MiB) == ("2.0 MiB", "1.0 MiB")
+
+
+# ------------------------------------------------------------------ against what runs
+MEASURED = [
+    (f"convfp16 -n 4 -c 32 -H 64 -W 64 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "cpu", None),
+    ("convfp16 -n 8 -c 64 -H 40 -W 40 -k 64 -y 3 -x 3 -p 1 -q 1", "cpu", None),                      # NCHW
+    ("conv -n 2 -c 64 -H 56 -W 56 -k 16 -y 1 -x 1 -u 2 -v 2", "cpu", 256 << 10),                     # blockwise
+    (f"convfp16 -n 8 -c 32 -H 64 -W 64 -k 32 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -g 32 {NHWC}", "sm_90", None),  # direct
+    (f"convfp16 -n 8 -c 256 -H 14 -W 14 -k 512 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90", 1 << 20),      # split-K
+]
+
+
+def _measure(job, state, role):
+    tracemalloc.start()
+    try:
+        workers._HANDLERS[role](job, state)
+        return tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("line,arch,budget", MEASURED)
+def test_estimate_bounds_the_measured_peak(monkeypatch, line, arch, budget):
+    """Each worker job in this process under tracemalloc (numpy reports its buffers to it):
+    the estimate is never below the peak and within 1.6x of it (the CPU engine's chunk
+    allowance of a few MiB aside)."""
+    if budget:
+        monkeypatch.setattr(reference, "BLOCK_BYTES", budget)
+    p, sol = solution(line, arch)
+    plan = memory.engine_plan(sol.spec)
+    if budget:
+        assert reference.block_shape(p) != (p.N, p.Hi)        # the reference really goes block by block
+    if "-u 2 -v 2 -g 32" in line:
+        assert plan.direct
+    for role in ("timing", "verification"):
+        state = workers._State()
+        state.engines["cpu"] = CpuEngine(get_target(arch))
+        job = workers.make_job(role, solution=sol, backend="cpu", iters=1, warmup=0, reference="cpu")
+        resident, peak = _measure(job, state, role)
+        need = (memory.timing_need(p, plan, "cpu") if role == "timing"
+                else memory.verification_need(p, plan, "cpu", "cpu"))
+        est = need.host - PROCESS_BYTES
+        assert peak <= est + (256 << 10), (role, peak, need)
+        assert est <= 1.6 * peak + 8 * MiB, (role, peak, need)
+        assert abs(resident - (need.resident - PROCESS_BYTES)) <= 256 << 10, (role, resident, need)
+
+
+def test_a_worker_frees_the_last_problem_before_the_next(monkeypatch):
+    """A worker keeps one problem's inputs (and small reference): a new problem's are made
+    after the old ones are let go, so the two never add up."""
+    state = workers._State()
+    state.engines["cpu"] = CpuEngine()
+    big_p, big = solution(f"conv -n 8 -c 32 -H 64 -W 64 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}")
+    small_p, small = solution(f"conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 {NHWC}")
+    workers._do_verification(workers.make_job("verification", solution=big, backend="cpu"), state)
+    assert state.ref is not None and state.ref.nbytes == 8 * big_p.dx_elems
+    old = [weakref.ref(state.inputs.dy), weakref.ref(state.inputs.w), weakref.ref(state.ref)]
+    real, seen = prng.generate_inputs, []
+
+    def generate(*a, **k):
+        seen.append([r() is None for r in old])
+        return real(*a, **k)
+    monkeypatch.setattr(prng, "generate_inputs", generate)
+    workers._do_verification(workers.make_job("verification", solution=small, backend="cpu"), state)
+    assert seen == [[True, True, True]] and state.ref.nbytes == 8 * small_p.dx_elems
+
+
+def test_blockwise_verification_in_the_worker_keeps_no_reference(monkeypatch):
+    monkeypatch.setattr(reference, "BLOCK_BYTES", 256 << 10)
+    p, sol = solution(f"conv -n 4 -c 16 -H 32 -W 32 -k 16 -y 3 -x 3 -p 1 -q 1 {NHWC}")
+    state = workers._State()
+    state.engines["cpu"] = CpuEngine()
+    rec = workers._do_verification(workers.make_job("verification", solution=sol, backend="cpu"), state)
+    assert state.ref is None and rec["verdict"]["ok"]
+    inp = prng.generate_inputs(p, 0)                          # make_job's seed
+    want = reference.verify(p, CpuEngine().run(sol, inp.dy, inp.w), reference.dgrad_reference(p, inp.dy, inp.w))
+    assert repr(reference.Verdict(**rec["verdict"])) == repr(want)
+
+
+# ------------------------------------------------------------------ what the host has
+def _proc(tmp_path, cgroup_line, meminfo_kb=4 << 20, vmsize_kb=150 << 10):
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "meminfo").write_text(f"MemTotal:  99999999 kB\nMemAvailable:  {meminfo_kb} kB\n")
+    (proc / "self" / "cgroup").write_text(cgroup_line + "\n")
+    (proc / "self" / "status").write_text(f"Name:\tpython\nVmPeak:\t 1 kB\nVmSize:\t  {vmsize_kb} kB\n")
+    return str(proc)
+
+
+def _write(d, **files):
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (d / name.replace("_", ".", 1)).write_text(text)
+
+
+def test_host_memory_without_a_cgroup_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    host = memory.host_memory(_proc(tmp_path, "0::/"), str(tmp_path / "cg"))
+    assert host == HostMemory(4 << 30, "MemAvailable", None, 150 << 20)
+
+
+def test_host_memory_cgroup_v2_takes_the_tightest_ancestor(tmp_path, monkeypatch):
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (3 << 30, resource.RLIM_INFINITY))
+    root = tmp_path / "cg"
+    _write(root / "a", memory_max="2000000000\n", memory_current="100\n")
+    _write(root / "a" / "b", memory_max="max\n", memory_current="5\n")
+    _write(root / "a" / "b" / "c", memory_max="1000000000\n", memory_current="700000000\n",
+           memory_stat="anon 1\ninactive_file 200000000\nactive_file 3\n")
+    host = memory.host_memory(_proc(tmp_path, "0::/a/b/c"), str(root))
+    # 1e9 - (7e8 - 2e8 of reclaimable page cache) = 5e8 < 2e9 - 100 < 4 GiB
+    assert host.available == 500_000_000 and host.source == f"cgroup limit {root}/a/b/c/memory.max"
+    assert host.address_space == 3 << 30 and host.baseline == 150 << 20
+
+
+def test_host_memory_cgroup_v1_namespaced(tmp_path, monkeypatch):
+    """cgroup v1 with the process's cgroup mounted as the root (a container): the path of
+    /proc/self/cgroup is not under the mount; the mount's own files are the limit."""
+    root = tmp_path / "cg"
+    _write(root / "memory", memory_limit_in_bytes="1073741824\n", memory_usage_in_bytes="73741824\n",
+           memory_stat="cache 5\ntotal_inactive_file 0\n")
+    host = memory.host_memory(_proc(tmp_path, "4:memory:/process_api/abc\n0::/"), str(root))
+    assert host.available == 1_000_000_000 and host.source == f"cgroup limit {root}/memory/memory.limit_in_bytes"
+    unlimited = tmp_path / "cg2"
+    _write(unlimited / "memory", memory_limit_in_bytes="9223372036854771712\n", memory_usage_in_bytes="1\n")
+    assert memory.host_memory(_proc(tmp_path / "x", "4:memory:/"), str(unlimited)).source == "MemAvailable"
+
+
+def test_shortfall_says_what_and_how_much():
+    need = memory.Need("verification", PROCESS_BYTES + 2 * MiB, 0, 0, (("dY", MiB), ("dX", MiB)))
+    other = memory.Need("timing", PROCESS_BYTES + MiB, 0, 0, (("dY", MiB),))
+    total = need.host
+    host = HostMemory(PROCESS_BYTES + MiB, "MemAvailable", None, 0)
+    assert memory.shortfall(host, total, [other, need]) == (
+        "host memory: needs 130.0 MiB (verification worker: process 128.0 MiB + dY 1.0 MiB + dX 1.0 MiB); "
+        "129.0 MiB available (MemAvailable)")
+    assert memory.shortfall(host, total, [other, need], held=MiB) is None
+    assert memory.shortfall(host, total, [need], held=MiB // 2).endswith(
+        "129.5 MiB available (MemAvailable plus 512.0 KiB the workers hold now)")
+    limited = HostMemory(None, "MemAvailable", 101 * MiB, 100 * MiB)     # a worker is 100 MiB before its tensors
+    assert memory.shortfall(limited, total, [other, need]) == (
+        "address space: needs 102.0 MiB (verification worker: process 100.0 MiB + dY 1.0 MiB + dX 1.0 MiB); "
+        "RLIMIT_AS (ulimit -v) allows 101.0 MiB")
+    assert memory.shortfall(HostMemory(None, "MemAvailable", 102 * MiB, 100 * MiB), total, [need]) is None
+
+
+# ------------------------------------------------------------------ the driver refuses
+BIG = f"convfp16 -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1 {NHWC}"
+
+
+def _host(monkeypatch, available=None, address_space=None, baseline=150 * MiB):
+    host = HostMemory(available, "MemAvailable", address_space, baseline)
+    monkeypatch.setattr(memory, "host_memory", lambda *a, **k: host)
+    return host
+
+
+def _run_total(line, n=None, verify=True):
+    cmd = parse(line.split())
+    p = cmd.problem if n is None else cmd.problem.replace(N=n)
+    plan = memory.engine_plan(DgradSolver().find_solution(cmd.problem, get_target("cpu")).spec)
+    return memory.one_after_another(memory.run_needs(p, plan, "cpu", time=True, verify=verify,
+                                                     reference_kind="cpu" if verify else None))
+
+
+def test_run_refused_with_the_numbers_and_a_smaller_n(capsys, monkeypatch, no_workers):
+    total, needs = _run_total(BIG)
+    verify_off = _run_total(BIG, verify=False)[0]
+    host = _host(monkeypatch, available=(total + verify_off) // 2)      # -V 0 fits, the full run does not
+    status, out, err = run_cli(capsys, *BIG.split(), "--backend", "cpu")
+    assert status == 2 and out == [] and len(err) == 1
+    worst = max(needs, key=lambda n: n.host)
+    n = int(err[0].split("allowed: -n ")[1].split()[0])
+    assert err[0] == (f"dgrad-driver: error: host memory: needs {memory.format_bytes(total)} ({worst.describe()}); "
+                      f"{memory.format_bytes(host.available)} available (MemAvailable); allowed: -n {n} or smaller, "
+                      f"or -V 0")
+    assert _run_total(BIG, n)[0] <= host.available < _run_total(BIG, n + 1)[0]     # the largest -n that fits
+    status, out, err = run_cli(capsys, *BIG.split(), "--backend", "cpu", "--json")
+    assert status == 2 and out == [] and len(err) == 1 and "allowed: -n " in err[0]
+
+
+def test_run_refused_when_even_n_1_does_not_fit(capsys, monkeypatch, no_workers):
+    _host(monkeypatch, available=PROCESS_BYTES)
+    status, out, err = run_cli(capsys, *BIG.split(), "--backend", "cpu", "-V", "0")
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].endswith("allowed: a smaller problem (even -n 1 does not fit)") and "-V 0" not in err[0]
+
+
+def test_tune_refused_before_the_sweep(capsys, monkeypatch, no_workers):
+    total, _ = _run_total(BIG)
+    _host(monkeypatch, available=PROCESS_BYTES + (total - PROCESS_BYTES) // 2)
+    status, out, err = run_cli(capsys, "tune", *BIG.split(), "--backend", "cpu", "--max-configs", "3")
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith("dgrad-driver: error: host memory: needs ") and "allowed: -n " in err[0]
+
+
+def _batch_need(line):
+    """A batch line's joint peak: both workers live for the file, so while the line is
+    verified the timing worker still holds its inputs."""
+    p, sol = solution(line.replace(" -F 2", ""))
+    plan = memory.engine_plan(sol.spec)
+    t, v = memory.timing_need(p, plan, "cpu"), memory.verification_need(p, plan, "cpu", "cpu")
+    return max(t.host, t.resident + v.host)
+
+
+def test_batch_line_that_cannot_fit_is_an_error_row(capsys, monkeypatch, tmp_path):
+    small = f"convfp16 -n 1 -c 4 -H 5 -W 5 -k 8 -y 1 -x 1 -F 2 -t 1 -i 1 {NHWC}"
+    path = tmp_path / "lines.txt"
+    path.write_text(f"{BIG}\n{small}\n")
+    host = _host(monkeypatch, available=_batch_need(small) + 64 * MiB)
+    assert _batch_need(BIG) > host.available
+    status, out, err = run_cli(capsys, "batch", str(path), "--backend", "cpu")
+    assert status == 1 and err == []
+    big_row = next(x for x in out if x.split()[0] == "1")
+    assert " error " in big_row
+    assert (f"host memory: needs {memory.format_bytes(_batch_need(BIG))} (" in big_row
+            and f"{memory.format_bytes(host.available)} available (MemAvailable); allowed: --batch-size " in big_row)
+    n = int(big_row.split("allowed: --batch-size ")[1].split()[0])
+    assert _batch_need(BIG.replace("-n 16", f"-n {n}")) <= host.available
+    assert _batch_need(BIG.replace("-n 16", f"-n {n + 1}")) > host.available
+    small_row = next(x for x in out if x.split()[0] == "2")
+    assert small_row.split()[-2:] == ["OK", "ok"]
+    assert out[-1] == "Summary: 1 ok, 1 error"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+def test_a_real_rlimit_as_refuses_before_any_worker(tmp_path):
+    """Under ulimit -v 1 GiB a 256-image fp32 line needs about 4 GiB in one worker: the
+    driver says so (exit 2) instead of a worker dying (exit 3); a small line still runs."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    env = dict(os.environ, PYTHONPATH=ROOT, **{PERFDB_ENV: str(tmp_path / "p.sqlite")})
+    big = "conv -n 256 -c 64 -H 128 -W 128 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1 --backend cpu"
+    r = subprocess.run([sys.executable, "-m", "driver", *big.split()], env=env, cwd=tmp_path, preexec_fn=limit,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert r.stderr.startswith("dgrad-driver: error: address space: needs ")
+    assert "RLIMIT_AS (ulimit -v) allows 1.00 GiB; allowed: -n " in r.stderr
+    small = f"convfp16 -n 1 -c 4 -H 5 -W 5 -k 8 -y 1 -x 1 -F 2 -t 1 -i 1 {NHWC} --backend cpu"
+    r = subprocess.run([sys.executable, "-m", "driver", *small.split()], env=env, cwd=tmp_path, preexec_fn=limit,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].startswith("Backward Convolution Data Verifies OK")
