@@ -21,12 +21,17 @@ count. Before a line's workers start, their host memory (:mod:`miopen_solver.mem
 compared with what the host has; a line that cannot fit is an ``error`` row naming the
 numbers and what would fit (``--batch-size``, ``--no-verify``).
 
+Output: a heading (the file's command count), the table's header, then each line's row as
+soon as the line has finished (flushed: a pipe shows it at once, a Ctrl-C keeps it), then
+the summary. A row is aligned to the rows before it (a kernel name longer than the ones
+before shifts the columns after it); ``--csv`` has every field.
+
 Row status: ``ok``, ``verify-failed``, ``failed`` (a worker crashed, timed out or raised),
 ``not-applicable`` (e.g. NCHW or mixed layouts on a GPU target), ``skipped`` (not ``-F 2``)
 and ``error`` (the line does not parse, its flags cannot be honoured, or it does not fit
 the host's memory).
 Exit status: 0 no row ``failed``/``verify-failed``/``error``; 1 otherwise; 2 bad input
-(also a ``--csv`` file that cannot be written at the end: the table is printed first).
+(also a ``--csv`` file that cannot be written at the end: the rows are printed first).
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ from .tune_cmd import Progress
 CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
               "verified", "verify_error", "perf_config", "config_source", "note")
 FAILING = ("failed", "verify-failed", "error")
+TABLE = ("line", "problem_key", "applicable", "kernel_name", "time_ms", "verified", "status", "note")
+"""The columns of a row's line."""
 RAN = ("ok", "verify-failed", "failed")
 """Row states of a line that was timed (what ``--max-lines`` counts)."""
 MAX_FILE_BYTES = 64 << 20
@@ -162,6 +169,44 @@ def _usable_perfdb(o: BatchOptions) -> bool:
     return True
 
 
+def _line_tokens(tokens: list, o: BatchOptions) -> list:
+    """A line's tokens with ``--batch-size`` and ``--iters`` applied."""
+    if o.batch_size is not None:
+        tokens = tokens + ["-n", str(o.batch_size)]
+    if o.iters is not None:
+        tokens = tokens + ["-i", str(o.iters)]
+    return tokens
+
+
+class _RowLines:
+    """Rows printed one by one, aligned: a column is as wide as its header and its widest
+    value so far; the line numbers and problem keys are known before the first row (the
+    lines are parsed up front), kernel names and times as they come."""
+
+    def __init__(self, commands: list, o: BatchOptions):
+        self.line = max((n for n, _ in commands), default=0)
+        self.key, self.kernel, self.time = 1, 1, 0.0
+        for _, tokens in commands:
+            try:
+                self.key = max(self.key, len(parse(_line_tokens(tokens, o), allow_any_direction=True).problem
+                                             .problem_key()))
+            except (MiopenCommandError, ValueError):
+                continue
+
+    def _table(self, rows: list) -> list:
+        widest = (self.line, "-" * self.key, "", "-" * self.kernel, self.time, "", "", "")
+        return report.format_table(TABLE, [widest] + rows)
+
+    def header(self) -> str:
+        return self._table([])[0]
+
+    def __call__(self, row: BatchRow) -> str:
+        self.kernel = max(self.kernel, len(row.kernel_name))
+        self.time = max(self.time, row.time_ms or 0.0)
+        return self._table([(row.line, row.problem_key or "-", row.applicable, row.kernel_name or "-", row.time_ms,
+                             row.verified, row.status, row.note)])[2]
+
+
 def _memory_refusal(problem, solution, device, ref_kind, verify: bool, files: tuple, held: dict) -> tuple:
     """``(refusal, timing need, verification need)`` of one line: the refusal (None when it
     fits) names the memory needed and available and what fits (``--batch-size``,
@@ -188,12 +233,8 @@ def _memory_refusal(problem, solution, device, ref_kind, verify: bool, files: tu
 def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, timing_w, verify_w, seed,
              held: dict) -> None:
     """Run one line into ``row``; ``held``: host bytes each worker holds now (updated)."""
-    if o.batch_size is not None:
-        tokens = tokens + ["-n", str(o.batch_size)]
-    if o.iters is not None:
-        tokens = tokens + ["-i", str(o.iters)]
     try:
-        cmd = parse(tokens, allow_any_direction=True)
+        cmd = parse(_line_tokens(tokens, o), allow_any_direction=True)
     except MiopenCommandError as e:
         row.status, row.note = "error", one_line(e)
         return
@@ -257,8 +298,13 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
         row.note = f"{report.cpp_float(v['error'])} > {report.cpp_float(v['tolerance'])} on {res.record['reference']} reference"
 
 
-def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw) -> tuple:
+def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit=None, **kw) -> tuple:
     """Run every MIOpenDriver line of ``path``. Returns ``(exit_status, stdout_lines)``.
+
+    With ``emit`` (a callable taking one line), the heading, the table's header and each
+    line's row go to ``emit`` as soon as they are final -- a pipe or a Ctrl-C keeps them --
+    and the returned lines are the rest (the summary, the CSV line); without it every line
+    is returned, in the same order.
 
     Raises:
         UserError, RuntimeUnavailable, ValueError: bad input (unreadable file, bad option,
@@ -293,6 +339,12 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     limit = o.max_lines if o.max_lines is not None else len(commands)
     progress = Progress(err, min(limit, len(commands)), show, label="batch")
+    row_line = _RowLines(commands, o)
+    lines = []
+    say = emit if emit is not None else lines.append
+    say(f"Batch {path}: {len(commands)} commands on {device.target.arch} ({device.backend}, {device.name})"
+        + (f", -n {o.batch_size}" if o.batch_size else "") + (f", --max-lines {o.max_lines}" if o.max_lines else ""))
+    say(row_line.header())
     rows, ran, held = [], 0, {"timing": 0, "verification": 0}
     with workers.Worker("timing", timeout=o.timeout) as tw, workers.Worker("verification", timeout=o.timeout) as vw:
         for n, tokens in commands:
@@ -303,17 +355,14 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, **kw
             _run_row(row, tokens, o, device, ref_kind, tw, vw, seed, held)
             rows.append(row)
             ran += row.status in RAN
+            progress.clear()
+            say(row_line(row))
         progress.update(ran, sum(r.status in FAILING for r in rows), None)
     progress.finish()
 
     counts = {}
     for r in rows:
         counts[r.status] = counts.get(r.status, 0) + 1
-    lines = [f"Batch {path}: {len(rows)} commands on {device.target.arch} ({device.backend}, {device.name})"
-             + (f", -n {o.batch_size}" if o.batch_size else "")]
-    header = ("line", "problem_key", "applicable", "kernel_name", "time_ms", "verified", "status", "note")
-    lines.extend(report.format_table(header, [(r.line, r.problem_key or "-", r.applicable, r.kernel_name or "-",
-                                               r.time_ms, r.verified, r.status, r.note) for r in rows]))
     summary = ", ".join(f"{counts[k]} {k}" for k in ("ok", "verify-failed", "failed", "not-applicable",
                                                       "skipped", "error") if counts.get(k))
     lines.append(f"Summary: {summary or 'no commands'}"
@@ -350,7 +399,7 @@ def batch_cmd(ctx, backend, arch, batch_size, iters, no_verify, csv_path, max_li
     opts = BatchOptions(backend=backend, arch=arch, batch_size=batch_size, iters=iters, verify=not no_verify,
                         csv=csv_path, timeout=timeout, warmup=warmup, perfdb=perfdb, use_perfdb=not no_perfdb,
                         ref=ref, max_lines=max_lines, quiet=quiet)
-    run_and_print(ctx, batch_file, file, opts)
+    run_and_print(ctx, batch_file, file, opts, stream=True)
 
 
 __all__ = ["BatchOptions", "BatchRow", "batch_file", "batch_cmd", "command_tokens"]

@@ -76,12 +76,21 @@ def warn(message) -> None:
     click.echo(f"{PROG}: warning: {one_line(message)}", err=True)
 
 
-def run_and_print(ctx, fn, *args) -> None:
+def emit_line(text: str) -> None:
+    """Print one line on stdout now, flushed (``click.echo`` flushes): a row that is final
+    reaches a pipe at once and survives a Ctrl-C."""
+    click.echo(text)
+
+
+def run_and_print(ctx, fn, *args, stream: bool = False) -> None:
     """Call ``fn(*args) -> (status, lines)``; print the lines and exit with the status, or
     print a user error as one line and exit 2 (an :class:`OutputError`'s lines first).
-    Ctrl-C exits 130 (workers are ended by their context managers on the way out)."""
+    With ``stream``, ``fn`` also gets ``emit=`` :func:`emit_line` and prints the lines that
+    are final as it goes (batch and tune rows); the lines it returns come after them.
+    Ctrl-C exits 130 (workers are ended by their context managers on the way out), the
+    lines printed so far kept."""
     try:
-        status, lines = fn(*args)
+        status, lines = fn(*args, **({"emit": emit_line} if stream else {}))
     except OutputError as e:
         for text in e.lines:
             click.echo(text)

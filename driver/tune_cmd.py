@@ -17,6 +17,11 @@
    skips it), where a later plain run of the same line finds it. The perf-db keeps the
    faster of an existing record and the new winner.
 
+Text output is printed as it happens: the heading before the sweep, one line per config
+when it has been timed (``Timed <config>: ...`` or ``Failed <config>: <reason>``) and when
+it has been verified (``Verified ...`` / ``Not verified ...``), flushed, so a pipe shows
+them at once and a Ctrl-C keeps them; then the summary, the table and the winner.
+
 Exit status: 0 a winner was found; 1 no config timed and verified; 2 bad input (checked
 before the sweep starts: options, the line, a ``--csv`` path that cannot be written, a
 perf-db that cannot be written, workers that would not fit the host's memory), or the CSV
@@ -108,6 +113,14 @@ class Progress:
         self.stream.write("\r" + text + " " * pad)
         self.stream.flush()
 
+    def clear(self) -> None:
+        """Erase the line (before a row is printed on the same terminal); the next
+        :meth:`update` draws it again."""
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
     def finish(self) -> None:
         """End the line (a newline) when anything was shown."""
         if self.enabled and self._width:
@@ -180,9 +193,9 @@ def _store(o: TuneOptions, problem, device, winner) -> dict:
             "time_ms": rec.time_ms, "error": None}
 
 
-def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, progress) -> tuple:
-    """Time every row in one (restarted on failure) timing worker. Returns
-    ``(timed, budget_hit, seconds)``."""
+def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, progress, say) -> tuple:
+    """Time every row in one (restarted on failure) timing worker; ``say`` gets each row's
+    line as it finishes. Returns ``(timed, budget_hit, seconds)``."""
     t0 = time.perf_counter()
     timed, budget_hit, failed, best = 0, False, 0, None
     flops = problem.flops
@@ -207,6 +220,8 @@ def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, pro
                 failed += 1
                 row.status, row.failure, row.reason = "failed", res.failure, res.reason
                 row.exit_code, row.signal = res.exit_code, res.signal
+            progress.clear()
+            say(_timed_line(row))
         progress.update(timed, failed, best)
     progress.finish()
     return timed, budget_hit, time.perf_counter() - t0
@@ -233,13 +248,22 @@ def _check_memory(problem, solutions, device, o: TuneOptions, ref_kind, files) -
         raise UserError(refusal)
 
 
+def _timed_line(row: TuneRow) -> str:
+    """The line of a timed row: ``Timed <config>: <average> ms (median ..., min ...)`` or
+    ``Failed <config>: <reason>``."""
+    if row.status != "ok":
+        return f"Failed {row.perf_config}: {row.reason}"
+    return f"Timed {row.perf_config}: {row.average_ms:.6f} ms (median {row.median_ms:.6f}, min {row.min_ms:.6f})"
+
+
 def _summary(times) -> tuple:
     import statistics
     return report.miopen_average_ms(times), float(statistics.median(times)), float(min(times))
 
 
-def _verify_top(ranked, solutions, job_args, o: TuneOptions, ref_kind: str) -> list:
-    """Verify the first ``--verify-top`` ranked rows; returns the verified rows."""
+def _verify_top(ranked, solutions, job_args, o: TuneOptions, ref_kind: str, say) -> list:
+    """Verify the first ``--verify-top`` ranked rows (``say`` gets each one's line as it
+    finishes); returns the verified rows."""
     chosen = ranked[:o.verify_top]
     if not chosen:
         return []
@@ -252,14 +276,24 @@ def _verify_top(ranked, solutions, job_args, o: TuneOptions, ref_kind: str) -> l
                 row.verified, row.verify_error = bool(v["ok"]), float(v["error"])
                 if not v["ok"]:
                     row.reason = f"verification FAILED: {report.cpp_float(v['error'])} > {report.cpp_float(v['tolerance'])}"
+                else:
+                    say(f"Verified {row.perf_config}: OK on {ref_kind.upper()} reference "
+                        f"({report.cpp_float(v['error'])} < {report.cpp_float(v['tolerance'])})")
             else:
                 row.verified = False
                 row.reason = f"verification worker failed: {res.reason}"
+            if not row.verified:
+                say(f"Not verified {row.perf_config}: {row.reason}")
     return chosen
 
 
-def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> tuple:
+def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None, **kw) -> tuple:
     """Tune one MIOpenDriver line. Returns ``(exit_status, stdout_lines)``.
+
+    With ``emit`` (a callable taking one line) and text output, the heading and each row's
+    line (a config timed or failed, then verified or not) go to ``emit`` as soon as they are
+    final -- a pipe or a Ctrl-C keeps them -- and the returned lines are the rest (the
+    summary and the table); without it every line is returned, in the same order.
 
     Raises:
         UserError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, ValueError:
@@ -298,16 +332,22 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
                     bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
                     w_file=f["weights"] or None)
     _check_memory(problem, solutions, device, o, ref_kind, (bool(job_args["dy_file"]), bool(job_args["w_file"])))
+    lines = []
+    say = emit if emit is not None and not o.as_json else lines.append
+    say(report.echo_line(cmd.argv))
+    say(report.seed_line(seed))
+    say(f"Tuning {SOLVER_NAME} on {target.arch} ({device.backend}, {device.name}): problem "
+        f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, warm-up {o.warmup}")
     err = stderr if stderr is not None else sys.stderr
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     progress = Progress(err, len(rows), show)
-    timed, budget_hit, seconds = _time_configs(rows, solutions, job_args, cmd.iters, o, problem, progress)
+    timed, budget_hit, seconds = _time_configs(rows, solutions, job_args, cmd.iters, o, problem, progress, say)
 
     ok_rows = sorted((r for r in rows if r.status == "ok"), key=lambda r: (r.average_ms, r.median_ms, r.index))
     for rank, r in enumerate(ok_rows, 1):
         r.rank = rank
     failed_rows = [r for r in rows if r.status == "failed"]
-    verified = _verify_top(ok_rows, solutions, job_args, o, ref_kind) if o.verify_top else []
+    verified = _verify_top(ok_rows, solutions, job_args, o, ref_kind, say) if o.verify_top else []
     if o.verify_top:
         winner = next((r for r in ok_rows[:o.verify_top] if r.verified), None)
     else:
@@ -335,10 +375,6 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
                "csv": {"path": o.csv, "rows": csv_rows} if o.csv else None}
         return _finish(status, [json.dumps(rec, sort_keys=True)], errors)
 
-    lines = [report.echo_line(cmd.argv), report.seed_line(seed),
-             f"Tuning {SOLVER_NAME} on {target.arch} ({device.backend}, {device.name}): problem "
-             f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, "
-             f"warm-up {o.warmup}"]
     if budget_hit:
         lines.append(f"Time budget {o.time_budget:g} s reached: timed {timed} of {len(rows)} configs")
     lines.append(f"Timed {timed} configs in {seconds:.1f} s: {len(ok_rows)} ok, {len(failed_rows)} failed")
@@ -353,11 +389,6 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, **kw) -> 
                   None if r.gflops is None else round(r.gflops), _verified_text(r), r.perf_config, r.kernel_name)
                  for r in ok_rows[:o.top]]
         lines.extend(report.format_table(header, table))
-    for r in failed_rows:
-        lines.append(f"Failed {r.perf_config}: {r.reason}")
-    for r in verified:
-        if not r.verified:
-            lines.append(f"Not verified {r.perf_config}: {r.reason}")
     if csv_rows is not None:
         lines.append(f"Wrote {csv_rows} rows to {o.csv}")
     if winner is None:
@@ -414,7 +445,7 @@ def tune_cmd(ctx, backend, arch, top, verify_top, csv_path, csv_top, max_configs
                        max_configs=max_configs, time_budget=time_budget, quiet=quiet, timeout=timeout,
                        warmup=warmup, perfdb=perfdb, store=not no_perfdb, ref=ref, as_json=as_json,
                        list_only=list_only)
-    run_and_print(ctx, tune_line, split_line(line), opts)
+    run_and_print(ctx, tune_line, split_line(line), opts, stream=True)
 
 
 __all__ = ["TuneOptions", "TuneRow", "select_configs", "tune_line", "tune_cmd", "Progress"]

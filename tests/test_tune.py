@@ -78,11 +78,18 @@ def test_sweep_with_a_crash_csv_perfdb_and_a_plain_run_that_uses_the_winner(caps
                            "--csv", str(out_csv), "--perfdb", str(db))
     assert status == 0 and err == []                    # not a terminal: no progress line
     assert f"5 of {len(CANDIDATES)} valid configs" in out[2]
-    assert "Timed 5 configs in " in out[3] and out[3].endswith(": 4 ok, 1 failed")
-    assert out[4] == "Verified the top 3 on CPU reference: 3 OK, 0 FAILED"
+    # one line per config as it was timed, in sweep order (printed as they finish), then the
+    # three verified ones, then the summary
+    timed = out[3:8]
+    assert [x.split()[1].rstrip(":") for x in timed] == [c.serialize() for c in picked(5)]
+    assert all(re.fullmatch(r"Timed \S+: \d+\.\d{6} ms \(median \d+\.\d{6}, min \d+\.\d{6}\)", x)
+               for x in timed if not x.startswith("Failed "))
     failed = [x for x in out if x.startswith("Failed ")]
     assert len(failed) == 1 and failed[0].startswith(f"Failed {crash}: timing worker (pid ")
     assert "killed by SIGABRT (exit status -6)" in failed[0]
+    assert all(x.startswith("Verified ") and " OK on CPU reference (" in x for x in out[8:11])
+    assert "Timed 5 configs in " in out[11] and out[11].endswith(": 4 ok, 1 failed")
+    assert out[12] == "Verified the top 3 on CPU reference: 3 OK, 0 FAILED"
 
     rows = read_csv(out_csv)
     assert list(rows[0].keys()) == list(CSV_FIELDS) and len(rows) == 5
