@@ -30,7 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, prng
+from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, prng
 from miopen_solver.command import DriverCommand, check_supported, parse
 from miopen_solver.errors import MiopenCommandError, RuntimeUnavailable
 from miopen_solver.perfdb import default_path
@@ -200,10 +200,20 @@ def check_solution(cmd: DriverCommand) -> None:
     """
     sol = cmd.solution.strip()
     # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
-    if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME):
+    legacy = tuple(str(i) for i in LEGACY_SOLVER_IDS)
+    if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME) + legacy:
         shown = sol if sol and sol.isprintable() and " " not in sol else repr(sol)
         raise UserError(f"-S {shown}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
                         f"{SOLUTION_FASTEST} (fastest), {SOLVER_ID} or {SOLVER_NAME}")
+
+
+def legacy_id_note(cmd: DriverCommand) -> str | None:
+    """The note for ``-S 200``: our old id, accepted (in MIOpen 200 is another solver)."""
+    sol = cmd.solution.strip()
+    if sol in tuple(str(i) for i in LEGACY_SOLVER_IDS):
+        return (f"Info: -S {sol} is this solver's old id; its id is now {SOLVER_ID} ({SOLVER_NAME}); "
+                f"in MIOpen 3.5 id {sol} is another solver")
+    return None
 
 
 def parse_line(tokens) -> DriverCommand:
@@ -401,7 +411,12 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
 
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
+    if cmd.time:                    # MIOpenDriver 3.5 main.cpp: SysInfo after the buffers
+        lines.append(report.sysinfo_line(device.name if device.backend != "cpu" else None))
     lines.extend(solution.notes)
+    note = legacy_id_note(cmd)
+    if note:
+        lines.append(note)
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
     if cmd.time and graph and device.backend == "cpu":
@@ -463,8 +478,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     if timing is not None:
         if cmd.wall:
             lines.append(report.wall_line(timing["wall_ms"], aux_ms, 0.0))
-        if not immediate:                                       # the Find path names its pick
-            lines.append(report.algorithm_line())
+        lines.append(report.algorithm_line())     # MIOpenDriver 3.5: Find and immediate paths
         lines.append(report.kernel_time_line(summary["average_ms"]))
         lines.extend(report.stats_lines(problem, summary["average_ms"]))
     elif cmd.wall and not cmd.time:
