@@ -563,6 +563,10 @@ def _do_verification(job: Job, state: _State) -> dict:
                 state.ref = ref_mod.dgrad_reference(problem, inp.dy, inp.w)
             state.ref_key = kind
         verdict = ref_mod.verify(problem, dx, state.ref)
+        if job.dump and kind == "cpu":
+            # MIOpen RunBackwardDataCPU: dumpBufferToFile<Tref> of din_host, i.e. float32 (Tref
+            # of conv/convfp16/convbfp16) in dX's descriptor layout, as the reference holds it
+            dump("dump_bwd_din_cpu.bin", np.asarray(state.ref, dtype=np.float32))
         rec["verdict"] = verdict.as_dict()
         rec["reference"] = "GPU" if kind == "gpu" else "CPU"
     return rec

@@ -251,6 +251,23 @@ def test_input_files_and_dumps(capsys, tmp_path, monkeypatch):
     # feed W and dY back through -e / -D: same numbers, same result
     status, out2, _ = run(capsys, SMALL, "-e", "dump_wei.bin", "-D", "dump_dout.bin")
     assert status == 0 and out2[-1] == out[-1]
+    # MIOpen's CPU-reference dump: float32 (Tref) dX in its own layout (NHWC here), computed
+    # here by a plain scatter loop over dY and W
+    assert "Wrote output to file dump_bwd_din_cpu.bin" in out
+    got = np.fromfile("dump_bwd_din_cpu.bin", np.float32)
+    assert got.size == p.N * p.Hi * p.Wi * p.C
+    dy = inp.dy.astype(np.float64).reshape(p.N, p.Ho, p.Wo, p.K)
+    w = inp.w.astype(np.float64).reshape(p.K, p.Y, p.X, p.C)
+    want = np.zeros((p.N, p.Hi, p.Wi, p.C))
+    for y in range(p.Y):
+        for x in range(p.X):
+            for ho in range(p.Ho):
+                hi = ho * 2 - 1 + y                   # -u 2 -p 1
+                for wo in range(p.Wo):
+                    wi = wo - 1 + x                   # -v 1 -q 1
+                    if 0 <= hi < p.Hi and 0 <= wi < p.Wi:
+                        want[:, hi, wi, :] += dy[:, ho, wo, :] @ w[:, y, x, :]
+    assert np.allclose(got.reshape(want.shape), want, rtol=1e-6, atol=1e-9)
     np.zeros(5, np.float16).tofile("short.bin")
     status, _, err = run(capsys, SMALL, "-e", "short.bin")
     assert status == 2 and "holds 5 elements" in err[0]
