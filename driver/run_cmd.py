@@ -216,6 +216,35 @@ def legacy_id_note(cmd: DriverCommand) -> str | None:
     return None
 
 
+def unhonoured_flag_notes(cmd: DriverCommand) -> list:
+    """One ``Info:`` line per MIOpenDriver flag that is set but that this driver does not
+    honour as MIOpenDriver does (never silence):
+
+    * ``-b 1``: MIOpenDriver also runs and verifies backward bias; we run backward data only
+      (the bias buffer still takes its random numbers, so dY and W match MIOpen's);
+    * ``-C DIR``: MIOpen reads/writes cached reference results there; we always compute the
+      reference;
+    * ``-M N`` other than 1: MIOpen's math type (TF32 for fp32 with ``-M 0``); our fp32
+      kernels compute in fp32;
+    * ``-N 0``/``-N 1``: MIOpen fills dX with NaN before a launch only with ``-N 1``; we
+      always do (an unwritten pixel must fail verification).
+    """
+    f = cmd.flags
+    out = []
+    if str(f["bias"]).strip() not in ("", "0"):
+        out.append(f"Info: '-b {f['bias']}' is not honoured: backward bias is not run or verified "
+                   "(backward data only; the bias buffer still draws its random numbers)")
+    if str(f["verification_cache"]).strip():
+        out.append(f"Info: '-C {f['verification_cache']}' is not honoured: the reference is always "
+                   "computed, never read from or written to a verification cache")
+    if int(f["math_type"]) != 1:
+        out.append(f"Info: '-M {f['math_type']}' is not honoured: fp32 runs in fp32 (no TF32 math)")
+    if int(f["init_output_nan"]) == 0 and "init_output_nan" in cmd.written:
+        out.append("Info: '-N 0' is not honoured: dX is always filled with NaN before the "
+                   "verification launch")
+    return out
+
+
 def parse_line(tokens) -> DriverCommand:
     """Parse a ``-F 2`` line and refuse the flags this driver cannot honour.
 
@@ -417,6 +446,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     note = legacy_id_note(cmd)
     if note:
         lines.append(note)
+    lines.extend(unhonoured_flag_notes(cmd))
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
     if cmd.time and graph and device.backend == "cpu":

@@ -714,3 +714,19 @@ def test_a_simulated_target_says_no_kernel_ran(capsys, arch, note):
     assert status == 0 and len(said) == int(note), out
     if note:
         assert f"simulates {arch}:" in said[0] and f"no {arch} kernel runs" in said[0]
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["-b", "1"], "Info: '-b 1' is not honoured: backward bias"),
+    (["-C", "/tmp/cache"], "Info: '-C /tmp/cache' is not honoured"),
+    (["-M", "0"], "Info: '-M 0' is not honoured"),
+    (["-N", "0"], "Info: '-N 0' is not honoured"),
+])
+def test_unhonoured_miopen_flags_say_so(capsys, flags, needle):
+    """Issue 17 item 6: flags MIOpen users set are never silently ignored."""
+    status, out, _ = run(capsys, SMALL, *flags, "--no-perfdb")
+    assert status == 0 and sum(l.startswith(needle) for l in out) == 1
+    status, out, _ = run(capsys, SMALL, "--no-perfdb")
+    assert not any("is not honoured" in l for l in out)
+    status, out, _ = run(capsys, SMALL, "-N", "1", "-M", "1", "--no-perfdb")
+    assert not any("is not honoured" in l for l in out)
