@@ -24,6 +24,7 @@ one stderr line and nothing on stdout.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -108,9 +109,53 @@ else:
     cli.add_command(replay_cmd)
 
 
+HELP_TOKENS = ("-h", "--help", "-?")
+"""MIOpenDriver's help flags (``InputFlags``: ``-h``/``--help``, and ``-?``)."""
+COMPLETE_VAR = "_DGRAD_DRIVER_COMPLETE"
+"""Click's shell-completion variable for ``dgrad-driver`` (``bash_source``, ``zsh_source`` ...)."""
+
+
+def _flag_default(f) -> str:
+    if f.default == "":
+        return '""'
+    return str(f.default)
+
+
+def conv_help_lines(base: str) -> list:
+    """MIOpenDriver's help for a conv base argument: every flag with its short form, long
+    form, default and meaning (:data:`miopen_solver.command.FLAGS`), in MIOpen's
+    ``AddCmdLineArgs`` order, then our own long options."""
+    from miopen_solver.command import FLAGS
+    rows = [(f"-{f.short}", f"--{f.long}", _flag_default(f), f.help) for f in FLAGS]
+    rows.append(("-h", "--help", "", "print this help and exit (also -?)"))
+    w = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("short", "long", "default"))]
+    out = [f"MIOpenDriver {base}: backward-data (-F 2) flags of this solver",
+           "", f"{'short':<{w[0]}}  {'long':<{w[1]}}  {'default':<{w[2]}}  meaning"]
+    out += [f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d}".rstrip() for a, b, c, d in rows]
+    out += ["", "A flag's value is the next token. Our own long options (--backend, --arch, --json, ...): "
+            f"{PROG} run --help."]
+    return out
+
+
+def _wants_conv_help(args) -> bool:
+    """A line (not a subcommand) holding MIOpenDriver's -h/--help/-?."""
+    return bool(args) and args[0] not in cli.commands and args[0] not in ("--help", "--version") \
+        and any(a in HELP_TOKENS for a in args[1:])
+
+
 def main(argv=None) -> int:
     """Console entry point; returns the exit status (click usage errors become one line)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if os.environ.get(COMPLETE_VAR):          # shell completion: click prints the script
+        try:
+            cli.main(args=args, prog_name=PROG, complete_var=COMPLETE_VAR)
+        except SystemExit as e:
+            return e.code if isinstance(e.code, int) else 0
+        return 0
+    if _wants_conv_help(args):
+        base = next((a for a in args if not a.startswith("-") and "MIOpenDriver" not in a), args[0])
+        click.echo("\n".join(conv_help_lines(base)))
+        return 0
     if not args:
         click.echo(cli.get_help(click.Context(cli, info_name=PROG)))
         return 0

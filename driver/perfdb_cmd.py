@@ -23,7 +23,7 @@ import os
 
 import click
 
-from miopen_solver import SOLVER_ID, SOLVER_NAME
+from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
@@ -42,9 +42,9 @@ def _perfdb_option(f):
                         help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
 
 
-ALIASES = {str(SOLVER_ID): SOLVER_NAME}
-"""Solver ids accepted on import for this solver: its numeric solution id (perf-db records
-are filed under the solver name, MIOpen's SolverDbId)."""
+ALIASES = {str(i): SOLVER_NAME for i in (SOLVER_ID,) + LEGACY_SOLVER_IDS}
+"""Solver ids accepted on import for this solver, filed under its name (MIOpen's SolverDbId):
+its numeric solution id and the old 200 (records written before the id changed)."""
 
 
 def _check_arch(arch: str) -> None:

@@ -1,6 +1,23 @@
 """MIOpenDriver's text formats for a backward-data run, plus our JSON record.
 
-Strings follow MIOpen ``driver/conv_driver.hpp`` (research/miopen.md §1.7), 2024 snapshot:
+We print what MIOpenDriver 3.5 prints (ROCm/rocm-libraries ``projects/miopen/driver/conv_driver.hpp``
+at commit ``07647551``, ``PrintBackwardDataTime``, ``RunBackwardDataGpuImmed``,
+``AlgorithmSolutionToString``; ``driver/main.cpp`` and ``driver/sys_info.hpp`` for the
+``Timestamp:`` line). What changed since the 2024 snapshot (ROCm/MIOpen ``2d1fd997``) that
+research/miopen.md §1.7 describes:
+
+* the stats header is ``stats: name, n, c, ho, wo, y, x, k, flopCnt, ...`` and the values
+  follow it (``n, c, Ho, Wo, Y, X, K``), with ONE space before flopCnt. The 2024 driver
+  printed the header ``... ho, wo, x, y, k ...`` over values ``n, c, Y, X, K, Ho, Wo`` and two
+  spaces (MIOpen issue #1206); :func:`stats_lines` ``layout="2024"`` still prints that;
+* with ``-t 1`` ``main.cpp`` prints ``RocmPerf::SysInfo`` right after the buffers are
+  allocated (so after ``PRNG seed:``): ``Timestamp: <UTC>; Host Name: ...; Operating System:
+  ...; ROCm: ...; MIOpen Driver: <major.minor.patch>; CPU Vendor: ...; CPU Model: ...; RAM
+  Size: ... GB; GPU Model: ...; AMDGPU Driver: ...``;
+* immediate mode (``-S``) prints ``MIOpen Backward Data Conv. Algorithm: <a>, Solution:
+  <id>/<name>`` before the kernel time too (the 2024 driver printed it on the Find path only).
+
+Strings unchanged since 2024:
 
 * ``MIOpenDriver <argv>`` echo, ``PRNG seed: <seed>``;
 * ``MIOpen Backward Data Conv. Algorithm: <a>, Solution: <id>/<name>`` (Find path), or in
@@ -29,8 +46,17 @@ from miopen_solver.fileio import write_text
 ALGORITHM_IMPLICIT_GEMM = 5
 """``miopenConvolutionBwdDataAlgoImplicitGEMM``."""
 
-STATS_HEADER = ("stats: name, n, c, ho, wo, x, y, k, flopCnt, bytesRead, bytesWritten, GFLOPs, "
+STATS_HEADER = ("stats: name, n, c, ho, wo, y, x, k, flopCnt, bytesRead, bytesWritten, GFLOPs, "
                 "GB/s, timeMs")
+"""MIOpenDriver 3.5's 2-D stats header (values in this order)."""
+STATS_HEADER_2024 = ("stats: name, n, c, ho, wo, x, y, k, flopCnt, bytesRead, bytesWritten, GFLOPs, "
+                     "GB/s, timeMs")
+"""The 2024 driver's header, printed over values in the order ``n, c, Y, X, K, Ho, Wo``."""
+STATS_LAYOUTS = ("3.5", "2024")
+
+MIOPEN_DRIVER_VERSION = "3.5.1"
+"""The MIOpenDriver whose output we print; the ``MIOpen Driver:`` field of the
+``Timestamp:`` line."""
 
 
 def cpp_float(x: float) -> str:
@@ -106,16 +132,84 @@ def _rate(count: int, avg_ms: float) -> float:
     return float(np.float32(np.float32(count) / ms)) / 1e6
 
 
-def stats_lines(problem, avg_ms: float) -> list:
-    """The two ``stats:`` lines of ``PrintBackwardDataTime`` (2-D)."""
+def stats_lines(problem, avg_ms: float, layout: str = "3.5") -> list:
+    """The two ``stats:`` lines of ``PrintBackwardDataTime`` (2-D).
+
+    ``layout="3.5"`` (default): MIOpenDriver 3.5's header and value order (``n, c, ho, wo, y,
+    x, k``, one space before flopCnt); ``"2024"``: the 2024 driver's (header ``ho, wo, x, y, k``
+    over values ``Y, X, K, Ho, Wo``, two spaces)."""
+    if layout not in STATS_LAYOUTS:
+        raise ValueError(f"stats layout {layout!r}: allowed: {', '.join(STATS_LAYOUTS)}")
     p = problem
     v = stats_values(p)
     gflops = _rate(v["flop_count"], avg_ms)
     gbps = _rate(v["bytes_read"] + v["bytes_written"], avg_ms)
-    value = ("stats: bwdd-conv%dx%du%d, %d, %d, %d, %d, %d, %d, %d,  %d, %d, %d, %.0f, %.0f, %f"
-             % (p.Y, p.X, p.sH, p.N, p.C, p.Y, p.X, p.K, p.Ho, p.Wo,
-                v["flop_count"], v["bytes_read"], v["bytes_written"], gflops, gbps, avg_ms))
+    tail = (v["flop_count"], v["bytes_read"], v["bytes_written"], gflops, gbps, avg_ms)
+    if layout == "2024":
+        value = ("stats: bwdd-conv%dx%du%d, %d, %d, %d, %d, %d, %d, %d,  %d, %d, %d, %.0f, %.0f, %f"
+                 % ((p.Y, p.X, p.sH, p.N, p.C, p.Y, p.X, p.K, p.Ho, p.Wo) + tail))
+        return [STATS_HEADER_2024, value]
+    value = ("stats: bwdd-conv%dx%du%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %.0f, %.0f, %f"
+             % ((p.Y, p.X, p.sH, p.N, p.C, p.Ho, p.Wo, p.Y, p.X, p.K) + tail))
     return [STATS_HEADER, value]
+
+
+def sysinfo_line(device_name: str | None = None, now: float | None = None) -> str:
+    """MIOpenDriver 3.5's ``-t 1`` system line (``RocmPerf::SysInfo::ShowSysInfo``).
+
+    Fields we cannot know take MIOpen's own fallbacks: ``ROCm: 0.0.0`` (no HIP runtime
+    answered), ``AMDGPU Driver: 0.0.0`` (no ``/sys/module/amdgpu/version``), ``GPU Model:
+    None`` (no device); ``MIOpen Driver`` is :data:`MIOPEN_DRIVER_VERSION`."""
+    import platform
+    import socket
+    import time as _time
+    stamp = _time.strftime("%Y-%m-%d %H:%M:%S UTC", _time.gmtime(now))
+    uname = platform.uname()
+    vendor, model = _cpu_info()
+    amdgpu = _read_first_line("/sys/module/amdgpu/version") or "0.0.0"
+    gpu = f"1 x {device_name}" if device_name else "None"
+    return (f"Timestamp: {stamp}; Host Name: {socket.gethostname()}; "
+            f"Operating System: {uname.system} {uname.release}; ROCm: 0.0.0; "
+            f"MIOpen Driver: {MIOPEN_DRIVER_VERSION}; CPU Vendor: {vendor}; CPU Model: {model}; "
+            f"RAM Size: {_ram_gb()} GB; GPU Model: {gpu}; AMDGPU Driver: {amdgpu}")
+
+
+def _read_first_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.readline().strip()
+    except OSError:
+        return ""
+
+
+def _cpu_info() -> tuple:
+    """(vendor, model) from /proc/cpuinfo as SysInfo shortens them (AMD, Intel, unknown)."""
+    vendor = model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("vendor_id") and not vendor:
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("model name") and not model:
+                    model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if "AuthenticAMD" in vendor:
+        return "AMD", " ".join(model.replace("AMD ", "", 1).split()[:2])
+    if "GenuineIntel" in vendor:
+        return "Intel", model
+    return "unknown", model
+
+
+def _ram_gb() -> int:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemTotal"):
+                    return int(line.split()[1]) // (1024 * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def wall_line(wall_ms: float, auxiliary_ms: float, gwss_ms: float) -> str:

@@ -32,7 +32,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from miopen_solver import SOLVER_ID, SOLVER_NAME, layouts, memory, prng
+from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, memory, prng
 from miopen_solver.command import DriverCommand, check_supported, parse
 from miopen_solver.errors import MiopenCommandError, RuntimeUnavailable
 from miopen_solver.perfdb import default_path
@@ -202,10 +202,49 @@ def check_solution(cmd: DriverCommand) -> None:
     """
     sol = cmd.solution.strip()
     # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
-    if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME):
+    legacy = tuple(str(i) for i in LEGACY_SOLVER_IDS)
+    if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME) + legacy:
         shown = sol if sol and sol.isprintable() and " " not in sol else repr(sol)
         raise UserError(f"-S {shown}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
                         f"{SOLUTION_FASTEST} (fastest), {SOLVER_ID} or {SOLVER_NAME}")
+
+
+def legacy_id_note(cmd: DriverCommand) -> str | None:
+    """The note for ``-S 200``: our old id, accepted (in MIOpen 200 is another solver)."""
+    sol = cmd.solution.strip()
+    if sol in tuple(str(i) for i in LEGACY_SOLVER_IDS):
+        return (f"Info: -S {sol} is this solver's old id; its id is now {SOLVER_ID} ({SOLVER_NAME}); "
+                f"in MIOpen 3.5 id {sol} is another solver")
+    return None
+
+
+def unhonoured_flag_notes(cmd: DriverCommand) -> list:
+    """One ``Info:`` line per MIOpenDriver flag that is set but that this driver does not
+    honour as MIOpenDriver does (never silence):
+
+    * ``-b 1``: MIOpenDriver also runs and verifies backward bias; we run backward data only
+      (the bias buffer still takes its random numbers, so dY and W match MIOpen's);
+    * ``-C DIR``: MIOpen reads/writes cached reference results there; we always compute the
+      reference;
+    * ``-M N`` other than 1: MIOpen's math type (TF32 for fp32 with ``-M 0``); our fp32
+      kernels compute in fp32;
+    * ``-N 0``/``-N 1``: MIOpen fills dX with NaN before a launch only with ``-N 1``; we
+      always do (an unwritten pixel must fail verification).
+    """
+    f = cmd.flags
+    out = []
+    if str(f["bias"]).strip() not in ("", "0"):
+        out.append(f"Info: '-b {f['bias']}' is not honoured: backward bias is not run or verified "
+                   "(backward data only; the bias buffer still draws its random numbers)")
+    if str(f["verification_cache"]).strip():
+        out.append(f"Info: '-C {f['verification_cache']}' is not honoured: the reference is always "
+                   "computed, never read from or written to a verification cache")
+    if int(f["math_type"]) != 1:
+        out.append(f"Info: '-M {f['math_type']}' is not honoured: fp32 runs in fp32 (no TF32 math)")
+    if int(f["init_output_nan"]) == 0 and "init_output_nan" in cmd.written:
+        out.append("Info: '-N 0' is not honoured: dX is always filled with NaN before the "
+                   "verification launch")
+    return out
 
 
 def parse_line(tokens) -> DriverCommand:
@@ -403,7 +442,13 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
 
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
+    if cmd.time:                    # MIOpenDriver 3.5 main.cpp: SysInfo after the buffers
+        lines.append(report.sysinfo_line(device.name if device.backend != "cpu" else None))
     lines.extend(solution.notes)
+    note = legacy_id_note(cmd)
+    if note:
+        lines.append(note)
+    lines.extend(unhonoured_flag_notes(cmd))
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
     if cmd.time and graph and device.backend == "cpu":
@@ -474,8 +519,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     if timing is not None:
         if cmd.wall:
             lines.append(report.wall_line(timing["wall_ms"], aux_ms, 0.0))
-        if not immediate:                                       # the Find path names its pick
-            lines.append(report.algorithm_line())
+        lines.append(report.algorithm_line())     # MIOpenDriver 3.5: Find and immediate paths
         lines.append(report.kernel_time_line(summary["average_ms"]))
         lines.extend(report.stats_lines(problem, summary["average_ms"]))
     elif cmd.wall and not cmd.time:

@@ -595,11 +595,11 @@ def _do_verification(job: Job, state: _State) -> dict:
            "verdict": None, "reference": None}
     if job.verify:
         kind = job.reference
-        if kind == "cpu" and ref_mod.block_shape(problem) != (problem.N, problem.Hi):
+        if kind == "cpu" and not job.dump and ref_mod.block_shape(problem) != (problem.N, problem.Hi):
             # too big to hold beside the tensors: computed and compared block by block, per job
             state.ref_key = state.ref = None
             verdict = ref_mod.verify_reference(problem, dx, inp.dy, inp.w)
-        else:
+        else:                   # (-o 1 dumps the whole reference, so it is computed whole)
             if state.ref_key != kind:
                 state.ref_key = state.ref = None
                 if kind == "gpu":
@@ -608,6 +608,10 @@ def _do_verification(job: Job, state: _State) -> dict:
                     state.ref = ref_mod.dgrad_reference(problem, inp.dy, inp.w)
                 state.ref_key = kind
             verdict = ref_mod.verify(problem, dx, state.ref)
+        if job.dump and kind == "cpu":
+            # MIOpen RunBackwardDataCPU: dumpBufferToFile<Tref> of din_host, i.e. float32 (Tref
+            # of conv/convfp16/convbfp16) in dX's descriptor layout, as the reference holds it
+            dump("dump_bwd_din_cpu.bin", np.asarray(state.ref, dtype=np.float32))
         rec["verdict"] = verdict.as_dict()
         rec["reference"] = "GPU" if kind == "gpu" else "CPU"
     return rec

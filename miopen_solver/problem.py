@@ -212,6 +212,39 @@ class ConvProblem:
             key += f"_g{self.G}"
         return key
 
+    def miopen_db_fields(self) -> dict:
+        """The problem as MIOpen's sqlite perf-db ``config`` row, in MIOpen's order.
+
+        ``conv::ProblemDescription::Visit`` (rocm-libraries
+        ``projects/miopen/src/include/miopen/conv/problem_description.hpp``, ``00bcc23b``):
+        the integer columns ``spatial_dim, in_channels, in_h, in_w, in_d, fil_h, fil_w, fil_d,
+        out_channels, batchsize, pad_h, pad_w, pad_d, conv_stride_h, conv_stride_w,
+        conv_stride_d, dilation_h, dilation_w, dilation_d, bias, group_count``, then the text
+        columns ``layout, data_type, direction``. For direction B "in" is dY (K, Ho, Wo) and
+        "out" dX (C); a 2-D problem has depth 1 for tensors (``GetD5``) and 0 for pad, stride
+        and dilation (``GetD3``); ``layout`` is "in"'s (dY's) layout.
+        """
+        three = self.is_3d
+        return {
+            "spatial_dim": 3 if three else 2, "in_channels": self.K, "in_h": self.Ho, "in_w": self.Wo,
+            "in_d": self.Do if three else 1, "fil_h": self.Y, "fil_w": self.X, "fil_d": self.Z if three else 1,
+            "out_channels": self.C, "batchsize": self.N, "pad_h": self.pH, "pad_w": self.pW,
+            "pad_d": self.pD if three else 0, "conv_stride_h": self.sH, "conv_stride_w": self.sW,
+            "conv_stride_d": self.sD if three else 0, "dilation_h": self.dH, "dilation_w": self.dW,
+            "dilation_d": self.dD if three else 0, "bias": 0, "group_count": self.G,
+            "layout": self.out_layout, "data_type": DTYPE_KEY[self.dtype],
+            "direction": "F" if self.mode == "trans" else "B",
+        }
+
+    def miopen_db_key(self) -> str:
+        """MIOpen's text perf-db key (ROCm 6.2 on): :meth:`miopen_db_fields`' values joined
+        by ``x``, as MIOpen builds it from ``ProblemDescription::VisitAll`` (rocm-libraries
+        ``projects/miopen/test/gtest/db_sync.cpp``, ``f388d024``). Example::
+
+            2x1280x4x4x1x3x3x1x1280x8x1x1x0x1x1x0x1x1x0x0x1xNHWCxFP16xB
+        """
+        return "x".join(str(v) for v in self.miopen_db_fields().values())
+
     def short_tag(self) -> str:
         """Compact problem spelling used inside kernel names: every field that is compiled
         into a kernel, e.g. ``n32c64h56w56k64y3x3p1x1s1x1d1x1g1``."""

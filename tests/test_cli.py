@@ -70,20 +70,21 @@ def test_small_line_prints_what_miopendriver_prints(capsys):
     assert status == 0 and err == []
     assert out[0] == "MIOpenDriver " + SMALL
     assert out[1] == "PRNG seed: 12345678"
-    assert out[2] == "MIOpen Backward Data Conv. Algorithm: 5, Solution: 200/ConvDgradImplicitGemmTilde"
-    assert KTIME.match(out[3])
-    assert out[4] == ("stats: name, n, c, ho, wo, x, y, k, flopCnt, bytesRead, bytesWritten, GFLOPs, "
+    assert out[2].startswith("Timestamp: ") and "; MIOpen Driver: 3.5.1; " in out[2]
+    assert out[3] == "MIOpen Backward Data Conv. Algorithm: 5, Solution: 1000/ConvDgradImplicitGemmTilde"
+    assert KTIME.match(out[4])
+    assert out[5] == ("stats: name, n, c, ho, wo, y, x, k, flopCnt, bytesRead, bytesWritten, GFLOPs, "
                       "GB/s, timeMs")
-    # values in MIOpen's real order n, c, Y, X, K, Ho, Wo (Ho = 5, Wo = 7 here)
-    fields = out[5].split(", ")
-    assert fields[:8] == ["stats: bwdd-conv3x3u2", "2", "8", "3", "3", "12", "5", "7"]
+    # MIOpenDriver 3.5: values in the header's order n, c, Ho, Wo, Y, X, K (Ho = 5, Wo = 7 here)
+    fields = out[6].split(", ")
+    assert fields[:8] == ["stats: bwdd-conv3x3u2", "2", "8", "5", "7", "3", "3", "12"]
     flop = 2 * 2 * 8 * 3 * 3 * 12 * 5 * 7
-    assert fields[8] == f" {flop}"                                 # MIOpen prints two spaces
+    assert fields[8] == f"{flop}"                                  # one space before flopCnt
     assert fields[9:11] == [str(2 * 8 * 12 * 2 + 12 * 8 * 9 * 2), str(2 * 12 * 5 * 7 * 2)]
-    assert float(fields[13]) == pytest.approx(float(out[3].split()[-3]))
-    m = OK.match(out[6])
+    assert float(fields[13]) == pytest.approx(float(out[4].split()[-3]))
+    m = OK.match(out[7])
     assert m and m.group(1) == "0.082"
-    assert len(out) == 7
+    assert len(out) == 8
 
 
 def test_main_line_runs_as_a_user_types_it():
@@ -95,7 +96,7 @@ def test_main_line_runs_as_a_user_types_it():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "MIOpenDriver " + MAIN and OK.match(lines[-1])
-    assert lines[-2].startswith("stats: bwdd-conv3x3u1, 32, 64, 3, 3, 64, 56, 56,  7398752256, ")
+    assert lines[-2].startswith("stats: bwdd-conv3x3u1, 32, 64, 56, 56, 3, 3, 64, 7398752256, ")
 
 
 def test_time_off_prints_no_timing(capsys):
@@ -112,7 +113,7 @@ def test_wall_clock(capsys):
     status, out, _ = run(capsys, SMALL, "-w", "1")
     assert status == 0
     assert re.match(r"^Wall-clock Time Backward Data Conv\. Elapsed: \S+ ms, Auxiliary API calls: "
-                    r"\S+ ms \(GWSS: 0\)$", out[2])
+                    r"\S+ ms \(GWSS: 0\)$", out[3])          # out[2]: 3.5's Timestamp line
     status, out, _ = run(capsys, SMALL.replace("-t 1", "-t 0"), "-w", "1")
     assert out[2] == "Info: '--wall 1' is ignored because '--time' is not set"
 
@@ -164,7 +165,7 @@ def test_unwritten_output_fails_verification(capsys, faults):
     ("conv -n 2 -F 2 --perf-config 64,64,32,2,2,32,32,0,0,0,0,-1,2", "split_k"),
     ("conv -n 2 -F 2 --arch gfx1234", "--arch gfx1234"),
     ("conv -n 2 -F 2 -S 86", "-S 86"),
-    ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 (not set), 0 (fastest), 200 or ConvDgradImplicitGemmTilde"),
+    ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 (not set), 0 (fastest), 1000 or ConvDgradImplicitGemmTilde"),
     ("conv -n 2 -F 2 --split-k 0", "--split-k 0: allowed: -1 (choose) or an integer from 1 to 64"),
     ("conv -n 2 -F 2 --split-k -2", "--split-k -2"),
     ("conv -n 2 -F 2 --kouter maybe", "--kouter"),
@@ -204,7 +205,7 @@ def test_json_record(capsys):
     assert status == 0 and len(out) == 1
     rec = json.loads(out[0])
     assert rec["status"] == "ok" and rec["backend"] == "cpu" and rec["arch"] == "cpu"
-    assert rec["solver"] == "ConvDgradImplicitGemmTilde" and rec["solution_id"] == 200
+    assert rec["solver"] == "ConvDgradImplicitGemmTilde" and rec["solution_id"] == 1000
     assert rec["problem_key"] == parse(SMALL).problem.problem_key()
     assert rec["verify"]["ok"] and rec["timing"]["method"] == "wall"
     assert len(rec["timing"]["times_ms"]) == 10 and rec["seed"] == 12345678
@@ -250,6 +251,23 @@ def test_input_files_and_dumps(capsys, tmp_path, monkeypatch):
     # feed W and dY back through -e / -D: same numbers, same result
     status, out2, _ = run(capsys, SMALL, "-e", "dump_wei.bin", "-D", "dump_dout.bin")
     assert status == 0 and out2[-1] == out[-1]
+    # MIOpen's CPU-reference dump: float32 (Tref) dX in its own layout (NHWC here), computed
+    # here by a plain scatter loop over dY and W
+    assert "Wrote output to file dump_bwd_din_cpu.bin" in out
+    got = np.fromfile("dump_bwd_din_cpu.bin", np.float32)
+    assert got.size == p.N * p.Hi * p.Wi * p.C
+    dy = inp.dy.astype(np.float64).reshape(p.N, p.Ho, p.Wo, p.K)
+    w = inp.w.astype(np.float64).reshape(p.K, p.Y, p.X, p.C)
+    want = np.zeros((p.N, p.Hi, p.Wi, p.C))
+    for y in range(p.Y):
+        for x in range(p.X):
+            for ho in range(p.Ho):
+                hi = ho * 2 - 1 + y                   # -u 2 -p 1
+                for wo in range(p.Wo):
+                    wi = wo - 1 + x                   # -v 1 -q 1
+                    if 0 <= hi < p.Hi and 0 <= wi < p.Wi:
+                        want[:, hi, wi, :] += dy[:, ho, wo, :] @ w[:, y, x, :]
+    assert np.allclose(got.reshape(want.shape), want, rtol=1e-6, atol=1e-9)
     np.zeros(5, np.float16).tofile("short.bin")
     status, _, err = run(capsys, SMALL, "-e", "short.bin")
     assert status == 2 and "holds 5 elements" in err[0]
@@ -284,9 +302,13 @@ def test_console_script_module():
 def test_stats_line_reproduces_miopen_issue_1206():
     p = parse("conv -n 32 -c 256 -H 38 -W 38 -k 256 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv "
               "-g 1 -t 1 -F 2 -i 1").problem
-    assert report.stats_lines(p, 0.213032) == [
-        report.STATS_HEADER,
+    assert report.stats_lines(p, 0.213032, layout="2024") == [
+        report.STATS_HEADER_2024,
         "stats: bwdd-conv1x1u1, 32, 256, 1, 1, 256, 38, 38,  6056574976, 8650752, 47316992, 28430, 263, 0.213032"]
+    # the same run as MIOpenDriver 3.5 prints it (header order = value order, one space)
+    assert report.stats_lines(p, 0.213032) == [
+        "stats: name, n, c, ho, wo, y, x, k, flopCnt, bytesRead, bytesWritten, GFLOPs, GB/s, timeMs",
+        "stats: bwdd-conv1x1u1, 32, 256, 38, 38, 1, 1, 256, 6056574976, 8650752, 47316992, 28430, 263, 0.213032"]
 
 
 def test_verify_lines_use_iostream_formatting():
@@ -326,8 +348,44 @@ def test_output_satisfies_miopen_perf_script(capsys):
     times = [m.group(1) for m in map(PERF_SCRIPT_TIME.match, out) if m]
     algos = [m.groups() for m in map(PERF_SCRIPT_ALGO.match, out) if m]
     assert len(times) == 1 and float(times[0]) > 0
-    assert algos == [("5", "200", "ConvDgradImplicitGemmTilde")]
+    assert algos == [("5", "1000", "ConvDgradImplicitGemmTilde")]
     assert not any("Verif" in x for x in out)
+
+
+STATS_LINE = re.compile(r"^stats: ")
+
+
+def _perf_script_fields(out):
+    """What a parser of MIOpenDriver 3.5 output reads: the regexes of MIOpen's
+    test/test_perf.py (as its docstring documents them: ``^GPU Kernel Time .* Elapsed: (float)
+    ms`` and ``^MIOpen .* Algorithm: (int), Solution: (int)/(name)``), and the stats pair read
+    by header name (the header's names, the value line's values, in order)."""
+    times = [m.group(1) for m in map(PERF_SCRIPT_TIME.match, out) if m]
+    algos = [m.groups() for m in map(PERF_SCRIPT_ALGO.match, out) if m]
+    header, values = [l[len("stats: "):] for l in out if STATS_LINE.match(l)]
+    names = [x.strip() for x in header.split(",")]
+    vals = [x.strip() for x in values.split(",")]
+    assert len(names) == len(vals)
+    return times, algos, dict(zip(names, vals))
+
+
+@pytest.mark.parametrize("solution", [[], ["-S", "0"]])
+def test_miopen_perf_regexes_read_the_right_fields(capsys, solution):
+    """Issue 17: a parser written for MIOpenDriver 3.5 reads ho, wo, y, x, k from our
+    stats line by name, on the Find path and in immediate mode (-S), where 3.5 also prints
+    the Algorithm line. Expected values computed here from the line's flags."""
+    line = ("convfp16 -n 2 -c 8 -H 14 -W 11 -k 12 -y 3 -x 2 -p 1 -q 0 -u 1 -v 2 -l 1 -j 1 -g 1 -F 2 "
+            "-V 0 -i 3 -w 1 -t 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+    status, out, _ = run(capsys, line, *solution)
+    assert status == 0
+    times, algos, f = _perf_script_fields(out)
+    ho = (14 + 2 * 1 - 1 * (3 - 1) - 1) // 1 + 1           # 14
+    wo = (11 + 2 * 0 - 1 * (2 - 1) - 1) // 2 + 1           # 6
+    assert (f["ho"], f["wo"], f["y"], f["x"], f["k"]) == (str(ho), str(wo), "3", "2", "12")
+    assert (f["n"], f["c"], f["name"]) == ("2", "8", "bwdd-conv3x2u1")
+    assert f["flopCnt"] == str(2 * 2 * 8 * 3 * 2 * 12 * ho * wo)
+    assert len(times) == 1 and float(times[0]) == pytest.approx(float(f["timeMs"]))
+    assert algos == [("5", "1000", "ConvDgradImplicitGemmTilde")]
 
 
 def test_timing_and_verification_run_in_two_other_processes(capsys):
@@ -347,28 +405,31 @@ def test_json_timing_statistics(capsys):
 
 
 def test_solution_flag_accepts_our_id_and_name(capsys):
-    for value in ("-1", "200", "ConvDgradImplicitGemmTilde"):
+    for value in ("-1", "1000", "ConvDgradImplicitGemmTilde", "200"):
         status, out, _ = run(capsys, SMALL, "-S", value)
         assert status == 0 and OK.match(out[-1])
+        legacy = [l for l in out if l.startswith("Info: -S 200 is this solver's old id")]
+        assert len(legacy) == (value == "200")
 
 
-LISTED = re.compile(r"^- id: 200 algo: 5, time: (\S+) ms, ws: 0, name: ConvDgradImplicitGemmTilde$")
+LISTED = re.compile(r"^- id: 1000 algo: 5, time: (\S+) ms, ws: 0, name: ConvDgradImplicitGemmTilde$")
 
 
-@pytest.mark.parametrize("value", ["0", "200", "ConvDgradImplicitGemmTilde"])
+@pytest.mark.parametrize("value", ["0", "1000", "ConvDgradImplicitGemmTilde"])
 def test_solution_flag_selects_immediate_mode(capsys, value):
     """-S set: MIOpenDriver's immediate path lists the solutions (count line, one line each)
-    before the timing, and prints no Find-path 'Algorithm:' line; -S -1 is the Find path."""
+    before the timing and, as MIOpenDriver 3.5 does, names the pick in the 'Algorithm:'
+    line before the kernel time; -S -1 is the Find path."""
     status, out, _ = run(capsys, SMALL, "-S", value, "--no-perfdb")
     assert status == 0
     i = out.index("Backward Data Conv solutions available: 1")
     m = LISTED.match(out[i + 1])
     assert m and m.group(1) == "-1"                        # no tuned time without a perf-db
-    assert out[i + 2].startswith("GPU Kernel Time Backward Data Conv. Elapsed: ")
-    assert not any(l.startswith("MIOpen Backward Data Conv. Algorithm:") for l in out)
+    assert out[i + 2] == "MIOpen Backward Data Conv. Algorithm: 5, Solution: 1000/ConvDgradImplicitGemmTilde"
+    assert out[i + 3].startswith("GPU Kernel Time Backward Data Conv. Elapsed: ")
     status, out, _ = run(capsys, SMALL, "--no-perfdb")
     assert status == 0 and not any(l.startswith("Backward Data Conv solutions") for l in out)
-    assert any(l == "MIOpen Backward Data Conv. Algorithm: 5, Solution: 200/ConvDgradImplicitGemmTilde" for l in out)
+    assert any(l == "MIOpen Backward Data Conv. Algorithm: 5, Solution: 1000/ConvDgradImplicitGemmTilde" for l in out)
     status, out, _ = run(capsys, SMALL.replace("-t 1", "-t 0"), "-S", value, "--no-perfdb")
     assert status == 0 and LISTED.match(out[out.index("Backward Data Conv solutions available: 1") + 1])
 
@@ -380,7 +441,7 @@ def test_immediate_mode_lists_the_tuned_time(capsys, tmp_path):
     db = tmp_path / "db.sqlite"
     with PerfDb(db) as d:
         d.update(p.problem_key(), "cpu", SOLVER_NAME, cfg.serialize(), 0.125)
-    status, out, _ = run(capsys, SMALL, "-S", "200", "--perfdb", str(db))
+    status, out, _ = run(capsys, SMALL, "-S", "1000", "--perfdb", str(db))
     assert status == 0 and LISTED.match(out[out.index("Backward Data Conv solutions available: 1") + 1]).group(1) == "0.125"
 
 
@@ -634,10 +695,10 @@ def test_settings_the_wgmma_default_cannot_take_fall_back(capsys, line, flags, a
 
 
 def test_json_records_the_mode_and_the_solutions(capsys):
-    status, out, _ = run(capsys, SMALL, "-S", "200", "--json", "--no-perfdb")
+    status, out, _ = run(capsys, SMALL, "-S", "1000", "--json", "--no-perfdb")
     rec = json.loads(out[0])
     assert status == 0 and rec["mode"] == "immediate"
-    assert rec["solutions"] == [{"id": 200, "algo": 5, "time_ms": -1.0, "workspace_bytes": 0,
+    assert rec["solutions"] == [{"id": 1000, "algo": 5, "time_ms": -1.0, "workspace_bytes": 0,
                                  "name": "ConvDgradImplicitGemmTilde"}]
     status, out, _ = run(capsys, SMALL, "--json", "--no-perfdb")
     rec = json.loads(out[0])
@@ -653,3 +714,19 @@ def test_a_simulated_target_says_no_kernel_ran(capsys, arch, note):
     assert status == 0 and len(said) == int(note), out
     if note:
         assert f"simulates {arch}:" in said[0] and f"no {arch} kernel runs" in said[0]
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["-b", "1"], "Info: '-b 1' is not honoured: backward bias"),
+    (["-C", "/tmp/cache"], "Info: '-C /tmp/cache' is not honoured"),
+    (["-M", "0"], "Info: '-M 0' is not honoured"),
+    (["-N", "0"], "Info: '-N 0' is not honoured"),
+])
+def test_unhonoured_miopen_flags_say_so(capsys, flags, needle):
+    """Issue 17 item 6: flags MIOpen users set are never silently ignored."""
+    status, out, _ = run(capsys, SMALL, *flags, "--no-perfdb")
+    assert status == 0 and sum(l.startswith(needle) for l in out) == 1
+    status, out, _ = run(capsys, SMALL, "--no-perfdb")
+    assert not any("is not honoured" in l for l in out)
+    status, out, _ = run(capsys, SMALL, "-N", "1", "-M", "1", "--no-perfdb")
+    assert not any("is not honoured" in l for l in out)

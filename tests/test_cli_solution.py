@@ -12,7 +12,7 @@ LINE = ["conv", "-n", "1", "-c", "2", "-H", "3", "-W", "3", "-k", "2", "-y", "2"
         "-V", "0", "-i", "1"]
 
 
-@pytest.mark.parametrize("sol", ["-1", "0", "200", "ConvDgradImplicitGemmTilde"])
+@pytest.mark.parametrize("sol", ["-1", "0", "1000", "200", "ConvDgradImplicitGemmTilde"])
 def test_accepted_solutions(sol):
     r = CliRunner().invoke(cli, LINE + ["-S", sol, "--backend", "cpu"])
     assert r.exit_code == 0, r.output
@@ -22,7 +22,7 @@ def test_accepted_solutions(sol):
 def test_other_solutions_refused_with_the_list(sol):
     r = CliRunner().invoke(cli, LINE + ["-S", sol, "--backend", "cpu"])
     assert r.exit_code == 2
-    assert f"-S {sol}:" in r.output and "0 (fastest)" in r.output and "200" in r.output
+    assert f"-S {sol}:" in r.output and "0 (fastest)" in r.output and "1000" in r.output
 
 
 @pytest.mark.parametrize("args", [

@@ -558,7 +558,7 @@ def test_a_given_perf_config_is_confirmed(capsys):
     p = parse(SMALL).problem
     cfg = list(DgradSolver().search(p, get_target("cpu")))[1].serialize()
     status, out, _ = run(capsys, *SMALL.replace("-V 1", "-V 0").split(), "--backend", "cpu", "--perf-config", cfg)
-    assert status == 0 and out[2] == f"Using --perf-config {cfg}" and sum("--perf-config" in x for x in out) == 1
+    assert status == 0 and out[3] == f"Using --perf-config {cfg}" and sum("--perf-config" in x for x in out) == 1
     status, out, _ = run(capsys, *SMALL.replace("-V 1", "-V 0").split(), "--backend", "cpu", "--perf-config", cfg,
                          "--json")
     assert status == 0 and len(out) == 1 and json.loads(out[0])["config_source"] == "perf-config"

@@ -126,3 +126,18 @@ def test_replace_revalidates_and_dict_round_trip():
         p.replace(G=4)
     assert ConvProblem.from_dict(p.as_dict()) == p
     assert p.short_tag() == "n2c6h5w4k4y3x1p1x0s1x1d1x1g2"
+
+
+def test_miopen_db_key_is_the_x_joined_sqlite_row():
+    """Issue 17 item 5: the ROCm 6.2+ text perf-db key of MIOpen's documented example
+    (K = C = 1280, Ho = Wo = 4, 3x3 pad 1, N 8, NHWC fp16, backward data)."""
+    from miopen_solver.command import parse
+    p = parse("convfp16 -n 8 -c 1280 -H 4 -W 4 -k 1280 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 "
+              "--in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    assert p.miopen_db_key() == "2x1280x4x4x1x3x3x1x1280x8x1x1x0x1x1x0x1x1x0x0x1xNHWCxFP16xB"
+    # dY is MIOpen's "in" for direction B: in_channels = K, in_h/in_w = Ho/Wo; out_channels = C
+    q = parse("conv -n 2 -c 6 -H 9 -W 7 -k 4 -y 3 -x 1 -p 0 -q 0 -u 2 -v 1 -g 2 -F 2").problem
+    f = q.miopen_db_fields()
+    assert (f["in_channels"], f["in_h"], f["in_w"], f["out_channels"]) == (4, 4, 7, 6)
+    assert (f["group_count"], f["layout"], f["data_type"], f["direction"]) == (2, "NCHW", "FP32", "B")
+    assert list(f)[:4] == ["spatial_dim", "in_channels", "in_h", "in_w"] and list(f)[-3:] == ["layout", "data_type", "direction"]

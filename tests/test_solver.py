@@ -33,7 +33,15 @@ def nhwc(**kw):
 
 def test_ids():
     assert SOLVER.solver_db_id() == SOLVER_NAME == "ConvDgradImplicitGemmTilde"
-    assert SOLVER.solution_id == SOLVER_ID == 200
+    assert SOLVER.solution_id == SOLVER_ID == 1000
+
+
+def test_solution_id_is_past_miopens_registry():
+    """MIOpen 3.5's SolverRegistrar (rocm-libraries src/solver.cpp, 00a55ad9) ends at 217;
+    200 there is TransposedConvWinograd3x3MultipassWrW<3,6>, so we moved off it."""
+    from miopen_solver import LEGACY_SOLVER_IDS, MIOPEN_MAX_SOLVER_ID
+    assert MIOPEN_MAX_SOLVER_ID == 217 and SOLVER_ID > 4 * MIOPEN_MAX_SOLVER_ID
+    assert LEGACY_SOLVER_IDS == (200,) and SOLVER_ID not in LEGACY_SOLVER_IDS
     assert ALGORITHM == "miopenConvolutionBwdDataAlgoImplicitGEMM"
 
 
@@ -90,7 +98,7 @@ def test_solution_plain_tilde():
     # 3x3 s1 p1 on 2x10x10: one sub-GEMM of 200 rows; default on gfx942: tile 64x32
     # (cpg 32 -> tile_n 32, 4 tiles < 304 CUs -> tile_m 64) -> ceil(200/64) = 4 tiles.
     sol = SOLVER.get_solution(nhwc(), GFX942)
-    assert sol.solver_id == SOLVER_NAME and sol.solution_id == 200 and sol.algorithm == ALGORITHM
+    assert sol.solver_id == SOLVER_NAME and sol.solution_id == 1000 and sol.algorithm == ALGORITHM
     assert sol.perf_config.serialize() == "64,32,32,2,1,32,32,0,0,0,1,-1,2"
     (k,) = sol.kernels
     assert k.grid == (4, 1, 1) and k.block == (128, 1, 1)

@@ -249,7 +249,7 @@ def test_config_settings_bad_values(opt, needle):
 
 
 @pytest.mark.parametrize("cmd", [applicable_cmd, config_cmd])
-@pytest.mark.parametrize("value,ok", [("-1", True), ("0", True), ("200", True), ("ConvDgradImplicitGemmTilde", True),
+@pytest.mark.parametrize("value,ok", [("-1", True), ("0", True), ("1000", True), ("200", True), ("ConvDgradImplicitGemmTilde", True),
                                       ("7", False), ("bogus", False)])
 def test_solution_flag_is_checked_like_a_run(cmd, value, ok):
     # third review: applicable/config accepted any -S while run and tune refused it

@@ -123,7 +123,7 @@ def test_sweep_with_a_crash_csv_perfdb_and_a_plain_run_that_uses_the_winner(caps
     monkeypatch.delenv(workers.CRASH_ENV)
     status, out, _ = run(capsys, *LINE.split(), "-t", "1", "--backend", "cpu", "--perfdb", str(db))
     assert status == 0
-    assert out[2] == (f"Using perf-db config {winner['perf_config']} (tuned {float(winner['average_ms']):.6f} ms) "
+    assert out[3] == (f"Using perf-db config {winner['perf_config']} (tuned {float(winner['average_ms']):.6f} ms) "
                       f"from {db}")
     assert out[-1].startswith("Backward Convolution Data Verifies OK on CPU reference")
     status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", str(db), "--print-name-only")
