@@ -281,3 +281,63 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     splits = (1,) if split_k_atomics_reason(problem, target) else _SPLIT_K
     for space in SEARCH_SPACES:
         yield from space(problem, target, splits, max_k)
+
+
+# ------------------------------------------------------------------- sampling
+def _spread_order(count: int) -> list:
+    """Indices ``0..count-1`` in an order that covers the range evenly from the start: 0,
+    then the middle, then the quarters, ... (positions 0, 1/2, 1/4, 3/4, 1/8 ... of the
+    range, duplicates skipped; the rest in order once the halvings stop adding any)."""
+    order, seen, denom = [0] if count else [], {0}, 2
+    while len(order) < count and denom <= 2 * count:
+        for num in range(1, denom, 2):
+            i = num * count // denom
+            if i not in seen:
+                seen.add(i)
+                order.append(i)
+        denom *= 2
+    order.extend(i for i in range(count) if i not in seen)
+    return order
+
+
+def sample_configs(candidates, max_configs: int | None) -> list:
+    """A sample of ``max_configs`` of ``candidates`` (a search order, the default first) that
+    covers the space: the default, then one config per stratum in turn -- round-robin over
+    the kernel schedules (:class:`~miopen_solver.config.KernelSchedule`), and within each
+    schedule round-robin over its tile shapes (``tile_m x tile_n``), each stratum's members
+    taken evenly spread over its search order. So N >= the number of schedules reaches every
+    schedule, and N >= the number of (schedule, tile shape) strata reaches every stratum.
+
+    Returns the picks in search order (the default first); all of ``candidates`` when
+    ``max_configs`` is None or covers them.
+    """
+    cands = list(candidates)
+    if max_configs is None or max_configs >= len(cands):
+        return cands
+    if max_configs <= 0 or not cands:
+        return []
+    strata: dict = {}                          # schedule -> {(tile_m, tile_n): [candidate index]}
+    for i, c in enumerate(cands):
+        strata.setdefault(c.schedule, {}).setdefault((c.tile_m, c.tile_n), []).append(i)
+    queues = {}                                # schedule -> [per-shape index lists, in spread order]
+    for sched, shapes in strata.items():
+        queues[sched] = [[members[j] for j in _spread_order(len(members))] for members in shapes.values()]
+    picked = {0}
+    turn = {sched: 0 for sched in queues}      # the next shape of each schedule
+    while len(picked) < max_configs:
+        progress = False
+        for sched, shape_lists in queues.items():
+            if len(picked) >= max_configs:
+                break
+            for _ in range(len(shape_lists)):  # the next shape with an unpicked member
+                lst = shape_lists[turn[sched] % len(shape_lists)]
+                turn[sched] += 1
+                while lst and lst[0] in picked:
+                    lst.pop(0)
+                if lst:
+                    picked.add(lst.pop(0))
+                    progress = True
+                    break
+        if not progress:
+            break
+    return [cands[i] for i in sorted(picked)]
