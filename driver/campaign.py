@@ -220,7 +220,8 @@ def verdict_record(session: str, arch: str, p: Problem, timings: list, verified:
             "winner_median_ms": winner["median_ms"] if winner else None,
             "winner_average_ms": winner["average_ms"] if winner else None, "speedup": speedup,
             "reference": ref_kind.upper() if ref_kind else None,
-            "verified": [{"perf_config": c, **v} for c, v in verified.items()], "date": now()}
+            "verified": [{"perf_config": t["perf_config"], **verified[t["perf_config"]]}
+                         for t in ranked if t["perf_config"] in verified], "date": now()}
 
 
 def _verify_outcome(res: dict) -> dict:

@@ -255,6 +255,43 @@ class CompilePool:
 
 
 # --------------------------------------------------------------------- local
+class ProblemQueue:
+    """The local executor's queue, problem-major per slot: :meth:`take` gives a slot a
+    verification job when one waits, else the next config of the problem the slot is on,
+    else the first problem (in submission order) that no other slot is on, else the one with
+    most configs left. Not thread-safe (the executor holds its lock)."""
+
+    def __init__(self, slots: int):
+        self.timing: "collections.OrderedDict[str, collections.deque]" = collections.OrderedDict()
+        self.verify: collections.deque = collections.deque()
+        self.current = [None] * slots
+
+    def add(self, task: Task) -> None:
+        if task.kind == "verification":
+            self.verify.append(task)
+        else:
+            self.timing.setdefault(task.problem, collections.deque()).append(task)
+
+    def take(self, slot: int):
+        if self.verify:
+            return self.verify.popleft()
+        cur = self.current[slot]
+        if cur is not None and self.timing.get(cur):
+            return self.timing[cur].popleft()
+        others = {p for j, p in enumerate(self.current) if j != slot}
+        left = [(p, dq) for p, dq in self.timing.items() if dq]
+        if not left:
+            return None
+        free = [p for p, _ in left if p not in others]
+        p = free[0] if free else max(left, key=lambda x: len(x[1]))[0]
+        self.current[slot] = p
+        return self.timing[p].popleft()
+
+    def upcoming(self, problem: str, count: int) -> list:
+        """The next ``count`` configs of ``problem`` (what a compile pool should build)."""
+        return list(itertools.islice(self.timing.get(problem, ()), count))
+
+
 class LocalExecutor:
     """One :class:`SlotRunner` per GPU id on this host (see module docstring)."""
 
@@ -267,9 +304,7 @@ class LocalExecutor:
         self.compile_pool = compile_pool
         self._lookahead = 2 * compile_pool.size if compile_pool else 0
         self._cond = threading.Condition()
-        self._timing: "collections.OrderedDict[str, collections.deque]" = collections.OrderedDict()
-        self._verify: collections.deque = collections.deque()
-        self._current = [None] * len(self.gpus)
+        self._queue = ProblemQueue(len(self.gpus))
         self._first = [None] * len(self.gpus)
         self._closed = False
         self.runners = [SlotRunner("local" if g is None else f"gpu{g}", g, timeout, pin_env(g), backend)
@@ -287,38 +322,19 @@ class LocalExecutor:
 
     def submit(self, task: Task) -> None:
         with self._cond:
-            if task.kind == "verification":
-                self._verify.append(task)
-            else:
-                self._timing.setdefault(task.problem, collections.deque()).append(task)
+            self._queue.add(task)
             self._cond.notify_all()
-
-    def _take(self, i: int):
-        if self._verify:
-            return self._verify.popleft()
-        cur = self._current[i]
-        if cur is not None and self._timing.get(cur):
-            return self._timing[cur].popleft()
-        others = {p for j, p in enumerate(self._current) if j != i}
-        left = [(p, dq) for p, dq in self._timing.items() if dq]
-        if not left:
-            return None
-        free = [p for p, _ in left if p not in others]
-        p = free[0] if free else max(left, key=lambda x: len(x[1]))[0]
-        self._current[i] = p
-        return self._timing[p].popleft()
-
-    def _upcoming(self, problem: str) -> list:
-        if not self._lookahead:
-            return []
-        return list(itertools.islice(self._timing.get(problem, ()), self._lookahead))
 
     def start(self) -> None:
         """Hand each slot its first task (so every slot has work when there is enough), then
         start the slots' threads."""
         with self._cond:
             for i in range(self.size):
-                self._first[i] = self._take(i)
+                self._first[i] = self._queue.take(i)
+            if self.compile_pool is not None:
+                for t in self._first:
+                    if t is not None:
+                        self.compile_pool.ahead(self._queue.upcoming(t.problem, self._lookahead))
         for i in range(self.size):
             t = threading.Thread(target=self._drive, args=(i,), name=f"drive-{i}", daemon=True)
             self._threads.append(t)
@@ -330,14 +346,14 @@ class LocalExecutor:
         while True:
             if task is None:
                 with self._cond:
-                    while not self._closed and (task := self._take(i)) is None:
+                    while not self._closed and (task := self._queue.take(i)) is None:
                         self._cond.wait()
                     if self._closed:
                         return
             if self.compile_pool is not None and task.kind == "timing":
                 with self._cond:
-                    upcoming = self._upcoming(task.problem)
-                self.compile_pool.ahead([task] + upcoming)
+                    upcoming = self._queue.upcoming(task.problem, self._lookahead)
+                self.compile_pool.ahead(upcoming)
                 self.compile_pool.claim(task)
             res = runner.call(task.kind, task.job)
             self.results.put((task, res))

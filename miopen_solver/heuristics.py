@@ -302,11 +302,12 @@ def _spread_order(count: int) -> list:
 
 def sample_configs(candidates, max_configs: int | None) -> list:
     """A sample of ``max_configs`` of ``candidates`` (a search order, the default first) that
-    covers the space: the default, then one config per stratum in turn -- round-robin over
-    the kernel schedules (:class:`~miopen_solver.config.KernelSchedule`), and within each
-    schedule round-robin over its tile shapes (``tile_m x tile_n``), each stratum's members
-    taken evenly spread over its search order. So N >= the number of schedules reaches every
-    schedule, and N >= the number of (schedule, tile shape) strata reaches every stratum.
+    covers the space: the default, then one config at a time from the kernel schedule
+    (:class:`~miopen_solver.config.KernelSchedule`) with the fewest picks so far, within it
+    from the tile shape (``tile_m x tile_n``) with the fewest picks -- strata (schedule, tile
+    shape) not yet sampled first -- each shape's members taken evenly spread over its search
+    order (ties: first seen first). So N >= the number of schedules reaches every schedule,
+    and N >= the number of (schedule, tile shape) strata reaches every stratum.
 
     Returns the picks in search order (the default first); all of ``candidates`` when
     ``max_configs`` is None or covers them.
@@ -319,25 +320,26 @@ def sample_configs(candidates, max_configs: int | None) -> list:
     strata: dict = {}                          # schedule -> {(tile_m, tile_n): [candidate index]}
     for i, c in enumerate(cands):
         strata.setdefault(c.schedule, {}).setdefault((c.tile_m, c.tile_n), []).append(i)
-    queues = {}                                # schedule -> [per-shape index lists, in spread order]
-    for sched, shapes in strata.items():
-        queues[sched] = [[members[j] for j in _spread_order(len(members))] for members in shapes.values()]
-    picked = {0}
-    turn = {sched: 0 for sched in queues}      # the next shape of each schedule
+    queues = {sched: {shape: [members[j] for j in _spread_order(len(members)) if members[j] != 0]
+                      for shape, members in shapes.items()} for sched, shapes in strata.items()}
+    first = cands[0]
+    by_sched = {sched: 0 for sched in queues}
+    by_shape = {(sched, shape): 0 for sched, shapes in queues.items() for shape in shapes}
+    by_sched[first.schedule] += 1
+    by_shape[(first.schedule, (first.tile_m, first.tile_n))] += 1
+    picked = [0]
+    scheds = list(queues)                      # first seen first
     while len(picked) < max_configs:
-        progress = False
-        for sched, shape_lists in queues.items():
-            if len(picked) >= max_configs:
-                break
-            for _ in range(len(shape_lists)):  # the next shape with an unpicked member
-                lst = shape_lists[turn[sched] % len(shape_lists)]
-                turn[sched] += 1
-                while lst and lst[0] in picked:
-                    lst.pop(0)
-                if lst:
-                    picked.add(lst.pop(0))
-                    progress = True
-                    break
-        if not progress:
+        open_scheds = [s for s in scheds if any(queues[s].values())]
+        if not open_scheds:
             break
+        uncovered = [s for s in open_scheds if any(lst and not by_shape[(s, sh)] for sh, lst in queues[s].items())]
+        sched = min(uncovered or open_scheds, key=lambda s: (by_sched[s], scheds.index(s)))
+        shapes = [sh for sh, lst in queues[sched].items() if lst]
+        if uncovered:                          # every stratum once before any twice
+            shapes = [sh for sh in shapes if not by_shape[(sched, sh)]]
+        shape = min(shapes, key=lambda sh: by_shape[(sched, sh)])  # min keeps the first of ties
+        picked.append(queues[sched][shape].pop(0))
+        by_sched[sched] += 1
+        by_shape[(sched, shape)] += 1
     return [cands[i] for i in sorted(picked)]
