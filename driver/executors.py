@@ -33,6 +33,7 @@ import itertools
 import json
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def pin_env(gpu: str | None) -> dict:
 def available_gpus(backend: str) -> list:
     """The GPU ids ``--gpus all`` means: ``$CUDA_VISIBLE_DEVICES``/``$HIP_VISIBLE_DEVICES``
     when set, else the devices found without opening one (``/dev/nvidiaN``; the KFD topology
-    nodes with a GPU); on the cpu engine one per CPU core."""
+    nodes with a GPU; ``nvidia-smi -L``); on the cpu engine one per CPU core."""
     for var in PIN_VARS:
         raw = os.environ.get(var)
         if raw is not None and raw.strip():
@@ -74,6 +75,12 @@ def available_gpus(backend: str) -> list:
                         found.append(len(found))
             except OSError:
                 continue
+    if not found and shutil.which("nvidia-smi"):
+        try:
+            listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+            found = [i for i, ln in enumerate(ln for ln in listed.splitlines() if ln.startswith("GPU "))]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
     return [str(i) for i in found]
 
 

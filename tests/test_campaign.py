@@ -393,3 +393,69 @@ def test_a_file_without_a_tunable_line_is_bad_input(capsys, tmp_path, no_workers
                                                   f"tune on cpu (1 lines skipped, 0 without a conv command)"]
     status, out, err = run_cli(capsys, "tune", "--file", tmp_path, "--backend", "cpu")
     assert status == 2 and len(err) == 1 and "is a directory" in err[0]
+
+
+class FakeCompiler:
+    """A device-free compiler stand-in: records what it compiles."""
+
+    def __init__(self):
+        self.compiled = []
+
+    def compiler_id(self):
+        return "fakec-1.0"
+
+    def compile_options(self, arch):
+        return [f"--arch={arch}", "-O3"]
+
+    def compile(self, text, name, arch):
+        self.compiled.append(name)
+        return f"binary of {name} for {arch}".encode()
+
+
+def test_precompile_fills_the_cache_under_the_engines_key(tmp_path, monkeypatch):
+    from miopen_solver.runtime import cache as cache_mod, precompile as pre
+    monkeypatch.setenv(cache_mod.ENV_VAR, str(tmp_path / "kc"))
+    fake = FakeCompiler()
+    monkeypatch.setattr(pre, "_COMPILERS", {"cuda": fake})
+    src = {"text": "__global__ void k() {}\n", "name": "k"}
+    first = pre.precompile("cuda", "sm_90", src)
+    again = pre.precompile("cuda", "sm_90", src)
+    assert (first["cache_hit"], again["cache_hit"]) == (False, True) and fake.compiled == ["k"]
+    # the key a GPU engine computes for the same source, arch, compiler and options (gpu.GpuEngine.load)
+    import hashlib
+    h = hashlib.sha256()
+    for part in (src["text"], "sm_90", "fakec-1.0", "--arch=sm_90 -O3"):
+        h.update(part.encode() + b"\0")
+    assert first["key"] == h.hexdigest()
+    assert cache_mod.BinaryCache().get(h.hexdigest()) == b"binary of k for sm_90"
+    assert not pre.compiles("cpu") and pre.compiles("cuda") and pre.compiles("hip")
+
+
+def test_local_executor_asks_the_compile_pool_for_what_comes_next(tmp_path):
+    from driver.executors import LocalExecutor
+    problem = parse(LINES[1].split()).problem
+    cfgs = sample_configs(list(DgradSolver().search(problem, CPU)), 5)
+    sols = [DgradSolver().get_solution(problem, CPU, c) for c in cfgs]
+    calls = []
+    lock = threading.Lock()
+
+    def fake(backend, arch, src):
+        with lock:
+            calls.append(src["sha256"])
+        return {"cache_hit": False}
+    pool = CompilePool(1, "cuda", "sm_90", fn=fake, executor=concurrent.futures.ThreadPoolExecutor(1))
+    ex = LocalExecutor([None], 60, "cpu", pool)
+    try:
+        for c, s in zip(cfgs, sols):
+            ex.submit(Task("timing", "P", c.serialize(), workers.make_job("timing", backend="cpu", solution=s, iters=1)))
+        ex.start()
+        got = [ex.results.get(timeout=120) for _ in cfgs]
+    finally:
+        ex.close()
+    assert [t.perf_config for t, _ in got] == [c.serialize() for c in cfgs]      # one slot: in order
+    assert all(r["ok"] and r["slot"] == "local" for _, r in got)
+    shas = [s.kernels[0].source.sha256 for s in sols]
+    assert set(calls) <= set(shas[1:]) and shas[0] not in calls      # the first is the worker's own
+    st = pool.stats
+    assert st["queued"] == len(set(shas[1:])) and st["not_queued"] == 1
+    assert st["ready"] + st["waited"] + st["cancelled"] + st["failed"] == len(cfgs) - 1
