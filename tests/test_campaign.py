@@ -459,3 +459,25 @@ def test_local_executor_asks_the_compile_pool_for_what_comes_next(tmp_path):
     st = pool.stats
     assert st["queued"] == len(set(shas[1:])) and st["not_queued"] == 1
     assert st["ready"] + st["waited"] + st["cancelled"] + st["failed"] == len(cfgs) - 1
+
+
+def test_dask_address_uses_the_clusters_gpu_workers_and_refuses_untagged_ones(capsys, tmp_path, model):
+    distributed = pytest.importorskip("distributed")
+    import logging
+    kw = dict(threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+    with distributed.LocalCluster(n_workers=1, **kw) as plain:
+        status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--engine", "dask",
+                                   "--address", plain.scheduler_address, "--no-perfdb", "--quiet")
+    assert status == 2 and out == [] and len(err) == 1
+    assert "no Dask worker offers the resource GPU" in err[0] and "--resources GPU=1" in err[0]
+    log = tmp_path / "log.jsonl"
+    with distributed.LocalCluster(n_workers=2, resources={"GPU": 1}, **kw) as cluster:
+        status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--engine", "dask",
+                                   "--address", cluster.scheduler_address, "--max-configs", "2",
+                                   "--results", log, "--no-perfdb", "--quiet")
+    assert status == 0, (out, err)
+    assert out[1] == f"Engine dask on {cluster.scheduler_address}: 2 workers"
+    want = expected_configs(2)
+    assert sorted((t["problem_key"], t["perf_config"]) for t in records(log, "timing")) == \
+        sorted((k, c) for k, cs in want.items() for c in cs)
+    assert len(records(log, "verdict")) == 3
