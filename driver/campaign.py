@@ -313,7 +313,8 @@ def _check_options(o: CampaignOptions) -> None:
 
 def _make_executor(o: CampaignOptions, device, slots: list):
     if o.engine == "dask":
-        return DaskExecutor(o.address, slots, o.timeout, device.backend), None
+        note = "Compile pool: not with --engine dask (each Dask worker compiles its own)" if o.compile_pool else None
+        return DaskExecutor(o.address, slots, o.timeout, device.backend), note
     pool = None
     note = None
     if o.compile_pool:

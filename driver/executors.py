@@ -419,6 +419,7 @@ class DaskExecutor:
         self.cluster = None
         self._futures = []
         self._n = itertools.count()
+        self._environ = dict(os.environ)   # a LocalCluster's nannies set variables here (BLAS threads ...)
         if address is None:
             self.gpus = list(gpus)
             self.cluster = distributed.LocalCluster(
@@ -479,6 +480,8 @@ class DaskExecutor:
         finally:
             if self.cluster is not None:
                 self.cluster.close()
+            os.environ.clear()
+            os.environ.update(self._environ)
 
 
 def _main(argv) -> int:

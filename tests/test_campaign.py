@@ -165,6 +165,24 @@ def test_file_campaign_on_two_fake_gpus(capsys, tmp_path, model):
     assert len(records(log, "timing")) == 9 and len(records(log, "verdict")) == 3
 
 
+def test_a_crashing_config_is_a_failed_record_and_the_campaign_goes_on(capsys, tmp_path, monkeypatch):
+    problem = parse(LINES[1].split()).problem
+    cfgs = [c.serialize() for c in sample_configs(list(DgradSolver().search(problem, CPU)), 4)]
+    monkeypatch.setenv(workers.CRASH_ENV, cfgs[2])
+    log = tmp_path / "log.jsonl"
+    status, out, _ = run_cli(capsys, "tune", *LINES[1].split(), "--backend", "cpu", "--gpus", "2",
+                             "--max-configs", "4", "--results", log, "--no-perfdb", "--quiet")
+    assert status == 0
+    timing = {t["perf_config"]: t for t in records(log, "timing")}
+    assert sorted(timing) == sorted(cfgs)
+    bad = timing[cfgs[2]]
+    assert bad["status"] == "failed" and bad["failure"] == "crashed" and bad["signal"] == "SIGABRT"
+    assert all(timing[c]["status"] == "ok" for c in cfgs if c != cfgs[2])
+    assert f"  Failed {cfgs[2]}: {bad['reason']}" in out and "killed by SIGABRT" in bad["reason"]
+    (v,) = records(log, "verdict")
+    assert v["ok"] == 3 and v["failed"] == 1 and v["winner"] != cfgs[2]
+
+
 def test_single_line_campaign_and_compile_pool_on_the_cpu(capsys, tmp_path):
     status, out, _ = run_cli(capsys, "tune", *LINES[1].split(), "--backend", "cpu", "--max-configs", "2",
                              "--compile-pool", "2", "--no-perfdb", "--verify-top", "0")
@@ -266,6 +284,7 @@ def test_log_refuses_what_is_not_a_regular_file(tmp_path, make, why):
 def test_dask_local_cluster_gives_the_same_log(capsys, tmp_path, model):
     pytest.importorskip("distributed")
     logs = {}
+    environ = dict(os.environ)
     for engine in ("local", "dask"):
         logs[engine] = tmp_path / f"{engine}.jsonl"
         status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--gpus", "0,1",
@@ -273,6 +292,7 @@ def test_dask_local_cluster_gives_the_same_log(capsys, tmp_path, model):
                                    "--no-perfdb", "--quiet")
         assert status == 0, (out, err)
     assert out[1] == "Engine dask on a LocalCluster: 2 workers"
+    assert dict(os.environ) == environ          # the cluster's nannies' variables do not stay behind
 
     def shape(path):
         t = sorted((r["problem_key"], r["arch"], r["perf_config"], r["kernel_name"], r["schedule"], r["default"],
@@ -461,7 +481,17 @@ def test_local_executor_asks_the_compile_pool_for_what_comes_next(tmp_path):
     assert st["ready"] + st["waited"] + st["cancelled"] + st["failed"] == len(cfgs) - 1
 
 
-def test_dask_address_uses_the_clusters_gpu_workers_and_refuses_untagged_ones(capsys, tmp_path, model):
+@pytest.fixture
+def keep_environ():
+    """A LocalCluster made here sets variables in os.environ (BLAS threads ...): undo that."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_dask_address_uses_the_clusters_gpu_workers_and_refuses_untagged_ones(capsys, tmp_path, model,
+                                                                             keep_environ):
     distributed = pytest.importorskip("distributed")
     import logging
     kw = dict(threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
