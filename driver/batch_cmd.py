@@ -135,6 +135,23 @@ def command_tokens(text: str) -> list | None:
     return out
 
 
+def file_commands(text: str) -> tuple:
+    """``([(line number, tokens)], ignored)``: the conv commands of a file's text
+    (:func:`command_tokens`), and the count of lines that hold none (blank lines and ``#``
+    comments are not counted)."""
+    commands, ignored = [], 0
+    for n, raw in enumerate(text_lines(text), 1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        tokens = command_tokens(stripped)
+        if tokens is None:
+            ignored += 1
+            continue
+        commands.append((n, tokens))
+    return commands, ignored
+
+
 def _check_options(o: BatchOptions) -> None:
     for flag, value in (("--batch-size", o.batch_size), ("--iters", o.iters), ("--max-lines", o.max_lines)):
         if value is not None and value < 1:
@@ -324,16 +341,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
     seed = prng.resolve_seed()
     o = replace(o, use_perfdb=_usable_perfdb(o))
 
-    commands, ignored = [], 0
-    for n, raw in enumerate(text_lines(text), 1):
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        tokens = command_tokens(stripped)
-        if tokens is None:
-            ignored += 1
-            continue
-        commands.append((n, tokens))
+    commands, ignored = file_commands(text)
 
     err = stderr if stderr is not None else sys.stderr
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
@@ -402,4 +410,4 @@ def batch_cmd(ctx, backend, arch, batch_size, iters, no_verify, csv_path, max_li
     run_and_print(ctx, batch_file, file, opts, stream=True)
 
 
-__all__ = ["BatchOptions", "BatchRow", "batch_file", "batch_cmd", "command_tokens"]
+__all__ = ["BatchOptions", "BatchRow", "batch_file", "batch_cmd", "command_tokens", "file_commands"]

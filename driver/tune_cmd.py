@@ -44,6 +44,7 @@ from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 
 from . import report, workers
+from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
                       arch_option, backend_option, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
@@ -436,11 +437,23 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
 @warmup_option
 @timeout_option
 @perfdb_options
+@campaign_options
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def tune_cmd(ctx, backend, arch, top, verify_top, csv_path, csv_top, max_configs, time_budget, quiet, ref,
-             as_json, list_only, warmup, timeout, perfdb, no_perfdb, line):
-    """Sweep valid configs for an MIOpenDriver line, rank them, store the winner in the perf-db."""
+             as_json, list_only, warmup, timeout, perfdb, no_perfdb, line, **campaign):
+    """Sweep valid configs for an MIOpenDriver line (or every line of --file FILE: a campaign,
+    see driver/campaign.py), rank them, store the winners in the perf-db."""
+    if wants_campaign(**campaign):
+        from .campaign import CampaignOptions, run_campaign
+        for flag, given in (("--time-budget", time_budget is not None), ("--json", as_json), ("--list", list_only)):
+            if given:
+                ctx.fail(f"{flag}: not available in a campaign (--file, --results, --gpus, --engine, --compile-pool)")
+        opts = CampaignOptions(line=split_line(line), backend=backend, arch=arch, top=top, verify_top=verify_top,
+                               csv=csv_path, csv_top=csv_top, max_configs=max_configs, quiet=quiet, timeout=timeout,
+                               warmup=warmup, perfdb=perfdb, store=not no_perfdb, ref=ref, **campaign)
+        run_and_print(ctx, run_campaign, opts)
+        return
     opts = TuneOptions(backend=backend, arch=arch, top=top, verify_top=verify_top, csv=csv_path, csv_top=csv_top,
                        max_configs=max_configs, time_budget=time_budget, quiet=quiet, timeout=timeout,
                        warmup=warmup, perfdb=perfdb, store=not no_perfdb, ref=ref, as_json=as_json,

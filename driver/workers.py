@@ -240,13 +240,16 @@ class Worker:
     Args:
         role: ``timing``, ``verification`` or ``probe``.
         timeout: seconds per job, start-up included (default :func:`default_timeout`).
+        env: variables set (value str) or removed (value None) in the child's environment,
+            e.g. ``{"CUDA_VISIBLE_DEVICES": "2"}`` to pin it to one GPU.
     """
 
-    def __init__(self, role: str, *, timeout: float | None = None):
+    def __init__(self, role: str, *, timeout: float | None = None, env: dict | None = None):
         if role not in ROLES:
             raise ValueError(f"unknown worker role {role!r}; known: {', '.join(ROLES)}")
         self.role = role
         self.timeout = float(timeout) if timeout is not None else default_timeout()
+        self.env = dict(env or {})
         self._proc = None
         self._tx = self._rx = None
         self._err = None
@@ -267,6 +270,11 @@ class Worker:
         r_child, w_parent = os.pipe()
         r_parent, w_child = os.pipe()
         env = dict(os.environ)
+        for name, value in self.env.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = str(value)
         env["PYTHONPATH"] = os.pathsep.join([_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         self._err = tempfile.TemporaryFile()
         try:
@@ -567,7 +575,13 @@ def _do_timing(job: Job, state: _State) -> dict:
             "method": timing.method, "compile_ms": float(timing.compile_ms),
             "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
             "warmup": 0 if job.graph and engine.supports_graphs else warmup, "backend": engine.name,
-            "pid": os.getpid(), "resources": built.resources, "warnings": list(getattr(timing, "warnings", ()))}
+            "pid": os.getpid(), "resources": built.resources, "warnings": list(getattr(timing, "warnings", ())),
+            "visible_devices": _visible_devices()}
+
+
+def _visible_devices() -> str | None:
+    """The GPUs this process may see (``$CUDA_VISIBLE_DEVICES``, else ``$HIP_VISIBLE_DEVICES``)."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES", os.environ.get("HIP_VISIBLE_DEVICES"))
 
 
 def _do_verification(job: Job, state: _State) -> dict:

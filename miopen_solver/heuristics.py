@@ -285,3 +285,65 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     splits = (1,) if split_k_atomics_reason(problem, target) else _SPLIT_K
     for space in SEARCH_SPACES:
         yield from space(problem, target, splits, max_k)
+
+
+# ------------------------------------------------------------------- sampling
+def _spread_order(count: int) -> list:
+    """Indices ``0..count-1`` in an order that covers the range evenly from the start: 0,
+    then the middle, then the quarters, ... (positions 0, 1/2, 1/4, 3/4, 1/8 ... of the
+    range, duplicates skipped; the rest in order once the halvings stop adding any)."""
+    order, seen, denom = [0] if count else [], {0}, 2
+    while len(order) < count and denom <= 2 * count:
+        for num in range(1, denom, 2):
+            i = num * count // denom
+            if i not in seen:
+                seen.add(i)
+                order.append(i)
+        denom *= 2
+    order.extend(i for i in range(count) if i not in seen)
+    return order
+
+
+def sample_configs(candidates, max_configs: int | None) -> list:
+    """A sample of ``max_configs`` of ``candidates`` (a search order, the default first) that
+    covers the space: the default, then one config at a time from the kernel schedule
+    (:class:`~miopen_solver.config.KernelSchedule`) with the fewest picks so far, within it
+    from the tile shape (``tile_m x tile_n``) with the fewest picks -- strata (schedule, tile
+    shape) not yet sampled first -- each shape's members taken evenly spread over its search
+    order (ties: first seen first). So N >= the number of schedules reaches every schedule,
+    and N >= the number of (schedule, tile shape) strata reaches every stratum.
+
+    Returns the picks in search order (the default first); all of ``candidates`` when
+    ``max_configs`` is None or covers them.
+    """
+    cands = list(candidates)
+    if max_configs is None or max_configs >= len(cands):
+        return cands
+    if max_configs <= 0 or not cands:
+        return []
+    strata: dict = {}                          # schedule -> {(tile_m, tile_n): [candidate index]}
+    for i, c in enumerate(cands):
+        strata.setdefault(c.schedule, {}).setdefault((c.tile_m, c.tile_n), []).append(i)
+    queues = {sched: {shape: [members[j] for j in _spread_order(len(members)) if members[j] != 0]
+                      for shape, members in shapes.items()} for sched, shapes in strata.items()}
+    first = cands[0]
+    by_sched = {sched: 0 for sched in queues}
+    by_shape = {(sched, shape): 0 for sched, shapes in queues.items() for shape in shapes}
+    by_sched[first.schedule] += 1
+    by_shape[(first.schedule, (first.tile_m, first.tile_n))] += 1
+    picked = [0]
+    scheds = list(queues)                      # first seen first
+    while len(picked) < max_configs:
+        open_scheds = [s for s in scheds if any(queues[s].values())]
+        if not open_scheds:
+            break
+        uncovered = [s for s in open_scheds if any(lst and not by_shape[(s, sh)] for sh, lst in queues[s].items())]
+        sched = min(uncovered or open_scheds, key=lambda s: (by_sched[s], scheds.index(s)))
+        shapes = [sh for sh, lst in queues[sched].items() if lst]
+        if uncovered:                          # every stratum once before any twice
+            shapes = [sh for sh in shapes if not by_shape[(sched, sh)]]
+        shape = min(shapes, key=lambda sh: by_shape[(sched, sh)])  # min keeps the first of ties
+        picked.append(queues[sched][shape].pop(0))
+        by_sched[sched] += 1
+        by_shape[(sched, shape)] += 1
+    return [cands[i] for i in sorted(picked)]

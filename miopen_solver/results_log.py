@@ -1,0 +1,178 @@
+"""An append-only results log: one JSON object per line (JSON Lines), made to survive a crash.
+
+A tuning campaign writes one record per timed config and one per problem verdict, as each
+arrives, so a campaign that is killed (Ctrl-C, SIGKILL, a lost host) loses at most what was
+in flight; ``--resume`` reads the log back and skips what it holds, and the CSV and the
+perf-db are written from it.
+
+How it is written: the file is opened with ``O_APPEND``; each record is serialised to one
+line, written with a single ``write`` and ``fsync``'ed before :meth:`ResultsLog.append`
+returns. So the log is never rewritten and a reader sees whole lines -- except the last line
+after a crash in the middle of a write, which has no newline (or is not JSON): reading skips
+it (counted in :attr:`LogContents.torn`), and opening for append cuts it off first, so the
+next record starts on a line of its own.
+
+The path must be a regular file (or a new file in an existing, writable directory); a FIFO,
+directory or device is refused, as for every file the user names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+
+from .errors import FileError
+
+ALLOWED = "a regular file, or a new file in an existing, writable directory"
+FORMAT = 1
+"""The log format version (every record has ``"log_format"``)."""
+
+
+@dataclass
+class LogContents:
+    """What a log held: ``records`` (dicts, in file order), ``torn`` (trailing bytes of a
+    partial last line) and ``bad`` (line numbers of complete lines that are not a JSON
+    object; they are skipped)."""
+
+    records: list = field(default_factory=list)
+    torn: int = 0
+    bad: list = field(default_factory=list)
+
+
+def _check_path(path: str) -> bool:
+    """Whether ``path`` exists (as a regular file); raise :class:`FileError` when it cannot
+    be a log."""
+    if not str(path).strip():
+        raise FileError(path, "empty (no file named)", ALLOWED)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            why = "is not a directory" if os.path.exists(parent) else "does not exist"
+            raise FileError(path, f"directory {parent} {why}", ALLOWED) from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise FileError(path, f"directory {parent} is not writable", ALLOWED) from None
+        return False
+    except OSError as e:
+        raise FileError(path, f"cannot read ({e.strerror or e})", ALLOWED, e.errno) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise FileError(path, "is a directory", ALLOWED)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileError(path, "is not a regular file", ALLOWED)
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise FileError(path, "is not readable and writable", ALLOWED)
+    return True
+
+
+def read_log(path) -> LogContents:
+    """The records of the log at ``path`` (none when it does not exist).
+
+    Raises:
+        FileError: the path is not a regular file or cannot be read.
+    """
+    out = LogContents()
+    if not _check_path(str(path)):
+        return out
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise FileError(path, f"cannot read ({e.strerror or e})", ALLOWED, e.errno) from None
+    end = data.rfind(b"\n") + 1
+    out.torn = len(data) - end
+    for n, raw in enumerate(data[:end].splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            rec = None
+        if isinstance(rec, dict):
+            out.records.append(rec)
+        else:
+            out.bad.append(n)
+    return out
+
+
+class ResultsLog:
+    """An open log: :meth:`append` one record at a time (durable when it returns).
+
+    Use as a context manager. ``ResultsLog(path).open()`` creates the file or opens it for
+    appending (a torn last line is cut off first).
+
+    Raises:
+        FileError: the path cannot be a log (see module docstring) or a write failed.
+    """
+
+    def __init__(self, path):
+        self.path = str(path)
+        self._fd = None
+
+    def open(self) -> "ResultsLog":
+        _check_path(self.path)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError as e:
+            raise FileError(self.path, f"cannot open for appending ({e.strerror or e})", ALLOWED, e.errno) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise FileError(self.path, "is not a regular file", ALLOWED)
+            self._cut_torn_tail(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def _cut_torn_tail(self, fd: int) -> None:
+        size = os.fstat(fd).st_size
+        if not size:
+            return
+        keep, pos, chunk = None, size, 1 << 16
+        while pos > 0 and keep is None:
+            start = max(0, pos - chunk)
+            block = os.pread(fd, pos - start, start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                keep = start + i + 1
+            pos = start
+        keep = keep or 0
+        if keep != size:
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+
+    def append(self, record: dict) -> None:
+        """Write ``record`` as one line and fsync it.
+
+        Raises:
+            FileError: the write failed (disk full ...); the log holds whole lines before it.
+        """
+        if self._fd is None:
+            raise ValueError("the log is not open")
+        line = json.dumps({"log_format": FORMAT, **record}, sort_keys=True, separators=(",", ":"),
+                          default=str) + "\n"
+        data = line.encode()
+        try:
+            n = os.write(self._fd, data)
+            while n < len(data):                   # a short write (rare on regular files)
+                n += os.write(self._fd, data[n:])
+            os.fsync(self._fd)
+        except OSError as e:
+            raise FileError(self.path, f"cannot append ({e.strerror or e})", ALLOWED, e.errno) from None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "ResultsLog":
+        return self if self._fd is not None else self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+__all__ = ["ALLOWED", "FORMAT", "LogContents", "ResultsLog", "read_log"]

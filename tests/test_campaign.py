@@ -1,0 +1,513 @@
+"""Tuning campaigns (``dgrad-driver tune --file``) on the CPU engine: the fake multi-GPU setup
+(CPU timing workers pinned with CUDA_VISIBLE_DEVICES), the results log, SIGKILL and
+``--resume``, the Dask engine on a LocalCluster, the stratified sample, the scheduling queue,
+the compile pool and bad input."""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, run_cli
+from driver import workers
+from driver.executors import CompilePool, ProblemQueue, Task, parse_gpus
+from driver.options import UserError
+from miopen_solver import SOLVER_NAME, prng
+from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule
+from miopen_solver.errors import FileError
+from miopen_solver.heuristics import sample_configs
+from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, PerfDb
+from miopen_solver.results_log import ResultsLog, read_log
+from miopen_solver.solver import DgradSolver
+from miopen_solver.target import get_target
+
+LAYOUT = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+LINES = [
+    f"convfp16 -n 2 -c 8 -H 9 -W 7 -k 12 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1 -F 2 -i 3 {LAYOUT}",
+    f"convfp16 -n 1 -c 16 -H 6 -W 6 -k 8 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -F 2 -i 3 {LAYOUT}",
+    f"conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -F 2 -i 2 {LAYOUT}",
+]
+MODEL = "\n".join([
+    "# a perf-model file with log noise",
+    f"./bin/MIOpenDriver {LINES[0]}",
+    f"./bin/MIOpenDriver {LINES[1]}",
+    f"./bin/MIOpenDriver {LINES[0].replace('-i 3', '-i 5')}",          # the same problem again
+    "MIOpen(HIP): Info [Something] not a command",
+    f"MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver {LINES[2]}",
+    f"./bin/MIOpenDriver {LINES[1].replace('-F 2', '-F 1')}",          # forward: skipped
+]) + "\n"
+CPU = get_target("cpu")
+KEYS = [parse(line.split()).problem.problem_key() for line in LINES]
+
+
+def expected_configs(max_configs: int) -> dict:
+    """{problem key: set of configs} the campaign times (the sample is tested on its own)."""
+    out = {}
+    for line in LINES:
+        problem = parse(line.split()).problem
+        cands = list(DgradSolver().search(problem, CPU))
+        out[problem.problem_key()] = {c.serialize() for c in sample_configs(cands, max_configs)}
+    return out
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch, tmp_path):
+    for name in (prng.SEED_ENV, workers.CRASH_ENV, workers.PRELOAD_ENV, workers.TIMEOUT_ENV,
+                 "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(PERFDB_ENV, str(tmp_path / "default-perfdb.sqlite"))
+
+
+@pytest.fixture
+def model(tmp_path):
+    path = tmp_path / "model.txt"
+    path.write_text(MODEL)
+    return path
+
+
+def records(path, kind=None) -> list:
+    recs = read_log(path).records
+    return [r for r in recs if kind is None or r["type"] == kind]
+
+
+# ------------------------------------------------------------------ the campaign
+def test_file_campaign_on_two_fake_gpus(capsys, tmp_path, model):
+    log, db, out_csv = tmp_path / "log.jsonl", tmp_path / "db.sqlite", tmp_path / "c.csv"
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--gpus", "0,1",
+                               "--max-configs", "3", "--results", log, "--perfdb", db, "--csv", out_csv)
+    assert status == 0, (out, err)
+    want = expected_configs(3)
+    assert out[0] == f"Campaign {model}: 3 problems on cpu (cpu, cpu (numpy engine)); 2 lines skipped; " \
+                     f"1 lines without a conv command ignored"
+    assert out[1] == "Engine local: 2 workers (visible device 0, 1)"
+    assert "Skipped line 4: same problem as line 2" in out
+    assert "Skipped line 7: -F 1: forward, not backward data" in out
+
+    timing = records(log, "timing")
+    assert collections.Counter((t["problem_key"], t["perf_config"]) for t in timing) == \
+        collections.Counter((k, c) for k, cs in want.items() for c in cs)          # each config once
+    assert all(t["status"] == "ok" and t["median_ms"] > 0 for t in timing)
+    # each worker reports the device it was pinned to, and both workers timed something
+    assert {t["visible_devices"] for t in timing} == {"0", "1"}
+    assert all(t["visible_devices"] == t["gpu"] for t in timing)
+    for t in timing:
+        ts = sorted(t["times_ms"])
+        assert t["median_ms"] == pytest.approx((ts[(len(ts) - 1) // 2] + ts[len(ts) // 2]) / 2)
+    defaults = {parse(line.split()).problem.problem_key():
+                DgradSolver().get_default_performance_config(parse(line.split()).problem, CPU).serialize()
+                for line in LINES}
+    assert {(t["problem_key"], t["perf_config"]) for t in timing if t["default"]} == set(defaults.items())
+
+    # provenance: one worker record per slot, from the pinned process
+    wrk = records(log, "worker")
+    assert sorted(w["provenance"]["visible_devices"] for w in wrk) == ["0", "1"]
+    for w in wrk:
+        p = w["provenance"]
+        assert p["device"] == "cpu (numpy engine)" and p["arch"] == "cpu" and p["num_cus"] == os.cpu_count()
+        assert p["product_version"] and p["runtime"].startswith("numpy-") and p["date"]
+    (session,) = records(log, "session")
+    assert session["backend"] == "cpu" and session["problems"] == 3 and session["tasks"] == 9
+
+    # verdicts: the fastest by median among the verified, speed-up over the default
+    verdicts = {v["problem_key"]: v for v in records(log, "verdict")}
+    assert set(verdicts) == set(KEYS)
+    for key, v in verdicts.items():
+        mine = sorted((t for t in timing if t["problem_key"] == key), key=lambda t: t["median_ms"])
+        assert [x["perf_config"] for x in v["verified"]] == [t["perf_config"] for t in mine[:3]]
+        assert v["winner"] == mine[0]["perf_config"] and v["default"] == defaults[key]
+        d = next(t for t in mine if t["perf_config"] == defaults[key])
+        assert v["speedup"] == pytest.approx(d["median_ms"] / mine[0]["median_ms"])
+        head = next(x for x in out if x.startswith("Problem ") and key in x)
+        assert out[out.index(head) + 1].endswith(f"speed-up {v['speedup']:.2f}x")
+    total = [x for x in out if x.startswith("Total over 3 problems:")]
+    dsum = sum(v["default_median_ms"] for v in verdicts.values())
+    wsum = sum(v["winner_median_ms"] for v in verdicts.values())
+    assert len(total) == 1 and f"speed-up {dsum / wsum:.2f}x" in total[0]
+    assert any(x.startswith("Timed 9 configs in ") and "on 2 workers: 0 failed" in x for x in out)
+
+    # the CSV and the perf-db come from the log
+    with open(out_csv, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 9 and {(r["problem_key"], r["perf_config"]) for r in rows} == \
+        {(t["problem_key"], t["perf_config"]) for t in timing}
+    assert sum(r["default"] == "yes" for r in rows) == 3
+    for key in KEYS:
+        mine = [r for r in rows if r["problem_key"] == key]
+        assert [int(r["rank"]) for r in mine] == [1, 2, 3]
+        assert [float(r["median_ms"]) for r in mine] == sorted(float(r["median_ms"]) for r in mine)
+    with PerfDb(db) as d:
+        for key, v in verdicts.items():
+            rec = d.get(key, "cpu", SOLVER_NAME)
+            assert rec.values == v["winner"] and rec.time_ms == pytest.approx(v["winner_average_ms"])
+    # not a terminal: one plain progress line per problem
+    assert sorted(x.split(" done ")[0] for x in err) == [f"tune: problem {i}/3" for i in (1, 2, 3)]
+
+    # the same log again without --resume: refused, nothing run
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--results", log)
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith(f"dgrad-driver: error: --results {log}: holds ") and "--resume" in err[0]
+    # --resume of a finished campaign times nothing and prints the same verdicts
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--gpus", "0,1",
+                               "--max-configs", "3", "--results", log, "--resume", "--no-perfdb")
+    assert status == 0 and any(x.startswith("Timed 0 configs") for x in out)
+    assert f"Results log: {log} (resumed: 9 configs and 3 problems were done)" in out
+    assert len(records(log, "timing")) == 9 and len(records(log, "verdict")) == 3
+
+
+def test_a_crashing_config_is_a_failed_record_and_the_campaign_goes_on(capsys, tmp_path, monkeypatch):
+    problem = parse(LINES[1].split()).problem
+    cfgs = [c.serialize() for c in sample_configs(list(DgradSolver().search(problem, CPU)), 4)]
+    monkeypatch.setenv(workers.CRASH_ENV, cfgs[2])
+    log = tmp_path / "log.jsonl"
+    status, out, _ = run_cli(capsys, "tune", *LINES[1].split(), "--backend", "cpu", "--gpus", "2",
+                             "--max-configs", "4", "--results", log, "--no-perfdb", "--quiet")
+    assert status == 0
+    timing = {t["perf_config"]: t for t in records(log, "timing")}
+    assert sorted(timing) == sorted(cfgs)
+    bad = timing[cfgs[2]]
+    assert bad["status"] == "failed" and bad["failure"] == "crashed" and bad["signal"] == "SIGABRT"
+    assert all(timing[c]["status"] == "ok" for c in cfgs if c != cfgs[2])
+    assert f"  Failed {cfgs[2]}: {bad['reason']}" in out and "killed by SIGABRT" in bad["reason"]
+    (v,) = records(log, "verdict")
+    assert v["ok"] == 3 and v["failed"] == 1 and v["winner"] != cfgs[2]
+
+
+def test_single_line_campaign_and_compile_pool_on_the_cpu(capsys, tmp_path):
+    status, out, _ = run_cli(capsys, "tune", *LINES[1].split(), "--backend", "cpu", "--max-configs", "2",
+                             "--compile-pool", "2", "--no-perfdb", "--verify-top", "0")
+    assert status == 0
+    assert out[0].startswith("Campaign one line: 1 problems on cpu")
+    assert "Compile pool: off (the cpu engine compiles nothing; --compile-pool ignored)" in out
+    assert any(x.startswith("Results log: (temporary) ") for x in out)
+    assert any(x.startswith("Timed 2 configs in ") for x in out)
+
+
+# ------------------------------------------------------------------ crash and resume
+def test_sigkill_midway_then_resume_times_nothing_twice_and_loses_nothing(tmp_path, model):
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    log = tmp_path / "log.jsonl"
+    args = [sys.executable, "-m", "driver", "tune", "--file", str(model), "--backend", "cpu", "--gpus", "2",
+            "--max-configs", "3", "--results", str(log), "--perfdb", str(tmp_path / "db.sqlite"), "--quiet"]
+    env = dict(os.environ, DGRAD_WORKER_PRELOAD=os.path.join(ROOT, "tests", "campaign_gate.py"),
+               DGRAD_TEST_GATE=str(gate), DGRAD_TEST_GATE_PASS="4")
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 300      # a bound for a stuck test, not a speed assumption
+        while len(records(log, "timing")) < 4:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the campaign did not log 4 configs"
+            time.sleep(0.05)
+        # 4 configs passed the gate; the workers' next ones wait at it: the campaign cannot end
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    first = records(log, "timing")
+    assert len(first) == 4 and len(records(log, "verdict")) <= 1     # 3 configs a problem: at most one done
+
+    done = subprocess.run(args + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != workers.PRELOAD_ENV})
+    assert done.returncode == 0, done.stderr
+    want = expected_configs(3)
+    timing = records(log, "timing")
+    assert collections.Counter((t["problem_key"], t["perf_config"]) for t in timing) == \
+        collections.Counter((k, c) for k, cs in want.items() for c in cs)     # nothing twice, nothing lost
+    assert timing[:4] == first                                            # the first session's records kept
+    sessions = records(log, "session")
+    assert len(sessions) == 2 and sessions[1]["resume"] and sessions[1]["tasks"] == 9 - 4
+    assert {t["session"] for t in timing[4:]} == {sessions[1]["session"]}
+    verdicts = collections.Counter(v["problem_key"] for v in records(log, "verdict"))
+    assert verdicts == collections.Counter(KEYS)                          # one verdict per problem
+    assert f"Results log: {log} (resumed: 4 configs and " in done.stdout
+
+
+def test_log_survives_a_torn_last_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    with ResultsLog(path) as log:
+        log.append({"type": "timing", "n": 1})
+        log.append({"type": "timing", "n": 2})
+    with open(path, "ab") as fh:
+        fh.write(b'{"type": "timing", "n": 3, "trunc')       # a crash in the middle of a write
+    got = read_log(path)
+    assert [r["n"] for r in got.records] == [1, 2] and got.torn == len(b'{"type": "timing", "n": 3, "trunc')
+    with ResultsLog(path) as log:                             # reopening cuts the torn line
+        log.append({"type": "verdict", "n": 4})
+    text = path.read_text()
+    assert text.count("\n") == 3 and "trunc" not in text
+    assert [json.loads(x)["n"] for x in text.splitlines()] == [1, 2, 4]
+    assert all(json.loads(x)["log_format"] == 1 for x in text.splitlines())
+
+
+def test_log_appends_are_fsynced_one_by_one(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    path = tmp_path / "log.jsonl"
+
+    def spy(fd):
+        synced.append(os.fstat(fd).st_size)
+        return real(fd)
+    with ResultsLog(path) as log:
+        monkeypatch.setattr(os, "fsync", spy)
+        log.append({"a": 1})
+        log.append({"b": 2})
+        monkeypatch.setattr(os, "fsync", real)
+    lens = [len(x) + 1 for x in path.read_text().splitlines()]
+    assert synced == [lens[0], lens[0] + lens[1]]              # each record on disk before the next
+
+
+@pytest.mark.parametrize("make,why", [
+    (lambda p: p.mkdir(), "is a directory"),
+    (lambda p: os.mkfifo(p), "is not a regular file"),
+])
+def test_log_refuses_what_is_not_a_regular_file(tmp_path, make, why):
+    path = tmp_path / "x"
+    make(path)
+    with pytest.raises(FileError, match=why):
+        ResultsLog(path).open()
+
+
+# ------------------------------------------------------------------ dask
+def test_dask_local_cluster_gives_the_same_log(capsys, tmp_path, model):
+    pytest.importorskip("distributed")
+    logs = {}
+    environ = dict(os.environ)
+    for engine in ("local", "dask"):
+        logs[engine] = tmp_path / f"{engine}.jsonl"
+        status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--gpus", "0,1",
+                                   "--max-configs", "3", "--results", logs[engine], "--engine", engine,
+                                   "--no-perfdb", "--quiet")
+        assert status == 0, (out, err)
+    assert out[1] == "Engine dask on a LocalCluster: 2 workers"
+    assert dict(os.environ) == environ          # the cluster's nannies' variables do not stay behind
+
+    def shape(path):
+        t = sorted((r["problem_key"], r["arch"], r["perf_config"], r["kernel_name"], r["schedule"], r["default"],
+                    r["status"], r["iters"]) for r in records(path, "timing"))
+        v = sorted((r["problem_key"], r["arch"], r["default"], r["configs"], r["ok"], r["lines"], r["command"],
+                    r["reference"], len(r["verified"])) for r in records(path, "verdict"))
+        seen = {r["visible_devices"] for r in records(path, "timing")}
+        prov = sorted(r["provenance"]["visible_devices"] for r in records(path, "worker"))
+        return t, v, seen, prov
+    assert shape(logs["dask"]) == shape(logs["local"])
+    assert shape(logs["dask"])[2] == {"0", "1"} and shape(logs["dask"])[3] == ["0", "1"]
+
+
+# ------------------------------------------------------------------ pieces
+def test_sample_covers_schedules_and_tile_shapes():
+    problem = parse(f"convfp16 -n 4 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2 {LAYOUT}".split()).problem
+    target = get_target("sm_90")
+    cands = list(DgradSolver().search(problem, target))
+    schedules = {c.schedule for c in cands}
+    strata = {(c.schedule, c.tile_m, c.tile_n) for c in cands}
+    assert len(schedules) >= 3 and KernelSchedule.WARP_MMA in schedules
+    for n in (1, 2, len(schedules), len(schedules) + 3, len(strata), len(strata) + 7):
+        got = sample_configs(cands, n)
+        assert len(got) == n and len({c.serialize() for c in got}) == n
+        assert got[0] == cands[0]                                        # the default first
+        order = [cands.index(c) for c in got]
+        assert order == sorted(order)                                    # search order
+        if n >= len(schedules):
+            assert {c.schedule for c in got} == schedules
+        if n >= len(strata):
+            assert {(c.schedule, c.tile_m, c.tile_n) for c in got} == strata
+    assert sample_configs(cands, None) == cands and sample_configs(cands, len(cands) + 1) == cands
+
+
+def _task(problem, i, kind="timing"):
+    return Task(kind, problem, f"cfg{i}", workers.make_job(kind, backend="cpu"))
+
+
+def test_queue_is_problem_major_per_slot():
+    q = ProblemQueue(2)
+    for p, n in (("A", 3), ("B", 2), ("C", 4)):
+        for i in range(n):
+            q.add(_task(p, i))
+    # slot 0 starts on A, slot 1 on the first problem nobody is on (B)
+    assert (q.take(0).problem, q.take(1).problem) == ("A", "B")
+    assert [q.take(0).problem for _ in range(2)] == ["A", "A"]           # stays on its problem
+    assert q.take(0).problem == "C"                                      # A is done: C is free
+    q.add(_task("A", 9, "verification"))
+    assert q.take(1).kind == "verification"                              # verification first
+    assert q.take(1).problem == "B"
+    assert q.take(1).problem == "C"                                      # nothing free: the largest left
+    assert q.upcoming("C", 5) == [_task("C", 2), _task("C", 3)]
+    assert [q.take(0).perf_config, q.take(1).perf_config, q.take(0)] == ["cfg2", "cfg3", None]
+
+
+def test_compile_pool_cancels_what_has_not_started_and_waits_for_what_has():
+    release = threading.Event()
+    started = []
+
+    def fake(backend, arch, src):
+        started.append(src["sha256"])
+        release.wait(10)
+        return {"cache_hit": False}
+
+    def task(i):
+        sol = {"kernels": [{"source": {"sha256": f"k{i}", "text": "", "name": f"k{i}"}}], "perf_config": f"c{i}"}
+        return Task("timing", "P", f"c{i}", workers.Job(role="timing", solution=sol))
+    pool = CompilePool(1, "cuda", "sm_90", fn=fake, executor=concurrent.futures.ThreadPoolExecutor(1))
+    pool.ahead([task(0), task(1), task(0)])
+    assert pool.stats["queued"] == 2                                     # k0 once
+    while not started:
+        time.sleep(0.01)
+    pool.claim(task(1))                                                  # not started: cancelled
+    assert pool.stats["cancelled"] == 1
+    threading.Timer(0.05, release.set).start()
+    pool.claim(task(0))                                                  # running: waited for
+    assert pool.stats["waited"] + pool.stats["ready"] == 1 and started == ["k0"]
+    pool.claim(task(7))
+    assert pool.stats["not_queued"] == 1
+    pool.close()
+
+
+def test_parse_gpus(monkeypatch):
+    assert parse_gpus(None, "cpu") == [None]
+    assert parse_gpus("3", "cpu") == ["0", "1", "2"]
+    assert parse_gpus("0,2,5", "cuda") == ["0", "2", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    assert parse_gpus("all", "cuda") == ["4", "6"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert parse_gpus("all", "cpu") == [str(i) for i in range(os.cpu_count())]
+    for bad in ("0", "-1", "1,1", "a,b", "2,", "", "all,1"):
+        with pytest.raises(UserError, match="allowed: all, a count N >= 1, or GPU ids"):
+            parse_gpus(bad, "cpu")
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--gpus", "0,0"], "--gpus 0,0: allowed: all, a count N >= 1"),
+    (["--resume"], "--resume: needs --results PATH"),
+    (["--address", "tcp://127.0.0.1:1"], "--address tcp://127.0.0.1:1: needs --engine dask"),
+    (["--engine", "dask", "--address", "tcp://127.0.0.1:1", "--gpus", "2"], "--gpus 2: with --address"),
+    (["--compile-pool", "-1"], "--compile-pool -1: allowed: an integer >= 0"),
+    (["--time-budget", "5"], "--time-budget: not available in a campaign"),
+    (["--results", "{tmp}"], "is a directory"),
+    (["convfp16", "-n", "1"], "a campaign takes FILE or one line, not both"),
+])
+def test_bad_campaign_input_is_one_line_and_exit_2(capsys, tmp_path, model, extra, needle, no_workers):
+    extra = [x.replace("{tmp}", str(tmp_path)) for x in extra]
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", *extra)
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith("dgrad-driver: error: ") and needle in err[0]
+
+
+def test_a_file_without_a_tunable_line_is_bad_input(capsys, tmp_path, no_workers):
+    path = tmp_path / "none.txt"
+    path.write_text(f"# nothing\n./bin/MIOpenDriver {LINES[1].replace('-F 2', '-F 4')}\n")
+    status, out, err = run_cli(capsys, "tune", "--file", path, "--backend", "cpu")
+    assert status == 2 and out == [] and err == [f"dgrad-driver: error: --file {path}: no applicable -F 2 line to "
+                                                  f"tune on cpu (1 lines skipped, 0 without a conv command)"]
+    status, out, err = run_cli(capsys, "tune", "--file", tmp_path, "--backend", "cpu")
+    assert status == 2 and len(err) == 1 and "is a directory" in err[0]
+
+
+class FakeCompiler:
+    """A device-free compiler stand-in: records what it compiles."""
+
+    def __init__(self):
+        self.compiled = []
+
+    def compiler_id(self):
+        return "fakec-1.0"
+
+    def compile_options(self, arch):
+        return [f"--arch={arch}", "-O3"]
+
+    def compile(self, text, name, arch):
+        self.compiled.append(name)
+        return f"binary of {name} for {arch}".encode()
+
+
+def test_precompile_fills_the_cache_under_the_engines_key(tmp_path, monkeypatch):
+    from miopen_solver.runtime import cache as cache_mod, precompile as pre
+    monkeypatch.setenv(cache_mod.ENV_VAR, str(tmp_path / "kc"))
+    fake = FakeCompiler()
+    monkeypatch.setattr(pre, "_COMPILERS", {"cuda": fake})
+    src = {"text": "__global__ void k() {}\n", "name": "k"}
+    first = pre.precompile("cuda", "sm_90", src)
+    again = pre.precompile("cuda", "sm_90", src)
+    assert (first["cache_hit"], again["cache_hit"]) == (False, True) and fake.compiled == ["k"]
+    # the key a GPU engine computes for the same source, arch, compiler and options (gpu.GpuEngine.load)
+    import hashlib
+    h = hashlib.sha256()
+    for part in (src["text"], "sm_90", "fakec-1.0", "--arch=sm_90 -O3"):
+        h.update(part.encode() + b"\0")
+    assert first["key"] == h.hexdigest()
+    assert cache_mod.BinaryCache().get(h.hexdigest()) == b"binary of k for sm_90"
+    assert not pre.compiles("cpu") and pre.compiles("cuda") and pre.compiles("hip")
+
+
+def test_local_executor_asks_the_compile_pool_for_what_comes_next(tmp_path):
+    from driver.executors import LocalExecutor
+    problem = parse(LINES[1].split()).problem
+    cfgs = sample_configs(list(DgradSolver().search(problem, CPU)), 5)
+    sols = [DgradSolver().get_solution(problem, CPU, c) for c in cfgs]
+    calls = []
+    lock = threading.Lock()
+
+    def fake(backend, arch, src):
+        with lock:
+            calls.append(src["sha256"])
+        return {"cache_hit": False}
+    pool = CompilePool(1, "cuda", "sm_90", fn=fake, executor=concurrent.futures.ThreadPoolExecutor(1))
+    ex = LocalExecutor([None], 60, "cpu", pool)
+    try:
+        for c, s in zip(cfgs, sols):
+            ex.submit(Task("timing", "P", c.serialize(), workers.make_job("timing", backend="cpu", solution=s, iters=1)))
+        ex.start()
+        got = [ex.results.get(timeout=120) for _ in cfgs]
+    finally:
+        ex.close()
+    assert [t.perf_config for t, _ in got] == [c.serialize() for c in cfgs]      # one slot: in order
+    assert all(r["ok"] and r["slot"] == "local" for _, r in got)
+    shas = [s.kernels[0].source.sha256 for s in sols]
+    assert set(calls) <= set(shas[1:]) and shas[0] not in calls      # the first is the worker's own
+    st = pool.stats
+    assert st["queued"] == len(set(shas[1:])) and st["not_queued"] == 1
+    assert st["ready"] + st["waited"] + st["cancelled"] + st["failed"] == len(cfgs) - 1
+
+
+@pytest.fixture
+def keep_environ():
+    """A LocalCluster made here sets variables in os.environ (BLAS threads ...): undo that."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_dask_address_uses_the_clusters_gpu_workers_and_refuses_untagged_ones(capsys, tmp_path, model,
+                                                                             keep_environ):
+    distributed = pytest.importorskip("distributed")
+    import logging
+    kw = dict(threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+    with distributed.LocalCluster(n_workers=1, **kw) as plain:
+        status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--engine", "dask",
+                                   "--address", plain.scheduler_address, "--no-perfdb", "--quiet")
+    assert status == 2 and out == [] and len(err) == 1
+    assert "no Dask worker offers the resource GPU" in err[0] and "--resources GPU=1" in err[0]
+    log = tmp_path / "log.jsonl"
+    with distributed.LocalCluster(n_workers=2, resources={"GPU": 1}, **kw) as cluster:
+        status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--engine", "dask",
+                                   "--address", cluster.scheduler_address, "--max-configs", "2",
+                                   "--results", log, "--no-perfdb", "--quiet")
+    assert status == 0, (out, err)
+    assert out[1] == f"Engine dask on {cluster.scheduler_address}: 2 workers"
+    want = expected_configs(2)
+    assert sorted((t["problem_key"], t["perf_config"]) for t in records(log, "timing")) == \
+        sorted((k, c) for k, cs in want.items() for c in cs)
+    assert len(records(log, "verdict")) == 3
