@@ -282,3 +282,16 @@ def test_no_file_descriptors_leak(monkeypatch):
             assert not w.run(job("timing", iters=1)).ok
         assert not w.run(corrupt_job("timing")).ok
     assert fds() == before
+
+
+def test_preload_takes_a_module_name_too(monkeypatch, tmp_path):
+    """``$DGRAD_WORKER_PRELOAD=<module>`` imports the module by name (it raised
+    UnboundLocalError: a function-local ``import importlib.util`` shadowed ``importlib``)."""
+    (tmp_path / "dgrad_preload_probe.py").write_text(
+        "import os\nopen(os.environ['DGRAD_TEST_PRELOAD_MARK'], 'w').write('loaded')\n")
+    mark = tmp_path / "mark"
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("DGRAD_TEST_PRELOAD_MARK", str(mark))
+    monkeypatch.setenv(workers.PRELOAD_ENV, "dgrad_preload_probe")
+    assert workers.run_one(job("timing", iters=1)).ok
+    assert mark.read_text() == "loaded"
