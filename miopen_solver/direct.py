@@ -214,8 +214,8 @@ class DirectSpec:
     ws_bytes: int
     stage_cols: int
     lds_bytes: int
-    idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements: refused today by
-                             # INDEX_OVERFLOW, kept for the split-N/64-bit work of large tensors)
+    idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements: split-N keeps every
+                             # launch below that, so False for every solution today)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
