@@ -215,7 +215,8 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, l
            "valid": True, "source": source, "perf_config": solution.perf_config.serialize(), "notes": notes,
            "kernel_name": spec.kernel_name, "spec": spec.as_dict(),
            "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
-                      "workspace_bytes": solution.workspace_bytes}}
+                      "workspace_bytes": solution.workspace_bytes},
+           "split_n": solution.as_dict()["split_n"]}
     _emit(doc, as_json, _config_text(doc))
 
 

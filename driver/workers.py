@@ -560,7 +560,7 @@ def _do_timing(job: Job, state: _State) -> dict:
     engine = state.engine(job.backend)
     _check_device(engine, spec)
     _crash_hook(job.perf_config)
-    inp = state.problem_inputs(job, spec.problem)
+    inp = state.problem_inputs(job, sol.problem)        # the whole batch (spec: one launch's)
     iters, warmup = job.iters, job.warmup
     built = engine.build(sol)                    # compile outside the wall-clock window
     t0 = time.perf_counter()
@@ -590,7 +590,7 @@ def _do_verification(job: Job, state: _State) -> dict:
     from miopen_solver import reference as ref_mod
     sol = _solution(job)
     spec = sol.spec
-    problem = spec.problem
+    problem = sol.problem                           # the whole batch (spec: one launch's)
     engine = state.engine(job.backend)
     _check_device(engine, spec)
     inp = state.problem_inputs(job, problem)

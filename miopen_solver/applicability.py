@@ -19,22 +19,31 @@ Policy (decisions, with their sources):
     fp32, fp16, bf16 storage (no int8/fp8/bf8 and no cast types); the target must have a
     matrix atom for the type.
 ``LAYOUT``
-    GPU targets read NHWC natively: all three tensors NHWC (dX NHWC, W KYXC, dY NHWK) is
-    the only applicable case; NCHW would need transpose kernels and a workspace, which
-    this solver does not have (MIOpen's CK solver 155 does, via its workspace). The ``cpu``
-    target accepts all-NHWC and all-NCHW (the numpy engine handles both). Mixed layouts
-    (and CHWN) are applicable nowhere.
+    GPU targets read NHWC natively: all three tensors NHWC in memory (dX NHWC, W KYXC, dY
+    NHWK) is the only applicable case; NCHW would need transpose kernels and a workspace,
+    which this solver does not have (MIOpen's CK solver 155 does, via its workspace). The
+    ``cpu`` target accepts all-NHWC and all-NCHW (the numpy engine handles both). What
+    counts is the bytes (:meth:`ConvProblem.stored_as`), not the flag: a tensor whose
+    dims longer than 1 come in NHWC's order *is* NHWC (a 1x1 filter in NCHW is KYXC; a
+    C=1 or H=W=1 tensor is both), as MIOpen's ``IsPossibleLayout`` with
+    ``IgnoreDegenerateStrides`` finds (rocm-libraries ``projects/miopen/src/tensor.cpp``,
+    0c3ff24a). Other mixed layouts (and CHWN with N, C and H*W > 1) are applicable nowhere.
 ``SPATIAL_DIM``
     2-D only (the tilde decomposition and kernel are 2-D).
 ``INDEX_OVERFLOW``
-    Every tensor must stay below 2^31 elements and 2^31 bytes: kernels index with 32-bit
-    signed integers and AMD buffer resources hold 32-bit byte sizes (MIOpen's CK solvers
-    require each tensor < 2 GB the same way). So must every coordinate the kernels form:
+    Every tensor *one launch* sees must stay below 2^31 elements and
+    :data:`TENSOR_BYTES_LIMIT` (2^31-1) bytes: kernels index with 32-bit signed integers and
+    AMD buffer resources hold 32-bit byte sizes (MIOpen's CK solvers require each tensor
+    < 2 GB the same way). dY and dX grow with N, so a problem past the limit is split
+    along N (:func:`batch_chunks`: equal chunks of images, each a launch of the same
+    kernel with pointer offsets into the whole buffers) and stays applicable; only a
+    problem whose single image (or W, which no split shrinks) is past it is refused.
+    So must every coordinate the kernels form:
     per axis, rows and columns of dX/dY (with pads, strides, dilations and the tilde
     halo) stay within ``2*(Hi + 2*pH) + sH`` in magnitude, which must be <= 2^31-1 (a
     pad, stride or dilation near 2^31 overflows although each value fits an ``int``);
     and GemmM = N*HTildeSlice*WTildeSlice (halo rows included) plus a tile's rows must
-    too. The parser already refuses any flag outside a C ``int``, as MIOpenDriver reads
+    too (per launch: split-N divides it as well). The parser already refuses any flag outside a C ``int``, as MIOpenDriver reads
     them. Like the tensor sizes, these hold for every target (the ``cpu`` target runs
     the GPU kernels' decomposition).
 ``TOO_MANY_SUB_GEMMS``
@@ -66,6 +75,7 @@ alignment. Buffer pointer alignment is the runtime's (allocations are 256-byte a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .command import describe_directions
 from .errors import PerfConfigError
@@ -93,7 +103,13 @@ NOTE_CODES = (DEPTHWISE,)
 
 SUPPORTED_DTYPES = ("fp32", "fp16", "bf16")
 INDEX_LIMIT = 2**31 - 1
-"""Largest element count and byte size of one tensor (32-bit signed indexing)."""
+"""Largest element count of one launch's tensor and largest coordinate (32-bit signed
+indexing)."""
+TENSOR_BYTES_LIMIT = 2**31 - 1
+"""Largest byte size of a tensor one launch addresses (32-bit offsets, AMD buffer-resource
+sizes). Past it the batch is split (:func:`batch_chunks`). A module constant so tests can
+force a split on a small problem (``monkeypatch.setattr(applicability, "TENSOR_BYTES_LIMIT", ...)``);
+the solver reads it when it decides, and the plan travels in the Solution."""
 BACKWARD_DATA = 2
 """MIOpenDriver's ``-F`` value for backward data."""
 
@@ -150,25 +166,25 @@ class NotApplicableError(ValueError):
 
 
 def _native_layouts(problem: ConvProblem, target: Target) -> tuple:
-    """Layouts accepted for all three tensors on this target (2-D names; 3-D analogues are
-    accepted too so a 3-D line reports SPATIAL_DIM, not a layout it cannot help)."""
+    """Memory orders accepted for all three tensors on this target (2-D names; 3-D analogues
+    are accepted too so a 3-D line reports SPATIAL_DIM, not a layout it cannot help)."""
     if problem.is_3d:
         return ("NDHWC",) if target.is_gpu else ("NDHWC", "NCDHW")
     return ("NHWC",) if target.is_gpu else ("NHWC", "NCHW")
 
 
 def _layout_reason(problem: ConvProblem, target: Target) -> Reason | None:
+    natives = _native_layouts(problem, target)
+    if any(problem.stored_as(n) for n in natives):
+        return None
     lay = {"dX (in_layout)": problem.in_layout, "W (fil_layout)": problem.fil_layout,
            "dY (out_layout)": problem.out_layout}
-    natives = _native_layouts(problem, target)
-    values = set(lay.values())
-    if len(values) == 1 and values <= set(natives):
-        return None
     shown = ", ".join(f"{k} {v}" for k, v in lay.items())
-    if len(values) > 1:
-        why = "mixed layouts are not applicable on any target"
+    if len(set(lay.values())) > 1:
+        why = ("mixed layouts are not applicable on any target (unless every tensor has the bytes of "
+               "one layout: 1x1 filters, C=1 or H=W=1 tensors)")
     elif target.is_gpu:
-        why = (f"on {target.arch} only all-{natives[0]} is applicable "
+        why = (f"on {target.arch} only all-{natives[0]} (or tensors with its bytes) is applicable "
                f"(NHWC is the GPU kernel's native layout; there are no transpose kernels)")
     else:
         why = f"the {target.arch} target accepts all-{' or all-'.join(natives)}"
@@ -179,20 +195,79 @@ GEMM_M_HEADROOM = 1024
 """Rows past GemmM a tile may address (tile_m and TMA boxes are at most 256 rows)."""
 
 
+def images_per_launch(problem: ConvProblem) -> int:
+    """The most images (N) one launch may take: dY and dX of that many images within
+    :data:`TENSOR_BYTES_LIMIT` bytes and :data:`INDEX_LIMIT` elements, and GemmM (their
+    rows, halo included) plus a tile's rows within :data:`INDEX_LIMIT`; at least
+    ``problem.N`` is not promised (0 when not even one image fits). O(1)."""
+    eb = DTYPE_BYTES.get(problem.dtype, 4)
+    per_dy, per_dx = problem.dy_elems // problem.N, problem.dx_elems // problem.N
+    most = min(TENSOR_BYTES_LIMIT // max(1, per_dy * eb), TENSOR_BYTES_LIMIT // max(1, per_dx * eb),
+               INDEX_LIMIT // max(1, per_dy), INDEX_LIMIT // max(1, per_dx))
+    if not problem.is_3d:
+        h, w = axes(problem)
+        rows = h.slice * w.slice
+        most = min(most, max(0, INDEX_LIMIT - GEMM_M_HEADROOM) // max(1, rows))
+    return most
+
+
+@lru_cache(maxsize=4096)
+def _largest_divisor_at_most(n: int, most: int) -> int:
+    """The largest divisor of ``n`` that is <= ``most`` (>= 1), in O(sqrt(n))."""
+    best, d = 1, 1
+    while d * d <= n:
+        if n % d == 0:
+            for q in (d, n // d):
+                if q <= most and q > best:
+                    best = q
+        d += 1
+    return best
+
+
+def chunk_images(problem: ConvProblem) -> int:
+    """Images per launch of the split-N plan (:func:`batch_chunks`): N when the whole batch
+    fits one launch (:func:`images_per_launch`) or when not even one image fits (then the
+    problem is not applicable: ``INDEX_OVERFLOW``); else the largest divisor of N that fits,
+    so every chunk is the same problem and one kernel, emitted once, serves them all (a
+    prime N past the limit runs one image per launch). O(sqrt(N)) once per (N, fit)."""
+    most = images_per_launch(problem)
+    if most >= problem.N or most < 1:
+        return problem.N
+    return _largest_divisor_at_most(problem.N, most)
+
+
+def batch_chunks(problem: ConvProblem) -> tuple:
+    """The split-N plan: ``((n0, n), ...)``, equal chunks of ``n =``
+    :func:`chunk_images` images covering ``0..N-1`` once each, in order; ``((0, N),)``
+    without a split. (Materialises N/n pairs: the solver itself asks :func:`chunk_images`.)"""
+    n = chunk_images(problem)
+    return tuple((n0, n) for n0 in range(0, problem.N, n))
+
+
+def launch_problem(problem: ConvProblem) -> ConvProblem:
+    """The problem one launch computes: ``problem`` with N cut to :func:`chunk_images`
+    (``problem`` itself when there is no split). Configs, specs and kernels are those of
+    this problem; the perf-db key stays the whole problem's."""
+    n = chunk_images(problem)
+    return problem if n == problem.N else problem.replace(N=n)
+
+
 def _overflow_reason(problem: ConvProblem) -> Reason | None:
     eb = DTYPE_BYTES.get(problem.dtype, 4)
-    tensors = (("dY", problem.dy_elems), ("W", problem.w_elems), ("dX", problem.dx_elems))
-    bad = [f"{name} is {n * eb} bytes ({n} elements)" for name, n in tensors if n * eb > INDEX_LIMIT]
-    parts = ["; ".join(bad) + ": past 2^31-1 bytes, the limit of 32-bit indexing (element offsets and AMD "
-             "buffer-resource byte sizes)"] if bad else []
+    one = problem.replace(N=1)
+    tensors = (("dY", one.dy_elems), ("W", problem.w_elems), ("dX", one.dx_elems))
+    bad = [f"{name}{'' if name == 'W' else ' of one image'} is {n * eb} bytes ({n} elements)"
+           for name, n in tensors if n * eb > TENSOR_BYTES_LIMIT or n > INDEX_LIMIT]
+    parts = ["; ".join(bad) + f": past {TENSOR_BYTES_LIMIT} bytes, the limit of 32-bit indexing (element "
+             "offsets and AMD buffer-resource byte sizes), which no split along N helps"] if bad else []
     if not problem.is_3d:
         h, w = axes(problem)
         bad = [f"coordinates reach {formula} = {2 * (a.size_in + 2 * a.pad) + a.stride}"
                for a, formula in ((h, "2*(Hi + 2*pH) + sH"), (w, "2*(Wi + 2*pW) + sW"))
                if 2 * (a.size_in + 2 * a.pad) + a.stride > INDEX_LIMIT]
-        gemm_m = problem.N * h.slice * w.slice
+        gemm_m = h.slice * w.slice
         if gemm_m + GEMM_M_HEADROOM > INDEX_LIMIT:
-            bad.append(f"GemmM = N*HTildeSlice*WTildeSlice = {problem.N}*{h.slice}*{w.slice} = {gemm_m} "
+            bad.append(f"GemmM of one image = HTildeSlice*WTildeSlice = {h.slice}*{w.slice} = {gemm_m} "
                        f"(+{GEMM_M_HEADROOM} rows of a tile)")
         if bad:
             parts.append("; ".join(bad) + ": past 2^31-1, the limit of the kernels' 32-bit int arithmetic")
@@ -251,7 +326,7 @@ def is_applicable(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_
     if not verdict.ok:
         return verdict
     try:
-        default = default_performance_config(problem, target)
+        default = default_performance_config(launch_problem(problem), target)
     except PerfConfigError as e:
         return Verdict(False, (Reason(NO_VALID_CONFIG, str(e)),), verdict.notes)
     if default.schedule is KernelSchedule.DIRECT:      # the note is about GEMMs: the default is not one

@@ -154,7 +154,7 @@ def direct_reason(problem: ConvProblem, target: Target) -> str | None:
         return "3-D problems are not supported by the direct schedule"
     if p.mode != "conv":
         return "transposed-mode problems (-m trans) are forward convolutions in MIOpen"
-    if not p.all_nhwc:
+    if not p.nhwc_memory:
         return (f"the direct schedule takes NHWC tensors only; got dX {p.in_layout}, dY {p.out_layout}, "
                 f"W {p.fil_layout}")
     if p.dtype not in DTYPES:
@@ -214,8 +214,8 @@ class DirectSpec:
     ws_bytes: int
     stage_cols: int
     lds_bytes: int
-    idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements: refused today by
-                             # INDEX_OVERFLOW, kept for the split-N/64-bit work of large tensors)
+    idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements: split-N keeps every
+                             # launch below that, so False for every solution today)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -592,21 +592,28 @@ def direct_search_space(problem: ConvProblem, target: Target):
 
 # ----------------------------------------------------------------------------- CPU engine
 def run_direct_cpu(spec: DirectSpec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """dX from the schedule's own phase/tap structure, in numpy: for every phase (rh, rw)
-    and every valid tap pair of it (:func:`axis_taps`), the phase's dX pixels accumulate
-    ``dY[qh + offy, qw + offx] . W[:, y, x]`` per group in fp32 (over kpg too); each phase
-    sub-grid of dX is then written once, rounded to the storage type. Pixels with no valid
-    tap get 0. Vectorised over pixels and channels; loops over phases and taps only.
+    """dX from the schedule's own phase/tap structure, in numpy (:func:`direct_nhwc`).
 
     Args:
         spec: a :class:`DirectSpec` (only its problem is read).
-        dy: ``(N, Ho, Wo, K)`` storage dtype; w: ``(K, Y, X, cpg)`` storage dtype.
+        dy: dY in ``out_layout``, w: W in ``fil_layout`` (NHWC in memory), storage dtype.
 
     Returns:
-        dX ``(N, Hi, Wi, C)`` in the storage dtype.
+        dX in ``in_layout`` (NHWC in memory), storage dtype.
     """
     p = spec.problem
     layouts.check_inputs(p, dy, w)
+    dx = direct_nhwc(p, layouts.dy_to_nhwc(p, dy), layouts.w_to_kyxc(p, w))
+    return layouts.dx_from_nhwc(p, dx.astype(layouts.storage_dtype(p.dtype)))
+
+
+def direct_nhwc(p: ConvProblem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """dX ``(N, Hi, Wi, C)`` in fp32 from dY ``(N, Ho, Wo, K)`` and W ``(K, Y, X, cpg)``:
+    for every phase (rh, rw) and every valid tap pair of it (:func:`axis_taps`), the
+    phase's dX pixels accumulate ``dY[qh + offy, qw + offx] . W[:, y, x]`` per group in
+    fp32 (over kpg too); each phase sub-grid of dX is then written once. Pixels with no
+    valid tap get 0. Vectorised over pixels and channels; loops over phases and taps only.
+    """
     G, kpg, cpg = p.G, p.kpg, p.cpg
     dyf = np.asarray(dy, dtype=np.float32)
     wf = np.asarray(w, dtype=np.float32).reshape(G, kpg, p.Y, p.X, cpg)
@@ -633,4 +640,4 @@ def run_direct_cpu(spec: DirectSpec, dy: np.ndarray, w: np.ndarray) -> np.ndarra
                     src = src.reshape(p.N, q1 - q0, r1 - r0, G, kpg).transpose(3, 0, 1, 2, 4)
                     acc[:, :, q0:q1, r0:r1, :] += np.matmul(src, wf[:, None, None, :, y, x, :])
             dx[:, rh::p.sH, rw::p.sW, :] = acc.transpose(1, 2, 3, 0, 4).reshape(p.N, hq, wq, p.C)
-    return dx.astype(layouts.storage_dtype(p.dtype))
+    return dx

@@ -24,7 +24,9 @@ allowed; nothing else (no comments). A record::
                     "perf_config": "a,b,...", "kernel_name": "...",
                     "grid": [x, y, z], "block": threads, "shared_bytes": n,
                     "source_sha256": "<sha256 of the emitted text>",
-                    "defines_sha256": "<sha256 of the emitted defines only>"}},
+                    "defines_sha256": "<sha256 of the emitted defines only>",
+                    # only when the batch is split along N (tensors past 2^31-1 bytes):
+                    "split_n": [launches, images per launch]}},
      "numerics": {"command": "<the shrunk line actually run>",
                   "ok": bool, "rms_error": float (3 significant digits), "tolerance": float}
                  | {"command": "...", "skipped": "<why>"}}
@@ -84,7 +86,6 @@ from .errors import FileError, MiopenCommandError, short_text
 from .fileio import read_text, write_text
 from .problem import ConvProblem
 from .solver import DgradSolver
-from .spec import make_spec
 from .target import Target, get_target
 from .text import text_lines
 
@@ -127,7 +128,7 @@ _EXPECT_SCHEMA = {
     "problem_key": str,
     "targets": {"*": {"applicable": bool, "reasons": [str], "notes": [str], "perf_config": str,
                       "kernel_name": str, "grid": [int], "block": int, "shared_bytes": int,
-                      "source_sha256": str, "defines_sha256": str}},
+                      "source_sha256": str, "defines_sha256": str, "split_n": [int]}},
     "numerics": {"command": str, "ok": bool, "rms_error": _NUMBER, "tolerance": _NUMBER, "nonfinite": int,
                  "skipped": str},
 }
@@ -389,12 +390,14 @@ def target_record(problem: ConvProblem, target: Target) -> dict:
     rec = {"applicable": verdict.ok, "reasons": [r.code for r in verdict.reasons],
            "notes": [n.code for n in verdict.notes]}
     if verdict.ok:
-        cfg = solver.get_default_performance_config(problem, target)
-        spec = make_spec(problem, target, cfg)
+        sol = solver.get_solution(problem, target)        # the default config, split-N decided
+        spec = sol.spec
         src = spec.emit()
-        rec.update(perf_config=cfg.serialize(), kernel_name=spec.kernel_name,
+        rec.update(perf_config=sol.perf_config.serialize(), kernel_name=spec.kernel_name,
                    grid=list(src.grid), block=src.block[0], shared_bytes=src.shared_bytes,
                    source_sha256=src.sha256, defines_sha256=defines_sha256(src))
+        if sol.n_chunks > 1:        # split-N: launches x images per launch
+            rec["split_n"] = [sol.n_chunks, sol.chunk_images]
     return rec
 
 
@@ -414,7 +417,7 @@ def numerics_record(problem: ConvProblem, engine) -> dict:
         rec["skipped"] = "the reference covers 2-D convolutions in mode conv only"
         return rec
     target = engine.target
-    if target.is_gpu and not q.all_nhwc:
+    if target.is_gpu and not q.nhwc_memory:
         rec["skipped"] = (f"GPU numerics run NHWC problems only (dX {q.in_layout}, "
                           f"dY {q.out_layout}, W {q.fil_layout})")
         return rec

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .problem import ConvProblem
+from .problem import ConvProblem, same_memory
 
 CANONICAL = "NCHW"
 
@@ -71,10 +71,17 @@ def shape_in(canonical: tuple, layout: str) -> tuple:
 
 
 def convert(a: np.ndarray, src: str, dst: str) -> np.ndarray:
-    """``a`` (layout ``src``) as a C-contiguous array in layout ``dst`` (a copy unless equal)."""
+    """``a`` (layout ``src``) as a C-contiguous array in layout ``dst``: a view of ``a``'s
+    bytes when the two layouts hold the same bytes for its shape (equal, or differing only
+    in where dims of length 1 sit: :func:`~miopen_solver.problem.same_memory`), else a
+    transposed copy."""
+    perm = permutation(src, dst)
     if src == dst:
         return np.ascontiguousarray(a)
-    return np.ascontiguousarray(np.transpose(a, permutation(src, dst)))
+    lens = dict(zip(src, a.shape))
+    if same_memory(lens, src, dst):
+        return np.ascontiguousarray(a).reshape(tuple(lens[x] for x in dst))
+    return np.ascontiguousarray(np.transpose(a, perm))
 
 
 # ----------------------------------------------------------------- per-tensor shapes

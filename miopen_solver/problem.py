@@ -30,6 +30,74 @@ def output_size(size_in: int, filt: int, pad: int, stride: int, dilation: int) -
     return (size_in + 2 * pad - dilation * (filt - 1) - 1) // stride + 1
 
 
+# ----------------------------------------------------------------- layouts in memory
+KEY_LAYOUTS = ("NCHW", "NHWC", "CHWN", "NCDHW", "NDHWC")
+"""The uniform layouts MIOpen tries, in order, when it names a problem's layouts
+(``conv::ProblemDescription::HeuristicUpdateLayouts``)."""
+
+
+def packed_strides(lens: dict, layout: str) -> dict:
+    """Element strides of a packed tensor with dims ``lens`` (letter -> length) stored in
+    ``layout``: each letter's stride is the product of the lengths of the letters after it
+    (MIOpen ``tensor_layout_to_strides``, which MIOpenDriver uses for ``--*_layout``)."""
+    out, acc = {}, 1
+    for letter in reversed(layout):
+        out[letter] = acc
+        acc *= lens[letter]
+    return out
+
+
+def same_memory(lens: dict, a: str, b: str) -> bool:
+    """True when a packed tensor of ``lens`` has the same bytes in layouts ``a`` and ``b``:
+    the dims longer than 1 come in the same order (a dim of length 1 contributes no offset,
+    so it may sit anywhere)."""
+    return [x for x in a if lens[x] > 1] == [x for x in b if lens[x] > 1]
+
+
+def possible_layout(lens: dict, strides: dict, layout: str, ignore_degenerate: bool) -> bool:
+    """MIOpen's ``TensorDescriptor::IsPossibleLayout``: the strides read in ``layout``'s
+    order never increase; with ``ignore_degenerate`` (``LayoutValidationMode::
+    IgnoreDegenerateStrides``) dims of length 1 are skipped. A layout of another rank is
+    not possible."""
+    if sorted(layout) != sorted(lens):
+        return False
+    seq = [strides[x] for x in layout if not (ignore_degenerate and lens[x] == 1)]
+    return all(a >= b for a, b in zip(seq, seq[1:]))
+
+
+def inferred_layout(lens: dict, strides: dict, canonical: str) -> str:
+    """MIOpen's ``TensorDescriptor::GetLayout_str`` for a descriptor set from strides
+    (``find_permutation``): the canonical letters stably sorted by (stride, length),
+    largest first."""
+    order = sorted(range(len(canonical)), key=lambda i: (strides[canonical[i]], lens[canonical[i]]), reverse=True)
+    # sorted() is stable and reverse=True keeps equal keys in their original order, as
+    # std::stable_sort with std::greater does
+    return "".join(canonical[i] for i in order)
+
+
+def miopen_layouts(tensors) -> tuple:
+    """The layout names MIOpen gives a convolution's three tensors, in the order given
+    (``(lens, layout)`` pairs: lengths by canonical letter and the packed storage layout).
+
+    rocm-libraries ``projects/miopen/src/conv/problem_description.cpp``
+    (``HeuristicUpdateLayouts``, 12b22cd0) over ``src/tensor.cpp`` (``IsPossibleLayout``,
+    ``GetLayout_str``, 0c3ff24a): each tensor's own name is inferred from its strides; when
+    the three agree on a layout MIOpen knows, that stays; else the first of
+    :data:`KEY_LAYOUTS` all three strides allow (never increasing in its order) wins,
+    first with every dim counted, then ignoring dims of length 1; else each keeps its own.
+    """
+    canonical = "NCDHW" if len(tensors[0][0]) == 5 else "NCHW"
+    strides = [packed_strides(lens, lay) for lens, lay in tensors]
+    own = [inferred_layout(lens, st, canonical) for (lens, _), st in zip(tensors, strides)]
+    if len(set(own)) == 1 and own[0] in KEY_LAYOUTS:
+        return tuple(own)
+    for ignore in (False, True):
+        for cand in KEY_LAYOUTS:
+            if all(possible_layout(lens, st, cand, ignore) for (lens, _), st in zip(tensors, strides)):
+                return (cand,) * len(tensors)
+    return tuple(own)
+
+
 def valid_range(offset: int, stride: int, count: int, size: int) -> tuple:
     """``[t0, t1)``: the ``t < count`` with ``0 <= t*stride + offset < size`` (``stride >= 1``),
     in O(1) -- the indices of a strided index map that land inside a tensor of ``size``."""
@@ -170,8 +238,51 @@ class ConvProblem:
 
     @property
     def all_nhwc(self) -> bool:
+        """All three layout flags say NHWC (NDHWC): the flags, not the bytes (see
+        :attr:`nhwc_memory`)."""
         nat = "NDHWC" if self.is_3d else "NHWC"
         return self.in_layout == nat and self.out_layout == nat and self.fil_layout == nat
+
+    def tensor_lengths(self) -> dict:
+        """``{"dY": lens, "W": lens, "dX": lens}``, each ``{letter: length}`` in MIOpen's
+        canonical letters (the filter's K, cpg, Y, X as N, C, H, W; 3-D adds D)."""
+        if self.is_3d:
+            return {"dY": dict(N=self.N, C=self.K, D=self.Do, H=self.Ho, W=self.Wo),
+                    "W": dict(N=self.K, C=self.cpg, D=self.Z, H=self.Y, W=self.X),
+                    "dX": dict(N=self.N, C=self.C, D=self.Di, H=self.Hi, W=self.Wi)}
+        return {"dY": dict(N=self.N, C=self.K, H=self.Ho, W=self.Wo),
+                "W": dict(N=self.K, C=self.cpg, H=self.Y, W=self.X),
+                "dX": dict(N=self.N, C=self.C, H=self.Hi, W=self.Wi)}
+
+    def tensor_layouts(self) -> dict:
+        """``{"dY": out_layout, "W": fil_layout, "dX": in_layout}`` (the flags)."""
+        return {"dY": self.out_layout, "W": self.fil_layout, "dX": self.in_layout}
+
+    def stored_as(self, layout: str) -> bool:
+        """Every tensor has the bytes of a packed ``layout`` tensor (:func:`same_memory`):
+        its flag is ``layout``, or differs only in where dims of length 1 sit (a 1x1 filter
+        in NCHW is KYXC; C=1 or H=W=1 makes NCHW and NHWC one order)."""
+        lens, lays = self.tensor_lengths(), self.tensor_layouts()
+        return all(sorted(lays[t]) == sorted(lens[t]) and same_memory(lens[t], lays[t], layout) for t in lens)
+
+    @property
+    def nhwc_memory(self) -> bool:
+        """dX, dY and W are NHWC (NDHWC; W KYXC) in memory, whatever the flags say: what the
+        GPU kernels read and write with no data movement."""
+        return self.stored_as("NDHWC" if self.is_3d else "NHWC")
+
+    @property
+    def nchw_memory(self) -> bool:
+        """dX, dY and W are NCHW (NCDHW) in memory."""
+        return self.stored_as("NCDHW" if self.is_3d else "NCHW")
+
+    def key_layouts(self) -> tuple:
+        """``(dY, W, dX)`` layout names as MIOpen keys this backward-data problem
+        (:func:`miopen_layouts` over "in" = dY, weights, "out" = dX)."""
+        lens, lays = self.tensor_lengths(), self.tensor_layouts()
+        if any(sorted(lays[t]) != sorted(lens[t]) for t in lens):      # a layout of another rank
+            return (self.out_layout, self.fil_layout, self.in_layout)
+        return miopen_layouts([(lens[t], lays[t]) for t in ("dY", "W", "dX")])
 
     def replace(self, **changes) -> "ConvProblem":
         """A copy with some fields changed (validated again)."""
@@ -183,7 +294,9 @@ class ConvProblem:
 
         Follows ``ProblemDescription::Serialize`` (MIOpen src/conv/problem_description.cpp):
         for direction B the "in" tensor is dY (K, Ho, Wo) and "out" is dX (C, Hi, Wi);
-        one layout token when all three are NCHW/NCDHW, else ``in-weights-out``;
+        the layouts are the names MIOpen gives the tensors (:meth:`key_layouts`: a mixed
+        line whose tensors all fit one layout is keyed as that layout); one layout token
+        when all three are NCHW/NCDHW, else ``in-weights-out``;
         ``_g<G>`` when G != 1. Example::
 
             64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B
@@ -204,7 +317,7 @@ class ConvProblem:
             strides = f"{self.sH}x{self.sW}"
             dils = f"{self.dH}x{self.dW}"
             default = "NCHW"
-        lay = (self.out_layout, self.fil_layout, self.in_layout)
+        lay = self.key_layouts()
         layouts = default if all(x == default for x in lay) else "-".join(lay)
         key = (f"{in_sp}-{fil}-{out_sp}-{self.N}-{pads}-{strides}-{dils}-0-{layouts}-"
                f"{DTYPE_KEY[self.dtype]}-{'F' if self.mode == 'trans' else 'B'}")
@@ -222,7 +335,8 @@ class ConvProblem:
         conv_stride_d, dilation_h, dilation_w, dilation_d, bias, group_count``, then the text
         columns ``layout, data_type, direction``. For direction B "in" is dY (K, Ho, Wo) and
         "out" dX (C); a 2-D problem has depth 1 for tensors (``GetD5``) and 0 for pad, stride
-        and dilation (``GetD3``); ``layout`` is "in"'s (dY's) layout.
+        and dilation (``GetD3``); ``layout`` is "in"'s (dY's) layout as MIOpen names it
+        (:meth:`key_layouts`).
         """
         three = self.is_3d
         return {
@@ -232,7 +346,7 @@ class ConvProblem:
             "pad_d": self.pD if three else 0, "conv_stride_h": self.sH, "conv_stride_w": self.sW,
             "conv_stride_d": self.sD if three else 0, "dilation_h": self.dH, "dilation_w": self.dW,
             "dilation_d": self.dD if three else 0, "bias": 0, "group_count": self.G,
-            "layout": self.out_layout, "data_type": DTYPE_KEY[self.dtype],
+            "layout": self.key_layouts()[0], "data_type": DTYPE_KEY[self.dtype],
             "direction": "F" if self.mode == "trans" else "B",
         }
 

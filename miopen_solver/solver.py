@@ -29,7 +29,7 @@ from functools import cached_property
 from typing import Iterator
 
 from . import SOLVER_ID, SOLVER_NAME
-from .applicability import NotApplicableError, Verdict, check, is_applicable
+from .applicability import NotApplicableError, Verdict, check, is_applicable, launch_problem
 from .config import KernelSchedule, PerfConfig
 from .errors import PerfConfigError, PerfDbError
 from .heuristics import default_performance_config, search_space
@@ -113,6 +113,10 @@ class Solution:
         warnings: lines about inputs that could not be used (an unusable perf-db).
         tuned_ms: the perf-db record's time, when the config came from there.
         perfdb_path: the perf-db consulted (None when none was).
+        images: the whole problem's N; 0 (or ``spec.problem.N``) when one launch takes the
+            whole batch. Otherwise the batch is split along N (split-N): ``spec`` is the
+            problem of one chunk (its N images per launch), and :attr:`chunks` lists the
+            launches, each of the one kernel with pointers offset to its first image.
     """
 
     solver_id: str
@@ -128,10 +132,30 @@ class Solution:
     warnings: tuple = ()
     tuned_ms: float | None = None
     perfdb_path: str | None = None
+    images: int = 0
+
+    @cached_property
+    def problem(self) -> ConvProblem:
+        """The whole problem (all N images); ``spec.problem`` is one launch's."""
+        p = self.spec.problem
+        return p if self.images in (0, p.N) else p.replace(N=self.images)
 
     @property
-    def problem(self) -> ConvProblem:
-        return self.spec.problem
+    def chunk_images(self) -> int:
+        """Images per launch (the kernel's N)."""
+        return self.spec.problem.N
+
+    @property
+    def chunks(self) -> tuple:
+        """The launches along N, ``((n0, n), ...)`` in order: each covers images
+        ``n0 .. n0+n-1``; together every image once. ``((0, N),)`` without a split."""
+        n = self.chunk_images
+        return tuple((n0, n) for n0 in range(0, self.problem.N, n))
+
+    @property
+    def n_chunks(self) -> int:
+        """How many launches one run of the solution makes (1 without a split)."""
+        return self.problem.N // self.chunk_images
 
     @property
     def target(self) -> Target:
@@ -150,6 +174,8 @@ class Solution:
                 "algorithm": self.algorithm, "perf_config": self.perf_config.serialize(),
                 "zero_fill": self.zero_fill.as_dict(),
                 "kernels": [k.as_dict() for k in self.kernels],
+                "split_n": {"images": self.problem.N, "images_per_launch": self.chunk_images,
+                            "launches": self.n_chunks},
                 "workspace_bytes": self.workspace_bytes, "spec": self.spec.as_dict()}
 
     def to_record(self) -> dict:
@@ -160,7 +186,7 @@ class Solution:
                 "zero_fill": self.zero_fill.as_dict(), "workspace_bytes": self.workspace_bytes,
                 "kernels": [{**k.as_dict(), "source": k.source.to_record()} for k in self.kernels],
                 "source": self.source, "notes": list(self.notes), "warnings": list(self.warnings),
-                "tuned_ms": self.tuned_ms, "perfdb_path": self.perfdb_path}
+                "tuned_ms": self.tuned_ms, "perfdb_path": self.perfdb_path, "images": self.problem.N}
 
     @classmethod
     def from_record(cls, rec: dict) -> "Solution":
@@ -177,7 +203,8 @@ class Solution:
                    perf_config=PerfConfig.parse(rec["perf_config"]), spec=spec,
                    zero_fill=ZeroFill(z["kind"], int(z["bytes"]), int(z["blocks"])), kernels=tuple(kernels),
                    workspace_bytes=int(rec["workspace_bytes"]), source=rec["source"], notes=tuple(rec["notes"]),
-                   warnings=tuple(rec["warnings"]), tuned_ms=rec["tuned_ms"], perfdb_path=rec["perfdb_path"])
+                   warnings=tuple(rec["warnings"]), tuned_ms=rec["tuned_ms"], perfdb_path=rec["perfdb_path"],
+                   images=int(rec.get("images", 0)))
 
 
 @dataclass
@@ -219,12 +246,13 @@ class DgradSolver:
             PerfConfigError: no default validates (the problem is then not applicable:
                 ``NO_VALID_CONFIG``).
         """
-        return default_performance_config(problem, target)
+        return default_performance_config(launch_problem(problem), target)
 
     def is_valid_performance_config(self, problem: ConvProblem, target: Target,
                                     config: PerfConfig) -> tuple:
-        """``(True, "")`` or ``(False, reason)``; used to vet perf-db records too."""
-        return is_valid_performance_config(problem, target, config)
+        """``(True, "")`` or ``(False, reason)``; used to vet perf-db records too. A split
+        batch is asked about one launch's problem (:func:`~miopen_solver.applicability.launch_problem`)."""
+        return is_valid_performance_config(launch_problem(problem), target, config)
 
     def get_workspace_size(self, problem: ConvProblem, target: Target,
                            config: PerfConfig | None = None) -> int:
@@ -236,7 +264,7 @@ class DgradSolver:
         """
         if config is None:
             return 0
-        return make_spec(problem, target, config).workspace_bytes
+        return make_spec(launch_problem(problem), target, config).workspace_bytes
 
     def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
                                   arch: str | None = None) -> tuple:
@@ -258,7 +286,7 @@ class DgradSolver:
             cfg = PerfConfig.parse(rec.values)
         except PerfConfigError as e:
             return None, rec, str(e)
-        ok, why = is_valid_performance_config(problem, target, cfg)
+        ok, why = is_valid_performance_config(launch_problem(problem), target, cfg)
         return (cfg, rec, "") if ok else (None, rec, why)
 
     def get_solution(self, problem: ConvProblem, target: Target,
@@ -311,9 +339,10 @@ class DgradSolver:
             ([f"--kouter {kouter}"] if kouter is not None else []) + \
             ([f"--split-k {split_k}"] if split_k is not None else [])
         choice = _Choice()
+        launch = launch_problem(problem)        # configs and kernels are one launch's
         try:
             choice = self._choose(problem, target, perf_config, perfdb, perfdb_arch, perfdb_label)
-            self._apply_settings(problem, target, choice, kouter, split_k, resolve_split_k)
+            self._apply_settings(launch, target, choice, kouter, split_k, resolve_split_k)
             return self._solution(problem, target, choice)
         except PerfConfigError as e:
             refused = e.config or choice.config
@@ -408,7 +437,13 @@ class DgradSolver:
             raise NotApplicableError(verdict)
         cfg = choice.config if choice.config is not None else self.get_default_performance_config(problem, target)
         choice.config = cfg
-        return solution_of(make_spec(problem, target, cfg), choice)
+        launch = launch_problem(problem)
+        if launch.N != problem.N:
+            choice.notes.append(
+                f"Split-N: N={problem.N} runs as {problem.N // launch.N} launches of {launch.N} images (dY "
+                f"{launch.dy_elems * launch.elem_bytes} and dX {launch.dx_elems * launch.elem_bytes} bytes each, "
+                f"within 32-bit offsets), one kernel, pointers offset per launch")
+        return solution_of(make_spec(launch, target, cfg), choice, images=problem.N)
 
     def search(self, problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
         """Valid configs for ``problem``, default first, one per distinct kernel (configs
@@ -418,10 +453,11 @@ class DgradSolver:
         if not self.is_applicable(problem, target):
             return
         seen = set()
+        launch = launch_problem(problem)        # a split batch: one launch's configs
         first = self.get_default_performance_config(problem, target)
-        for cfg in itertools.chain((first,), search_space(problem, target)):
+        for cfg in itertools.chain((first,), search_space(launch, target)):
             try:
-                name = make_spec(problem, target, cfg).kernel_name
+                name = make_spec(launch, target, cfg).kernel_name
             except PerfConfigError:
                 continue
             if name not in seen:
@@ -429,12 +465,19 @@ class DgradSolver:
                 yield cfg
 
 
-def solution_of(spec: DgradSpec, choice: _Choice | None = None) -> Solution:
+def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0) -> Solution:
     """The :class:`Solution` that launches a validated ``spec`` (no applicability check, no
-    choice: what an engine runs when handed a spec)."""
+    choice: what an engine runs when handed a spec). ``images``: the whole batch when it is
+    split into launches of ``spec.problem.N`` images (a multiple of it), else 0.
+
+    Raises:
+        ValueError: ``images`` is not a positive multiple of the spec's N.
+    """
     choice = choice or _Choice(config=spec.config, source="perf-config")
     p = spec.problem
-    if spec.zero_fill == "memset":
+    if images and (images < p.N or images % p.N):
+        raise ValueError(f"a batch of {images} images does not split into launches of {p.N}")
+    if spec.zero_fill == "memset":    # per launch: each launch zeroes its own images of dX
         zf = ZeroFill("memset", bytes=p.dx_elems * p.elem_bytes)
     else:
         zf = ZeroFill(spec.zero_fill, blocks=spec.zero_fill_blocks)
@@ -442,7 +485,7 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None) -> Solution:
     return Solution(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM, perf_config=spec.config,
                     spec=spec, zero_fill=zf, kernels=(launch,), workspace_bytes=spec.workspace_bytes,
                     source=choice.source, notes=tuple(choice.notes), warnings=tuple(choice.warnings),
-                    tuned_ms=choice.tuned_ms, perfdb_path=choice.perfdb_path)
+                    tuned_ms=choice.tuned_ms, perfdb_path=choice.perfdb_path, images=images)
 
 
 def _with_settings(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:

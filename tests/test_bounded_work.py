@@ -168,11 +168,15 @@ def test_coordinates_past_int32_are_not_applicable(arch):
         assert "INDEX_OVERFLOW" in v.codes and needle in str(v.reasons[0])
     # just inside: 2*(Hi + 2*pH) + sH = 2^31 - 1
     assert "INDEX_OVERFLOW" not in ap.check(nhwc(sH=INT_MAX - 2 * (3 + 2), Hi=3), t).codes
-    # GemmM with the dilation halo: N * HTildeSlice * WTildeSlice past 2^31 although the
-    # tensors are small (here 2 * 50002^2 rows for a 1-pixel dX)
+    # GemmM with the dilation halo: HTildeSlice * WTildeSlice of one image past 2^31 although
+    # the tensors are small (here 50002^2 rows for a 1-pixel dX): no split along N helps
     halo = nhwc(N=2, Hi=1, Wi=1, Y=2, X=2, sH=2, sW=2, dH=200001, dW=200001, pH=100001, pW=100001)
     v = ap.check(halo, t)
-    assert v.codes == ("INDEX_OVERFLOW",) and "GemmM = N*HTildeSlice*WTildeSlice" in v.reasons[0].message
+    assert v.codes == ("INDEX_OVERFLOW",)
+    assert "GemmM of one image = HTildeSlice*WTildeSlice = 50002*50002 = 2500200004" in v.reasons[0].message
+    # 2 * 40000^2 = 3.2e9 rows in all, 1.6e9 per image: split into two launches of one image
+    halved = halo.replace(dH=160001, dW=160001, pH=80001, pW=80001)
+    assert ap.check(halved, t).ok and ap.batch_chunks(halved) == ((0, 1), (1, 1))
 
 
 @settings(max_examples=300, deadline=None)

@@ -248,8 +248,13 @@ def test_golden_records_hold_hand_checked_facts():
     assert e["problem_key"] == "1024-1-1-1x1-2048-2-2-256-0x0-2x2-1x1-0-NCHW-FP32-B"
     assert e["targets"]["gfx942"]["reasons"] == ["LAYOUT"] and e["numerics"]["ok"]
     assert e["numerics"]["command"].startswith("conv -n 2 -c 2048 -H 2 -W 2 -k 1024 ")
-    # > 4 GB gtest shape: 2048*512*1024 fp32 elements of dX -> INDEX_OVERFLOW on both GPUs.
+    # > 4 GB gtest shape: 2048*512*1024 fp32 elements of dX, 2 MiB an image: 1023 images fit
+    # 2^31-1 bytes, the largest divisor of 2048 up to 1023 is 512 -> 4 launches on both GPUs.
     e = BY_ID["gtest_igemm_1x1_over_4gb_nhwc_fp32"].expect
+    assert all(e["targets"][a]["applicable"] and e["targets"][a]["split_n"] == [4, 512] for a in fx.GOLDEN_TARGETS)
+    assert all("_n512c1h512w1024k1" in e["targets"][a]["kernel_name"] for a in fx.GOLDEN_TARGETS)
+    # one image of 2^31 bytes: no split helps
+    e = BY_ID["cov_one_image_over_2gb_fp32"].expect
     assert all(e["targets"][a]["reasons"] == ["INDEX_OVERFLOW"] for a in fx.GOLDEN_TARGETS)
     # Mixed layouts (perf-model lines that set only --out_layout NHWC): LAYOUT, no numerics.
     e = BY_ID["resnet50v15_fp16_l115_3x3_s2_p0x0_c512k512_15_outnhwc"].expect

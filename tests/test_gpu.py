@@ -271,3 +271,37 @@ def test_direct_schedule_verifies(engine, dtype, line):
         assert default.schedule is KernelSchedule.DIRECT and cfgs[0] == default
     for cfg in cfgs[:8]:
         assert _check(engine, p, cfg, rng) is not None
+
+
+# ------------------------------------------------------------------ split-N (issue 16)
+SPLIT_LINES = [   # (line, config or None for the default): 3 launches of 2 images each, forced
+    ("convfp16 -n 6 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", None),
+    ("convfp16 -n 6 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", "64,64,32,2,2,32,32,0,0,0,3,-1,2"),   # split-K
+    ("convfp16 -n 6 -c 256 -H 9 -W 9 -k 128 -y 1 -x 1", "128,256,64,2,1,64,256,0,0,0,1,-1,4,3"),       # TMA
+    ("convfp16 -n 6 -c 128 -H 40 -W 40 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2", "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"),
+    ("conv -n 6 -c 32 -H 12 -W 12 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32", None),      # direct on sm_90
+    ("convbfp16 -n 9 -c 48 -H 10 -W 10 -k 32 -y 1 -x 1 -u 2 -v 2", None),       # zero-fill blocks, 3 x 3
+]
+
+
+@pytest.mark.parametrize("line,cfg", SPLIT_LINES)
+def test_split_n_forced_chunks_verify(engine, monkeypatch, line, cfg):
+    """The 2^31-1 limit lowered to two (three) images: three launches of one kernel with
+    offset pointers, checked against the float64 reference (MIOpen's split-N was wrong past
+    two chunks, rocm-libraries #10627); timed plainly and through one graph."""
+    from miopen_solver import applicability as ap
+    from miopen_solver.solver import DgradSolver
+    p = parse(f"{line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()).problem
+    per_image = max(p.dy_elems, p.dx_elems) // p.N * p.elem_bytes
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", (p.N // 3) * per_image)
+    try:
+        sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg)
+    except PerfConfigError as e:
+        pytest.skip(f"{cfg} not valid on {engine.target.arch}: {e}")
+    assert sol.n_chunks == 3
+    dy, w = _inputs(p, np.random.default_rng(11))
+    dx = engine.run(sol, dy, w)
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+    assert len(engine.time(sol, dy, w, iters=2).times_ms) == 2
+    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2

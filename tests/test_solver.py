@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME
-from miopen_solver.applicability import NotApplicableError
+from miopen_solver.applicability import NotApplicableError, launch_problem
 from miopen_solver.command import parse
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.perfdb import PerfDb
@@ -72,7 +72,7 @@ def test_default_config_is_valid_for_every_applicable_line(arch):
         applicable += 1
         cfg = SOLVER.get_default_performance_config(p, t)
         assert SOLVER.is_valid_performance_config(p, t, cfg) == (True, ""), label
-        make_spec(p, t, cfg)
+        make_spec(launch_problem(p), t, cfg)        # a split batch: one launch's problem
     assert applicable >= 3 * (14 + 14 + 1)     # suite + NHWC research lines + depthwise line
 
 

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from driver.solver_cmds import applicable_cmd, config_cmd, split_own_options
 from miopen_solver import SOLVER_NAME
+from miopen_solver.applicability import launch_problem
 from miopen_solver.command import parse
 from miopen_solver.perfdb import ENV_VAR, PerfDb
 from miopen_solver.solver import DgradSolver
@@ -75,9 +76,12 @@ def test_config_matches_python(label, cmd, codes, arch):
         assert r.exit_code == 1 and doc["applicable"] is False
         return
     assert r.exit_code == 0 and doc["source"] == "default"
-    spec = make_spec(dc.problem, t, SOLVER.get_default_performance_config(dc.problem, t))
+    launch = launch_problem(dc.problem)                  # one launch of a split batch
+    spec = make_spec(launch, t, SOLVER.get_default_performance_config(dc.problem, t))
     assert doc["kernel_name"] == spec.kernel_name and doc["spec"] == spec.as_dict()
     assert doc["launch"]["grid"] == list(spec.grid)      # G along y for GEMM kernels; direct: x only
+    assert doc["split_n"] == {"images": dc.problem.N, "images_per_launch": launch.N,
+                              "launches": dc.problem.N // launch.N}
 
 
 # ------------------------------------------------------------------ options and forms

@@ -124,32 +124,43 @@ class CpuEngine(Engine):
 
     def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
         """dX for the solution (or spec) ``work`` from dY and W (see module docstring); a
-        new array in the problem's ``in_layout`` and storage type.
+        new array in the problem's ``in_layout`` and storage type. A batch split along N
+        (:attr:`Solution.chunks <miopen_solver.solver.Solution.chunks>`) is computed one
+        chunk at a time with the chunk's spec, each into its own images of dX, as the GPU
+        engines launch it.
 
         Raises:
             ValueError: dY/W shape or dtype does not match the problem, or the problem is 3-D.
         """
-        spec = as_solution(work).spec
-        p = spec.problem
+        sol = as_solution(work)
+        spec, p = sol.spec, sol.problem
         if p.is_3d:
             raise ValueError("the CPU engine runs 2-D problems only")
         layouts.check_inputs(p, dy, w)
+        dy_n, w_n = layouts.dy_to_nhwc(p, dy), layouts.w_to_kyxc(p, w)   # views when NHWC in memory
+        dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=layouts.storage_dtype(p.dtype))   # poison
+        for n0, n in sol.chunks:
+            self._run_launch(spec, dy_n[n0:n0 + n], w_n, dx[n0:n0 + n])
+        return layouts.dx_from_nhwc(p, dx)
+
+    def _run_launch(self, spec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
+        """One launch of ``spec`` (its problem's N images): NHWC ``dy``, KYXC ``w`` into the
+        NHWC view ``dx`` (poisoned), as a kernel writes its buffer."""
+        p = spec.problem
         if spec.schedule is KernelSchedule.DIRECT:     # the direct schedule's own phases and taps
-            from ..direct import run_direct_cpu
-            return run_direct_cpu(spec, dy, w)
-        st = layouts.storage_dtype(p.dtype)
-        dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=st)          # poison
+            from ..direct import direct_nhwc
+            dx[...] = direct_nhwc(p, dy, w)
+            return
         if spec.zero_fill == "memset":
             dx[...] = 0
         subs = spec.sub_gemms
         if subs:
             dy_pad, pad_h, pad_w = self._padded_dy(p, dy, subs)
-            w_kyxc = layouts.w_to_kyxc(p, w).astype(np.float32)
+            w_kyxc = w.astype(np.float32)
             for s in subs:
                 self._run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, dx)
         if spec.zero_fill == "blocks":
             dx[:, ~coverage_mask(p, subs)] = 0
-        return layouts.dx_from_nhwc(p, dx)
 
     def time(self, work, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
         """Wall-clock time of ``iters`` runs (after ``warmup`` untimed ones), ms per run."""
@@ -168,7 +179,7 @@ class CpuEngine(Engine):
     # ------------------------------------------------------------------ internals
     @staticmethod
     def _padded_dy(p, dy, subs):
-        """dY as fp32 ``(N, Ho + pads, Wo + pads, K)`` with zero rows/columns wide enough that
+        """dY (NHWC) as fp32 ``(N, Ho + pads, Wo + pads, K)`` with zero rows/columns wide enough that
         every live tap slice (:func:`live_taps`) of every sub-GEMM is in bounds; returns it
         with the pads. A live tap reads some dY row inside ``[0, Ho)`` over the sub-GEMM's
         ``nh`` dX rows, so a pad is below ``nh <= Hi`` (likewise for columns): memory is
@@ -182,7 +193,7 @@ class CpuEngine(Engine):
         pad_h = (-ho_lo, ho_hi - (p.Ho - 1))
         pad_w = (-wo_lo, wo_hi - (p.Wo - 1))
         out = np.zeros((p.N, p.Ho + sum(pad_h), p.Wo + sum(pad_w), p.K), dtype=np.float32)
-        out[:, pad_h[0]:pad_h[0] + p.Ho, pad_w[0]:pad_w[0] + p.Wo] = layouts.dy_to_nhwc(p, dy)
+        out[:, pad_h[0]:pad_h[0] + p.Ho, pad_w[0]:pad_w[0] + p.Wo] = dy
         return out, pad_h, pad_w
 
     @staticmethod

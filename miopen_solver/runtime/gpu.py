@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import memory
+from .. import layouts, memory
 from ..kernels import KernelSource, emit_reference
 from ..spec import check_binary
 from ..layouts import storage_dtype
@@ -140,8 +140,10 @@ class GpuEngine(Engine):
 
     @staticmethod
     def _check_layout(spec):
+        """GPU kernels read and write NHWC bytes: every tensor NHWC in memory (its flag, or
+        one that differs only where dims of length 1 sit: :attr:`ConvProblem.nhwc_memory`)."""
         p = spec.problem
-        if not p.all_nhwc:
+        if not p.nhwc_memory:
             raise ValueError(f"GPU kernels take NHWC tensors; got dX {p.in_layout}, dY {p.out_layout}, "
                              f"W {p.fil_layout}")
 
@@ -165,36 +167,62 @@ class GpuEngine(Engine):
             self.rt.memset(args[2], 0, dx_bytes)
         self.rt.launch(k.func, k.source.grid, k.source.block, k.source.shared_bytes, args)
 
+    def launches(self, sol, k: Loaded, dy: int, w: int, dx: int) -> list:
+        """``[(args, dx_bytes), ...]``: one launch per chunk of the solution's split-N plan
+        (:attr:`Solution.chunks <miopen_solver.solver.Solution.chunks>`; one chunk without a
+        split), each the one kernel with dY and dX offset to the chunk's first image (N is
+        the outermost dim of NHWC, so a chunk's images are one contiguous run of bytes) and
+        the bytes its split-K memset clears; tensor maps (:meth:`kernel_args`) are built per
+        chunk over the offset pointers, outside any timed region."""
+        p = sol.spec.problem                              # one launch's problem
+        eb = p.elem_bytes
+        dy_img, dx_img = p.dy_elems // p.N * eb, p.dx_elems // p.N * eb
+        return [(self.kernel_args(k, dy + n0 * dy_img, w, dx + n0 * dx_img), n * dx_img) for n0, n in sol.chunks]
+
+    def _run_once(self, k: Loaded, launches: list):
+        """One run of the solution: every chunk's launch, in order, on the one stream."""
+        for args, nbytes in launches:
+            self._launch(k, args, nbytes)
+
+    @staticmethod
+    def _upload_views(p, dy: np.ndarray, w: np.ndarray) -> tuple:
+        """dY and W as NHWC/KYXC arrays over the caller's bytes (the problem is NHWC in
+        memory: :meth:`_check_layout`), so nothing is moved on the host."""
+        return layouts.dy_to_nhwc(p, dy), layouts.w_to_kyxc(p, w)
+
     # ----------------------------------------------------------------- run / time
     def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """dX (NHWC, storage type) from one launch into a NaN-poisoned buffer."""
+        """dX (the problem's ``in_layout``, NHWC in memory; storage type) from one run -- every
+        chunk's launch -- into a NaN-poisoned buffer."""
         sol = as_solution(work)
         self._check_layout(sol.spec)
         p = sol.problem
         k = self._kernel(sol)
+        dy, w = self._upload_views(p, dy, w)
         out = np.empty((p.N, p.Hi, p.Wi, p.C), dtype=storage_dtype(p.dtype))
         with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
-            self._launch(k, self.kernel_args(k, pdy, pw, pdx), out.nbytes)
+            self._run_once(k, self.launches(sol, k, pdy, pw, pdx))
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)
-        return out
+        return layouts.dx_from_nhwc(p, out)
 
     def time(self, work, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
-        """Per-launch GPU-event times (ms); split-K's dX memset is inside the timed region,
-        as MIOpen's kernel time counts every kernel of the invoker."""
+        """Per-run GPU-event times (ms), a run being every chunk's launch; split-K's dX memset
+        is inside the timed region, as MIOpen's kernel time counts every kernel of the invoker."""
         sol = as_solution(work)
         self._check_layout(sol.spec)
         p = sol.problem
         k = self._kernel(sol)
+        dy, w = self._upload_views(p, dy, w)
         nbytes = p.dx_elems * p.elem_bytes
         with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
-            args = self.kernel_args(k, pdy, pw, pdx)
+            launches = self.launches(sol, k, pdy, pw, pdx)
             for _ in range(warmup):
-                self._launch(k, args, nbytes)
+                self._run_once(k, launches)
             evs = [self.rt.event() for _ in range(iters + 1)]
             self.rt.record(evs[0])
             for i in range(iters):
-                self._launch(k, args, nbytes)
+                self._run_once(k, launches)
                 self.rt.record(evs[i + 1])
             self.rt.synchronize()
             times = [self.rt.elapsed_ms(evs[i], evs[i + 1]) for i in range(iters)]
@@ -202,17 +230,19 @@ class GpuEngine(Engine):
                       warnings=self.take_warnings())
 
     def time_graph(self, work, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
-        """Per-launch time (ms) from replays of a graph of ``launches`` captured launches
-        (launch gaps removed, as MIOpenDriver's ``--use_hip_graph``); one entry per replay."""
+        """Per-run time (ms) from replays of a graph of ``launches`` captured runs (each run
+        every chunk's launch: one graph holds them all; launch gaps removed, as
+        MIOpenDriver's ``--use_hip_graph``); one entry per replay."""
         sol = as_solution(work)
         self._check_layout(sol.spec)
         p = sol.problem
         k = self._kernel(sol)
+        dy, w = self._upload_views(p, dy, w)
         nbytes = p.dx_elems * p.elem_bytes
         with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
-            args = self.kernel_args(k, pdy, pw, pdx)
-            self._launch(k, args, nbytes)
-            graph = self.rt.capture(lambda: [self._launch(k, args, nbytes) for _ in range(launches)])
+            chunks = self.launches(sol, k, pdy, pw, pdx)
+            self._run_once(k, chunks)
+            graph = self.rt.capture(lambda: [self._run_once(k, chunks) for _ in range(launches)])
             self.rt.replay(graph)
             self.rt.synchronize()
             times = []
@@ -227,12 +257,14 @@ class GpuEngine(Engine):
 
     # ----------------------------------------------------------------- reference
     def reference(self, problem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """dX (NHWC, float32) from the naive direct GPU kernel (fp32 accumulation)."""
+        """dX (float32, the problem's ``in_layout``, NHWC in memory) from the naive direct GPU
+        kernel (fp32 accumulation, 64-bit offsets: one launch however large the tensors)."""
         src = emit_reference(problem, self.rt.vendor, self.target.arch)
         k = self.load(src)
+        dy, w = self._upload_views(problem, dy, w)
         out = np.empty((problem.N, problem.Hi, problem.Wi, problem.C), dtype=np.float32)
         with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
             self.rt.launch(k.func, src.grid, src.block, 0, (pdy, pw, pdx))
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)
-        return out
+        return layouts.dx_from_nhwc(problem, out)
