@@ -84,6 +84,12 @@ from .text import shorten, text_lines
 
 log = logging.getLogger(__name__)
 
+
+def _log(fn: str, message: str) -> None:
+    """An Info record attributed to MIOpen's function ``fn`` (db.cpp's names)."""
+    if log.isEnabledFor(logging.INFO):
+        log.handle(log.makeRecord(log.name, logging.INFO, fn, 0, message, (), None, func=fn))
+
 ENV_VAR = "MIOPEN_DGRAD_PERFDB"
 BUSY_TIMEOUT_S = 30.0
 """Seconds a writer waits for another writer's lock before sqlite raises."""
@@ -653,7 +659,7 @@ class PerfDb:
             if not replace_ and old is not None and old_ms is not None and \
                     not (isinstance(old_ms, (int, float)) and r.time_ms is not None and r.time_ms < old_ms):
                 continue
-            log.info("%s record: %s", "Updating" if old is not None else "Storing", r.problem_key)
+            _log("StoreRecordUnsafe", f"{'Updating' if old is not None else 'Storing'} record: {r.problem_key}")
             if self._in_miopen(conn, r.problem_key, r.arch):
                 self._miopen_put(conn, r)
             else:
@@ -677,7 +683,7 @@ class PerfDb:
         if conn is None:
             return None
         key = miopen_db.normalize_key(problem_key)
-        log.info("Looking for key: %s", key)
+        _log("FindRecordUnsafe", f"Looking for key: {key}")
         row = None
         with self._guard():
             if self._in_miopen(conn, key, arch):
@@ -689,8 +695,8 @@ class PerfDb:
                     row = self._side_get(conn, k, arch, solver)
         if row is None:
             return None
-        log.info("Key match: %s", row[0])
-        log.info("Contents found: %s:%s", row[2], row[3])
+        _log("FindRecordUnsafe", f"Key match: {row[0]}")
+        _log("FindRecordUnsafe", f"Contents found: {row[2]}:{row[3]}")
         try:
             return _record(row)
         except ValueError as e:
