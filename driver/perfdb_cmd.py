@@ -10,8 +10,12 @@ text form, and list them.
   default), one line per problem key.
 * ``perfdb list [--arch ARCH] [--json]`` prints the records with their tuned times.
 
-The perf-db is ``--perfdb PATH``, else ``$MIOPEN_DGRAD_PERFDB``, else the user cache file
-(:func:`miopen_solver.perfdb.default_path`). Exit status 0, or 2 for bad input (a missing
+* ``perfdb name --arch ARCH --cus N [--text --suffix S]`` prints where MIOpen keeps that
+  device's user perf-db (:func:`miopen_solver.miopen_db.user_perfdb_name`).
+
+``import`` also takes a MIOpen sqlite user perf-db (``*.udb``). The perf-db is ``--perfdb
+PATH``, else ``$MIOPEN_DGRAD_PERFDB``, else ``miopen-dgrad_1.1.0.udb`` in MIOpen's user db
+directory (:func:`miopen_solver.perfdb.default_path`). Exit status 0, or 2 for bad input (a missing
 or malformed FILE, naming the line; an unusable perf-db or output path), one error line on
 stderr.
 """
@@ -41,7 +45,8 @@ ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device
 
 def _perfdb_option(f):
     return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
-                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
+                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else miopen-dgrad_1.1.0.udb in MIOpen's "
+                             "user db dir: $MIOPEN_USER_DB_PATH or ~/.config/miopen).")(f)
 
 
 ALIASES = {str(i): SOLVER_NAME for i in (SOLVER_ID,) + LEGACY_SOLVER_IDS}
