@@ -90,6 +90,10 @@ def _read_text(path: str) -> str:
 
 
 def _is_sqlite(path: str) -> bool:
+    """A regular file starting with sqlite's header (anything else -- a FIFO, a device -- is
+    left to the text reader's checks, never opened here)."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as fh:
             return fh.read(16) == b"SQLite format 3\x00"
