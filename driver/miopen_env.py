@@ -156,10 +156,18 @@ class _Formatter(logging.Formatter):
         return f"{PREFIX}{name} [{record.funcName}] {record.getMessage()}"
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to the ``sys.stderr`` of the moment (a test's capture, a redirected stream)."""
+
+    def emit(self, record):
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 _HANDLER = None
 
 
-def configure_logging(env: MiopenEnv, stream=None) -> None:
+def configure_logging(env: MiopenEnv) -> None:
     """Send the library's log records (logger ``miopen_solver``) to stderr at the level
     ``MIOPEN_LOG_LEVEL`` asks for (0: Warning). Calling it again replaces the handler."""
     global _HANDLER
@@ -168,7 +176,7 @@ def configure_logging(env: MiopenEnv, stream=None) -> None:
     logger = logging.getLogger("miopen_solver")
     if _HANDLER is not None:
         logger.removeHandler(_HANDLER)
-    _HANDLER = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    _HANDLER = _Stderr()
     _HANDLER.setFormatter(_Formatter())
     logger.addHandler(_HANDLER)
     logger.setLevel(_PY_LEVEL.get(env.log_level or 4, logging.WARNING))
