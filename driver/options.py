@@ -170,8 +170,8 @@ def perfdb_label(path) -> str:
     return f"perf-db {default_path()}"
 
 
-PERFDB_ALLOWED = ("allowed: a perf-db file written by dgrad-driver tune, or a new file in an existing, "
-                  "writable directory")
+PERFDB_ALLOWED = ("allowed: a perf-db file written by dgrad-driver tune or a MIOpen user perf-db, or a new "
+                  "file in an existing, writable directory")
 
 
 def file_error(flag: str, e: FileError) -> UserError:

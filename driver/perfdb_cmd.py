@@ -10,8 +10,12 @@ text form, and list them.
   default), one line per problem key.
 * ``perfdb list [--arch ARCH] [--json]`` prints the records with their tuned times.
 
-The perf-db is ``--perfdb PATH``, else ``$MIOPEN_DGRAD_PERFDB``, else the user cache file
-(:func:`miopen_solver.perfdb.default_path`). Exit status 0, or 2 for bad input (a missing
+* ``perfdb name --arch ARCH --cus N [--text --suffix S]`` prints where MIOpen keeps that
+  device's user perf-db (:func:`miopen_solver.miopen_db.user_perfdb_name`).
+
+``import`` also takes a MIOpen sqlite user perf-db (``*.udb``). The perf-db is ``--perfdb
+PATH``, else ``$MIOPEN_DGRAD_PERFDB``, else ``miopen-dgrad_1.1.0.udb`` in MIOpen's user db
+directory (:func:`miopen_solver.perfdb.default_path`). Exit status 0, or 2 for bad input (a missing
 or malformed FILE, naming the line; an unusable perf-db or output path), one error line on
 stderr.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import click
 
@@ -27,7 +32,8 @@ from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
-from miopen_solver.perfdb import PerfDb, check_arch, parse_text
+from miopen_solver.miopen_db import user_db_dir, user_perfdb_name
+from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.text import CUT_LIMIT, shorten
 
 from .options import (PERFDB_ALLOWED, UserError, check_output_file, file_error, json_option, perfdb_label,
@@ -39,7 +45,8 @@ ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device
 
 def _perfdb_option(f):
     return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
-                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir).")(f)
+                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else miopen-dgrad_1.1.0.udb in MIOpen's "
+                             "user db dir: $MIOPEN_USER_DB_PATH or ~/.config/miopen).")(f)
 
 
 ALIASES = {str(i): SOLVER_NAME for i in (SOLVER_ID,) + LEGACY_SOLVER_IDS}
@@ -82,14 +89,47 @@ def _read_text(path: str) -> str:
         raise file_error("FILE", e) from None
 
 
+def _is_sqlite(path: str) -> bool:
+    """A regular file starting with sqlite's header (anything else -- a FIFO, a device -- is
+    left to the text reader's checks, never opened here)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _import_db(path: str, arch: str, perfdb: str | None) -> tuple:
+    """Import a MIOpen user perf-db (sqlite) file: its records are ``arch``'s."""
+    if os.path.realpath(path) == os.path.realpath(PerfDb(perfdb).path):
+        raise UserError(f"FILE {path}: is the perf-db being imported into; allowed: another file")
+    try:
+        with PerfDb(path, miopen_arch=arch) as src, PerfDb(perfdb) as db:
+            db.check(write=True)
+            recs = [r for r in src.records() if r.arch in (arch, ANY_ARCH)]
+            _warn_skipped(src)
+            written = db.import_records([replace(r, arch=arch) for r in recs])
+    except PerfDbError as e:
+        raise UserError(f"FILE {path}: {e.reason}; allowed: a MIOpen user perf-db (sqlite) or its text form") \
+            if str(e.path) == str(path) else _db_error(perfdb, e) from None
+    ours = sum(1 for r in recs if r.solver == SOLVER_NAME)
+    return 0, [f"Imported {written} record(s) ({ours} for {SOLVER_NAME}) for {arch} from {path} "
+               f"into {PerfDb(perfdb).path}"]
+
+
 def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
-    """Import ``path`` into the perf-db; ``(0, lines)``. Malformed text writes nothing.
+    """Import ``path`` (MIOpen's text form, or a MIOpen sqlite user perf-db) into the
+    perf-db; ``(0, lines)``. Malformed text writes nothing.
 
     Raises:
         UserError: FILE unreadable or malformed (with the line number), a bad ``--arch``,
             or a perf-db that cannot be written.
     """
     _check_arch(arch)
+    if _is_sqlite(path):
+        return _import_db(path, arch, perfdb)
     text = _read_text(path)
     ours, bad = set(), []
     try:
@@ -200,6 +240,31 @@ def export_cmd(ctx, arch, out, perfdb):
 def list_cmd(ctx, arch, as_json, perfdb):
     """Print every record: arch, problem key, solver, perf config, tuned time."""
     run_and_print(ctx, list_records, arch, perfdb, as_json)
+
+
+def name_records(arch: str, cus: int, text: bool, suffix: str) -> tuple:
+    """Where MIOpen keeps the user perf-db of a device (``$MIOPEN_USER_DB_PATH`` or
+    ``~/.config/miopen``, the file named as MIOpen names it); ``(0, [path])``."""
+    _check_arch(arch)
+    try:
+        name = user_perfdb_name(arch, cus, text=text, suffix=suffix)
+    except ValueError as e:
+        raise UserError(f"--cus {cus}: {e}; allowed: the device's compute-unit count, >= 1") from None
+    if text and (not suffix or any(c in suffix for c in "/\\") or not suffix.isprintable()):
+        raise UserError(f"--suffix {shorten(suffix)!r}: allowed: MIOpen's user db suffix, e.g. HIP.3_5_1_dabb6df2b9")
+    return 0, [str(user_db_dir() / name)]
+
+
+@perfdb_group.command("name")
+@click.option("--arch", required=True, help="The device arch, with its features if any (gfx90a:sramecc+:xnack-).")
+@click.option("--cus", type=int, required=True, help="The device's compute-unit count.")
+@click.option("--text", is_flag=True, help="The text perf-db's name (MIOpen's default build) instead of sqlite's.")
+@click.option("--suffix", default="HIP.3_5_1", show_default=True,
+              help="The MIOpen build's user db suffix (text form only; see an existing *.udb.txt or *.ufdb.txt).")
+@click.pass_context
+def name_cmd(ctx, arch, cus, text, suffix):
+    """Print where MIOpen keeps the user perf-db of a device (copy an export there)."""
+    run_and_print(ctx, name_records, arch, cus, text, suffix)
 
 
 __all__ = ["perfdb_group", "import_records", "export_records", "list_records"]

@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+
+import click
 import time
 from dataclasses import dataclass
 
@@ -40,7 +42,7 @@ from miopen_solver.reference import Verdict
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
 from miopen_solver.target import Target, get_target
 
-from . import report, workers
+from . import miopen_env, report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target,
                       check_writable_dir, input_file_size, perfdb_label, warn)
 
@@ -386,6 +388,96 @@ class RunOptions:
     environ: dict | None = None
 
 
+DTYPE_BASE = {"fp32": "conv", "fp16": "convfp16", "bf16": "convbfp16"}
+"""MIOpenDriver's base argument of a data type (``ConvDataType`` in driver_arguments.cpp)."""
+ENFORCE_NONE, ENFORCE_DB_UPDATE, ENFORCE_SEARCH, ENFORCE_SEARCH_DB_UPDATE, ENFORCE_DB_CLEAN = 1, 2, 3, 4, 5
+FIND_MODE_FAST = 2
+
+
+def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
+    """MIOpenDriver's ``-s 1`` (exhaustive search) and ``MIOPEN_FIND_ENFORCE``/``MIOPEN_FIND_MODE``
+    as they apply to this solver (see :mod:`driver.miopen_env`): search -- run ``tune`` on
+    the line with its defaults, storing the winner in the perf-db -- when asked, then let
+    the run read the perf-db as usual.
+
+    Returns:
+        ``(notes, record, options)``: lines for the output, the search's record for
+        ``--json`` (None when none ran), and the run's options (with ``--no-perfdb`` the
+        winner becomes the run's ``--perf-config``).
+    """
+    from miopen_solver.errors import PerfDbError
+    from miopen_solver.perfdb import PerfDb
+    from .options import OutputError
+    from .tune_cmd import TuneOptions, tune_line
+
+    problem = cmd.problem
+    asked = int(cmd.flags["search"]) != 0
+    enforce, mode = menv.find_enforce, menv.find_mode
+    miopen_env.log(5, "GetFindModeValue", f"MIOPEN_FIND_MODE = {menv.mode_name}({mode})")
+    if menv.only_solver:
+        miopen_env.log(5, "GetEnvFindOnlySolver", f"{SOLVER_ID}")
+    if device.compile_only or o.print_name_only:
+        return [], None, o
+    key, arch = problem.miopen_db_key(), device.perfdb_arch
+    if enforce == ENFORCE_DB_CLEAN:
+        removed = False
+        if o.use_perfdb:
+            try:
+                with PerfDb(o.perfdb) as db:
+                    removed = db.remove(key, arch, SOLVER_NAME)
+            except PerfDbError as e:
+                raise UserError(f"MIOPEN_FIND_ENFORCE=DB_CLEAN: {perfdb_label(o.perfdb)}: {e.reason}") from None
+        miopen_env.log(5, "RemoveRecordUnsafe", f"Removing record: {key}")
+        notes = [f"Info: MIOPEN_FIND_ENFORCE=DB_CLEAN: {'removed the' if removed else 'no'} perf-db record of this "
+                 f"problem for {arch}" + ("; '-s 1' is not honoured (DB_CLEAN blocks searching)" if asked else "")]
+        return notes, None, o
+    if not asked and enforce not in (ENFORCE_SEARCH, ENFORCE_SEARCH_DB_UPDATE):
+        return [], None, o
+    why = "-s 1" if asked else f"MIOPEN_FIND_ENFORCE={menv.enforce_name}"
+    if o.perf_config is not None:
+        return [f"Info: '{why}' is not honoured: --perf-config names the config"], None, o
+    if mode == FIND_MODE_FAST:
+        if enforce == ENFORCE_NONE:
+            return [f"Info: '{why}' is not honoured with MIOPEN_FIND_MODE=FAST (no search; the perf-db or "
+                    f"default config runs)"], None, o
+        miopen_env.log(5, "IsEnabled", "MIOPEN_FIND_MODE is set to NORMAL due to unsafe combination with "
+                                       "MIOPEN_FIND_ENFORCE")
+    has = None
+    if o.use_perfdb:
+        try:
+            with PerfDb(o.perfdb) as db:
+                has = db.get(key, arch, SOLVER_NAME)
+        except PerfDbError:
+            has = None                  # the run warns about it
+    force = enforce in (ENFORCE_DB_UPDATE, ENFORCE_SEARCH_DB_UPDATE)
+    if has is not None and not force:
+        shown = f"tuned {has.time_ms:.6f} ms" if has.time_ms is not None else "imported"
+        return [f"Info: '{why}': the perf-db already has this problem's config ({shown}); not searching "
+                f"(MIOPEN_FIND_ENFORCE=DB_UPDATE searches again)"], None, o
+    topts = TuneOptions(backend=o.backend, arch=o.arch, timeout=o.timeout, warmup=o.warmup, perfdb=o.perfdb,
+                        store=o.use_perfdb, ref=o.ref, quiet=True, progress=False, as_json=True,
+                        environ=o.environ, force_store=force)
+    try:
+        _, out = tune_line(tokens, topts)
+    except OutputError as e:
+        raise UserError(f"'{why}': the search ran but {e}") from None
+    rec = json.loads(out[0])
+    winner = rec["winner"]
+    summary = {"reason": why, "timed": rec["timed"], "candidates": rec["candidates"],
+               "winner": winner["perf_config"] if winner else None,
+               "winner_ms": winner["average_ms"] if winner else None, "perfdb": rec["perfdb"]}
+    if winner is None:
+        return [f"Search ({why}): timed {rec['timed']} configs; none timed and verified, the default runs"], summary, o
+    where = f"stored in {rec['perfdb']['path']}" if rec["perfdb"] and rec["perfdb"]["written"] else \
+        ("perf-db not written (--no-perfdb)" if not o.use_perfdb else "the perf-db kept its faster record")
+    note = (f"Search ({why}): timed {rec['timed']} of {rec['candidates']} configs; winner {winner['perf_config']} "
+            f"({winner['average_ms']:.6f} ms), {where}")
+    if not o.use_perfdb:
+        from dataclasses import replace as _replace
+        o = _replace(o, perf_config=winner["perf_config"])
+    return [note], summary, o
+
+
 def timing_summary(rec: dict) -> dict:
     """MIOpen's average plus median and min (ms) of a timing worker's record."""
     import statistics
@@ -409,6 +501,8 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
             user mistakes (the CLI prints one line and exits 2).
     """
     o = opts or RunOptions(**kw)
+    menv = miopen_env.read(o.environ)
+    miopen_env.configure_logging(menv)
     timeout = o.timeout if o.timeout is not None else workers.default_timeout()
     cmd = parse_line(tokens)
     problem = cmd.problem
@@ -421,6 +515,11 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     target = device.target
     check_applicable(problem, target)
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
+    immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
+    if menv.logging_cmd:
+        click.echo(miopen_env.command_log_line(problem, DTYPE_BASE[problem.dtype],
+                                               SOLVER_ID if immediate else None), err=True)
+    search_notes, search_rec, o = search_first(tokens, cmd, device, o, menv)
     solution = find_solution(problem, device, o)
     for text in solution.warnings:
         warn(text)
@@ -444,6 +543,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     lines.append(report.seed_line(seed))
     if cmd.time:                    # MIOpenDriver 3.5 main.cpp: SysInfo after the buffers
         lines.append(report.sysinfo_line(device.name if device.backend != "cpu" else None))
+    lines.extend(search_notes)
     lines.extend(solution.notes)
     note = legacy_id_note(cmd)
     if note:
@@ -502,13 +602,14 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     else:
         status, state = EXIT_OK, "ok"
 
-    immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
     if o.as_json:
         rec = report.json_record(**base, backend=device.backend, seed=seed, status=state, timing=timing,
                                  immediate=immediate,
                                  verdict=verdict, reference=vrec["reference"] if vrec else None,
                                  verify_pid=vrec["pid"] if vrec else None,
                                  failure={"worker": failure[0], **failure[1].as_dict()} if failure else None)
+        if search_rec is not None:
+            rec["search"] = search_rec
         return status, [json.dumps(rec, sort_keys=True)]
 
     dumps = vrec["dumps"] if vrec else []

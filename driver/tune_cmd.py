@@ -151,6 +151,7 @@ class TuneOptions:
     as_json: bool = False
     list_only: bool = False
     environ: dict | None = None
+    force_store: bool = False         # replace the perf-db record even when it is faster (MIOpen's DB_UPDATE)
 
 
 def _check_options(o: TuneOptions) -> None:
@@ -179,14 +180,17 @@ def _check_perfdb(o: TuneOptions) -> None:
 
 
 def _store(o: TuneOptions, problem, device, winner) -> dict:
-    """Write the winner to the perf-db; the record of what happened (``error`` set when the
-    write failed)."""
+    """Write the winner to the perf-db under MIOpen's key (:meth:`ConvProblem.miopen_db_key`),
+    with its time, the device and the product version; the record of what happened
+    (``error`` set when the write failed)."""
+    from miopen_solver.provenance import product_version
     db = PerfDb(o.perfdb)
+    key = problem.miopen_db_key()
     try:
         with db:
-            wrote = db.update(problem.problem_key(), device.perfdb_arch, SOLVER_NAME, winner.perf_config,
-                              winner.average_ms)
-            rec = db.get(problem.problem_key(), device.perfdb_arch, SOLVER_NAME)
+            wrote = db.update(key, device.perfdb_arch, SOLVER_NAME, winner.perf_config, winner.average_ms,
+                              force=o.force_store, device=device.name, product_version=product_version())
+            rec = db.get(key, device.perfdb_arch, SOLVER_NAME)
     except PerfDbError as e:
         return {"path": str(db.path), "written": False, "arch": device.perfdb_arch, "perf_config": None,
                 "time_ms": None, "error": f"{perfdb_label(o.perfdb)}: cannot store the winner: {e.reason}"}
@@ -400,7 +404,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
         lines.append(f"Winner {winner.perf_config} ({winner.average_ms:.6f} ms); perf-db not written (error below)")
     elif stored["written"]:
         lines.append(f"Perf-db: stored {winner.perf_config} ({winner.average_ms:.6f} ms) for "
-                     f"{problem.problem_key()} on {device.perfdb_arch} in {stored['path']}")
+                     f"{problem.miopen_db_key()} on {device.perfdb_arch} in {stored['path']}")
     else:
         lines.append(f"Perf-db: kept {stored['perf_config']} ({stored['time_ms']:.6f} ms), faster than the winner "
                      f"{winner.perf_config} ({winner.average_ms:.6f} ms), in {stored['path']}")

@@ -122,3 +122,10 @@ def count_calls(fn):
 @pytest.fixture
 def no_seed_env(monkeypatch):
     monkeypatch.delenv("MIOPEN_DEBUG_DRIVER_PRNG_SEED", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _user_db_dir(monkeypatch, tmp_path_factory):
+    """No test reads or writes the real MIOpen user db dir (the default perf-db's home)."""
+    if not os.environ.get("MIOPEN_USER_DB_PATH"):
+        monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path_factory.mktemp("udb")))

@@ -143,10 +143,10 @@ def test_perfdb_library_missing_parent(tmp_path, monkeypatch):
             db.update("k", "cpu", "s", "v", 1.0)
     assert not (tmp_path / "missing").exists()
     monkeypatch.delenv(PERFDB_ENV)                           # the built-in location is created
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "udb" / "miopen"))
     with PerfDb() as db:
         assert db.update("k", "cpu", "s", "v", 1.0)
-    assert (tmp_path / "xdg" / "miopen-dgrad" / "perfdb.sqlite").is_file()
+    assert (tmp_path / "udb" / "miopen" / "miopen-dgrad_1.1.0.udb").is_file()
 
 
 @pytest.mark.parametrize("source", ["flag", "env"])
@@ -189,9 +189,9 @@ def test_tune_refuses_an_unwritable_perfdb_before_the_sweep(capsys, monkeypatch,
 
 def test_tune_creates_only_the_builtin_perfdb_directory(capsys, monkeypatch, tmp_path):
     monkeypatch.delenv(PERFDB_ENV)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "udb" / "miopen"))
     status, out, err = run(capsys, *mode_args("tune", tmp_path), "-i", "1")
-    db = tmp_path / "xdg" / "miopen-dgrad" / "perfdb.sqlite"
+    db = tmp_path / "udb" / "miopen" / "miopen-dgrad_1.1.0.udb"
     assert status == 0 and err == [] and out[-1].startswith("Perf-db: stored ") and out[-1].endswith(f" in {db}")
 
 

@@ -10,19 +10,25 @@ from miopen_solver import SOLVER_NAME
 from miopen_solver.perfdb import ENV_VAR, PerfDb, PerfRecord, default_path, parse_record_line
 
 KEY = "64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B"
+XKEY = "2x64x56x56x1x1x1x1x256x32x0x0x0x1x1x0x1x1x0x0x1xNHWCxFP16xB"
+"""KEY as MIOpen's x-key, by hand: 2-D; dY 64 channels 56x56 (depth 1); filter 1x1 (depth 1);
+dX 256 channels; N 32; pads 0,0,0; strides 1,1,0; dilations 1,1,0; bias 0; G 1; NHWC FP16 B."""
 CFG = "128,64,32,2,2,64,32,0,0,0,1,-1,3"
 
 
 # ------------------------------------------------------------------ location
-def test_default_path_env_then_xdg_then_home(monkeypatch, tmp_path):
+def test_default_path_env_then_miopen_user_db_dir(monkeypatch, tmp_path):
+    """MIOPEN_DGRAD_PERFDB overrides; else MIOpen's user db dir: $MIOPEN_USER_DB_PATH, else
+    ~/.config/miopen (db_path.cpp.in), never a cache dir."""
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "x.sqlite"))
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path / "udb"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_path() == tmp_path / "x.sqlite"
     monkeypatch.delenv(ENV_VAR)
-    assert default_path() == tmp_path / "xdg" / "miopen-dgrad" / "perfdb.sqlite"
-    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_path() == tmp_path / "udb" / "miopen-dgrad_1.1.0.udb"
+    monkeypatch.delenv("MIOPEN_USER_DB_PATH")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert default_path() == tmp_path / "home" / ".cache" / "miopen-dgrad" / "perfdb.sqlite"
+    assert default_path() == tmp_path / "home" / ".config" / "miopen" / "miopen-dgrad_1.1.0.udb"
     assert PerfDb().path == default_path()
     assert PerfDb(tmp_path / "given.sqlite").path == tmp_path / "given.sqlite"
 
@@ -40,7 +46,8 @@ def test_lookups_never_create_the_file(tmp_path):
 def test_update_keeps_the_best(tmp_path):
     with PerfDb(tmp_path / "db.sqlite") as db:
         assert db.update(KEY, "gfx942", SOLVER_NAME, CFG, 0.50)
-        assert db.get(KEY, "gfx942", SOLVER_NAME) == PerfRecord(KEY, "gfx942", SOLVER_NAME, CFG, 0.50)
+        assert db.get(KEY, "gfx942", SOLVER_NAME) == PerfRecord(XKEY, "gfx942", SOLVER_NAME, CFG, 0.50)
+        assert db.get(XKEY, "gfx942", SOLVER_NAME) == PerfRecord(XKEY, "gfx942", SOLVER_NAME, CFG, 0.50)
         assert not db.update(KEY, "gfx942", SOLVER_NAME, "other", 0.60)      # slower: kept
         assert db.update(KEY, "gfx942", SOLVER_NAME, "faster", 0.40)
         assert db.get(KEY, "gfx942", SOLVER_NAME).values == "faster"
@@ -101,12 +108,8 @@ def test_import_export_round_trip(tmp_path):
         rec = db.get(KEY, "gfx942", SOLVER_NAME)
         assert rec.values == CFG and rec.time_ms is None
         out = db.export_text("gfx942")
-        # one line per key, sorted as text ("576-..." < "64-..."); solvers of a key in name
-        # order, ';'-separated
-        assert out == (
-            "576-4-4-1x1-192-4-4-8-1x1-2x2-3x3-0-NCHW-FP32-F=ConvAsm1x1U:1,16,1,64,2,2,1,4\n"
-            f"{KEY}={SOLVER_NAME}:{CFG};ConvHipImplicitGemmGroupBwdXdlops:"
-            "DeviceGroupedConvBwdDataMultipleD_Xdl_CShuffle_v1<256, 128, 256>+1\n")
+        # MIOpen's records come back as the same bytes: lines and entries in file order
+        assert out == MIOPEN_TEXT.rstrip("\n") + "\n"
         assert db.export_text("sm_90") == ""
     with PerfDb(tmp_path / "copy.sqlite") as db2:
         db2.import_text(out, "gfx942")

@@ -17,6 +17,7 @@ from miopen_solver.target import get_target
 LINE = ("convfp16 -n 2 -c 16 -H 9 -W 9 -k 16 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 -t 1 -V 1 -i 2 "
         "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
 KEY = parse(LINE).problem.problem_key()
+XKEY = parse(LINE).problem.miopen_db_key()
 TUNED = "32,16,16,2,1,16,16,0,0,0,1,-1,2"
 
 
@@ -201,6 +202,6 @@ def test_a_perfdb_on_read_only_storage_can_be_read(capsys, tmp_path, monkeypatch
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: False if mode == os.W_OK else real(p, mode, *a, **k))
     status, out, err = run(capsys, "perfdb", "list", "--perfdb", str(db))
-    assert status == 0 and err == [] and out == [f"cpu {KEY} {SOLVER_NAME} {TUNED} 1.000000 ms"]
+    assert status == 0 and err == [] and out == [f"cpu {XKEY} {SOLVER_NAME} {TUNED} 1.000000 ms"]
     status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", str(db))
     assert status == 0 and any(l.startswith(f"Using perf-db config {TUNED}") for l in out)

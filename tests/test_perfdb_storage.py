@@ -32,6 +32,7 @@ from miopen_solver.target import get_target
 NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 LINE = f"convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1 -i 1 {NHWC}"
 KEY = parse(LINE).problem.problem_key()
+XKEY = "2x8x5x5x1x3x3x1x8x1x1x1x0x1x1x0x1x1x0x0x1xNHWCxFP16xB"   # KEY as MIOpen's x-key (by hand)
 TUNED = "32,16,16,2,1,16,16,0,0,0,1,-1,2"
 DEFAULT = DgradSolver().get_default_performance_config(parse(LINE).problem, get_target("cpu")).serialize()
 
@@ -130,7 +131,7 @@ def test_records_in_the_wal_are_read_on_read_only_storage(capsys, tmp_path, immu
     immutable(d)
     status, out, err = run_cli(capsys, "perfdb", "list", "--perfdb", db)
     assert status == 0 and err == []
-    assert out == [f"cpu {KEY} {SOLVER_NAME} {TUNED} 1.500000 ms", f"cpu WAL-KEY {SOLVER_NAME} {TUNED} 2.500000 ms"]
+    assert out == [f"cpu {XKEY} {SOLVER_NAME} {TUNED} 1.500000 ms", f"cpu WAL-KEY {SOLVER_NAME} {TUNED} 2.500000 ms"]
     with PerfDb(db) as p:
         assert p.get("WAL-KEY", "cpu", SOLVER_NAME).time_ms == 2.5
     assert sorted(os.listdir(d)) == sorted(["p.sqlite", "p.sqlite-wal"] + (["p.sqlite-shm"] if shm == "kept" else []))

@@ -113,7 +113,7 @@ def test_sweep_with_a_crash_csv_perfdb_and_a_plain_run_that_uses_the_winner(caps
         rec = d.get(PROBLEM.problem_key(), "cpu", SOLVER_NAME)
     assert rec.values == winner["perf_config"] and rec.time_ms == pytest.approx(float(winner["average_ms"]))
     assert out[-1] == (f"Perf-db: stored {winner['perf_config']} ({float(winner['average_ms']):.6f} ms) for "
-                       f"{PROBLEM.problem_key()} on cpu in {db}")
+                       f"{PROBLEM.miopen_db_key()} on cpu in {db}")
     table = out[out.index("Top 4 (ms: MIOpen average, median, min):") + 1:]
     assert table[0].split() == ["rank", "average_ms", "median_ms", "min_ms", "GFLOPs", "verified", "perf_config",
                                 "kernel_name"]

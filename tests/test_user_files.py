@@ -26,7 +26,8 @@ NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 TINY = f"convfp16 -n 1 -c 4 -H 5 -W 5 -k 8 -y 1 -x 1 -F 2 -t 1 -i 1 {NHWC}"
 KEY = "8-5-5-1x1-4-5-5-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B"
 TUNED = "32,16,16,2,1,16,16,0,0,0,1,-1,2"
-EXPORTED = f"{KEY}={SOLVER_NAME}:{TUNED}\n"
+XKEY = "2x8x5x5x1x1x1x1x4x1x0x0x0x1x1x0x1x1x0x0x1xNHWCxFP16xB"   # KEY as MIOpen's x-key (stored so)
+EXPORTED = f"{XKEY}={SOLVER_NAME}:{TUNED}\n"
 
 
 @pytest.fixture(autouse=True)

@@ -18,8 +18,11 @@ cache off (every lookup misses, nothing is stored), a store that fails is skippe
 writes that were killed (``.<key>.bin.<random>.tmp``) older than :data:`STALE_TMP_S` are
 removed when the cache is opened.
 
-Location: ``$MIOPEN_DGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/miopen-dgrad/kernels``, else
-``~/.cache/miopen-dgrad/kernels``.
+Location: ``$MIOPEN_DGRAD_CACHE_DIR``, else ``$MIOPEN_CUSTOM_CACHE_DIR/miopen-dgrad`` (MIOpen's
+kernel cache directory variable, ``~`` expanded; our entries in their own subdirectory), else
+``$XDG_CACHE_HOME/miopen-dgrad/kernels``, else ``~/.cache/miopen-dgrad/kernels``.
+``MIOPEN_DISABLE_CACHE`` set to 1/yes/true/on/enable(d) turns the cache off (every lookup
+misses, nothing is stored), as it turns MIOpen's off.
 """
 
 from __future__ import annotations
@@ -46,9 +49,20 @@ STALE_TMP_S = 3600.0
 """Temporary files older than this (seconds) are left-overs of killed writes."""
 
 
+CUSTOM_ENV = "MIOPEN_CUSTOM_CACHE_DIR"
+DISABLE_ENV = "MIOPEN_DISABLE_CACHE"
+
+
+def disabled() -> bool:
+    """``MIOPEN_DISABLE_CACHE`` is set to a true value."""
+    return os.environ.get(DISABLE_ENV, "").strip().lower() in ("1", "yes", "true", "on", "enable", "enabled")
+
+
 def default_dir() -> Path:
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR])
+    if os.environ.get(CUSTOM_ENV, "").strip():
+        return Path(os.environ[CUSTOM_ENV]).expanduser() / "miopen-dgrad"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "miopen-dgrad" / "kernels"
 
@@ -95,7 +109,7 @@ class BinaryCache:
     def __init__(self, directory: str | os.PathLike | None = None):
         self.dir = Path(directory) if directory else default_dir()
         self.warnings = []
-        self.enabled = self._open()
+        self.enabled = False if disabled() else self._open()
 
     def _warn(self, text: str) -> None:
         if text not in self.warnings:

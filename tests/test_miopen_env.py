@@ -1,0 +1,189 @@
+"""MIOpenDriver's ``-s 1`` and MIOpen's environment variables (issue 17, items B and C).
+
+Every bad value is one error line naming the variable, the value and what is allowed,
+exit 2, nothing run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from miopen_solver import SOLVER_NAME
+from miopen_solver.perfdb import ENV_VAR, PerfDb
+from miopen_solver.runtime.cache import BinaryCache
+
+NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+LINE = f"convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1 -i 1 -V 0 {NHWC}"
+XKEY = "2x8x5x5x1x3x3x1x8x1x1x1x0x1x1x0x1x1x0x0x1xNHWCxFP16xB"     # LINE's MIOpen key, by hand
+OTHER = "32,16,16,2,1,16,16,0,0,0,1,-1,2"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "perfdb.udb"))
+    monkeypatch.setenv("MIOPEN_DGRAD_CACHE_DIR", str(tmp_path / "kernels"))
+    monkeypatch.setenv("MIOPEN_DEBUG_DRIVER_PRNG_SEED", "7")
+    for var in ("MIOPEN_LOG_LEVEL", "MIOPEN_ENABLE_LOGGING_CMD", "MIOPEN_FIND_ENFORCE", "MIOPEN_FIND_MODE",
+                "MIOPEN_DEBUG_FIND_ONLY_SOLVER", "MIOPEN_CUSTOM_CACHE_DIR", "MIOPEN_DISABLE_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def run_json(capsys, *extra):
+    status, out, err = run_cli(capsys, *LINE.split(), *extra, "--backend", "cpu", "--json")
+    return status, (json.loads(out[0]) if out else None), err
+
+
+def stored(tmp_path):
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        return db.get(XKEY, "cpu", SOLVER_NAME)
+
+
+# ------------------------------------------------------------------ -s 1
+def test_search_writes_the_perfdb_then_runs_the_winner(capsys, tmp_path):
+    status, rec, err = run_json(capsys, "-s", "1")
+    assert status == 0, err
+    winner = rec["search"]["winner"]
+    assert rec["search"]["reason"] == "-s 1" and rec["search"]["timed"] >= 1
+    assert stored(tmp_path).values == winner and stored(tmp_path).time_ms == rec["search"]["winner_ms"]
+    assert rec["config_source"] == "perfdb" and rec["perf_config"] == winner
+    # MIOpen's default enforce: a problem with a record is not searched again
+    status, out, _ = run_cli(capsys, *LINE.split(), "-s", "1", "--backend", "cpu")
+    assert status == 0 and any(line.startswith("Info: '-s 1': the perf-db already has") for line in out)
+    assert not any(line.startswith("Search") for line in out)
+
+
+def test_search_without_a_perfdb_runs_the_winner(capsys, tmp_path):
+    status, rec, err = run_json(capsys, "-s", "1", "--no-perfdb")
+    assert status == 0 and rec["config_source"] == "perf-config" and rec["perf_config"] == rec["search"]["winner"]
+    assert not (tmp_path / "perfdb.udb").exists()
+
+
+def test_find_enforce_db_update_searches_again_and_replaces(capsys, tmp_path, monkeypatch):
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        db.update(XKEY, "cpu", SOLVER_NAME, OTHER, 0.0)          # faster than anything timed
+    monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "db_update")       # any case
+    status, rec, _ = run_json(capsys, "-s", "1")
+    assert status == 0 and rec["search"] is not None and stored(tmp_path).values == rec["search"]["winner"]
+    monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "2")               # numeric form, no -s 1: no search
+    status, rec, _ = run_json(capsys)
+    assert status == 0 and "search" not in rec
+
+
+@pytest.mark.parametrize("value", ["SEARCH", "3", "SEARCH_DB_UPDATE", "4"])
+def test_find_enforce_search_searches_without_s(capsys, tmp_path, monkeypatch, value):
+    monkeypatch.setenv("MIOPEN_FIND_ENFORCE", value)
+    status, rec, _ = run_json(capsys)
+    assert status == 0 and rec["search"]["reason"] == f"MIOPEN_FIND_ENFORCE={value if not value.isdigit() else {'3': 'SEARCH', '4': 'SEARCH_DB_UPDATE'}[value]}"
+    assert stored(tmp_path).values == rec["search"]["winner"]
+
+
+@pytest.mark.parametrize("value", ["DB_CLEAN", "5"])
+def test_find_enforce_db_clean_removes_the_record_and_blocks_search(capsys, tmp_path, monkeypatch, value):
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        db.update(XKEY, "cpu", SOLVER_NAME, OTHER, 1.0)
+        db.update(XKEY, "cpu", "OtherSolver", "1", 1.0)
+    monkeypatch.setenv("MIOPEN_FIND_ENFORCE", value)
+    status, out, _ = run_cli(capsys, *LINE.split(), "-s", "1", "--backend", "cpu")
+    assert status == 0 and "Info: MIOPEN_FIND_ENFORCE=DB_CLEAN: removed the perf-db record of this problem for " \
+        "cpu; '-s 1' is not honoured (DB_CLEAN blocks searching)" in out
+    assert stored(tmp_path) is None and not any(line.startswith(("Search", "Using perf-db")) for line in out)
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        assert db.get(XKEY, "cpu", "OtherSolver").values == "1"     # other solvers' records stay
+
+
+def test_find_mode_fast_does_not_search_unless_enforced(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MIOPEN_FIND_MODE", "FAST")
+    status, out, _ = run_cli(capsys, *LINE.split(), "-s", "1", "--backend", "cpu")
+    assert status == 0 and "Info: '-s 1' is not honoured with MIOPEN_FIND_MODE=FAST (no search; the perf-db or " \
+        "default config runs)" in out and stored(tmp_path) is None
+    monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "SEARCH")           # MIOpen falls back to NORMAL
+    status, rec, _ = run_json(capsys)
+    assert status == 0 and rec["search"]["winner"] == stored(tmp_path).values
+
+
+# ------------------------------------------------------------------ logging
+def test_log_level_info_shows_perfdb_key_matches(capsys, tmp_path, monkeypatch):
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        db.update(XKEY, "cpu", SOLVER_NAME, OTHER, 1.0)
+    monkeypatch.setenv("MIOPEN_LOG_LEVEL", "5")
+    status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
+    assert status == 0
+    assert f"MIOpen(HIP): Info [FindRecordUnsafe] Key match: {XKEY}" in err
+    assert f"MIOpen(HIP): Info [FindRecordUnsafe] Contents found: {SOLVER_NAME}:{OTHER}" in err
+    assert not any(line.startswith("MIOpen(HIP)") for line in out)    # logs go to stderr only
+    for quiet in ("4", "1", "0"):
+        monkeypatch.setenv("MIOPEN_LOG_LEVEL", quiet)
+        status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
+        assert status == 0 and not any("Key match" in line for line in err)
+
+
+def test_logging_cmd_prints_the_driver_line_as_miopen_logs_it(capsys, monkeypatch):
+    monkeypatch.setenv("MIOPEN_ENABLE_LOGGING_CMD", "1")
+    line = "conv -n 2 -c 6 -H 9 -W 7 -k 4 -y 3 -x 1 -p 1 -q 0 -u 2 -v 1 -l 1 -j 2 -g 2 -F 2 -V 0"
+    status, out, err = run_cli(capsys, *line.split(), "--backend", "cpu")
+    assert status == 0
+    # ConvArgsForMIOpenDriver: dX's n c H W, then k y x p q u v l j, non-NCHW layouts (in, fil,
+    # out), -m conv -g G -F 2 -t 1
+    assert err[0] == ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 6 -H 9 -W 7 -k 4 "
+                      "-y 3 -x 1 -p 1 -q 0 -u 2 -v 1 -l 1 -j 2 -m conv -g 2 -F 2 -t 1")
+    status, out, err = run_cli(capsys, *LINE.split(), "-S", "1000", "--backend", "cpu")
+    assert status == 0 and err[0].endswith("--fil_layout NHWC --out_layout NHWC -m conv -g 1 -F 2 -t 1 -S 1000")
+    assert err[0].startswith("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convfp16 -n 1 -c 8 ")
+    monkeypatch.setenv("MIOPEN_ENABLE_LOGGING_CMD", "0")
+    status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
+    assert status == 0 and not any("Command" in line for line in err)
+
+
+# ------------------------------------------------------------------ solver restriction, cache
+@pytest.mark.parametrize("value", ["1000", "ConvDgradImplicitGemmTilde", "86;1000"])
+def test_find_only_solver_ours_runs(capsys, monkeypatch, value):
+    monkeypatch.setenv("MIOPEN_DEBUG_FIND_ONLY_SOLVER", value)
+    status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
+    assert status == 0 and err == []
+
+
+def test_kernel_cache_variables(monkeypatch, tmp_path):
+    monkeypatch.delenv("MIOPEN_DGRAD_CACHE_DIR")
+    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(tmp_path / "mc"))
+    cache = BinaryCache()
+    assert cache.dir == tmp_path / "mc" / "miopen-dgrad" and cache.enabled
+    assert cache.put("k" * 64, b"code") is not None and cache.get("k" * 64) == b"code"
+    monkeypatch.setenv("MIOPEN_DISABLE_CACHE", "1")
+    off = BinaryCache()
+    assert not off.enabled and off.get("k" * 64) is None and off.put("j" * 64, b"x") is None
+    assert off.warnings == []
+    monkeypatch.setenv("MIOPEN_DGRAD_CACHE_DIR", str(tmp_path / "own"))   # ours still overrides
+    monkeypatch.delenv("MIOPEN_DISABLE_CACHE")
+    assert BinaryCache().dir == tmp_path / "own"
+
+
+# ------------------------------------------------------------------ bad values
+@pytest.mark.parametrize("var,value,allowed", [
+    ("MIOPEN_LOG_LEVEL", "9", "allowed: an integer 0-7"),
+    ("MIOPEN_LOG_LEVEL", "info", "allowed: an integer 0-7"),
+    ("MIOPEN_ENABLE_LOGGING_CMD", "maybe", "allowed: 1, yes, true"),
+    ("MIOPEN_FIND_ENFORCE", "6", "allowed: NONE (1), DB_UPDATE (2), SEARCH (3), SEARCH_DB_UPDATE (4), DB_CLEAN (5)"),
+    ("MIOPEN_FIND_ENFORCE", "CLEAN", "allowed: NONE (1)"),
+    ("MIOPEN_FIND_MODE", "0", "allowed: NORMAL (1), FAST (2), HYBRID (3), DYNAMIC_HYBRID (5)"),
+    ("MIOPEN_FIND_MODE", "QUICK", "allowed: NORMAL (1)"),
+    ("MIOPEN_DEBUG_FIND_ONLY_SOLVER", "86", "allowed: 1000 or ConvDgradImplicitGemmTilde"),
+    ("MIOPEN_DEBUG_FIND_ONLY_SOLVER", "ConvDirectNaiveConvBwd", "allowed: 1000 or ConvDgradImplicitGemmTilde"),
+    ("MIOPEN_DISABLE_CACHE", "2", "allowed: 1, yes, true"),
+])
+def test_bad_values_are_one_error_line(capsys, tmp_path, monkeypatch, var, value, allowed):
+    monkeypatch.setenv(var, value)
+    status, out, err = run_cli(capsys, *LINE.split(), "-s", "1", "--backend", "cpu")
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith(f"dgrad-driver: error: {var} '{value}': ") and allowed in err[0]
+    assert not (tmp_path / "perfdb.udb").exists()
+
+
+def test_custom_cache_dir_that_is_a_file_is_refused(capsys, tmp_path, monkeypatch):
+    (tmp_path / "f").write_text("x")
+    monkeypatch.setenv("MIOPEN_CUSTOM_CACHE_DIR", str(tmp_path / "f"))
+    status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
+    assert status == 2 and len(err) == 1 and err[0].startswith("dgrad-driver: error: MIOPEN_CUSTOM_CACHE_DIR '/")
+    assert err[0].endswith("': is not a directory; allowed: a directory (created when missing)")   # value cut to 60
