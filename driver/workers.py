@@ -575,7 +575,7 @@ def _do_timing(job: Job, state: _State) -> dict:
             "method": timing.method, "compile_ms": float(timing.compile_ms),
             "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
             "warmup": 0 if job.graph and engine.supports_graphs else warmup, "backend": engine.name,
-            "pid": os.getpid(), "resources": built.resources, "warnings": list(getattr(timing, "warnings", ())),
+            "pid": os.getpid(), "resources": built.resources, "warnings": list(timing.warnings),
             "visible_devices": _visible_devices()}
 
 

@@ -298,6 +298,9 @@ class DgradSolver:
             NotApplicableError: a structural guard fails (layout, dtype, ...).
             PerfConfigError: ``config`` is invalid (or no default is valid).
         """
+        verdict = check(problem, target)
+        if not verdict.ok:
+            raise NotApplicableError(verdict)
         choice = _Choice(config=config, source="perf-config" if config is not None else "default")
         return self._solution(problem, target, choice)
 
@@ -432,9 +435,7 @@ class DgradSolver:
         return default_performance_config(problem, target, allow_direct=False)
 
     def _solution(self, problem, target, choice: _Choice) -> Solution:
-        verdict = check(problem, target)
-        if not verdict.ok:
-            raise NotApplicableError(verdict)
+        """The Solution of ``choice`` for a problem its caller has checked (structural guards)."""
         cfg = choice.config if choice.config is not None else self.get_default_performance_config(problem, target)
         choice.config = cfg
         launch = launch_problem(problem)
