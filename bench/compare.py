@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.fileio import write_text  # noqa: E402
-from miopen_solver.layouts import storage_dtype  # noqa: E402
+from miopen_solver.layouts import dy_shape, storage_dtype, w_shape  # noqa: E402
 
 BASES = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}
 DTYPE_OF_BASE = {base: dtype for dtype, base in BASES.items()}
@@ -326,8 +326,8 @@ def time_ours(eng, p, launches: int, replays: int, config: str | None = None, pe
         raise OursRefused(f"PerfConfigError: {e}") from e
     rng = np.random.default_rng(0)
     dt = storage_dtype(p.dtype)
-    dy = (rng.random((p.N, p.Ho, p.Wo, p.K), dtype=np.float32) * 0.01).astype(dt)
-    w = ((rng.random((p.K, p.Y, p.X, p.cpg), dtype=np.float32) - 0.5) * 0.01).astype(dt)
+    dy = (rng.random(dy_shape(p), dtype=np.float32) * 0.01).astype(dt)          # the line's layouts
+    w = ((rng.random(w_shape(p), dtype=np.float32) - 0.5) * 0.01).astype(dt)
     ms = eng.time_graph(sol, dy, w, launches, replays).median_ms
     res = eng.build(sol).resources or {}
     return {"ours_ms": ms, "regs": res.get("registers"), "config": sol.perf_config.serialize(),
@@ -339,11 +339,15 @@ def _torch_dtype(torch, dtype):
 
 
 def time_cudnn(torch, p, launches, replays):
+    """cuDNN's dgrad of ``p`` with each tensor in the line's layout (NHWC: channels_last,
+    NCHW: contiguous)."""
     tdt = _torch_dtype(torch, p.dtype)
-    cl = torch.channels_last
-    dy = torch.randn(p.N, p.K, p.Ho, p.Wo, device="cuda", dtype=tdt).to(memory_format=cl)
-    x = torch.empty(p.N, p.C, p.Hi, p.Wi, device="cuda", dtype=tdt).to(memory_format=cl)
-    w = torch.randn(p.K, p.cpg, p.Y, p.X, device="cuda", dtype=tdt).to(memory_format=cl)
+
+    def fmt(layout):
+        return torch.channels_last if layout == "NHWC" else torch.contiguous_format
+    dy = torch.randn(p.N, p.K, p.Ho, p.Wo, device="cuda", dtype=tdt).to(memory_format=fmt(p.out_layout))
+    x = torch.empty(p.N, p.C, p.Hi, p.Wi, device="cuda", dtype=tdt).to(memory_format=fmt(p.in_layout))
+    w = torch.randn(p.K, p.cpg, p.Y, p.X, device="cuda", dtype=tdt).to(memory_format=fmt(p.fil_layout))
 
     def fn():
         return torch.ops.aten.convolution_backward(
@@ -385,6 +389,9 @@ def run_row(torch, eng, item, args, db, ceilings) -> dict:
     except Exception as e:  # noqa: BLE001 - a bad line is an n/a row
         row["ours_error"] = f"line does not parse: {_reason(e)}"
         return row
+    if getattr(args, "layout", "line") != "line":      # --layout: all three tensors in one layout
+        p = p.replace(in_layout=args.layout, out_layout=args.layout, fil_layout=args.layout)
+        row["line"] += f" [{args.layout}]"
     try:
         row.update(time_ours(eng, p, args.launches, args.replays, args.config, db))
     except OursRefused as e:
@@ -470,6 +477,9 @@ def main(argv=None):
     ap.add_argument("--replays", type=int, default=15)
     ap.add_argument("--perfdb", default=None, help="use perf-db winners where present")
     ap.add_argument("--config", default=None, help="one perf config for every row (overrides the default)")
+    ap.add_argument("--layout", default="line", choices=("line", "NHWC", "NCHW"),
+                    help="run every line with all three tensors in this layout, both sides "
+                         "(default: the line's own flags)")
     ap.add_argument("--out", default=None, help="write the markdown report here")
     ap.add_argument("--plot", default=None, help="write a PNG chart here (needs matplotlib)")
     ap.add_argument("--json", default=None, help="write every row here (rewritten after each row)")

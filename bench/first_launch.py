@@ -33,25 +33,23 @@ def child(line: str) -> dict:
     import numpy as np
 
     from miopen_solver.command import parse
-    from miopen_solver.kernels.emit import emit
-    from miopen_solver.layouts import storage_dtype
+    from miopen_solver.layouts import dx_shape, dy_shape, storage_dtype, w_shape
     from miopen_solver.runtime import get_engine
-    from miopen_solver.spec import make_spec
-from miopen_solver.heuristics import default_performance_config
+    from miopen_solver.solver import DgradSolver
 
     eng = get_engine("cuda")
     eng.rt.synchronize()  # context up before the clock starts
     p = parse(line).problem
-    spec = make_spec(p, eng.target, default_performance_config(p, eng.target))
+    sol = DgradSolver().get_solution(p, eng.target)
+    spec = sol.spec
     dt = storage_dtype(p.dtype)
-    dy = np.zeros((p.N, p.Ho, p.Wo, p.K), dt)
-    w = np.zeros((p.K, p.Y, p.X, p.cpg), dt)
-    dx_bytes = p.N * p.Hi * p.Wi * p.C * np.dtype(dt).itemsize
-    with eng._device_tensors(dy, w, dx_bytes) as (pdy, pw, pdx):
+    dy, w = np.zeros(dy_shape(p), dt), np.zeros(w_shape(p), dt)
+    dx_bytes = int(np.prod(dx_shape(p))) * np.dtype(dt).itemsize
+    with eng._device_tensors(dy, w, dx_bytes, workspace=sol.workspace_bytes) as (pdy, pw, pdx, pws):
         eng.rt.synchronize()
         t0 = time.perf_counter()
-        k = eng.load(emit(spec))
-        eng._launch(k, eng.kernel_args(k, pdy, pw, pdx), dx_bytes)
+        k = eng.load(spec.emit())
+        eng._run_once(eng.launches(sol, k, pdy, pw, pdx, pws))
         eng.rt.synchronize()
         total = (time.perf_counter() - t0) * 1e3
     return {"kernel": spec.kernel_name, "cache_hit": k.cache_hit, "compile_ms": k.compile_ms, "total_ms": total}

@@ -19,15 +19,17 @@ Policy (decisions, with their sources):
     fp32, fp16, bf16 storage (no int8/fp8/bf8 and no cast types); the target must have a
     matrix atom for the type.
 ``LAYOUT``
-    GPU targets read NHWC natively: all three tensors NHWC in memory (dX NHWC, W KYXC, dY
-    NHWK) is the only applicable case; NCHW would need transpose kernels and a workspace,
-    which this solver does not have (MIOpen's CK solver 155 does, via its workspace). The
-    ``cpu`` target accepts all-NHWC and all-NCHW (the numpy engine handles both). What
-    counts is the bytes (:meth:`ConvProblem.stored_as`), not the flag: a tensor whose
-    dims longer than 1 come in NHWC's order *is* NHWC (a 1x1 filter in NCHW is KYXC; a
-    C=1 or H=W=1 tensor is both), as MIOpen's ``IsPossibleLayout`` with
-    ``IgnoreDegenerateStrides`` finds (rocm-libraries ``projects/miopen/src/tensor.cpp``,
-    0c3ff24a). Other mixed layouts (and CHWN with N, C and H*W > 1) are applicable nowhere.
+    Every tensor must be NHWC or NCHW in memory, in any combination (all-NCHW, MIOpen's
+    default, and the mixed lines of MIOpen's perf-model files alike), on every target. The
+    kernel reads and writes NHWC; a tensor stored NCHW goes through a batched transpose
+    into a device workspace (dY and W before the kernel, dX after it), as MIOpen's NHWC
+    solvers run NCHW problems (:mod:`miopen_solver.transpose`; the workspace is
+    :meth:`~miopen_solver.solver.DgradSolver.get_workspace_size`). What counts is the bytes
+    (:meth:`ConvProblem.stored_as`), not the flag: a tensor whose dims longer than 1 come in
+    NHWC's order *is* NHWC and needs no transform (a 1x1 filter in NCHW is KYXC; a C=1 or
+    H=W=1 tensor is both), as MIOpen's ``IsPossibleLayout`` with ``IgnoreDegenerateStrides``
+    finds (rocm-libraries ``projects/miopen/src/tensor.cpp``, 0c3ff24a). Other orders (CHWN
+    with N, C and H*W > 1) are applicable nowhere.
 ``SPATIAL_DIM``
     2-D only (the tilde decomposition and kernel are 2-D).
 ``INDEX_OVERFLOW``
@@ -79,6 +81,7 @@ from functools import lru_cache
 
 from .command import describe_directions
 from .errors import PerfConfigError
+from .transpose import memory_order, native_problem
 from .problem import DTYPE_BYTES, ConvProblem
 from .config import KernelSchedule
 from .heuristics import default_performance_config
@@ -165,30 +168,20 @@ class NotApplicableError(ValueError):
         super().__init__("not applicable: " + "; ".join(str(r) for r in verdict.reasons))
 
 
-def _native_layouts(problem: ConvProblem, target: Target) -> tuple:
-    """Memory orders accepted for all three tensors on this target (2-D names; 3-D analogues
-    are accepted too so a 3-D line reports SPATIAL_DIM, not a layout it cannot help)."""
-    if problem.is_3d:
-        return ("NDHWC",) if target.is_gpu else ("NDHWC", "NCDHW")
-    return ("NHWC",) if target.is_gpu else ("NHWC", "NCHW")
-
-
-def _layout_reason(problem: ConvProblem, target: Target) -> Reason | None:
-    natives = _native_layouts(problem, target)
-    if any(problem.stored_as(n) for n in natives):
+def _layout_reason(problem: ConvProblem) -> Reason | None:
+    if problem.is_3d:   # refused by SPATIAL_DIM; its layout counts only when mixed or CHWN-like
+        if problem.stored_as("NDHWC") or problem.stored_as("NCDHW"):
+            return None
+        return Reason(LAYOUT, f"dX {problem.in_layout}, W {problem.fil_layout}, dY {problem.out_layout}: "
+                              f"a 3-D problem must be all-NDHWC or all-NCDHW")
+    lay = {"dX (in_layout)": ("dX", problem.in_layout), "W (fil_layout)": ("W", problem.fil_layout),
+           "dY (out_layout)": ("dY", problem.out_layout)}
+    bad = [f"{label} {flag}" for label, (tensor, flag) in lay.items() if memory_order(problem, tensor) is None]
+    if not bad:
         return None
-    lay = {"dX (in_layout)": problem.in_layout, "W (fil_layout)": problem.fil_layout,
-           "dY (out_layout)": problem.out_layout}
-    shown = ", ".join(f"{k} {v}" for k, v in lay.items())
-    if len(set(lay.values())) > 1:
-        why = ("mixed layouts are not applicable on any target (unless every tensor has the bytes of "
-               "one layout: 1x1 filters, C=1 or H=W=1 tensors)")
-    elif target.is_gpu:
-        why = (f"on {target.arch} only all-{natives[0]} (or tensors with its bytes) is applicable "
-               f"(NHWC is the GPU kernel's native layout; there are no transpose kernels)")
-    else:
-        why = f"the {target.arch} target accepts all-{' or all-'.join(natives)}"
-    return Reason(LAYOUT, f"{shown}: {why}")
+    return Reason(LAYOUT, f"{', '.join(bad)}: every tensor must be NCHW or NHWC in memory (in any "
+                          f"combination; NCHW runs through transposes in a workspace); other orders are "
+                          f"applicable on no target")
 
 
 GEMM_M_HEADROOM = 1024
@@ -245,11 +238,12 @@ def batch_chunks(problem: ConvProblem) -> tuple:
 
 
 def launch_problem(problem: ConvProblem) -> ConvProblem:
-    """The problem one launch computes: ``problem`` with N cut to :func:`chunk_images`
-    (``problem`` itself when there is no split). Configs, specs and kernels are those of
-    this problem; the perf-db key stays the whole problem's."""
+    """The problem one kernel launch computes: ``problem`` with N cut to
+    :func:`chunk_images` and every tensor NHWC (:func:`~miopen_solver.transpose.native_problem`:
+    NCHW tensors are transposed around the launch). Configs, specs and kernels are those of
+    this problem; the perf-db key stays the whole problem's, in its own layouts."""
     n = chunk_images(problem)
-    return problem if n == problem.N else problem.replace(N=n)
+    return native_problem(problem if n == problem.N else problem.replace(N=n))
 
 
 def _overflow_reason(problem: ConvProblem) -> Reason | None:
@@ -290,7 +284,7 @@ def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) ->
                                      f"supported: {', '.join(SUPPORTED_DTYPES)}"))
     elif not target.atoms_for(problem.dtype):
         reasons.append(Reason(DTYPE, f"{target.arch} has no matrix atom for {problem.dtype}"))
-    layout = _layout_reason(problem, target)
+    layout = _layout_reason(problem)
     if layout:
         reasons.append(layout)
     if problem.spatial_dim != 2:

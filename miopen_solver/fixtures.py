@@ -21,12 +21,16 @@ allowed; nothing else (no comments). A record::
      "targets": {                          # one entry per arch in GOLDEN_TARGETS
          "<arch>": {"applicable": bool, "reasons": [codes], "notes": [codes],
                     # only when applicable -- the default config and its kernel:
-                    "perf_config": "a,b,...", "kernel_name": "...",
+                    "perf_config": "a,b,...",
+                    "kernel_name": "..." (the Solution's: "+transpose_dy_w_dx" and the like
+                                          when NCHW tensors are transposed around the kernel),
                     "grid": [x, y, z], "block": threads, "shared_bytes": n,
                     "source_sha256": "<sha256 of the emitted text>",
                     "defines_sha256": "<sha256 of the emitted defines only>",
                     # only when the batch is split along N (tensors past 2^31-1 bytes):
-                    "split_n": [launches, images per launch]}},
+                    "split_n": [launches, images per launch],
+                    # only when tensors stored NCHW go through the workspace:
+                    "workspace_bytes": n}},
      "numerics": {"command": "<the shrunk line actually run>",
                   "ok": bool, "rms_error": float (3 significant digits), "tolerance": float}
                  | {"command": "...", "skipped": "<why>"}}
@@ -128,7 +132,7 @@ _EXPECT_SCHEMA = {
     "problem_key": str,
     "targets": {"*": {"applicable": bool, "reasons": [str], "notes": [str], "perf_config": str,
                       "kernel_name": str, "grid": [int], "block": int, "shared_bytes": int,
-                      "source_sha256": str, "defines_sha256": str, "split_n": [int]}},
+                      "source_sha256": str, "defines_sha256": str, "split_n": [int], "workspace_bytes": int}},
     "numerics": {"command": str, "ok": bool, "rms_error": _NUMBER, "tolerance": _NUMBER, "nonfinite": int,
                  "skipped": str},
 }
@@ -393,11 +397,13 @@ def target_record(problem: ConvProblem, target: Target) -> dict:
         sol = solver.get_solution(problem, target)        # the default config, split-N decided
         spec = sol.spec
         src = spec.emit()
-        rec.update(perf_config=sol.perf_config.serialize(), kernel_name=spec.kernel_name,
+        rec.update(perf_config=sol.perf_config.serialize(), kernel_name=sol.kernel_name,
                    grid=list(src.grid), block=src.block[0], shared_bytes=src.shared_bytes,
                    source_sha256=src.sha256, defines_sha256=defines_sha256(src))
         if sol.n_chunks > 1:        # split-N: launches x images per launch
             rec["split_n"] = [sol.n_chunks, sol.chunk_images]
+        if sol.workspace_bytes:     # NCHW tensors: transposes through a workspace (kernel_name says which)
+            rec["workspace_bytes"] = sol.workspace_bytes
     return rec
 
 

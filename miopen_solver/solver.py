@@ -36,6 +36,7 @@ from .heuristics import default_performance_config, search_space
 from .problem import ConvProblem
 from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, make_spec, spec_from_record
 from .target import Target
+from .transpose import LayoutTransform, layout_transforms, workspace_bytes
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
 """MIOpen's algorithm name for implicit-GEMM backward data (enum value 5)."""
@@ -117,6 +118,12 @@ class Solution:
             whole batch. Otherwise the batch is split along N (split-N): ``spec`` is the
             problem of one chunk (its N images per launch), and :attr:`chunks` lists the
             launches, each of the one kernel with pointers offset to its first image.
+        layouts: the problem's ``(in_layout, out_layout, fil_layout)`` flags; () when they
+            are the spec's (all NHWC). ``spec.problem`` is always all-NHWC.
+        transforms: the :class:`~miopen_solver.transpose.LayoutTransform` launches around
+            the kernel, in order (dY, W before it; dX after it), each over the whole batch;
+            their NHWC copies fill the first :func:`~miopen_solver.transpose.workspace_bytes`
+            of the workspace.
     """
 
     solver_id: str
@@ -133,12 +140,19 @@ class Solution:
     tuned_ms: float | None = None
     perfdb_path: str | None = None
     images: int = 0
+    layouts: tuple = ()
+    transforms: tuple = ()
 
     @cached_property
     def problem(self) -> ConvProblem:
-        """The whole problem (all N images); ``spec.problem`` is one launch's."""
+        """The whole problem (all N images, its own layout flags); ``spec.problem`` is one
+        launch's, all NHWC."""
         p = self.spec.problem
-        return p if self.images in (0, p.N) else p.replace(N=self.images)
+        if self.images not in (0, p.N):
+            p = p.replace(N=self.images)
+        if self.layouts:
+            p = p.replace(**dict(zip(("in_layout", "out_layout", "fil_layout"), self.layouts)))
+        return p
 
     @property
     def chunk_images(self) -> int:
@@ -163,7 +177,16 @@ class Solution:
 
     @property
     def kernel_name(self) -> str:
-        return self.spec.kernel_name
+        """The dgrad kernel's name, with ``+transpose_<tensors>`` when layout transforms run
+        around it (e.g. ``...+transpose_dy_dx`` for an NCHW problem with a 1x1 filter)."""
+        if not self.transforms:
+            return self.spec.kernel_name
+        return f"{self.spec.kernel_name}+transpose_{'_'.join(t.tensor.lower() for t in self.transforms)}"
+
+    @property
+    def layout_workspace_bytes(self) -> int:
+        """Bytes of the workspace's NHWC copies (the start of the workspace)."""
+        return workspace_bytes(self.transforms)
 
     @property
     def schedule(self) -> KernelSchedule:
@@ -176,6 +199,9 @@ class Solution:
                 "kernels": [k.as_dict() for k in self.kernels],
                 "split_n": {"images": self.problem.N, "images_per_launch": self.chunk_images,
                             "launches": self.n_chunks},
+                "layout_transforms": [{"tensor": t.tensor, "from": t.src, "to": t.dst, "kernel": t.kernel_name,
+                                       "grid": list(t.grid), "block": list(t.block), "bytes": t.nbytes,
+                                       "workspace_offset": t.offset} for t in self.transforms],
                 "workspace_bytes": self.workspace_bytes, "spec": self.spec.as_dict()}
 
     def to_record(self) -> dict:
@@ -186,7 +212,8 @@ class Solution:
                 "zero_fill": self.zero_fill.as_dict(), "workspace_bytes": self.workspace_bytes,
                 "kernels": [{**k.as_dict(), "source": k.source.to_record()} for k in self.kernels],
                 "source": self.source, "notes": list(self.notes), "warnings": list(self.warnings),
-                "tuned_ms": self.tuned_ms, "perfdb_path": self.perfdb_path, "images": self.problem.N}
+                "tuned_ms": self.tuned_ms, "perfdb_path": self.perfdb_path, "images": self.problem.N,
+                "layouts": list(self.layouts), "transforms": [t.to_record() for t in self.transforms]}
 
     @classmethod
     def from_record(cls, rec: dict) -> "Solution":
@@ -204,7 +231,8 @@ class Solution:
                    zero_fill=ZeroFill(z["kind"], int(z["bytes"]), int(z["blocks"])), kernels=tuple(kernels),
                    workspace_bytes=int(rec["workspace_bytes"]), source=rec["source"], notes=tuple(rec["notes"]),
                    warnings=tuple(rec["warnings"]), tuned_ms=rec["tuned_ms"], perfdb_path=rec["perfdb_path"],
-                   images=int(rec.get("images", 0)))
+                   images=int(rec.get("images", 0)), layouts=tuple(rec.get("layouts", ())),
+                   transforms=tuple(LayoutTransform.from_record(t) for t in rec.get("transforms", ())))
 
 
 @dataclass
@@ -256,15 +284,18 @@ class DgradSolver:
 
     def get_workspace_size(self, problem: ConvProblem, target: Target,
                            config: PerfConfig | None = None) -> int:
-        """Device workspace in bytes: 0. NHWC is native (no transposes) and split-K adds
-        straight into dX with atomics (no fp32 staging buffer).
+        """Device workspace in bytes: the NHWC copies of the tensors stored NCHW (each slot
+        256-byte aligned; 0 for a problem NHWC in memory; MIOpen's NHWC solvers size theirs
+        the same way, ``GetWorkspaceSizeLayoutTransformConv``), plus the kernel's own (0:
+        split-K adds straight into dX with atomics, no fp32 staging buffer).
 
         Raises:
             PerfConfigError: ``config`` is given and invalid.
         """
+        ws = workspace_bytes(layout_transforms(problem))
         if config is None:
-            return 0
-        return make_spec(launch_problem(problem), target, config).workspace_bytes
+            return ws
+        return ws + make_spec(launch_problem(problem), target, config).workspace_bytes
 
     def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
                                   arch: str | None = None) -> tuple:
@@ -444,7 +475,12 @@ class DgradSolver:
                 f"Split-N: N={problem.N} runs as {problem.N // launch.N} launches of {launch.N} images (dY "
                 f"{launch.dy_elems * launch.elem_bytes} and dX {launch.dx_elems * launch.elem_bytes} bytes each, "
                 f"within 32-bit offsets), one kernel, pointers offset per launch")
-        return solution_of(make_spec(launch, target, cfg), choice, images=problem.N)
+        transforms = layout_transforms(problem)
+        if transforms:
+            choice.notes.append(
+                f"Layout: {', '.join(t.label for t in transforms)} by batched transposes through a "
+                f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel")
+        return solution_of(make_spec(launch, target, cfg), choice, images=problem.N, problem=problem)
 
     def search(self, problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
         """Valid configs for ``problem``, default first, one per distinct kernel (configs
@@ -466,10 +502,13 @@ class DgradSolver:
                 yield cfg
 
 
-def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0) -> Solution:
+def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
+                problem: ConvProblem | None = None) -> Solution:
     """The :class:`Solution` that launches a validated ``spec`` (no applicability check, no
     choice: what an engine runs when handed a spec). ``images``: the whole batch when it is
-    split into launches of ``spec.problem.N`` images (a multiple of it), else 0.
+    split into launches of ``spec.problem.N`` images (a multiple of it), else 0. ``problem``:
+    the whole problem in its own layouts when they are not the spec's NHWC (its NCHW tensors
+    get :func:`~miopen_solver.transpose.layout_transforms`); default: the spec's.
 
     Raises:
         ValueError: ``images`` is not a positive multiple of the spec's N.
@@ -483,10 +522,16 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0)
     else:
         zf = ZeroFill(spec.zero_fill, blocks=spec.zero_fill_blocks)
     launch = KernelLaunch(name=spec.kernel_name, grid=spec.grid, block=spec.block, lds_bytes=spec.lds_bytes, spec=spec)
+    whole = (problem or p).replace(N=images or p.N)
+    transforms = layout_transforms(whole)
+    lays = (whole.in_layout, whole.out_layout, whole.fil_layout)
     return Solution(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM, perf_config=spec.config,
-                    spec=spec, zero_fill=zf, kernels=(launch,), workspace_bytes=spec.workspace_bytes,
+                    spec=spec, zero_fill=zf, kernels=(launch,),
+                    workspace_bytes=workspace_bytes(transforms) + spec.workspace_bytes,
                     source=choice.source, notes=tuple(choice.notes), warnings=tuple(choice.warnings),
-                    tuned_ms=choice.tuned_ms, perfdb_path=choice.perfdb_path, images=images)
+                    tuned_ms=choice.tuned_ms, perfdb_path=choice.perfdb_path, images=images,
+                    layouts=lays if lays != (p.in_layout, p.out_layout, p.fil_layout) else (),
+                    transforms=transforms)
 
 
 def _with_settings(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:

@@ -93,8 +93,9 @@ def test_perf_model_file(capsys, tmp_path):
             continue
         n_bwd += 1
         p = parse(text.split(" ", 1)[1] + " -n 1").problem            # the line with -n 1, all NCHW
-        spec = make_spec(p, t, DgradSolver().get_default_performance_config(p, t))
-        assert fields[1:4] == [p.problem_key(), "yes", spec.kernel_name]
+        sol = DgradSolver().get_solution(p, t)
+        assert sol.kernel_name.endswith("+transpose_dy_w_dx" if p.Y * p.X > 1 else "+transpose_dy_dx")
+        assert fields[1:4] == [p.problem_key(), "yes", sol.kernel_name]
         assert float(fields[4]) > 0 and fields[5:7] == ["OK", "ok"]
         assert p.problem_key().endswith("-NCHW-FP32-B") and p.N == 1
     assert n_bwd == 3
@@ -106,9 +107,10 @@ def test_perf_model_file(capsys, tmp_path):
     assert all(r["config_source"] == "default" for r in recs if r["status"] == "ok")
 
 
-def test_mixed_layouts_are_not_applicable(capsys, tmp_path):
-    """Resnet50 lines set only --out_layout: NHWC lines are mixed (applicable nowhere); all-NCHW
-    lines run on the CPU engine but not on a GPU target."""
+def test_mixed_and_nchw_lines_run(capsys, tmp_path):
+    """Resnet50 lines set only --out_layout: NHWC lines are mixed (dX and W NCHW, dY NHWC),
+    the others all-NCHW; both run, on the CPU target and on a GPU target (simulated on the
+    CPU engine), through layout transforms around the NHWC kernel."""
     with open(RESNET) as fh:
         all_lines = [ln.strip() for ln in fh]
     mixed = next(ln for ln in all_lines if forw_of(ln) == 2 and "--out_layout NHWC" in ln)
@@ -119,13 +121,12 @@ def test_mixed_layouts_are_not_applicable(capsys, tmp_path):
                          "--no-verify")
     rows = table_rows(out)
     assert status == 0
-    assert rows[1][2] == "no" and rows[1][-2] == "not-applicable" and rows[1][-1].startswith("LAYOUT: ")
-    assert rows[2][2] == "yes" and rows[2][-2:] == ["off", "ok"]
-    # on a GPU target (simulated on the CPU engine) NCHW is not applicable either
+    assert rows[1][2] == "yes" and rows[1][-2:] == ["off", "ok"] and "+transpose_" in rows[1][3]
+    assert rows[2][2] == "yes" and rows[2][-2:] == ["off", "ok"] and "+transpose_" in rows[2][3]
     status, out, _ = run(capsys, "batch", str(two), "--backend", "cpu", "--arch", "gfx942", "--batch-size", "1",
-                         "--iters", "1", "--no-verify")
+                         "--iters", "1")
     rows = table_rows(out)
-    assert rows[2][-2] == "not-applicable" and "LAYOUT" in rows[2][-1]
+    assert status == 0 and rows[1][-2:] == ["OK", "ok"] and rows[2][-2:] == ["OK", "ok"]
 
 
 def test_logging_cmd_file_with_a_crash(capsys, monkeypatch, tmp_path):
@@ -146,7 +147,7 @@ def test_logging_cmd_file_with_a_crash(capsys, monkeypatch, tmp_path):
     rows = table_rows(out)
     p1 = parse(ok1).problem
     assert status == 1 and sorted(rows) == [2, 3, 6, 7, 8]
-    assert rows[2][-2:] == ["OK", "ok"] and rows[2][3] == make_spec(p1, get_target("cpu"), DgradSolver().get_default_performance_config(p1, get_target("cpu"))).kernel_name
+    assert rows[2][-2:] == ["OK", "ok"] and rows[2][3] == DgradSolver().get_solution(p1, get_target("cpu")).kernel_name
     assert rows[3][-2] == "skipped" and rows[6][-2:] == ["off", "ok"]
     assert rows[7][-2] == "error" and "int8" in rows[7][-1] and rows[8][-2] == "error" and "-Q" in rows[8][-1]
     assert out[-1] == "Summary: 2 ok, 1 skipped, 2 error; 1 lines without a MIOpenDriver conv command ignored"

@@ -156,7 +156,7 @@ def test_unwritten_output_fails_verification(capsys, faults):
     ("conv -n 2 -c 6 -k 4 -g 4 -F 2", "-g '4'"),
     ("conv -n 2 -F 2 -H 2 -y 5", "derived Ho=-2"),
     ("convint8 -n 2 -F 2", "int8"),
-    ("conv -n 2 -F 2 --out_layout NHWC", "LAYOUT"),                  # mixed layouts
+    ("conv -n 2 -F 2 --out_layout CHWN", "LAYOUT"),                  # neither NCHW nor NHWC
     ("conv -n 2 -F 2 -_ 3", "SPATIAL_DIM"),
     ("conv -n 2 -F 2 -m trans", "-m trans"),
     ("conv -n 2 -F 2 -U fp16", "cast types"),

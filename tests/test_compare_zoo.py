@@ -152,9 +152,12 @@ def test_time_ours_uses_the_default_config_and_refuses_what_the_solver_refuses()
     assert got == {"ours_ms": 0.25, "regs": 96, "config_source": "default",
                    "config": DgradSolver().get_default_performance_config(p, target).serialize()}
     assert seen["dy"] == (p.N, p.Ho, p.Wo, p.K) and seen["w"] == (p.K, p.Y, p.X, p.cpg)
-    nchw = parse("convfp16 " + LINE.replace("NHWC", "NCHW")).problem
+    nchw = parse("convfp16 " + LINE.replace("NHWC", "NCHW")).problem      # inputs in the line's layouts
+    compare.time_ours(eng, nchw, 20, 15)
+    assert seen["dy"] == (p.N, p.K, p.Ho, p.Wo) and seen["w"] == (p.K, p.cpg, p.Y, p.X)
+    chwn = parse("convfp16 " + LINE.replace("NHWC", "CHWN")).problem
     with pytest.raises(compare.OursRefused, match="LAYOUT"):
-        compare.time_ours(eng, nchw, 20, 15)
+        compare.time_ours(eng, chwn, 20, 15)
 
 
 def fake_torch():
@@ -170,7 +173,7 @@ def test_main_survives_refusals_failures_and_a_lost_context(tmp_path, monkeypatc
     suite.write_text(
         "# header\n"
         f"convfp16 {LINE}  # a/ok class=dense_3x3\n"
-        f"convbfp16 {LINE.replace('NHWC', 'NCHW')}  # a/refused class=dense_3x3\n"
+        f"convbfp16 {LINE.replace('NHWC', 'CHWN')}  # a/refused class=dense_3x3\n"
         f"conv {LINE.replace('-k 32', '-k 48')}  # b/cudnn_fails class=odd_channels\n"
         f"convfp16 {LINE.replace('-g 1', '-g 64').replace('-k 32', '-k 64')}  # b/kernel_fails class=depthwise\n"
         f"convfp16 {LINE.replace('-y 3 -x 3', '-y 1 -x 1').replace('-p 1 -q 1', '-p 0 -q 0')}  # c/after class=dense_1x1\n")
@@ -178,7 +181,7 @@ def test_main_survives_refusals_failures_and_a_lost_context(tmp_path, monkeypatc
 
     def time_ours(eng, p, launches, replays, config=None, perfdb=None):
         if p.in_layout != "NHWC":
-            raise compare.OursRefused("not applicable: LAYOUT: NCHW")
+            raise compare.OursRefused("not applicable: LAYOUT: CHWN")
         if p.G > 1:
             state["context"] = "CUDA_ERROR_ILLEGAL_ADDRESS"
             raise RuntimeError("cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS")

@@ -482,7 +482,7 @@ def test_max_lines_counts_only_lines_that_run(capsys, tmp_path):
                       TINY,                                                 # 2 ok
                       "conv -n 2 -F 2 -Q 1",                                # 3 error
                       TINY.replace("-F 2", "-F 4"),                         # 4 skipped
-                      TINY.replace("--out_layout NHWC --fil_layout NHWC", ""),  # 5 not-applicable (mixed)
+                      TINY.replace("-n 1", "-n 2").replace("--out_layout NHWC", "--out_layout CHWN"),  # 5 not-applicable
                       TINY,                                                 # 6 ok
                       TINY)                                                 # 7 ok, past the limit
     for limit, last in ((1, 2), (2, 6), (3, 7), (9, 7)):

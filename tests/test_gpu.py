@@ -305,3 +305,65 @@ def test_split_n_forced_chunks_verify(engine, monkeypatch, line, cfg):
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
     assert len(engine.time(sol, dy, w, iters=2).times_ms) == 2
     assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+
+
+# NCHW and mixed layouts (issue 16): the user's bytes are uploaded as they lie, transposed
+# into the workspace by the transpose kernel, and dX is transposed back; the default
+# solution of each problem, checked against the float64 reference with NaN-poisoned dX
+# (and workspace).
+NCHW_LINES = [
+    "-n 2 -c 64 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1",                 # ResNet 3x3
+    "-n 3 -c 256 -H 14 -W 14 -k 64 -y 1 -x 1",                            # 1x1 (W is KYXC already)
+    "-n 2 -c 96 -H 17 -W 15 -k 40 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",         # strided, odd sizes
+    "-n 2 -c 66 -H 9 -W 11 -k 33 -y 1 -x 7 -p 0 -q 3",                    # 1x7, odd channels
+    "-n 2 -c 64 -H 20 -W 20 -k 64 -y 3 -x 3 -p 1 -q 1 -g 64",             # depthwise (direct on sm_90)
+    "-n 2 -c 128 -H 12 -W 12 -k 128 -y 3 -x 3 -p 1 -q 1 -g 32",           # grouped cpg 4
+    "-n 70 -c 3 -H 8 -W 8 -k 5 -y 3 -x 3 -p 1 -q 1",                      # C=3: transposes of 3-wide rows
+]
+NCHW_COMBOS = [("NCHW", "NCHW", "NCHW"), ("NCHW", "NHWC", "NCHW"), ("NHWC", "NCHW", "NHWC"),
+               ("NHWC", "NHWC", "NCHW")]     # (in, out, fil)
+
+
+@pytest.mark.parametrize("combo", NCHW_COMBOS, ids=lambda c: "-".join(c))
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", NCHW_LINES)
+def test_nchw_and_mixed_layouts_verify(engine, line, dtype, combo):
+    from miopen_solver import layouts
+    from miopen_solver.solver import DgradSolver
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    p = parse(f"{base} {line} -F 2 --in_layout {combo[0]} --out_layout {combo[1]} "
+              f"--fil_layout {combo[2]}".split()).problem
+    sol = DgradSolver().find_solution(p, engine.target)
+    rng = np.random.default_rng(17)
+    dt = storage_dtype(p.dtype)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(dt)
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(dt)
+    dx = engine.run(sol, dy, w)
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+
+
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize("batch,rows,cols", [(1, 64, 64), (3, 128, 192), (2, 65, 63), (5, 1, 7), (4, 7, 1),
+                                             (2, 300, 17), (70000, 3, 5), (1, 2, 4096 * 3)])
+def test_transpose_kernel_is_bit_exact(engine, eb, batch, rows, cols):
+    """The transpose kernel alone on random bits: whole and partial tiles, odd and even row
+    lengths (4-byte and scalar paths), more than 65535 matrices (grid y strided)."""
+    from miopen_solver.transpose import LayoutTransform
+    t = LayoutTransform("dY", "NCHW", "NHWC", batch, rows, cols, eb, 0)
+    k = engine.load(t.emit(engine.rt.vendor, engine.target.arch))
+    rng = np.random.default_rng(batch * rows + cols)
+    a = rng.integers(0, 1 << (8 * eb), size=batch * rows * cols, dtype=np.uint64).astype(f"u{eb}")
+    out = np.empty_like(a)
+    src, dst = engine.rt.alloc(a.nbytes), engine.rt.alloc(a.nbytes)
+    try:
+        engine.rt.copy_to_device(src, a)
+        engine.rt.memset(dst, 0xFF, a.nbytes)
+        engine.rt.launch(k.func, t.grid, t.block, 0, (src, dst, batch, rows, cols))
+        engine.rt.synchronize()
+        engine.rt.copy_to_host(out, dst)
+    finally:
+        engine.rt.free(src)
+        engine.rt.free(dst)
+    assert np.array_equal(out, a.reshape(batch, rows, cols).transpose(0, 2, 1).reshape(-1))

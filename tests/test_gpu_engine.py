@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
+
+from miopen_solver import layouts
 import pytest
 
 from miopen_solver.command import parse
@@ -82,7 +84,10 @@ class FakeRuntime:
         self.calls.append(("d2h", p))
 
     def memset(self, p, byte, n):
-        self.mem[p][:n] = bytes([byte]) * n
+        base = max(b for b in self.mem if b <= p)      # may start inside an allocation
+        off = p - base
+        assert off + n <= len(self.mem[base]), "memset past its allocation"
+        self.mem[base][off:off + n] = bytes([byte]) * n
         self.calls.append(("memset", p, byte))
 
     def synchronize(self):
@@ -171,11 +176,16 @@ def test_graph_timing_divides_by_launches(tmp_path):
     assert sum(1 for c in rt.calls if c[0] == "launch") == 21  # one warm-up + 20 captured
 
 
-def test_gpu_engine_refuses_nchw(tmp_path):
+def test_a_spec_of_an_nchw_problem_runs_through_transforms(tmp_path):
+    """A spec built for an all-NCHW problem (no solver in between) runs with the layout
+    transforms its problem needs: dY and W before the kernel, dX after it."""
     p = parse("convfp16 -n 1 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2").problem  # all NCHW
     s = make_spec(p, get_target("sm_90"), PerfConfig(64, 64, 32, 2, 2, 32, 32, stages=2))
-    with pytest.raises(ValueError, match="NHWC"):
-        GpuEngine(FakeRuntime(), BinaryCache(tmp_path)).run(s, *_inputs(p))
+    rt = FakeRuntime()
+    dt = storage_dtype(p.dtype)
+    GpuEngine(rt, BinaryCache(tmp_path)).run(s, np.ones(layouts.dy_shape(p), dt), np.ones(layouts.w_shape(p), dt))
+    launched = [c[1] for c in rt.calls if c[0] == "launch"]
+    assert launched == ["dgrad_transpose_b16", "dgrad_transpose_b16", s.kernel_name, "dgrad_transpose_b16"]
 
 
 class FakeTmaRuntime(FakeRuntime):

@@ -109,27 +109,33 @@ def test_same_memory_is_byte_identity(lens, a, b):
 
 
 # ------------------------------------------------------------------ applicability
-@pytest.mark.parametrize("line,gpu_ok,cpu_ok", [
-    ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NCHW",
-     True, True),
-    ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -F 2 --in_layout NCHW --out_layout NCHW --fil_layout NHWC",
-     False, True),                                          # NCHW in memory: the CPU engine's
-    ("convfp16 -n 2 -c 64 -H 1 -W 1 -k 32 -y 1 -x 1 -F 2", True, True),
-    ("convfp16 -n 2 -c 64 -H 1 -W 1 -k 32 -y 1 -x 1 -F 2 --out_layout NHWC", True, True),
-    ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -F 2 --out_layout NHWC", False, False),
+@pytest.mark.parametrize("line,ok", [
+    ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NCHW", True),
+    ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -F 2 --in_layout NCHW --out_layout NCHW --fil_layout NHWC", True),
+    ("convfp16 -n 2 -c 64 -H 1 -W 1 -k 32 -y 1 -x 1 -F 2", True),
+    ("convfp16 -n 2 -c 64 -H 1 -W 1 -k 32 -y 1 -x 1 -F 2 --out_layout NHWC", True),
+    ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -F 2 --out_layout NHWC", True),      # mixed: transforms
     ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC "
-     "--fil_layout NCHW", False, False),
+     "--fil_layout NCHW", True),
     # CHWN with N=1 and H=W=1 is C alone: NHWC and NCHW
     ("convfp16 -n 1 -c 64 -H 1 -W 1 -k 32 -y 1 -x 1 -F 2 --in_layout CHWN --out_layout CHWN --fil_layout NHWC",
-     True, True),
+     True),
+    # CHWN with N, C and H*W > 1 is neither
+    ("convfp16 -n 2 -c 64 -H 8 -W 8 -k 32 -y 1 -x 1 -F 2 --in_layout CHWN --out_layout NHWC --fil_layout NHWC",
+     False),
 ])
-def test_applicability_counts_the_bytes(line, gpu_ok, cpu_ok):
+def test_applicability_counts_the_bytes(line, ok):
+    """Every target takes any mix of NCHW and NHWC bytes; the transforms are exactly the
+    tensors that are not NHWC in memory."""
     p = _p(line)
-    for arch in GPUS:
+    for arch in GPUS + ("cpu",):
         v = ap.is_applicable(p, get_target(arch))
-        assert v.ok is gpu_ok and v.codes == (() if gpu_ok else ("LAYOUT",)), arch
-    v = ap.is_applicable(p, get_target("cpu"))
-    assert v.ok is cpu_ok and v.codes == (() if cpu_ok else ("LAYOUT",))
+        assert v.ok is ok and v.codes == (() if ok else ("LAYOUT",)), arch
+    if ok:
+        sol = DgradSolver().find_solution(p, get_target("sm_90"))
+        moved = [t for t, lay in (("dY", "NHWC"), ("W", "NHWC"), ("dX", "NHWC"))
+                 if not same_memory(p.tensor_lengths()[t], p.tensor_layouts()[t], lay)]
+        assert [t.tensor for t in sol.transforms] == moved
 
 
 # ------------------------------------------------------------------ numerics
@@ -182,14 +188,22 @@ def test_gpu_engine_moves_no_data_for_equivalent_layouts(tmp_path):
     assert verify(p, dx, dgrad_reference(p, dy, w)).ok
 
 
-def test_gpu_engine_still_refuses_tensors_that_are_not_nhwc(tmp_path):
-    from test_gpu_engine import FakeRuntime
+def test_a_tensor_that_is_not_nhwc_in_memory_is_transposed_on_the_device(tmp_path):
+    """A 3x3 filter given in NCHW is not KYXC: it goes to the device as it lies and a
+    transpose into the workspace feeds the kernel; dY and dX (NHWC) are not moved."""
+    from test_split_n import ComputingRuntime
     from miopen_solver.runtime.cache import BinaryCache
     from miopen_solver.runtime.gpu import GpuEngine
-    from miopen_solver.spec import PerfConfig, make_spec
     p = _p("convfp16 -n 2 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC "
            "--fil_layout NCHW")
-    s = make_spec(p, get_target("sm_90"), PerfConfig(64, 64, 32, 2, 2, 32, 32, stages=2))
-    w = np.zeros(layouts.w_shape(p), np.float16)
-    with pytest.raises(ValueError, match="GPU kernels take NHWC tensors; got dX NHWC, dY NHWC, W NCHW"):
-        GpuEngine(FakeRuntime(), BinaryCache(tmp_path)).run(s, np.zeros(layouts.dy_shape(p), np.float16), w)
+    sol = DgradSolver().find_solution(p, get_target("sm_90"))
+    assert [t.label for t in sol.transforms] == ["W NCHW->NHWC"] and sol.kernel_name.endswith("+transpose_w")
+    rt = ComputingRuntime(sol)
+    rng = np.random.default_rng(4)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(np.float16)
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(np.float16)       # (K, cpg, 3, 3)
+    dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
+    assert rt.uploads[1] == w.tobytes()
+    launched = [c[1] for c in rt.calls if c[0] == "launch"]
+    assert launched == ["dgrad_transpose_b16", sol.spec.kernel_name]
+    assert verify(p, dx, dgrad_reference(p, dy, w)).ok

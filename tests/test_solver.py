@@ -141,13 +141,14 @@ def test_solution_source_is_emitted_lazily():
 
 def test_get_solution_errors():
     with pytest.raises(NotApplicableError) as e:
-        SOLVER.get_solution(nhwc(in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW"), GFX942)
+        SOLVER.get_solution(nhwc(in_layout="CHWN", out_layout="CHWN", fil_layout="CHWN"), GFX942)
     assert e.value.verdict.codes == ("LAYOUT",)
     with pytest.raises(PerfConfigError, match="split_k"):
         SOLVER.get_solution(nhwc(), GFX942, PerfConfig(split_k=0, stages=2))
-    # The cpu target runs NCHW: a solution exists for it.
-    cpu = SOLVER.get_solution(nhwc(in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW"), get_target("cpu"))
-    assert cpu.kernels[0].grid[1] == 1
+    # Every target runs NCHW, through layout transforms around the NHWC kernel.
+    for t in (GFX942, get_target("cpu")):
+        sol = SOLVER.get_solution(nhwc(in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW"), t)
+        assert sol.kernels[0].grid[1] == 1 and [x.tensor for x in sol.transforms] == ["dY", "W", "dX"]
 
 
 # ------------------------------------------------------------------ search
@@ -173,7 +174,7 @@ def test_search_respects_target_and_atomics():
 
 
 def test_search_of_a_non_applicable_problem_is_empty():
-    assert list(SOLVER.search(nhwc(in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW"), SM90)) == []
+    assert list(SOLVER.search(nhwc(in_layout="CHWN", out_layout="CHWN", fil_layout="CHWN"), SM90)) == []
 
 
 # ------------------------------------------------------------------ perf-db lookup

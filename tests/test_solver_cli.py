@@ -20,6 +20,7 @@ from test_applicability import COMMANDS, expected_codes
 SUITE_LINE = ("convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 "
               "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
 NCHW_LINE = "conv -n 2 -c 256 -H 64 -W 64 -k 512 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -t 1 -F 2 -V 1"
+CHWN_LINE = NCHW_LINE + " --in_layout CHWN --out_layout CHWN --fil_layout CHWN"
 SOLVER = DgradSolver()
 
 
@@ -109,11 +110,11 @@ def test_forward_line_is_a_direction_verdict():
 
 
 def test_not_applicable_exit_1_lists_all_reasons():
-    r = run(applicable_cmd, shlex.split(NCHW_LINE.replace("-F 2", "-F 4")) + ["--arch", "sm_90", "--json"])
+    r = run(applicable_cmd, shlex.split(CHWN_LINE.replace("-F 2", "-F 4")) + ["--arch", "sm_90", "--json"])
     assert r.exit_code == 1
     assert [x["code"] for x in json.loads(r.stdout)["reasons"]] == ["DIRECTION", "LAYOUT"]
-    cpu = run(applicable_cmd, shlex.split(NCHW_LINE) + ["--arch", "cpu"])
-    assert cpu.exit_code == 0
+    for arch in ("cpu", "sm_90", "gfx942"):          # NCHW: applicable everywhere (transposes)
+        assert run(applicable_cmd, shlex.split(NCHW_LINE) + ["--arch", arch]).exit_code == 0
 
 
 def test_depthwise_note_in_text():
@@ -163,7 +164,7 @@ def test_config_invalid_and_malformed_perf_config():
 
 
 def test_config_not_applicable_and_strict_direction():
-    r = run(config_cmd, shlex.split(NCHW_LINE) + ["--json"])
+    r = run(config_cmd, shlex.split(CHWN_LINE) + ["--json"])
     assert r.exit_code == 1 and json.loads(r.stdout)["reasons"][0]["code"] == "LAYOUT"
     assert "-F" in one_line_error(run(config_cmd, shlex.split(SUITE_LINE.replace("-F 2", "-F 1"))))
 

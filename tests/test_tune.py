@@ -167,7 +167,7 @@ def test_bad_options_fail_before_the_sweep(capsys, monkeypatch, args, needle):
 
 
 def test_not_applicable_and_bad_line(capsys):
-    status, _, err = run(capsys, "tune", *LINE.replace("--in_layout NHWC ", "").split(), "--backend", "cpu")
+    status, _, err = run(capsys, "tune", *LINE.replace("--in_layout NHWC ", "--in_layout CHWN ").split(), "--backend", "cpu")
     assert status == 2 and "LAYOUT" in err[0]
     status, _, err = run(capsys, "tune", "conv", "-n", "2", "-F", "1", "--backend", "cpu")
     assert status == 2 and "-F '1'" in err[0]

@@ -238,3 +238,23 @@ def emit_reference(problem: ConvProblem, vendor: str, arch: str) -> KernelSource
     blocks = -(-p.dx_elems // REFERENCE_THREADS)
     return _make(name, "amd" if vendor == "amd" else "nvidia", arch, d, _read("naive_ref.cu"),
                  (blocks, 1, 1), (REFERENCE_THREADS, 1, 1), 0)
+
+
+TRANSPOSE_KERNELS = {2: "dgrad_transpose_b16", 4: "dgrad_transpose_b32"}
+"""The layout-transform kernel of each element width (:mod:`miopen_solver.transpose`)."""
+
+
+def emit_transpose(elem_bytes: int, vendor: str, arch: str, grid, block) -> KernelSource:
+    """The batched 2-D transpose (``transpose.cu``) for ``elem_bytes``-byte elements; its
+    sizes are kernel arguments ``(src, dst, batch, rows, cols)`` (the last three 64-bit), so
+    the text and binary depend only on the width, vendor and arch. ``grid``/``block``: the
+    launch of one transform (:class:`~miopen_solver.transpose.LayoutTransform`).
+
+    Raises:
+        ValueError: ``elem_bytes`` is not 2 or 4.
+    """
+    if elem_bytes not in TRANSPOSE_KERNELS:
+        raise ValueError(f"no transpose kernel for {elem_bytes}-byte elements; allowed: 2, 4")
+    name = TRANSPOSE_KERNELS[elem_bytes]
+    d = [("DT_KERNEL_NAME", name), ("DT_EB", elem_bytes)]
+    return _make(name, "amd" if vendor == "amd" else "nvidia", arch, d, _read("transpose.cu"), grid, block, 0)

@@ -137,11 +137,17 @@ class CpuEngine(Engine):
         if p.is_3d:
             raise ValueError("the CPU engine runs 2-D problems only")
         layouts.check_inputs(p, dy, w)
-        dy_n, w_n = layouts.dy_to_nhwc(p, dy), layouts.w_to_kyxc(p, w)   # views when NHWC in memory
+        native = {"dY": dy.reshape(p.N, p.Ho, p.Wo, p.K), "W": w.reshape(p.K, p.Y, p.X, p.cpg)}  # NHWC bytes
+        for t in sol.transforms:          # the layout transforms, as the device runs them
+            if t.before:
+                native[t.tensor] = t.apply({"dY": dy, "W": w}[t.tensor]).reshape(native[t.tensor].shape)
         dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=layouts.storage_dtype(p.dtype))   # poison
         for n0, n in sol.chunks:
-            self._run_launch(spec, dy_n[n0:n0 + n], w_n, dx[n0:n0 + n])
-        return layouts.dx_from_nhwc(p, dx)
+            self._run_launch(spec, native["dY"][n0:n0 + n], native["W"], dx[n0:n0 + n])
+        for t in sol.transforms:
+            if not t.before:
+                dx = t.apply(dx)
+        return dx.reshape(layouts.dx_shape(p))
 
     def _run_launch(self, spec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
         """One launch of ``spec`` (its problem's N images): NHWC ``dy``, KYXC ``w`` into the

@@ -2,9 +2,10 @@
 
 A vendor runtime (:class:`~miopen_solver.runtime.cuda.CudaRuntime`,
 :class:`~miopen_solver.runtime.hip.HipRuntime`) supplies compile/load/alloc/copy/launch/
-events/graphs; this module holds everything that is the same for both. Tensors are NHWC
-(dY ``(N, Ho, Wo, K)``, W ``(K, Y, X, cpg)``, dX ``(N, Hi, Wi, C)``); GPU kernels take no
-other layout.
+events/graphs; this module holds everything that is the same for both. The dgrad kernels
+read and write NHWC (dY ``(N, Ho, Wo, K)``, W ``(K, Y, X, cpg)``, dX ``(N, Hi, Wi, C)``);
+a tensor the caller holds NCHW is uploaded as it is and transposed on the device, through
+the solution's workspace (:mod:`miopen_solver.transpose`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,20 @@ POISON_BYTE = 0xFF
 class DeviceMemoryError(MemoryError):
     """The device has not enough free memory for a launch's tensors (message: the bytes
     needed and free)."""
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One launch of a run: a loaded kernel, its geometry and arguments; ``memset_bytes`` of
+    dX (``args[2]``) zeroed before it (split-K); ``after``: a transform after the kernel."""
+
+    kernel: "Loaded"
+    grid: tuple
+    block: tuple
+    shared: int
+    args: tuple
+    memset_bytes: int = 0
+    after: bool = False
 
 
 @dataclass
@@ -120,32 +135,32 @@ class GpuEngine(Engine):
                 f"{memory.format_bytes(total)}; allowed: tensors that fit in the free memory (a smaller -n)")
 
     @contextmanager
-    def _device_tensors(self, dy: np.ndarray, w: np.ndarray, dx_bytes: int, poison: bool = False):
-        """dY and W uploaded and a dX buffer of ``dx_bytes`` (NaN-poisoned if asked), as
-        device pointers; all three are freed on the way out, also after an error. The free
-        device memory is checked first (:meth:`check_device_memory`)."""
-        self.check_device_memory((("dY", dy.nbytes), ("W", w.nbytes), ("dX", dx_bytes)))
+    def _device_tensors(self, dy: np.ndarray, w: np.ndarray, dx_bytes: int, poison: bool = False,
+                        workspace: int = 0, poison_ranges=()):
+        """dY and W uploaded (their bytes as given), a dX buffer of ``dx_bytes`` (NaN-poisoned
+        if asked) and a workspace of ``workspace`` bytes (0: none; its ``poison_ranges``
+        ``(offset, bytes)`` poisoned too), as device pointers ``(dy, w, dx, workspace or
+        0)``; all are freed on the way out, also after an error. The free device memory is
+        checked first (:meth:`check_device_memory`)."""
+        bufs = (("dY", dy.nbytes), ("W", w.nbytes), ("dX", dx_bytes)) + ((("workspace", workspace),) if workspace else ())
+        self.check_device_memory(bufs)
         ptrs = []
         try:
             for arr in (dy, w):
                 ptrs.append(self.rt.alloc(arr.nbytes))
-                self.rt.copy_to_device(ptrs[-1], arr)
+                self.rt.copy_to_device(ptrs[-1], np.ascontiguousarray(arr))
             ptrs.append(self.rt.alloc(dx_bytes))
             if poison:
                 self.rt.memset(ptrs[-1], POISON_BYTE, dx_bytes)
-            yield tuple(ptrs)
+            ws = self.rt.alloc(workspace) if workspace else 0
+            if ws:
+                ptrs.append(ws)
+                for offset, nbytes in poison_ranges if poison else ():
+                    self.rt.memset(ws + offset, POISON_BYTE, nbytes)
+            yield (ptrs[0], ptrs[1], ptrs[2], ws)
         finally:
             for ptr in ptrs:
                 self.rt.free(ptr)
-
-    @staticmethod
-    def _check_layout(spec):
-        """GPU kernels read and write NHWC bytes: every tensor NHWC in memory (its flag, or
-        one that differs only where dims of length 1 sit: :attr:`ConvProblem.nhwc_memory`)."""
-        p = spec.problem
-        if not p.nhwc_memory:
-            raise ValueError(f"GPU kernels take NHWC tensors; got dX {p.in_layout}, dY {p.out_layout}, "
-                             f"W {p.fil_layout}")
 
     def kernel_args(self, k: Loaded, dy: int, w: int, dx: int) -> tuple:
         """The kernel's arguments: the dY, W and dX pointers, then the bytes of each tensor
@@ -162,67 +177,80 @@ class GpuEngine(Engine):
         ptrs = {"dy": dy, "w": w}
         return (dy, w, dx) + tuple(build(ptrs[d.operand], d) for d in k.source.tensor_maps)
 
-    def _launch(self, k: Loaded, args: tuple, dx_bytes: int):
-        if k.source.pre_memset:
-            self.rt.memset(args[2], 0, dx_bytes)
-        self.rt.launch(k.func, k.source.grid, k.source.block, k.source.shared_bytes, args)
-
-    def launches(self, sol, k: Loaded, dy: int, w: int, dx: int) -> list:
-        """``[(args, dx_bytes), ...]``: one launch per chunk of the solution's split-N plan
-        (:attr:`Solution.chunks <miopen_solver.solver.Solution.chunks>`; one chunk without a
-        split), each the one kernel with dY and dX offset to the chunk's first image (N is
-        the outermost dim of NHWC, so a chunk's images are one contiguous run of bytes) and
-        the bytes its split-K memset clears; tensor maps (:meth:`kernel_args`) are built per
-        chunk over the offset pointers, outside any timed region."""
+    def launches(self, sol, k: Loaded, dy: int, w: int, dx: int, workspace: int = 0) -> list:
+        """One run of the solution as ``[_Step, ...]``, in order: the layout transforms
+        before the kernel (user dY/W bytes -> their NHWC copies in the workspace), one launch
+        of the kernel per chunk of the split-N plan (:attr:`Solution.chunks
+        <miopen_solver.solver.Solution.chunks>`; one without a split), each with dY and dX
+        offset to the chunk's first image (N is the outermost dim of NHWC, so a chunk's
+        images are one contiguous run of bytes) and the bytes its split-K memset clears, then
+        the transform after it (the NHWC dX copy -> the user's dX). Tensor maps
+        (:meth:`kernel_args`) are built per chunk over the offset pointers, outside any timed
+        region."""
         p = sol.spec.problem                              # one launch's problem
         eb = p.elem_bytes
+        user = {"dY": dy, "W": w, "dX": dx}
+        native = dict(user)
+        for t in sol.transforms:
+            native[t.tensor] = workspace + t.offset
+        steps = []
+        for t in sol.transforms:
+            src, dst = (user[t.tensor], native[t.tensor]) if t.before else (native[t.tensor], user[t.tensor])
+            steps.append(_Step(self._transform_kernel(t), t.grid, t.block, 0, (src, dst, t.batch, t.rows, t.cols),
+                               after=not t.before))
         dy_img, dx_img = p.dy_elems // p.N * eb, p.dx_elems // p.N * eb
-        return [(self.kernel_args(k, dy + n0 * dy_img, w, dx + n0 * dx_img), n * dx_img) for n0, n in sol.chunks]
+        main = [_Step(k, k.source.grid, k.source.block, k.source.shared_bytes,
+                      self.kernel_args(k, native["dY"] + n0 * dy_img, native["W"], native["dX"] + n0 * dx_img),
+                      memset_bytes=n * dx_img if k.source.pre_memset else 0) for n0, n in sol.chunks]
+        return [s for s in steps if not s.after] + main + [s for s in steps if s.after]
 
-    def _run_once(self, k: Loaded, launches: list):
-        """One run of the solution: every chunk's launch, in order, on the one stream."""
-        for args, nbytes in launches:
-            self._launch(k, args, nbytes)
+    def _transform_kernel(self, t) -> Loaded:
+        return self.load(t.emit(self.rt.vendor, self.target.arch))
+
+    def _run_once(self, steps: list):
+        """One run of the solution: every step, in order, on the one stream."""
+        for st in steps:
+            if st.memset_bytes:
+                self.rt.memset(st.args[2], 0, st.memset_bytes)
+            self.rt.launch(st.kernel.func, st.grid, st.block, st.shared, st.args)
 
     @staticmethod
-    def _upload_views(p, dy: np.ndarray, w: np.ndarray) -> tuple:
-        """dY and W as NHWC/KYXC arrays over the caller's bytes (the problem is NHWC in
-        memory: :meth:`_check_layout`), so nothing is moved on the host."""
-        return layouts.dy_to_nhwc(p, dy), layouts.w_to_kyxc(p, w)
+    def _poison_ranges(sol) -> tuple:
+        """Workspace ranges the kernel writes (the NHWC dX copy), poisoned with dX."""
+        return tuple((t.offset, t.nbytes) for t in sol.transforms if not t.before)
 
     # ----------------------------------------------------------------- run / time
     def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """dX (the problem's ``in_layout``, NHWC in memory; storage type) from one run -- every
-        chunk's launch -- into a NaN-poisoned buffer."""
+        """dX (the problem's ``in_layout``; storage type) from one run -- the layout
+        transforms and every chunk's launch -- into a NaN-poisoned buffer (and workspace)."""
         sol = as_solution(work)
-        self._check_layout(sol.spec)
         p = sol.problem
+        layouts.check_inputs(p, dy, w)
         k = self._kernel(sol)
-        dy, w = self._upload_views(p, dy, w)
-        out = np.empty((p.N, p.Hi, p.Wi, p.C), dtype=storage_dtype(p.dtype))
-        with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
-            self._run_once(k, self.launches(sol, k, pdy, pw, pdx))
+        out = np.empty(layouts.dx_shape(p), dtype=storage_dtype(p.dtype))
+        with self._device_tensors(dy, w, out.nbytes, poison=True, workspace=sol.workspace_bytes,
+                                  poison_ranges=self._poison_ranges(sol)) as (pdy, pw, pdx, pws):
+            self._run_once(self.launches(sol, k, pdy, pw, pdx, pws))
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)
-        return layouts.dx_from_nhwc(p, out)
+        return out
 
     def time(self, work, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
-        """Per-run GPU-event times (ms), a run being every chunk's launch; split-K's dX memset
-        is inside the timed region, as MIOpen's kernel time counts every kernel of the invoker."""
+        """Per-run GPU-event times (ms), a run being every step of :meth:`launches`: the
+        layout transforms and split-K's dX memset are inside the timed region, as MIOpen's
+        kernel time counts every kernel of the invoker."""
         sol = as_solution(work)
-        self._check_layout(sol.spec)
         p = sol.problem
         k = self._kernel(sol)
-        dy, w = self._upload_views(p, dy, w)
         nbytes = p.dx_elems * p.elem_bytes
-        with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
-            launches = self.launches(sol, k, pdy, pw, pdx)
+        with self._device_tensors(dy, w, nbytes, workspace=sol.workspace_bytes) as (pdy, pw, pdx, pws):
+            steps = self.launches(sol, k, pdy, pw, pdx, pws)
             for _ in range(warmup):
-                self._run_once(k, launches)
+                self._run_once(steps)
             evs = [self.rt.event() for _ in range(iters + 1)]
             self.rt.record(evs[0])
             for i in range(iters):
-                self._run_once(k, launches)
+                self._run_once(steps)
                 self.rt.record(evs[i + 1])
             self.rt.synchronize()
             times = [self.rt.elapsed_ms(evs[i], evs[i + 1]) for i in range(iters)]
@@ -231,18 +259,16 @@ class GpuEngine(Engine):
 
     def time_graph(self, work, dy: np.ndarray, w: np.ndarray, launches: int = 20, replays: int = 15) -> Timing:
         """Per-run time (ms) from replays of a graph of ``launches`` captured runs (each run
-        every chunk's launch: one graph holds them all; launch gaps removed, as
+        every step of :meth:`launches`: one graph holds them all; launch gaps removed, as
         MIOpenDriver's ``--use_hip_graph``); one entry per replay."""
         sol = as_solution(work)
-        self._check_layout(sol.spec)
         p = sol.problem
         k = self._kernel(sol)
-        dy, w = self._upload_views(p, dy, w)
         nbytes = p.dx_elems * p.elem_bytes
-        with self._device_tensors(dy, w, nbytes) as (pdy, pw, pdx):
-            chunks = self.launches(sol, k, pdy, pw, pdx)
-            self._run_once(k, chunks)
-            graph = self.rt.capture(lambda: [self._run_once(k, chunks) for _ in range(launches)])
+        with self._device_tensors(dy, w, nbytes, workspace=sol.workspace_bytes) as (pdy, pw, pdx, pws):
+            steps = self.launches(sol, k, pdy, pw, pdx, pws)
+            self._run_once(steps)
+            graph = self.rt.capture(lambda: [self._run_once(steps) for _ in range(launches)])
             self.rt.replay(graph)
             self.rt.synchronize()
             times = []
@@ -261,9 +287,9 @@ class GpuEngine(Engine):
         kernel (fp32 accumulation, 64-bit offsets: one launch however large the tensors)."""
         src = emit_reference(problem, self.rt.vendor, self.target.arch)
         k = self.load(src)
-        dy, w = self._upload_views(problem, dy, w)
+        dy, w = layouts.dy_to_nhwc(problem, dy), layouts.w_to_kyxc(problem, w)   # host copies where NCHW
         out = np.empty((problem.N, problem.Hi, problem.Wi, problem.C), dtype=np.float32)
-        with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx):
+        with self._device_tensors(dy, w, out.nbytes, poison=True) as (pdy, pw, pdx, _):
             self.rt.launch(k.func, src.grid, src.block, 0, (pdy, pw, pdx))
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)

@@ -1,0 +1,121 @@
+// Batched 2-D transpose: `batch` row-major matrices of rows x cols elements (src) become
+// cols x rows (dst). The layout transforms around the NHWC kernel are all of this form
+// (miopen_solver/transpose.py): dY NCHW (N, K, Ho*Wo) -> NHWC, W (K, cpg, Y*X) -> KYXC,
+// dX NHWC (N, Hi*Wi, C) -> NCHW. Elements are moved as raw bits of DT_EB bytes.
+//
+// A block moves one DT_TILE x DT_TILE tile through shared memory: global reads run along
+// src's cols and global writes along dst's cols (src's rows), each a whole 128-byte line per
+// warp row; pairs of 16-bit elements move as one 4-byte word where the whole tile is inside
+// the matrix and the row length is even. Grid: x = tiles of one matrix, y = matrices
+// (strided by gridDim.y past 65535). Offsets inside one matrix are 32-bit (rows*cols < 2^31,
+// checked by the solver), the matrix base is 64-bit.
+
+#if defined(DG_VENDOR_AMD)
+#ifndef __global__
+#define __global__ __attribute__((global))
+#endif
+#ifndef __shared__
+#define __shared__ __attribute__((shared))
+#endif
+#define DT_GLOBAL extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(256, 256)))
+#define DT_SYNC()                                                 \
+    do {                                                          \
+        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");    \
+        __builtin_amdgcn_s_barrier();                             \
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");    \
+    } while (0)
+#define DT_TX() ((int)__builtin_amdgcn_workitem_id_x())
+#define DT_TY() ((int)__builtin_amdgcn_workitem_id_y())
+#define DT_BX() ((long long)__builtin_amdgcn_workgroup_id_x())
+#define DT_BY() ((long long)__builtin_amdgcn_workgroup_id_y())
+#define DT_NBY() ((long long)(__builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y()))
+#else
+#define DT_GLOBAL extern "C" __global__ __launch_bounds__(256)
+#define DT_SYNC() __syncthreads()
+#define DT_TX() ((int)threadIdx.x)
+#define DT_TY() ((int)threadIdx.y)
+#define DT_BX() ((long long)blockIdx.x)
+#define DT_BY() ((long long)blockIdx.y)
+#define DT_NBY() ((long long)gridDim.y)
+#endif
+
+#if DT_EB == 2
+typedef unsigned short dt_t;
+#define DT_VEC 2      // elements per 4-byte word
+#elif DT_EB == 4
+typedef unsigned int dt_t;
+#define DT_VEC 1
+#else
+#error "DT_EB must be 2 or 4"
+#endif
+#define DT_TILE (32 * DT_VEC)      // 32 lanes x one word each = 128 bytes per tile row
+#define DT_ROWS_PER_PASS 8         // blockDim = (32, 8)
+#define DT_PAD 1                   // odd row pitch: column reads hit distinct banks
+
+static_assert(DT_TILE % DT_ROWS_PER_PASS == 0, "a tile is whole passes of the block's rows");
+
+DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
+                              long long rows_ll, long long cols_ll) {
+    __shared__ dt_t tile[DT_TILE][DT_TILE + DT_PAD];
+    const int rows = (int)rows_ll, cols = (int)cols_ll;
+    const int tiles_c = (cols + DT_TILE - 1) / DT_TILE;
+    const int bx = (int)DT_BX();
+    const int tr = bx / tiles_c, tc = bx - tr * tiles_c;
+    const int r0 = tr * DT_TILE, c0 = tc * DT_TILE;
+    const int tx = DT_TX(), ty = DT_TY();
+    // Whole tile inside the matrix and even row lengths: 4-byte words (aligned: the matrix
+    // base is a multiple of rows*cols elements, each row start a multiple of cols).
+    const bool words_in = DT_VEC == 2 && r0 + DT_TILE <= rows && c0 + DT_TILE <= cols && (cols % 2) == 0;
+    const bool words_out = DT_VEC == 2 && r0 + DT_TILE <= rows && c0 + DT_TILE <= cols && (rows % 2) == 0;
+    for (long long b = DT_BY(); b < batch; b += DT_NBY()) {
+        const dt_t* s = src + b * rows_ll * cols_ll;
+        dt_t* d = dst + b * rows_ll * cols_ll;
+#if DT_VEC == 2
+        if (words_in) {
+#pragma unroll
+            for (int i = 0; i < DT_TILE / DT_ROWS_PER_PASS; ++i) {
+                const int r = ty + i * DT_ROWS_PER_PASS;
+                const unsigned int v = *reinterpret_cast<const unsigned int*>(s + (r0 + r) * cols + c0 + 2 * tx);
+                tile[r][2 * tx] = (dt_t)(v & 0xffffu);
+                tile[r][2 * tx + 1] = (dt_t)(v >> 16);
+            }
+        } else
+#endif
+        {
+#pragma unroll 2
+            for (int i = 0; i < DT_TILE / DT_ROWS_PER_PASS; ++i) {
+                const int r = ty + i * DT_ROWS_PER_PASS;
+                const int gr = r0 + r;
+#pragma unroll
+                for (int e = 0; e < DT_VEC; ++e) {
+                    const int gc = c0 + DT_VEC * tx + e;
+                    if (gr < rows && gc < cols) tile[r][DT_VEC * tx + e] = s[gr * cols + gc];
+                }
+            }
+        }
+        DT_SYNC();
+#if DT_VEC == 2
+        if (words_out) {
+#pragma unroll
+            for (int i = 0; i < DT_TILE / DT_ROWS_PER_PASS; ++i) {
+                const int c = ty + i * DT_ROWS_PER_PASS;    // dst row = src col
+                const unsigned int v = (unsigned int)tile[2 * tx][c] | ((unsigned int)tile[2 * tx + 1][c] << 16);
+                *reinterpret_cast<unsigned int*>(d + (c0 + c) * rows + r0 + 2 * tx) = v;
+            }
+        } else
+#endif
+        {
+#pragma unroll 2
+            for (int i = 0; i < DT_TILE / DT_ROWS_PER_PASS; ++i) {
+                const int c = ty + i * DT_ROWS_PER_PASS;
+                const int gc = c0 + c;
+#pragma unroll
+                for (int e = 0; e < DT_VEC; ++e) {
+                    const int gr = r0 + DT_VEC * tx + e;
+                    if (gr < rows && gc < cols) d[gc * rows + gr] = tile[DT_VEC * tx + e][c];
+                }
+            }
+        }
+        DT_SYNC();      // the tile is reused by the next matrix
+    }
+}

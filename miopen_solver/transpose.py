@@ -1,0 +1,175 @@
+"""Layout transforms around the NHWC kernel: NCHW (and mixed NCHW/NHWC) problems on the GPU.
+
+The dgrad kernels read dY NHWC and W KYXC and write dX NHWC. A tensor stored NCHW is moved
+through a device workspace, as MIOpen's NHWC solvers do for NCHW problems (the CK-based
+solvers' ``GetWorkspaceSizeLayoutTransformConv``: the workspace holds the transposed
+tensors): before the kernel, dY ``(N, K, Ho*Wo) -> (N, Ho*Wo, K)`` and W
+``(K, cpg, Y*X) -> (K, Y*X, cpg)``; after it, dX ``(N, Hi*Wi, C) -> (N, C, Hi*Wi)``. Each is
+a batched 2-D transpose (``kernels/transpose.cu``): ``batch`` row-major ``rows x cols``
+matrices become ``cols x rows``. A tensor already NHWC in memory (its flag, or one that
+differs only where dims of length 1 sit, e.g. a 1x1 filter in NCHW) is read in place.
+
+Only NCHW and NHWC memory orders take part; other orders (CHWN with N, C and H*W > 1) are
+not applicable (:func:`memory_order` returns None for them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .problem import ConvProblem, same_memory
+
+WORKSPACE_ALIGN = 256
+"""Byte alignment of each tensor's slot in the workspace (every vector width and TMA base)."""
+
+TRANSPOSE_BLOCK = (32, 8, 1)
+"""Threads of a transpose block: 32 lanes x 8 rows (``kernels/transpose.cu``)."""
+MAX_GRID_Y = 65535
+"""Matrices along grid y; more are strided over by the kernel."""
+
+ORDERS = ("NHWC", "NCHW")
+"""The memory orders a GPU problem's tensors may have."""
+
+
+def memory_order(problem: ConvProblem, tensor: str) -> str | None:
+    """``"NHWC"`` or ``"NCHW"``: the packed order whose bytes ``tensor`` (``"dY"``, ``"W"``
+    or ``"dX"``) has under its layout flag (NHWC first: a tensor with the bytes of both needs
+    no transform); None for any other order."""
+    lens, flag = problem.tensor_lengths()[tensor], problem.tensor_layouts()[tensor]
+    if sorted(flag) != sorted(lens):
+        return None
+    return next((o for o in ORDERS if same_memory(lens, flag, o)), None)
+
+
+def native_problem(problem: ConvProblem) -> ConvProblem:
+    """``problem`` with every tensor NHWC: what the kernel between the transforms computes
+    (the perf-db key stays the given problem's)."""
+    if problem.is_3d or problem.all_nhwc:
+        return problem
+    return problem.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+@dataclass(frozen=True)
+class LayoutTransform:
+    """One batched 2-D transpose between a user tensor and its NHWC copy in the workspace.
+
+    Attributes:
+        tensor: ``"dY"`` or ``"W"`` (before the kernel: user bytes -> workspace) or ``"dX"``
+            (after it: workspace -> user bytes).
+        src, dst: memory orders, e.g. ``"NCHW"`` -> ``"NHWC"``.
+        batch, rows, cols: ``batch`` row-major ``rows x cols`` matrices (src) become
+            ``cols x rows`` (dst).
+        elem_bytes: bytes per element (2 or 4); elements move as raw bits.
+        offset: byte offset of the NHWC copy in the workspace.
+    """
+
+    tensor: str
+    src: str
+    dst: str
+    batch: int
+    rows: int
+    cols: int
+    elem_bytes: int
+    offset: int
+
+    @property
+    def before(self) -> bool:
+        """Runs before the kernel (dY, W) rather than after it (dX)."""
+        return self.tensor != "dX"
+
+    @property
+    def nbytes(self) -> int:
+        return self.batch * self.rows * self.cols * self.elem_bytes
+
+    @property
+    def kernel_name(self) -> str:
+        """One kernel per element width: ``dgrad_transpose_b16`` or ``dgrad_transpose_b32``."""
+        return f"dgrad_transpose_b{8 * self.elem_bytes}"
+
+    @property
+    def tile(self) -> int:
+        """Elements per side of a block's tile (128 bytes of a row per warp row)."""
+        return 32 * (4 // self.elem_bytes)
+
+    @property
+    def grid(self) -> tuple:
+        """``(tiles of one matrix, matrices up to 65535, 1)``."""
+        t = self.tile
+        return (-(-self.rows // t) * -(-self.cols // t), min(self.batch, MAX_GRID_Y), 1)
+
+    @property
+    def block(self) -> tuple:
+        return TRANSPOSE_BLOCK
+
+    @property
+    def label(self) -> str:
+        """``dY NCHW->NHWC`` and the like, for notes and reports."""
+        return f"{self.tensor} {self.src}->{self.dst}"
+
+    def emit(self, vendor: str, arch: str):
+        """The kernel's :class:`~miopen_solver.kernels.KernelSource` (shape-independent: the
+        sizes are kernel arguments, so one binary serves every transform of an element width)."""
+        from .kernels.emit import emit_transpose
+        return emit_transpose(self.elem_bytes, vendor, arch, self.grid, self.block)
+
+    def to_record(self) -> dict:
+        return {"tensor": self.tensor, "src": self.src, "dst": self.dst, "batch": self.batch, "rows": self.rows,
+                "cols": self.cols, "elem_bytes": self.elem_bytes, "offset": self.offset}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "LayoutTransform":
+        return cls(**{k: (rec[k] if k in ("tensor", "src", "dst") else int(rec[k])) for k in
+                      ("tensor", "src", "dst", "batch", "rows", "cols", "elem_bytes", "offset")})
+
+    def apply(self, flat):
+        """The transform on host bytes (numpy, any dtype): ``flat`` holds the src tensor;
+        returns the dst tensor as a flat C-contiguous array. What the kernel does, for the
+        CPU engine and tests."""
+        import numpy as np
+        a = np.asarray(flat).reshape(self.batch, self.rows, self.cols)
+        return np.ascontiguousarray(a.transpose(0, 2, 1)).reshape(-1)
+
+
+def _align(n: int) -> int:
+    return -(-n // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+
+
+def layout_transforms(problem: ConvProblem) -> tuple:
+    """The transforms a GPU run of ``problem`` (the whole batch) needs, in launch order: dY
+    and W before the kernel, dX after it; none for a problem NHWC in memory.
+
+    Raises:
+        ValueError: a tensor is neither NHWC nor NCHW in memory (the applicability check
+            refuses such problems first: ``LAYOUT``).
+    """
+    if problem.is_3d:
+        return ()
+    eb = problem.elem_bytes
+    p = problem
+    shapes = {  # tensor: (NCHW matrices as batch, rows, cols; NCHW -> NHWC direction)
+        "dY": (p.N, p.K, p.Ho * p.Wo),
+        "W": (p.K, p.cpg, p.Y * p.X),
+        "dX": (p.N, p.Hi * p.Wi, p.C),     # after the kernel: NHWC (N, P, C) -> NCHW
+    }
+    out, offset = [], 0
+    for tensor in ("dY", "W", "dX"):
+        order = memory_order(p, tensor)
+        if order is None:
+            raise ValueError(f"{tensor} layout {p.tensor_layouts()[tensor]} is neither NHWC nor NCHW in memory")
+        if order == "NHWC":
+            continue
+        batch, rows, cols = shapes[tensor]
+        src, dst = ("NHWC", "NCHW") if tensor == "dX" else ("NCHW", "NHWC")
+        t = LayoutTransform(tensor, src, dst, batch, rows, cols, eb, offset)
+        out.append(t)
+        offset += _align(t.nbytes)
+    return tuple(out)
+
+
+def workspace_bytes(transforms) -> int:
+    """Bytes of the workspace the transforms' NHWC copies need (each slot 256-byte aligned)."""
+    return sum(_align(t.nbytes) for t in transforms)
+
+
+__all__ = ["LayoutTransform", "MAX_GRID_Y", "ORDERS", "TRANSPOSE_BLOCK", "WORKSPACE_ALIGN", "layout_transforms",
+           "memory_order", "native_problem", "workspace_bytes"]

@@ -1,0 +1,238 @@
+"""NCHW and mixed NCHW/NHWC problems on GPU targets (issue 16, part 1): layout transforms
+through a workspace around the NHWC kernel.
+
+The transforms' shapes are checked by hand, their host form against ``layouts.convert``
+(an independent, letter-driven permutation), and whole runs on the GPU engine over a fake
+device that executes the transpose from its launch arguments and the dgrad kernel as the
+CPU engine (``test_split_n.ComputingRuntime``), against the float64 reference.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miopen_solver import applicability as ap
+from miopen_solver import layouts
+from miopen_solver.command import parse
+from miopen_solver.kernels.emit import emit_transpose
+from miopen_solver.problem import ConvProblem
+from miopen_solver.reference import dgrad_reference, verify
+from miopen_solver.runtime.cache import BinaryCache
+from miopen_solver.runtime.cpu import CpuEngine
+from miopen_solver.runtime.gpu import POISON_BYTE, GpuEngine
+from miopen_solver.solver import DgradSolver, Solution
+from miopen_solver.target import get_target
+from miopen_solver.transpose import LayoutTransform, layout_transforms, memory_order, workspace_bytes
+
+from test_split_n import ComputingRuntime
+
+SOLVER = DgradSolver()
+SM90 = get_target("sm_90")
+COMBOS = list(itertools.product(("NCHW", "NHWC"), repeat=3))      # (in, out, fil)
+
+
+def _p(line):
+    return parse(line.split()).problem
+
+
+def _inputs(p, seed=3):
+    rng = np.random.default_rng(seed)
+    st_ = layouts.storage_dtype(p.dtype)
+    return (rng.uniform(-1, 1, layouts.dy_shape(p)).astype(st_), rng.uniform(-1, 1, layouts.w_shape(p)).astype(st_))
+
+
+# ------------------------------------------------------------------ the plan, by hand
+def test_transforms_of_an_nchw_line_by_hand():
+    # fp16 N=2, C=24 (G=2: cpg 12), K=16, 9x7 -> 3x3 s2 p1 -> Ho=5, Wo=4
+    p = _p("convfp16 -n 2 -c 24 -H 9 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2 -F 2")
+    dy, w, dx = layout_transforms(p)
+    assert (dy.tensor, dy.src, dy.dst, dy.batch, dy.rows, dy.cols) == ("dY", "NCHW", "NHWC", 2, 16, 5 * 4)
+    assert (w.tensor, w.batch, w.rows, w.cols) == ("W", 16, 12, 9)            # (K, cpg, Y*X)
+    assert (dx.tensor, dx.src, dx.dst, dx.batch, dx.rows, dx.cols) == ("dX", "NHWC", "NCHW", 2, 63, 24)
+    # fp16 slots, 256-byte aligned: dY 640 elements = 1280 bytes; W 1728 = 3456 -> 3584;
+    # dX 3024 = 6048 -> 6144
+    assert (dy.offset, w.offset, dx.offset) == (0, 1280, 1280 + 3584)
+    assert workspace_bytes((dy, w, dx)) == 1280 + 3584 + 6144
+    assert dy.before and w.before and not dx.before
+    assert dy.grid == (1, 2, 1) and w.grid == (1, 16, 1) and dx.grid == (1, 2, 1)      # 64x64 tiles
+    assert LayoutTransform(**{**dx.to_record(), "rows": 65, "elem_bytes": 4}).grid == (3, 2, 1)   # 32x32
+    assert LayoutTransform(**{**dx.to_record(), "batch": 70000}).grid[1] == 65535
+
+
+def test_nhwc_bytes_need_no_transform():
+    """A tensor whose flag is NCHW but whose bytes are NHWC's (1x1 W, C=1 dX, H=W=1) moves
+    nothing; the workspace is only what moves."""
+    p = _p("convfp16 -n 2 -c 16 -H 6 -W 5 -k 8 -y 1 -x 1 -F 2")          # all NCHW, 1x1
+    assert memory_order(p, "W") == "NHWC" and memory_order(p, "dY") == "NCHW"
+    assert [t.tensor for t in layout_transforms(p)] == ["dY", "dX"]
+    assert layout_transforms(p.replace(in_layout="NHWC", out_layout="NHWC")) == ()
+    fc = _p("convfp16 -n 2 -c 16 -H 1 -W 1 -k 8 -y 1 -x 1 -F 2")
+    assert layout_transforms(fc) == () and SOLVER.get_workspace_size(fc, SM90) == 0
+
+
+def test_workspace_is_reported_like_miopen():
+    p = _p("conv -n 2 -c 8 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2")
+    sol = SOLVER.find_solution(p, SM90)
+    expect = workspace_bytes(layout_transforms(p))
+    assert sol.workspace_bytes == expect == SOLVER.get_workspace_size(p, SM90) > 0
+    assert SOLVER.get_workspace_size(p, SM90, sol.perf_config) == expect
+    assert sol.as_dict()["workspace_bytes"] == expect
+    assert [t["tensor"] for t in sol.as_dict()["layout_transforms"]] == ["dY", "W", "dX"]
+    assert any(n.startswith("Layout: dY NCHW->NHWC, W NCHW->NHWC, dX NHWC->NCHW") for n in sol.notes)
+
+
+def test_the_key_is_the_problem_s_and_the_kernel_is_the_nhwc_one():
+    p = _p("convfp16 -n 2 -c 16 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2")
+    nchw, nhwc = SOLVER.find_solution(p, SM90), SOLVER.find_solution(
+        p.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC"), SM90)
+    assert nchw.problem.problem_key() == p.problem_key() and p.problem_key().endswith("-NCHW-FP16-B")
+    assert nchw.spec.kernel_name == nhwc.spec.kernel_name and nchw.perf_config == nhwc.perf_config
+    assert nchw.kernel_name == nhwc.kernel_name + "+transpose_dy_w_dx"
+    assert nchw.problem.in_layout == "NCHW" and nchw.spec.problem.in_layout == "NHWC"
+
+
+def test_the_record_carries_the_transforms():
+    p = _p("convbfp16 -n 3 -c 8 -H 5 -W 6 -k 12 -y 3 -x 1 -p 1 -q 0 -F 2 --out_layout NHWC")
+    sol = SOLVER.find_solution(p, SM90)
+    back = Solution.from_record(sol.to_record())
+    assert back.transforms == sol.transforms and back.problem == sol.problem == p
+    assert back.kernel_name == sol.kernel_name and back.workspace_bytes == sol.workspace_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 9), st.integers(1, 9), st.integers(1, 4), st.integers(1, 4),
+       st.integers(1, 3), st.sampled_from(COMBOS))
+def test_the_host_transform_is_the_layout_conversion(n, c, k, h, w, g, combo):
+    """``LayoutTransform.apply`` (what the kernel does) turns each user tensor into its NHWC
+    copy exactly as ``layouts.convert`` does, and the dX copy back."""
+    p = ConvProblem(N=n, C=c * g, K=k * g, G=g, Hi=h + 2, Wi=w + 2, Y=3, X=2, dtype="fp32",
+                    in_layout=combo[0], out_layout=combo[1], fil_layout=combo[2])
+    rng = np.random.default_rng(n * 100 + c)
+    dy, wt = _inputs(p, int(rng.integers(1 << 30)))
+    dx = rng.standard_normal(layouts.dx_shape(p)).astype(np.float32)
+    for t in layout_transforms(p):
+        if t.tensor == "dY":
+            assert np.array_equal(t.apply(dy), layouts.dy_to_nhwc(p, dy).reshape(-1))
+        elif t.tensor == "W":
+            assert np.array_equal(t.apply(wt), layouts.w_to_kyxc(p, wt).reshape(-1))
+        else:
+            nhwc = layouts.dx_to_nhwc(p, dx)
+            assert np.array_equal(t.apply(nhwc), dx.reshape(-1))
+
+
+# ------------------------------------------------------------------ whole runs
+LINES = [
+    "convfp16 -n 2 -c 24 -H 9 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",      # strided tilde
+    "convbfp16 -n 3 -c 8 -H 5 -W 6 -k 12 -y 1 -x 1",                          # pointwise
+    "conv -n 2 -c 6 -H 5 -W 6 -k 12 -y 3 -x 2 -p 1 -q 0 -g 2",                 # grouped, fp32
+    "convfp16 -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8",             # depthwise: direct on sm_90
+    "convfp16 -n 2 -c 33 -H 5 -W 7 -k 17 -y 2 -x 3 -p 1 -q 1 -l 2 -j 1",      # odd channels, dilation
+]
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=lambda c: "-".join(c))
+@pytest.mark.parametrize("line", LINES)
+def test_gpu_engine_runs_every_layout_combination(tmp_path, line, combo):
+    """Every mix of NCHW and NHWC: the user's bytes are uploaded as they are, transposed on
+    the (fake) device, and dX comes back in ``in_layout`` matching the float64 reference."""
+    p = _p(f"{line} -F 2 --in_layout {combo[0]} --out_layout {combo[1]} --fil_layout {combo[2]}")
+    sol = SOLVER.find_solution(p, SM90)
+    rt = ComputingRuntime(sol)
+    dy, w = _inputs(p)
+    dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
+    assert rt.uploads[:2] == [dy.tobytes(), w.tobytes()]
+    assert dx.shape == layouts.dx_shape(p)
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+    names = [c[1] for c in rt.calls if c[0] == "launch"]
+    pre = [t for t in sol.transforms if t.before]
+    assert names == [t.kernel_name for t in pre] + [sol.spec.kernel_name] + \
+        [t.kernel_name for t in sol.transforms if not t.before]
+    # the CPU engine runs the same transforms and agrees
+    assert np.array_equal(CpuEngine(SM90).run(sol, dy, w), dx)
+
+
+def test_an_unwritten_nchw_dx_is_nan(tmp_path):
+    """The workspace's dX copy is poisoned with dX: a kernel that writes nothing gives NaN
+    after the transform (no stale zeros)."""
+    p = _p("convfp16 -n 2 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2")
+    sol = SOLVER.find_solution(p, SM90)
+
+    class Idle(ComputingRuntime):
+        def launch(self, func, grid, block, shared, args):
+            if func[1] == self.sol.spec.kernel_name:
+                return                      # the dgrad kernel writes nothing
+            super().launch(func, grid, block, shared, args)
+    rt = Idle(sol)
+    dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, *_inputs(p))
+    assert np.isnan(dx.astype(np.float32)).all()
+    (dxt,) = [t for t in sol.transforms if not t.before]
+    ws = [c[1] for c in rt.calls if c[0] == "alloc" and c[2] == sol.workspace_bytes]
+    assert ("memset", ws[0] + dxt.offset, POISON_BYTE, dxt.nbytes) in rt.calls
+
+
+def test_split_n_and_transforms_together(monkeypatch, tmp_path):
+    """Three chunks of the NHWC kernel over the workspace copies, the transforms once over
+    the whole batch."""
+    p = _p("conv -n 6 -c 4 -H 7 -W 7 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2")            # all NCHW, fp32
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * 784)
+    sol = SOLVER.find_solution(p, SM90)
+    assert sol.n_chunks == 3 and len(sol.transforms) == 3
+    assert all(t.batch == 6 for t in sol.transforms if t.tensor != "W")
+    rt = ComputingRuntime(sol)
+    dy, w = _inputs(p)
+    dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
+    assert verify(p, dx, dgrad_reference(p, dy, w)).ok
+    names = [c[1] for c in rt.calls if c[0] == "launch"]
+    assert names == ["dgrad_transpose_b32"] * 2 + [sol.spec.kernel_name] * 3 + ["dgrad_transpose_b32"]
+
+
+def test_timing_counts_the_transforms(tmp_path):
+    """A timed run and a graph replay hold every transform, as MIOpen's kernel time counts
+    every kernel of the invoker."""
+    p = _p("convfp16 -n 2 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2")
+    sol = SOLVER.find_solution(p, SM90)
+    rt = ComputingRuntime(sol)
+    rt.elapsed_ms = lambda a, b: 1.0
+    eng = GpuEngine(rt, BinaryCache(tmp_path))
+    eng.time(sol, *_inputs(p), iters=2, warmup=1)
+    assert sum(c[0] == "launch" for c in rt.calls) == 3 * 4
+
+
+# ------------------------------------------------------------------ the kernel source
+def test_transpose_source_depends_only_on_the_width():
+    a = emit_transpose(2, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1))
+    b = emit_transpose(2, "nvidia", "sm_90", (9, 4, 1), (32, 8, 1))
+    assert a.sha256 == b.sha256 and a.name == "dgrad_transpose_b16"
+    assert emit_transpose(4, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1)).name == "dgrad_transpose_b32"
+    with pytest.raises(ValueError, match="allowed: 2, 4"):
+        emit_transpose(1, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1))
+
+
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_transpose_compiles_for_nvidia_without_spills(eb, arch):
+    import shutil
+    from miopen_solver.kernels.offline import inspect_nvidia
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc on this machine")
+    src = emit_transpose(eb, "nvidia", arch, (1, 1, 1), (32, 8, 1))
+    build = inspect_nvidia(src.text, arch, name=src.name)
+    assert build.spill_store_bytes == build.spill_load_bytes == build.stack_bytes == 0
+    assert build.registers <= 64            # 256 threads: 8 blocks of 256 fit an SM's registers
+
+
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+def test_transpose_compiles_for_amd_without_scratch(eb, arch):
+    from miopen_solver.kernels.offline import compile_amd, find_amd_clang
+    if find_amd_clang() is None:
+        pytest.skip("no clang with the amdgcn target")
+    src = emit_transpose(eb, "amd", arch, (1, 1, 1), (32, 8, 1))
+    co = compile_amd(src.text, arch, name=src.name)
+    assert co.resources["ScratchSize [bytes/lane]"] == 0 and co.resources["VGPRs Spill"] == 0, co.resources
