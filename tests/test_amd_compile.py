@@ -91,3 +91,28 @@ def test_suite_defaults_compile_without_scratch(tmp_path, arch, base, label, lin
         assert co.count("v_mfma") == 0 and co.count("v_fma") + co.count("v_pk_fma") > 0
     else:
         assert co.count("v_mfma") >= spec.mma_m * spec.mma_n
+
+
+PATCH_LINES = [   # stride = filter: the default is the patch GEMM on the warp-MMA main loop
+    "convfp16 -n 64 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",
+    "convbfp16 -n 32 -c 3 -H 226 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4",
+    "conv -n 32 -c 96 -H 57 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2",
+    "convfp16 -n 8 -c 384 -H 28 -W 28 -k 768 -y 2 -x 2 -u 2 -v 2 -g 2",
+]
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize("line", PATCH_LINES)
+def test_patch_defaults_compile_without_scratch(tmp_path, arch, line):
+    from miopen_solver.heuristics import default_performance_config
+    p = parse(f"{line} {NHWC}").problem
+    target = get_target(arch)
+    spec = make_spec(p, target, default_performance_config(p, target))
+    assert spec.schedule.patch and "patch_gemm" in spec.kernel_name
+    co = compile_amd(emit(spec).text, arch, tmp_path, "dgrad")
+    r = co.resources
+    assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0 and r["SGPRs Spill"] == 0, (spec.kernel_name, r)
+    if p.dtype == "fp32":
+        assert co.count("v_mfma") == 0 and co.count("v_fma") + co.count("v_pk_fma") > 0
+    else:
+        assert co.count("v_mfma") >= spec.mma_m * spec.mma_n
