@@ -207,3 +207,33 @@ def test_cpu_engine_patch_nchw_through_the_solver():
     w = rng.uniform(-1, 1, (p.K, p.cpg, p.Y, p.X)).astype(np.float32)
     v = verify(p, CpuEngine().run(sol, dy, w), dgrad_reference(p, dy, w))
     assert v.ok and v.nonfinite == 0
+
+
+# The fixtures of fixtures/patch.jsonl pin the sm_90 and gfx942 defaults (GOLDEN_TARGETS); these
+# pin the sm_80 default kernel of the same lines: its name and the sha256 of its emitted text.
+SM80_GOLDEN = [
+    ("patch_vit_b16_fp16_c3k768_224",
+     "dgrad_patch_gemm_sm_80_fp16_t128x128x64_w2x2_a64x64_mma16816_v8v8v8_sk1_ko_s3_n64c3h224w224k768y16x16p0x0s16x16d1x1g1",
+     "c137a0fc5369f65ea28ae8df7407a67499937138611425c585b93681952456af"),
+    ("patch_vit_l14_bf16_c3k1024_224",
+     "dgrad_patch_gemm_sm_80_bf16_t128x128x64_w2x2_a64x64_mma16816_v8v4v2_sk1_ko_s3_n32c3h224w224k1024y14x14p0x0s14x14d1x1g1",
+     "4217c382ad3a58513dca3bc6680c467552f28bbb9efcc5b40a415ea60581e695"),
+    ("patch_convnext_stem_fp32_border_226x230",
+     "dgrad_patch_gemm_sm_80_fp32_t64x64x16_w2x2_a32x32_fma4x8_v4v4v2_sk1_ko_s3_zfm_n16c3h226w230k96y4x4p0x0s4x4d1x1g1",
+     "60a6ae41c6c5fb7209425f6a842db6d8f2a4808414847b91b0286a35bf2ffd5e"),
+    ("patch_convnext_downsample_fp16_c384k768_14",
+     "dgrad_patch_gemm_sm_80_fp16_t128x128x64_w2x2_a64x64_mma16816_v8v8v8_sk1_ko_s3_n64c384h14w14k768y2x2p0x0s2x2d1x1g1",
+     "08ba7bfb44632f7de2fcb472c98add697697979da75468ed56bb21cb751cbdce"),
+    ("patch_grouped_2x2_bf16_g2_c384k768_29x28",
+     "dgrad_patch_gemm_sm_80_bf16_t128x128x64_w2x2_a64x64_mma16816_v8v8v8_sk1_ko_s3_zfm_n8c384h29w28k768y2x2p0x0s2x2d1x1g2",
+     "de08ece863416b5e8579551b38e9a936fd99fa89fd61ba8a05e2b7a942251e12"),
+]
+
+
+@pytest.mark.parametrize("fixture_id,name,sha256", SM80_GOLDEN, ids=[g[0] for g in SM80_GOLDEN])
+def test_sm80_patch_defaults_are_pinned(fixture_id, name, sha256):
+    from miopen_solver.fixtures import load
+    from pathlib import Path
+    (fx,) = [f for f in load([Path(__file__).resolve().parents[1] / "fixtures" / "patch.jsonl"]) if f.id == fixture_id]
+    sol = DgradSolver().find_solution(parse(fx.command).problem, get_target("sm_80"))
+    assert (sol.kernel_name, sol.kernels[0].source.sha256) == (name, sha256)
