@@ -42,7 +42,7 @@ from . import vectors
 from .config import KernelSchedule, PerfConfig
 from .errors import PerfConfigError
 from .problem import ConvProblem
-from .spec import DgradSpec, ZERO_FILL_TAGS, arch_tag, make_spec
+from .spec import DgradSpec, ZERO_FILL_TAGS, arch_tag, family_reason, make_spec
 from .target import Target
 
 MAIN_LOOP = {KernelSchedule.PATCH_GEMM: KernelSchedule.WARP_MMA,
@@ -61,13 +61,10 @@ CHUNK_BYTES = 16 << 20
 # ----------------------------------------------------------------------------- rules
 def patch_reason(problem: ConvProblem, target: Target) -> str | None:
     """Why the patch schedules cannot serve ``problem`` on ``target`` at all, or None."""
-    p, t = problem, target
-    if t.vendor not in ("nvidia", "amd", "cpu"):
-        return f"target vendor {t.vendor!r} is not nvidia, amd or cpu"
-    if p.is_3d:
-        return "3-D problems are not supported by the patch schedules"
-    if p.mode != "conv":
-        return "transposed-mode problems (-m trans) are forward convolutions in MIOpen"
+    p = problem
+    why = family_reason(p, target, "the patch schedules")
+    if why is not None:
+        return why
     if p.dtype not in DTYPES:
         return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
     if p.Y * p.X == 1:

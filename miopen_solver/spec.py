@@ -75,6 +75,18 @@ def arch_tag(target: Target) -> str:
     return re.sub(r"\W", "_", target.arch.split(":")[0])
 
 
+def family_reason(problem: ConvProblem, target: Target, family: str) -> str | None:
+    """The guards every kernel family with its own rules starts with (``family`` names it in
+    the sentence, e.g. ``"the direct schedule"``): a known vendor, a 2-D problem, mode conv."""
+    if target.vendor not in ("nvidia", "amd", "cpu"):
+        return f"target vendor {target.vendor!r} is not nvidia, amd or cpu"
+    if problem.is_3d:
+        return f"3-D problems are not supported by {family}"
+    if problem.mode != "conv":
+        return "transposed-mode problems (-m trans) are forward convolutions in MIOpen"
+    return None
+
+
 def _pick_atom(target: Target, dtype: str, cfg: PerfConfig) -> MmaAtom:
     atoms = target.atoms_for(dtype)
     require(bool(atoms), f"no matrix atom for {dtype} on {target.arch}")

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import suite_lines
+from conftest import PATCH_LINES, suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels import emit, emit_reference
 from miopen_solver.kernels.offline import compile_amd, find_amd_clang
@@ -93,17 +93,10 @@ def test_suite_defaults_compile_without_scratch(tmp_path, arch, base, label, lin
         assert co.count("v_mfma") >= spec.mma_m * spec.mma_n
 
 
-PATCH_LINES = [   # stride = filter: the default is the patch GEMM on the warp-MMA main loop
-    "convfp16 -n 64 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",
-    "convbfp16 -n 32 -c 3 -H 226 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4",
-    "conv -n 32 -c 96 -H 57 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2",
-    "convfp16 -n 8 -c 384 -H 28 -W 28 -k 768 -y 2 -x 2 -u 2 -v 2 -g 2",
-]
-
-
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
 @pytest.mark.parametrize("line", PATCH_LINES)
 def test_patch_defaults_compile_without_scratch(tmp_path, arch, line):
+    """Stride = filter: the default is the patch GEMM on the warp-MMA main loop (MFMA or FMA)."""
     from miopen_solver.heuristics import default_performance_config
     p = parse(f"{line} {NHWC}").problem
     target = get_target(arch)

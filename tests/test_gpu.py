@@ -93,6 +93,12 @@ def _check(engine, p, cfg, rng, target=None):
     return v
 
 
+def _nhwc_problem(dtype: str, flags: str) -> ConvProblem:
+    """The NHWC problem of MIOpenDriver ``flags`` (no base) in ``dtype``."""
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    return parse(f"{base} {flags} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+
+
 SUITE = [
     "-n 2 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
     "-n 2 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
@@ -107,8 +113,7 @@ SUITE = [
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 @pytest.mark.parametrize("line", SUITE)
 def test_suite_shapes_verify(engine, dtype, line):
-    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
-    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    p = _nhwc_problem(dtype, line)
     rng = np.random.default_rng(7)
     cfgs = CONFIGS_32 if dtype == "fp32" else CONFIGS_16
     assert any(_check(engine, p, c, rng) for c in cfgs[:2])
@@ -261,8 +266,7 @@ DIRECT_LINES = [
 def test_direct_schedule_verifies(engine, dtype, line):
     from miopen_solver.config import KernelSchedule
     from miopen_solver.solver import DgradSolver
-    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
-    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    p = _nhwc_problem(dtype, line)
     solver, rng = DgradSolver(), np.random.default_rng(11)
     default = solver.get_default_performance_config(p, engine.target)
     cfgs = [c for c in solver.search(p, engine.target) if c.schedule is KernelSchedule.DIRECT]
@@ -333,10 +337,9 @@ PATCH_CONFIGS = [
 @pytest.mark.parametrize("line", PATCH_LINES)
 def test_patch_gemm_verifies(engine, dtype, line):
     from miopen_solver.solver import DgradSolver
-    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
-    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
-    rng = np.random.default_rng(17)
+    p = _nhwc_problem(dtype, line)
     default = DgradSolver().get_default_performance_config(p, engine.target)
+    rng = np.random.default_rng(17)
     if engine.target.vendor == "nvidia" and p.kpg > 8:
         assert default.schedule.patch
     assert _check(engine, p, default, rng) is not None

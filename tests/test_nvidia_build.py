@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from conftest import suite_lines
+from conftest import PATCH_LINES, suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit
 from miopen_solver.kernels.offline import inspect_nvidia
@@ -75,18 +75,7 @@ def test_default_kernel_instruction_mix(tmp_path, base, label, line):
 
 # Patch embeddings (stride = filter): the default is the patch GEMM (one dense GEMM whose
 # staged epilogue scatters rows into dX patches), on the warp-MMA main loop for sm_80 and
-# fp32, the wgmma one for 16-bit types on sm_90a. ViT-B/16, ViT-L/14, the ConvNeXt stem with
-# an uncovered border row (memset), 2x2 downsampling, a grouped one.
-PATCH_LINES = [
-    "convfp16 -n 64 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",
-    "convbfp16 -n 32 -c 3 -H 224 -W 224 -k 1024 -y 14 -x 14 -u 14 -v 14",
-    "convbfp16 -n 32 -c 3 -H 226 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4",
-    "conv -n 32 -c 96 -H 56 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2",
-    "convfp16 -n 64 -c 384 -H 14 -W 14 -k 768 -y 2 -x 2 -u 2 -v 2",
-    "convfp16 -n 8 -c 384 -H 28 -W 28 -k 768 -y 2 -x 2 -u 2 -v 2 -g 2",
-]
-
-
+# fp32, the wgmma one for 16-bit types on sm_90a.
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("line", PATCH_LINES)
 def test_patch_default_kernel_instruction_mix(tmp_path, arch, line):
