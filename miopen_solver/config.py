@@ -15,7 +15,14 @@ read the same.
 ``lds_k_outer`` is -1 (auto), 0 (off, B tile stored m-outer) or 1 (on, k-outer). What each
 field means for a schedule, and which values it takes, is the schedule's rule set
 (:mod:`miopen_solver.spec` for the GEMM schedules, :mod:`miopen_solver.tma`,
-:mod:`miopen_solver.direct`).
+:mod:`miopen_solver.direct`, :mod:`miopen_solver.patch`).
+
+Text forms of the schedules beside the tilde GEMM (examples; every field as above):
+
+* ``patch-gemm`` (stride = filter, no padding): ``128,64,32,2,2,64,32,0,0,0,1,-1,3,5`` (a
+  warp-MMA tile of the one dense GEMM ``[N*Ho*Wo, K] x [K, Y*X*cpg]``);
+  ``patch-gemm-wgmma``: ``128,128,64,2,1,64,128,0,0,0,1,-1,4,6`` (a warpgroup tile of it,
+  sm_90a). ``split_k`` must be 1 or -1 (each dX element is written once).
 """
 
 from __future__ import annotations
@@ -43,6 +50,11 @@ class KernelSchedule(enum.IntEnum):
     * ``DIRECT`` (4): no GEMM tiles: each thread owns dX pixels x a vector of channels of one
       stride phase and sums its valid taps in fp32 (depthwise and small-cpg grouped
       problems; :mod:`miopen_solver.direct` maps the config fields).
+    * ``PATCH_GEMM`` (5): patch embeddings (stride = filter, no padding, dilation 1): the
+      whole dgrad is one dense GEMM ``[N*Ho*Wo, K] x [K, Y*X*cpg]`` per group, run by the
+      ``WARP_MMA`` main loop; the epilogue scatters each row into its disjoint dX patch
+      (:mod:`miopen_solver.patch`).
+    * ``PATCH_GEMM_WGMMA`` (6): the same GEMM on the ``WGMMA`` main loop (sm_90a).
     """
 
     WARP_MMA = 0
@@ -50,11 +62,19 @@ class KernelSchedule(enum.IntEnum):
     WGMMA_PERSISTENT = 2
     WGMMA_TMA = 3
     DIRECT = 4
+    PATCH_GEMM = 5
+    PATCH_GEMM_WGMMA = 6
 
     @property
     def warpgroup(self) -> bool:
         """Warps are counted in warpgroups of 128 threads (``wgmma`` instructions)."""
-        return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)
+        return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA,
+                        KernelSchedule.PATCH_GEMM_WGMMA)
+
+    @property
+    def patch(self) -> bool:
+        """One dense GEMM whose rows scatter into disjoint dX patches (stride = filter)."""
+        return self in (KernelSchedule.PATCH_GEMM, KernelSchedule.PATCH_GEMM_WGMMA)
 
     @property
     def persistent(self) -> bool:
@@ -68,7 +88,8 @@ class KernelSchedule(enum.IntEnum):
 
     @property
     def slug(self) -> str:
-        """The schedule's name in text and JSON: ``warp-mma``, ``wgmma-tma``, ``direct``."""
+        """The schedule's name in text and JSON: ``warp-mma``, ``wgmma-tma``, ``direct``,
+        ``patch-gemm``."""
         return self.name.lower().replace("_", "-")
 
     @property

@@ -61,6 +61,7 @@ from . import layouts
 from .errors import PerfConfigError
 from .kernels.emit import KernelSource, _make, _problem_defines, _read
 from .problem import ConvProblem
+from .spec import family_reason
 from .config import KernelSchedule, PerfConfig
 from .target import Target
 
@@ -148,12 +149,9 @@ def valid_vectors(problem: ConvProblem) -> list:
 def direct_reason(problem: ConvProblem, target: Target) -> str | None:
     """Why the direct family cannot serve ``problem`` on ``target`` at all, or None."""
     p, t = problem, target
-    if t.vendor not in ("nvidia", "amd", "cpu"):
-        return f"target vendor {t.vendor!r} is not nvidia, amd or cpu"
-    if p.is_3d:
-        return "3-D problems are not supported by the direct schedule"
-    if p.mode != "conv":
-        return "transposed-mode problems (-m trans) are forward convolutions in MIOpen"
+    why = family_reason(p, t, "the direct schedule")
+    if why is not None:
+        return why
     if not p.nhwc_memory:
         return (f"the direct schedule takes NHWC tensors only; got dX {p.in_layout}, dY {p.out_layout}, "
                 f"W {p.fil_layout}")

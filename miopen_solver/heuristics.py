@@ -14,6 +14,7 @@ from typing import Iterator
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
+from .patch import PATCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
 from .spec import count_tiles, is_valid_performance_config, split_k_atomics_reason
 from .target import Target
@@ -152,12 +153,25 @@ depthwise multipliers and small-cpg grouped layers): on the H200 it ran every su
 padding (bench/RESULTS.md). Larger cpg keeps the GEMM default until measured."""
 
 
-def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True) -> PerfConfig:
+def patch_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The default of a patch problem (:mod:`miopen_solver.patch`): the GEMM default of its
+    virtual pointwise problem (:func:`heuristic_config`; on NVIDIA the H200-fitted
+    pointwise rules), its tile run by the patch schedule with the same main loop (a
+    persistent or TMA tile on the plain warpgroup one: :data:`~miopen_solver.patch.PATCH_OF`),
+    ``split_k`` 1."""
+    base = heuristic_config(virtual_problem(problem), target, allow_direct=False, allow_patch=False)
+    return base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
+
+
+def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
+                     allow_patch: bool = True) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
     NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
-    serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`),
-    else :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
+    serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
+    GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
+    padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
+    cpg); else NVIDIA takes :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
     targets (AMD, where nothing has been measured yet) use these rules, constant time in
     the problem size (they read sub-GEMM sizes, not data):
 
@@ -179,6 +193,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
             return default_direct_config(p, t)
         except PerfConfigError:     # no direct tile fits the launch limits: the GEMM default
             pass
+    if allow_patch and t.is_gpu and patch_reason(p, t) is None:
+        return patch_config(p, t)
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
         return measured_nvidia_config(p, t)
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
@@ -201,16 +217,23 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
                       lds_k_outer=-1, stages=3 if t.async_copy else 2)
 
 
-def default_performance_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True) -> PerfConfig:
+def default_performance_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
+                               allow_patch: bool = True) -> PerfConfig:
     """MIOpen's GetDefaultPerformanceConfig: :func:`heuristic_config`, or the first of
-    :data:`FALLBACK_CONFIGS` that validates. ``allow_direct=False`` asks for the default of
-    the GEMM schedules only (what a setting the direct schedule cannot take falls back to).
+    :data:`FALLBACK_CONFIGS` that validates (for a patch default, first those tiles on the
+    patch schedule). ``allow_direct=False`` and ``allow_patch=False``
+    ask for the default of the tilde GEMM schedules only (what a setting the direct or patch
+    schedule cannot take falls back to).
 
     Raises:
         PerfConfigError: no candidate validates; the message gives each candidate's reason.
     """
     reasons = []
-    for cfg in (heuristic_config(problem, target, allow_direct=allow_direct),) + FALLBACK_CONFIGS:
+    first = heuristic_config(problem, target, allow_direct=allow_direct, allow_patch=allow_patch)
+    fallbacks = FALLBACK_CONFIGS
+    if first.schedule.patch:        # the patch GEMM at the fallback tiles before the tilde GEMM
+        fallbacks = tuple(c.replace(schedule=KernelSchedule.PATCH_GEMM) for c in FALLBACK_CONFIGS) + fallbacks
+    for cfg in (first,) + fallbacks:
         ok, why = is_valid_performance_config(problem, target, cfg)
         if ok:
             return cfg
@@ -273,7 +296,20 @@ def _direct_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> 
         yield from direct_search_space(p, t)
 
 
-SEARCH_SPACES = (_direct_candidates, _warpgroup_candidates, _warp_mma_candidates)
+def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The patch schedules' candidates where they serve the problem: the warpgroup and
+    warp-MMA tiles of the virtual pointwise problem without split K, on the patch schedule
+    of the same main loop (persistent and TMA tiles are left out: their plain forms are
+    there)."""
+    if patch_reason(p, t) is not None:
+        return
+    v = virtual_problem(p)
+    for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), v.kpg), _warp_mma_candidates(v, t, (1,), v.kpg)):
+        if cfg.schedule in (KernelSchedule.WARP_MMA, KernelSchedule.WGMMA):
+            yield cfg.replace(schedule=PATCH_OF[cfg.schedule])
+
+
+SEARCH_SPACES = (_direct_candidates, _patch_candidates, _warpgroup_candidates, _warp_mma_candidates)
 """Each schedule family's candidate generator, fastest family first."""
 
 

@@ -67,11 +67,12 @@ def format_apart(needed: int, available: int) -> tuple:
 @dataclass(frozen=True)
 class EnginePlan:
     """What the CPU engine allocates beside the tensors for one solution: the direct
-    schedule's phases (``direct``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
+    schedule's phases (``direct``), the patch GEMM's chunks of images (``patch``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
     ``pad_cols`` columns in all (none without sub-GEMMs: ``gemm`` False). Independent of N."""
 
     direct: bool = False
     gemm: bool = True
+    patch: bool = False
     pad_rows: int = 0
     pad_cols: int = 0
 
@@ -84,6 +85,8 @@ def engine_plan(spec) -> EnginePlan:
     from .runtime.cpu import live_taps
     if spec.schedule is KernelSchedule.DIRECT:
         return EnginePlan(direct=True)
+    if spec.schedule.patch:
+        return EnginePlan(patch=True)
     p = spec.problem
     if not spec.sub_gemms:
         return EnginePlan(gemm=False)
@@ -147,6 +150,11 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         phase = 4 * p.N * -(-p.Hi // p.sH) * -(-p.Wi // p.sW) * p.C
         return widen + 4 * p.dx_elems + 2 * phase + dx
     relayout = dx if p.in_layout != "NHWC" else 0
+    if plan.patch:      # fp32 W; per chunk of images: fp32 dY, the GEMM output, its transpose and cast
+        from .patch import CHUNK_BYTES as PATCH_CHUNK
+        per_image = 4 * p.Ho * p.Wo * p.Y * p.X * p.C
+        images = min(p.N, max(1, PATCH_CHUNK // per_image))
+        return dx + relayout + 4 * p.w_elems + images * (4 * p.dy_elems // p.N + 3 * per_image)
     if not plan.gemm:
         return dx + relayout + 2 * p.Hi * p.Wi
     wp = p.Wo + plan.pad_cols

@@ -423,16 +423,18 @@ class DgradSolver:
         that cannot take a setting moves to the nearest config that can, with a note: a
         warpgroup schedule to its plain form, else to the warp-MMA default; the direct schedule
         (one write per dX element, its ``lds_k_outer`` slot means something else) to the GEMM
-        default, except for ``auto`` and ``-1``/``1``, which it already is. A given config is
+        default, except for ``auto`` and ``-1``/``1``, which it already is; a patch schedule
+        (no split K) to the tilde warp-MMA default. A given config is
         kept as given, so its broken rule is the error."""
         cfg = choice.config
         asked = _with_settings(cfg, kouter, split_k)
         flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
                          ([f"--split-k {split_k}"] if split_k is not None else []))
-        kind = "warpgroup-MMA" if cfg.schedule.warpgroup else cfg.schedule.slug
+        kind = "warpgroup-MMA" if cfg.schedule.warpgroup and not cfg.schedule.patch else cfg.schedule.slug
         whose = {"default": f"the {kind} default", "perfdb": "the perf-db config"}.get(choice.source)
         moved = False
-        if whose and asked != cfg and (cfg.schedule.warpgroup or cfg.schedule is KernelSchedule.DIRECT):
+        if whose and asked != cfg and (cfg.schedule.warpgroup or cfg.schedule.patch
+                                       or cfg.schedule is KernelSchedule.DIRECT):
             ok, why = is_valid_performance_config(problem, target, asked)
             fallbacks = []
             if cfg.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA):
@@ -463,7 +465,7 @@ class DgradSolver:
 
     @staticmethod
     def _gemm_default(problem, target) -> PerfConfig:
-        return default_performance_config(problem, target, allow_direct=False)
+        return default_performance_config(problem, target, allow_direct=False, allow_patch=False)
 
     def _solution(self, problem, target, choice: _Choice) -> Solution:
         """The Solution of ``choice`` for a problem its caller has checked (structural guards)."""

@@ -66,6 +66,27 @@ LDS_PAD_BYTES = 16
 over banks)."""
 
 
+ZERO_FILL_TAGS = {"memset": "_zfm", "blocks": "_zfb", "none": ""}
+"""How a kernel name spells its zero-fill kind."""
+
+
+def arch_tag(target: Target) -> str:
+    """The target's arch as a C identifier (feature suffixes such as ``:sramecc+`` dropped)."""
+    return re.sub(r"\W", "_", target.arch.split(":")[0])
+
+
+def family_reason(problem: ConvProblem, target: Target, family: str) -> str | None:
+    """The guards every kernel family with its own rules starts with (``family`` names it in
+    the sentence, e.g. ``"the direct schedule"``): a known vendor, a 2-D problem, mode conv."""
+    if target.vendor not in ("nvidia", "amd", "cpu"):
+        return f"target vendor {target.vendor!r} is not nvidia, amd or cpu"
+    if problem.is_3d:
+        return f"3-D problems are not supported by {family}"
+    if problem.mode != "conv":
+        return "transposed-mode problems (-m trans) are forward convolutions in MIOpen"
+    return None
+
+
 def _pick_atom(target: Target, dtype: str, cfg: PerfConfig) -> MmaAtom:
     atoms = target.atoms_for(dtype)
     require(bool(atoms), f"no matrix atom for {dtype} on {target.arch}")
@@ -336,18 +357,24 @@ class DgradSpec:
         or number of tilde sub-GEMMs), zero-fill kind and the problem's compiled sizes, e.g.
         ``dgrad_sm_90_fp16_t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3_tilde4_n32c64h56...``.
         A valid C identifier (arch feature suffixes such as ``:sramecc+`` are dropped)."""
-        c, p = self.config, self.problem
-        arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
+        p = self.problem
         path = "pw" if self.pointwise else f"tilde{len(self.sub_gemms)}"
-        zf = {"memset": "_zfm", "blocks": "_zfb", "none": ""}[self.zero_fill]
+        zf = ZERO_FILL_TAGS[self.zero_fill]
         if self.persistent:
             path += f"_pb{self.tile_blocks}"
         if self.tma:
             path += f"_tma{self.tile_blocks}"
-        return (f"dgrad_{arch}_{p.dtype}_t{c.tile_m}x{c.tile_n}x{c.tile_k}_w{c.warp_m}x{c.warp_n}"
+        return f"dgrad_{arch_tag(self.target)}_{p.dtype}_{self.tile_tag}_{path}{zf}_{p.short_tag()}"
+
+    @property
+    def tile_tag(self) -> str:
+        """The tile part of :attr:`kernel_name`: tiles, warp grid and warp tile, atom,
+        resolved vector widths, split-K, B layout and stages, e.g.
+        ``t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3``."""
+        c = self.config
+        return (f"t{c.tile_m}x{c.tile_n}x{c.tile_k}_w{c.warp_m}x{c.warp_n}"
                 f"_a{c.warp_tile_m}x{c.warp_tile_n}_{self.atom.name}_v{self.vec_a}v{self.vec_b}v{self.vec_c}"
-                f"_sk{self.split_k}_{'ko' if self.lds_k_outer else 'mo'}_s{c.stages}_{path}{zf}"
-                f"_{p.short_tag()}")
+                f"_sk{self.split_k}_{'ko' if self.lds_k_outer else 'mo'}_s{c.stages}")
 
     def emit(self):
         """The specialised ``dgrad.cu`` (:func:`miopen_solver.kernels.emit.emit`)."""
@@ -424,15 +451,23 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     if config.schedule is KernelSchedule.DIRECT:     # no GEMM tiles: its own spec type and rules
         from .direct import make_direct_spec
         return make_direct_spec(problem, target, config)
+    if config.schedule.patch:                        # a GEMM spec of a virtual problem inside
+        from .patch import make_patch_spec
+        return make_patch_spec(problem, target, config)
     return _build_gemm_spec(problem, target, config)
 
 
 def spec_from_record(rec: dict):
-    """A :class:`DgradSpec` or :class:`~miopen_solver.direct.DirectSpec` from its
-    ``to_record()`` (the schedule in its config says which)."""
-    if PerfConfig.parse(rec["config"]).schedule is KernelSchedule.DIRECT:
+    """A :class:`DgradSpec`, :class:`~miopen_solver.direct.DirectSpec` or
+    :class:`~miopen_solver.patch.PatchSpec` from its ``to_record()`` (the schedule in its
+    config says which)."""
+    schedule = PerfConfig.parse(rec["config"]).schedule
+    if schedule is KernelSchedule.DIRECT:
         from .direct import DirectSpec
         return DirectSpec.from_record(rec)
+    if schedule.patch:
+        from .patch import PatchSpec
+        return PatchSpec.from_record(rec)
     return DgradSpec.from_record(rec)
 
 
@@ -560,6 +595,8 @@ SCHEDULE_RULES = {
     KernelSchedule.WGMMA_PERSISTENT: (_warpgroup_rules, _persistent_rules),
     KernelSchedule.WGMMA_TMA: (_warpgroup_rules, _persistent_rules, check_tma),
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
+    KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
+    KernelSchedule.PATCH_GEMM_WGMMA: (),
 }
 """Each schedule's rules beyond the common ones, in order (the first broken one is the
 reason); every schedule has an entry."""

@@ -56,6 +56,17 @@ def suite_lines():
                 yield label.strip(), line.strip()
 
 
+PATCH_LINES = [
+    "convfp16 -n 64 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",      # ViT-B/16
+    "convbfp16 -n 32 -c 3 -H 224 -W 224 -k 1024 -y 14 -x 14 -u 14 -v 14",    # ViT-L/14
+    "convbfp16 -n 32 -c 3 -H 226 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4",          # ConvNeXt stem, a border row
+    "conv -n 32 -c 96 -H 57 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2",               # downsampling, a border row
+    "convfp16 -n 64 -c 384 -H 14 -W 14 -k 768 -y 2 -x 2 -u 2 -v 2",
+    "convfp16 -n 8 -c 384 -H 28 -W 28 -k 768 -y 2 -x 2 -u 2 -v 2 -g 2",      # grouped
+]
+"""Patch embeddings (stride = filter, no padding) whose default kernels the compile tests build."""
+
+
 def cpu_spec(problem, **config):
     """A DgradSpec for ``problem`` on the cpu target (``config`` overrides PerfConfig fields)."""
     return make_spec(problem, get_target("cpu"), CPU_CONFIG.replace(**config))

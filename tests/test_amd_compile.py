@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import suite_lines
+from conftest import PATCH_LINES, suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels import emit, emit_reference
 from miopen_solver.kernels.offline import compile_amd, find_amd_clang
@@ -87,6 +87,24 @@ def test_suite_defaults_compile_without_scratch(tmp_path, arch, base, label, lin
     r = co.resources
     assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0 and r["SGPRs Spill"] == 0, (spec.kernel_name, r)
     assert r["VGPRs"] <= 512 and r["Occupancy [waves/SIMD]"] >= 1
+    if p.dtype == "fp32":
+        assert co.count("v_mfma") == 0 and co.count("v_fma") + co.count("v_pk_fma") > 0
+    else:
+        assert co.count("v_mfma") >= spec.mma_m * spec.mma_n
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize("line", PATCH_LINES)
+def test_patch_defaults_compile_without_scratch(tmp_path, arch, line):
+    """Stride = filter: the default is the patch GEMM on the warp-MMA main loop (MFMA or FMA)."""
+    from miopen_solver.heuristics import default_performance_config
+    p = parse(f"{line} {NHWC}").problem
+    target = get_target(arch)
+    spec = make_spec(p, target, default_performance_config(p, target))
+    assert spec.schedule.patch and "patch_gemm" in spec.kernel_name
+    co = compile_amd(emit(spec).text, arch, tmp_path, "dgrad")
+    r = co.resources
+    assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0 and r["SGPRs Spill"] == 0, (spec.kernel_name, r)
     if p.dtype == "fp32":
         assert co.count("v_mfma") == 0 and co.count("v_fma") + co.count("v_pk_fma") > 0
     else:

@@ -93,6 +93,12 @@ def _check(engine, p, cfg, rng, target=None):
     return v
 
 
+def _nhwc_problem(dtype: str, flags: str) -> ConvProblem:
+    """The NHWC problem of MIOpenDriver ``flags`` (no base) in ``dtype``."""
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    return parse(f"{base} {flags} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+
+
 SUITE = [
     "-n 2 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
     "-n 2 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
@@ -107,8 +113,7 @@ SUITE = [
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 @pytest.mark.parametrize("line", SUITE)
 def test_suite_shapes_verify(engine, dtype, line):
-    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
-    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    p = _nhwc_problem(dtype, line)
     rng = np.random.default_rng(7)
     cfgs = CONFIGS_32 if dtype == "fp32" else CONFIGS_16
     assert any(_check(engine, p, c, rng) for c in cfgs[:2])
@@ -261,8 +266,7 @@ DIRECT_LINES = [
 def test_direct_schedule_verifies(engine, dtype, line):
     from miopen_solver.config import KernelSchedule
     from miopen_solver.solver import DgradSolver
-    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
-    p = parse(f"{base} {line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    p = _nhwc_problem(dtype, line)
     solver, rng = DgradSolver(), np.random.default_rng(11)
     default = solver.get_default_performance_config(p, engine.target)
     cfgs = [c for c in solver.search(p, engine.target) if c.schedule is KernelSchedule.DIRECT]
@@ -367,3 +371,58 @@ def test_transpose_kernel_is_bit_exact(engine, eb, batch, rows, cols):
         engine.rt.free(src)
         engine.rt.free(dst)
     assert np.array_equal(out, a.reshape(batch, rows, cols).transpose(0, 2, 1).reshape(-1))
+
+
+# ------------------------------------------------------------------ patch GEMM (issue 14)
+# Stride = filter, no padding: the default (the patch GEMM on sm_80/sm_90), every main
+# loop's candidate tiles, and random patch problems: odd cpg, H/W not multiples of the
+# stride (uncovered border rows/columns must be zeros: dX is NaN-poisoned), groups.
+PATCH_LINES = [
+    "-n 2 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",      # ViT-B/16
+    "-n 2 -c 3 -H 224 -W 224 -k 1024 -y 14 -x 14 -u 14 -v 14",     # ViT-L/14
+    "-n 2 -c 3 -H 226 -W 223 -k 96 -y 4 -x 4 -u 4 -v 4",           # ConvNeXt stem, borders
+    "-n 2 -c 96 -H 56 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2",           # downsampling
+    "-n 2 -c 5 -H 31 -W 17 -k 40 -y 3 -x 5 -u 3 -v 5",             # odd cpg, non-square
+    "-n 3 -c 12 -H 11 -W 13 -k 24 -y 2 -x 2 -u 2 -v 2 -g 3",       # groups, odd H/W
+]
+PATCH_CONFIGS = [
+    "128,128,64,2,1,64,128,0,0,0,1,-1,4,6",
+    "128,256,64,2,1,64,256,0,0,0,1,-1,4,6",
+    "64,64,64,1,1,64,64,0,0,0,1,-1,2,6",
+    "128,64,32,2,2,64,32,0,0,0,1,-1,3,5",
+    "64,32,16,2,1,32,32,0,0,0,1,0,2,5",
+    "64,64,16,2,2,32,32,0,0,0,1,-1,3,5",
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", PATCH_LINES)
+def test_patch_gemm_verifies(engine, dtype, line):
+    from miopen_solver.solver import DgradSolver
+    p = _nhwc_problem(dtype, line)
+    default = DgradSolver().get_default_performance_config(p, engine.target)
+    rng = np.random.default_rng(17)
+    if engine.target.vendor == "nvidia" and p.kpg > 8:
+        assert default.schedule.patch
+    assert _check(engine, p, default, rng) is not None
+    checked = [c for c in PATCH_CONFIGS if _check(engine, p, PerfConfig.parse(c), rng) is not None]
+    assert checked
+
+
+@settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_patch_problems_match_reference(engine, data):
+    dtype = data.draw(st.sampled_from(["fp16", "bf16", "fp32"]))
+    G = data.draw(st.sampled_from([1, 1, 1, 2, 3]))
+    cpg, kpg = data.draw(st.integers(1, 24)), data.draw(st.integers(1, 80))
+    Y = data.draw(st.sampled_from([1, 2, 3, 4, 5, 14, 16]))
+    X = data.draw(st.sampled_from([2, 3, 4, 5, 14, 16] if Y == 1 else [1, Y, Y, 2, 4]))
+    Hi = Y * data.draw(st.integers(1, 6)) + data.draw(st.integers(0, Y - 1))
+    Wi = X * data.draw(st.integers(1, 6)) + data.draw(st.integers(0, X - 1))
+    N = data.draw(st.integers(1, 3))
+    p = ConvProblem(N=N, C=G * cpg, Hi=Hi, Wi=Wi, K=G * kpg, Y=Y, X=X, sH=Y, sW=X, G=G, dtype=dtype,
+                    in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    cfg = PerfConfig.parse(data.draw(st.sampled_from(PATCH_CONFIGS)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    assume(_check(engine, p, cfg, rng) is not None)

@@ -84,6 +84,7 @@ MEASURED = [
     ("conv -n 2 -c 64 -H 56 -W 56 -k 16 -y 1 -x 1 -u 2 -v 2", "cpu", 256 << 10),                     # blockwise
     (f"convfp16 -n 8 -c 32 -H 64 -W 64 -k 32 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -g 32 {NHWC}", "sm_90", None),  # direct
     (f"convfp16 -n 8 -c 256 -H 14 -W 14 -k 512 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90", 1 << 20),      # split-K
+    (f"convfp16 -n 24 -c 3 -H 226 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4 {NHWC}", "sm_90", None),         # patch GEMM
 ]
 
 
@@ -109,6 +110,8 @@ def test_estimate_bounds_the_measured_peak(monkeypatch, line, arch, budget):
         assert reference.block_shape(p) != (p.N, p.Hi)        # the reference really goes block by block
     if "-u 2 -v 2 -g 32" in line:
         assert plan.direct
+    if "-u 4 -v 4" in line:
+        assert plan.patch
     for role in ("timing", "verification"):
         state = workers._State()
         state.engines["cpu"] = CpuEngine(get_target(arch))

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from conftest import suite_lines
+from conftest import PATCH_LINES, suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit
 from miopen_solver.kernels.offline import inspect_nvidia
@@ -70,4 +70,28 @@ def test_default_kernel_instruction_mix(tmp_path, base, label, line):
     if spec.vec_a == wide or spec.vec_b == wide:
         assert CP16.search(b.ptx), f"{spec.kernel_name}: no 16-byte cp.async"
     if spec.staged_epilogue and spec.vec_c == wide:
+        assert b.count("st.global.v4") >= 1, f"{spec.kernel_name}: no 16-byte dX store"
+
+
+# Patch embeddings (stride = filter): the default is the patch GEMM (one dense GEMM whose
+# staged epilogue scatters rows into dX patches), on the warp-MMA main loop for sm_80 and
+# fp32, the wgmma one for 16-bit types on sm_90a.
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("line", PATCH_LINES)
+def test_patch_default_kernel_instruction_mix(tmp_path, arch, line):
+    target = get_target(arch)
+    p = parse(f"{line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    spec = make_spec(p, target, default_performance_config(p, target))
+    assert spec.schedule.patch and "patch_gemm" in spec.kernel_name
+    b = inspect_nvidia(emit(spec).text, arch, tmp_path, "k")
+    assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
+    assert b.registers <= 255 and b.count("cp.async") >= 1
+    if spec.wgmma:
+        assert b.count("wgmma.mma_async.sync.aligned.m64n") >= spec.mma_m * spec.config.tile_k // 16
+        assert b.count("mma.sync") == 0
+    elif p.dtype == "fp32":
+        assert b.count("fma.rn.f32") >= 1 and b.count("mma.") == 0
+    else:
+        assert b.count("mma.sync.aligned.m16n8k16") >= 1 and b.count("ldmatrix") >= 1
+    if spec.vec_c == 16 // p.elem_bytes:
         assert b.count("st.global.v4") >= 1, f"{spec.kernel_name}: no 16-byte dX store"

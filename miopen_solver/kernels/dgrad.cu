@@ -44,6 +44,20 @@ static_assert(DG_WGMMA && DG_TILE_K == 64 && DG_TILE_M <= 256, "TMA boxes: 64-wi
 static_assert(DG_K % 8 == 0 && DG_CPG % 8 == 0, "TMA tensor strides are multiples of 16 bytes");
 static_assert(DG_G == 1 || DG_KPG % 64 == 0, "a TMA box must not cross groups");
 #endif
+// #section patch
+// The patch GEMM (miopen_solver/patch.py, stride = filter, no padding): the DG_* problem
+// defines describe the virtual pointwise problem whose GEMM it is (dX' of N x Ho x Wo pixels
+// of Y*X*cpg channels per group); DG_PATCH_* the real dX its epilogue scatters into.
+static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && !DG_TMA && !DG_PERSIST && DG_ZF_BLOCKS == 0,
+              "the patch GEMM is the pointwise GEMM with the staged epilogue, each dX element written once");
+static_assert(DG_PATCH_Y * DG_PATCH_X > 1 && DG_CPG == DG_PATCH_Y * DG_PATCH_X * DG_PATCH_CPG,
+              "one GEMM column per (y, x, c) of a patch larger than 1x1");
+static_assert(DG_HI == DG_HO && DG_WI == DG_WO && DG_PATCH_HI / DG_PATCH_Y == DG_HO &&
+              DG_PATCH_WI / DG_PATCH_X == DG_WO, "stride = filter, no padding: Ho = Hi / Y, Wo = Wi / X");
+static_assert(DG_G == 1 ? ((DG_PATCH_X * DG_PATCH_CPG) % DG_VEC_C == 0 && (DG_PATCH_WI * DG_PATCH_C) % DG_VEC_C == 0)
+                        : DG_PATCH_CPG % DG_VEC_C == 0,
+              "a dX vector store stays inside one contiguous, aligned run of a patch row");
+// #end patch
 
 // ------------------------------------------------------------------ vendor layer
 // Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
@@ -966,6 +980,24 @@ DG_DEVICE void dg_epilogue_atomic(dg_t* dx, const dg_sub& s, const float (&acc)[
 }
 #endif
 
+// #section patch
+// dX offset of element (m, j) of the patch GEMM: row m = (n, ho, wo) is a dY pixel, column
+// j = (y*X + x)*cpg + c a position of its patch; the X*cpg columns of one y are consecutive
+// dX elements when G == 1.
+DG_DEVICE long long dg_patch_offset(int m, int g, int j) {
+    const int wo = m % DG_WO;
+    const int nh = m / DG_WO;
+    const int ho = nh % DG_HO;
+    const int n = nh / DG_HO;
+    const int y = j / (DG_PATCH_X * DG_PATCH_CPG);
+    const int r = j - y * (DG_PATCH_X * DG_PATCH_CPG);
+    const int x = r / DG_PATCH_CPG;
+    const int c = r - x * DG_PATCH_CPG;
+    const long long pix = ((long long)n * DG_PATCH_HI + ho * DG_PATCH_Y + y) * DG_PATCH_WI + wo * DG_PATCH_X + x;
+    return pix * DG_PATCH_C + g * DG_PATCH_CPG + c;
+}
+
+// #end patch
 #if DG_SPLIT_K == 1
 // Staged epilogue: the block's accumulators go to a TILE_M x TILE_N tile in shared memory
 // (storage type, rows padded), then every thread stores whole DG_VEC_C-wide runs of c for
@@ -1003,6 +1035,10 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
         const int m = m_tile * DG_TILE_M + row;
         const int c = n_tile * DG_TILE_N + col;
         if (m >= s.gemm_m || c >= DG_CPG) continue;  // DG_VEC_C divides cpg: all or nothing
+// #section patch
+        *reinterpret_cast<dg_vc_t*>(dx + dg_patch_offset(m, g, c)) = *reinterpret_cast<const dg_vc_t*>(Cs + row * DG_C_ROW + col);
+        continue;
+// #end patch
         const int pix = dg_dx_pixel(s, m);
         if (pix < 0) continue;
         *reinterpret_cast<dg_vc_t*>(dx + (long long)pix * DG_C + g * DG_CPG + c) =

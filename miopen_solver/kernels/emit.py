@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
@@ -42,9 +43,18 @@ SUB_FIELDS = ("block_start", "n_tiles", "gemm_m", "gemm_k", "h_slice", "w_slice"
 
 
 
+SECTION = re.compile(r"^// #section (\w+)\n(.*?)^// #end \1\n", re.M | re.S)
+"""An optional block of a kernel source: ``// #section NAME`` ... ``// #end NAME`` lines."""
+
+
 @lru_cache(maxsize=None)
-def _read(name: str) -> str:
-    return (_HERE / name).read_text()
+def _read(name: str, sections: frozenset = frozenset()) -> str:
+    """The text of kernel source ``name`` with the blocks of the named ``sections`` kept
+    (their marker lines dropped) and every other section removed, so a kernel's text holds
+    only the code of its own schedule family and a family that adds a section leaves every
+    other kernel's text byte-identical."""
+    text = (_HERE / name).read_text()
+    return SECTION.sub(lambda m: m.group(2) if m.group(1) in sections else "", text)
 
 
 @dataclass(frozen=True)
@@ -167,13 +177,23 @@ def emit(spec) -> KernelSource:
     Grid: x = tiles over all sub-GEMMs, or the persistent blocks (``spec.tile_blocks``),
     (+ zero-fill blocks), y = G, z = split_k.
     """
-    if spec.schedule is KernelSchedule.DIRECT:     # its own source (kernels/direct.cu)
+    if spec.schedule is KernelSchedule.DIRECT or spec.schedule.patch:     # their own emitters
         return spec.emit()
+    return emit_gemm(spec)
+
+
+def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tuple = (),
+              memset: bool | None = None) -> KernelSource:
+    """``dgrad.cu`` specialised for the DgradSpec ``spec``: :func:`emit`'s kernel, or with
+    ``name`` (the entry point), ``extra`` defines appended, the ``sections`` of the source
+    kept and ``memset`` (dX zeroed before the launch) set, a schedule's kernel built on
+    ``spec``'s main loop (:mod:`miopen_solver.patch`)."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
     d = _problem_defines(p)
-    d += [("DG_KERNEL_NAME", spec.kernel_name), ("DG_THREADS", spec.threads), ("DG_WAVE", t.wave_size),
+    name = name or spec.kernel_name
+    d += [("DG_KERNEL_NAME", name), ("DG_THREADS", spec.threads), ("DG_WAVE", t.wave_size),
           ("DG_ASYNC", int(vendor == "nvidia" and t.async_copy)),
           ("DG_TILE_M", c.tile_m), ("DG_TILE_N", c.tile_n), ("DG_TILE_K", c.tile_k),
           ("DG_WARP_M", c.warp_m), ("DG_WARP_N", c.warp_n),
@@ -196,8 +216,10 @@ def emit(spec) -> KernelSource:
         d.append(("DG_SUB0", ", ".join(map(str, recs[0]))))
     else:
         d.append(("DG_SUB_TABLE", ", ".join("{" + ", ".join(map(str, r)) + "}" for r in recs)))
-    return _make(spec.kernel_name, vendor, t.arch, d, _read("dgrad.cu"), spec.grid, spec.block,
-                 spec.lds_bytes, memset=spec.zero_fill == "memset", tensor_maps=tensor_maps(spec))
+    d += list(extra)
+    memset = spec.zero_fill == "memset" if memset is None else memset
+    return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), spec.grid, spec.block,
+                 spec.lds_bytes, memset=memset, tensor_maps=tensor_maps(spec))
 
 
 def tensor_maps(spec) -> tuple:

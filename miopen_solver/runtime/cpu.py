@@ -1,4 +1,5 @@
-"""CPU engine: runs a DgradSpec's tilde sub-GEMMs with numpy.
+"""CPU engine: runs a DgradSpec's tilde sub-GEMMs with numpy (the direct and patch
+schedules: their own decompositions, :mod:`miopen_solver.direct`, :mod:`miopen_solver.patch`).
 
 It executes the same decomposition the GPU kernels execute (``spec.sub_gemms``, formulas in
 :mod:`miopen_solver.tilde`), so a CPU run checks the decomposition itself, not just the
@@ -156,6 +157,10 @@ class CpuEngine(Engine):
         if spec.schedule is KernelSchedule.DIRECT:     # the direct schedule's own phases and taps
             from ..direct import direct_nhwc
             dx[...] = direct_nhwc(p, dy, w)
+            return
+        if spec.schedule.patch:                        # one GEMM scattered into dX patches
+            from ..patch import patch_nhwc
+            patch_nhwc(spec, dy, w, dx)
             return
         if spec.zero_fill == "memset":
             dx[...] = 0

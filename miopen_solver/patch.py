@@ -1,0 +1,307 @@
+"""The ``patch-gemm`` kernel schedules: backward data of patch embeddings as one dense GEMM.
+
+Pure Python (no printing, no GPU). Tensors are NHWC: dY ``(N, Ho, Wo, K)``, W
+``(K, Y, X, cpg)``, dX ``(N, Hi, Wi, C)``.
+
+Problems served (:func:`patch_reason`): stride equal to the filter (``sH == Y``, ``sW == X``),
+no padding, dilation 1, a filter larger than 1x1 -- ViT 16x16/s16 and 14x14/s14 patch
+embeddings, the ConvNeXt 4x4/s4 stem, 2x2/s2 downsampling. Every dY pixel then feeds a
+disjoint ``Y x X`` patch of dX, so per group ``g``::
+
+    D[m, j] = sum_k dY[n, ho, wo, g*kpg + k] * W[g*kpg + k, y, x, c]
+    dX[n, ho*Y + y, wo*X + x, g*cpg + c] = D[m, j]
+
+with row ``m = (n*Ho + ho)*Wo + wo`` and column ``j = (y*X + x)*cpg + c``: A is dY as
+``[N*Ho*Wo, K]`` and B is W's bytes unchanged as ``[K, Y*X*cpg]``. That is the pointwise GEMM
+of a *virtual* problem (:func:`virtual_problem`: dY unchanged, a ``1x1`` filter of
+``C' = G*Y*X*cpg`` channels, dX' of ``Ho x Wo`` pixels), so a :class:`PatchSpec` holds the
+:class:`~miopen_solver.spec.DgradSpec` of that problem (every tile rule, main loop and launch
+shape is the GEMM schedule's) and only the epilogue's dX address is remapped (the
+``patch`` section of ``kernels/dgrad.cu``). dX rows ``>= Ho*Y`` and columns ``>= Wo*X``
+(``Hi % Y`` or ``Wi % X`` not 0) get no contribution: dX is zeroed before such a launch
+(``zero_fill = "memset"``).
+
+Schedules and config slots: :attr:`KernelSchedule.PATCH_GEMM` (5) runs the
+:attr:`~KernelSchedule.WARP_MMA` main loop, :attr:`KernelSchedule.PATCH_GEMM_WGMMA` (6) the
+:attr:`~KernelSchedule.WGMMA` one (sm_90a); the 13 other fields mean what they mean for that
+main loop, on the virtual problem, e.g. ``128,128,64,2,1,64,128,0,0,0,1,-1,4,6``. Rules beyond
+the main loop's: ``split_k`` 1 or -1 (each dX element is written once), and the dX store
+width ``vector_size_c`` is clamped (never refused) to a power of two dividing one
+contiguous, aligned run of a patch row (``gcd(X*cpg, Wi*C)`` when ``G == 1``, else ``cpg``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from math import gcd
+
+import numpy as np
+
+from . import vectors
+from .config import KernelSchedule, PerfConfig
+from .errors import PerfConfigError
+from .problem import ConvProblem
+from .spec import DgradSpec, ZERO_FILL_TAGS, arch_tag, family_reason, make_spec
+from .target import Target
+
+MAIN_LOOP = {KernelSchedule.PATCH_GEMM: KernelSchedule.WARP_MMA,
+             KernelSchedule.PATCH_GEMM_WGMMA: KernelSchedule.WGMMA}
+"""The GEMM schedule whose main loop each patch schedule runs."""
+PATCH_OF = {KernelSchedule.WARP_MMA: KernelSchedule.PATCH_GEMM, KernelSchedule.WGMMA: KernelSchedule.PATCH_GEMM_WGMMA,
+            KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.PATCH_GEMM_WGMMA,
+            KernelSchedule.WGMMA_TMA: KernelSchedule.PATCH_GEMM_WGMMA}
+"""The patch schedule that runs a GEMM config's tile (persistent and TMA tiles on the plain
+warpgroup main loop)."""
+DTYPES = ("fp32", "fp16", "bf16")
+CHUNK_BYTES = 16 << 20
+"""CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
+
+
+# ----------------------------------------------------------------------------- rules
+def patch_reason(problem: ConvProblem, target: Target) -> str | None:
+    """Why the patch schedules cannot serve ``problem`` on ``target`` at all, or None."""
+    p = problem
+    why = family_reason(p, target, "the patch schedules")
+    if why is not None:
+        return why
+    if p.dtype not in DTYPES:
+        return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
+    if p.Y * p.X == 1:
+        return "a 1x1 filter is the pointwise GEMM already"
+    if (p.sH, p.sW) != (p.Y, p.X):
+        return f"stride {p.sH}x{p.sW} differs from the filter {p.Y}x{p.X} (patches would overlap or leave gaps)"
+    if p.pH or p.pW:
+        return f"padding {p.pH}x{p.pW} is not 0"
+    if (p.Y > 1 and p.dH != 1) or (p.X > 1 and p.dW != 1):
+        return f"dilation {p.dH}x{p.dW} is not 1"
+    return None
+
+
+def virtual_problem(problem: ConvProblem) -> ConvProblem:
+    """The pointwise problem whose GEMM the patch problem is: dY unchanged, a 1x1 filter of
+    ``G*Y*X*cpg`` channels (W's bytes), dX' of ``N x Ho x Wo`` pixels (all NHWC)."""
+    p = problem
+    return ConvProblem(N=p.N, C=p.G * p.Y * p.X * p.cpg, Hi=p.Ho, Wi=p.Wo, K=p.K, Y=1, X=1, G=p.G,
+                       dtype=p.dtype, in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+def store_run(problem: ConvProblem) -> int:
+    """Elements of dX one vector store may cover: a contiguous run of a patch row whose start
+    stays aligned, ``gcd(X*cpg, Wi*C)`` when ``G == 1`` (a patch row is X*cpg consecutive
+    elements; rows are Wi*C apart), else ``cpg`` (groups interleave within a pixel)."""
+    p = problem
+    return gcd(p.X * p.cpg, p.Wi * p.C) if p.G == 1 else p.cpg
+
+
+def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
+    """The main loop's config of a patch ``config``: its schedule, ``split_k`` 1 and the
+    store width capped to :func:`store_run` (an invalid cap is passed on for the GEMM rules
+    to name)."""
+    vc = config.vector_size_c
+    if vc >= 0 and vc & (vc - 1) == 0:
+        vc = vectors.pow2_divisor(store_run(problem), vc or vectors.max_vector(problem.elem_bytes))
+    return config.replace(schedule=MAIN_LOOP[config.schedule], split_k=1, vector_size_c=vc)
+
+
+# ----------------------------------------------------------------------------- spec
+@dataclass(frozen=True)
+class PatchSpec:
+    """A validated patch config for one problem and target: ``gemm`` is the resolved
+    :class:`~miopen_solver.spec.DgradSpec` of :func:`virtual_problem` on the config's main
+    loop (tiles, vectors, launch geometry); ``problem`` and ``config`` are the real ones."""
+
+    problem: ConvProblem
+    target: Target
+    config: PerfConfig
+    gemm: DgradSpec
+
+    # ------------------------------------------------------------ the schedule interface
+    @property
+    def schedule(self) -> KernelSchedule:
+        return self.config.schedule
+
+    split_k = 1
+    persistent = False
+    tma = False
+    tma_box = None
+    pointwise = False
+    staged_epilogue = True
+    zero_fill_blocks = 0
+    workspace_bytes = 0
+
+    @property
+    def zero_fill(self) -> str:
+        """``"memset"`` when dX has rows or columns no patch covers (``Hi % Y`` or ``Wi % X``
+        not 0), else ``"none"``."""
+        p = self.problem
+        return "memset" if p.Hi % p.Y or p.Wi % p.X else "none"
+
+    @property
+    def sub_gemms(self) -> tuple:
+        """The one GEMM (the virtual problem's pointwise sub-GEMM): GemmM = N*Ho*Wo,
+        GemmN = Y*X*cpg, GemmK = kpg."""
+        return self.gemm.sub_gemms
+
+    @property
+    def wgmma(self) -> bool:
+        return self.gemm.wgmma
+
+    @property
+    def atom(self):
+        return self.gemm.atom
+
+    @property
+    def lds_k_outer(self) -> bool:
+        return self.gemm.lds_k_outer
+
+    @property
+    def vec_a(self) -> int:
+        return self.gemm.vec_a
+
+    @property
+    def vec_b(self) -> int:
+        return self.gemm.vec_b
+
+    @property
+    def vec_c(self) -> int:
+        return self.gemm.vec_c
+
+    @property
+    def threads(self) -> int:
+        return self.gemm.threads
+
+    @property
+    def block_threads(self) -> int:
+        return self.gemm.block_threads
+
+    @property
+    def block(self) -> tuple:
+        return self.gemm.block
+
+    @property
+    def grid(self) -> tuple:
+        """Blocks along x (GEMM tiles), y (G), z (1)."""
+        return self.gemm.grid
+
+    @property
+    def lds_bytes(self) -> int:
+        return self.gemm.lds_bytes
+
+    @property
+    def tiles_per_group(self) -> int:
+        return self.gemm.tiles_per_group
+
+    @property
+    def tile_blocks(self) -> int:
+        return self.gemm.tile_blocks
+
+    @property
+    def resident_blocks(self) -> int:
+        return self.gemm.resident_blocks
+
+    @property
+    def accumulators_per_lane(self) -> int:
+        return self.gemm.accumulators_per_lane
+
+    @property
+    def mma_m(self) -> int:
+        return self.gemm.mma_m
+
+    @property
+    def mma_n(self) -> int:
+        return self.gemm.mma_n
+
+    @cached_property
+    def kernel_name(self) -> str:
+        """``dgrad_patch_gemm_<arch>_<dtype>_<tile tag>[_zfm]_<problem>``: the main loop's
+        tile tag (:attr:`DgradSpec.tile_tag`) and the real problem's ``short_tag``."""
+        p = self.problem
+        return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{p.dtype}_{self.gemm.tile_tag}"
+                f"{ZERO_FILL_TAGS[self.zero_fill]}_{p.short_tag()}")
+
+    def defines(self) -> list:
+        """The ``DG_PATCH_*`` defines: the real dX the epilogue scatters into."""
+        p = self.problem
+        return [("DG_PATCH_HI", p.Hi), ("DG_PATCH_WI", p.Wi), ("DG_PATCH_C", p.C), ("DG_PATCH_CPG", p.cpg),
+                ("DG_PATCH_Y", p.Y), ("DG_PATCH_X", p.X)]
+
+    def emit(self):
+        """``dgrad.cu`` for the virtual problem's GEMM with its ``patch`` section (the
+        remapped epilogue) and the ``DG_PATCH_*`` defines."""
+        from .kernels.emit import emit_gemm
+        return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=("patch",),
+                         memset=self.zero_fill == "memset")
+
+    def to_record(self) -> dict:
+        """Plain data for a worker (every resolved value); :meth:`from_record` inverts it."""
+        return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
+                "config": self.config.serialize(), "patch": {"gemm": self.gemm.to_record()}}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "PatchSpec":
+        """Inverse of :meth:`to_record` (no validation)."""
+        gemm = DgradSpec.from_record(rec["patch"]["gemm"])
+        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=gemm.target,
+                   config=PerfConfig.parse(rec["config"]), gemm=gemm)
+
+    def as_dict(self) -> dict:
+        """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
+        the patch config and the GEMM's shape."""
+        d = self.gemm.as_dict()
+        s = self.sub_gemms[0]
+        d.update(kernel_name=self.kernel_name, schedule=self.schedule.slug, problem_key=self.problem.problem_key(),
+                 perf_config=self.config.serialize(), main_loop=self.gemm.schedule.slug, zero_fill=self.zero_fill,
+                 pointwise=False, gemm={"m": s.gemm_m, "n": s.gemm_n, "k": s.gemm_k, "groups": self.problem.G})
+        return d
+
+
+def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> PatchSpec:
+    """Validate the patch ``config`` for ``problem`` on ``target`` and resolve everything.
+
+    Raises:
+        PerfConfigError: the problem is not a patch problem, ``split_k`` is not 1 or -1, or
+            the main loop's first broken rule on the virtual problem, as one sentence.
+    """
+    label = config.schedule.label
+    why = patch_reason(problem, target)
+    if why is not None:
+        raise PerfConfigError(f"{label} does not apply: {why}")
+    if config.split_k not in (-1, 1):
+        raise PerfConfigError(f"{label} writes each dX element once; split_k must be 1 or -1, got {config.split_k}")
+    try:
+        gemm = make_spec(virtual_problem(problem), target, gemm_config(problem, config))
+    except PerfConfigError as e:
+        raise PerfConfigError(f"{label} (the {MAIN_LOOP[config.schedule].slug} main loop over "
+                              f"[N*Ho*Wo, K] x [K, Y*X*cpg]): {e}") from None
+    return PatchSpec(problem=problem, target=target, config=config, gemm=gemm)
+
+
+# ----------------------------------------------------------------------------- CPU engine
+def patch_nhwc(spec: PatchSpec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
+    """One launch of ``spec`` on the CPU, as the kernel does it: per group the GEMM
+    ``[N*Ho*Wo, kpg] x [kpg, Y*X*cpg]`` in fp32 (chunks of images of about
+    :data:`CHUNK_BYTES`), each row scattered into its dX patch in the storage type; with
+    ``zero_fill == "memset"`` dX is zeroed first (the uncovered border).
+
+    Args:
+        dy: NHWC ``(N, Ho, Wo, K)``; w: KYXC ``(K, Y, X, cpg)``; dx: the NHWC ``(N, Hi, Wi, C)``
+            view written in place (storage dtype).
+    """
+    p = spec.problem
+    G, kpg, cpg, Ho, Wo = p.G, p.kpg, p.cpg, p.Ho, p.Wo
+    if spec.zero_fill == "memset":
+        dx[...] = 0
+    b = np.asarray(w, dtype=np.float32).reshape(G, kpg, p.Y * p.X * cpg)
+    per_image = 4 * Ho * Wo * p.Y * p.X * p.C
+    step = max(1, CHUNK_BYTES // per_image)
+    for n0 in range(0, p.N, step):
+        n1 = min(p.N, n0 + step)
+        a = np.asarray(dy[n0:n1], dtype=np.float32).reshape((n1 - n0) * Ho * Wo, G, kpg)
+        d = np.matmul(a.transpose(1, 0, 2), b)                       # (G, M, Y*X*cpg)
+        d = d.reshape(G, n1 - n0, Ho, Wo, p.Y, p.X, cpg).transpose(1, 2, 4, 3, 5, 0, 6)
+        dx[n0:n1, :Ho * p.Y, :Wo * p.X] = d.reshape(n1 - n0, Ho * p.Y, Wo * p.X, p.C).astype(dx.dtype)
+
+
+__all__ = ["MAIN_LOOP", "PATCH_OF", "PatchSpec", "gemm_config", "make_patch_spec", "patch_nhwc", "patch_reason",
+           "store_run", "virtual_problem"]
