@@ -7,11 +7,18 @@
 #
 # Steps (each bounded by `timeout`, each writing OUT_DIR/<step>.txt; a failed step does not
 # stop the later ones, the exit status is the number of failed steps):
-#   1. tests/test_gpu.py (DGRAD_GPU_EXAMPLES random problems, default 40);
+#   1. tests/test_gpu.py (DGRAD_GPU_EXAMPLES random problems, default 40; GPU_TESTS_K selects
+#      tests with pytest -k, GPU_TESTS_SECS bounds the step, default 420);
 #   2. dgrad-driver replay fixtures/ --backend cuda;
 #   3. bench/compare.py, fp16/bf16/fp32, markdown table + plot;
 #   4. bench/first_launch.py (cold compile and warm first launch, fp16 defaults);
-#   5. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
+#   5. (only when STEPS names them) perf_models: dgrad-driver batch --backend cuda over MIOpen's
+#      three perf-model files (NCHW and mixed lines, GPU reference); nchw: compare.py on the suite
+#      in fp16 with every tensor NCHW and with every tensor NHWC (ours and cuDNN in each
+#      layout); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
+#      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
+#      cuDNN and cuBLAS);
+#   6. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
 #      data type, per-class report + plot + rows as JSON. ZOO_ARGS adds options, e.g.
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
 #      after the shard), then merge without a GPU:
@@ -40,12 +47,21 @@ step() {  # step NAME SECONDS COMMAND...
         failed=$((failed + 1))
     fi
 }
-DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step gpu_tests 420 python -m pytest -q tests/test_gpu.py
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step gpu_tests "${GPU_TESTS_SECS:-420}" python -m pytest -q tests/test_gpu.py \
+    ${GPU_TESTS_K:+-k "$GPU_TESTS_K"}
 step replay 120 python -m driver replay fixtures/ --backend cuda
 step compare 300 python bench/compare.py --dtypes fp16,bf16,fp32 --out "$OUTDIR/compare.md" \
     --plot "$OUTDIR/compare_h200.png"
 grep -h "geometric" "$OUTDIR/compare.txt" 2>/dev/null
 step first_launch 200 python bench/first_launch.py
+step perf_models 540 bash -c 'rc=0; for f in tests/data/perf_models/*.txt; do
+    python -m driver batch "$f" --backend cuda --quiet --csv "$0/perf_models_$(basename "$f" .txt).csv" || rc=1
+done; exit $rc' "$OUTDIR"
+step nchw 540 bash -c 'rc=0; for lay in NCHW NHWC; do
+    python bench/compare.py --dtypes fp16 --layout $lay --out "$0/suite_$lay.md" --json "$0/suite_$lay.json" || rc=1
+done; exit $rc' "$OUTDIR"
+step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
+step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
