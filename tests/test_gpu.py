@@ -493,9 +493,9 @@ def test_nchw_dx_split_n_forced_chunks_verify(engine, monkeypatch, cfg):
     plainly and through one graph."""
     from miopen_solver import applicability as ap
     from miopen_solver import layouts
-    p = parse("convbfp16 -n 6 -c 64 -H 14 -W 12 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem   # all NCHW
+    p = parse("convbfp16 -n 6 -c 64 -H 14 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem   # all NCHW
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * p.dx_elems // p.N * p.elem_bytes)
-    p, sol = _nchw_dx_solution(engine, "-n 6 -c 64 -H 14 -W 12 -k 64 -y 3 -x 3 -p 1 -q 1", "bf16",
+    p, sol = _nchw_dx_solution(engine, "-n 6 -c 64 -H 14 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1", "bf16",
                                ("NCHW", "NCHW", "NCHW"), cfg)
     assert sol.n_chunks == 3 and sol.spec.nchw_dx
     rng = np.random.default_rng(29)
