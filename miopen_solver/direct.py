@@ -58,6 +58,7 @@ from math import gcd
 import numpy as np
 
 from . import layouts
+from .transpose import memory_order
 from .errors import PerfConfigError
 from .kernels.emit import KernelSource, _make, _problem_defines, _read
 from .problem import ConvProblem
@@ -152,9 +153,10 @@ def direct_reason(problem: ConvProblem, target: Target) -> str | None:
     why = family_reason(p, t, "the direct schedule")
     if why is not None:
         return why
-    if not p.nhwc_memory:
-        return (f"the direct schedule takes NHWC tensors only; got dX {p.in_layout}, dY {p.out_layout}, "
-                f"W {p.fil_layout}")
+    if memory_order(p, "dY") != "NHWC" or memory_order(p, "W") != "NHWC" or memory_order(p, "dX") is None:
+        # an NCHW dX is the NHWC kernel's output transposed after it (transpose.py)
+        return (f"the direct schedule reads dY and W NHWC in memory (dX NHWC or NCHW); got dX {p.in_layout}, "
+                f"dY {p.out_layout}, W {p.fil_layout}")
     if p.dtype not in DTYPES:
         return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
     if p.cpg > MAX_CPG:

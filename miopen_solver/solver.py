@@ -36,7 +36,7 @@ from .heuristics import default_performance_config, search_space
 from .problem import ConvProblem
 from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, make_spec, spec_from_record
 from .target import Target
-from .transpose import LayoutTransform, layout_transforms, workspace_bytes
+from .transpose import LayoutTransform, layout_transforms, memory_order, workspace_bytes, writes_nchw_dx
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
 """MIOpen's algorithm name for implicit-GEMM backward data (enum value 5)."""
@@ -119,11 +119,14 @@ class Solution:
             problem of one chunk (its N images per launch), and :attr:`chunks` lists the
             launches, each of the one kernel with pointers offset to its first image.
         layouts: the problem's ``(in_layout, out_layout, fil_layout)`` flags; () when they
-            are the spec's (all NHWC). ``spec.problem`` is always all-NHWC.
+            are the spec's. ``spec.problem`` (the launch problem,
+            :func:`~miopen_solver.transpose.native_problem`) has dY and W NHWC and dX NHWC,
+            or NCHW when dX is NCHW in memory.
         transforms: the :class:`~miopen_solver.transpose.LayoutTransform` launches around
-            the kernel, in order (dY, W before it; dX after it), each over the whole batch;
-            their NHWC copies fill the first :func:`~miopen_solver.transpose.workspace_bytes`
-            of the workspace.
+            the kernel, in order (dY, W before it; dX after it unless the kernel stores dX
+            NCHW itself, :func:`~miopen_solver.transpose.writes_nchw_dx`), each over the
+            whole batch; their NHWC copies fill the first
+            :func:`~miopen_solver.transpose.workspace_bytes` of the workspace.
     """
 
     solver_id: str
@@ -146,7 +149,7 @@ class Solution:
     @cached_property
     def problem(self) -> ConvProblem:
         """The whole problem (all N images, its own layout flags); ``spec.problem`` is one
-        launch's, all NHWC."""
+        launch's (dY and W NHWC)."""
         p = self.spec.problem
         if self.images not in (0, p.N):
             p = p.replace(N=self.images)
@@ -178,7 +181,8 @@ class Solution:
     @property
     def kernel_name(self) -> str:
         """The dgrad kernel's name, with ``+transpose_<tensors>`` when layout transforms run
-        around it (e.g. ``...+transpose_dy_dx`` for an NCHW problem with a 1x1 filter)."""
+        around it (e.g. ``..._dxnchw_...+transpose_dy`` for an NCHW problem with a 1x1
+        filter whose kernel stores dX NCHW)."""
         if not self.transforms:
             return self.spec.kernel_name
         return f"{self.spec.kernel_name}+transpose_{'_'.join(t.tensor.lower() for t in self.transforms)}"
@@ -284,18 +288,21 @@ class DgradSolver:
 
     def get_workspace_size(self, problem: ConvProblem, target: Target,
                            config: PerfConfig | None = None) -> int:
-        """Device workspace in bytes: the NHWC copies of the tensors stored NCHW (each slot
-        256-byte aligned; 0 for a problem NHWC in memory; MIOpen's NHWC solvers size theirs
-        the same way, ``GetWorkspaceSizeLayoutTransformConv``), plus the kernel's own (0:
-        split-K adds straight into dX with atomics, no fp32 staging buffer).
+        """Device workspace in bytes for ``config`` (default: the default config): the NHWC
+        copies of the tensors stored NCHW (each slot 256-byte aligned; 0 for a problem NHWC
+        in memory; no dX copy when the kernel stores dX NCHW itself; MIOpen's NHWC solvers
+        size theirs the same way, ``GetWorkspaceSizeLayoutTransformConv``), plus the
+        kernel's own (0: split-K adds straight into dX with atomics, no fp32 staging buffer).
 
         Raises:
-            PerfConfigError: ``config`` is given and invalid.
+            PerfConfigError: ``config`` is given and invalid, or none is given and no
+                default validates (a problem NHWC in memory needs no config: 0).
         """
-        ws = workspace_bytes(layout_transforms(problem))
-        if config is None:
-            return ws
-        return ws + make_spec(launch_problem(problem), target, config).workspace_bytes
+        if not layout_transforms(problem):
+            return 0 if config is None else make_spec(launch_problem(problem), target, config).workspace_bytes
+        spec = make_spec(launch_problem(problem), target,
+                         config if config is not None else self.get_default_performance_config(problem, target))
+        return workspace_bytes(layout_transforms(problem, nchw_dx=writes_nchw_dx(spec))) + spec.workspace_bytes
 
     def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
                                   arch: str | None = None) -> tuple:
@@ -477,12 +484,15 @@ class DgradSolver:
                 f"Split-N: N={problem.N} runs as {problem.N // launch.N} launches of {launch.N} images (dY "
                 f"{launch.dy_elems * launch.elem_bytes} and dX {launch.dx_elems * launch.elem_bytes} bytes each, "
                 f"within 32-bit offsets), one kernel, pointers offset per launch")
-        transforms = layout_transforms(problem)
+        spec = make_spec(launch, target, cfg)
+        transforms = layout_transforms(problem, nchw_dx=writes_nchw_dx(spec))
         if transforms:
             choice.notes.append(
                 f"Layout: {', '.join(t.label for t in transforms)} by batched transposes through a "
                 f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel")
-        return solution_of(make_spec(launch, target, cfg), choice, images=problem.N, problem=problem)
+        if writes_nchw_dx(spec):
+            choice.notes.append("Layout: the kernel stores dX NCHW from its epilogue (no dX transform)")
+        return solution_of(spec, choice, images=problem.N, problem=problem)
 
     def search(self, problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
         """Valid configs for ``problem``, default first, one per distinct kernel (configs
@@ -509,11 +519,13 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
     """The :class:`Solution` that launches a validated ``spec`` (no applicability check, no
     choice: what an engine runs when handed a spec). ``images``: the whole batch when it is
     split into launches of ``spec.problem.N`` images (a multiple of it), else 0. ``problem``:
-    the whole problem in its own layouts when they are not the spec's NHWC (its NCHW tensors
-    get :func:`~miopen_solver.transpose.layout_transforms`); default: the spec's.
+    the whole problem in its own layouts when they are not the spec's (its NCHW tensors
+    get :func:`~miopen_solver.transpose.layout_transforms`, dX none when the kernel stores
+    it NCHW); default: the spec's.
 
     Raises:
-        ValueError: ``images`` is not a positive multiple of the spec's N.
+        ValueError: ``images`` is not a positive multiple of the spec's N, or the kernel
+            stores dX NCHW and ``problem``'s dX is not NCHW in memory.
     """
     choice = choice or _Choice(config=spec.config, source="perf-config")
     p = spec.problem
@@ -525,7 +537,10 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
         zf = ZeroFill(spec.zero_fill, blocks=spec.zero_fill_blocks)
     launch = KernelLaunch(name=spec.kernel_name, grid=spec.grid, block=spec.block, lds_bytes=spec.lds_bytes, spec=spec)
     whole = (problem or p).replace(N=images or p.N)
-    transforms = layout_transforms(whole)
+    nchw_dx = writes_nchw_dx(spec)
+    if nchw_dx and memory_order(whole, "dX") != "NCHW":
+        raise ValueError(f"{spec.kernel_name} stores dX NCHW; the problem's dX is {whole.in_layout}")
+    transforms = layout_transforms(whole, nchw_dx=nchw_dx)
     lays = (whole.in_layout, whole.out_layout, whole.fil_layout)
     return Solution(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM, perf_config=spec.config,
                     spec=spec, zero_fill=zf, kernels=(launch,),

@@ -45,6 +45,7 @@ from .problem import ConvProblem
 from .target import MmaAtom, Target
 from .tilde import AxisTilde, Decomposition, SubGemm, cached_decompose
 from .tma import TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
+from .transpose import nchw_dx_rule
 
 WGMMA_N = (64, 128, 256)
 """warp_tile_n values a warpgroup config may use (the instruction's N)."""
@@ -257,6 +258,12 @@ class DgradSpec:
     def lds_pad(self) -> int:
         return LDS_PAD_BYTES // self.problem.elem_bytes
 
+    @cached_property
+    def nchw_dx(self) -> bool:
+        """The kernel stores dX NCHW (``dx[((n*C + c)*Hi + hi)*Wi + wi]``, scalar stores, one
+        pixel per thread) rather than NHWC: :func:`~miopen_solver.transpose.nchw_dx_rule`."""
+        return nchw_dx_rule(self.problem, self.schedule, self.split_k)
+
     @property
     def staged_epilogue(self) -> bool:
         """dX tiles go through shared memory for row-wise vector stores (split_k == 1);
@@ -327,8 +334,11 @@ class DgradSpec:
 
     @property
     def zero_vector(self) -> int:
-        """Elements per zero-fill store: the widest power of two (<= 16 bytes) dividing C."""
+        """Elements per zero-fill store: the widest power of two (<= 16 bytes) dividing C;
+        1 for an NCHW dX (element by element, pixels fastest)."""
         p = self.problem
+        if self.nchw_dx:
+            return 1
         return vectors.pow2_divisor(p.C, vectors.max_vector(p.elem_bytes))
 
     @property
@@ -354,7 +364,8 @@ class DgradSpec:
         identifies one binary (CUTLASS naming discipline): the target arch (wave size,
         vendor and async copies follow from it), dtype, tiles, warp grid and warp tile,
         atom, resolved vector widths, resolved split-K, B layout, stages, path (pointwise
-        or number of tilde sub-GEMMs), zero-fill kind and the problem's compiled sizes, e.g.
+        or number of tilde sub-GEMMs), zero-fill kind, ``_dxnchw`` when it stores dX NCHW
+        (:attr:`nchw_dx`) and the problem's compiled sizes, e.g.
         ``dgrad_sm_90_fp16_t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3_tilde4_n32c64h56...``.
         A valid C identifier (arch feature suffixes such as ``:sramecc+`` are dropped)."""
         p = self.problem
@@ -364,7 +375,8 @@ class DgradSpec:
             path += f"_pb{self.tile_blocks}"
         if self.tma:
             path += f"_tma{self.tile_blocks}"
-        return f"dgrad_{arch_tag(self.target)}_{p.dtype}_{self.tile_tag}_{path}{zf}_{p.short_tag()}"
+        dx = "_dxnchw" if self.nchw_dx else ""
+        return f"dgrad_{arch_tag(self.target)}_{p.dtype}_{self.tile_tag}_{path}{zf}{dx}_{p.short_tag()}"
 
     @property
     def tile_tag(self) -> str:
@@ -533,10 +545,13 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
         # stores rows of c in vectors (16 bytes at most, along c, bounded by cpg), clamped so
         # the tile spreads evenly over the threads. split_k > 1: atomics straight from the
         # accumulators -- packed pairs for fp16/bf16 (cpg even, checked above), scalars for fp32.
+        # A kernel that stores dX NCHW (nchw_dx_rule) stores one element at a time.
+        nchw = nchw_dx_rule(p, c.schedule, split)
         if split > 1:
-            vc = 1 if p.dtype == "fp32" else 2
+            vc = 1 if p.dtype == "fp32" or nchw else 2
         else:
-            vc = vectors.clamp_to_tile(vectors.choose(c.vector_size_c, p.cpg, eb), c.tile_n, c.tile_m, threads)
+            cap = 1 if nchw else vectors.choose(c.vector_size_c, p.cpg, eb)
+            vc = vectors.clamp_to_tile(cap, c.tile_n, c.tile_m, threads)
             require(vc > 0, f"the {c.tile_m}x{c.tile_n} C tile does not spread evenly over {threads} threads")
 
     spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,

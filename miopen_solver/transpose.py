@@ -1,13 +1,28 @@
 """Layout transforms around the NHWC kernel: NCHW (and mixed NCHW/NHWC) problems on the GPU.
 
-The dgrad kernels read dY NHWC and W KYXC and write dX NHWC. A tensor stored NCHW is moved
-through a device workspace, as MIOpen's NHWC solvers do for NCHW problems (the CK-based
-solvers' ``GetWorkspaceSizeLayoutTransformConv``: the workspace holds the transposed
-tensors): before the kernel, dY ``(N, K, Ho*Wo) -> (N, Ho*Wo, K)`` and W
-``(K, cpg, Y*X) -> (K, Y*X, cpg)``; after it, dX ``(N, Hi*Wi, C) -> (N, C, Hi*Wi)``. Each is
-a batched 2-D transpose (``kernels/transpose.cu``): ``batch`` row-major ``rows x cols``
-matrices become ``cols x rows``. A tensor already NHWC in memory (its flag, or one that
-differs only where dims of length 1 sit, e.g. a 1x1 filter in NCHW) is read in place.
+The dgrad kernels read dY NHWC and W KYXC. A tensor stored NCHW is moved through a device
+workspace, as MIOpen's NHWC solvers do for NCHW problems (the CK-based solvers'
+``GetWorkspaceSizeLayoutTransformConv``: the workspace holds the transposed tensors): before
+the kernel, dY ``(N, K, Ho*Wo) -> (N, Ho*Wo, K)`` and W ``(K, cpg, Y*X) -> (K, Y*X, cpg)``.
+Each is a batched 2-D transpose (``kernels/transpose.cu``): ``batch`` row-major
+``rows x cols`` matrices become ``cols x rows``. A tensor already NHWC in memory (its flag,
+or one that differs only where dims of length 1 sit, e.g. a 1x1 filter in NCHW) is read in
+place.
+
+dX stored NCHW is written NCHW by the kernel itself where it can (:func:`writes_nchw_dx`,
+the one rule: the staged-epilogue schedules, warp-MMA, wgmma and persistent wgmma, whose
+epilogue then stores ``dx[((n*C + c)*Hi + hi)*Wi + wi]`` with consecutive threads on
+consecutive pixels; with split-K also the atomic epilogue, for fp32 or an even ``Hi*Wi``).
+Otherwise the kernel writes an NHWC copy into the workspace and a transform after it moves
+``(N, Hi*Wi, C) -> (N, C, Hi*Wi)``.
+
+How the kernel learns it: the launch problem (:func:`native_problem`) keeps dX's order --
+dY and W become NHWC (the kernel reads their NHWC copies), ``in_layout`` stays ``"NCHW"``
+when dX is NCHW in memory. A spec of that problem is a different kernel when
+:func:`writes_nchw_dx` holds (its name ends ``_dxnchw``, its source keeps the ``nchw_dx``
+sections of ``dgrad.cu``); every other schedule computes the same NHWC kernel as for an
+all-NHWC problem, and the solution adds the dX transform (:func:`layout_transforms` with
+``nchw_dx=False``).
 
 Only NCHW and NHWC memory orders take part; other orders (CHWN with N, C and H*W > 1) are
 not applicable (:func:`memory_order` returns None for them).
@@ -17,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .config import KernelSchedule
 from .problem import ConvProblem, same_memory
 
 WORKSPACE_ALIGN = 256
@@ -42,11 +58,36 @@ def memory_order(problem: ConvProblem, tensor: str) -> str | None:
 
 
 def native_problem(problem: ConvProblem) -> ConvProblem:
-    """``problem`` with every tensor NHWC: what the kernel between the transforms computes
-    (the perf-db key stays the given problem's)."""
+    """``problem`` with dY and W NHWC, and dX NCHW when it is NCHW in memory, else NHWC:
+    what the kernel between the transforms computes (the perf-db key stays the given
+    problem's)."""
     if problem.is_3d or problem.all_nhwc:
         return problem
-    return problem.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    dx = "NCHW" if memory_order(problem, "dX") == "NCHW" else "NHWC"
+    return problem.replace(in_layout=dx, out_layout="NHWC", fil_layout="NHWC")
+
+
+NCHW_DX_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT})
+"""The schedules whose epilogues can store dX NCHW (the staged epilogue and split-K's
+atomic one); the TMA, direct and patch schedules store NHWC and keep the dX transform."""
+
+
+def writes_nchw_dx(spec) -> bool:
+    """Whether the kernel of ``spec`` (any spec type) stores dX NCHW itself
+    (:func:`nchw_dx_rule` over its problem, schedule and resolved split-K)."""
+    return spec.schedule in NCHW_DX_SCHEDULES and nchw_dx_rule(spec.problem, spec.schedule, spec.split_k)
+
+
+def nchw_dx_rule(problem: ConvProblem, schedule: KernelSchedule, split_k: int) -> bool:
+    """The one rule deciding that a kernel stores dX NCHW: the launch problem's dX is NCHW
+    in memory, ``schedule`` is in :data:`NCHW_DX_SCHEDULES`, and with split-K (> 1) on a
+    16-bit type ``Hi*Wi`` is even (each element is added as half of a 4-byte-aligned packed
+    pair whose other half gets +0; the pair must stay inside dX). ``dgrad.cu``'s ``nchw_dx``
+    section asserts the same."""
+    p = problem
+    if p.is_3d or schedule not in NCHW_DX_SCHEDULES or memory_order(p, "dX") != "NCHW":
+        return False
+    return split_k == 1 or p.elem_bytes == 4 or (p.Hi * p.Wi) % 2 == 0
 
 
 @dataclass(frozen=True)
@@ -134,9 +175,10 @@ def _align(n: int) -> int:
     return -(-n // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
 
 
-def layout_transforms(problem: ConvProblem) -> tuple:
+def layout_transforms(problem: ConvProblem, nchw_dx: bool = False) -> tuple:
     """The transforms a GPU run of ``problem`` (the whole batch) needs, in launch order: dY
-    and W before the kernel, dX after it; none for a problem NHWC in memory.
+    and W before the kernel, dX after it unless the kernel writes dX NCHW itself
+    (``nchw_dx``: :func:`writes_nchw_dx` of its spec); none for a problem NHWC in memory.
 
     Raises:
         ValueError: a tensor is neither NHWC nor NCHW in memory (the applicability check
@@ -156,7 +198,7 @@ def layout_transforms(problem: ConvProblem) -> tuple:
         order = memory_order(p, tensor)
         if order is None:
             raise ValueError(f"{tensor} layout {p.tensor_layouts()[tensor]} is neither NHWC nor NCHW in memory")
-        if order == "NHWC":
+        if order == "NHWC" or (tensor == "dX" and nchw_dx):
             continue
         batch, rows, cols = shapes[tensor]
         src, dst = ("NHWC", "NCHW") if tensor == "dX" else ("NCHW", "NHWC")
@@ -171,5 +213,5 @@ def workspace_bytes(transforms) -> int:
     return sum(_align(t.nbytes) for t in transforms)
 
 
-__all__ = ["LayoutTransform", "MAX_GRID_Y", "ORDERS", "TRANSPOSE_BLOCK", "WORKSPACE_ALIGN", "layout_transforms",
-           "memory_order", "native_problem", "workspace_bytes"]
+__all__ = ["LayoutTransform", "MAX_GRID_Y", "NCHW_DX_SCHEDULES", "ORDERS", "TRANSPOSE_BLOCK", "WORKSPACE_ALIGN",
+           "layout_transforms", "memory_order", "native_problem", "nchw_dx_rule", "workspace_bytes", "writes_nchw_dx"]

@@ -94,7 +94,9 @@ def test_perf_model_file(capsys, tmp_path):
         n_bwd += 1
         p = parse(text.split(" ", 1)[1] + " -n 1").problem            # the line with -n 1, all NCHW
         sol = DgradSolver().get_solution(p, t)
-        assert sol.kernel_name.endswith("+transpose_dy_w_dx" if p.Y * p.X > 1 else "+transpose_dy_dx")
+        # dY and (but 1x1) W transposed before the kernel; dX (NCHW) stored NCHW by it
+        assert sol.kernel_name.endswith("+transpose_dy_w" if p.Y * p.X > 1 else "+transpose_dy")
+        assert "_dxnchw_" in sol.kernel_name
         assert fields[1:4] == [p.problem_key(), "yes", sol.kernel_name]
         assert float(fields[4]) > 0 and fields[5:7] == ["OK", "ok"]
         assert p.problem_key().endswith("-NCHW-FP32-B") and p.N == 1

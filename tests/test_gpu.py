@@ -426,3 +426,83 @@ def test_random_patch_problems_match_reference(engine, data):
     cfg = PerfConfig.parse(data.draw(st.sampled_from(PATCH_CONFIGS)))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     assume(_check(engine, p, cfg, rng) is not None)
+
+
+# ------------------------------------------------------------------ NCHW dX from the epilogue
+# The warp-MMA, wgmma and persistent wgmma kernels store an NCHW dX themselves
+# (transpose.nchw_dx_rule): no dX transform; NaN-poisoned dX, odd sizes, split-K (16-bit
+# pair atomics where Hi*Wi is even, the dX transform where it is odd), zero-fill blocks.
+NCHW_DX_LINES = [
+    "-n 2 -c 64 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1",                 # ResNet 3x3
+    "-n 3 -c 72 -H 13 -W 11 -k 40 -y 1 -x 1",                             # pointwise, odd planes
+    "-n 2 -c 96 -H 17 -W 15 -k 40 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",         # strided, odd sizes
+    "-n 2 -c 64 -H 16 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1",                   # even planes (16-bit split-K)
+    "-n 2 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -u 2 -v 2",                 # 1x1 stride 2: zero-fill blocks
+    "-n 2 -c 48 -H 13 -W 13 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 2 -j 2",   # gcd(s, d) = 2: zero-fill blocks
+    "-n 2 -c 128 -H 12 -W 12 -k 128 -y 3 -x 3 -p 1 -q 1 -g 32",           # grouped, cpg 4
+    "-n 2 -c 66 -H 9 -W 11 -k 34 -y 1 -x 7 -p 0 -q 3",                    # 1x7, odd planes
+]
+NCHW_DX_CONFIGS = [None, "128,64,32,2,2,64,32,0,0,0,1,-1,3", "64,64,32,2,2,32,32,0,0,0,3,-1,2",
+                   "32,32,16,1,1,32,32,0,0,0,1,-1,1",
+                   "128,128,64,2,1,64,128,0,0,0,1,-1,3,1", "128,128,64,2,1,64,128,0,0,0,2,-1,3,1",
+                   "64,64,64,1,1,64,64,0,0,0,1,-1,2,2", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"]
+NCHW_DX_FP32 = {"128,64,32,2,2,64,32,0,0,0,1,-1,3": "64,64,16,2,2,32,32,0,0,0,1,-1,3",
+                "64,64,32,2,2,32,32,0,0,0,3,-1,2": "64,64,16,2,2,32,32,0,0,0,3,-1,2",
+                "32,32,16,1,1,32,32,0,0,0,1,-1,1": "32,32,8,1,1,32,32,0,0,0,1,-1,1"}
+
+
+def _nchw_dx_solution(engine, line, dtype, combo, cfg):
+    from miopen_solver.solver import DgradSolver
+    p = parse(f"{BASE_OF[dtype]} {line} -F 2 --in_layout {combo[0]} --out_layout {combo[1]} "
+              f"--fil_layout {combo[2]}".split()).problem
+    if dtype == "fp32" and cfg is not None:
+        cfg = NCHW_DX_FP32.get(cfg, cfg)
+    try:
+        return p, DgradSolver().find_solution(p, engine.target, perf_config=cfg)
+    except PerfConfigError as e:
+        pytest.skip(f"{cfg} not valid for {dtype} on {engine.target.arch}: {e}")
+
+
+BASE_OF = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}
+
+
+@pytest.mark.parametrize("cfg,combo", [(c, ("NCHW", "NCHW", "NCHW")) for c in NCHW_DX_CONFIGS]
+                         + [(None, ("NCHW", "NHWC", "NHWC"))], ids=lambda c: "-".join(c) if isinstance(c, tuple)
+                         else (c or "default"))
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", NCHW_DX_LINES)
+def test_nchw_dx_from_the_epilogue_verifies(engine, line, dtype, cfg, combo):
+    from miopen_solver import layouts
+    from miopen_solver.transpose import writes_nchw_dx
+    p, sol = _nchw_dx_solution(engine, line, dtype, combo, cfg)
+    assert writes_nchw_dx(sol.spec) is ("_dxnchw" in sol.kernel_name)
+    assert ("dX" in [t.tensor for t in sol.transforms]) is not writes_nchw_dx(sol.spec)
+    rng = np.random.default_rng(23)
+    dt = storage_dtype(p.dtype)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(dt)
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(dt)
+    dx = engine.run(sol, dy, w)                       # dX NaN-poisoned before the run
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("cfg", ["64,64,32,2,2,32,32,0,0,0,1,-1,2", "64,64,32,2,2,32,32,0,0,0,3,-1,2",
+                                 "128,128,64,2,1,64,128,0,0,0,1,-1,3,1", "64,64,64,1,1,64,64,0,0,0,1,-1,2,2"])
+def test_nchw_dx_split_n_forced_chunks_verify(engine, monkeypatch, cfg):
+    """Three launches, each storing its images of the user's NCHW dX at its offset; timed
+    plainly and through one graph."""
+    from miopen_solver import applicability as ap
+    from miopen_solver import layouts
+    p = parse("convbfp16 -n 6 -c 64 -H 14 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem   # all NCHW
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * p.dx_elems // p.N * p.elem_bytes)
+    p, sol = _nchw_dx_solution(engine, "-n 6 -c 64 -H 14 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1", "bf16",
+                               ("NCHW", "NCHW", "NCHW"), cfg)
+    assert sol.n_chunks == 3 and sol.spec.nchw_dx
+    rng = np.random.default_rng(29)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(storage_dtype(p.dtype))
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(storage_dtype(p.dtype))
+    dx = engine.run(sol, dy, w)
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+    assert len(engine.time(sol, dy, w, iters=2).times_ms) == 2
+    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2

@@ -1,5 +1,6 @@
 """NCHW and mixed NCHW/NHWC problems on GPU targets (issue 16, part 1): layout transforms
-through a workspace around the NHWC kernel.
+through a workspace around the NHWC kernel (dY and W before it; dX after it unless the kernel
+stores dX NCHW itself, ``transpose.writes_nchw_dx``: tests/test_nchw_dx.py).
 
 The transforms' shapes are checked by hand, their host form against ``layouts.convert``
 (an independent, letter-driven permutation), and whole runs on the GPU engine over a fake
@@ -75,25 +76,38 @@ def test_nhwc_bytes_need_no_transform():
     assert layout_transforms(fc) == () and SOLVER.get_workspace_size(fc, SM90) == 0
 
 
-def test_workspace_is_reported_like_miopen():
-    p = _p("conv -n 2 -c 8 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2")
+@pytest.mark.parametrize("line,nchw_dx", [
+    ("conv -n 2 -c 8 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2", True),            # warp-MMA (FFMA)
+    ("convfp16 -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 2", False),  # direct: dX transform
+])
+def test_workspace_is_reported_like_miopen(line, nchw_dx):
+    p = _p(line)
     sol = SOLVER.find_solution(p, SM90)
-    expect = workspace_bytes(layout_transforms(p))
+    assert sol.spec.nchw_dx is nchw_dx if hasattr(sol.spec, "nchw_dx") else not nchw_dx
+    # fp32 dY 2*4*5*5 = 200 elements = 800 bytes -> 1024; W 4*8*9 = 288 = 1152 -> 1280; dX 800 -> 1024
+    expect = {True: 1024 + 1280, False: workspace_bytes(layout_transforms(p))}[nchw_dx]
     assert sol.workspace_bytes == expect == SOLVER.get_workspace_size(p, SM90) > 0
     assert SOLVER.get_workspace_size(p, SM90, sol.perf_config) == expect
     assert sol.as_dict()["workspace_bytes"] == expect
-    assert [t["tensor"] for t in sol.as_dict()["layout_transforms"]] == ["dY", "W", "dX"]
-    assert any(n.startswith("Layout: dY NCHW->NHWC, W NCHW->NHWC, dX NHWC->NCHW") for n in sol.notes)
+    tensors = ["dY", "W"] if nchw_dx else ["dY", "dX"]       # the depthwise 3x3 W (8, 1, 3, 3) is KYXC
+    assert [t["tensor"] for t in sol.as_dict()["layout_transforms"]] == tensors
+    assert any(n.startswith("Layout: " + ", ".join(t.label for t in sol.transforms)) for n in sol.notes)
 
 
-def test_the_key_is_the_problem_s_and_the_kernel_is_the_nhwc_one():
+def test_the_key_is_the_problem_s_and_the_kernel_reads_nhwc():
+    """The perf-db key is the NCHW problem's; the config is the NHWC problem's; the kernel
+    reads the NHWC copies of dY and W and stores dX NCHW (its name says so, dX stored one
+    element at a time: vector width 1)."""
     p = _p("convfp16 -n 2 -c 16 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2")
     nchw, nhwc = SOLVER.find_solution(p, SM90), SOLVER.find_solution(
         p.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC"), SM90)
     assert nchw.problem.problem_key() == p.problem_key() and p.problem_key().endswith("-NCHW-FP16-B")
-    assert nchw.spec.kernel_name == nhwc.spec.kernel_name and nchw.perf_config == nhwc.perf_config
-    assert nchw.kernel_name == nhwc.kernel_name + "+transpose_dy_w_dx"
-    assert nchw.problem.in_layout == "NCHW" and nchw.spec.problem.in_layout == "NHWC"
+    assert nchw.perf_config == nhwc.perf_config and nhwc.spec.vec_c == 8
+    assert nchw.spec.kernel_name == nhwc.spec.kernel_name.replace("v8_sk1", "v1_sk1").replace("_n2c16", "_dxnchw_n2c16")
+    assert nchw.kernel_name == nchw.spec.kernel_name + "+transpose_dy_w"
+    assert nchw.problem.in_layout == "NCHW"
+    assert (nchw.spec.problem.in_layout, nchw.spec.problem.out_layout, nchw.spec.problem.fil_layout) == \
+        ("NCHW", "NHWC", "NHWC")
 
 
 def test_the_record_carries_the_transforms():
@@ -157,10 +171,13 @@ def test_gpu_engine_runs_every_layout_combination(tmp_path, line, combo):
     assert np.array_equal(CpuEngine(SM90).run(sol, dy, w), dx)
 
 
-def test_an_unwritten_nchw_dx_is_nan(tmp_path):
-    """The workspace's dX copy is poisoned with dX: a kernel that writes nothing gives NaN
-    after the transform (no stale zeros)."""
-    p = _p("convfp16 -n 2 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2")
+@pytest.mark.parametrize("line", ["convfp16 -n 2 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2",
+                                  "convfp16 -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 2"])
+def test_an_unwritten_nchw_dx_is_nan(tmp_path, line):
+    """A kernel that writes nothing gives NaN (no stale zeros): the user's dX is poisoned
+    where the kernel stores dX NCHW itself, and the workspace's dX copy is poisoned too where
+    a transform moves it (the direct schedule here)."""
+    p = _p(line)
     sol = SOLVER.find_solution(p, SM90)
 
     class Idle(ComputingRuntime):
@@ -171,25 +188,34 @@ def test_an_unwritten_nchw_dx_is_nan(tmp_path):
     rt = Idle(sol)
     dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, *_inputs(p))
     assert np.isnan(dx.astype(np.float32)).all()
-    (dxt,) = [t for t in sol.transforms if not t.before]
+    after = [t for t in sol.transforms if not t.before]
+    if getattr(sol.spec, "nchw_dx", False):
+        dx_ptr = [c[1] for c in rt.calls if c[0] == "alloc"][2]          # dY, W, dX
+        assert after == [] and ("memset", dx_ptr, POISON_BYTE, dx.nbytes) in rt.calls
+        return
+    (dxt,) = after
     ws = [c[1] for c in rt.calls if c[0] == "alloc" and c[2] == sol.workspace_bytes]
     assert ("memset", ws[0] + dxt.offset, POISON_BYTE, dxt.nbytes) in rt.calls
 
 
-def test_split_n_and_transforms_together(monkeypatch, tmp_path):
-    """Three chunks of the NHWC kernel over the workspace copies, the transforms once over
-    the whole batch."""
+@pytest.mark.parametrize("cfg", [None, "64,64,16,2,2,32,32,0,0,0,1,-1,2", "64,64,16,2,2,32,32,0,0,0,2,-1,2"],
+                         ids=["direct", "warp-mma", "warp-mma-sk2"])
+def test_split_n_and_transforms_together(monkeypatch, tmp_path, cfg):
+    """Three chunks of the kernel over the workspace copies, the transforms once over the
+    whole batch; dX transposed after the direct kernel, stored NCHW by the warp-MMA one (also
+    with split-K's memset per chunk and atomic adds)."""
     p = _p("conv -n 6 -c 4 -H 7 -W 7 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2")            # all NCHW, fp32
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * 784)
-    sol = SOLVER.find_solution(p, SM90)
-    assert sol.n_chunks == 3 and len(sol.transforms) == 3
+    sol = SOLVER.find_solution(p, SM90, perf_config=cfg)
+    nchw_dx = cfg is not None
+    assert sol.n_chunks == 3 and [t.tensor for t in sol.transforms] == ["dY", "W"] + ([] if nchw_dx else ["dX"])
     assert all(t.batch == 6 for t in sol.transforms if t.tensor != "W")
     rt = ComputingRuntime(sol)
     dy, w = _inputs(p)
     dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
     assert verify(p, dx, dgrad_reference(p, dy, w)).ok
     names = [c[1] for c in rt.calls if c[0] == "launch"]
-    assert names == ["dgrad_transpose_b32"] * 2 + [sol.spec.kernel_name] * 3 + ["dgrad_transpose_b32"]
+    assert names == ["dgrad_transpose_b32"] * 2 + [sol.spec.kernel_name] * 3 + ([] if nchw_dx else ["dgrad_transpose_b32"])
 
 
 def test_timing_counts_the_transforms(tmp_path):
@@ -201,7 +227,8 @@ def test_timing_counts_the_transforms(tmp_path):
     rt.elapsed_ms = lambda a, b: 1.0
     eng = GpuEngine(rt, BinaryCache(tmp_path))
     eng.time(sol, *_inputs(p), iters=2, warmup=1)
-    assert sum(c[0] == "launch" for c in rt.calls) == 3 * 4
+    assert len(sol.transforms) == 2            # dY, W; the kernel stores dX NCHW
+    assert sum(c[0] == "launch" for c in rt.calls) == 3 * 3
 
 
 # ------------------------------------------------------------------ the kernel source

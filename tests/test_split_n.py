@@ -22,6 +22,7 @@ from miopen_solver.runtime.gpu import GpuEngine
 from miopen_solver.solver import DgradSolver, Solution
 from miopen_solver.spec import PerfConfig
 from miopen_solver.target import get_target
+from miopen_solver.transpose import writes_nchw_dx
 
 from test_gpu_engine import FakeRuntime
 
@@ -46,9 +47,9 @@ def _inputs(p, seed=5):
 class ComputingRuntime(FakeRuntime):
     """A fake device whose kernel is the CPU engine run on the bytes at the launch's
     pointers: a launch reads one chunk's dY (its problem's N images) at ``args[0]`` and W at
-    ``args[1]`` and writes that many images of dX at ``args[2]`` -- so a wrong offset, a
-    missing or extra chunk or a missing split-K memset shows up in dX. Pointers may point
-    inside an allocation."""
+    ``args[1]`` and writes that many images of dX at ``args[2]`` (NHWC, or NCHW when the
+    kernel stores it so: ``writes_nchw_dx(spec)``) -- so a wrong offset, a missing or extra chunk or
+    a missing split-K memset shows up in dX. Pointers may point inside an allocation."""
 
     def __init__(self, sol: Solution, **kw):
         super().__init__(**kw)
@@ -104,11 +105,16 @@ class ComputingRuntime(FakeRuntime):
             return np.frombuffer(bytes(buf[off:off + count * eb]), dtype=st).reshape(shape)
         dy = read(args[0], p.dy_elems, (p.N, p.Ho, p.Wo, p.K))
         w = read(args[1], p.w_elems, (p.K, p.Y, p.X, p.cpg))
-        before = read(args[2], p.dx_elems, (p.N, p.Hi, p.Wi, p.C))
+        nchw = writes_nchw_dx(spec)              # the kernel stores dX NCHW at args[2]
+        before = read(args[2], p.dx_elems, (p.N, p.C, p.Hi, p.Wi) if nchw else (p.N, p.Hi, p.Wi, p.C))
+        if nchw:
+            before = before.transpose(0, 2, 3, 1)
         out = np.full(before.shape, np.nan, dtype=st)
         CpuEngine(spec.target)._run_launch(spec, dy, w, out)
         if spec.zero_fill == "memset":          # split-K adds into what the memset left
             out = (before.astype(np.float32) + out.astype(np.float32)).astype(st)
+        if nchw:
+            out = np.ascontiguousarray(out.transpose(0, 3, 1, 2))
         buf, off = self._at(args[2])
         buf[off:off + out.nbytes] = out.tobytes()
 

@@ -58,6 +58,18 @@ static_assert(DG_G == 1 ? ((DG_PATCH_X * DG_PATCH_CPG) % DG_VEC_C == 0 && (DG_PA
                         : DG_PATCH_CPG % DG_VEC_C == 0,
               "a dX vector store stays inside one contiguous, aligned run of a patch row");
 // #end patch
+// #section nchw_dx
+// dX stored NCHW by the epilogues (miopen_solver/transpose.py nchw_dx_rule): the staged
+// epilogue of the warp-MMA, wgmma and persistent wgmma schedules and split-K's atomic one;
+// element (pixel, channel) goes to dx[((n*C + g*cpg + c)*Hi + hi)*Wi + wi], one at a time.
+static_assert(DG_DX_NCHW == 1 && !DG_TMA, "the TMA schedule stores dX NHWC from its accumulators");
+static_assert(DG_VEC_C == 1 && DG_VEC_Z == 1, "an NCHW dX is stored one element at a time");
+static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || (DG_HI * DG_WI) % 2 == 0,
+              "16-bit split-K adds each element as half of an aligned pair: Hi*Wi must be even");
+#ifdef DG_PATCH_Y
+#error "the patch GEMM scatters dX NHWC"
+#endif
+// #end nchw_dx
 
 // ------------------------------------------------------------------ vendor layer
 // Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
@@ -943,6 +955,21 @@ DG_DEVICE int dg_dx_pixel(const dg_sub& s, int m) {
 #endif
 }
 
+// #section nchw_dx
+// NCHW dX offset of channel ch (of all C) at pixel pix = (n*Hi + hi)*Wi + wi.
+DG_DEVICE long long dg_nchw_offset(int pix, int ch) {
+    const int n = pix / (DG_HI * DG_WI);
+    return ((long long)n * DG_C + ch) * (DG_HI * DG_WI) + (pix - n * (DG_HI * DG_WI));
+}
+
+#if DG_SPLIT_K > 1 && DG_DTYPE != 0
+// One 16-bit element added atomically: as half of its 4-byte-aligned pair, the other half +0.
+DG_DEVICE void dg_nchw_add16(dg_t* dx, long long o, float v) {
+    if (o & 1) dg_atomic_add2(dx + o - 1, 0.0f, v);
+    else dg_atomic_add2(dx + o, v, 0.0f);
+}
+#endif
+// #end nchw_dx
 #if DG_SPLIT_K > 1
 // Split-K epilogue: each k-slice adds its partial sums into dX (zeroed before the launch),
 // fp32 one element at a time, fp16/bf16 as 4-byte-aligned packed pairs.
@@ -962,6 +989,23 @@ DG_DEVICE void dg_epilogue_atomic(dg_t* dx, const dg_sub& s, const float (&acc)[
                 if (m >= s.gemm_m || c >= DG_CPG) continue;
                 int pix = dg_dx_pixel(s, m);
                 if (pix < 0) continue;
+// #section nchw_dx
+                {  // NCHW dX: channel c + 1 is a plane (Hi*Wi elements) further
+                    const long long o = dg_nchw_offset(pix, g * DG_CPG + c);
+#if DG_DTYPE == 0
+                    dg_atomic_add1(dx + o, acc[i][j][e]);
+#if DG_ACC_PAIRED
+                    if (c + 1 < DG_CPG) dg_atomic_add1(dx + o + DG_HI * DG_WI, acc[i][j][e + 1]);
+#endif
+#else
+                    dg_nchw_add16(dx, o, acc[i][j][e]);
+#if DG_ACC_PAIRED
+                    dg_nchw_add16(dx, o + DG_HI * DG_WI, acc[i][j][e + 1]);  // c even, cpg even: c + 1 < cpg
+#endif
+#endif
+                    continue;
+                }
+// #end nchw_dx
                 dg_t* p = dx + (long long)pix * DG_C + g * DG_CPG + c;
 #if DG_DTYPE == 0
                 dg_atomic_add1(p, acc[i][j][e]);
@@ -1027,6 +1071,23 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
             }
     DG_SYNC();
     const int tid = DG_TID();
+// #section nchw_dx
+    // NCHW dX: consecutive threads take consecutive rows m (pixels) of one column c, reading
+    // Cs down the column, so a warp's stores run along W (consecutive wi for pointwise and
+    // stride-1 sub-GEMMs); one element per store.
+#pragma unroll 4
+    for (int u = tid; u < DG_TILE_M * DG_TILE_N; u += DG_THREADS) {
+        const int col = u / DG_TILE_M;
+        const int row = u - col * DG_TILE_M;
+        const int m = m_tile * DG_TILE_M + row;
+        const int c = n_tile * DG_TILE_N + col;
+        if (m >= s.gemm_m || c >= DG_CPG) continue;
+        const int pix = dg_dx_pixel(s, m);
+        if (pix < 0) continue;
+        dx[dg_nchw_offset(pix, g * DG_CPG + c)] = Cs[row * DG_C_ROW + col];
+    }
+    return;
+// #end nchw_dx
     const int per_row = DG_TILE_N / DG_VEC_C;
 #pragma unroll 4
     for (int u = tid; u < DG_TILE_M * per_row; u += DG_THREADS) {
@@ -1117,6 +1178,10 @@ DG_DEVICE void dg_zero_fill(dg_t* dx, int zb) {
         int pix = u / units_per_pix;
         int wi = pix % DG_WI;
         int hi = (pix / DG_WI) % DG_HI;
+// #section nchw_dx
+        wi = u % DG_WI;  // NCHW dX (DG_VEC_Z == 1): element u's pixel is its last two axes
+        hi = (u / DG_WI) % DG_HI;
+// #end nchw_dx
         if (dg_axis_covered(hi, DG_PH, DG_SH, DG_DH, DG_GCD_H, DG_YTILDE, DG_Y) &&
             dg_axis_covered(wi, DG_PW, DG_SW, DG_DW, DG_GCD_W, DG_XTILDE, DG_X))
             continue;

@@ -187,7 +187,8 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     """``dgrad.cu`` specialised for the DgradSpec ``spec``: :func:`emit`'s kernel, or with
     ``name`` (the entry point), ``extra`` defines appended, the ``sections`` of the source
     kept and ``memset`` (dX zeroed before the launch) set, a schedule's kernel built on
-    ``spec``'s main loop (:mod:`miopen_solver.patch`)."""
+    ``spec``'s main loop (:mod:`miopen_solver.patch`). A spec that stores dX NCHW
+    (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW``."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -216,6 +217,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         d.append(("DG_SUB0", ", ".join(map(str, recs[0]))))
     else:
         d.append(("DG_SUB_TABLE", ", ".join("{" + ", ".join(map(str, r)) + "}" for r in recs)))
+    if spec.nchw_dx:     # dX stored NCHW by the epilogues (transpose.nchw_dx_rule)
+        d.append(("DG_DX_NCHW", 1))
+        sections = tuple(sections) + ("nchw_dx",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), spec.grid, spec.block,

@@ -41,6 +41,7 @@ from .. import layouts
 from ..config import KernelSchedule
 from ..problem import valid_range
 from ..target import Target, get_target
+from ..transpose import writes_nchw_dx
 from .base import BuildInfo, Engine, Timing, as_solution
 
 CHUNK_BYTES = 1 << 20
@@ -128,7 +129,8 @@ class CpuEngine(Engine):
         new array in the problem's ``in_layout`` and storage type. A batch split along N
         (:attr:`Solution.chunks <miopen_solver.solver.Solution.chunks>`) is computed one
         chunk at a time with the chunk's spec, each into its own images of dX, as the GPU
-        engines launch it.
+        engines launch it. A kernel that stores dX NCHW (``spec.nchw_dx``) is run into an
+        NHWC array converted on the host; otherwise the solution's dX transform runs.
 
         Raises:
             ValueError: dY/W shape or dtype does not match the problem, or the problem is 3-D.
@@ -148,6 +150,8 @@ class CpuEngine(Engine):
         for t in sol.transforms:
             if not t.before:
                 dx = t.apply(dx)
+        if writes_nchw_dx(spec):          # the kernel's own NCHW stores
+            dx = np.ascontiguousarray(dx.transpose(0, 3, 1, 2))
         return dx.reshape(layouts.dx_shape(p))
 
     def _run_launch(self, spec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:

@@ -3,8 +3,9 @@
 A vendor runtime (:class:`~miopen_solver.runtime.cuda.CudaRuntime`,
 :class:`~miopen_solver.runtime.hip.HipRuntime`) supplies compile/load/alloc/copy/launch/
 events/graphs; this module holds everything that is the same for both. The dgrad kernels
-read and write NHWC (dY ``(N, Ho, Wo, K)``, W ``(K, Y, X, cpg)``, dX ``(N, Hi, Wi, C)``);
-a tensor the caller holds NCHW is uploaded as it is and transposed on the device, through
+read NHWC (dY ``(N, Ho, Wo, K)``, W ``(K, Y, X, cpg)``) and write dX ``(N, Hi, Wi, C)``, or
+dX NCHW where the kernel stores it so (:func:`~miopen_solver.transpose.writes_nchw_dx`); a
+tensor the caller holds NCHW is uploaded as it is and transposed on the device, through
 the solution's workspace (:mod:`miopen_solver.transpose`).
 """
 
@@ -183,8 +184,9 @@ class GpuEngine(Engine):
         of the kernel per chunk of the split-N plan (:attr:`Solution.chunks
         <miopen_solver.solver.Solution.chunks>`; one without a split), each with dY and dX
         offset to the chunk's first image (N is the outermost dim of NHWC, so a chunk's
-        images are one contiguous run of bytes) and the bytes its split-K memset clears, then
-        the transform after it (the NHWC dX copy -> the user's dX). Tensor maps
+        images are one contiguous run of bytes, in NHWC and NCHW alike) and the bytes its
+        split-K memset clears, then the transform after it (the NHWC dX copy -> the user's
+        dX), if any: a kernel that stores dX NCHW gets the user's dX pointer. Tensor maps
         (:meth:`kernel_args`) are built per chunk over the offset pointers, outside any timed
         region."""
         p = sol.spec.problem                              # one launch's problem
