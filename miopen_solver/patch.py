@@ -42,8 +42,9 @@ from . import vectors
 from .config import KernelSchedule, PerfConfig
 from .errors import PerfConfigError
 from .problem import ConvProblem
-from .spec import DgradSpec, ZERO_FILL_TAGS, arch_tag, family_reason, make_spec
+from .spec import ZERO_FILL_TAGS, arch_tag, family_reason, make_spec
 from .target import Target
+from .virtual_gemm import VirtualGemmSpec
 
 MAIN_LOOP = {KernelSchedule.PATCH_GEMM: KernelSchedule.WARP_MMA,
              KernelSchedule.PATCH_GEMM_WGMMA: KernelSchedule.WGMMA}
@@ -106,29 +107,12 @@ def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
 
 # ----------------------------------------------------------------------------- spec
 @dataclass(frozen=True)
-class PatchSpec:
+class PatchSpec(VirtualGemmSpec):
     """A validated patch config for one problem and target: ``gemm`` is the resolved
     :class:`~miopen_solver.spec.DgradSpec` of :func:`virtual_problem` on the config's main
     loop (tiles, vectors, launch geometry); ``problem`` and ``config`` are the real ones."""
 
-    problem: ConvProblem
-    target: Target
-    config: PerfConfig
-    gemm: DgradSpec
-
-    # ------------------------------------------------------------ the schedule interface
-    @property
-    def schedule(self) -> KernelSchedule:
-        return self.config.schedule
-
-    split_k = 1
-    persistent = False
-    tma = False
-    tma_box = None
-    pointwise = False
-    staged_epilogue = True
-    zero_fill_blocks = 0
-    workspace_bytes = 0
+    record_key = "patch"
 
     @property
     def zero_fill(self) -> str:
@@ -136,81 +120,6 @@ class PatchSpec:
         not 0), else ``"none"``."""
         p = self.problem
         return "memset" if p.Hi % p.Y or p.Wi % p.X else "none"
-
-    @property
-    def sub_gemms(self) -> tuple:
-        """The one GEMM (the virtual problem's pointwise sub-GEMM): GemmM = N*Ho*Wo,
-        GemmN = Y*X*cpg, GemmK = kpg."""
-        return self.gemm.sub_gemms
-
-    @property
-    def wgmma(self) -> bool:
-        return self.gemm.wgmma
-
-    @property
-    def atom(self):
-        return self.gemm.atom
-
-    @property
-    def lds_k_outer(self) -> bool:
-        return self.gemm.lds_k_outer
-
-    @property
-    def vec_a(self) -> int:
-        return self.gemm.vec_a
-
-    @property
-    def vec_b(self) -> int:
-        return self.gemm.vec_b
-
-    @property
-    def vec_c(self) -> int:
-        return self.gemm.vec_c
-
-    @property
-    def threads(self) -> int:
-        return self.gemm.threads
-
-    @property
-    def block_threads(self) -> int:
-        return self.gemm.block_threads
-
-    @property
-    def block(self) -> tuple:
-        return self.gemm.block
-
-    @property
-    def grid(self) -> tuple:
-        """Blocks along x (GEMM tiles), y (G), z (1)."""
-        return self.gemm.grid
-
-    @property
-    def lds_bytes(self) -> int:
-        return self.gemm.lds_bytes
-
-    @property
-    def tiles_per_group(self) -> int:
-        return self.gemm.tiles_per_group
-
-    @property
-    def tile_blocks(self) -> int:
-        return self.gemm.tile_blocks
-
-    @property
-    def resident_blocks(self) -> int:
-        return self.gemm.resident_blocks
-
-    @property
-    def accumulators_per_lane(self) -> int:
-        return self.gemm.accumulators_per_lane
-
-    @property
-    def mma_m(self) -> int:
-        return self.gemm.mma_m
-
-    @property
-    def mma_n(self) -> int:
-        return self.gemm.mma_n
 
     @cached_property
     def kernel_name(self) -> str:
@@ -233,27 +142,10 @@ class PatchSpec:
         return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=("patch",),
                          memset=self.zero_fill == "memset")
 
-    def to_record(self) -> dict:
-        """Plain data for a worker (every resolved value); :meth:`from_record` inverts it."""
-        return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
-                "config": self.config.serialize(), "patch": {"gemm": self.gemm.to_record()}}
-
-    @classmethod
-    def from_record(cls, rec: dict) -> "PatchSpec":
-        """Inverse of :meth:`to_record` (no validation)."""
-        gemm = DgradSpec.from_record(rec["patch"]["gemm"])
-        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=gemm.target,
-                   config=PerfConfig.parse(rec["config"]), gemm=gemm)
-
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
         the patch config and the GEMM's shape."""
-        d = self.gemm.as_dict()
-        s = self.sub_gemms[0]
-        d.update(kernel_name=self.kernel_name, schedule=self.schedule.slug, problem_key=self.problem.problem_key(),
-                 perf_config=self.config.serialize(), main_loop=self.gemm.schedule.slug, zero_fill=self.zero_fill,
-                 pointwise=False, gemm={"m": s.gemm_m, "n": s.gemm_n, "k": s.gemm_k, "groups": self.problem.G})
-        return d
+        return self.gemm_dict(zero_fill=self.zero_fill)
 
 
 def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> PatchSpec:
