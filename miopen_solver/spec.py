@@ -45,6 +45,7 @@ from .problem import ConvProblem
 from .target import MmaAtom, Target
 from .tilde import AxisTilde, Decomposition, SubGemm, cached_decompose
 from .tma import TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
+from .transpose import native_problem
 
 WGMMA_N = (64, 128, 256)
 """warp_tile_n values a warpgroup config may use (the instruction's N)."""
@@ -439,11 +440,16 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     """Validate ``config`` for ``problem`` on ``target`` and resolve every derived value.
 
     Specs are memoised per (problem, target, config): a process builds each spec once, however
-    many verbs ask (default, validity, solution, search).
+    many verbs ask (default, validity, solution, search). ``problem`` is one launch's in its
+    own layouts: the NCHW pointwise schedules read them (:mod:`miopen_solver.nchw_pw`); every
+    other schedule runs between layout transforms, on the all-NHWC problem
+    (:func:`~miopen_solver.transpose.native_problem`), which its spec holds.
 
     Raises:
         PerfConfigError: the first rule the config breaks, as a sentence.
     """
+    if not config.schedule.nchw_pointwise:
+        problem = native_problem(problem)
     return _cached_spec(problem, target, config)
 
 
@@ -454,13 +460,16 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     if config.schedule.patch:                        # a GEMM spec of a virtual problem inside
         from .patch import make_patch_spec
         return make_patch_spec(problem, target, config)
+    if config.schedule.nchw_pointwise:               # likewise, batched over images in NCHW
+        from .nchw_pw import make_nchw_pw_spec
+        return make_nchw_pw_spec(problem, target, config)
     return _build_gemm_spec(problem, target, config)
 
 
 def spec_from_record(rec: dict):
-    """A :class:`DgradSpec`, :class:`~miopen_solver.direct.DirectSpec` or
-    :class:`~miopen_solver.patch.PatchSpec` from its ``to_record()`` (the schedule in its
-    config says which)."""
+    """A :class:`DgradSpec`, :class:`~miopen_solver.direct.DirectSpec`,
+    :class:`~miopen_solver.patch.PatchSpec` or :class:`~miopen_solver.nchw_pw.NchwPwSpec`
+    from its ``to_record()`` (the schedule in its config says which)."""
     schedule = PerfConfig.parse(rec["config"]).schedule
     if schedule is KernelSchedule.DIRECT:
         from .direct import DirectSpec
@@ -468,6 +477,9 @@ def spec_from_record(rec: dict):
     if schedule.patch:
         from .patch import PatchSpec
         return PatchSpec.from_record(rec)
+    if schedule.nchw_pointwise:
+        from .nchw_pw import NchwPwSpec
+        return NchwPwSpec.from_record(rec)
     return DgradSpec.from_record(rec)
 
 
@@ -597,6 +609,8 @@ SCHEDULE_RULES = {
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
     KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
     KernelSchedule.PATCH_GEMM_WGMMA: (),
+    KernelSchedule.NCHW_POINTWISE: (),  # its own rules (miopen_solver.nchw_pw), then its main loop's
+    KernelSchedule.NCHW_POINTWISE_WGMMA: (),
 }
 """Each schedule's rules beyond the common ones, in order (the first broken one is the
 reason); every schedule has an entry."""
