@@ -35,7 +35,7 @@ from .errors import PerfConfigError, PerfDbError
 from .heuristics import default_performance_config, search_space
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .problem import ConvProblem
-from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, make_spec, spec_from_record
+from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record
 from .target import Target
 from .transpose import LayoutTransform, layout_transforms, workspace_bytes
 
@@ -302,7 +302,7 @@ class DgradSolver:
             if nchw_pw_reason(launch_problem(problem), target) is None:
                 sizes.append(workspace_bytes((wt_transform(problem),)))
             return max(sizes)
-        spec = make_spec(launch_problem(problem), target, config)
+        spec = launch_spec(launch_problem(problem), target, config)
         return workspace_bytes(run_transforms(spec, problem)) + spec.workspace_bytes
 
     def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
@@ -467,7 +467,7 @@ class DgradSolver:
             choice.notes.append(f"{flags}: running {asked.serialize()} ({whose} {cfg.serialize()} with the setting)")
         choice.config = asked
         if resolve and asked.split_k == -1:      # resolved before anything is packed or launched
-            chosen = make_spec(problem, target, asked).split_k
+            chosen = launch_spec(problem, target, asked).split_k
             choice.config = asked.replace(split_k=chosen)
             choice.notes.append(f"Split-K: -1 resolved to {chosen}")
 
@@ -486,7 +486,7 @@ class DgradSolver:
                 f"Split-N: N={problem.N} runs as {problem.N // launch.N} launches of {launch.N} images (dY "
                 f"{launch.dy_elems * launch.elem_bytes} and dX {launch.dx_elems * launch.elem_bytes} bytes each, "
                 f"within 32-bit offsets), one kernel, pointers offset per launch")
-        spec = make_spec(launch, target, cfg)
+        spec = launch_spec(launch, target, cfg)
         transforms = run_transforms(spec, problem)
         if spec.schedule.nchw_pointwise:
             choice.notes.append(
@@ -510,7 +510,7 @@ class DgradSolver:
         first = self.get_default_performance_config(problem, target)
         for cfg in itertools.chain((first,), search_space(launch, target)):
             try:
-                name = make_spec(launch, target, cfg).kernel_name
+                name = launch_spec(launch, target, cfg).kernel_name
             except PerfConfigError:
                 continue
             if name not in seen:

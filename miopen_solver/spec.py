@@ -440,17 +440,25 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     """Validate ``config`` for ``problem`` on ``target`` and resolve every derived value.
 
     Specs are memoised per (problem, target, config): a process builds each spec once, however
-    many verbs ask (default, validity, solution, search). ``problem`` is one launch's in its
-    own layouts: the NCHW pointwise schedules read them (:mod:`miopen_solver.nchw_pw`); every
-    other schedule runs between layout transforms, on the all-NHWC problem
-    (:func:`~miopen_solver.transpose.native_problem`), which its spec holds.
+    many verbs ask (default, validity, solution, search). The spec holds ``problem`` as given,
+    layout flags included (see :func:`launch_spec` for the problem of a launch).
 
     Raises:
         PerfConfigError: the first rule the config breaks, as a sentence.
     """
-    if not config.schedule.nchw_pointwise:
-        problem = native_problem(problem)
     return _cached_spec(problem, target, config)
+
+
+def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
+    """:func:`make_spec` for the kernel a launch of ``problem`` (one launch's, in its own
+    layouts) runs: the NCHW pointwise schedules read the layouts (:mod:`miopen_solver.nchw_pw`:
+    dY and dX NCHW in place); every other schedule runs between layout transforms on the
+    all-NHWC problem (:func:`~miopen_solver.transpose.native_problem`), which its spec holds.
+
+    Raises:
+        PerfConfigError: the first rule the config breaks, as a sentence.
+    """
+    return make_spec(problem if config.schedule.nchw_pointwise else native_problem(problem), target, config)
 
 
 def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
@@ -664,10 +672,10 @@ def check_binary(spec, resources: dict | None) -> str | None:
 
 def is_valid_performance_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
     """MIOpen's IsValidPerformanceConfig: ``(True, "")`` or ``(False, reason)`` where
-    ``reason`` is the first rule :func:`make_spec` found broken. Never raises for a
-    :class:`PerfConfig`."""
+    ``reason`` is the first rule :func:`launch_spec` found broken (``problem`` is a launch's,
+    in its own layouts). Never raises for a :class:`PerfConfig`."""
     try:
-        make_spec(problem, target, config)
+        launch_spec(problem, target, config)
     except PerfConfigError as e:
         return False, str(e)
     return True, ""
