@@ -40,12 +40,11 @@ from functools import cached_property
 import numpy as np
 
 from .config import KernelSchedule, PerfConfig
-from .errors import PerfConfigError
 from .problem import ConvProblem
-from .spec import arch_tag, family_reason, make_spec
+from .spec import arch_tag
 from .target import Target
 from .transpose import LayoutTransform, memory_order
-from .virtual_gemm import VirtualGemmSpec
+from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
 
 MAIN_LOOP = {KernelSchedule.NCHW_POINTWISE: KernelSchedule.WARP_MMA,
              KernelSchedule.NCHW_POINTWISE_WGMMA: KernelSchedule.WGMMA}
@@ -56,7 +55,6 @@ NCHW_PW_OF = {KernelSchedule.WARP_MMA: KernelSchedule.NCHW_POINTWISE,
               KernelSchedule.WGMMA_TMA: KernelSchedule.NCHW_POINTWISE_WGMMA}
 """The NCHW pointwise schedule that runs a GEMM config's tile (persistent and TMA tiles on
 the plain warpgroup main loop)."""
-DTYPES = ("fp32", "fp16", "bf16")
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
 
@@ -66,11 +64,9 @@ def nchw_pw_reason(problem: ConvProblem, target: Target) -> str | None:
     """Why the NCHW pointwise schedules cannot serve ``problem`` (one launch's: N is the
     images per launch) on ``target`` at all, or None."""
     p = problem
-    why = family_reason(p, target, "the NCHW pointwise schedules")
+    why = virtual_gemm_reason(p, target, "the NCHW pointwise schedules")
     if why is not None:
         return why
-    if p.dtype not in DTYPES:
-        return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
     if not p.is_pointwise:
         return (f"a {p.Y}x{p.X} filter with stride {p.sH}x{p.sW} and padding {p.pH}x{p.pW} is not "
                 f"pointwise (1x1, stride 1, no padding)")
@@ -111,8 +107,9 @@ def wt_transform(problem: ConvProblem) -> LayoutTransform:
     return LayoutTransform("W", "KC", "CK", p.G, p.kpg, p.cpg, p.elem_bytes, 0)
 
 
-def gemm_config(config: PerfConfig) -> PerfConfig:
-    """The main loop's config of an NCHW pointwise ``config``: its schedule, ``split_k`` 1."""
+def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
+    """The main loop's config of an NCHW pointwise ``config`` (any ``problem``): its
+    schedule, ``split_k`` 1."""
     return config.replace(schedule=MAIN_LOOP[config.schedule], split_k=1)
 
 
@@ -175,18 +172,9 @@ def make_nchw_pw_spec(problem: ConvProblem, target: Target, config: PerfConfig) 
         PerfConfigError: the problem is not served (:func:`nchw_pw_reason`), ``split_k`` is not
             1 or -1, or the main loop's first broken rule on the virtual problem, as one sentence.
     """
-    label = config.schedule.label
-    why = nchw_pw_reason(problem, target)
-    if why is not None:
-        raise PerfConfigError(f"{label} does not apply: {why}")
-    if config.split_k not in (-1, 1):
-        raise PerfConfigError(f"{label} writes each dX element once; split_k must be 1 or -1, got {config.split_k}")
-    try:
-        gemm = make_spec(virtual_problem(problem), target, gemm_config(config))
-    except PerfConfigError as e:
-        raise PerfConfigError(f"{label} (the {MAIN_LOOP[config.schedule].slug} main loop over "
-                              f"[cpg, kpg] x [kpg, H*W] per image and group): {e}") from None
-    return NchwPwSpec(problem=problem, target=target, config=config, gemm=gemm)
+    return make_virtual_spec(NchwPwSpec, problem, target, config, why=nchw_pw_reason(problem, target),
+                             virtual=virtual_problem, gemm_config=gemm_config,
+                             gemm_shape="[cpg, kpg] x [kpg, H*W] per image and group")
 
 
 # ----------------------------------------------------------------------------- CPU engine

@@ -40,11 +40,10 @@ import numpy as np
 
 from . import vectors
 from .config import KernelSchedule, PerfConfig
-from .errors import PerfConfigError
 from .problem import ConvProblem
-from .spec import ZERO_FILL_TAGS, arch_tag, family_reason, make_spec
+from .spec import ZERO_FILL_TAGS, arch_tag
 from .target import Target
-from .virtual_gemm import VirtualGemmSpec
+from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
 
 MAIN_LOOP = {KernelSchedule.PATCH_GEMM: KernelSchedule.WARP_MMA,
              KernelSchedule.PATCH_GEMM_WGMMA: KernelSchedule.WGMMA}
@@ -54,7 +53,6 @@ PATCH_OF = {KernelSchedule.WARP_MMA: KernelSchedule.PATCH_GEMM, KernelSchedule.W
             KernelSchedule.WGMMA_TMA: KernelSchedule.PATCH_GEMM_WGMMA}
 """The patch schedule that runs a GEMM config's tile (persistent and TMA tiles on the plain
 warpgroup main loop)."""
-DTYPES = ("fp32", "fp16", "bf16")
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
 
@@ -63,11 +61,9 @@ CHUNK_BYTES = 16 << 20
 def patch_reason(problem: ConvProblem, target: Target) -> str | None:
     """Why the patch schedules cannot serve ``problem`` on ``target`` at all, or None."""
     p = problem
-    why = family_reason(p, target, "the patch schedules")
+    why = virtual_gemm_reason(p, target, "the patch schedules")
     if why is not None:
         return why
-    if p.dtype not in DTYPES:
-        return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
     if p.Y * p.X == 1:
         return "a 1x1 filter is the pointwise GEMM already"
     if (p.sH, p.sW) != (p.Y, p.X):
@@ -155,18 +151,9 @@ def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
         PerfConfigError: the problem is not a patch problem, ``split_k`` is not 1 or -1, or
             the main loop's first broken rule on the virtual problem, as one sentence.
     """
-    label = config.schedule.label
-    why = patch_reason(problem, target)
-    if why is not None:
-        raise PerfConfigError(f"{label} does not apply: {why}")
-    if config.split_k not in (-1, 1):
-        raise PerfConfigError(f"{label} writes each dX element once; split_k must be 1 or -1, got {config.split_k}")
-    try:
-        gemm = make_spec(virtual_problem(problem), target, gemm_config(problem, config))
-    except PerfConfigError as e:
-        raise PerfConfigError(f"{label} (the {MAIN_LOOP[config.schedule].slug} main loop over "
-                              f"[N*Ho*Wo, K] x [K, Y*X*cpg]): {e}") from None
-    return PatchSpec(problem=problem, target=target, config=config, gemm=gemm)
+    return make_virtual_spec(PatchSpec, problem, target, config, why=patch_reason(problem, target),
+                             virtual=virtual_problem, gemm_config=gemm_config,
+                             gemm_shape="[N*Ho*Wo, K] x [K, Y*X*cpg]")
 
 
 # ----------------------------------------------------------------------------- CPU engine

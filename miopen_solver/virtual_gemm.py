@@ -13,11 +13,26 @@ its grid and its epilogue rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .config import KernelSchedule, PerfConfig
+from .errors import PerfConfigError
 from .problem import ConvProblem
-from .spec import DgradSpec
+from .spec import DgradSpec, family_reason, make_spec
 from .target import Target
+
+DTYPES = ("fp32", "fp16", "bf16")
+"""Storage types every virtual-GEMM schedule takes (the GEMM main loops')."""
+
+
+def virtual_gemm_reason(problem: ConvProblem, target: Target, family: str) -> str | None:
+    """The guards every virtual-GEMM family starts with (``family`` names it in the
+    sentence): :func:`~miopen_solver.spec.family_reason`, then a storage type in
+    :data:`DTYPES`; None when they pass."""
+    why = family_reason(problem, target, family)
+    if why is None and problem.dtype not in DTYPES:
+        why = f"data type {problem.dtype} is not one of {', '.join(DTYPES)}"
+    return why
 
 
 @dataclass(frozen=True)
@@ -143,4 +158,28 @@ class VirtualGemmSpec:
         return d
 
 
-__all__ = ["VirtualGemmSpec"]
+def make_virtual_spec(spec_cls, problem: ConvProblem, target: Target, config: PerfConfig, *, why: str | None,
+                      virtual: Callable, gemm_config: Callable, gemm_shape: str):
+    """Validate a virtual-GEMM ``config`` and build ``spec_cls`` from it: the family's
+    reason ``why`` it cannot serve the problem (None when it can), ``split_k`` 1 or -1
+    (each dX element is written once), then the main loop's rules on ``virtual(problem)``
+    with ``gemm_config(problem, config)``.
+
+    Raises:
+        PerfConfigError: the first broken rule as one sentence starting with the schedule's
+            label (the main loop's rules name it and ``gemm_shape``, the GEMM it runs).
+    """
+    label = config.schedule.label
+    if why is not None:
+        raise PerfConfigError(f"{label} does not apply: {why}")
+    if config.split_k not in (-1, 1):
+        raise PerfConfigError(f"{label} writes each dX element once; split_k must be 1 or -1, got {config.split_k}")
+    inner = gemm_config(problem, config)
+    try:
+        gemm = make_spec(virtual(problem), target, inner)
+    except PerfConfigError as e:
+        raise PerfConfigError(f"{label} (the {inner.schedule.slug} main loop over {gemm_shape}): {e}") from None
+    return spec_cls(problem=problem, target=target, config=config, gemm=gemm)
+
+
+__all__ = ["DTYPES", "VirtualGemmSpec", "make_virtual_spec", "virtual_gemm_reason"]

@@ -332,20 +332,28 @@ NCHW_COMBOS = [("NCHW", "NCHW", "NCHW"), ("NCHW", "NHWC", "NCHW"), ("NHWC", "NCH
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 @pytest.mark.parametrize("line", NCHW_LINES)
 def test_nchw_and_mixed_layouts_verify(engine, line, dtype, combo):
-    from miopen_solver import layouts
     from miopen_solver.solver import DgradSolver
     base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
     p = parse(f"{base} {line} -F 2 --in_layout {combo[0]} --out_layout {combo[1]} "
               f"--fil_layout {combo[2]}".split()).problem
     sol = DgradSolver().find_solution(p, engine.target)
-    rng = np.random.default_rng(17)
+    dy, w = _verify_solution(engine, sol)
+    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+
+
+def _verify_solution(engine, sol, seed=17):
+    """One run of ``sol`` on random inputs in the problem's layouts (dX NaN-poisoned by the
+    engine) checked against the float64 reference; returns the inputs ``(dy, w)``."""
+    from miopen_solver import layouts
+    p = sol.problem
+    rng = np.random.default_rng(seed)
     dt = storage_dtype(p.dtype)
     dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(dt)
     w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(dt)
-    dx = engine.run(sol, dy, w)
-    v = verify(p, dx, dgrad_reference(p, dy, w))
-    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
-    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+    v = verify(p, engine.run(sol, dy, w), dgrad_reference(p, dy, w))
+    assert v.nonfinite == 0, f"{v.nonfinite} dX elements never written by {sol.kernel_name}"
+    assert v.ok, (sol.kernel_name, v)
+    return dy, w
 
 
 @pytest.mark.parametrize("eb", [2, 4])
@@ -453,21 +461,13 @@ NCHW_PW_CONFIGS = [
 
 
 def _nchw_pw_run(engine, p, cfg):
-    from miopen_solver import layouts
     from miopen_solver.solver import DgradSolver
     try:
         sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg)
     except PerfConfigError:
         return None
     assert sol.schedule.nchw_pointwise and [t.tensor for t in sol.transforms] == ["W"]
-    rng = np.random.default_rng(23)
-    dt = storage_dtype(p.dtype)
-    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(dt)
-    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(dt)
-    dx = engine.run(sol, dy, w)
-    v = verify(p, dx, dgrad_reference(p, dy, w))
-    assert v.nonfinite == 0, f"{v.nonfinite} dX elements never written by {sol.kernel_name}"
-    assert v.ok, (sol.kernel_name, v)
+    _verify_solution(engine, sol, seed=23)
     return sol
 
 
