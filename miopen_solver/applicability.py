@@ -81,7 +81,7 @@ from functools import lru_cache
 
 from .command import describe_directions
 from .errors import PerfConfigError
-from .transpose import memory_order, native_problem
+from .transpose import memory_order
 from .problem import DTYPE_BYTES, ConvProblem
 from .config import KernelSchedule
 from .heuristics import default_performance_config
@@ -239,11 +239,13 @@ def batch_chunks(problem: ConvProblem) -> tuple:
 
 def launch_problem(problem: ConvProblem) -> ConvProblem:
     """The problem one kernel launch computes: ``problem`` with N cut to
-    :func:`chunk_images` and every tensor NHWC (:func:`~miopen_solver.transpose.native_problem`:
-    NCHW tensors are transposed around the launch). Configs, specs and kernels are those of
-    this problem; the perf-db key stays the whole problem's, in its own layouts."""
+    :func:`chunk_images`, in its own layouts (the NCHW pointwise schedules read NCHW dY and
+    dX in place; every other schedule's spec holds the all-NHWC problem,
+    :func:`~miopen_solver.transpose.native_problem`, and NCHW tensors are transposed around
+    the launch). Configs, specs and kernels are those of this problem; the perf-db key stays
+    the whole problem's."""
     n = chunk_images(problem)
-    return native_problem(problem if n == problem.N else problem.replace(N=n))
+    return problem if n == problem.N else problem.replace(N=n)
 
 
 def _overflow_reason(problem: ConvProblem) -> Reason | None:

@@ -15,7 +15,7 @@ read the same.
 ``lds_k_outer`` is -1 (auto), 0 (off, B tile stored m-outer) or 1 (on, k-outer). What each
 field means for a schedule, and which values it takes, is the schedule's rule set
 (:mod:`miopen_solver.spec` for the GEMM schedules, :mod:`miopen_solver.tma`,
-:mod:`miopen_solver.direct`, :mod:`miopen_solver.patch`).
+:mod:`miopen_solver.direct`, :mod:`miopen_solver.patch`, :mod:`miopen_solver.nchw_pw`).
 
 Text forms of the schedules beside the tilde GEMM (examples; every field as above):
 
@@ -23,6 +23,12 @@ Text forms of the schedules beside the tilde GEMM (examples; every field as abov
   warp-MMA tile of the one dense GEMM ``[N*Ho*Wo, K] x [K, Y*X*cpg]``);
   ``patch-gemm-wgmma``: ``128,128,64,2,1,64,128,0,0,0,1,-1,4,6`` (a warpgroup tile of it,
   sm_90a). ``split_k`` must be 1 or -1 (each dX element is written once).
+* ``nchw-pointwise`` (1x1, stride 1, no padding, dY and dX NCHW in memory):
+  ``64,128,32,2,2,32,64,0,0,0,1,-1,3,7`` (a warp-MMA tile of the per-image, per-group GEMM
+  ``W_g^T [cpg, kpg] x dY[n, g] [kpg, H*W]`` written straight into NCHW dX: tile_m runs over
+  the channels c, tile_n over the pixels); ``nchw-pointwise-wgmma``:
+  ``128,128,64,2,1,64,128,0,0,0,1,-1,4,8`` (a warpgroup tile of it, sm_90a). ``split_k``
+  must be 1 or -1.
 """
 
 from __future__ import annotations
@@ -55,6 +61,12 @@ class KernelSchedule(enum.IntEnum):
       ``WARP_MMA`` main loop; the epilogue scatters each row into its disjoint dX patch
       (:mod:`miopen_solver.patch`).
     * ``PATCH_GEMM_WGMMA`` (6): the same GEMM on the ``WGMMA`` main loop (sm_90a).
+    * ``NCHW_POINTWISE`` (7): 1x1 stride-1 unpadded problems whose dY and dX are NCHW in
+      memory: per image n and group g the GEMM ``dX[n, g] (cpg x H*W) = W_g^T (cpg x kpg) x
+      dY[n, g] (kpg x H*W)``, the ``WARP_MMA`` main loop with the operands' roles swapped
+      (W^T, transposed once into the workspace, is A; dY is B; dX is stored NCHW by the
+      staged epilogue), grid y = N*G (:mod:`miopen_solver.nchw_pw`).
+    * ``NCHW_POINTWISE_WGMMA`` (8): the same GEMMs on the ``WGMMA`` main loop (sm_90a).
     """
 
     WARP_MMA = 0
@@ -64,17 +76,31 @@ class KernelSchedule(enum.IntEnum):
     DIRECT = 4
     PATCH_GEMM = 5
     PATCH_GEMM_WGMMA = 6
+    NCHW_POINTWISE = 7
+    NCHW_POINTWISE_WGMMA = 8
 
     @property
     def warpgroup(self) -> bool:
         """Warps are counted in warpgroups of 128 threads (``wgmma`` instructions)."""
         return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA,
-                        KernelSchedule.PATCH_GEMM_WGMMA)
+                        KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA)
 
     @property
     def patch(self) -> bool:
         """One dense GEMM whose rows scatter into disjoint dX patches (stride = filter)."""
         return self in (KernelSchedule.PATCH_GEMM, KernelSchedule.PATCH_GEMM_WGMMA)
+
+    @property
+    def nchw_pointwise(self) -> bool:
+        """Per-image pointwise GEMMs that read dY and write dX in NCHW (no dY/dX transform)."""
+        return self in (KernelSchedule.NCHW_POINTWISE, KernelSchedule.NCHW_POINTWISE_WGMMA)
+
+    @property
+    def virtual_gemm(self) -> bool:
+        """Runs a GEMM main loop on a virtual pointwise problem with its own epilogue
+        addressing (:attr:`patch`, :attr:`nchw_pointwise`): its own spec and rules, then the
+        main loop's."""
+        return self.patch or self.nchw_pointwise
 
     @property
     def persistent(self) -> bool:

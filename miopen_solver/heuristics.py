@@ -14,12 +14,15 @@ from typing import Iterator
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
+from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
+from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
 from .spec import count_tiles, is_valid_performance_config, split_k_atomics_reason
 from .target import Target
 from .tilde import cached_decompose
 from .tma import TMA_MIN_FILL, tma_fill, tma_reason
+from .transpose import native_problem
 
 TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
 """The warp-specialised TMA tile the default takes for large stride-1 problems."""
@@ -163,11 +166,35 @@ def patch_config(problem: ConvProblem, target: Target) -> PerfConfig:
     return base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
 
 
+def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The default of an NCHW pointwise problem (:mod:`miopen_solver.nchw_pw`): the GEMM
+    default (:func:`heuristic_config`; on NVIDIA the H200-fitted rules) of
+    :func:`~miopen_solver.nchw_pw.gemm_twin` (the per-image, per-group GEMM, its N*G
+    launches counted as groups), its tile run by the NCHW pointwise schedule with the same
+    main loop (persistent and TMA tiles on the plain warpgroup one), ``split_k`` 1; rows
+    (channels) halved down to 64 while a tile holds two or more times the power of two
+    covering cpg (half of a 128-row tile would be padding when cpg <= 64)."""
+    base = heuristic_config(gemm_twin(problem), target, allow_direct=False, allow_patch=False, allow_nchw_pw=False)
+    cfg = base.replace(schedule=NCHW_PW_OF[base.schedule], split_k=1)
+    cover = 16
+    while cover < problem.cpg:
+        cover *= 2
+    while cfg.tile_m > 64 and cfg.tile_m >= 2 * cover:
+        if cfg.warp_m > 1:
+            cfg = cfg.replace(tile_m=cfg.tile_m // 2, warp_m=cfg.warp_m // 2)
+        else:
+            cfg = cfg.replace(tile_m=cfg.tile_m // 2, warp_tile_m=cfg.warp_tile_m // 2)
+    return cfg
+
+
 def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
-                     allow_patch: bool = True) -> PerfConfig:
+                     allow_patch: bool = True, allow_nchw_pw: bool = True) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
-    NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
+    GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
+    NCHW in memory: :func:`nchw_pw_config`, no dY/dX transposes); every other choice is made
+    on the all-NHWC problem (:func:`~miopen_solver.transpose.native_problem`: the kernel
+    between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
@@ -188,6 +215,9 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
       lds_k_outer automatic.
     """
     p, t = problem, target
+    if allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None:
+        return nchw_pw_config(p, t)
+    p = native_problem(p)
     if allow_direct and t.vendor == "nvidia" and p.cpg <= DIRECT_DEFAULT_MAX_CPG and direct_reason(p, t) is None:
         try:
             return default_direct_config(p, t)
@@ -218,21 +248,24 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
 
 
 def default_performance_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
-                               allow_patch: bool = True) -> PerfConfig:
+                               allow_patch: bool = True, allow_nchw_pw: bool = True) -> PerfConfig:
     """MIOpen's GetDefaultPerformanceConfig: :func:`heuristic_config`, or the first of
-    :data:`FALLBACK_CONFIGS` that validates (for a patch default, first those tiles on the
-    patch schedule). ``allow_direct=False`` and ``allow_patch=False``
-    ask for the default of the tilde GEMM schedules only (what a setting the direct or patch
-    schedule cannot take falls back to).
+    :data:`FALLBACK_CONFIGS` that validates (for a patch or NCHW pointwise default, first
+    those tiles on its warp-MMA schedule). ``allow_direct=False``, ``allow_patch=False`` and
+    ``allow_nchw_pw=False`` ask for the default of the tilde GEMM schedules only (what a
+    setting the direct, patch or NCHW pointwise schedule cannot take falls back to).
 
     Raises:
         PerfConfigError: no candidate validates; the message gives each candidate's reason.
     """
     reasons = []
-    first = heuristic_config(problem, target, allow_direct=allow_direct, allow_patch=allow_patch)
+    first = heuristic_config(problem, target, allow_direct=allow_direct, allow_patch=allow_patch,
+                             allow_nchw_pw=allow_nchw_pw)
     fallbacks = FALLBACK_CONFIGS
-    if first.schedule.patch:        # the patch GEMM at the fallback tiles before the tilde GEMM
-        fallbacks = tuple(c.replace(schedule=KernelSchedule.PATCH_GEMM) for c in FALLBACK_CONFIGS) + fallbacks
+    own = KernelSchedule.PATCH_GEMM if first.schedule.patch else \
+        KernelSchedule.NCHW_POINTWISE if first.schedule.nchw_pointwise else None
+    if own is not None:             # the family's GEMM at the fallback tiles before the tilde GEMM
+        fallbacks = tuple(c.replace(schedule=own) for c in FALLBACK_CONFIGS) + fallbacks
     for cfg in (first,) + fallbacks:
         ok, why = is_valid_performance_config(problem, target, cfg)
         if ok:
@@ -296,21 +329,33 @@ def _direct_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> 
         yield from direct_search_space(p, t)
 
 
-def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
-    """The patch schedules' candidates where they serve the problem: the warpgroup and
-    warp-MMA tiles of the virtual pointwise problem without split K, on the patch schedule
-    of the same main loop (persistent and TMA tiles are left out: their plain forms are
-    there)."""
-    if patch_reason(p, t) is not None:
-        return
-    v = virtual_problem(p)
+def _virtual_candidates(v: ConvProblem, t: Target, family: dict) -> Iterator[PerfConfig]:
+    """The warpgroup and warp-MMA tiles of the virtual pointwise problem ``v`` without split
+    K, on the schedule of the same main loop in ``family`` (persistent and TMA tiles are
+    left out: their plain forms are there)."""
     for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), v.kpg), _warp_mma_candidates(v, t, (1,), v.kpg)):
         if cfg.schedule in (KernelSchedule.WARP_MMA, KernelSchedule.WGMMA):
-            yield cfg.replace(schedule=PATCH_OF[cfg.schedule])
+            yield cfg.replace(schedule=family[cfg.schedule])
 
 
-SEARCH_SPACES = (_direct_candidates, _patch_candidates, _warpgroup_candidates, _warp_mma_candidates)
-"""Each schedule family's candidate generator, fastest family first."""
+def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The patch schedules' candidates where they serve the problem (:func:`_virtual_candidates`)."""
+    if patch_reason(p, t) is None:
+        yield from _virtual_candidates(virtual_problem(p), t, PATCH_OF)
+
+
+def _nchw_pw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The NCHW pointwise schedules' candidates where they serve the problem (its own
+    layouts: dY and dX NCHW; :func:`_virtual_candidates` of one image's GEMM)."""
+    if nchw_pw_reason(p, t) is None:
+        yield from _virtual_candidates(nchw_pw_virtual(p), t, NCHW_PW_OF)
+
+
+SEARCH_SPACES = (_nchw_pw_candidates, _direct_candidates, _patch_candidates, _warpgroup_candidates,
+                 _warp_mma_candidates)
+"""Each schedule family's candidate generator, fastest family first. The NCHW pointwise one
+sees the problem in its own layouts, the others the all-NHWC problem their kernel runs
+between the layout transforms."""
 
 
 def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
@@ -319,8 +364,9 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     allowed."""
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
     splits = (1,) if split_k_atomics_reason(problem, target) else _SPLIT_K
+    native = native_problem(problem)
     for space in SEARCH_SPACES:
-        yield from space(problem, target, splits, max_k)
+        yield from space(problem if space is _nchw_pw_candidates else native, target, splits, max_k)
 
 
 # ------------------------------------------------------------------- sampling

@@ -67,12 +67,14 @@ def format_apart(needed: int, available: int) -> tuple:
 @dataclass(frozen=True)
 class EnginePlan:
     """What the CPU engine allocates beside the tensors for one solution: the direct
-    schedule's phases (``direct``), the patch GEMM's chunks of images (``patch``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
+    schedule's phases (``direct``), the patch GEMM's chunks of images (``patch``), the NCHW
+    pointwise GEMMs' chunks of images (``nchw_pw``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
     ``pad_cols`` columns in all (none without sub-GEMMs: ``gemm`` False). Independent of N."""
 
     direct: bool = False
     gemm: bool = True
     patch: bool = False
+    nchw_pw: bool = False
     pad_rows: int = 0
     pad_cols: int = 0
 
@@ -87,6 +89,8 @@ def engine_plan(spec) -> EnginePlan:
         return EnginePlan(direct=True)
     if spec.schedule.patch:
         return EnginePlan(patch=True)
+    if spec.schedule.nchw_pointwise:
+        return EnginePlan(nchw_pw=True)
     p = spec.problem
     if not spec.sub_gemms:
         return EnginePlan(gemm=False)
@@ -155,6 +159,11 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         per_image = 4 * p.Ho * p.Wo * p.Y * p.X * p.C
         images = min(p.N, max(1, PATCH_CHUNK // per_image))
         return dx + relayout + 4 * p.w_elems + images * (4 * p.dy_elems // p.N + 3 * per_image)
+    if plan.nchw_pw:    # W^T and its fp32 copy; per chunk of images: fp32 dY, the GEMM output and its cast
+        from .nchw_pw import CHUNK_BYTES as NCHW_PW_CHUNK
+        per_image = 4 * p.C * p.Hi * p.Wi
+        images = min(p.N, max(1, NCHW_PW_CHUNK // per_image))
+        return dx + 5 * p.w_elems + images * (4 * p.dy_elems // p.N + per_image + dx // p.N)
     if not plan.gemm:
         return dx + relayout + 2 * p.Hi * p.Wi
     wp = p.Wo + plan.pad_cols

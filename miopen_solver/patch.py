@@ -40,10 +40,10 @@ import numpy as np
 
 from . import vectors
 from .config import KernelSchedule, PerfConfig
-from .errors import PerfConfigError
 from .problem import ConvProblem
-from .spec import DgradSpec, ZERO_FILL_TAGS, arch_tag, family_reason, make_spec
+from .spec import ZERO_FILL_TAGS, arch_tag
 from .target import Target
+from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
 
 MAIN_LOOP = {KernelSchedule.PATCH_GEMM: KernelSchedule.WARP_MMA,
              KernelSchedule.PATCH_GEMM_WGMMA: KernelSchedule.WGMMA}
@@ -53,7 +53,6 @@ PATCH_OF = {KernelSchedule.WARP_MMA: KernelSchedule.PATCH_GEMM, KernelSchedule.W
             KernelSchedule.WGMMA_TMA: KernelSchedule.PATCH_GEMM_WGMMA}
 """The patch schedule that runs a GEMM config's tile (persistent and TMA tiles on the plain
 warpgroup main loop)."""
-DTYPES = ("fp32", "fp16", "bf16")
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
 
@@ -62,11 +61,9 @@ CHUNK_BYTES = 16 << 20
 def patch_reason(problem: ConvProblem, target: Target) -> str | None:
     """Why the patch schedules cannot serve ``problem`` on ``target`` at all, or None."""
     p = problem
-    why = family_reason(p, target, "the patch schedules")
+    why = virtual_gemm_reason(p, target, "the patch schedules")
     if why is not None:
         return why
-    if p.dtype not in DTYPES:
-        return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
     if p.Y * p.X == 1:
         return "a 1x1 filter is the pointwise GEMM already"
     if (p.sH, p.sW) != (p.Y, p.X):
@@ -106,29 +103,12 @@ def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
 
 # ----------------------------------------------------------------------------- spec
 @dataclass(frozen=True)
-class PatchSpec:
+class PatchSpec(VirtualGemmSpec):
     """A validated patch config for one problem and target: ``gemm`` is the resolved
     :class:`~miopen_solver.spec.DgradSpec` of :func:`virtual_problem` on the config's main
     loop (tiles, vectors, launch geometry); ``problem`` and ``config`` are the real ones."""
 
-    problem: ConvProblem
-    target: Target
-    config: PerfConfig
-    gemm: DgradSpec
-
-    # ------------------------------------------------------------ the schedule interface
-    @property
-    def schedule(self) -> KernelSchedule:
-        return self.config.schedule
-
-    split_k = 1
-    persistent = False
-    tma = False
-    tma_box = None
-    pointwise = False
-    staged_epilogue = True
-    zero_fill_blocks = 0
-    workspace_bytes = 0
+    record_key = "patch"
 
     @property
     def zero_fill(self) -> str:
@@ -136,81 +116,6 @@ class PatchSpec:
         not 0), else ``"none"``."""
         p = self.problem
         return "memset" if p.Hi % p.Y or p.Wi % p.X else "none"
-
-    @property
-    def sub_gemms(self) -> tuple:
-        """The one GEMM (the virtual problem's pointwise sub-GEMM): GemmM = N*Ho*Wo,
-        GemmN = Y*X*cpg, GemmK = kpg."""
-        return self.gemm.sub_gemms
-
-    @property
-    def wgmma(self) -> bool:
-        return self.gemm.wgmma
-
-    @property
-    def atom(self):
-        return self.gemm.atom
-
-    @property
-    def lds_k_outer(self) -> bool:
-        return self.gemm.lds_k_outer
-
-    @property
-    def vec_a(self) -> int:
-        return self.gemm.vec_a
-
-    @property
-    def vec_b(self) -> int:
-        return self.gemm.vec_b
-
-    @property
-    def vec_c(self) -> int:
-        return self.gemm.vec_c
-
-    @property
-    def threads(self) -> int:
-        return self.gemm.threads
-
-    @property
-    def block_threads(self) -> int:
-        return self.gemm.block_threads
-
-    @property
-    def block(self) -> tuple:
-        return self.gemm.block
-
-    @property
-    def grid(self) -> tuple:
-        """Blocks along x (GEMM tiles), y (G), z (1)."""
-        return self.gemm.grid
-
-    @property
-    def lds_bytes(self) -> int:
-        return self.gemm.lds_bytes
-
-    @property
-    def tiles_per_group(self) -> int:
-        return self.gemm.tiles_per_group
-
-    @property
-    def tile_blocks(self) -> int:
-        return self.gemm.tile_blocks
-
-    @property
-    def resident_blocks(self) -> int:
-        return self.gemm.resident_blocks
-
-    @property
-    def accumulators_per_lane(self) -> int:
-        return self.gemm.accumulators_per_lane
-
-    @property
-    def mma_m(self) -> int:
-        return self.gemm.mma_m
-
-    @property
-    def mma_n(self) -> int:
-        return self.gemm.mma_n
 
     @cached_property
     def kernel_name(self) -> str:
@@ -233,27 +138,10 @@ class PatchSpec:
         return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=("patch",),
                          memset=self.zero_fill == "memset")
 
-    def to_record(self) -> dict:
-        """Plain data for a worker (every resolved value); :meth:`from_record` inverts it."""
-        return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
-                "config": self.config.serialize(), "patch": {"gemm": self.gemm.to_record()}}
-
-    @classmethod
-    def from_record(cls, rec: dict) -> "PatchSpec":
-        """Inverse of :meth:`to_record` (no validation)."""
-        gemm = DgradSpec.from_record(rec["patch"]["gemm"])
-        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=gemm.target,
-                   config=PerfConfig.parse(rec["config"]), gemm=gemm)
-
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
         the patch config and the GEMM's shape."""
-        d = self.gemm.as_dict()
-        s = self.sub_gemms[0]
-        d.update(kernel_name=self.kernel_name, schedule=self.schedule.slug, problem_key=self.problem.problem_key(),
-                 perf_config=self.config.serialize(), main_loop=self.gemm.schedule.slug, zero_fill=self.zero_fill,
-                 pointwise=False, gemm={"m": s.gemm_m, "n": s.gemm_n, "k": s.gemm_k, "groups": self.problem.G})
-        return d
+        return self.gemm_dict(zero_fill=self.zero_fill)
 
 
 def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> PatchSpec:
@@ -263,18 +151,9 @@ def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
         PerfConfigError: the problem is not a patch problem, ``split_k`` is not 1 or -1, or
             the main loop's first broken rule on the virtual problem, as one sentence.
     """
-    label = config.schedule.label
-    why = patch_reason(problem, target)
-    if why is not None:
-        raise PerfConfigError(f"{label} does not apply: {why}")
-    if config.split_k not in (-1, 1):
-        raise PerfConfigError(f"{label} writes each dX element once; split_k must be 1 or -1, got {config.split_k}")
-    try:
-        gemm = make_spec(virtual_problem(problem), target, gemm_config(problem, config))
-    except PerfConfigError as e:
-        raise PerfConfigError(f"{label} (the {MAIN_LOOP[config.schedule].slug} main loop over "
-                              f"[N*Ho*Wo, K] x [K, Y*X*cpg]): {e}") from None
-    return PatchSpec(problem=problem, target=target, config=config, gemm=gemm)
+    return make_virtual_spec(PatchSpec, problem, target, config, why=patch_reason(problem, target),
+                             virtual=virtual_problem, gemm_config=gemm_config,
+                             gemm_shape="[N*Ho*Wo, K] x [K, Y*X*cpg]")
 
 
 # ----------------------------------------------------------------------------- CPU engine

@@ -33,8 +33,9 @@ from .applicability import NotApplicableError, Verdict, check, is_applicable, la
 from .config import KernelSchedule, PerfConfig
 from .errors import PerfConfigError, PerfDbError
 from .heuristics import default_performance_config, search_space
+from .nchw_pw import nchw_pw_reason, wt_transform
 from .problem import ConvProblem
-from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, make_spec, spec_from_record
+from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record
 from .target import Target
 from .transpose import LayoutTransform, layout_transforms, memory_order, workspace_bytes, writes_nchw_dx
 
@@ -119,13 +120,14 @@ class Solution:
             problem of one chunk (its N images per launch), and :attr:`chunks` lists the
             launches, each of the one kernel with pointers offset to its first image.
         layouts: the problem's ``(in_layout, out_layout, fil_layout)`` flags; () when they
-            are the spec's. ``spec.problem`` (the launch problem,
-            :func:`~miopen_solver.transpose.native_problem`) has dY and W NHWC and dX NHWC,
-            or NCHW when dX is NCHW in memory.
+            are the spec's. ``spec.problem`` is the launch problem: for the NCHW pointwise
+            schedules (:mod:`miopen_solver.nchw_pw`) in the problem's own layouts, for every
+            other schedule :func:`~miopen_solver.transpose.native_problem` (dY and W NHWC, dX
+            NCHW when it is NCHW in memory, else NHWC).
         transforms: the :class:`~miopen_solver.transpose.LayoutTransform` launches around
             the kernel, in order (dY, W before it; dX after it unless the kernel stores dX
             NCHW itself, :func:`~miopen_solver.transpose.writes_nchw_dx`), each over the
-            whole batch; their NHWC copies fill the first
+            whole batch; their copies (NHWC; W^T for the NCHW pointwise schedules) fill the first
             :func:`~miopen_solver.transpose.workspace_bytes` of the workspace.
     """
 
@@ -288,21 +290,25 @@ class DgradSolver:
 
     def get_workspace_size(self, problem: ConvProblem, target: Target,
                            config: PerfConfig | None = None) -> int:
-        """Device workspace in bytes for ``config`` (default: the default config): the NHWC
-        copies of the tensors stored NCHW (each slot 256-byte aligned; 0 for a problem NHWC
-        in memory; no dX copy when the kernel stores dX NCHW itself; MIOpen's NHWC solvers
-        size theirs the same way, ``GetWorkspaceSizeLayoutTransformConv``), plus the
-        kernel's own (0: split-K adds straight into dX with atomics, no fp32 staging buffer).
+        """Device workspace in bytes for ``config``: the copies its layout transforms write
+        (each slot 256-byte aligned; MIOpen's NHWC solvers size theirs the same way,
+        ``GetWorkspaceSizeLayoutTransformConv``): the NHWC copies of the tensors stored NCHW
+        (0 for a problem NHWC in memory; no dX copy when the kernel stores dX NCHW itself),
+        or for an NCHW pointwise config W^T alone; plus the kernel's own (0: split-K adds
+        straight into dX with atomics). Without a config, the most any config of the problem
+        needs (MIOpen sizes a solver's workspace per problem, not per config).
 
         Raises:
             PerfConfigError: ``config`` is given and invalid, or none is given and no
                 default validates (a problem NHWC in memory needs no config: 0).
         """
-        if not layout_transforms(problem):
-            return 0 if config is None else make_spec(launch_problem(problem), target, config).workspace_bytes
-        spec = make_spec(launch_problem(problem), target,
-                         config if config is not None else self.get_default_performance_config(problem, target))
-        return workspace_bytes(layout_transforms(problem, nchw_dx=writes_nchw_dx(spec))) + spec.workspace_bytes
+        if config is None:
+            sizes = [workspace_bytes(layout_transforms(problem))]
+            if nchw_pw_reason(launch_problem(problem), target) is None:
+                sizes.append(workspace_bytes((wt_transform(problem),)))
+            return max(sizes)
+        spec = launch_spec(launch_problem(problem), target, config)
+        return workspace_bytes(run_transforms(spec, problem)) + spec.workspace_bytes
 
     def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
                                   arch: str | None = None) -> tuple:
@@ -437,10 +443,10 @@ class DgradSolver:
         asked = _with_settings(cfg, kouter, split_k)
         flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
                          ([f"--split-k {split_k}"] if split_k is not None else []))
-        kind = "warpgroup-MMA" if cfg.schedule.warpgroup and not cfg.schedule.patch else cfg.schedule.slug
+        kind = "warpgroup-MMA" if cfg.schedule.warpgroup and not cfg.schedule.virtual_gemm else cfg.schedule.slug
         whose = {"default": f"the {kind} default", "perfdb": "the perf-db config"}.get(choice.source)
         moved = False
-        if whose and asked != cfg and (cfg.schedule.warpgroup or cfg.schedule.patch
+        if whose and asked != cfg and (cfg.schedule.warpgroup or cfg.schedule.virtual_gemm
                                        or cfg.schedule is KernelSchedule.DIRECT):
             ok, why = is_valid_performance_config(problem, target, asked)
             fallbacks = []
@@ -466,13 +472,14 @@ class DgradSolver:
             choice.notes.append(f"{flags}: running {asked.serialize()} ({whose} {cfg.serialize()} with the setting)")
         choice.config = asked
         if resolve and asked.split_k == -1:      # resolved before anything is packed or launched
-            chosen = make_spec(problem, target, asked).split_k
+            chosen = launch_spec(problem, target, asked).split_k
             choice.config = asked.replace(split_k=chosen)
             choice.notes.append(f"Split-K: -1 resolved to {chosen}")
 
     @staticmethod
     def _gemm_default(problem, target) -> PerfConfig:
-        return default_performance_config(problem, target, allow_direct=False, allow_patch=False)
+        return default_performance_config(problem, target, allow_direct=False, allow_patch=False,
+                                          allow_nchw_pw=False)
 
     def _solution(self, problem, target, choice: _Choice) -> Solution:
         """The Solution of ``choice`` for a problem its caller has checked (structural guards)."""
@@ -484,9 +491,13 @@ class DgradSolver:
                 f"Split-N: N={problem.N} runs as {problem.N // launch.N} launches of {launch.N} images (dY "
                 f"{launch.dy_elems * launch.elem_bytes} and dX {launch.dx_elems * launch.elem_bytes} bytes each, "
                 f"within 32-bit offsets), one kernel, pointers offset per launch")
-        spec = make_spec(launch, target, cfg)
-        transforms = layout_transforms(problem, nchw_dx=writes_nchw_dx(spec))
-        if transforms:
+        spec = launch_spec(launch, target, cfg)
+        transforms = run_transforms(spec, problem)
+        if spec.schedule.nchw_pointwise:
+            choice.notes.append(
+                f"Layout: dY and dX read and written in NCHW by per-image GEMMs; {transforms[0].label} (W^T "
+                f"per group) through a {workspace_bytes(transforms)}-byte workspace")
+        elif transforms:
             choice.notes.append(
                 f"Layout: {', '.join(t.label for t in transforms)} by batched transposes through a "
                 f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel")
@@ -506,7 +517,7 @@ class DgradSolver:
         first = self.get_default_performance_config(problem, target)
         for cfg in itertools.chain((first,), search_space(launch, target)):
             try:
-                name = make_spec(launch, target, cfg).kernel_name
+                name = launch_spec(launch, target, cfg).kernel_name
             except PerfConfigError:
                 continue
             if name not in seen:
@@ -537,10 +548,9 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
         zf = ZeroFill(spec.zero_fill, blocks=spec.zero_fill_blocks)
     launch = KernelLaunch(name=spec.kernel_name, grid=spec.grid, block=spec.block, lds_bytes=spec.lds_bytes, spec=spec)
     whole = (problem or p).replace(N=images or p.N)
-    nchw_dx = writes_nchw_dx(spec)
-    if nchw_dx and memory_order(whole, "dX") != "NCHW":
+    if writes_nchw_dx(spec) and memory_order(whole, "dX") != "NCHW":
         raise ValueError(f"{spec.kernel_name} stores dX NCHW; the problem's dX is {whole.in_layout}")
-    transforms = layout_transforms(whole, nchw_dx=nchw_dx)
+    transforms = run_transforms(spec, whole)
     lays = (whole.in_layout, whole.out_layout, whole.fil_layout)
     return Solution(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM, perf_config=spec.config,
                     spec=spec, zero_fill=zf, kernels=(launch,),
@@ -549,6 +559,17 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
                     tuned_ms=choice.tuned_ms, perfdb_path=choice.perfdb_path, images=images,
                     layouts=lays if lays != (p.in_layout, p.out_layout, p.fil_layout) else (),
                     transforms=transforms)
+
+
+def run_transforms(spec, whole: ConvProblem) -> tuple:
+    """The layout transforms a run of ``spec`` over the ``whole`` problem (all N images, its
+    own layouts) launches: W^T alone for the NCHW pointwise schedules
+    (:meth:`~miopen_solver.nchw_pw.NchwPwSpec.transforms`), else the NHWC copies of its
+    NCHW tensors (:func:`~miopen_solver.transpose.layout_transforms`), without dX's when the
+    kernel stores dX NCHW itself."""
+    if spec.schedule.nchw_pointwise:
+        return spec.transforms(whole)
+    return layout_transforms(whole, nchw_dx=writes_nchw_dx(spec))
 
 
 def _with_settings(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:
@@ -565,4 +586,5 @@ def _with_settings(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> 
     return cfg
 
 
-__all__ = ["ALGORITHM", "DgradSolver", "KOUTER", "KernelLaunch", "Solution", "ZeroFill", "solution_of"]
+__all__ = ["ALGORITHM", "DgradSolver", "KOUTER", "KernelLaunch", "Solution", "ZeroFill", "run_transforms",
+           "solution_of"]

@@ -45,7 +45,7 @@ from .problem import ConvProblem
 from .target import MmaAtom, Target
 from .tilde import AxisTilde, Decomposition, SubGemm, cached_decompose
 from .tma import TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
-from .transpose import nchw_dx_rule
+from .transpose import native_problem, nchw_dx_rule
 
 WGMMA_N = (64, 128, 256)
 """warp_tile_n values a warpgroup config may use (the instruction's N)."""
@@ -451,12 +451,25 @@ def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> Dgrad
     """Validate ``config`` for ``problem`` on ``target`` and resolve every derived value.
 
     Specs are memoised per (problem, target, config): a process builds each spec once, however
-    many verbs ask (default, validity, solution, search).
+    many verbs ask (default, validity, solution, search). The spec holds ``problem`` as given,
+    layout flags included (see :func:`launch_spec` for the problem of a launch).
 
     Raises:
         PerfConfigError: the first rule the config breaks, as a sentence.
     """
     return _cached_spec(problem, target, config)
+
+
+def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
+    """:func:`make_spec` for the kernel a launch of ``problem`` (one launch's, in its own
+    layouts) runs: the NCHW pointwise schedules read the layouts (:mod:`miopen_solver.nchw_pw`:
+    dY and dX NCHW in place); every other schedule runs between layout transforms on the
+    all-NHWC problem (:func:`~miopen_solver.transpose.native_problem`), which its spec holds.
+
+    Raises:
+        PerfConfigError: the first rule the config breaks, as a sentence.
+    """
+    return make_spec(problem if config.schedule.nchw_pointwise else native_problem(problem), target, config)
 
 
 def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
@@ -466,13 +479,16 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     if config.schedule.patch:                        # a GEMM spec of a virtual problem inside
         from .patch import make_patch_spec
         return make_patch_spec(problem, target, config)
+    if config.schedule.nchw_pointwise:               # likewise, batched over images in NCHW
+        from .nchw_pw import make_nchw_pw_spec
+        return make_nchw_pw_spec(problem, target, config)
     return _build_gemm_spec(problem, target, config)
 
 
 def spec_from_record(rec: dict):
-    """A :class:`DgradSpec`, :class:`~miopen_solver.direct.DirectSpec` or
-    :class:`~miopen_solver.patch.PatchSpec` from its ``to_record()`` (the schedule in its
-    config says which)."""
+    """A :class:`DgradSpec`, :class:`~miopen_solver.direct.DirectSpec`,
+    :class:`~miopen_solver.patch.PatchSpec` or :class:`~miopen_solver.nchw_pw.NchwPwSpec`
+    from its ``to_record()`` (the schedule in its config says which)."""
     schedule = PerfConfig.parse(rec["config"]).schedule
     if schedule is KernelSchedule.DIRECT:
         from .direct import DirectSpec
@@ -480,6 +496,9 @@ def spec_from_record(rec: dict):
     if schedule.patch:
         from .patch import PatchSpec
         return PatchSpec.from_record(rec)
+    if schedule.nchw_pointwise:
+        from .nchw_pw import NchwPwSpec
+        return NchwPwSpec.from_record(rec)
     return DgradSpec.from_record(rec)
 
 
@@ -612,6 +631,8 @@ SCHEDULE_RULES = {
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
     KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
     KernelSchedule.PATCH_GEMM_WGMMA: (),
+    KernelSchedule.NCHW_POINTWISE: (),  # its own rules (miopen_solver.nchw_pw), then its main loop's
+    KernelSchedule.NCHW_POINTWISE_WGMMA: (),
 }
 """Each schedule's rules beyond the common ones, in order (the first broken one is the
 reason); every schedule has an entry."""
@@ -665,10 +686,10 @@ def check_binary(spec, resources: dict | None) -> str | None:
 
 def is_valid_performance_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
     """MIOpen's IsValidPerformanceConfig: ``(True, "")`` or ``(False, reason)`` where
-    ``reason`` is the first rule :func:`make_spec` found broken. Never raises for a
-    :class:`PerfConfig`."""
+    ``reason`` is the first rule :func:`launch_spec` found broken (``problem`` is a launch's,
+    in its own layouts). Never raises for a :class:`PerfConfig`."""
     try:
-        make_spec(problem, target, config)
+        launch_spec(problem, target, config)
     except PerfConfigError as e:
         return False, str(e)
     return True, ""

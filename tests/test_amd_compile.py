@@ -11,11 +11,11 @@ import os
 
 import pytest
 
-from conftest import PATCH_LINES, suite_lines
+from conftest import FAMILY_LINES, suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels import emit, emit_reference
 from miopen_solver.kernels.offline import compile_amd, find_amd_clang
-from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.spec import PerfConfig, launch_spec, make_spec
 from miopen_solver.target import get_target
 
 _REQUIRED = os.environ.get("DGRAD_REQUIRE_AMD_COMPILE") == "1"  # set by .ci/run in CI
@@ -94,14 +94,15 @@ def test_suite_defaults_compile_without_scratch(tmp_path, arch, base, label, lin
 
 
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
-@pytest.mark.parametrize("line", PATCH_LINES)
-def test_patch_defaults_compile_without_scratch(tmp_path, arch, line):
-    """Stride = filter: the default is the patch GEMM on the warp-MMA main loop (MFMA or FMA)."""
+@pytest.mark.parametrize("family,line", FAMILY_LINES)
+def test_patch_and_nchw_pw_defaults_compile_without_scratch(tmp_path, arch, family, line):
+    """Stride = filter: the default is the patch GEMM; all-NCHW 1x1: the nchw-pointwise GEMMs;
+    both on the warp-MMA main loop (MFMA or FMA)."""
     from miopen_solver.heuristics import default_performance_config
-    p = parse(f"{line} {NHWC}").problem
+    p = parse(line).problem
     target = get_target(arch)
-    spec = make_spec(p, target, default_performance_config(p, target))
-    assert spec.schedule.patch and "patch_gemm" in spec.kernel_name
+    spec = launch_spec(p, target, default_performance_config(p, target))
+    assert spec.schedule.virtual_gemm and f"_{family}_" in spec.kernel_name
     co = compile_amd(emit(spec).text, arch, tmp_path, "dgrad")
     r = co.resources
     assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0 and r["SGPRs Spill"] == 0, (spec.kernel_name, r)

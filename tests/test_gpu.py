@@ -332,20 +332,28 @@ NCHW_COMBOS = [("NCHW", "NCHW", "NCHW"), ("NCHW", "NHWC", "NCHW"), ("NHWC", "NCH
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 @pytest.mark.parametrize("line", NCHW_LINES)
 def test_nchw_and_mixed_layouts_verify(engine, line, dtype, combo):
-    from miopen_solver import layouts
     from miopen_solver.solver import DgradSolver
     base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
     p = parse(f"{base} {line} -F 2 --in_layout {combo[0]} --out_layout {combo[1]} "
               f"--fil_layout {combo[2]}".split()).problem
     sol = DgradSolver().find_solution(p, engine.target)
-    rng = np.random.default_rng(17)
+    dy, w = _verify_solution(engine, sol)
+    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+
+
+def _verify_solution(engine, sol, seed=17):
+    """One run of ``sol`` on random inputs in the problem's layouts (dX NaN-poisoned by the
+    engine) checked against the float64 reference; returns the inputs ``(dy, w)``."""
+    from miopen_solver import layouts
+    p = sol.problem
+    rng = np.random.default_rng(seed)
     dt = storage_dtype(p.dtype)
     dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(dt)
     w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(dt)
-    dx = engine.run(sol, dy, w)
-    v = verify(p, dx, dgrad_reference(p, dy, w))
-    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
-    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+    v = verify(p, engine.run(sol, dy, w), dgrad_reference(p, dy, w))
+    assert v.nonfinite == 0, f"{v.nonfinite} dX elements never written by {sol.kernel_name}"
+    assert v.ok, (sol.kernel_name, v)
+    return dy, w
 
 
 @pytest.mark.parametrize("eb", [2, 4])
@@ -506,3 +514,63 @@ def test_nchw_dx_split_n_forced_chunks_verify(engine, monkeypatch, cfg):
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
     assert len(engine.time(sol, dy, w, iters=2).times_ms) == 2
     assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+
+
+# ------------------------------------------------------------------ NCHW pointwise (issue 16)
+# 1x1 stride-1 unpadded problems with dY and dX NCHW: per-(image, group) GEMMs W_g^T x dY[n, g]
+# written straight into NCHW dX (schedules 7 and 8), W^T the only transform. The default
+# and the candidate tiles of both main loops, NaN-poisoned dX (the engine poisons it), the
+# suite's 1x1 layers in NCHW, odd H*W (scalar pixel vectors), odd channels, groups.
+NCHW_PW_LINES = [
+    "-n 32 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1",          # r50 c64->k256
+    "-n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1",          # r50 c256->k64
+    "-n 32 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1",        # r50 c1024->k256
+    "-n 32 -c 2048 -H 7 -W 7 -k 512 -y 1 -x 1",          # r50 c2048->k512, P = 49
+    "-n 3 -c 33 -H 7 -W 9 -k 17 -y 1 -x 1",              # odd P, cpg, kpg
+    "-n 4 -c 96 -H 14 -W 14 -k 192 -y 1 -x 1 -g 3",      # groups
+    "-n 2 -c 30 -H 5 -W 5 -k 12 -y 1 -x 1 -g 6 -l 2 -j 2 --fil_layout NHWC",   # cpg 5, kpg 2, dilation
+]
+NCHW_PW_CONFIGS = [
+    "128,128,64,2,1,64,128,0,0,0,1,-1,4,8",
+    "64,256,64,1,1,64,256,0,0,0,1,-1,4,8",
+    "128,64,64,2,1,64,64,0,0,0,1,-1,3,8",
+    "64,128,32,2,2,32,64,0,0,0,1,-1,3,7",
+    "64,64,16,2,2,32,32,0,0,0,1,0,2,7",
+    "32,64,32,1,2,32,32,0,0,0,1,-1,1,7",
+]
+
+
+def _nchw_pw_run(engine, p, cfg):
+    from miopen_solver.solver import DgradSolver
+    try:
+        sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg)
+    except PerfConfigError:
+        return None
+    assert sol.schedule.nchw_pointwise and [t.tensor for t in sol.transforms] == ["W"]
+    _verify_solution(engine, sol, seed=23)
+    return sol
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", NCHW_PW_LINES)
+def test_nchw_pointwise_verifies(engine, dtype, line):
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    p = parse(f"{base} {line} -F 2".split()).problem
+    sol = _nchw_pw_run(engine, p, None)
+    assert sol is not None and sol.source == "default"
+    if p.N <= 4:            # the small lines: every main loop's tiles too
+        assert [c for c in NCHW_PW_CONFIGS if _nchw_pw_run(engine, p, c) is not None]
+
+
+@settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_nchw_pointwise_problems_match_reference(engine, data):
+    dtype = data.draw(st.sampled_from(["fp16", "bf16", "fp32"]))
+    G = data.draw(st.sampled_from([1, 1, 2, 3]))
+    cpg, kpg = data.draw(st.integers(2, 70)), data.draw(st.integers(1, 90))
+    p = ConvProblem(N=data.draw(st.integers(1, 3)), C=G * cpg, K=G * kpg, G=G, Y=1, X=1, dtype=dtype,
+                    Hi=data.draw(st.integers(1, 17)), Wi=data.draw(st.integers(2, 17)),
+                    in_layout="NCHW", out_layout="NCHW", fil_layout=data.draw(st.sampled_from(["NCHW", "NHWC"])))
+    assume(p.K > 1)
+    assume(_nchw_pw_run(engine, p, data.draw(st.sampled_from(NCHW_PW_CONFIGS + [None]))) is not None)

@@ -86,8 +86,9 @@ def test_workspace_is_reported_like_miopen(line, nchw_dx):
     assert sol.spec.nchw_dx is nchw_dx if hasattr(sol.spec, "nchw_dx") else not nchw_dx
     # fp32 dY 2*4*5*5 = 200 elements = 800 bytes -> 1024; W 4*8*9 = 288 = 1152 -> 1280; dX 800 -> 1024
     expect = {True: 1024 + 1280, False: workspace_bytes(layout_transforms(p))}[nchw_dx]
-    assert sol.workspace_bytes == expect == SOLVER.get_workspace_size(p, SM90) > 0
-    assert SOLVER.get_workspace_size(p, SM90, sol.perf_config) == expect
+    assert sol.workspace_bytes == expect == SOLVER.get_workspace_size(p, SM90, sol.perf_config) > 0
+    # without a config: what any config may need (every NCHW tensor copied), as MIOpen sizes it
+    assert SOLVER.get_workspace_size(p, SM90) == workspace_bytes(layout_transforms(p)) >= expect
     assert sol.as_dict()["workspace_bytes"] == expect
     tensors = ["dY", "W"] if nchw_dx else ["dY", "dX"]       # the depthwise 3x3 W (8, 1, 3, 3) is KYXC
     assert [t["tensor"] for t in sol.as_dict()["layout_transforms"]] == tensors

@@ -14,11 +14,11 @@ import shutil
 
 import pytest
 
-from conftest import PATCH_LINES, suite_lines
+from conftest import FAMILY_LINES, suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit
 from miopen_solver.kernels.offline import inspect_nvidia
-from miopen_solver.spec import make_spec
+from miopen_solver.spec import launch_spec, make_spec
 from miopen_solver.heuristics import default_performance_config
 from miopen_solver.target import get_target
 
@@ -74,15 +74,16 @@ def test_default_kernel_instruction_mix(tmp_path, base, label, line):
 
 
 # Patch embeddings (stride = filter): the default is the patch GEMM (one dense GEMM whose
-# staged epilogue scatters rows into dX patches), on the warp-MMA main loop for sm_80 and
-# fp32, the wgmma one for 16-bit types on sm_90a.
+# staged epilogue scatters rows into dX patches); all-NCHW 1x1 lines: the nchw-pointwise
+# GEMMs (one per image and group, NCHW dX from the staged epilogue). Both run the warp-MMA
+# main loop for sm_80 and fp32, mostly the wgmma one for 16-bit types on sm_90a.
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("line", PATCH_LINES)
-def test_patch_default_kernel_instruction_mix(tmp_path, arch, line):
+@pytest.mark.parametrize("family,line", FAMILY_LINES)
+def test_patch_and_nchw_pw_default_kernel_instruction_mix(tmp_path, arch, family, line):
     target = get_target(arch)
-    p = parse(f"{line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
-    spec = make_spec(p, target, default_performance_config(p, target))
-    assert spec.schedule.patch and "patch_gemm" in spec.kernel_name
+    p = parse(line).problem
+    spec = launch_spec(p, target, default_performance_config(p, target))
+    assert spec.schedule.virtual_gemm and f"_{family}_" in spec.kernel_name
     b = inspect_nvidia(emit(spec).text, arch, tmp_path, "k")
     assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
     assert b.registers <= 255 and b.count("cp.async") >= 1

@@ -14,7 +14,7 @@ from miopen_solver.errors import PerfConfigError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.problem import ConvProblem
 from miopen_solver.solver import ALGORITHM, DgradSolver
-from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.spec import PerfConfig, launch_spec, make_spec
 from miopen_solver.target import PRESETS, get_target
 from test_applicability import COMMANDS
 from test_spec import problems
@@ -72,7 +72,7 @@ def test_default_config_is_valid_for_every_applicable_line(arch):
         applicable += 1
         cfg = SOLVER.get_default_performance_config(p, t)
         assert SOLVER.is_valid_performance_config(p, t, cfg) == (True, ""), label
-        make_spec(launch_problem(p), t, cfg)        # a split batch: one launch's problem
+        launch_spec(launch_problem(p), t, cfg)      # a split batch: one launch's problem
     assert applicable >= 3 * (14 + 14 + 1)     # suite + NHWC research lines + depthwise line
 
 

@@ -13,7 +13,7 @@ from miopen_solver.applicability import launch_problem
 from miopen_solver.command import parse
 from miopen_solver.perfdb import ENV_VAR, PerfDb
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import PerfConfig, make_spec
+from miopen_solver.spec import PerfConfig, launch_spec, make_spec
 from miopen_solver.target import get_target
 from test_applicability import COMMANDS, expected_codes
 
@@ -78,7 +78,7 @@ def test_config_matches_python(label, cmd, codes, arch):
         return
     assert r.exit_code == 0 and doc["source"] == "default"
     launch = launch_problem(dc.problem)                  # one launch of a split batch
-    spec = make_spec(launch, t, SOLVER.get_default_performance_config(dc.problem, t))
+    spec = launch_spec(launch, t, SOLVER.get_default_performance_config(dc.problem, t))
     assert doc["kernel_name"] == spec.kernel_name and doc["spec"] == spec.as_dict()
     assert doc["launch"]["grid"] == list(spec.grid)      # G along y for GEMM kernels; direct: x only
     assert doc["split_n"] == {"images": dc.problem.N, "images_per_launch": launch.N,

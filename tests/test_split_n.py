@@ -48,8 +48,10 @@ class ComputingRuntime(FakeRuntime):
     """A fake device whose kernel is the CPU engine run on the bytes at the launch's
     pointers: a launch reads one chunk's dY (its problem's N images) at ``args[0]`` and W at
     ``args[1]`` and writes that many images of dX at ``args[2]`` (NHWC, or NCHW when the
-    kernel stores it so: ``writes_nchw_dx(spec)``) -- so a wrong offset, a missing or extra chunk or
-    a missing split-K memset shows up in dX. Pointers may point inside an allocation."""
+    kernel stores it so: ``writes_nchw_dx(spec)``) -- so a wrong offset, a missing or extra
+    chunk or a missing split-K memset shows up in dX. Pointers may point inside an
+    allocation. An NCHW pointwise launch reads NCHW dY and W^T there and writes NCHW dX (its
+    grid must hold one block row per image and group)."""
 
     def __init__(self, sol: Solution, **kw):
         super().__init__(**kw)
@@ -103,10 +105,18 @@ class ComputingRuntime(FakeRuntime):
             buf, off = self._at(ptr)
             assert off + count * eb <= len(buf), "a launch reads past its buffer"
             return np.frombuffer(bytes(buf[off:off + count * eb]), dtype=st).reshape(shape)
-        dy = read(args[0], p.dy_elems, (p.N, p.Ho, p.Wo, p.K))
-        w = read(args[1], p.w_elems, (p.K, p.Y, p.X, p.cpg))
         nchw = writes_nchw_dx(spec)              # the kernel stores dX NCHW at args[2]
-        before = read(args[2], p.dx_elems, (p.N, p.C, p.Hi, p.Wi) if nchw else (p.N, p.Hi, p.Wi, p.C))
+        if spec.schedule.nchw_pointwise:
+            # NCHW dY of the launch's images at args[0], W^T (G, cpg, kpg) at args[1], NCHW dX
+            # at args[2]; one block row per (image, group)
+            assert tuple(grid) == (spec.grid[0], p.N * p.G, 1), grid
+            shapes = ((p.N, p.K, p.Ho, p.Wo), (p.G, p.cpg, p.kpg), (p.N, p.C, p.Hi, p.Wi))
+        else:
+            shapes = ((p.N, p.Ho, p.Wo, p.K), (p.K, p.Y, p.X, p.cpg),
+                      (p.N, p.C, p.Hi, p.Wi) if nchw else (p.N, p.Hi, p.Wi, p.C))
+        dy = read(args[0], p.dy_elems, shapes[0])
+        w = read(args[1], p.w_elems, shapes[1])
+        before = read(args[2], p.dx_elems, shapes[2])
         if nchw:
             before = before.transpose(0, 2, 3, 1)
         out = np.full(before.shape, np.nan, dtype=st)

@@ -70,6 +70,19 @@ static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || (DG_HI * DG_WI) % 2 == 0,
 #error "the patch GEMM scatters dX NHWC"
 #endif
 // #end nchw_dx
+// #section nchw_pw
+// NCHW pointwise (miopen_solver/nchw_pw.py, 1x1 stride 1, dY and dX NCHW): the DG_* problem
+// defines describe one (image, group) GEMM W_g^T [cpg, kpg] x dY[n, g] [kpg, H*W] as the
+// pointwise GEMM of cpg pixels (DG_WI) with H*W channels (DG_CPG); DG_NCHW_* the launch's
+// real problem, whose N*G GEMMs grid y enumerates.
+static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && !DG_TMA && !DG_PERSIST && DG_ZF_BLOCKS == 0,
+              "the NCHW pointwise GEMM is the pointwise GEMM with the staged epilogue, each dX element written once");
+static_assert(DG_N == 1 && DG_HI == 1 && DG_G == 1 && DG_NCHW_G * DG_KPG == DG_NCHW_K &&
+              DG_NCHW_G * DG_WI == DG_NCHW_C, "one (image, group) GEMM: cpg rows of W^T, kpg deep, H*W columns");
+static_assert(DG_CPG % DG_VEC_B == 0 && DG_CPG % DG_VEC_C == 0 && DG_KPG % DG_VEC_A == 0,
+              "vectors along the pixels divide H*W (aligned at every image and group); along k, kpg");
+static_assert(DG_NCHW_N * DG_NCHW_G <= 65535, "grid y holds one block row per (image, group)");
+// #end nchw_pw
 
 // ------------------------------------------------------------------ vendor layer
 // Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
@@ -1270,7 +1283,23 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         return;
     }
 #endif
+// #section nchw_pw
+    // Block row y = image * G + group: A (the dy argument) becomes W^T of the group (the
+    // workspace copy, [G][cpg][kpg]), B (the w argument) dY[n, g] (kpg rows of H*W), dX[n, g]
+    // (cpg rows of H*W); the virtual GEMM has one group.
+    const int g = 0;
+    {
+        const int img = DG_BID_Y() / DG_NCHW_G;
+        const int grp = DG_BID_Y() - img * DG_NCHW_G;
+        const dg_t* dy_nchw = dy;
+        dy = w + (long long)grp * DG_WI * DG_KPG;
+        w = dy_nchw + ((long long)img * DG_NCHW_K + (long long)grp * DG_KPG) * DG_CPG;
+        dx += ((long long)img * DG_NCHW_C + (long long)grp * DG_WI) * DG_CPG;
+    }
+// #end nchw_pw
+// #section !nchw_pw
     const int g = DG_BID_Y();
+// #end !nchw_pw
     const int kz = DG_BID_Z();
 #if !DG_PERSIST && !DG_TMA
     const dg_tile tl = dg_tile_at(bid, kz);

@@ -43,18 +43,25 @@ SUB_FIELDS = ("block_start", "n_tiles", "gemm_m", "gemm_k", "h_slice", "w_slice"
 
 
 
-SECTION = re.compile(r"^// #section (\w+)\n(.*?)^// #end \1\n", re.M | re.S)
-"""An optional block of a kernel source: ``// #section NAME`` ... ``// #end NAME`` lines."""
+SECTION = re.compile(r"^// #section (!?\w+)\n(.*?)^// #end \1\n", re.M | re.S)
+"""An optional block of a kernel source: ``// #section NAME`` ... ``// #end NAME`` lines;
+``!NAME`` marks the block that section ``NAME`` replaces (kept unless ``NAME`` is asked)."""
 
 
 @lru_cache(maxsize=None)
 def _read(name: str, sections: frozenset = frozenset()) -> str:
     """The text of kernel source ``name`` with the blocks of the named ``sections`` kept
-    (their marker lines dropped) and every other section removed, so a kernel's text holds
-    only the code of its own schedule family and a family that adds a section leaves every
-    other kernel's text byte-identical."""
+    (their marker lines dropped) and every other section removed, and each ``!NAME`` block
+    kept unless ``NAME`` is asked (what a family's section replaces), so a kernel's text
+    holds only the code of its own schedule family and a family that adds a section leaves
+    every other kernel's text byte-identical."""
     text = (_HERE / name).read_text()
-    return SECTION.sub(lambda m: m.group(2) if m.group(1) in sections else "", text)
+
+    def keep(m) -> str:
+        tag = m.group(1)
+        wanted = tag[1:] not in sections if tag.startswith("!") else tag in sections
+        return m.group(2) if wanted else ""
+    return SECTION.sub(keep, text)
 
 
 @dataclass(frozen=True)
@@ -177,17 +184,18 @@ def emit(spec) -> KernelSource:
     Grid: x = tiles over all sub-GEMMs, or the persistent blocks (``spec.tile_blocks``),
     (+ zero-fill blocks), y = G, z = split_k.
     """
-    if spec.schedule is KernelSchedule.DIRECT or spec.schedule.patch:     # their own emitters
+    if spec.schedule is KernelSchedule.DIRECT or spec.schedule.virtual_gemm:     # their own emitters
         return spec.emit()
     return emit_gemm(spec)
 
 
 def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tuple = (),
-              memset: bool | None = None) -> KernelSource:
+              memset: bool | None = None, grid: tuple | None = None) -> KernelSource:
     """``dgrad.cu`` specialised for the DgradSpec ``spec``: :func:`emit`'s kernel, or with
     ``name`` (the entry point), ``extra`` defines appended, the ``sections`` of the source
-    kept and ``memset`` (dX zeroed before the launch) set, a schedule's kernel built on
-    ``spec``'s main loop (:mod:`miopen_solver.patch`). A spec that stores dX NCHW
+    kept, ``memset`` (dX zeroed before the launch) set and the launch ``grid`` (default
+    ``spec.grid``), a schedule's kernel built on ``spec``'s main loop
+    (:mod:`miopen_solver.patch`, :mod:`miopen_solver.nchw_pw`). A spec that stores dX NCHW
     (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW``."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
@@ -222,7 +230,7 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         sections = tuple(sections) + ("nchw_dx",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
-    return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), spec.grid, spec.block,
+    return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
                  spec.lds_bytes, memset=memset, tensor_maps=tensor_maps(spec))
 
 

@@ -1,5 +1,6 @@
-"""CPU engine: runs a DgradSpec's tilde sub-GEMMs with numpy (the direct and patch
-schedules: their own decompositions, :mod:`miopen_solver.direct`, :mod:`miopen_solver.patch`).
+"""CPU engine: runs a DgradSpec's tilde sub-GEMMs with numpy (the direct, patch and NCHW
+pointwise schedules: their own decompositions, :mod:`miopen_solver.direct`,
+:mod:`miopen_solver.patch`, :mod:`miopen_solver.nchw_pw`).
 
 It executes the same decomposition the GPU kernels execute (``spec.sub_gemms``, formulas in
 :mod:`miopen_solver.tilde`), so a CPU run checks the decomposition itself, not just the
@@ -156,7 +157,9 @@ class CpuEngine(Engine):
 
     def _run_launch(self, spec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
         """One launch of ``spec`` (its problem's N images): NHWC ``dy``, KYXC ``w`` into the
-        NHWC view ``dx`` (poisoned), as a kernel writes its buffer."""
+        NHWC view ``dx`` (poisoned), as a kernel writes its buffer; for the NCHW pointwise
+        schedules the same buffers hold NCHW dY, W^T and NCHW dX
+        (:func:`~miopen_solver.nchw_pw.nchw_pw_run`)."""
         p = spec.problem
         if spec.schedule is KernelSchedule.DIRECT:     # the direct schedule's own phases and taps
             from ..direct import direct_nhwc
@@ -165,6 +168,10 @@ class CpuEngine(Engine):
         if spec.schedule.patch:                        # one GEMM scattered into dX patches
             from ..patch import patch_nhwc
             patch_nhwc(spec, dy, w, dx)
+            return
+        if spec.schedule.nchw_pointwise:               # NCHW bytes in and out, W^T for W
+            from ..nchw_pw import nchw_pw_run
+            nchw_pw_run(spec, dy, w, dx)
             return
         if spec.zero_fill == "memset":
             dx[...] = 0

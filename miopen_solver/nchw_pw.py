@@ -1,0 +1,208 @@
+"""The ``nchw-pointwise`` kernel schedules: 1x1 problems whose dY and dX are NCHW in memory,
+run with no dY or dX transform.
+
+Pure Python (no printing, no GPU). Problems served (:func:`nchw_pw_reason`): a 1x1 filter,
+stride 1, no padding (any dilation), dY and dX NCHW in memory (:func:`~miopen_solver.transpose.memory_order`),
+W either way (a 1x1 filter has the same bytes in NCHW and NHWC). Per image ``n`` and group
+``g``, with ``P = H*W`` pixels (contiguous in NCHW)::
+
+    dX[n, g*cpg:(g+1)*cpg, :] (cpg x P) = W_g^T (cpg x kpg) x dY[n, g*kpg:(g+1)*kpg, :] (kpg x P)
+    W_g = W[g*kpg:(g+1)*kpg, :]  (kpg x cpg)
+
+That is the NHWC pointwise GEMM with the operands' roles swapped: the GEMM's rows are the
+channels c (GemmM = cpg), its columns the pixels (GemmN = P), its reduction k (GemmK = kpg).
+A = W_g^T must be k-contiguous, so W is transposed once per run into the workspace
+(:func:`wt_transform`: ``(G, kpg, cpg) -> (G, cpg, kpg)``, tiny beside dY and dX); B is dY
+of one image and group as it lies (p contiguous: how the pointwise kernel reads W, rows of
+k with ``C' = P`` channels); the staged epilogue stores rows of p, which is dX NCHW. So the
+GEMM is that of :func:`virtual_problem` (one image of ``cpg`` pixels with ``P`` channels,
+``K' = kpg``, one group) and a :class:`NchwPwSpec` holds its
+:class:`~miopen_solver.spec.DgradSpec`; the ``nchw_pw`` section of ``kernels/dgrad.cu``
+adds only the batching: grid y = N*G blocks (image ``y / G``, group ``y % G``), each offsetting
+A by ``g*cpg*kpg``, B by ``(n*K + g*kpg)*P`` and dX by ``(n*C + g*cpg)*P`` elements (64-bit).
+
+Schedules and config slots: :attr:`KernelSchedule.NCHW_POINTWISE` (7) runs the
+:attr:`~KernelSchedule.WARP_MMA` main loop, :attr:`KernelSchedule.NCHW_POINTWISE_WGMMA` (8)
+the :attr:`~KernelSchedule.WGMMA` one (sm_90a); the 13 other fields mean what they mean for
+that main loop on the virtual problem (tile_m over channels, tile_n over pixels), e.g.
+``128,128,64,2,1,64,128,0,0,0,1,-1,4,8``. Rules beyond the main loop's: ``split_k`` 1 or -1
+(each dX element is written once) and N*G within the grid's y limit (split-N cuts N per
+launch; past the limit the family is refused and the transposing path runs). Vector widths
+follow the virtual problem: dY loads and dX stores along p, at most the largest power of two
+dividing P (1 for P = 49), W^T loads along k (dividing kpg).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .config import KernelSchedule, PerfConfig
+from .problem import ConvProblem
+from .spec import arch_tag
+from .target import Target
+from .transpose import LayoutTransform, memory_order
+from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
+
+MAIN_LOOP = {KernelSchedule.NCHW_POINTWISE: KernelSchedule.WARP_MMA,
+             KernelSchedule.NCHW_POINTWISE_WGMMA: KernelSchedule.WGMMA}
+"""The GEMM schedule whose main loop each NCHW pointwise schedule runs."""
+NCHW_PW_OF = {KernelSchedule.WARP_MMA: KernelSchedule.NCHW_POINTWISE,
+              KernelSchedule.WGMMA: KernelSchedule.NCHW_POINTWISE_WGMMA,
+              KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.NCHW_POINTWISE_WGMMA,
+              KernelSchedule.WGMMA_TMA: KernelSchedule.NCHW_POINTWISE_WGMMA}
+"""The NCHW pointwise schedule that runs a GEMM config's tile (persistent and TMA tiles on
+the plain warpgroup main loop)."""
+CHUNK_BYTES = 16 << 20
+"""CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
+
+
+# ----------------------------------------------------------------------------- rules
+def nchw_pw_reason(problem: ConvProblem, target: Target) -> str | None:
+    """Why the NCHW pointwise schedules cannot serve ``problem`` (one launch's: N is the
+    images per launch) on ``target`` at all, or None."""
+    p = problem
+    why = virtual_gemm_reason(p, target, "the NCHW pointwise schedules")
+    if why is not None:
+        return why
+    if not p.is_pointwise:
+        return (f"a {p.Y}x{p.X} filter with stride {p.sH}x{p.sW} and padding {p.pH}x{p.pW} is not "
+                f"pointwise (1x1, stride 1, no padding)")
+    for tensor in ("dY", "dX"):
+        order = memory_order(p, tensor)
+        if order != "NCHW":
+            return f"{tensor} is {order or 'neither NCHW nor NHWC'} in memory, not NCHW"
+    most = target.max_grid[1]
+    if p.N * p.G > most:
+        return (f"N*G = {p.N}*{p.G} = {p.N * p.G} (image, group) blocks exceed {target.arch}'s grid "
+                f"limit {most} along y")
+    return None
+
+
+def virtual_problem(problem: ConvProblem) -> ConvProblem:
+    """The pointwise problem whose GEMM one (image, group) is: one image of ``cpg`` pixels
+    (the rows of W^T) with ``H*W`` channels (dY's and dX's pixels), ``kpg`` dY channels,
+    one group (all NHWC)."""
+    p = problem
+    return ConvProblem(N=1, C=p.Hi * p.Wi, Hi=1, Wi=p.cpg, K=p.kpg, Y=1, X=1, G=1, dtype=p.dtype,
+                       in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+def gemm_twin(problem: ConvProblem) -> ConvProblem:
+    """:func:`virtual_problem` with its ``N*G`` GEMMs counted as groups: the same per-group
+    GEMM shape and the same number of blocks as a launch, for heuristics that count tiles
+    (never emitted: the kernel's A does not advance with the image)."""
+    p, v = problem, virtual_problem(problem)
+    ng = p.N * p.G
+    return v.replace(C=ng * v.C, K=ng * v.K, G=ng)
+
+
+def wt_transform(problem: ConvProblem) -> LayoutTransform:
+    """The one transform of an NCHW pointwise run: W ``(G, kpg, cpg)`` (KC per group; the
+    bytes of a 1x1 filter in NCHW and NHWC alike) -> W^T ``(G, cpg, kpg)`` at the start of
+    the workspace, before the kernel."""
+    p = problem
+    return LayoutTransform("W", "KC", "CK", p.G, p.kpg, p.cpg, p.elem_bytes, 0)
+
+
+def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
+    """The main loop's config of an NCHW pointwise ``config`` (any ``problem``): its
+    schedule, ``split_k`` 1."""
+    return config.replace(schedule=MAIN_LOOP[config.schedule], split_k=1)
+
+
+# ----------------------------------------------------------------------------- spec
+@dataclass(frozen=True)
+class NchwPwSpec(VirtualGemmSpec):
+    """A validated NCHW pointwise config for one launch's problem (its NCHW layout flags
+    kept) and target: ``gemm`` is the resolved :class:`~miopen_solver.spec.DgradSpec` of
+    :func:`virtual_problem` on the config's main loop."""
+
+    record_key = "nchw_pw"
+    zero_fill = "none"
+
+    @property
+    def grid(self) -> tuple:
+        """Blocks along x (tiles of one image's GEMM), y (N*G: image-major), z (1)."""
+        return (self.gemm.grid[0], self.problem.N * self.problem.G, 1)
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The kernel's own workspace: none (W^T's slot is the transform's)."""
+        return 0
+
+    @cached_property
+    def kernel_name(self) -> str:
+        """``dgrad_nchw_pw_<arch>_<dtype>_<tile tag>_<problem>``: the main loop's tile tag
+        (:attr:`DgradSpec.tile_tag`) and the launch problem's ``short_tag``."""
+        p = self.problem
+        return f"dgrad_nchw_pw_{arch_tag(self.target)}_{p.dtype}_{self.gemm.tile_tag}_{p.short_tag()}"
+
+    def transforms(self, whole: ConvProblem) -> tuple:
+        """The layout transforms of a run over the ``whole`` batch: W -> W^T only."""
+        return (wt_transform(whole),)
+
+    def defines(self) -> list:
+        """The ``DG_NCHW_*`` defines: the real launch problem the section batches over."""
+        p = self.problem
+        return [("DG_NCHW_N", p.N), ("DG_NCHW_G", p.G), ("DG_NCHW_K", p.K), ("DG_NCHW_C", p.C)]
+
+    def emit(self):
+        """``dgrad.cu`` for the virtual problem's GEMM with its ``nchw_pw`` section (the
+        per-(image, group) operand offsets) and the ``DG_NCHW_*`` defines, on :attr:`grid`."""
+        from .kernels.emit import emit_gemm
+        return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=("nchw_pw",),
+                         memset=False, grid=self.grid)
+
+    def as_dict(self) -> dict:
+        """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
+        the config, the GEMM's shape and the launch grid."""
+        d = self.gemm_dict(zero_fill=self.zero_fill)
+        d["grid"] = list(self.grid)
+        return d
+
+
+def make_nchw_pw_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> NchwPwSpec:
+    """Validate the NCHW pointwise ``config`` for ``problem`` (one launch's, layouts as
+    given) on ``target`` and resolve everything.
+
+    Raises:
+        PerfConfigError: the problem is not served (:func:`nchw_pw_reason`), ``split_k`` is not
+            1 or -1, or the main loop's first broken rule on the virtual problem, as one sentence.
+    """
+    return make_virtual_spec(NchwPwSpec, problem, target, config, why=nchw_pw_reason(problem, target),
+                             virtual=virtual_problem, gemm_config=gemm_config,
+                             gemm_shape="[cpg, kpg] x [kpg, H*W] per image and group")
+
+
+# ----------------------------------------------------------------------------- CPU engine
+def nchw_pw_run(spec: NchwPwSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarray) -> None:
+    """One launch of ``spec`` on the CPU, as the kernel does it: per image and group the GEMM
+    ``W_g^T [cpg, kpg] x dY[n, g] [kpg, P]`` in fp32 (chunks of images of about
+    :data:`CHUNK_BYTES`), stored into NCHW dX in the storage type.
+
+    Args:
+        dy: the launch's images of dY, NCHW bytes (any shape of ``N*K*P`` elements);
+        wt: W^T, ``(G, cpg, kpg)`` bytes (:func:`wt_transform`); dx: the launch's images of
+            dX, a C-contiguous array of ``N*C*P`` elements written in place as NCHW.
+
+    Raises:
+        ValueError: ``dx`` is not C-contiguous (it could not be written through a view).
+    """
+    p = spec.problem
+    G, kpg, cpg, P = p.G, p.kpg, p.cpg, p.Hi * p.Wi
+    if not dx.flags.c_contiguous:
+        raise ValueError("the NCHW pointwise engine writes dX through a view: pass a C-contiguous array")
+    out = dx.reshape(p.N, G, cpg, P)
+    b = np.asarray(dy).reshape(p.N, G, kpg, P)
+    a = np.asarray(wt, dtype=np.float32).reshape(G, cpg, kpg)
+    step = max(1, CHUNK_BYTES // (4 * p.C * P))
+    for n0 in range(0, p.N, step):
+        n1 = min(p.N, n0 + step)
+        out[n0:n1] = np.matmul(a, b[n0:n1].astype(np.float32)).astype(dx.dtype)
+
+
+__all__ = ["CHUNK_BYTES", "MAIN_LOOP", "NCHW_PW_OF", "NchwPwSpec", "gemm_config", "gemm_twin", "make_nchw_pw_spec",
+           "nchw_pw_reason", "nchw_pw_run", "virtual_problem", "wt_transform"]

@@ -1,0 +1,300 @@
+"""The nchw-pointwise schedules (7, 8): 1x1 stride-1 unpadded problems with dY and dX NCHW,
+run as per-(image, group) GEMMs W_g^T x dY[n, g] straight into NCHW dX.
+
+Rules, the default on GPU targets (NHWC problems keep theirs), the text form, perf-db and
+search, the one W^T transform and its workspace, emission (the ``nchw_pw`` section reaches
+these kernels only), the CPU engine against the float64 reference over random problems, a
+forced split-N, and whole runs of the GPU engine over a fake device that computes each
+launch from the bytes at its pointers (``test_split_n.ComputingRuntime``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miopen_solver import applicability as ap
+from miopen_solver import layouts
+from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule, PerfConfig
+from miopen_solver.errors import PerfConfigError
+from miopen_solver.kernels.emit import _read
+from miopen_solver.nchw_pw import NchwPwSpec, nchw_pw_reason, virtual_problem, wt_transform
+from miopen_solver.perfdb import PerfDb
+from miopen_solver.problem import ConvProblem
+from miopen_solver.reference import dgrad_reference, verify
+from miopen_solver.runtime.cache import BinaryCache
+from miopen_solver.runtime.cpu import CpuEngine
+from miopen_solver.runtime.gpu import GpuEngine
+from miopen_solver.solver import DgradSolver, Solution
+from miopen_solver.spec import is_valid_performance_config, make_spec
+from miopen_solver.target import get_target
+
+from test_split_n import ComputingRuntime
+
+SOLVER = DgradSolver()
+SM90 = get_target("sm_90")
+NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+R50 = "convfp16 -n 32 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1 -F 2"          # all NCHW (MIOpen's default)
+ODD = "convbfp16 -n 3 -c 12 -H 7 -W 7 -k 18 -y 1 -x 1 -g 3 -F 2"         # P = 49, cpg 4, kpg 6
+WG = "128,128,64,2,1,64,128,0,0,0,1,-1,4,8"
+MMA = "64,64,32,2,2,32,32,0,0,0,1,-1,3,7"
+GPU_ARCHES = ["sm_80", "sm_90", "gfx90a", "gfx942"]
+
+
+def _p(line: str) -> ConvProblem:
+    return parse(line.split()).problem
+
+
+def _inputs(p, seed=7):
+    rng = np.random.default_rng(seed)
+    st_ = layouts.storage_dtype(p.dtype)
+    return (rng.uniform(-1, 1, layouts.dy_shape(p)).astype(st_), rng.uniform(-1, 1, layouts.w_shape(p)).astype(st_))
+
+
+# ------------------------------------------------------------------ rules
+@pytest.mark.parametrize("line", [R50, ODD, R50 + " --fil_layout NHWC", R50.replace("-x 1", "-x 1 -l 2 -j 3"),
+                                  "conv -n 2 -c 33 -H 3 -W 1 -k 17 -y 1 -x 1 -F 2"])
+def test_nchw_1x1_problems_apply(line):
+    assert nchw_pw_reason(_p(line), SM90) is None
+
+
+@pytest.mark.parametrize("flags,why", [
+    (NHWC, "dY is NHWC in memory"),
+    ("--out_layout NHWC", "dY is NHWC in memory"),
+    ("--in_layout NHWC", "dX is NHWC in memory"),
+    ("-u 2 -v 2", "not pointwise"),
+    ("-p 1 -q 1", "not pointwise"),
+])
+def test_other_problems_are_refused_with_the_reason(flags, why):
+    p = _p(f"convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 1 -x 1 -F 2 {flags}")
+    assert why in nchw_pw_reason(p, SM90)
+    ok, msg = is_valid_performance_config(p, SM90, PerfConfig.parse(MMA))
+    assert not ok and msg.startswith("schedule 7 (nchw-pointwise) does not apply") and why in msg
+
+
+def test_a_3x3_and_a_grid_past_65535_rows_are_refused():
+    assert "not pointwise" in nchw_pw_reason(_p("convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -F 2"), SM90)
+    p = _p("convfp16 -n 1100 -c 64 -H 2 -W 2 -k 64 -y 1 -x 1 -g 64 -F 2")      # N*G = 70400 block rows
+    assert "70400 (image, group) blocks exceed sm_90's grid limit 65535 along y" in nchw_pw_reason(p, SM90)
+    sol = SOLVER.find_solution(p, SM90)                           # the transposing path still serves it
+    assert not sol.schedule.nchw_pointwise and [t.tensor for t in sol.transforms] == ["dY", "dX"]
+
+
+def test_virtual_problem_is_one_image_gemm():
+    v = virtual_problem(_p(ODD))
+    # GemmM = cpg = 4 rows (pixels of one image), GemmN = P = 49 channels, GemmK = kpg = 6
+    assert (v.N, v.Hi, v.Wi, v.C, v.K, v.G, v.cpg, v.kpg) == (1, 1, 4, 49, 6, 1, 49, 6)
+    assert v.is_pointwise and v.all_nhwc
+
+
+def test_split_k_and_main_loop_rules_name_the_field():
+    p = _p(R50)
+    ok, why = is_valid_performance_config(p, SM90, PerfConfig.parse(MMA.replace(",1,-1,3,7", ",2,-1,3,7")))
+    assert not ok and "split_k must be 1 or -1, got 2" in why
+    ok, why = is_valid_performance_config(p, get_target("sm_80"), PerfConfig.parse(WG))
+    assert not ok and why.startswith("schedule 8 (nchw-pointwise-wgmma) (the wgmma main loop over [cpg, kpg] x "
+                                     "[kpg, H*W] per image and group)") and "sm_80" in why
+
+
+@pytest.mark.parametrize("hw,dtype,vec", [((7, 7), "fp16", 1), ((56, 56), "fp16", 8), ((14, 14), "fp16", 4),
+                                          ((14, 14), "fp32", 4), ((3, 5), "fp32", 1), ((28, 28), "bf16", 8)])
+def test_pixel_vectors_divide_h_times_w(hw, dtype, vec):
+    """dY loads and dX stores run along the pixels: the widest power of two dividing P (and
+    16 bytes)."""
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    p = _p(f"{base} -n 2 -c 64 -H {hw[0]} -W {hw[1]} -k 64 -y 1 -x 1 -F 2")
+    spec = make_spec(p, SM90, PerfConfig.parse(MMA if dtype != "fp32" else "64,64,16,2,2,32,32,0,0,0,1,-1,3,7"))
+    assert spec.vec_b == spec.vec_c == vec and spec.vec_a == (8 if dtype != "fp32" else 4)
+
+
+# ------------------------------------------------------------------ default, text form, perf-db, search
+@pytest.mark.parametrize("arch", GPU_ARCHES)
+@pytest.mark.parametrize("line", [R50, ODD, "conv -n 4 -c 2048 -H 7 -W 7 -k 512 -y 1 -x 1 -F 2 --fil_layout NHWC"])
+def test_default_on_gpu_targets_is_nchw_pointwise(arch, line):
+    p = _p(line)
+    sol = SOLVER.find_solution(p, get_target(arch))
+    assert sol.schedule.nchw_pointwise and sol.spec.kernel_name.startswith(f"dgrad_nchw_pw_{arch}_")
+    assert sol.kernel_name == sol.spec.kernel_name + "+transpose_w"
+    assert [(t.tensor, t.batch, t.rows, t.cols) for t in sol.transforms] == [("W", p.G, p.kpg, p.cpg)]
+    wt_bytes = p.K * p.cpg * p.elem_bytes
+    assert sol.workspace_bytes == -(-wt_bytes // 256) * 256
+    assert sol.spec.grid == (sol.kernels[0].grid[0], p.N * p.G, 1) == sol.kernels[0].source.grid
+    if arch == "sm_90" and line == R50:
+        assert sol.schedule is KernelSchedule.NCHW_POINTWISE_WGMMA
+
+
+def test_nhwc_problems_and_the_cpu_target_keep_their_defaults():
+    p = _p(R50)
+    nhwc = p.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    assert not SOLVER.find_solution(nhwc, SM90).schedule.nchw_pointwise
+    assert not SOLVER.find_solution(p, get_target("cpu")).schedule.nchw_pointwise
+    mixed = p.replace(out_layout="NHWC")
+    assert not SOLVER.find_solution(mixed, SM90).schedule.nchw_pointwise
+
+
+def test_text_form_and_json_name_the_schedule():
+    cfg = PerfConfig.parse(WG)
+    assert cfg.schedule is KernelSchedule.NCHW_POINTWISE_WGMMA and cfg.serialize() == WG
+    assert cfg.schedule.slug == "nchw-pointwise-wgmma" and KernelSchedule.NCHW_POINTWISE.slug == "nchw-pointwise"
+    sol = SOLVER.find_solution(_p(R50), SM90, perf_config=WG)
+    d = sol.as_dict()
+    assert d["spec"]["schedule"] == "nchw-pointwise-wgmma" and d["spec"]["main_loop"] == "wgmma"
+    assert d["spec"]["gemm"] == {"m": 64, "n": 3136, "k": 256, "groups": 1} and d["spec"]["grid"] == [25, 32, 1]
+    assert [t["tensor"] for t in d["layout_transforms"]] == ["W"] and d["layout_transforms"][0]["from"] == "KC"
+
+
+def test_settings_the_default_cannot_take_fall_back_to_the_tilde_gemm():
+    sol = SOLVER.find_solution(_p(R50), SM90, split_k=2)
+    assert not sol.schedule.nchw_pointwise and sol.spec.split_k == 2
+    assert sol.spec.nchw_dx and [t.tensor for t in sol.transforms] == ["dY"]      # dX stored NCHW by the kernel
+    assert any("using the warp-MMA default" in n for n in sol.notes)
+
+
+def test_perfdb_record_of_an_nchw_pointwise_config_is_used(tmp_path):
+    p = _p(R50)
+    with PerfDb(str(tmp_path / "db.sqlite")) as db:
+        db.update(p.problem_key(), "sm_90", SOLVER.solver_db_id(), MMA, 0.5)
+    sol = SOLVER.find_solution(p, SM90, perfdb=str(tmp_path / "db.sqlite"))
+    assert sol.source == "perfdb" and sol.perf_config.serialize() == MMA
+    assert sol.schedule is KernelSchedule.NCHW_POINTWISE
+
+
+def test_search_has_nchw_pointwise_and_transposing_configs_default_first():
+    p = _p("convfp16 -n 2 -c 32 -H 7 -W 7 -k 48 -y 1 -x 1 -F 2")
+    cfgs = list(SOLVER.search(p, SM90))
+    assert cfgs[0] == SOLVER.get_default_performance_config(p, SM90) and cfgs[0].schedule.nchw_pointwise
+    kinds = {c.schedule for c in cfgs}
+    assert {KernelSchedule.NCHW_POINTWISE, KernelSchedule.NCHW_POINTWISE_WGMMA, KernelSchedule.WARP_MMA} <= kinds
+    assert all(c.split_k == 1 for c in cfgs if c.schedule.nchw_pointwise)
+
+
+def test_workspace_size_with_and_without_a_config():
+    p = _p(R50)
+    wt = -(-(256 * 64 * 2) // 256) * 256
+    assert SOLVER.get_workspace_size(p, SM90, PerfConfig.parse(WG)) == wt
+    transposing = SOLVER.get_workspace_size(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1"))
+    assert transposing == 2 * 32 * 56 * 56 * 256                  # dY (256 ch) copy, fp16; dX stored NCHW
+    # without a config: the most any config needs (a TMA config copies dY and dX)
+    assert SOLVER.get_workspace_size(p, SM90) == max(wt, 2 * 32 * 56 * 56 * 320)
+    # W^T can exceed the transposes: 2 pixels, 2048 x 2048 channels
+    big = _p("convfp16 -n 1 -c 2048 -H 1 -W 2 -k 2048 -y 1 -x 1 -F 2")
+    assert SOLVER.get_workspace_size(big, SM90) == 2048 * 2048 * 2 > 2 * 2 * 4096
+
+
+def test_solution_record_round_trip():
+    sol = SOLVER.find_solution(_p(ODD), SM90)
+    back = Solution.from_record(sol.to_record())
+    assert isinstance(back.spec, NchwPwSpec) and back.kernel_name == sol.kernel_name
+    assert back.transforms == sol.transforms and back.workspace_bytes == sol.workspace_bytes
+    assert back.problem == sol.problem and back.spec.grid == sol.spec.grid
+    assert back.kernels[0].source.sha256 == sol.kernels[0].source.sha256
+
+
+# ------------------------------------------------------------------ the W^T transform and the kernel source
+def test_wt_transform_by_hand():
+    p = _p(ODD)
+    t = wt_transform(p)
+    assert (t.tensor, t.src, t.dst, t.batch, t.rows, t.cols, t.offset) == ("W", "KC", "CK", 3, 6, 4, 0)
+    w = np.arange(p.K * p.cpg, dtype=np.float32)
+    out = t.apply(w).reshape(p.G, p.cpg, p.kpg)
+    for g in range(p.G):
+        for c in range(p.cpg):
+            for k in range(p.kpg):
+                assert out[g, c, k] == w[(g * p.kpg + k) * p.cpg + c]
+
+
+def test_nchw_pw_section_reaches_nchw_pw_kernels_only():
+    plain, own = _read("dgrad.cu"), _read("dgrad.cu", frozenset({"nchw_pw"}))
+    assert "const int g = DG_BID_Y();" in plain and "DG_NCHW" not in plain and "#section" not in plain
+    assert "const int g = DG_BID_Y();" not in own and "DG_NCHW_G" in own and "#section" not in own
+    patch = _read("dgrad.cu", frozenset({"patch"}))
+    assert "const int g = DG_BID_Y();" in patch and "DG_NCHW" not in patch
+    src = SOLVER.find_solution(_p(ODD), SM90).kernels[0].source
+    d = dict(src.defines)
+    assert (d["DG_N"], d["DG_HI"], d["DG_WI"], d["DG_CPG"], d["DG_KPG"], d["DG_G"]) == (1, 1, 4, 49, 6, 1)
+    assert (d["DG_NCHW_N"], d["DG_NCHW_G"], d["DG_NCHW_K"], d["DG_NCHW_C"]) == (3, 3, 18, 12)
+    assert not src.pre_memset and src.grid[1] == 9
+
+
+# ------------------------------------------------------------------ numerics
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 19), st.integers(1, 23), st.integers(1, 9),
+       st.integers(1, 9), st.sampled_from(["fp16", "bf16", "fp32"]), st.sampled_from(["NCHW", "NHWC"]),
+       st.integers(1, 3))
+def test_cpu_engine_matches_float64(n, g, cpg, kpg, h, w, dtype, fil, dil):
+    """Random problems (odd P, odd cpg/kpg, groups, every dtype, W either layout, any
+    dilation) through the solver's default on sm_90 and gfx942; dX is NaN-poisoned by the
+    engine, so an unwritten element fails."""
+    p = ConvProblem(N=n, C=g * cpg, Hi=h, Wi=w + 1, K=g * kpg, Y=1, X=1, G=g, dH=dil, dW=dil, dtype=dtype,
+                    in_layout="NCHW", out_layout="NCHW", fil_layout=fil)
+    dy, wt = _inputs(p, n * 1000 + cpg * 10 + kpg)
+    ref = dgrad_reference(p, dy, wt)
+    for arch in ("sm_90", "gfx942"):
+        t = get_target(arch)
+        sol = SOLVER.find_solution(p, t)
+        # C = 1 or K = 1 makes dX or dY NHWC in memory too: the NHWC kernel reads it in place
+        assert sol.schedule.nchw_pointwise == (p.C > 1 and p.K > 1)
+        dx = CpuEngine(t).run(sol, dy, wt)
+        assert dx.shape == layouts.dx_shape(p)
+        v = verify(p, dx, ref)
+        assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+def test_forced_split_n_runs_three_chunks(monkeypatch, tmp_path):
+    """Three launches of two images each: dY and dX offset per chunk, W^T transposed once."""
+    p = _p("conv -n 6 -c 6 -H 5 -W 7 -k 10 -y 1 -x 1 -g 2 -F 2")          # fp32: 1400 bytes of dY per image
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * 1400)
+    sol = SOLVER.find_solution(p, SM90)
+    assert sol.schedule.nchw_pointwise and sol.n_chunks == 3 and sol.spec.grid[1] == 2 * 2
+    dy, w = _inputs(p)
+    ref = dgrad_reference(p, dy, w)
+    assert verify(p, CpuEngine(SM90).run(sol, dy, w), ref).ok
+    rt = ComputingRuntime(sol)
+    dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
+    v = verify(p, dx, ref)
+    assert v.ok and v.nonfinite == 0
+    launches = [c for c in rt.calls if c[0] == "launch"]
+    assert [c[1] for c in launches] == ["dgrad_transpose_b32"] + [sol.spec.kernel_name] * 3
+
+
+@pytest.mark.parametrize("line", [ODD, R50.replace("-n 32", "-n 2").replace("-H 56 -W 56", "-H 9 -W 13"),
+                                  "conv -n 2 -c 33 -H 5 -W 5 -k 17 -y 1 -x 1 -F 2 --fil_layout NHWC"])
+def test_gpu_engine_reads_dy_and_writes_nchw_dx_at_the_launch_pointers(tmp_path, line):
+    """dY and W are uploaded as they lie; the W^T transform fills the workspace; the kernel's
+    arguments are (user dY, the workspace's W^T, user dX) and dX comes back NCHW."""
+    p = _p(line)
+    sol = SOLVER.find_solution(p, SM90)
+    rt = ComputingRuntime(sol)
+    dy, w = _inputs(p)
+    dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
+    assert rt.uploads[:2] == [dy.tobytes(), w.tobytes()]
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+    dyp, wp, dxp, ws = [c[1] for c in rt.calls if c[0] == "alloc"][:4]   # upload order: dY, W, dX, workspace
+    (tr,) = [c for c in rt.calls if c[0] == "launch" and c[1].startswith("dgrad_transpose")]
+    (kern,) = [c for c in rt.calls if c[0] == "launch" and c[1] == sol.spec.kernel_name]
+    assert tr[-1] == (wp, ws, p.G, p.kpg, p.cpg)
+    assert kern[-1] == (dyp, ws, dxp)
+    assert np.array_equal(CpuEngine(SM90).run(sol, dy, w), dx)
+
+
+def test_an_unwritten_dx_is_nan(tmp_path):
+    p = _p(ODD)
+    sol = SOLVER.find_solution(p, SM90)
+
+    class Idle(ComputingRuntime):
+        def launch(self, func, grid, block, shared, args):
+            if func[1] == self.sol.spec.kernel_name:
+                return
+            super().launch(func, grid, block, shared, args)
+    dx = GpuEngine(Idle(sol), BinaryCache(tmp_path)).run(sol, *_inputs(p))
+    assert np.isnan(dx.astype(np.float32)).all()
+
+
+def test_an_nchw_pointwise_config_on_an_nhwc_problem_is_an_error():
+    p = _p(R50).replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    with pytest.raises(PerfConfigError, match="dY is NHWC in memory"):
+        SOLVER.find_solution(p, SM90, perf_config=MMA)
