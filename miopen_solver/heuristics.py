@@ -166,6 +166,21 @@ def patch_config(problem: ConvProblem, target: Target) -> PerfConfig:
     return base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
 
 
+NCHW_PW_MIN_VECTOR_BYTES = 8
+"""The NCHW pointwise schedule is the default only where its loads and stores along the
+pixels (the largest power of two dividing H*W elements, at most 16 bytes) are at least this
+wide. At 2-byte vectors its per-image GEMM issues 8 times the memory instructions of the
+16-byte NHWC path: measured on the H200 (fp16, bench/RESULTS.md), H*W = 49 ran at 42.0 us
+against 22.2 us through transposes, H*W = 196 (8-byte vectors) at 17.9 against 22.8 us."""
+
+
+def nchw_pw_vector_bytes(problem: ConvProblem) -> int:
+    """Bytes of the widest vector along the pixels of an NCHW plane: the largest power of two
+    dividing ``Hi*Wi`` elements, times the element size, at most 16."""
+    hw = problem.Hi * problem.Wi
+    return min(16, (hw & -hw) * problem.elem_bytes)
+
+
 def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The default of an NCHW pointwise problem (:mod:`miopen_solver.nchw_pw`): the GEMM
     default (:func:`heuristic_config`; on NVIDIA the H200-fitted rules) of
@@ -192,7 +207,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     """The tile choice behind :func:`default_performance_config`, before validation.
 
     GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
-    NCHW in memory: :func:`nchw_pw_config`, no dY/dX transposes); every other choice is made
+    NCHW in memory: :func:`nchw_pw_config`, no dY/dX transposes) where its pixel vectors
+    are at least :data:`NCHW_PW_MIN_VECTOR_BYTES` wide; every other choice is made
     on the all-NHWC problem (:func:`~miopen_solver.transpose.native_problem`: the kernel
     between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
@@ -215,7 +231,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
       lds_k_outer automatic.
     """
     p, t = problem, target
-    if allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None:
+    if (allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None
+            and nchw_pw_vector_bytes(p) >= NCHW_PW_MIN_VECTOR_BYTES):
         return nchw_pw_config(p, t)
     p = native_problem(p)
     if allow_direct and t.vendor == "nvidia" and p.cpg <= DIRECT_DEFAULT_MAX_CPG and direct_reason(p, t) is None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from miopen_solver import applicability as ap
 from miopen_solver import layouts
 from miopen_solver.command import parse
+from miopen_solver.heuristics import NCHW_PW_MIN_VECTOR_BYTES, nchw_pw_config, nchw_pw_vector_bytes
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.kernels.emit import _read
@@ -43,6 +44,12 @@ WG = "128,128,64,2,1,64,128,0,0,0,1,-1,4,8"
 MMA = "64,64,32,2,2,32,32,0,0,0,1,-1,3,7"
 GPU_ARCHES = ["sm_80", "sm_90", "gfx90a", "gfx942"]
 
+
+
+def _pw(p, t=SM90):
+    """The NCHW pointwise solution of ``p`` (the family's own default tile: odd H*W lines are
+    not the solver's default, see test_narrow_pixel_vectors_keep_the_transposing_default)."""
+    return SOLVER.find_solution(p, t, perf_config=nchw_pw_config(p, t))
 
 def _p(line: str) -> ConvProblem:
     return parse(line.split()).problem
@@ -111,10 +118,30 @@ def test_pixel_vectors_divide_h_times_w(hw, dtype, vec):
 
 
 # ------------------------------------------------------------------ default, text form, perf-db, search
+@pytest.mark.parametrize("line,vbytes", [
+    ("convfp16 -n 2 -c 64 -H 7 -W 7 -k 64 -y 1 -x 1 -F 2", 2),      # H*W = 49: 1 element
+    ("conv -n 2 -c 64 -H 7 -W 7 -k 64 -y 1 -x 1 -F 2", 4),
+    ("convfp16 -n 2 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -F 2", 8),    # 196 = 4 * 49
+    ("convbfp16 -n 2 -c 64 -H 56 -W 56 -k 64 -y 1 -x 1 -F 2", 16),  # 3136 = 64 * 49: capped
+    ("conv -n 2 -c 64 -H 2 -W 3 -k 64 -y 1 -x 1 -F 2", 8),
+])
+def test_narrow_pixel_vectors_keep_the_transposing_default(line, vbytes):
+    """Below 8-byte vectors along the pixels the NCHW pointwise GEMM is not the default (it is
+    still in search() and reachable by --perf-config)."""
+    p = _p(line)
+    assert nchw_pw_vector_bytes(p) == vbytes
+    for arch in GPU_ARCHES:
+        sol = SOLVER.find_solution(p, get_target(arch))
+        assert sol.schedule.nchw_pointwise is (vbytes >= NCHW_PW_MIN_VECTOR_BYTES), arch
+    assert any(c.schedule.nchw_pointwise for c in SOLVER.search(p, SM90))
+
+
 @pytest.mark.parametrize("arch", GPU_ARCHES)
-@pytest.mark.parametrize("line", [R50, ODD, "conv -n 4 -c 2048 -H 7 -W 7 -k 512 -y 1 -x 1 -F 2 --fil_layout NHWC"])
+@pytest.mark.parametrize("line", [R50, "convbfp16 -n 3 -c 12 -H 14 -W 14 -k 18 -y 1 -x 1 -g 3 -F 2",
+                                  "conv -n 4 -c 2048 -H 7 -W 14 -k 512 -y 1 -x 1 -F 2 --fil_layout NHWC"])
 def test_default_on_gpu_targets_is_nchw_pointwise(arch, line):
     p = _p(line)
+    assert nchw_pw_vector_bytes(p) >= NCHW_PW_MIN_VECTOR_BYTES
     sol = SOLVER.find_solution(p, get_target(arch))
     assert sol.schedule.nchw_pointwise and sol.spec.kernel_name.startswith(f"dgrad_nchw_pw_{arch}_")
     assert sol.kernel_name == sol.spec.kernel_name + "+transpose_w"
@@ -163,7 +190,7 @@ def test_perfdb_record_of_an_nchw_pointwise_config_is_used(tmp_path):
 
 
 def test_search_has_nchw_pointwise_and_transposing_configs_default_first():
-    p = _p("convfp16 -n 2 -c 32 -H 7 -W 7 -k 48 -y 1 -x 1 -F 2")
+    p = _p("convfp16 -n 2 -c 32 -H 8 -W 7 -k 48 -y 1 -x 1 -F 2")       # H*W = 56: 8-byte vectors
     cfgs = list(SOLVER.search(p, SM90))
     assert cfgs[0] == SOLVER.get_default_performance_config(p, SM90) and cfgs[0].schedule.nchw_pointwise
     kinds = {c.schedule for c in cfgs}
@@ -185,7 +212,7 @@ def test_workspace_size_with_and_without_a_config():
 
 
 def test_solution_record_round_trip():
-    sol = SOLVER.find_solution(_p(ODD), SM90)
+    sol = _pw(_p(ODD))
     back = Solution.from_record(sol.to_record())
     assert isinstance(back.spec, NchwPwSpec) and back.kernel_name == sol.kernel_name
     assert back.transforms == sol.transforms and back.workspace_bytes == sol.workspace_bytes
@@ -212,7 +239,7 @@ def test_nchw_pw_section_reaches_nchw_pw_kernels_only():
     assert "const int g = DG_BID_Y();" not in own and "DG_NCHW_G" in own and "#section" not in own
     patch = _read("dgrad.cu", frozenset({"patch"}))
     assert "const int g = DG_BID_Y();" in patch and "DG_NCHW" not in patch
-    src = SOLVER.find_solution(_p(ODD), SM90).kernels[0].source
+    src = _pw(_p(ODD)).kernels[0].source
     d = dict(src.defines)
     assert (d["DG_N"], d["DG_HI"], d["DG_WI"], d["DG_CPG"], d["DG_KPG"], d["DG_G"]) == (1, 1, 4, 49, 6, 1)
     assert (d["DG_NCHW_N"], d["DG_NCHW_G"], d["DG_NCHW_K"], d["DG_NCHW_C"]) == (3, 3, 18, 12)
@@ -234,8 +261,8 @@ def test_cpu_engine_matches_float64(n, g, cpg, kpg, h, w, dtype, fil, dil):
     ref = dgrad_reference(p, dy, wt)
     for arch in ("sm_90", "gfx942"):
         t = get_target(arch)
-        sol = SOLVER.find_solution(p, t)
         # C = 1 or K = 1 makes dX or dY NHWC in memory too: the NHWC kernel reads it in place
+        sol = _pw(p, t) if p.C > 1 and p.K > 1 else SOLVER.find_solution(p, t)
         assert sol.schedule.nchw_pointwise == (p.C > 1 and p.K > 1)
         dx = CpuEngine(t).run(sol, dy, wt)
         assert dx.shape == layouts.dx_shape(p)
@@ -247,7 +274,7 @@ def test_forced_split_n_runs_three_chunks(monkeypatch, tmp_path):
     """Three launches of two images each: dY and dX offset per chunk, W^T transposed once."""
     p = _p("conv -n 6 -c 6 -H 5 -W 7 -k 10 -y 1 -x 1 -g 2 -F 2")          # fp32: 1400 bytes of dY per image
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * 1400)
-    sol = SOLVER.find_solution(p, SM90)
+    sol = _pw(p)
     assert sol.schedule.nchw_pointwise and sol.n_chunks == 3 and sol.spec.grid[1] == 2 * 2
     dy, w = _inputs(p)
     ref = dgrad_reference(p, dy, w)
@@ -266,7 +293,7 @@ def test_gpu_engine_reads_dy_and_writes_nchw_dx_at_the_launch_pointers(tmp_path,
     """dY and W are uploaded as they lie; the W^T transform fills the workspace; the kernel's
     arguments are (user dY, the workspace's W^T, user dX) and dX comes back NCHW."""
     p = _p(line)
-    sol = SOLVER.find_solution(p, SM90)
+    sol = _pw(p)
     rt = ComputingRuntime(sol)
     dy, w = _inputs(p)
     dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
@@ -283,7 +310,7 @@ def test_gpu_engine_reads_dy_and_writes_nchw_dx_at_the_launch_pointers(tmp_path,
 
 def test_an_unwritten_dx_is_nan(tmp_path):
     p = _p(ODD)
-    sol = SOLVER.find_solution(p, SM90)
+    sol = _pw(p)
 
     class Idle(ComputingRuntime):
         def launch(self, func, grid, block, shared, args):
