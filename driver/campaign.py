@@ -43,11 +43,11 @@ from dataclasses import dataclass, replace
 import click
 
 from miopen_solver import SOLVER_NAME, prng
-from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
+from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError, shown_path
 from miopen_solver.heuristics import sample_configs
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.provenance import host_provenance, now
-from miopen_solver.results_log import ResultsLog, read_log
+from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, read_log
 from miopen_solver.solver import DgradSolver
 
 from . import report, workers
@@ -302,13 +302,28 @@ def _check_options(o: CampaignOptions) -> None:
     if o.csv is not None:
         check_output_file("--csv", o.csv)
     if o.results is not None:
-        try:
-            existing = read_log(o.results)
-        except FileError as e:
+        _check_results(o)
+
+
+def _check_results(o: CampaignOptions) -> None:
+    """``--results PATH``: a new or empty file; with ``--resume`` also an earlier campaign's
+    log (:func:`~miopen_solver.results_log.check_log`). Anything else -- a text file, a CSV,
+    binary data, a log without ``--resume`` -- is refused before anything is written to it.
+
+    Raises:
+        UserError: naming ``--results``, the path, why and what is allowed.
+    """
+    try:
+        existing = check_log(o.results)
+    except FileError as e:
+        if o.resume or not e.reason.startswith(NOT_A_LOG):
             raise file_error("--results", e) from None
-        if existing.records and not o.resume:
-            raise UserError(f"--results {o.results}: holds {len(existing.records)} records of an earlier "
-                            f"campaign; allowed: --resume to continue it, or a new file")
+        raise UserError(f"--results {shown_path(o.results)}: exists and {e.reason}; allowed: a new or empty "
+                        f"file (an existing one is appended to only with --resume, and only when it is an "
+                        f"earlier campaign's log)") from None
+    if not o.resume and (existing.records or existing.torn):
+        raise UserError(f"--results {shown_path(o.results)}: holds {len(existing.records)} records of an earlier "
+                        f"campaign; allowed: --resume to continue it, or a new file")
 
 
 def _make_executor(o: CampaignOptions, device, slots: list):
