@@ -325,8 +325,8 @@ def compile_only(solution) -> tuple:
     t = spec.target
     src = solution.kernels[0].source
     lines = [f"Compile-only run for {t.arch}: no {t.arch} device here, nothing is launched",
-             f"Kernel: {spec.kernel_name}"]
-    rec = {"arch": t.arch, "kernel_name": spec.kernel_name, "source_sha256": src.sha256,
+             f"Kernel: {solution.kernel_name}"]
+    rec = {"arch": t.arch, "kernel_name": solution.kernel_name, "source_sha256": src.sha256,
            "compiled": False, "compiler": None, "code_object_bytes": None, "mfma_count": None, "error": None}
     status = EXIT_OK
     cache = BinaryCache()                       # a second run of the same kernel does not compile
@@ -526,10 +526,9 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     spec = solution.spec
     aux_ms = (time.perf_counter() - t_aux) * 1e3
     if o.print_name_only:
-        return EXIT_OK, [json.dumps({"kernel_name": spec.kernel_name}) if o.as_json else spec.kernel_name]
+        return EXIT_OK, [json.dumps({"kernel_name": solution.kernel_name}) if o.as_json else solution.kernel_name]
 
-    base = dict(command=cmd.command_line(), problem=problem, spec=spec, config_source=solution.source,
-                perfdb_path=solution.perfdb_path, tuned_ms=solution.tuned_ms)
+    base = dict(command=cmd.command_line(), problem=problem, solution=solution)
     lines = [report.echo_line(cmd.argv)]
     if device.compile_only:
         status, more, crec = compile_only(solution)
@@ -616,7 +615,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")
     lines.extend(f"Wrote output to file {p}" for p in dumps if p == "dump_bwd_din_gpu.bin")
     if immediate:
-        lines.extend(report.immediate_lines(solution.tuned_ms, spec.workspace_bytes))
+        lines.extend(report.immediate_lines(solution.tuned_ms, solution.workspace_bytes))
     if timing is not None:
         if cmd.wall:
             lines.append(report.wall_line(timing["wall_ms"], aux_ms, 0.0))

@@ -571,7 +571,7 @@ def _do_timing(job: Job, state: _State) -> dict:
         timing = engine.time(sol, inp.dy, inp.w, iters=iters, warmup=warmup)
         launches = iters + warmup
     wall_ms = (time.perf_counter() - t0) * 1e3 / max(1, launches)
-    return {"kernel_name": spec.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
+    return {"kernel_name": sol.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
             "method": timing.method, "compile_ms": float(timing.compile_ms),
             "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
             "warmup": 0 if job.graph and engine.supports_graphs else warmup, "backend": engine.name,
@@ -605,7 +605,7 @@ def _do_verification(job: Job, state: _State) -> dict:
     dx = engine.run(sol, inp.dy, inp.w)
     if job.dump:
         dump("dump_bwd_din_gpu.bin", dx)
-    rec = {"kernel_name": spec.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
+    rec = {"kernel_name": sol.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
            "verdict": None, "reference": None}
     if job.verify:
         kind = job.reference

@@ -79,7 +79,13 @@ def test_config_matches_python(label, cmd, codes, arch):
     assert r.exit_code == 0 and doc["source"] == "default"
     launch = launch_problem(dc.problem)                  # one launch of a split batch
     spec = make_spec(launch, t, SOLVER.get_default_performance_config(dc.problem, t))
-    assert doc["kernel_name"] == spec.kernel_name and doc["spec"] == spec.as_dict()
+    sol = SOLVER.find_solution(dc.problem, t, perfdb=None, resolve_split_k=False)
+    assert doc["kernel_name"] == sol.kernel_name                  # +transpose_* for NCHW tensors
+    assert doc["workspace_bytes"] == doc["launch"]["workspace_bytes"] == sol.workspace_bytes
+    want = spec.as_dict()
+    want["kernel_workspace_bytes"] = want.pop("workspace_bytes")  # the NHWC kernel's own share
+    assert doc["spec"] == want
+    assert doc["layout_transforms"] == sol.as_dict()["layout_transforms"]
     assert doc["launch"]["grid"] == list(spec.grid)      # G along y for GEMM kernels; direct: x only
     assert doc["split_n"] == {"images": dc.problem.N, "images_per_launch": launch.N,
                               "launches": dc.problem.N // launch.N}
