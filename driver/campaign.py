@@ -53,7 +53,7 @@ from miopen_solver.solver import DgradSolver
 from . import report, workers
 from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, parse_gpus
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
-                      check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
+                      check_count, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
 from .run_cmd import check_line, resolve_device, resolve_reference
 from .tune_cmd import TuneOptions, _check_perfdb
@@ -284,6 +284,7 @@ def _check_options(o: CampaignOptions) -> None:
                              ("--compile-pool", o.compile_pool, 0)):
         if value is not None and value < low:
             raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
+    check_count("--warmup", o.warmup, 0)
     if o.file is not None and o.line:
         raise UserError(f"--file {o.file}: a campaign takes FILE or one line, not both")
     if o.file is None and not o.line:
@@ -412,8 +413,7 @@ def run_campaign(o: CampaignOptions, *, stderr=None) -> tuple:
         OutputError: the CSV or perf-db could not be written at the end (lines carried).
     """
     _check_options(o)
-    if o.timeout is None:
-        o = replace(o, timeout=workers.default_timeout())
+    o = replace(o, timeout=workers.job_timeout(o.timeout))
     device = resolve_device(o.backend, o.arch, o.timeout)
     if device.compile_only:
         raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "

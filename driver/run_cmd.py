@@ -43,7 +43,7 @@ from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
 from miopen_solver.target import Target, get_target
 
 from . import miopen_env, report, workers
-from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target,
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target, check_count,
                       check_writable_dir, input_file_size, perfdb_label, warn)
 
 SOLUTION_NOT_SET = "-1"
@@ -501,9 +501,10 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
             user mistakes (the CLI prints one line and exits 2).
     """
     o = opts or RunOptions(**kw)
+    check_count("--warmup", o.warmup, 0)
     menv = miopen_env.read(o.environ)
     miopen_env.configure_logging(menv)
-    timeout = o.timeout if o.timeout is not None else workers.default_timeout()
+    timeout = workers.job_timeout(o.timeout)
     cmd = parse_line(tokens)
     problem = cmd.problem
     dump = int(cmd.flags["dump_output"]) != 0
