@@ -15,7 +15,8 @@ Steps, each in the process named:
 4. one launch into a NaN-poisoned dX and, with ``-V 1``, the reference and MIOpen's
    verdict (*verification* worker; not started for ``-t 1 -V 0`` without ``-o``, where the
    timed launches were the run);
-5. print MIOpenDriver's lines (driver).
+5. print MIOpenDriver's lines (driver): the header (echo, seed, ``Timestamp``, notes) as soon
+   as every check has passed, before step 3 (flushed: a Ctrl-C keeps it), the rest at the end.
 
 ``--arch`` picks the target. With ``--backend cpu`` the CPU engine runs that target's
 decomposition and tiles (a simulation); with ``auto`` and no device of that arch the run is
@@ -490,10 +491,15 @@ def _failed_line(result) -> str:
     return f"RunBackwardGPU() FAILED, {result.reason}"
 
 
-def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
+def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tuple:
     """Run one MIOpenDriver line. Returns ``(exit_status, stdout_lines)``.
 
     ``opts`` (or keyword arguments naming :class:`RunOptions` fields) are our options.
+    With ``emit`` (a callable taking one line) the text lines known before any worker
+    starts or any compiler runs (the ``MIOpenDriver ...`` echo, ``PRNG seed``, the
+    ``Timestamp`` line, the notes) go to ``emit`` then -- after every check of the input,
+    so a user error still leaves stdout empty -- and the returned lines are the rest; a
+    Ctrl-C or SIGTERM during the run keeps them. ``--json`` output is never split.
     Exit status: 0 ok, 1 verification failed, 3 a worker (or a compile-only build) failed.
 
     Raises:
@@ -532,12 +538,16 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     base = dict(command=cmd.command_line(), problem=problem, solution=solution)
     lines = [report.echo_line(cmd.argv)]
     if device.compile_only:
+        if emit is not None and not o.as_json:
+            for text in lines + list(solution.notes):
+                emit(text)
+            lines = []
         status, more, crec = compile_only(solution)
         if o.as_json:
             rec = report.json_record(**base, backend=None, seed=None, status="ok" if status == 0 else "compile_failed",
                                      compile_only=crec)
             return status, [json.dumps(rec, sort_keys=True)]
-        return status, lines + list(solution.notes) + more
+        return status, (lines + list(solution.notes) if emit is None else []) + more
 
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
@@ -572,6 +582,10 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         raise UserError(refusal)
     job_args = dict(solution=solution.to_record(), backend=device.backend,
                     seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
+    if emit is not None and not o.as_json:      # every check passed: what is known is final
+        for text in lines:
+            emit(text)
+        lines = []
 
     timing = summary = failure = None
     if cmd.time:
