@@ -42,6 +42,7 @@ from miopen_solver.perfdb import default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
 from miopen_solver.target import Target, get_target
+from miopen_solver.text import shorten, without_bytes_reprs
 
 from . import miopen_env, report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target, check_count,
@@ -108,7 +109,7 @@ def resolve_device(backend: str, arch: str | None, timeout: float | None = None)
     res = workers.probe(backend, timeout=timeout)
     if not res.ok:
         detail = res.reason.split(": ", 1)[1] if res.error_type == "RuntimeUnavailable" else res.reason
-        raise RuntimeUnavailable(f"--backend {backend}: {detail}")
+        raise RuntimeUnavailable(f"--backend {backend}: {without_bytes_reprs(detail)}")
     rec = res.record
     found = Target.from_record(rec["target"])
     if rec["backend"] == "cpu":
@@ -207,8 +208,7 @@ def check_solution(cmd: DriverCommand) -> None:
     # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
     legacy = tuple(str(i) for i in LEGACY_SOLVER_IDS)
     if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME) + legacy:
-        shown = sol if sol and sol.isprintable() and " " not in sol else repr(sol)
-        raise UserError(f"-S {shown}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
+        raise UserError(f"-S {shorten(cmd.solution)!r}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
                         f"{SOLUTION_FASTEST} (fastest), {SOLVER_ID} or {SOLVER_NAME}")
 
 

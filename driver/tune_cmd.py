@@ -32,6 +32,7 @@ line); 3 never (worker failures are rows).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -161,8 +162,8 @@ def _check_options(o: TuneOptions) -> None:
         if value is not None and value < low:
             raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
     check_count("--warmup", o.warmup, 0)
-    if o.time_budget is not None and not o.time_budget > 0:
-        raise UserError(f"--time-budget {o.time_budget:g}: allowed: seconds > 0")
+    if o.time_budget is not None and not (math.isfinite(o.time_budget) and o.time_budget > 0):
+        raise UserError(f"--time-budget {o.time_budget:g}: allowed: a finite number of seconds > 0")
     if o.csv_top is not None and o.csv is None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
     if o.csv is not None:

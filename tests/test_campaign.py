@@ -384,12 +384,15 @@ def test_parse_gpus(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert parse_gpus("all", "cpu") == [str(i) for i in range(os.cpu_count())]
     for bad in ("0", "-1", "1,1", "a,b", "2,", "", "all,1"):
-        with pytest.raises(UserError, match="allowed: all, a count N >= 1, or GPU ids"):
+        with pytest.raises(UserError, match="allowed: all, a count N from 1 to 4096 .*, or a list of two or more GPU ids"):
             parse_gpus(bad, "cpu")
 
 
 @pytest.mark.parametrize("extra,needle", [
-    (["--gpus", "0,0"], "--gpus 0,0: allowed: all, a count N >= 1"),
+    (["--gpus", "0,0"], "--gpus 0,0: allowed: all, a count N from 1 to 4096"),
+    (["--gpus", "0"], "--gpus 0: a single number is a count of GPUs, not an id; allowed: all, a count N from 1 to 4096 "
+                      "(GPUs 0..N-1), or a list of two or more GPU ids such as 0,2,5 (no repeats; one GPU by its id: "
+                      "CUDA_VISIBLE_DEVICES=ID with --gpus all)"),
     (["--resume"], "--resume: needs --results PATH"),
     (["--address", "tcp://127.0.0.1:1"], "--address tcp://127.0.0.1:1: needs --engine dask"),
     (["--engine", "dask", "--address", "tcp://127.0.0.1:1", "--gpus", "2"], "--gpus 2: with --address"),

@@ -166,6 +166,8 @@ def test_config_invalid_and_malformed_perf_config():
     bad = run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "64,64,32,2,2,32,32,0,0,0,1,1,2"])
     assert bad.exit_code == 1 and "transposing LDS fragment read" in bad.stdout   # k-outer on gfx942
     msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "1,2,x"]))
+    assert "field tile_k='x' is not an integer; expected 13" in msg
+    msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "1,2,3"]))
     assert "has 3 fields; expected 13" in msg
 
 
@@ -269,7 +271,7 @@ def test_solution_flag_is_checked_like_a_run(cmd, value, ok):
         assert r.exit_code in (0, 1)
     else:
         err = one_line_error(r)
-        assert f"-S {value}: not a solution of this solver" in err
+        assert f"-S '{value}': not a solution of this solver" in err
 
 
 def test_config_names_the_config_the_solver_refused():
