@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, replace
 import click
 
 from miopen_solver import memory
-from miopen_solver.command import BASE_DTYPES, REJECTED_BASES, describe_directions, parse, split_command
+from miopen_solver.command import BASE_DTYPES, INT_MAX, REJECTED_BASES, describe_directions, parse, split_command
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import read_text
 from miopen_solver.perfdb import PerfDb
@@ -52,7 +52,7 @@ from miopen_solver.text import text_lines
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
-                      check_output_file, file_error, one_line, perfdb_label, perfdb_options, ref_option,
+                      check_count, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
                       run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
 from .run_cmd import RunOptions, check_line, find_solution, resolve_device, resolve_reference, timing_summary
 from .tune_cmd import Progress
@@ -153,9 +153,11 @@ def file_commands(text: str) -> tuple:
 
 
 def _check_options(o: BatchOptions) -> None:
-    for flag, value in (("--batch-size", o.batch_size), ("--iters", o.iters), ("--max-lines", o.max_lines)):
-        if value is not None and value < 1:
-            raise UserError(f"{flag} {value}: allowed: an integer >= 1")
+    # --batch-size and --iters become every line's -n and -i: MIOpenDriver's 32-bit int range
+    for flag, value in (("--batch-size", o.batch_size), ("--iters", o.iters)):
+        check_count(flag, value, 1)
+    check_count("--max-lines", o.max_lines, 1, None)
+    check_count("--warmup", o.warmup, 0)
     if o.csv is not None:
         check_output_file("--csv", o.csv)
 
@@ -330,8 +332,8 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
     from miopen_solver import prng
     o = opts or BatchOptions(**kw)
     _check_options(o)
-    if o.timeout is None:                 # a bad $DGRAD_WORKER_TIMEOUT is bad input, before any line
-        o = replace(o, timeout=workers.default_timeout())
+    # a bad $DGRAD_WORKER_TIMEOUT or $DGRAD_WORKER_STARTUP_TIMEOUT is bad input, before any line
+    o = replace(o, timeout=workers.job_timeout(o.timeout))
     text = read_batch_file(path)
     device = resolve_device(o.backend, o.arch, o.timeout)
     if device.compile_only:
@@ -388,8 +390,8 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
 @click.command("batch")
 @backend_option
 @arch_option(without_device="an error (batch runs every line; use --backend cpu to simulate the target)")
-@click.option("--batch-size", "batch_size", type=int, default=None, help="Replace every line's -n with N.")
-@click.option("--iters", type=int, default=None, help="Replace every line's -i with N.")
+@count_option("--batch-size", 1, default=None, help=f"Replace every line's -n with N (1 to {INT_MAX}).")
+@count_option("--iters", 1, default=None, help=f"Replace every line's -i with N (1 to {INT_MAX}).")
 @click.option("--no-verify", "no_verify", is_flag=True, help="Time only (as if every line had -V 0).")
 @click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
 @click.option("--max-lines", "max_lines", type=int, default=None,

@@ -43,17 +43,17 @@ from dataclasses import dataclass, replace
 import click
 
 from miopen_solver import SOLVER_NAME, prng
-from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
+from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError, shown_path
 from miopen_solver.heuristics import sample_configs
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.provenance import host_provenance, now
-from miopen_solver.results_log import ResultsLog, read_log
+from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, read_log
 from miopen_solver.solver import DgradSolver
 
 from . import report, workers
 from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, parse_gpus
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
-                      check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
+                      check_count, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
 from .run_cmd import check_line, resolve_device, resolve_reference
 from .tune_cmd import TuneOptions, _check_perfdb
@@ -284,6 +284,7 @@ def _check_options(o: CampaignOptions) -> None:
                              ("--compile-pool", o.compile_pool, 0)):
         if value is not None and value < low:
             raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
+    check_count("--warmup", o.warmup, 0)
     if o.file is not None and o.line:
         raise UserError(f"--file {o.file}: a campaign takes FILE or one line, not both")
     if o.file is None and not o.line:
@@ -302,13 +303,28 @@ def _check_options(o: CampaignOptions) -> None:
     if o.csv is not None:
         check_output_file("--csv", o.csv)
     if o.results is not None:
-        try:
-            existing = read_log(o.results)
-        except FileError as e:
+        _check_results(o)
+
+
+def _check_results(o: CampaignOptions) -> None:
+    """``--results PATH``: a new or empty file; with ``--resume`` also an earlier campaign's
+    log (:func:`~miopen_solver.results_log.check_log`). Anything else -- a text file, a CSV,
+    binary data, a log without ``--resume`` -- is refused before anything is written to it.
+
+    Raises:
+        UserError: naming ``--results``, the path, why and what is allowed.
+    """
+    try:
+        existing = check_log(o.results)
+    except FileError as e:
+        if o.resume or not e.reason.startswith(NOT_A_LOG):
             raise file_error("--results", e) from None
-        if existing.records and not o.resume:
-            raise UserError(f"--results {o.results}: holds {len(existing.records)} records of an earlier "
-                            f"campaign; allowed: --resume to continue it, or a new file")
+        raise UserError(f"--results {shown_path(o.results)}: exists and {e.reason}; allowed: a new or empty "
+                        f"file (an existing one is appended to only with --resume, and only when it is an "
+                        f"earlier campaign's log)") from None
+    if not o.resume and (existing.records or existing.torn):
+        raise UserError(f"--results {shown_path(o.results)}: holds {len(existing.records)} records of an earlier "
+                        f"campaign; allowed: --resume to continue it, or a new file")
 
 
 def _make_executor(o: CampaignOptions, device, slots: list):
@@ -397,8 +413,7 @@ def run_campaign(o: CampaignOptions, *, stderr=None) -> tuple:
         OutputError: the CSV or perf-db could not be written at the end (lines carried).
     """
     _check_options(o)
-    if o.timeout is None:
-        o = replace(o, timeout=workers.default_timeout())
+    o = replace(o, timeout=workers.job_timeout(o.timeout))
     device = resolve_device(o.backend, o.arch, o.timeout)
     if device.compile_only:
         raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "

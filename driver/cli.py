@@ -80,7 +80,7 @@ def run_cmd(ctx, backend, arch, as_json, perf_config, kouter, split_k, print_nam
     opts = RunOptions(backend=backend, arch=arch, as_json=as_json, perf_config=perf_config, kouter=kouter,
                       split_k=split_k, print_name_only=print_name_only, ref=ref, timeout=timeout,
                       warmup=warmup, perfdb=perfdb, use_perfdb=not no_perfdb)
-    run_and_print(ctx, run_line, split_line(line), opts)
+    run_and_print(ctx, run_line, split_line(line), opts, stream=True)
 
 
 from .tune_cmd import tune_cmd  # noqa: E402

@@ -93,7 +93,8 @@ def parse_gpus(spec: str | None, backend: str) -> list:
     """
     if spec is None:
         return [None]
-    allowed = "allowed: all, a count N >= 1, or GPU ids such as 0,2,5 (no repeats)"
+    allowed = ("allowed: all, a count N from 1 to 4096 (GPUs 0..N-1), or a list of two or more GPU ids such as "
+               "0,2,5 (no repeats; one GPU by its id: CUDA_VISIBLE_DEVICES=ID with --gpus all)")
     text = spec.strip()
     if text == "all":
         ids = available_gpus(backend)
@@ -103,7 +104,7 @@ def parse_gpus(spec: str | None, backend: str) -> list:
     if text.isdigit() and "," not in text:
         n = int(text)
         if not 1 <= n <= 4096:
-            raise UserError(f"--gpus {text}: {allowed}")
+            raise UserError(f"--gpus {text}: a single number is a count of GPUs, not an id; {allowed}")
         return [str(i) for i in range(n)]
     parts = [p.strip() for p in text.split(",")]
     if len(parts) < 2 or not all(p.isdigit() and len(p) <= 6 for p in parts) or len(set(map(int, parts))) != len(parts):

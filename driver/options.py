@@ -9,7 +9,7 @@ import tempfile
 
 import click
 
-from miopen_solver.command import split_command
+from miopen_solver.command import INT_MAX, split_command
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, shown_path
 from miopen_solver.fileio import check_writable, stat_regular
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, default_path
@@ -255,10 +255,42 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON record instead of text.")(f)
 
 
+def check_count(flag: str, value, low: int, high: int | None = INT_MAX) -> None:
+    """A count option (``--warmup``, ``--batch-size``, ``--iters`` ...): an integer from
+    ``low`` to ``high`` (default :data:`~miopen_solver.command.INT_MAX`, the C ``int`` every
+    MIOpenDriver count is read into, so a launch count never outgrows its type and the work
+    stays bounded like ``-i``'s); None (not given) passes.
+
+    Raises:
+        UserError: ``<flag> <value>: allowed: an integer from <low> to <high>``.
+    """
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        allowed = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+        raise UserError(f"{flag} {shorten(value)}: allowed: {allowed}")
+
+
+def _count_callback(low: int):
+    def check(ctx, param, value):
+        try:
+            check_count(param.opts[0], value, low)
+        except UserError as e:
+            raise click.UsageError(str(e), ctx) from None
+        return value
+    return check
+
+
+def count_option(name: str, low: int, **kw):
+    """A click option taking a count from ``low`` to INT_MAX (:func:`check_count`), refused
+    up front, before anything runs."""
+    return click.option(name, type=int, callback=_count_callback(low), **kw)
+
+
 def warmup_option(f):
-    """``--warmup N`` (>= 0) untimed launches."""
-    return click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
-                        help="Untimed launches before the -i timed ones.")(f)
+    """``--warmup N`` (0 to INT_MAX) untimed launches."""
+    return count_option("--warmup", 0, default=1, show_default=True,
+                        help=f"Untimed launches before the -i timed ones (0 to {INT_MAX}).")(f)
 
 
 def arch_target(arch: str) -> Target:

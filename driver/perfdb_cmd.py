@@ -13,6 +13,11 @@ text form, and list them.
 * ``perfdb name --arch ARCH --cus N [--text --suffix S]`` prints where MIOpen keeps that
   device's user perf-db (:func:`miopen_solver.miopen_db.user_perfdb_name`).
 
+``--arch`` is an arch a run reads records under (:func:`perfdb_archs`: a preset's arch, or
+``<arch>@cpu`` for a target simulated on the CPU engine; ``export``/``list`` also take an arch
+the perf-db already holds); ``name`` takes an AMD preset's arch (with target features) and
+``--cus`` from 1 to 2147483647. Anything else is exit 2, before anything is written.
+
 ``import`` also takes a MIOpen sqlite user perf-db (``*.udb``). The perf-db is ``--perfdb
 PATH``, else ``$MIOPEN_DGRAD_PERFDB``, else ``miopen-dgrad_1.1.0.udb`` in MIOpen's user db
 directory (:func:`miopen_solver.perfdb.default_path`). Exit status 0, or 2 for bad input (a missing
@@ -34,9 +39,10 @@ from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
 from miopen_solver.miopen_db import user_db_dir, user_perfdb_name
 from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
+from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, shorten
 
-from .options import (PERFDB_ALLOWED, UserError, check_output_file, file_error, json_option, perfdb_label,
+from .options import (PERFDB_ALLOWED, UserError, check_count, check_output_file, file_error, json_option, perfdb_label,
                       run_and_print, warn)
 
 ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device arch (sm_90, gfx942, ...), "
@@ -54,13 +60,39 @@ ALIASES = {str(i): SOLVER_NAME for i in (SOLVER_ID,) + LEGACY_SOLVER_IDS}
 its numeric solution id and the old 200 (records written before the id changed)."""
 
 
-def _check_arch(arch: str) -> None:
+def perfdb_archs() -> list:
+    """Every arch a perf-db record can be read under (what :attr:`driver.run_cmd.Device.perfdb_arch`
+    gives): each preset's arch, and ``<arch>@cpu`` for a GPU preset simulated on the CPU engine."""
+    gpus = sorted(name for name, t in PRESETS.items() if t.is_gpu)
+    return sorted(PRESETS) + [f"{a}@cpu" for a in gpus]
+
+
+def _check_arch(arch: str, known=None) -> None:
+    """``--arch`` of import/export/list: an arch runs read records under
+    (:func:`perfdb_archs`), or one of ``known`` (the archs a perf-db already holds, so what
+    is there can still be listed and exported).
+
+    Raises:
+        UserError: anything else, naming ``--arch``, the value and the archs allowed.
+    """
     try:
         check_arch(arch)
     except ValueError as e:
-        raise UserError(f"--arch {shorten(arch)!r}: not usable as a perf-db arch ({e}); allowed: a name without "
-                        f"'=', ';', ':', surrounding spaces or control characters (e.g. sm_90, gfx942, "
-                        f"sm_90@cpu)") from None
+        raise UserError(f"--arch {shorten(arch)!r}: not usable as a perf-db arch ({e}); allowed: "
+                        f"{', '.join(perfdb_archs())}") from None
+    if arch not in perfdb_archs() and arch not in (known or ()):
+        raise UserError(f"--arch {shorten(arch)!r}: unknown arch (no run reads records filed under it); "
+                        f"allowed: {', '.join(perfdb_archs())}")
+
+
+def _known_archs(perfdb) -> set:
+    """The archs the perf-db holds records for (none when it cannot be read: the command's
+    own read reports why)."""
+    try:
+        with PerfDb(perfdb) as db:
+            return {r.arch for r in db.records()}
+    except PerfDbError:
+        return set()
 
 
 def _warn_missing(perfdb, path) -> None:
@@ -159,7 +191,7 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
     """The arch's records in MIOpen's text form, to stdout or ``out``; ``(0, lines)``.
     ``out`` is written whole or not at all (a temporary file renamed over it), and never
     the perf-db itself."""
-    _check_arch(arch)
+    _check_arch(arch, _known_archs(perfdb) if os.path.exists(PerfDb(perfdb).path) else ())
     db_path = PerfDb(perfdb).path
     if out is not None:
         check_output_file("-o", out)
@@ -188,7 +220,7 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
 def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
     """Every record (of ``arch`` when given), one line each or one JSON list; ``(0, lines)``."""
     if arch is not None:
-        _check_arch(arch)
+        _check_arch(arch, _known_archs(perfdb) if os.path.exists(PerfDb(perfdb).path) else ())
     _warn_missing(perfdb, PerfDb(perfdb).path)
     try:
         with PerfDb(perfdb) as db:
@@ -245,11 +277,12 @@ def list_cmd(ctx, arch, as_json, perfdb):
 def name_records(arch: str, cus: int, text: bool, suffix: str) -> tuple:
     """Where MIOpen keeps the user perf-db of a device (``$MIOPEN_USER_DB_PATH`` or
     ``~/.config/miopen``, the file named as MIOpen names it); ``(0, [path])``."""
-    _check_arch(arch)
-    try:
-        name = user_perfdb_name(arch, cus, text=text, suffix=suffix)
-    except ValueError as e:
-        raise UserError(f"--cus {cus}: {e}; allowed: the device's compute-unit count, >= 1") from None
+    amd = sorted(name for name, t in PRESETS.items() if t.vendor == "amd")
+    if arch.split(":")[0] not in amd or any(c.isspace() for c in arch):
+        raise UserError(f"--arch {shorten(arch)!r}: not an AMD device arch MIOpen keeps a user perf-db for; "
+                        f"allowed: {', '.join(amd)}, with target features if any (gfx90a:sramecc+:xnack-)")
+    check_count("--cus", cus, 1)
+    name = user_perfdb_name(arch, cus, text=text, suffix=suffix)
     if text and (not suffix or any(c in suffix for c in "/\\") or not suffix.isprintable()):
         raise UserError(f"--suffix {shorten(suffix)!r}: allowed: MIOpen's user db suffix, e.g. HIP.3_5_1_dabb6df2b9")
     return 0, [str(user_db_dir() / name)]

@@ -73,7 +73,7 @@ def _engine(backend: str, timeout: float | None):
     """The CPU engine in this process, or a GPU's numerics through a worker."""
     if backend == "cpu":
         return get_engine("cpu")
-    return WorkerNumerics(backend, timeout if timeout is not None else workers.default_timeout())
+    return WorkerNumerics(backend, workers.job_timeout(timeout))
 
 
 def _fail(message: str) -> None:

@@ -231,21 +231,26 @@ def verify_line(verdict, reference: str = "CPU") -> str:
     return f"Backward Convolution Data FAILED: {cpp_float(verdict.error)} > {cpp_float(verdict.tolerance)}"
 
 
-def json_record(*, command, problem, spec, backend, seed, status: str, timing: dict | None = None,
+def json_record(*, command, problem, solution, backend, seed, status: str, timing: dict | None = None,
                 verdict=None, reference: str | None = None, failure: dict | None = None,
-                config_source: str | None = None, perfdb_path: str | None = None,
-                tuned_ms: float | None = None, compile_only: dict | None = None,
-                verify_pid: int | None = None, immediate: bool = False) -> dict:
+                compile_only: dict | None = None, verify_pid: int | None = None, immediate: bool = False) -> dict:
     """One machine-readable record of a run (``dgrad-driver ... --json``).
 
+    The solution's facts are those ``dgrad-driver config --json`` reports, from
+    :class:`~miopen_solver.solver.Solution`: ``kernel_name`` (with ``+transpose_<tensors>``
+    when layout transforms run around the kernel), ``workspace_bytes`` (the solution's whole
+    device workspace: the transforms' NHWC copies plus the kernel's own), ``notes``,
+    ``layout_transforms`` and ``split_n``; ``config_source``, ``perfdb`` and ``tuned_ms``
+    say where the config came from.
+
     Args:
+        solution: the :class:`~miopen_solver.solver.Solution` that ran.
         timing: a timing worker's record (``times_ms``, ``method``, ``wall_ms``, ...);
             the record adds MIOpen's average, the median and the min.
         verdict: a :class:`~miopen_solver.reference.Verdict` (or None: not verified).
         reference: ``"GPU"`` or ``"CPU"``, the reference the verdict is against.
         failure: the failed worker's result (``worker``, ``failure``, ``reason``,
             ``exit_code``, ``signal``...), when one failed.
-        config_source: ``"perf-config"``, ``"perfdb"`` or ``"default"``.
         compile_only: the offline build's record of a compile-only run.
         verify_pid: the verification worker's process id.
         immediate: ``-S`` was given (MIOpen's immediate mode): the record says
@@ -253,6 +258,9 @@ def json_record(*, command, problem, spec, backend, seed, status: str, timing: d
             (``id``, ``algo``, ``time_ms`` (the tuned time or -1), ``workspace_bytes``,
             ``name``); otherwise ``"mode": "find"`` and ``"solutions": null``.
     """
+    spec = solution.spec
+    tuned_ms = solution.tuned_ms
+    facts = solution.as_dict()
     rec = {
         "command": command,
         "solver": SOLVER_NAME,
@@ -261,18 +269,22 @@ def json_record(*, command, problem, spec, backend, seed, status: str, timing: d
         "backend": backend,
         "arch": spec.target.arch,
         "problem_key": problem.problem_key(),
-        "kernel_name": spec.kernel_name,
+        "kernel_name": solution.kernel_name,
         "perf_config": spec.config.serialize(),
-        "config_source": config_source,
-        "perfdb": perfdb_path,
+        "config_source": solution.source,
+        "perfdb": solution.perfdb_path,
         "tuned_ms": tuned_ms,
+        "workspace_bytes": solution.workspace_bytes,
+        "notes": list(solution.notes),
+        "layout_transforms": facts["layout_transforms"],
+        "split_n": facts["split_n"],
         "split_k": spec.split_k,
         "lds_k_outer": spec.lds_k_outer,
         "seed": seed,
         "mode": "immediate" if immediate else "find",
         "solutions": ([{"id": SOLVER_ID, "algo": ALGORITHM_IMPLICIT_GEMM,
                         "time_ms": -1.0 if tuned_ms is None else tuned_ms,
-                        "workspace_bytes": spec.workspace_bytes, "name": SOLVER_NAME}]
+                        "workspace_bytes": solution.workspace_bytes, "name": SOLVER_NAME}]
                       if immediate else None),
         "status": status,
         "timing": None,

@@ -15,7 +15,8 @@ Steps, each in the process named:
 4. one launch into a NaN-poisoned dX and, with ``-V 1``, the reference and MIOpen's
    verdict (*verification* worker; not started for ``-t 1 -V 0`` without ``-o``, where the
    timed launches were the run);
-5. print MIOpenDriver's lines (driver).
+5. print MIOpenDriver's lines (driver): the header (echo, seed, ``Timestamp``, notes) as soon
+   as every check has passed, before step 3 (flushed: a Ctrl-C keeps it), the rest at the end.
 
 ``--arch`` picks the target. With ``--backend cpu`` the CPU engine runs that target's
 decomposition and tiles (a simulation); with ``auto`` and no device of that arch the run is
@@ -41,9 +42,10 @@ from miopen_solver.perfdb import default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
 from miopen_solver.target import Target, get_target
+from miopen_solver.text import shorten, without_bytes_reprs
 
 from . import miopen_env, report, workers
-from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target,
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target, check_count,
                       check_writable_dir, input_file_size, perfdb_label, warn)
 
 SOLUTION_NOT_SET = "-1"
@@ -107,7 +109,7 @@ def resolve_device(backend: str, arch: str | None, timeout: float | None = None)
     res = workers.probe(backend, timeout=timeout)
     if not res.ok:
         detail = res.reason.split(": ", 1)[1] if res.error_type == "RuntimeUnavailable" else res.reason
-        raise RuntimeUnavailable(f"--backend {backend}: {detail}")
+        raise RuntimeUnavailable(f"--backend {backend}: {without_bytes_reprs(detail)}")
     rec = res.record
     found = Target.from_record(rec["target"])
     if rec["backend"] == "cpu":
@@ -206,8 +208,7 @@ def check_solution(cmd: DriverCommand) -> None:
     # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
     legacy = tuple(str(i) for i in LEGACY_SOLVER_IDS)
     if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME) + legacy:
-        shown = sol if sol and sol.isprintable() and " " not in sol else repr(sol)
-        raise UserError(f"-S {shown}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
+        raise UserError(f"-S {shorten(cmd.solution)!r}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
                         f"{SOLUTION_FASTEST} (fastest), {SOLVER_ID} or {SOLVER_NAME}")
 
 
@@ -325,8 +326,8 @@ def compile_only(solution) -> tuple:
     t = spec.target
     src = solution.kernels[0].source
     lines = [f"Compile-only run for {t.arch}: no {t.arch} device here, nothing is launched",
-             f"Kernel: {spec.kernel_name}"]
-    rec = {"arch": t.arch, "kernel_name": spec.kernel_name, "source_sha256": src.sha256,
+             f"Kernel: {solution.kernel_name}"]
+    rec = {"arch": t.arch, "kernel_name": solution.kernel_name, "source_sha256": src.sha256,
            "compiled": False, "compiler": None, "code_object_bytes": None, "mfma_count": None, "error": None}
     status = EXIT_OK
     cache = BinaryCache()                       # a second run of the same kernel does not compile
@@ -490,10 +491,15 @@ def _failed_line(result) -> str:
     return f"RunBackwardGPU() FAILED, {result.reason}"
 
 
-def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
+def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tuple:
     """Run one MIOpenDriver line. Returns ``(exit_status, stdout_lines)``.
 
     ``opts`` (or keyword arguments naming :class:`RunOptions` fields) are our options.
+    With ``emit`` (a callable taking one line) the text lines known before any worker
+    starts or any compiler runs (the ``MIOpenDriver ...`` echo, ``PRNG seed``, the
+    ``Timestamp`` line, the notes) go to ``emit`` then -- after every check of the input,
+    so a user error still leaves stdout empty -- and the returned lines are the rest; a
+    Ctrl-C or SIGTERM during the run keeps them. ``--json`` output is never split.
     Exit status: 0 ok, 1 verification failed, 3 a worker (or a compile-only build) failed.
 
     Raises:
@@ -501,9 +507,10 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
             user mistakes (the CLI prints one line and exits 2).
     """
     o = opts or RunOptions(**kw)
+    check_count("--warmup", o.warmup, 0)
     menv = miopen_env.read(o.environ)
     miopen_env.configure_logging(menv)
-    timeout = o.timeout if o.timeout is not None else workers.default_timeout()
+    timeout = workers.job_timeout(o.timeout)
     cmd = parse_line(tokens)
     problem = cmd.problem
     dump = int(cmd.flags["dump_output"]) != 0
@@ -526,18 +533,21 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     spec = solution.spec
     aux_ms = (time.perf_counter() - t_aux) * 1e3
     if o.print_name_only:
-        return EXIT_OK, [json.dumps({"kernel_name": spec.kernel_name}) if o.as_json else spec.kernel_name]
+        return EXIT_OK, [json.dumps({"kernel_name": solution.kernel_name}) if o.as_json else solution.kernel_name]
 
-    base = dict(command=cmd.command_line(), problem=problem, spec=spec, config_source=solution.source,
-                perfdb_path=solution.perfdb_path, tuned_ms=solution.tuned_ms)
+    base = dict(command=cmd.command_line(), problem=problem, solution=solution)
     lines = [report.echo_line(cmd.argv)]
     if device.compile_only:
+        if emit is not None and not o.as_json:
+            for text in lines + list(solution.notes):
+                emit(text)
+            lines = []
         status, more, crec = compile_only(solution)
         if o.as_json:
             rec = report.json_record(**base, backend=None, seed=None, status="ok" if status == 0 else "compile_failed",
                                      compile_only=crec)
             return status, [json.dumps(rec, sort_keys=True)]
-        return status, lines + list(solution.notes) + more
+        return status, (lines + list(solution.notes) if emit is None else []) + more
 
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
@@ -572,6 +582,10 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
         raise UserError(refusal)
     job_args = dict(solution=solution.to_record(), backend=device.backend,
                     seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
+    if emit is not None and not o.as_json:      # every check passed: what is known is final
+        for text in lines:
+            emit(text)
+        lines = []
 
     timing = summary = failure = None
     if cmd.time:
@@ -616,7 +630,7 @@ def run_line(tokens, opts: RunOptions | None = None, **kw) -> tuple:
     lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")
     lines.extend(f"Wrote output to file {p}" for p in dumps if p == "dump_bwd_din_gpu.bin")
     if immediate:
-        lines.extend(report.immediate_lines(solution.tuned_ms, spec.workspace_bytes))
+        lines.extend(report.immediate_lines(solution.tuned_ms, solution.workspace_bytes))
     if timing is not None:
         if cmd.wall:
             lines.append(report.wall_line(timing["wall_ms"], aux_ms, 0.0))

@@ -17,6 +17,13 @@ one line ``dgrad-driver: error: ...`` on stderr (``--json`` too). An unusable pe
 SQLite, a directory, another schema...) is one ``dgrad-driver: warning: ...`` line on stderr
 and the default config is resolved.
 
+What ``config`` reports is the solution's (:class:`~miopen_solver.solver.Solution`), as a
+run's ``--json`` reports it: ``kernel_name`` (with ``+transpose_<tensors>`` when NCHW tensors
+go through layout transforms), ``workspace_bytes`` (the whole device workspace: the
+transforms' NHWC copies plus the kernel's own; ``launch.workspace_bytes`` is the same),
+``layout_transforms``, ``notes`` and ``split_n``. ``spec`` is the NHWC kernel alone: its
+``kernel_workspace_bytes`` is that kernel's own share of the workspace.
+
 Direction policy: ``applicable`` parses with ``allow_any_direction`` so a ``-F 1`` line is
 answered (not applicable, code ``DIRECTION``, exit 1) rather than refused; ``config`` needs a
 backward-data line (``-F 2``) and refuses anything else as bad input (exit 2).
@@ -211,13 +218,25 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, l
     spec = solution.spec
     source = "given" if solution.source == "perf-config" else solution.source
     notes = [n for n in solution.notes if not n.startswith("Using --perf-config")]
+    facts = solution.as_dict()
     doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
            "valid": True, "source": source, "perf_config": solution.perf_config.serialize(), "notes": notes,
-           "kernel_name": spec.kernel_name, "spec": spec.as_dict(),
+           "kernel_name": solution.kernel_name, "workspace_bytes": solution.workspace_bytes,
+           "layout_transforms": facts["layout_transforms"], "spec": _spec_doc(spec),
            "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
                       "workspace_bytes": solution.workspace_bytes},
-           "split_n": solution.as_dict()["split_n"]}
+           "split_n": facts["split_n"]}
     _emit(doc, as_json, _config_text(doc))
+
+
+def _spec_doc(spec) -> dict:
+    """``spec.as_dict()`` with the kernel's own workspace named ``kernel_workspace_bytes``:
+    the spec is the NHWC kernel alone, and its workspace is not the solution's (which adds
+    the layout transforms' NHWC copies; the top-level ``workspace_bytes``)."""
+    doc = dict(spec.as_dict())
+    if "workspace_bytes" in doc:
+        doc["kernel_workspace_bytes"] = doc.pop("workspace_bytes")
+    return doc
 
 
 def _settings(opts: dict) -> tuple:

@@ -32,6 +32,7 @@ line); 3 never (worker failures are rows).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -46,7 +47,7 @@ from miopen_solver.solver import DgradSolver
 from . import report, workers
 from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
-                      arch_option, backend_option, check_output_file, json_option, perfdb_label, perfdb_options,
+                      arch_option, backend_option, check_count, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
 from .run_cmd import check_applicable, parse_line, resolve_device, resolve_reference
 
@@ -160,8 +161,9 @@ def _check_options(o: TuneOptions) -> None:
                              ("--csv-top", o.csv_top, 1), ("--max-configs", o.max_configs, 1)):
         if value is not None and value < low:
             raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
-    if o.time_budget is not None and not o.time_budget > 0:
-        raise UserError(f"--time-budget {o.time_budget:g}: allowed: seconds > 0")
+    check_count("--warmup", o.warmup, 0)
+    if o.time_budget is not None and not (math.isfinite(o.time_budget) and o.time_budget > 0):
+        raise UserError(f"--time-budget {o.time_budget:g}: allowed: a finite number of seconds > 0")
     if o.csv_top is not None and o.csv is None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
     if o.csv is not None:
@@ -306,8 +308,8 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     """
     o = opts or TuneOptions(**kw)
     _check_options(o)
-    if o.timeout is None:                 # a bad $DGRAD_WORKER_TIMEOUT is bad input, before the sweep
-        o = replace(o, timeout=workers.default_timeout())
+    # a bad $DGRAD_WORKER_TIMEOUT or $DGRAD_WORKER_STARTUP_TIMEOUT is bad input, before the sweep
+    o = replace(o, timeout=workers.job_timeout(o.timeout))
     cmd = parse_line(tokens)
     problem = cmd.problem
     device = resolve_device(o.backend, o.arch, o.timeout)

@@ -81,6 +81,23 @@ CLOSE_GRACE_S = 5.0
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _env_seconds(name: str, default: float) -> float:
+    """``$<name>`` as seconds when set (:func:`driver.options.check_timeout`), else ``default``.
+
+    Raises:
+        ValueError: set but not a finite number of seconds in (0, MAX_TIMEOUT_S]; one line
+            naming the variable, its value and what is allowed.
+    """
+    from .options import UserError, check_timeout
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return check_timeout(raw, f"{name}={raw}")
+    except UserError as e:
+        raise ValueError(str(e)) from None
+
+
 def default_timeout() -> float:
     """``$DGRAD_WORKER_TIMEOUT`` when set, else :data:`DEFAULT_TIMEOUT_S`.
 
@@ -88,26 +105,32 @@ def default_timeout() -> float:
         ValueError: the variable is set but is not a finite number of seconds in
             (0, :data:`~driver.options.MAX_TIMEOUT_S`]; one line naming it and what is allowed.
     """
-    from .options import UserError, check_timeout
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    try:
-        return check_timeout(raw, f"{TIMEOUT_ENV}={raw}")
-    except UserError as e:
-        raise ValueError(str(e)) from None
+    return _env_seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+
+
+def startup_timeout() -> float:
+    """``$DGRAD_WORKER_STARTUP_TIMEOUT`` when set, else :data:`STARTUP_TIMEOUT_S`.
+
+    Raises:
+        ValueError: as :func:`default_timeout` does for its variable.
+    """
+    return _env_seconds(STARTUP_ENV, STARTUP_TIMEOUT_S)
+
+
+def job_timeout(given: float | None = None) -> float:
+    """The per-job timeout of a command (``--timeout``, else :func:`default_timeout`), with
+    ``$DGRAD_WORKER_STARTUP_TIMEOUT`` checked too: both variables are read before any worker
+    starts, so a bad value is bad input up front, never a failure midway.
+
+    Raises:
+        ValueError: a bad ``$DGRAD_WORKER_TIMEOUT`` (when ``given`` is None) or
+            ``$DGRAD_WORKER_STARTUP_TIMEOUT``.
+    """
+    startup_timeout()
+    return given if given is not None else default_timeout()
 
 
 # --------------------------------------------------------------------- plain data
-def startup_timeout() -> float:
-    """``$DGRAD_WORKER_STARTUP_TIMEOUT`` when set (a finite number of seconds > 0), else
-    :data:`STARTUP_TIMEOUT_S`; a bad value falls back to the default."""
-    raw = os.environ.get(STARTUP_ENV, "").strip()
-    try:
-        value = float(raw) if raw else STARTUP_TIMEOUT_S
-    except ValueError:
-        return STARTUP_TIMEOUT_S
-    return value if 0 < value < float("inf") else STARTUP_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -571,7 +594,7 @@ def _do_timing(job: Job, state: _State) -> dict:
         timing = engine.time(sol, inp.dy, inp.w, iters=iters, warmup=warmup)
         launches = iters + warmup
     wall_ms = (time.perf_counter() - t0) * 1e3 / max(1, launches)
-    return {"kernel_name": spec.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
+    return {"kernel_name": sol.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
             "method": timing.method, "compile_ms": float(timing.compile_ms),
             "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
             "warmup": 0 if job.graph and engine.supports_graphs else warmup, "backend": engine.name,
@@ -605,7 +628,7 @@ def _do_verification(job: Job, state: _State) -> dict:
     dx = engine.run(sol, inp.dy, inp.w)
     if job.dump:
         dump("dump_bwd_din_gpu.bin", dx)
-    rec = {"kernel_name": spec.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
+    rec = {"kernel_name": sol.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
            "verdict": None, "reference": None}
     if job.verify:
         kind = job.reference

@@ -444,21 +444,37 @@ def _build_problem(base: str, v: dict, ft: dict) -> ConvProblem:
 
     # Derived output sizes: an error here, where MIOpen silently clamps to 1.
     if v["mode"] == "conv":
-        for axis, (i, f, p, s, d, flag) in {
-            "Ho": (kw["Hi"], kw["Y"], ph, kw["sH"], kw["dH"], "in_h"),
-            "Wo": (kw["Wi"], kw["X"], pw, kw["sW"], kw["dW"], "in_w"),
-        }.items():
-            out = output_size(i, f, p, s, d)
-            if out < 1:
-                raise MiopenCommandError(
-                    ft[flag], str(i), "a size with (in + 2*pad - dilation*(filter-1) - 1)/stride + 1 >= 1",
-                    f"derived {axis}={out} < 1 (filter {f}, pad {p}, stride {s}, dilation {d})")
+        axes = [("Ho", ("in_h", "fil_h", "pad_h", "conv_stride_h", "dilation_h"), ph),
+                ("Wo", ("in_w", "fil_w", "pad_w", "conv_stride_w", "dilation_w"), pw)]
         if is3:
-            out = output_size(kw["Di"], kw["Z"], pd, kw["sD"], kw["dD"])
+            axes.append(("Do", ("in_d", "fil_d", "pad_d", "conv_stride_d", "dilation_d"), pd))
+        for axis, names, pad in axes:
+            size, filt, _, stride, dil = (v[n] for n in names)
+            out = output_size(size, filt, pad, stride, dil)
             if out < 1:
-                raise MiopenCommandError(ft["in_d"], str(kw["Di"]), "a depth the filter fits",
-                                         f"derived Do={out} < 1")
+                raise _derived_size_error(axis, names, [size, filt, pad, stride, dil], out, v, ft)
     return ConvProblem(**kw)
+
+
+def _derived_size_error(axis: str, names: tuple, values: list, out: int, v: dict, ft: dict) -> MiopenCommandError:
+    """The error for a derived output size below 1: the size flag is ``flag`` (and its value
+    ``value``), and the message names every flag that went into it with its value -- a
+    huge ``-y`` or ``-l`` is as much the cause as ``-H`` (``-H 8 with -y 2147483647, -p 0,
+    -u 1, -l 1: derived Ho=-2147483638 < 1``); a pad from ``--pad_mode`` says so."""
+    size_flag = ft[names[0]]
+    parts = []
+    for name, value in zip(names[1:], values[1:]):
+        if name.startswith("pad") and value != v[name]:
+            parts.append(f"pad {value} (from {ft['pad_mode']} {v['pad_mode']})")
+        else:
+            parts.append(f"{ft[name]} {value}")
+    letter = {"Ho": "H", "Wo": "W", "Do": "D"}[axis]
+    allowed = (f"sizes with ({letter} + 2*pad - dilation*(filter-1) - 1)/stride + 1 >= 1 "
+               f"(a larger {size_flag}, or a smaller filter, dilation or stride)")
+    detail = f"derived {axis}={out} < 1"
+    err = MiopenCommandError(size_flag, str(values[0]), allowed, detail)
+    err.args = (f"{size_flag} {values[0]} with {', '.join(parts)}: {detail}; allowed: {allowed}",)
+    return err
 
 
 def format_command(problem: ConvProblem, base: str | None = None, extra: str = "") -> str:

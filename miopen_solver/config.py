@@ -201,16 +201,18 @@ class PerfConfig:
         if not body:
             raise PerfConfigError(f"perf config is empty; expected {required} comma-separated integers: {expected}")
         parts = [p.strip() for p in body.split(",")]
+        vals = {}
+        for name, p in zip(FIELDS, parts):      # a field that is not a number is the first thing to say
+            if len(p) > 20:
+                raise PerfConfigError(f"perf config field {name}={p[:20]!r}... is too long for an integer; "
+                                      f"expected {required} or {len(FIELDS)} comma-separated integers: {expected}")
+            if not _INTEGER.fullmatch(p):       # MIOpen reads decimal ASCII: no '+', '_' or other digits
+                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer; expected {required} or "
+                                      f"{len(FIELDS)} comma-separated integers: {expected}")
+            vals[name] = int(p, 10)
         if not required <= len(parts) <= len(FIELDS):
             raise PerfConfigError(f"perf config has {len(parts)} fields; expected {required} or "
                                   f"{len(FIELDS)}: {expected}")
-        vals = {}
-        for name, p in zip(FIELDS, parts):
-            if len(p) > 20:
-                raise PerfConfigError(f"perf config field {name}={p[:20]!r}... is too long for an integer")
-            if not _INTEGER.fullmatch(p):       # MIOpen reads decimal ASCII: no '+', '_' or other digits
-                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer")
-            vals[name] = int(p, 10)
         return cls(**vals)
 
     def replace(self, **kw) -> "PerfConfig":

@@ -29,6 +29,7 @@ build may differ in the last bit of some fp16 values.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ import numpy as np
 
 from . import layouts
 from .problem import ConvProblem
+from .text import shorten
 
 LCG_A = 1103515245
 LCG_C = 12345
@@ -62,14 +64,17 @@ def resolve_seed(environ=None) -> int:
     raw = env.get(SEED_ENV, "")
     if raw.strip() == "":
         return DEFAULT_SEED
-    try:
-        value = int(raw.strip(), 10)
-    except ValueError:
-        raise ValueError(f"{SEED_ENV}={raw!r} is not an integer") from None
-    if value < 0:
-        raise ValueError(f"{SEED_ENV}={raw!r} must be >= 0")
+    text = raw.strip()
+    shown = f"{SEED_ENV}={shorten(raw)!r}"
+    allowed = f"allowed: an integer from 0 (a fresh random seed) to {(1 << 32) - 1}"
+    if not re.fullmatch(r"[+-]?[0-9]+", text):      # ASCII decimal only: no '1_000', no other digits
+        raise ValueError(f"{shown}: not an integer; {allowed}")
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    value = int(digits, 10) if len(digits) <= 10 else 1 << 32      # refused by its length, never converted
+    if text.startswith("-") and value:
+        raise ValueError(f"{shown}: negative; {allowed}")
     if value >= 1 << 32:
-        raise ValueError(f"{SEED_ENV}={raw!r} is out of range: allowed 0 (random) to {(1 << 32) - 1}")
+        raise ValueError(f"{shown}: out of range; {allowed}")
     if value == 0:
         return secrets.randbits(32) or 1
     return value

@@ -13,7 +13,10 @@ it (counted in :attr:`LogContents.torn`), and opening for append cuts it off fir
 next record starts on a line of its own.
 
 The path must be a regular file (or a new file in an existing, writable directory); a FIFO,
-directory or device is refused, as for every file the user names.
+directory or device is refused, as for every file the user names. :func:`check_log` says
+whether an existing file is such a log (every line a record of this format, the first a
+``session`` record) before anything is appended to it: a campaign never appends to a file
+that is not its own kind of log.
 """
 
 from __future__ import annotations
@@ -24,10 +27,14 @@ import stat
 from dataclasses import dataclass, field
 
 from .errors import FileError
+from .text import shorten
 
 ALLOWED = "a regular file, or a new file in an existing, writable directory"
 FORMAT = 1
 """The log format version (every record has ``"log_format"``)."""
+RECORD_TYPES = ("session", "worker", "timing", "verdict")
+"""The ``"type"`` of every record a campaign writes; a log starts with a ``session`` record."""
+LOG_ALLOWED = "a new file, an empty file, or the JSON Lines log of an earlier dgrad-driver tune campaign"
 
 
 @dataclass
@@ -94,6 +101,46 @@ def read_log(path) -> LogContents:
             out.records.append(rec)
         else:
             out.bad.append(n)
+    return out
+
+
+NOT_A_LOG = "is not a campaign log"
+"""How :func:`check_log`'s reason starts when the file is readable but holds something else."""
+
+
+def _not_a_log(path, why: str) -> FileError:
+    return FileError(path, f"{NOT_A_LOG} ({why})", LOG_ALLOWED)
+
+
+def check_log(path) -> LogContents:
+    """The records of the log at ``path`` (none when it does not exist or is empty), after
+    checking that it is a log a campaign wrote: every complete line a JSON object with
+    ``"log_format"`` :data:`FORMAT` and a ``"type"`` of :data:`RECORD_TYPES`, the first a
+    ``session`` record; a torn last line (a crash mid-write) must start as a record does
+    (``{``). Reads the file once; writes nothing.
+
+    Raises:
+        FileError: the path cannot be a log (see :func:`read_log`), or the file holds
+            anything else (text, CSV, binary data, another format), naming the first line
+            at fault.
+    """
+    out = read_log(path)
+    if out.bad:
+        raise _not_a_log(path, f"line {out.bad[0]} is not a JSON object")
+    for n, rec in enumerate(out.records, 1):
+        if rec.get("log_format") != FORMAT:
+            raise _not_a_log(path, f"record {n} has log_format {shorten(rec.get('log_format'))}, "
+                                   f"not {FORMAT}")
+        if rec.get("type") not in RECORD_TYPES:
+            raise _not_a_log(path, f"record {n} has type {shorten(rec.get('type'))}, not one of "
+                                   f"{', '.join(RECORD_TYPES)}")
+    if out.records and out.records[0].get("type") != "session":
+        raise _not_a_log(path, "its first record is not a session record")
+    if out.torn and not out.records:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        if head != b'{"':
+            raise _not_a_log(path, "no complete line, and it does not start as a JSON record")
     return out
 
 
@@ -175,4 +222,4 @@ class ResultsLog:
         self.close()
 
 
-__all__ = ["ALLOWED", "FORMAT", "LogContents", "ResultsLog", "read_log"]
+__all__ = ["ALLOWED", "FORMAT", "LOG_ALLOWED", "NOT_A_LOG", "RECORD_TYPES", "LogContents", "ResultsLog", "check_log", "read_log"]

@@ -54,6 +54,19 @@ values, not one long one between them)."""
 _LONG_WORD = re.compile(r"\S{%d,}" % (WORD_LIMIT + 1))
 
 
+_BYTES_REPR = re.compile(r"""(?<!\w)'?b(['"])(.*?)\1'?""")
+
+
+def without_bytes_reprs(message: str) -> str:
+    """``message`` with Python ``bytes`` reprs shown as the text they hold: vendor bindings
+    (hip-python) format C strings as ``b'...'``, sometimes inside quotes of their own
+    (``failed to dlopen 'b'libamdhip64.so''`` -> ``failed to dlopen 'libamdhip64.so'``)."""
+    def plain(m):
+        quoted = m.group(0).startswith("'") and m.group(0).endswith("'") and len(m.group(0)) > 3 + len(m.group(2))
+        return f"'{m.group(2)}'" if quoted else m.group(2)
+    return _BYTES_REPR.sub(plain, message)
+
+
 def cut_values(message: str) -> str:
     """``message`` with every runaway value cut by :func:`shorten`: a quoted value
     (``'...'``, as ``repr`` shows one) longer than :data:`SHOWN_MAX` characters and any

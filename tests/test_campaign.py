@@ -384,12 +384,15 @@ def test_parse_gpus(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert parse_gpus("all", "cpu") == [str(i) for i in range(os.cpu_count())]
     for bad in ("0", "-1", "1,1", "a,b", "2,", "", "all,1"):
-        with pytest.raises(UserError, match="allowed: all, a count N >= 1, or GPU ids"):
+        with pytest.raises(UserError, match="allowed: all, a count N from 1 to 4096 .*, or a list of two or more GPU ids"):
             parse_gpus(bad, "cpu")
 
 
 @pytest.mark.parametrize("extra,needle", [
-    (["--gpus", "0,0"], "--gpus 0,0: allowed: all, a count N >= 1"),
+    (["--gpus", "0,0"], "--gpus 0,0: allowed: all, a count N from 1 to 4096"),
+    (["--gpus", "0"], "--gpus 0: a single number is a count of GPUs, not an id; allowed: all, a count N from 1 to 4096 "
+                      "(GPUs 0..N-1), or a list of two or more GPU ids such as 0,2,5 (no repeats; one GPU by its id: "
+                      "CUDA_VISIBLE_DEVICES=ID with --gpus all)"),
     (["--resume"], "--resume: needs --results PATH"),
     (["--address", "tcp://127.0.0.1:1"], "--address tcp://127.0.0.1:1: needs --engine dask"),
     (["--engine", "dask", "--address", "tcp://127.0.0.1:1", "--gpus", "2"], "--gpus 2: with --address"),
@@ -511,3 +514,67 @@ def test_dask_address_uses_the_clusters_gpu_workers_and_refuses_untagged_ones(ca
     assert sorted((t["problem_key"], t["perf_config"]) for t in records(log, "timing")) == \
         sorted((k, c) for k, cs in want.items() for c in cs)
     assert len(records(log, "verdict")) == 3
+
+
+# ------------------------------------------------------------------ what --results may name
+def _not_logs(tmp_path) -> dict:
+    """Files that are not a campaign log, each as its bytes."""
+    import random
+    rng = random.Random(7)
+    return {"text": b"hello\nworld\n", "csv": b"rank,status\n1,ok\n",
+            "binary": bytes(rng.randrange(256) for _ in range(512)),
+            "binary_lines": b"\x00\xff\n\x89PNG\n",
+            "not_json_line": b'{"log_format":1,"type":"session"}\nnot json\n',
+            "json_not_object": b"[1, 2]\n",
+            "other_json": b'{"a": 1}\n{"b": 2}\n',
+            "other_format": b'{"log_format":2,"type":"session"}\n',
+            "unknown_type": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"row"}\n',
+            "no_session_first": b'{"log_format":1,"type":"timing"}\n',
+            "torn_only_text": b"no newline at all"}
+
+
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("kind", sorted(_not_logs(None)))
+def test_results_that_is_not_a_campaign_log_is_refused_and_left_untouched(capsys, tmp_path, model, kind, resume,
+                                                                            no_workers):
+    path = tmp_path / f"file.{kind}"
+    data = _not_logs(tmp_path)[kind]
+    path.write_bytes(data)
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--results", path,
+                               *(["--resume"] if resume else []))
+    assert status == 2 and out == [] and len(err) == 1, (out, err)
+    assert err[0].startswith(f"dgrad-driver: error: --results {path}: ") and "not a campaign log" in err[0]
+    assert "allowed: " in err[0]
+    assert path.read_bytes() == data
+
+
+def test_results_log_without_resume_is_refused_untouched(capsys, tmp_path, model, no_workers):
+    path = tmp_path / "log.jsonl"
+    with ResultsLog(path) as log:
+        log.append({"type": "session", "session": "s"})
+    data = path.read_bytes()
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--results", path)
+    assert status == 2 and out == [] and len(err) == 1
+    assert "holds 1 records of an earlier campaign; allowed: --resume" in err[0]
+    assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize("content", [b"", b'{"log_format":1,"type":"session","session":"s"}\n',
+                                     b'{"log_format":1,"type":"session","session":"s"}\n{"log_format":1,"ty',
+                                     b'{"log_format":1,"ty'])
+def test_check_log_takes_empty_files_and_logs_torn_or_whole(tmp_path, content):
+    from miopen_solver.results_log import check_log
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(content)
+    got = check_log(path)
+    assert len(got.records) == content.count(b"\n")
+    assert check_log(tmp_path / "new.jsonl").records == []
+
+
+def test_empty_results_file_is_a_new_log(capsys, tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    status, out, err = run_cli(capsys, "tune", *LINES[1].split(), "--backend", "cpu", "--max-configs", "1",
+                               "--verify-top", "0", "--no-perfdb", "--quiet", "--results", path)
+    assert status == 0, (out, err)
+    assert records(path, "session") and records(path, "timing")

@@ -164,7 +164,10 @@ def test_unwritten_output_fails_verification(capsys, faults):
     ("conv -n 2 -F 2 --perf-config 1,2,3", "13"),
     ("conv -n 2 -F 2 --perf-config 64,64,32,2,2,32,32,0,0,0,0,-1,2", "split_k"),
     ("conv -n 2 -F 2 --arch gfx1234", "--arch gfx1234"),
-    ("conv -n 2 -F 2 -S 86", "-S 86"),
+    ("conv -n 2 -F 2 -S 86", "-S '86': not a solution"),
+    ("conv -n 2 -F 2 -S foo", "-S 'foo': not a solution"),
+    ("conv -n 2 -F 2 --perf-config abc", "--perf-config 'abc': perf config field tile_m='abc' is not an integer"),
+    ("conv -n 2 -F 2 --perf-config 1,x", "perf config field tile_n='x' is not an integer"),
     ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 (not set), 0 (fastest), 1000 or ConvDgradImplicitGemmTilde"),
     ("conv -n 2 -F 2 --split-k 0", "--split-k 0: allowed: -1 (choose) or an integer from 1 to 64"),
     ("conv -n 2 -F 2 --split-k -2", "--split-k -2"),
@@ -730,3 +733,16 @@ def test_unhonoured_miopen_flags_say_so(capsys, flags, needle):
     assert not any("is not honoured" in l for l in out)
     status, out, _ = run(capsys, SMALL, "-N", "1", "-M", "1", "--no-perfdb")
     assert not any("is not honoured" in l for l in out)
+
+
+@pytest.mark.parametrize("reason", ["RuntimeUnavailable: no ROCm runtime found: failed to dlopen 'b'libamdhip64.so'': "
+                                    "b'libamdhip64.so: cannot open shared object file: No such file or directory'",
+                                    "RuntimeUnavailable: no CUDA runtime found: b'libcuda.so.1' missing"])
+def test_an_unavailable_backend_reads_as_text_not_bytes_reprs(capsys, monkeypatch, reason):
+    from driver import workers
+    monkeypatch.setattr(workers, "probe", lambda backend, timeout=None: workers.WorkerResult(
+        ok=False, reason=reason, failure="raised"))
+    status = main(SMALL.split() + ["--backend", "hip"])
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith("dgrad-driver: error: --backend hip: no ")
+    assert "b'" not in err[0] and "''" not in err[0]

@@ -22,7 +22,7 @@ def test_accepted_solutions(sol):
 def test_other_solutions_refused_with_the_list(sol):
     r = CliRunner().invoke(cli, LINE + ["-S", sol, "--backend", "cpu"])
     assert r.exit_code == 2
-    assert f"-S {sol}:" in r.output and "0 (fastest)" in r.output and "1000" in r.output
+    assert f"-S '{sol}':" in r.output and "0 (fastest)" in r.output and "1000" in r.output
 
 
 @pytest.mark.parametrize("args", [

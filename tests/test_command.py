@@ -401,3 +401,30 @@ def test_missing_value_says_missing(flag):
     with pytest.raises(MiopenCommandError) as e:
         parse(["conv", "-F", "2", flag] if flag != "-F" else ["conv", flag])
     assert str(e.value).startswith(f"{flag} <missing>: missing value")
+
+
+@pytest.mark.parametrize("axis,size,culprit,value", [
+    ("Ho", "-H", "-y", "2147483647"), ("Ho", "-H", "-l", "2147483647"), ("Ho", "-H", "-y", "9"),
+    ("Wo", "-W", "-x", "2147483647"), ("Wo", "-W", "-j", "2147483647"), ("Wo", "-W", "--fil_w", "20"),
+    ("Ho", "-H", "--dilation_h", "5"),
+    ("Do", "-!", "-@", "2147483647"), ("Do", "-!", "-^", "2147483647"),
+])
+def test_a_derived_size_below_one_names_every_flag_that_made_it(axis, size, culprit, value):
+    dims = "-_ 3 -! 8 -@ 3" if axis == "Do" else ""
+    e = err(f"conv -F 2 -H 8 -W 8 -y 3 -x 3 {dims} {culprit} {value}")
+    msg = str(e)
+    assert e.flag == size and f"derived {axis}=" in msg
+    assert msg.startswith(f"{size} 8 with ") and f"{culprit} {value}" in msg.split(":")[0]
+    assert "allowed: " in msg and "'" not in msg.split(":")[0]
+    # every flag of the formula, as the user spelled it or by its short form
+    flags = {"Ho": ("-y", "-p", "-u", "-l"), "Wo": ("-x", "-q", "-v", "-j"), "Do": ("-@", "-$", "-#", "-^")}[axis]
+    for flag in flags:
+        assert f"{flag} " in msg or culprit.startswith("--")
+
+
+@pytest.mark.parametrize("line,pad", [("conv -F 2 -H 2 -W 8 -y 9 -x 3 -u 4 --pad_mode same", "pad 3 (from --pad_mode same)"),
+                                      ("conv -F 2 -H 2 -W 8 -y 9 -x 3 -u 4 -p 2 --pad_mode valid",
+                                       "pad 0 (from --pad_mode valid)")])
+def test_a_derived_size_error_says_where_a_pad_mode_pad_came_from(line, pad):
+    e = err(line)
+    assert str(e).startswith(f"-H 2 with -y 9, {pad}, -u 4, -l 1: derived Ho=")

@@ -602,3 +602,57 @@ def test_vectorization_and_gpualloc_in_batch_and_accepted_forms(capsys, tmp_path
     rows = out[2:-1]
     assert status == 1 and "error" in rows[0] and "-Z 1" in rows[0] and "error" in rows[1] and "-G 1" in rows[1]
     assert rows[2].split()[-1] == "ok" and rows[3].split()[-1] == "ok"
+
+
+@pytest.mark.parametrize("mode", ["run", "tune", "batch", "campaign"])
+@pytest.mark.parametrize("value", [v for v in BAD_TIMEOUTS if v])
+def test_startup_timeout_variable_is_checked_like_the_timeout(capsys, monkeypatch, tmp_path, no_workers, mode, value):
+    monkeypatch.setenv(workers.STARTUP_ENV, value)
+    args = mode_args("tune" if mode == "campaign" else mode, tmp_path)
+    if mode == "campaign":
+        args += ["--gpus", "1"]
+    for extra in ([], ["--timeout", "5"]):       # read whether or not --timeout is given
+        status, out, err = run(capsys, *args, *extra)
+        assert status == 2 and out == []
+        one_line(err, f"{workers.STARTUP_ENV}={value}: allowed: a finite number of seconds > 0")
+
+
+def test_startup_timeout_accepted_values(monkeypatch):
+    monkeypatch.delenv(workers.STARTUP_ENV, raising=False)
+    assert workers.startup_timeout() == workers.STARTUP_TIMEOUT_S
+    monkeypatch.setenv(workers.STARTUP_ENV, "0.5")
+    assert workers.startup_timeout() == 0.5 and workers.job_timeout(7.0) == 7.0
+
+
+# ================================================================ counts: 32-bit ints, checked up front
+COUNT_OPTIONS = [("run", "--warmup", 0), ("tune", "--warmup", 0), ("campaign", "--warmup", 0),
+                 ("batch", "--warmup", 0), ("batch", "--batch-size", 1), ("batch", "--iters", 1)]
+
+
+@pytest.mark.parametrize("mode,flag,low", COUNT_OPTIONS)
+@pytest.mark.parametrize("value", ["99999999999", "2147483648", "-1", "0"])
+def test_count_options_are_c_ints_refused_up_front(capsys, tmp_path, no_workers, mode, flag, low, value):
+    if low <= int(value) <= 2**31 - 1:
+        pytest.skip("a valid count (0 warm-up launches)")
+    args = mode_args("tune" if mode == "campaign" else mode, tmp_path)
+    if mode == "campaign":
+        args += ["--gpus", "1"]
+    status, out, err = run(capsys, *args, flag, value)
+    assert status == 2 and out == []
+    one_line(err, f"{flag} {value}: allowed: an integer from {low} to 2147483647")
+
+
+@pytest.mark.parametrize("mode,flag,low", COUNT_OPTIONS)
+def test_count_options_are_checked_through_the_python_entry_points_too(tmp_path, no_workers, mode, flag, low):
+    from driver.batch_cmd import BatchOptions, batch_file as run_batch
+    from driver.campaign import CampaignOptions, run_campaign
+    from driver.options import UserError
+    from driver.run_cmd import RunOptions, run_line
+    from driver.tune_cmd import TuneOptions, tune_line
+    name = flag[2:].replace("-", "_")
+    calls = {"run": lambda: run_line(SMALL.split(), RunOptions(backend="cpu", **{name: 2**31})),
+             "tune": lambda: tune_line(SMALL.split(), TuneOptions(backend="cpu", **{name: 2**31})),
+             "campaign": lambda: run_campaign(CampaignOptions(line=SMALL.split(), backend="cpu", **{name: 2**31})),
+             "batch": lambda: run_batch(str(batch_file(tmp_path, SMALL)), BatchOptions(backend="cpu", **{name: 2**31}))}
+    with pytest.raises(UserError, match=f"{flag} {2**31}: allowed: an integer from {low} to 2147483647"):
+        calls[mode]()

@@ -205,3 +205,60 @@ def test_a_perfdb_on_read_only_storage_can_be_read(capsys, tmp_path, monkeypatch
     assert status == 0 and err == [] and out == [f"cpu {XKEY} {SOLVER_NAME} {TUNED} 1.000000 ms"]
     status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", str(db))
     assert status == 0 and any(l.startswith(f"Using perf-db config {TUNED}") for l in out)
+
+
+# ------------------------------------------------------------------ archs and counts nothing can use
+BAD_ARCHS = ["bogus", "sm_90a", "gfx908", "GFX942", "cpu@cpu", "bogus@cpu", "gfx942@gpu"]
+
+
+@pytest.mark.parametrize("arch", BAD_ARCHS)
+@pytest.mark.parametrize("cmd", ["import", "export", "list"])
+def test_perfdb_refuses_an_arch_no_run_reads(capsys, tmp_path, arch, cmd):
+    db = tmp_path / "db.sqlite"
+    good = records_file(tmp_path, f"{KEY}={SOLVER_NAME}:{TUNED}\n")
+    args = {"import": ["import", good], "export": ["export"], "list": ["list"]}[cmd]
+    status, out, err = run(capsys, "perfdb", *args, "--arch", arch, "--perfdb", str(db))
+    assert status == 2 and out == [] and len(err) == 1, (out, err)
+    assert err[0].startswith(f"dgrad-driver: error: --arch '{arch}': ") and "allowed: cpu, gfx90a" in err[0]
+    assert not db.exists() or not PerfDb(str(db)).records()           # nothing filed
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "sm_90", "cpu", "sm_90@cpu", "gfx950@cpu"])
+def test_perfdb_import_takes_every_arch_a_run_reads(capsys, tmp_path, arch):
+    db = str(tmp_path / "db.sqlite")
+    status, _, err = run(capsys, "perfdb", "import", records_file(tmp_path, f"{KEY}={SOLVER_NAME}:{TUNED}\n"),
+                         "--arch", arch, "--perfdb", db)
+    assert status == 0, err
+    with PerfDb(db) as d:
+        assert [r.arch for r in d.records()] == [arch]
+
+
+def test_perfdb_export_and_list_still_reach_records_of_an_old_arch(capsys, tmp_path):
+    """Records filed before archs were checked stay reachable by their arch."""
+    db = str(tmp_path / "db.sqlite")
+    with PerfDb(db) as d:
+        d.update(XKEY, "gfx908", SOLVER_NAME, TUNED, 1.0)
+    status, out, _ = run(capsys, "perfdb", "export", "--arch", "gfx908", "--perfdb", db)
+    assert status == 0 and out == [f"{XKEY}={SOLVER_NAME}:{TUNED}"]
+    status, out, _ = run(capsys, "perfdb", "list", "--arch", "gfx908", "--perfdb", db)
+    assert status == 0 and len(out) == 1
+
+
+@pytest.mark.parametrize("arch", BAD_ARCHS[:4] + ["sm_90", "cpu", "", "gfx942 "])
+def test_perfdb_name_refuses_what_is_not_an_amd_arch(capsys, arch):
+    status, out, err = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "304")
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith("dgrad-driver: error: --arch ") and "allowed: gfx90a, gfx942, gfx950" in err[0]
+
+
+@pytest.mark.parametrize("cus", ["0", "-1", "2147483648", "99999999999"])
+def test_perfdb_name_refuses_a_cu_count_out_of_range(capsys, cus):
+    status, out, err = run(capsys, "perfdb", "name", "--arch", "gfx942", "--cus", cus)
+    assert status == 2 and out == [] and err == [f"dgrad-driver: error: --cus {cus}: allowed: an integer from 1 "
+                                                 f"to 2147483647"]
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a:sramecc+:xnack-", "gfx950"])
+def test_perfdb_name_takes_amd_archs_with_features(capsys, arch):
+    status, out, _ = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "2147483647")
+    assert status == 0 and out[0].endswith(".udb")

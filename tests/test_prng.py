@@ -170,3 +170,14 @@ def test_given_tensors_draw_no_numbers():
 def test_rejects_unsupported_dtype():
     with pytest.raises(ValueError):
         prng.generate_inputs(ConvProblem(N=1, C=1, Hi=3, Wi=3, K=1, Y=1, X=1, dtype="int8"))
+
+
+@pytest.mark.parametrize("raw,why", [("abc", "not an integer"), ("1_000", "not an integer"), ("１２", "not an integer"),
+                                     ("1.5", "not an integer"), ("-1", "negative"), (str(2**32), "out of range"),
+                                     ("9" * 5000, "out of range")])
+def test_bad_seeds_say_what_is_allowed(raw, why):
+    with pytest.raises(ValueError) as info:
+        prng.resolve_seed({prng.SEED_ENV: raw})
+    msg = str(info.value)
+    assert msg.startswith(f"{prng.SEED_ENV}=") and f": {why}; allowed: an integer from 0 " in msg
+    assert msg.endswith(f"to {2**32 - 1}") and len(msg) < 200

@@ -79,7 +79,13 @@ def test_config_matches_python(label, cmd, codes, arch):
     assert r.exit_code == 0 and doc["source"] == "default"
     launch = launch_problem(dc.problem)                  # one launch of a split batch
     spec = launch_spec(launch, t, SOLVER.get_default_performance_config(dc.problem, t))
-    assert doc["kernel_name"] == spec.kernel_name and doc["spec"] == spec.as_dict()
+    sol = SOLVER.find_solution(dc.problem, t, perfdb=None, resolve_split_k=False)
+    assert doc["kernel_name"] == sol.kernel_name                  # +transpose_* for NCHW tensors
+    assert doc["workspace_bytes"] == doc["launch"]["workspace_bytes"] == sol.workspace_bytes
+    want = spec.as_dict()
+    want["kernel_workspace_bytes"] = want.pop("workspace_bytes")  # the NHWC kernel's own share
+    assert doc["spec"] == want
+    assert doc["layout_transforms"] == sol.as_dict()["layout_transforms"]
     assert doc["launch"]["grid"] == list(spec.grid)      # G along y for GEMM kernels; direct: x only
     assert doc["split_n"] == {"images": dc.problem.N, "images_per_launch": launch.N,
                               "launches": dc.problem.N // launch.N}
@@ -160,6 +166,8 @@ def test_config_invalid_and_malformed_perf_config():
     bad = run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "64,64,32,2,2,32,32,0,0,0,1,1,2"])
     assert bad.exit_code == 1 and "transposing LDS fragment read" in bad.stdout   # k-outer on gfx942
     msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "1,2,x"]))
+    assert "field tile_k='x' is not an integer; expected 13" in msg
+    msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "1,2,3"]))
     assert "has 3 fields; expected 13" in msg
 
 
@@ -263,7 +271,7 @@ def test_solution_flag_is_checked_like_a_run(cmd, value, ok):
         assert r.exit_code in (0, 1)
     else:
         err = one_line_error(r)
-        assert f"-S {value}: not a solution of this solver" in err
+        assert f"-S '{value}': not a solution of this solver" in err
 
 
 def test_config_names_the_config_the_solver_refused():

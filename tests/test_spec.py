@@ -82,7 +82,8 @@ def test_round_trip(values, schedule):
     ("128,128,32,2,2,64,64,0,0,0,1,-1,3,0,9", "has 15 fields"),
     ("128,128,32,2,2,64,64,0,0,0,one,-1,3", "split_k='one' is not an integer"),
     ("128,128,32,2,2,64,64,0,0,0,1,,3", "lds_k_outer='' is not an integer"),
-    ("128;128;32", "has 1 fields"),
+    ("128;128;32", "tile_m='128;128;32' is not an integer; expected 13 or 14 comma-separated integers"),
+    ("abc", "tile_m='abc' is not an integer"),         # a field that is no number is named, not counted
     ("1.5,128,32,2,2,64,64,0,0,0,1,-1,3", "tile_m='1.5'"),
 ])
 def test_parse_errors_name_the_problem(text, match):

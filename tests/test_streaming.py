@@ -188,3 +188,92 @@ def test_ctrl_c_keeps_the_rows_already_printed(tmp_path, mode):
     row = [x for x in out if wanted(x)]
     assert len(row) == 1 and (row[0].split()[-1] == "ok" if mode == "batch" else " ms (median " in row[0])
     assert not any(x.startswith("Summary:") or x.startswith("Timed 2 configs") for x in out)
+
+
+# ------------------------------------------------------------------ a plain run's header
+RUN_FORMS = {"time_and_verify": f"-t 1 -V 1 {NHWC}", "time_only": f"-t 1 -V 0 {NHWC}",
+             "verify_only": f"-t 0 -V 1 {NHWC}", "immediate": f"-t 1 -V 1 -S 0 {NHWC}", "nchw": "-t 1 -V 1"}
+
+
+@pytest.fixture
+def run_events(events, monkeypatch):
+    """:func:`events` with the records a plain run reads (a full verdict, the worker's pid)."""
+    def run(self, job):
+        events.append(("job", job.role, job.solution["spec"]["problem"]["N"], job.perf_config))
+        if job.role == "timing":
+            return workers.WorkerResult(ok=True, record={"times_ms": [0.5, 0.25, 0.25], "compile_ms": 0.0,
+                                                         "method": "wall", "wall_ms": 0.3})
+        verdict = {"ok": True, "error": 1e-6, "tolerance": 0.082, "elements": 1, "nonfinite": 0, "max_abs_diff": 0.0}
+        return workers.WorkerResult(ok=True, record={"verdict": verdict, "reference": "CPU", "pid": 1, "dumps": []})
+    monkeypatch.setattr(workers.Worker, "run", run)
+    return events
+
+
+@pytest.mark.parametrize("form", sorted(RUN_FORMS))
+def test_a_runs_header_is_emitted_before_any_worker_starts(run_events, form):
+    from driver.run_cmd import RunOptions, run_line
+    events = run_events
+    tokens = (line(2).replace("-t 1 ", "").replace(NHWC, "") + " " + RUN_FORMS[form]).split()
+    status, rest = run_line(tokens, RunOptions(backend="cpu", use_perfdb=False),
+                            emit=lambda text: events.append(("line", text)))
+    assert status == 0
+    first_job = next(i for i, e in enumerate(events) if e[0] == "job")
+    said = [e[1] for e in events[:first_job]]
+    assert all(e[0] == "job" for e in events[first_job:])                # nothing emitted once workers run
+    assert said[0].startswith("MIOpenDriver convfp16") and said[1].startswith("PRNG seed: ")
+    if "-t 1" in RUN_FORMS[form]:
+        assert said[2].startswith("Timestamp: ")
+    if form == "nchw":
+        assert any(x.startswith("Layout: ") for x in said)
+    assert not any(x.startswith(("GPU Kernel Time", "Backward Convolution Data", "stats:")) for x in said)
+    events.clear()                      # without emit: the same lines, in the same order
+    status, whole = run_line(tokens, RunOptions(backend="cpu", use_perfdb=False))
+    assert whole == said + rest
+
+
+def test_a_run_that_fails_its_checks_emits_nothing(events, tmp_path):
+    from driver.options import UserError
+    from driver.run_cmd import RunOptions, run_line
+    tokens = line(2).split() + ["-D", str(tmp_path / "missing.bin")]
+    with pytest.raises(UserError):
+        run_line(tokens, RunOptions(backend="cpu"), emit=lambda text: events.append(("line", text)))
+    assert events == []
+
+
+def test_compile_only_emits_the_header_before_compiling(monkeypatch, no_workers):
+    from driver import run_cmd
+    said = []
+
+    def fake_compile(solution):
+        said.append("compiling")
+        return 0, ["Kernel: k"], {}
+    monkeypatch.setattr(workers, "gpu_device_nodes", lambda: [])
+    monkeypatch.setattr(run_cmd, "compile_only", fake_compile)
+    status, rest = run_cmd.run_line(line(2).split(), run_cmd.RunOptions(arch="gfx942", use_perfdb=False),
+                                    emit=said.append)
+    assert status == 0 and said[0].startswith("MIOpenDriver ") and said[-1] == "compiling" and rest == ["Kernel: k"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_killed_run_keeps_its_header(tmp_path, sig):
+    """The timing worker hangs; the header lines have reached the pipe, and stay after
+    Ctrl-C (exit 130) or SIGTERM."""
+    env = dict(os.environ, PYTHONPATH=ROOT, DGRAD_WORKER_PRELOAD=FAULTS, DGRAD_TEST_FAULT="hang",
+               DGRAD_TEST_FAULT_IN="time", **{PERFDB_ENV: str(tmp_path / "p.sqlite")})
+    proc = subprocess.Popen([sys.executable, "-m", "driver", *line(1).split(), "--backend", "cpu"], env=env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        head = [proc.stdout.readline().rstrip("\n") for _ in range(3)]     # they arrive while the worker hangs
+        assert head[0].startswith("MIOpenDriver convfp16"), (head, proc.poll())
+        assert head[1].startswith("PRNG seed: ") and head[2].startswith("Timestamp: "), head
+        proc.send_signal(sig)
+        out = proc.stdout.read()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    lines = head + out.splitlines()
+    assert not any(x.startswith("GPU Kernel Time") for x in lines)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130

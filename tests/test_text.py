@@ -86,3 +86,13 @@ def test_cut_values_sees_two_short_quoted_values_not_one_long_one():
     assert cut_values(m) == m
     long = "x" * 500
     assert cut_values(f"--perf-config '{long}': bad") == f"--perf-config '{'x' * 60}... (500 characters)': bad"
+
+
+@pytest.mark.parametrize("raw,want", [
+    ("failed to dlopen 'b'libamdhip64.so'': b'libamdhip64.so: cannot open shared object file'",
+     "failed to dlopen 'libamdhip64.so': libamdhip64.so: cannot open shared object file"),
+    ('x b"y" z', "x y z"), ("bob's thing's", "bob's thing's"), ("plain 'quoted'", "plain 'quoted'"),
+])
+def test_bytes_reprs_read_as_text(raw, want):
+    from miopen_solver.text import without_bytes_reprs
+    assert without_bytes_reprs(raw) == want
