@@ -30,6 +30,7 @@ not applicable (:func:`memory_order` returns None for them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import gcd
 
 from .config import KernelSchedule
 from .problem import ConvProblem, same_memory
@@ -82,12 +83,17 @@ def writes_nchw_dx(spec) -> bool:
 
 def nchw_dx_rule(problem: ConvProblem, schedule: KernelSchedule, split_k: int) -> bool:
     """The one rule deciding that a kernel stores dX NCHW: the launch problem's dX is NCHW
-    in memory, ``schedule`` is in :data:`NCHW_DX_SCHEDULES`, and with split-K (> 1) on a
+    in memory, ``schedule`` is in :data:`NCHW_DX_SCHEDULES`, consecutive GEMM rows of every
+    sub-GEMM are consecutive dX columns (``sW / gcd(sW, dW) == 1``: the stores along W
+    coalesce; with a W-stride of 2 or more they scatter, and the 1x1 stride-2 ResNet-50 line
+    ran 16% slower than through the dX transform on the H200), and with split-K (> 1) on a
     16-bit type ``Hi*Wi`` is even (each element is added as half of a 4-byte-aligned packed
-    pair whose other half gets +0; the pair must stay inside dX). ``dgrad.cu``'s ``nchw_dx``
-    section asserts the same."""
+    pair whose other half gets +0; the pair must stay inside dX; ``dgrad.cu``'s ``nchw_dx``
+    section asserts this one, the others are choices, not limits of the kernel)."""
     p = problem
     if p.is_3d or schedule not in NCHW_DX_SCHEDULES or memory_order(p, "dX") != "NCHW":
+        return False
+    if p.sW // gcd(p.sW, p.dW) != 1:
         return False
     return split_k == 1 or p.elem_bytes == 4 or (p.Hi * p.Wi) % 2 == 0
 

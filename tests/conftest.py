@@ -69,8 +69,8 @@ NCHW_PW_LINES = [
     "convfp16 -n 32 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1",
     "convbfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1",
     "convfp16 -n 32 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1",
-    "convfp16 -n 32 -c 2048 -H 7 -W 7 -k 512 -y 1 -x 1",        # P = 49: one-element pixel vectors
-    "conv -n 8 -c 33 -H 7 -W 9 -k 17 -y 1 -x 1",                 # odd channels, fp32
+    "convfp16 -n 32 -c 2048 -H 7 -W 8 -k 512 -y 1 -x 1",        # P = 56: 8-element pixel vectors
+    "conv -n 8 -c 33 -H 7 -W 8 -k 17 -y 1 -x 1",                 # odd channels, fp32
     "convbfp16 -n 4 -c 96 -H 14 -W 14 -k 192 -y 1 -x 1 -g 3",    # groups
 ]
 """All-NCHW 1x1 lines whose default kernels (the nchw-pointwise GEMMs) the compile tests build."""

@@ -244,14 +244,14 @@ def test_tiny_fp16_record_against_a_hand_oracle():
 
 def test_golden_records_hold_hand_checked_facts():
     # MIOpen#1495: 1x1 stride 2 on 2x2 -> Ho = Wo = 1; NCHW by default. dY (H=W=1) and the
-    # 1x1 W have NHWC bytes; dX (NCHW) is stored NCHW by the kernel (with zero-fill blocks for
-    # the pixels no sub-GEMM covers): no transform, no workspace.
+    # 1x1 W have NHWC bytes; dX (NCHW, W-stride 2: the kernel's NCHW stores would scatter) goes
+    # through the workspace: 256 x 2048 x 2 x 2 fp32 = 8 MiB.
     e = BY_ID["miopen1495_1x1_s2_hw2"].expect
     assert e["problem_key"] == "1024-1-1-1x1-2048-2-2-256-0x0-2x2-1x1-0-NCHW-FP32-B"
     for a in fx.GOLDEN_TARGETS:
         t = e["targets"][a]
-        assert t["applicable"] and t["kernel_name"].endswith("_zfb_dxnchw_n256c2048h2w2k1024y1x1p0x0s2x2d1x1g1")
-        assert t.get("workspace_bytes", 0) == 0
+        assert t["applicable"] and t["kernel_name"].endswith("_zfb_n256c2048h2w2k1024y1x1p0x0s2x2d1x1g1+transpose_dx")
+        assert t["workspace_bytes"] == 256 * 2048 * 2 * 2 * 4
     assert e["numerics"]["ok"]
     assert e["numerics"]["command"].startswith("conv -n 2 -c 2048 -H 2 -W 2 -k 1024 ")
     # > 4 GB gtest shape: 2048*512*1024 fp32 elements of dX, 2 MiB an image: 1023 images fit
@@ -263,11 +263,11 @@ def test_golden_records_hold_hand_checked_facts():
     e = BY_ID["cov_one_image_over_2gb_fp32"].expect
     assert all(e["targets"][a]["reasons"] == ["INDEX_OVERFLOW"] for a in fx.GOLDEN_TARGETS)
     # Mixed layouts (perf-model lines that set only --out_layout NHWC: dX and W NCHW): W
-    # (512 x 512 x 3 x 3 fp16) through the workspace; dX stored NCHW by the wgmma kernel.
+    # (512 x 512 x 3 x 3 fp16) and dX (256 x 512 x 15 x 15 fp16; stride 2) through the workspace.
     e = BY_ID["resnet50v15_fp16_l115_3x3_s2_p0x0_c512k512_15_outnhwc"].expect
     t = e["targets"]["sm_90"]
-    assert t["applicable"] and t["kernel_name"].endswith("_dxnchw_n256c512h15w15k512y3x3p0x0s2x2d1x1g1+transpose_w")
-    assert e["numerics"]["ok"] and t["workspace_bytes"] == 512 * 512 * 9 * 2
+    assert t["applicable"] and t["kernel_name"].endswith("_n256c512h15w15k512y3x3p0x0s2x2d1x1g1+transpose_w_dx")
+    assert e["numerics"]["ok"] and t["workspace_bytes"] == 512 * 512 * 9 * 2 + 256 * 512 * 15 * 15 * 2
     # Depthwise NHWC: applicable; on gfx942 with the DEPTHWISE note (GEMMs), on sm_90 the
     # direct schedule (no note).
     e = BY_ID["nhwc_mobilenet_fp32_3x3_dw_c32k32_112"].expect

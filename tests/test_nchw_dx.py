@@ -12,6 +12,7 @@ are ``tests/test_gpu.py -k nchw_dx``.
 from __future__ import annotations
 
 import itertools
+from math import gcd
 import shutil
 
 import numpy as np
@@ -99,14 +100,14 @@ def test_the_launch_problem_keeps_dx_order():
 def test_spec_name_vectors_and_source():
     """One element per store (vec_c 1, zero_vector 1), a ``_dxnchw`` name, the nchw_dx
     sections and define in the source; the NHWC kernel's source has none of them."""
-    p = _p("-n 2 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -u 2 -v 2")          # 1x1 stride 2: zero-fill blocks
+    p = _p("-n 2 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -u 2 -v 1")          # 1x1 stride 2: zero-fill blocks
     spec = make_spec(ap.launch_problem(p), SM90, PerfConfig.parse(WARP_MMA))
     nhwc = make_spec(ap.launch_problem(p.replace(in_layout="NHWC")), SM90, PerfConfig.parse(WARP_MMA))
     assert spec.nchw_dx and not nhwc.nchw_dx and spec.zero_fill == "blocks"
     assert (spec.vec_c, spec.zero_vector, nhwc.vec_c, nhwc.zero_vector) == (1, 1, 8, 8)
     # zero-fill blocks: one element per thread and step over N*Hi*Wi*C = 2*14*14*64 = 25088 / 128 threads
     assert (spec.threads, spec.zero_fill_blocks) == (128, 196)
-    assert spec.kernel_name.endswith("_tilde1_zfb_dxnchw_n2c64h14w14k64y1x1p0x0s2x2d1x1g1")
+    assert spec.kernel_name.endswith("_tilde1_zfb_dxnchw_n2c64h14w14k64y1x1p0x0s2x1d1x1g1")
     assert "_v8v8v1_" in spec.kernel_name and "_v8v8v8_" in nhwc.kernel_name
     text, plain = spec.emit().text, nhwc.emit().text
     assert "#define DG_DX_NCHW 1" in text and "dg_nchw_offset" in text and "// #" not in text
@@ -140,7 +141,7 @@ LINES = [
     ("-n 3 -c 8 -H 5 -W 6 -k 12 -y 1 -x 1", "bf16"),                              # pointwise
     ("-n 2 -c 6 -H 5 -W 6 -k 12 -y 3 -x 2 -p 1 -q 0 -g 2", "fp32"),               # grouped
     ("-n 2 -c 34 -H 5 -W 8 -k 18 -y 2 -x 3 -p 1 -q 1 -l 2 -j 1", "fp16"),        # odd cpg, dilation
-    ("-n 2 -c 16 -H 9 -W 8 -k 8 -y 1 -x 1 -u 2 -v 2", "fp16"),                    # 1x1 stride 2: zero-fill blocks
+    ("-n 2 -c 16 -H 9 -W 8 -k 8 -y 1 -x 1 -u 2 -v 1", "fp16"),                    # 1x1 stride 2: zero-fill blocks
     ("-n 2 -c 16 -H 9 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 2 -j 2", "bf16"),  # gcd(s, d) = 2: zero-fill blocks
 ]
 CONFIGS = [WARP_MMA, WARP_MMA_SK3, WGMMA, WGMMA_SK2, PERSISTENT]
@@ -161,8 +162,8 @@ def test_every_layout_combination_and_schedule(tmp_path, line, dtype, cfg, combo
         assert dtype == "fp32" and "fp16 or bf16" in str(e), e
         pytest.skip(str(e))
     dx_nchw = combo[0] == "NCHW"
-    want = dx_nchw and sol.schedule is not KernelSchedule.WGMMA_PERSISTENT and \
-        (sol.spec.split_k == 1 or dtype == "fp32" or p.Hi * p.Wi % 2 == 0)
+    want = dx_nchw and sol.schedule is not KernelSchedule.WGMMA_PERSISTENT and p.sW // gcd(p.sW, p.dW) == 1 \
+        and (sol.spec.split_k == 1 or dtype == "fp32" or p.Hi * p.Wi % 2 == 0)
     assert sol.spec.nchw_dx is want
     assert ("_dxnchw" in sol.kernel_name) is want
     assert ("dX" in [t.tensor for t in sol.transforms]) is (dx_nchw and not want)
@@ -177,7 +178,7 @@ def test_every_layout_combination_and_schedule(tmp_path, line, dtype, cfg, combo
 def test_split_n_three_chunks_store_nchw_at_their_offsets(monkeypatch, tmp_path, cfg):
     """Three launches, each with the user's dX pointer offset by its images (an image of an
     NCHW dX is C*Hi*Wi contiguous elements); split-K's memset clears each chunk's images."""
-    p = _p("-n 6 -c 16 -H 6 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2", "bf16")   # W 1152 bytes
+    p = _p("-n 6 -c 16 -H 6 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1", "bf16")   # W 1152 bytes
     img = 16 * 6 * 5 * 2
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * img)
     sol = SOLVER.find_solution(p, SM90, perf_config=cfg)
@@ -219,7 +220,7 @@ BUILD_CASES = [   # (line, dtype, config)
     ("-n 2 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", "fp16", "128,64,32,2,2,64,32,0,0,0,1,-1,3"),
     ("-n 2 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1", "fp16", WARP_MMA_SK3),
     ("-n 2 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1", "fp32", FP32[WARP_MMA_SK3]),
-    ("-n 2 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -u 2 -v 2", "bf16", WARP_MMA),          # zero-fill blocks
+    ("-n 2 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -u 2 -v 1", "bf16", WARP_MMA),          # zero-fill blocks
 ]
 WG_BUILD_CASES = [
     ("-n 2 -c 128 -H 20 -W 20 -k 128 -y 3 -x 3 -p 1 -q 1", "fp16", WGMMA),
@@ -250,7 +251,7 @@ AMD_BUILD_CASES = [   # (line, dtype, split-K setting) on the default config
     ("-n 2 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", "fp16", None),
     ("-n 2 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1", "fp16", 4),
     ("-n 2 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1", "fp32", 4),
-    ("-n 2 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -u 2 -v 2", "bf16", None),          # zero-fill blocks
+    ("-n 2 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -u 2 -v 1", "bf16", None),          # zero-fill blocks
 ]
 
 

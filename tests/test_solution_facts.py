@@ -25,7 +25,7 @@ from miopen_solver.target import get_target
 BASE = "conv -n 2 -c 8 -H 6 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
 LAYOUTS = {
     "nchw": "",                                                              # MIOpen's default
-    "mixed": " --in_layout NCHW --out_layout NHWC --fil_layout NHWC",
+    "mixed": " --in_layout NHWC --out_layout NCHW --fil_layout NHWC",    # dY NCHW: transposed
     "nhwc": " --in_layout NHWC --out_layout NHWC --fil_layout NHWC",
 }
 
