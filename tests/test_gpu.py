@@ -304,12 +304,7 @@ def test_split_n_forced_chunks_verify(engine, monkeypatch, line, cfg):
     except PerfConfigError as e:
         pytest.skip(f"{cfg} not valid on {engine.target.arch}: {e}")
     assert sol.n_chunks == 3
-    dy, w = _inputs(p, np.random.default_rng(11))
-    dx = engine.run(sol, dy, w)
-    v = verify(p, dx, dgrad_reference(p, dy, w))
-    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
-    assert len(engine.time(sol, dy, w, iters=2).times_ms) == 2
-    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+    _verify_and_time(engine, sol, seed=11)
 
 
 # NCHW and mixed layouts (issue 16): the user's bytes are uploaded as they lie, transposed
@@ -339,6 +334,14 @@ def test_nchw_and_mixed_layouts_verify(engine, line, dtype, combo):
               f"--fil_layout {combo[2]}".split()).problem
     sol = DgradSolver().find_solution(p, engine.target)
     dy, w = _verify_solution(engine, sol)
+    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+
+
+def _verify_and_time(engine, sol, seed):
+    """:func:`_verify_solution`, then two plain timed runs and a two-launch graph (every
+    chunk and transform of a run in each)."""
+    dy, w = _verify_solution(engine, sol, seed)
+    assert len(engine.time(sol, dy, w, iters=2).times_ms) == 2
     assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
 
 
@@ -504,20 +507,12 @@ def test_nchw_dx_split_n_forced_chunks_verify(engine, monkeypatch, cfg):
     """Three launches, each storing its images of the user's NCHW dX at its offset; timed
     plainly and through one graph."""
     from miopen_solver import applicability as ap
-    from miopen_solver import layouts
     p = parse("convbfp16 -n 6 -c 64 -H 14 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem   # all NCHW
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * p.dx_elems // p.N * p.elem_bytes)
     p, sol = _nchw_dx_solution(engine, "-n 6 -c 64 -H 14 -W 12 -k 16 -y 3 -x 3 -p 1 -q 1", "bf16",
                                ("NCHW", "NCHW", "NCHW"), cfg)
     assert sol.n_chunks == 3 and sol.spec.nchw_dx is (sol.schedule is not KernelSchedule.WGMMA_PERSISTENT)
-    rng = np.random.default_rng(29)
-    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(storage_dtype(p.dtype))
-    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(storage_dtype(p.dtype))
-    dx = engine.run(sol, dy, w)
-    v = verify(p, dx, dgrad_reference(p, dy, w))
-    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
-    assert len(engine.time(sol, dy, w, iters=2).times_ms) == 2
-    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+    _verify_and_time(engine, sol, seed=29)
 
 
 # ------------------------------------------------------------------ NCHW pointwise (issue 16)
