@@ -554,7 +554,8 @@ class PerfDb:
                 conn, has_table = self._setup(conn, create=False)  # another schema is refused here
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    conn.execute("DELETE FROM perf_db WHERE 0" if has_table else _SCHEMA)
+                    for q in ["DELETE FROM perf_db WHERE 0"] if has_table else miopen_db.create_sql():
+                        conn.execute(q)         # a write the rollback undoes
                 finally:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")

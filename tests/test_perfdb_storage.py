@@ -197,3 +197,43 @@ def test_a_run_warns_about_a_record_of_the_wrong_type_and_uses_the_default(capsy
     assert why in err[0] and err[0].endswith("using the default config")
     status, out, _ = run_cli(capsys, "config", *LINE.split(), "--arch", "cpu", "--perfdb", db)
     assert status == 0 and DEFAULT in " ".join(out)
+
+
+def test_write_check_refuses_another_database(tmp_path):
+    """An SQLite file with other tables and no perf_db is someone else's database: refused
+    by the check (one reason), not written."""
+    path = tmp_path / "p.udb"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (x TEXT)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(PerfDbError, match="wrong schema: an SQLite database without a perf_db table"):
+        with PerfDb(path) as d:
+            d.check(write=True)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("contents", ["empty file", "sqlite without tables"])
+def test_write_check_of_a_file_without_the_perf_db_table(tmp_path, contents):
+    """An existing file that holds no table yet (an empty file, a fresh sqlite file) passes
+    the write check (the schema is created and rolled back: this path raised NameError
+    before) and then takes a record; the check itself leaves nothing behind."""
+    path = tmp_path / "p.udb"
+    if contents == "empty file":
+        path.write_bytes(b"")
+    else:
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA user_version = 1")         # a real, table-less database file
+        conn.commit()
+        conn.close()
+    with PerfDb(path) as d:
+        d.check(write=True)
+    conn = sqlite3.connect(path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    conn.close()
+    assert "perf_db" not in tables                       # the check wrote nothing
+    key = parse("convfp16 -n 2 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem.problem_key()
+    with PerfDb(path) as d:
+        d.update(key, "sm_90", SOLVER_NAME, "64,64,32,2,2,32,32,0,0,0,1,-1,2", 0.5)
+        assert d.get(key, "sm_90", SOLVER_NAME).time_ms == 0.5
