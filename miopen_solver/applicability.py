@@ -240,10 +240,10 @@ def batch_chunks(problem: ConvProblem) -> tuple:
 def launch_problem(problem: ConvProblem) -> ConvProblem:
     """The problem one kernel launch computes: ``problem`` with N cut to
     :func:`chunk_images`, in its own layouts (the NCHW pointwise schedules read NCHW dY and
-    dX in place; every other schedule's spec holds the all-NHWC problem,
-    :func:`~miopen_solver.transpose.native_problem`, and NCHW tensors are transposed around
-    the launch). Configs, specs and kernels are those of this problem; the perf-db key stays
-    the whole problem's."""
+    dX in place; every other schedule's spec holds
+    :func:`~miopen_solver.transpose.native_problem`, dY and W NHWC, and NCHW tensors are
+    transposed around the launch: see :mod:`miopen_solver.transpose`). Configs, specs and
+    kernels are those of this problem; the perf-db key stays the whole problem's."""
     n = chunk_images(problem)
     return problem if n == problem.N else problem.replace(N=n)
 

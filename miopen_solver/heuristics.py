@@ -209,8 +209,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
     NCHW in memory: :func:`nchw_pw_config`, no dY/dX transposes) where its pixel vectors
     are at least :data:`NCHW_PW_MIN_VECTOR_BYTES` wide; every other choice is made
-    on the all-NHWC problem (:func:`~miopen_solver.transpose.native_problem`: the kernel
-    between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
+    on the problem with dY and W NHWC (:func:`~miopen_solver.transpose.native_problem`: the
+    kernel between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
@@ -371,8 +371,9 @@ def _nchw_pw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) ->
 SEARCH_SPACES = (_nchw_pw_candidates, _direct_candidates, _patch_candidates, _warpgroup_candidates,
                  _warp_mma_candidates)
 """Each schedule family's candidate generator, fastest family first. The NCHW pointwise one
-sees the problem in its own layouts, the others the all-NHWC problem their kernel runs
-between the layout transforms."""
+sees the problem in its own layouts, the others the problem with dY and W NHWC
+(:func:`~miopen_solver.transpose.native_problem`) their kernel runs between the layout
+transforms."""
 
 
 def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:

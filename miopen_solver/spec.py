@@ -464,7 +464,8 @@ def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     """:func:`make_spec` for the kernel a launch of ``problem`` (one launch's, in its own
     layouts) runs: the NCHW pointwise schedules read the layouts (:mod:`miopen_solver.nchw_pw`:
     dY and dX NCHW in place); every other schedule runs between layout transforms on the
-    all-NHWC problem (:func:`~miopen_solver.transpose.native_problem`), which its spec holds.
+    problem with dY and W NHWC (:func:`~miopen_solver.transpose.native_problem`; dX stays NCHW
+    when it is NCHW in memory), which its spec holds.
 
     Raises:
         PerfConfigError: the first rule the config breaks, as a sentence.

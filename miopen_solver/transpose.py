@@ -1,27 +1,34 @@
-"""Layout transforms around the NHWC kernel: NCHW (and mixed NCHW/NHWC) problems on the GPU.
+"""Layout transforms around the kernel: NCHW (and mixed NCHW/NHWC) problems on the GPU.
 
 The dgrad kernels read dY NHWC and W KYXC. A tensor stored NCHW is moved through a device
 workspace, as MIOpen's NHWC solvers do for NCHW problems (the CK-based solvers'
 ``GetWorkspaceSizeLayoutTransformConv``: the workspace holds the transposed tensors): before
-the kernel, dY ``(N, K, Ho*Wo) -> (N, Ho*Wo, K)`` and W ``(K, cpg, Y*X) -> (K, Y*X, cpg)``.
-Each is a batched 2-D transpose (``kernels/transpose.cu``): ``batch`` row-major
+the kernel, dY ``(N, K, Ho*Wo) -> (N, Ho*Wo, K)`` and W ``(K, cpg, Y*X) -> (K, Y*X, cpg)``;
+after it, when the kernel writes an NHWC copy of an NCHW dX, ``(N, Hi*Wi, C) -> (N, C,
+Hi*Wi)``. Each is a batched 2-D transpose (``kernels/transpose.cu``): ``batch`` row-major
 ``rows x cols`` matrices become ``cols x rows``. A tensor already NHWC in memory (its flag,
 or one that differs only where dims of length 1 sit, e.g. a 1x1 filter in NCHW) is read in
 place.
 
-dX stored NCHW is written NCHW by the kernel itself where it can (:func:`writes_nchw_dx`,
-the one rule: the warp-MMA and wgmma schedules, whose staged epilogue then stores ``dx[((n*C + c)*Hi + hi)*Wi + wi]`` with consecutive threads on
-consecutive pixels; with split-K also the atomic epilogue, for fp32 or an even ``Hi*Wi``).
-Otherwise the kernel writes an NHWC copy into the workspace and a transform after it moves
-``(N, Hi*Wi, C) -> (N, C, Hi*Wi)``.
+An NCHW problem runs in one of three ways, decided by its config's schedule:
 
-How the kernel learns it: the launch problem (:func:`native_problem`) keeps dX's order --
-dY and W become NHWC (the kernel reads their NHWC copies), ``in_layout`` stays ``"NCHW"``
-when dX is NCHW in memory. A spec of that problem is a different kernel when
+* the NCHW pointwise schedules (:mod:`miopen_solver.nchw_pw`; 1x1, stride 1, unpadded, dY
+  and dX NCHW) read dY and write dX in place; W^T is their only transform;
+* the warp-MMA and wgmma schedules store an NCHW dX themselves where :func:`nchw_dx_rule`
+  holds (:func:`writes_nchw_dx`: the staged epilogue stores ``dx[((n*C + c)*Hi + hi)*Wi +
+  wi]`` with consecutive threads on consecutive pixels, split-K's atomic epilogue likewise),
+  so only dY and W are transposed;
+* every other schedule (persistent wgmma, TMA, direct, patch) runs its NHWC kernel between
+  all the transforms.
+
+How a kernel learns it: a launch's problem keeps the line's layouts
+(:func:`~miopen_solver.applicability.launch_problem`); :func:`~miopen_solver.spec.launch_spec`
+hands the NCHW pointwise schedules that problem and every other schedule
+:func:`native_problem` -- dY and W NHWC (the kernel reads their copies), ``in_layout``
+``"NCHW"`` when dX is NCHW in memory. A spec of that problem is a different kernel when
 :func:`writes_nchw_dx` holds (its name ends ``_dxnchw``, its source keeps the ``nchw_dx``
-sections of ``dgrad.cu``); every other schedule computes the same NHWC kernel as for an
-all-NHWC problem, and the solution adds the dX transform (:func:`layout_transforms` with
-``nchw_dx=False``).
+sections of ``dgrad.cu``); otherwise it is the same NHWC kernel as for the all-NHWC problem
+and the solution adds the dX transform (:func:`layout_transforms` with ``nchw_dx=False``).
 
 Only NCHW and NHWC memory orders take part; other orders (CHWN with N, C and H*W > 1) are
 not applicable (:func:`memory_order` returns None for them).
