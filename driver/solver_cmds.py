@@ -206,7 +206,7 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, l
     try:
         solution = solver.find_solution(problem, target, perf_config=given, perfdb=db,
                                         perfdb_label=perfdb_label(opts.get("perfdb")), kouter=settings[0],
-                                        split_k=settings[1], resolve_split_k=False)
+                                        split_k=settings[1])     # resolved as a run resolves it
     except PerfConfigError as e:
         shown = e.config.serialize() if e.config is not None else None     # the config the solver refused
         doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),

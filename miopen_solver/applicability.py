@@ -53,8 +53,11 @@ Policy (decisions, with their sources):
     the kernel keeps one 76-byte record per sub-GEMM in 64 KiB of constant memory. There are
     ``min(YTilde, Y) * min(XTilde, X)`` of them (YTilde = sH/gcd(sH, dH)), counted in O(1),
     so a huge stride with a small filter stays applicable (``-u 100000 -y 3``: 3 row phases)
-    and only large strides *and* large filters (e.g. 31x31 with stride 31) are refused. The
-    ``cpu`` target runs the same decomposition and takes the same limit.
+    and only large strides *and* large filters are refused (e.g. 31x31 with stride 31 and pad
+    1). The ``cpu`` target runs the same decomposition and takes the same limit. A problem the
+    patch GEMM serves (stride = filter, no padding: ViT-B/32's 32x32 embedding) is not refused:
+    that family is one dense GEMM with no sub-GEMM table, and it is then the only family
+    offered (:func:`~miopen_solver.heuristics.heuristic_config`, ``search``).
 ``NO_VALID_CONFIG``
     Neither the default heuristic nor its fallbacks validate
     (:func:`miopen_solver.heuristics.default_performance_config`); the sentence carries the
@@ -81,7 +84,8 @@ from functools import lru_cache
 
 from .command import describe_directions
 from .errors import PerfConfigError
-from .transpose import memory_order
+from .patch import patch_reason
+from .transpose import memory_order, native_problem
 from .problem import DTYPE_BYTES, ConvProblem
 from .config import KernelSchedule
 from .heuristics import default_performance_config
@@ -296,8 +300,8 @@ def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) ->
         reasons.append(overflow)
     if not problem.is_3d:
         too_many = too_many_sub_gemms(*axes(problem))
-        if too_many:
-            reasons.append(Reason(TOO_MANY_SUB_GEMMS, too_many))
+        if too_many and patch_reason(native_problem(problem), target) is not None:
+            reasons.append(Reason(TOO_MANY_SUB_GEMMS, too_many))   # the patch GEMM has no sub-GEMM table
     notes = ()
     if problem.is_depthwise:
         notes = (Reason(DEPTHWISE, f"depthwise (G={problem.G}, cpg=kpg=1) runs as GEMMs with "

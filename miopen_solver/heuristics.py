@@ -20,7 +20,7 @@ from .patch import PATCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
 from .spec import count_tiles, is_valid_performance_config, split_k_atomics_reason
 from .target import Target
-from .tilde import cached_decompose
+from .tilde import axes, cached_decompose, too_many_sub_gemms
 from .tma import TMA_MIN_FILL, tma_fill, tma_reason
 from .transpose import native_problem
 
@@ -240,7 +240,7 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
             return default_direct_config(p, t)
         except PerfConfigError:     # no direct tile fits the launch limits: the GEMM default
             pass
-    if allow_patch and t.is_gpu and patch_reason(p, t) is None:
+    if allow_patch and patch_reason(p, t) is None and (t.is_gpu or _too_many_sub_gemms(p)):
         return patch_config(p, t)
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
         return measured_nvidia_config(p, t)
@@ -376,10 +376,20 @@ sees the problem in its own layouts, the others the problem with dY and W NHWC
 transforms."""
 
 
+def _too_many_sub_gemms(p: ConvProblem) -> bool:
+    """More tilde sub-GEMMs than a kernel's table holds (:func:`~miopen_solver.tilde.too_many_sub_gemms`):
+    only the patch GEMM can run the problem."""
+    return not p.is_3d and too_many_sub_gemms(*axes(p)) is not None
+
+
 def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     """Candidate configs (unvalidated) of every schedule, pruned to what can matter here:
     split_k at most the k-tiles of the deepest sub-GEMM, and only where atomics are
-    allowed."""
+    allowed. A problem with more tilde sub-GEMMs than a kernel holds gets the patch
+    schedules' candidates alone (the only family that runs it)."""
+    if _too_many_sub_gemms(problem):
+        yield from _patch_candidates(native_problem(problem), target, (1,), 0)
+        return
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
     splits = (1,) if split_k_atomics_reason(problem, target) else _SPLIT_K
     native = native_problem(problem)

@@ -149,11 +149,13 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
     """Peak host bytes of one CPU-engine run beside its inputs, its dX included."""
     from .runtime.cpu import CHUNK_BYTES
     s, (_, _, dx) = p.elem_bytes, _tensors(p)
+    relayout = dx if p.in_layout != "NHWC" else 0
     if plan.direct:
         widen = 0 if s == 4 else 4 * (p.dy_elems + p.w_elems)            # fp32 copies of dY and W
         phase = 4 * p.N * -(-p.Hi // p.sH) * -(-p.Wi // p.sW) * p.C
-        return widen + 4 * p.dx_elems + 2 * phase + dx
-    relayout = dx if p.in_layout != "NHWC" else 0
+        from .transpose import memory_order
+        dy_copy = p.dy_elems * s if memory_order(p, "dY") == "NCHW" else 0   # the dY transform's copy
+        return widen + 4 * p.dx_elems + 2 * phase + dx + dy_copy + relayout
     if plan.patch:      # fp32 W; per chunk of images: fp32 dY, the GEMM output, its transpose and cast
         from .patch import CHUNK_BYTES as PATCH_CHUNK
         per_image = 4 * p.Ho * p.Wo * p.Y * p.X * p.C

@@ -436,8 +436,9 @@ class DgradSolver:
         that cannot take a setting moves to the nearest config that can, with a note: a
         warpgroup schedule to its plain form, else to the warp-MMA default; the direct schedule
         (one write per dX element, its ``lds_k_outer`` slot means something else) to the GEMM
-        default, except for ``auto`` and ``-1``/``1``, which it already is; a patch schedule
-        (no split K) to the tilde warp-MMA default. A given config is
+        default, except for ``auto`` and ``-1``/``1``, which it already is; a patch or NCHW
+        pointwise wgmma schedule first to its own family's warp-MMA default (``--kouter``),
+        then (no split K in those families) to the tilde warp-MMA default. A given config is
         kept as given, so its broken rule is the error."""
         cfg = choice.config
         asked = _with_settings(cfg, kouter, split_k)
@@ -454,6 +455,10 @@ class DgradSolver:
                 plain = "the non-persistent form" if cfg.schedule is KernelSchedule.WGMMA_PERSISTENT \
                     else "the form without TMA"
                 fallbacks.append((plain, cfg.replace(schedule=KernelSchedule.WGMMA)))
+            if cfg.schedule.warpgroup and cfg.schedule.virtual_gemm:     # the family's own warp-MMA twin
+                twin = default_performance_config(problem, target.with_(wgmma=False), allow_direct=False)
+                if twin.schedule.virtual_gemm:
+                    fallbacks.append((f"the {twin.schedule.slug} default", twin))
             fallbacks.append(("the warp-MMA default", self._gemm_default(problem, target.with_(wgmma=False))))
             tried = []
             for label, base in fallbacks if not ok else ():
@@ -468,8 +473,9 @@ class DgradSolver:
             if not ok and not moved:
                 raise PerfConfigError(f"not possible with {whose} {cfg.serialize()} ({why}), nor with "
                                       + "; nor with ".join(tried), asked)
-        if whose and asked != cfg and not moved:
-            choice.notes.append(f"{flags}: running {asked.serialize()} ({whose} {cfg.serialize()} with the setting)")
+        if asked != cfg and not moved:      # a given config too: say what runs, not only what was typed
+            choice.notes.append(f"{flags}: running {asked.serialize()} "
+                                f"({whose or 'the given config'} {cfg.serialize()} with the setting)")
         choice.config = asked
         if resolve and asked.split_k == -1:      # resolved before anything is packed or launched
             chosen = launch_spec(problem, target, asked).split_k

@@ -85,6 +85,9 @@ MEASURED = [
     (f"convfp16 -n 8 -c 32 -H 64 -W 64 -k 32 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -g 32 {NHWC}", "sm_90", None),  # direct
     (f"convfp16 -n 8 -c 256 -H 14 -W 14 -k 512 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90", 1 << 20),      # split-K
     (f"convfp16 -n 24 -c 3 -H 226 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4 {NHWC}", "sm_90", None),         # patch GEMM
+    ("convfp16 -n 8 -c 32 -H 64 -W 64 -k 32 -y 5 -x 5 -p 2 -q 2 -g 32", "sm_90", None),    # direct, NCHW transforms
+    ("convfp16 -n 8 -c 64 -H 32 -W 32 -k 128 -y 1 -x 1", "sm_90", None),                   # NCHW pointwise
+    ("conv -n 8 -c 64 -H 20 -W 20 -k 64 -y 3 -x 3 -p 1 -q 1", "sm_90", None),              # NCHW dX from the epilogue
 ]
 
 

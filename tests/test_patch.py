@@ -15,6 +15,7 @@ from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.kernels.emit import SECTION, _read
+from miopen_solver import layouts
 from miopen_solver.layouts import storage_dtype
 from miopen_solver.patch import PatchSpec, patch_reason, store_run, virtual_problem
 from miopen_solver.problem import ConvProblem
@@ -237,3 +238,44 @@ def test_sm80_patch_defaults_are_pinned(fixture_id, name, sha256):
     (fx,) = [f for f in load([Path(__file__).resolve().parents[1] / "fixtures" / "patch.jsonl"]) if f.id == fixture_id]
     sol = DgradSolver().find_solution(parse(fx.command).problem, get_target("sm_80"))
     assert (sol.kernel_name, sol.kernels[0].source.sha256) == (name, sha256)
+
+
+# ------------------------------------------------------------------ past the sub-GEMM table
+@pytest.mark.parametrize("line", [
+    "convfp16 -n 2 -c 3 -H 64 -W 64 -k 64 -y 32 -x 32 -u 32 -v 32 -F 2",           # ViT-B/32 embedding, NCHW
+    "convbfp16 -n 1 -c 6 -H 62 -W 60 -k 16 -y 30 -x 30 -u 30 -v 30 -g 2 -F 2 --in_layout NHWC "
+    "--out_layout NHWC --fil_layout NHWC",                                          # 900 phases, groups, borders
+])
+def test_patch_problems_past_the_sub_gemm_table_run_on_the_patch_gemm(line):
+    """More than 862 tilde sub-GEMMs is TOO_MANY_SUB_GEMMS for the tilde kernel, not for the
+    patch GEMM (one dense GEMM, no table): applicable on every target, the patch schedule is
+    the default and the only family search() offers, a tilde config is refused with the
+    reason, and the CPU engine's run matches the float64 reference."""
+    from miopen_solver import applicability as ap
+    from miopen_solver.tilde import MAX_SUB_GEMMS, axes, too_many_sub_gemms
+    sm90 = get_target("sm_90")
+    p = parse(line.split()).problem
+    assert p.Y * p.X > MAX_SUB_GEMMS and too_many_sub_gemms(*axes(p))
+    for arch in ("sm_90", "sm_80", "gfx942", "gfx90a", "cpu"):
+        t = get_target(arch)
+        assert ap.is_applicable(p, t).ok, arch
+        sol = DgradSolver().find_solution(p, t)
+        assert sol.schedule.patch, arch
+        assert all(c.schedule.patch for c in DgradSolver().search(p, t))
+    with pytest.raises(PerfConfigError, match="at most 862"):
+        DgradSolver().find_solution(p, sm90, perf_config="64,64,32,2,2,32,32,0,0,0,1,-1,3")
+    sol = DgradSolver().find_solution(p, sm90)
+    rng = np.random.default_rng(41)
+    st_ = storage_dtype(p.dtype)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(st_)
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(st_)
+    v = verify(p, CpuEngine(sm90).run(sol, dy, w), dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, v
+
+
+def test_past_the_table_without_a_patch_stays_refused():
+    """The same filter with padding (no patch GEMM) keeps TOO_MANY_SUB_GEMMS on every target."""
+    from miopen_solver import applicability as ap
+    p = parse("convfp16 -n 2 -c 3 -H 64 -W 64 -k 64 -y 31 -x 31 -p 1 -q 1 -u 31 -v 31 -F 2".split()).problem
+    for arch in ("sm_90", "gfx942", "cpu"):
+        assert ap.is_applicable(p, get_target(arch)).codes == ("TOO_MANY_SUB_GEMMS",)

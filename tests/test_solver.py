@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from miopen_solver import SOLVER_ID, SOLVER_NAME
 from miopen_solver.applicability import NotApplicableError, launch_problem
 from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.problem import ConvProblem
@@ -205,3 +206,39 @@ def test_find_solution_looks_up_the_perfdb(tmp_path):
         cfg, source, notes = found(SM90)
         assert (cfg, source) == (default, "default") and notes[0].startswith(f"Ignoring perf-db config {bad} ")
     assert SOLVER.find_solution(p, SM90, perfdb=None).source == "default"
+
+
+@pytest.mark.parametrize("kw,changed", [
+    ({"kouter": "off"}, "64,64,32,2,2,32,32,0,0,0,1,0,3"),
+    ({"split_k": 2}, "64,64,32,2,2,32,32,0,0,0,2,-1,3"),
+    ({"kouter": "auto"}, None),                         # what the given config already says
+])
+def test_settings_on_a_given_config_say_what_runs(kw, changed):
+    """A given --perf-config that --kouter/--split-k change is reported with what runs (as a
+    default or perf-db config is), not only as typed."""
+    given = "64,64,32,2,2,32,32,0,0,0,1,-1,3"
+    sol = SOLVER.find_solution(nhwc(), SM90, perf_config=given, **kw)
+    notes = [n for n in sol.notes if "running" in n]
+    if changed is None:
+        assert notes == []
+    else:
+        assert sol.perf_config.serialize() == changed
+        assert notes == [f"{' '.join(f'--{k.replace(chr(95), chr(45))} {v}' for k, v in kw.items())}: running "
+                         f"{changed} (the given config {given} with the setting)"]
+
+
+@pytest.mark.parametrize("line,family", [
+    ("convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 -F 2", KernelSchedule.PATCH_GEMM),
+    ("convbfp16 -n 2 -c 64 -H 14 -W 14 -k 128 -y 1 -x 1 -F 2", KernelSchedule.NCHW_POINTWISE),
+])
+def test_kouter_off_on_a_virtual_gemm_wgmma_default_stays_in_its_family(line, family):
+    """The patch and NCHW pointwise wgmma defaults cannot take --kouter off (wgmma reads W
+    k-outer); the nearest config that can is the same family's warp-MMA default, not the
+    tilde GEMM (which for a patch embedding is a GemmN = cpg GEMM per phase)."""
+    from miopen_solver.command import parse
+    p = parse(line.split()).problem
+    default = SOLVER.find_solution(p, SM90)
+    assert default.schedule.warpgroup and default.schedule.virtual_gemm
+    sol = SOLVER.find_solution(p, SM90, kouter="off")
+    assert sol.schedule is family and sol.perf_config.lds_k_outer == 0
+    assert any(f"using the {family.slug} default with the setting" in n for n in sol.notes)

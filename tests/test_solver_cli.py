@@ -156,8 +156,10 @@ def test_config_with_given_perf_config():
     cfg = "64,64,32,2,2,32,32,0,0,0,-1,-1,3"
     r = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perf-config", cfg, "--json"])
     doc = json.loads(r.stdout)
-    assert r.exit_code == 0 and doc["source"] == "given" and doc["perf_config"] == cfg
     spec = make_spec(parse(SUITE_LINE).problem, get_target("sm_90"), PerfConfig.parse(cfg))
+    resolved = PerfConfig.parse(cfg).replace(split_k=spec.split_k).serialize()
+    assert r.exit_code == 0 and doc["source"] == "given" and doc["perf_config"] == resolved   # as a run shows it
+    assert f"Split-K: -1 resolved to {spec.split_k}" in doc["notes"]
     assert doc["spec"]["split_k"] == spec.split_k >= 1           # -1 resolved, never passed on
     assert doc["kernel_name"] == spec.kernel_name
 
