@@ -130,8 +130,9 @@ def test_the_zero_fill_verdict_is_counted_not_enumerated():
 # ------------------------------------------------------------------ TOO_MANY_SUB_GEMMS
 @pytest.mark.parametrize("arch", ARCHS)
 def test_too_many_sub_gemms_is_a_reason_found_without_decomposing(arch):
-    # 30 x 30 filter with stride 30: 900 sub-GEMMs > 862 (64 KiB of 76-byte records).
-    p = nhwc(Y=30, X=30, sH=30, sW=30, Hi=60, Wi=60, pH=0, pW=0, C=8, K=8)
+    # 30 x 30 filter with stride 30 and pad 1: 900 sub-GEMMs > 862 (64 KiB of 76-byte
+    # records). (Without the pad it is a patch embedding, which the patch GEMM runs.)
+    p = nhwc(Y=30, X=30, sH=30, sW=30, Hi=60, Wi=60, pH=1, pW=1, C=8, K=8)
     v, calls = count_calls(lambda: DgradSolver().is_applicable(p, get_target(arch)))
     assert v.codes == ("TOO_MANY_SUB_GEMMS",)
     assert "30 x 30 = 900 tilde sub-GEMMs" in v.reasons[0].message and str(MAX_SUB_GEMMS) in v.reasons[0].message
