@@ -498,6 +498,13 @@ class DgradSolver:
                 f"{launch.dy_elems * launch.elem_bytes} and dX {launch.dx_elems * launch.elem_bytes} bytes each, "
                 f"within 32-bit offsets), one kernel, pointers offset per launch")
         spec = launch_spec(launch, target, cfg)
+        narrowed = [f"{name} {asked} -> {got}" for name, asked, got in
+                    (("vector_size_a", cfg.vector_size_a, getattr(spec, "vec_a", None)),
+                     ("vector_size_b", cfg.vector_size_b, getattr(spec, "vec_b", None)),
+                     ("vector_size_c", cfg.vector_size_c, getattr(spec, "vec_c", None)))
+                    if asked and got is not None and got < asked]
+        if narrowed:        # caps, not demands: a wider vector than the problem allows is clamped
+            choice.notes.append(f"Vector widths narrowed to what the problem allows: {', '.join(narrowed)}")
         transforms = run_transforms(spec, problem)
         if spec.schedule.nchw_pointwise:
             choice.notes.append(

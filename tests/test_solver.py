@@ -242,3 +242,15 @@ def test_kouter_off_on_a_virtual_gemm_wgmma_default_stays_in_its_family(line, fa
     sol = SOLVER.find_solution(p, SM90, kouter="off")
     assert sol.schedule is family and sol.perf_config.lds_k_outer == 0
     assert any(f"using the {family.slug} default with the setting" in n for n in sol.notes)
+
+
+def test_a_config_whose_vector_caps_are_narrowed_says_so():
+    """vector_size_a/b/c are caps: a wider one than the problem allows is clamped, never
+    refused, and the solution says what runs (two configs can be one kernel)."""
+    p = nhwc(C=33, K=64)                     # odd cpg: W loads and dX stores one element wide
+    sol = SOLVER.find_solution(p, SM90, perf_config="64,64,32,2,2,32,32,8,8,8,1,-1,3")
+    assert (sol.spec.vec_a, sol.spec.vec_b, sol.spec.vec_c) == (8, 1, 1)
+    assert "Vector widths narrowed to what the problem allows: vector_size_b 8 -> 1, vector_size_c 8 -> 1" in sol.notes
+    auto = SOLVER.find_solution(p, SM90, perf_config="64,64,32,2,2,32,32,0,0,0,1,-1,3")
+    assert auto.spec.kernel_name == sol.spec.kernel_name
+    assert not any(n.startswith("Vector widths") for n in auto.notes)
