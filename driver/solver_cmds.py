@@ -42,13 +42,19 @@ from miopen_solver.errors import MiopenCommandError, PerfConfigError
 from miopen_solver.perfdb import default_path
 from miopen_solver.solver import DgradSolver
 from miopen_solver.target import get_target
+from miopen_solver.text import cut_values
 
 from .options import UserError, arch_target, error_line, perfdb_label, warn
 from .run_cmd import SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
-_VALUED = ("--arch", "--perf-config", "--perfdb", "--kouter", "--split-k")
+_VALUED = ("--arch", "--backend", "--perf-config", "--perfdb", "--kouter", "--split-k")
+BACKENDS = ("auto", "cpu", "cuda", "hip")
+"""``--backend`` values a run takes; ``config`` and ``applicable`` take them too, so a run's
+line pastes as it is. Neither opens a device: ``config`` files its perf-db lookup under the
+arch a run with that backend uses (``<arch>@cpu`` for a target simulated on the CPU engine,
+:attr:`driver.run_cmd.Device.perfdb_arch`)."""
 _SWITCHES = ("--json", "--no-perfdb")
 
 
@@ -109,6 +115,20 @@ def _target(opts: dict):
         raise BadInput(str(e)) from None
 
 
+def _perfdb_arch(opts: dict, target) -> str:
+    """The arch a run with ``opts``' ``--backend`` reads perf-db records under, without
+    opening a device (see :data:`BACKENDS`).
+
+    Raises:
+        BadInput: an unknown ``--backend``.
+    """
+    backend = opts.get("backend") or "auto"
+    if backend not in BACKENDS:
+        raise BadInput(f"--backend {cut_values(backend)!r}: allowed: {', '.join(BACKENDS)}")
+    arch = target.arch.split(":")[0]
+    return f"{arch}@cpu" if backend == "cpu" and arch != "cpu" else arch
+
+
 def _parse_line(tokens, any_direction: bool):
     if not tokens:
         raise BadInput("missing the MIOpenDriver line (e.g. convfp16 -n 32 -c 64 ... -F 2)")
@@ -145,21 +165,23 @@ def _emit(doc: dict, as_json: bool, text: str) -> None:
 
 @click.command("applicable", context_settings=_SETTINGS)
 @click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
+@click.option("--backend", default=None, help="As for a run (accepted so a run line pastes; no device is opened).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
-def applicable_cmd(arch, as_json, line):
+def applicable_cmd(arch, backend, as_json, line):
     """Is an MIOpenDriver problem applicable? Prints every reason.
 
     Exit 0 applicable, 1 not applicable, 2 bad input.
     """
     try:
         tokens, opts = split_own_options(line)
-        opts = _merge(opts, arch=arch, json=as_json)
+        opts = _merge(opts, arch=arch, json=as_json, backend=backend)
         for name in ("perf-config", "perfdb", "no-perfdb", "kouter", "split-k"):
             if name in opts:
                 raise BadInput(f"--{name}: applicable answers for the problem, not a config; "
-                               f"allowed here: --arch, --json (use 'config' to check a perf config)")
+                               f"allowed here: --arch, --backend, --json (use 'config' to check a perf config)")
         target = _target(opts)
+        _perfdb_arch(opts, target)                 # a bad --backend is bad input here too
         cmd = _parse_line(tokens, any_direction=True)
     except BadInput as e:
         _fail(str(e))
@@ -173,13 +195,15 @@ def applicable_cmd(arch, as_json, line):
 @click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
 @click.option("--perf-config", "perf_config", default=None,
               help="Serialised PerfConfig (tile_m,tile_n,...,stages[,schedule]) to resolve.")
+@click.option("--backend", default=None,
+              help="As for a run: the perf-db arch a run with it uses (cpu: <arch>@cpu); no device is opened.")
 @click.option("--perfdb", default=None, help="Perf-db file to look the problem up in.")
 @click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Do not consult a perf-db.")
 @click.option("--kouter", default=None, help="As for a run: auto, on or off (lds_k_outer).")
 @click.option("--split-k", "split_k", default=None, help="As for a run: -1 (choose) or 1..64.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
-def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, line):
+def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, line):
     """Resolve the kernel spec for an MIOpenDriver problem: the given config, the perf-db's
     or the default, with every derived value and the kernel name.
 
@@ -187,9 +211,10 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, l
     """
     try:
         tokens, opts = split_own_options(line)
-        opts = _merge(opts, arch=arch, json=as_json, perfdb=perfdb, kouter=kouter,
+        opts = _merge(opts, arch=arch, json=as_json, perfdb=perfdb, kouter=kouter, backend=backend,
                       **{"perf-config": perf_config, "no-perfdb": no_perfdb, "split-k": split_k})
         target = _target(opts)
+        db_arch = _perfdb_arch(opts, target)
         cmd = _parse_line(tokens, any_direction=False)
         given = _given_config(opts)
         settings = _settings(opts)
@@ -204,7 +229,7 @@ def config_cmd(arch, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, l
         raise SystemExit(1)
     db = None if opts.get("no-perfdb") or given is not None else (opts.get("perfdb") or default_path())
     try:
-        solution = solver.find_solution(problem, target, perf_config=given, perfdb=db,
+        solution = solver.find_solution(problem, target, perf_config=given, perfdb=db, perfdb_arch=db_arch,
                                         perfdb_label=perfdb_label(opts.get("perfdb")), kouter=settings[0],
                                         split_k=settings[1])     # resolved as a run resolves it
     except PerfConfigError as e:

@@ -287,3 +287,29 @@ def test_config_names_the_config_the_solver_refused():
     doc = json.loads(r.stdout)
     assert r.exit_code == 1 and doc["valid"] is False
     assert doc["perf_config"] == default.replace(split_k=2).serialize() and "needs an even cpg" in doc["reason"]
+
+
+@pytest.mark.parametrize("where", ["after the line", "before the line"])
+def test_config_takes_a_runs_backend_and_reads_the_records_that_run_would(tmp_path, where):
+    """A run line pastes into config as it is: --backend cpu with --arch sm_90 reads the
+    sm_90@cpu record (what such a run reads and tune writes), without it the sm_90 one; no
+    device is opened either way."""
+    problem = parse(SUITE_LINE).problem
+    path = tmp_path / "p.sqlite"
+    cpu_cfg, gpu_cfg = "32,32,32,1,2,32,16,0,0,0,1,0,4", "64,64,32,2,2,32,32,0,0,0,1,-1,3"
+    with PerfDb(path) as db:
+        db.update(problem.problem_key(), "sm_90@cpu", SOLVER_NAME, cpu_cfg, 1.0)
+        db.update(problem.problem_key(), "sm_90", SOLVER_NAME, gpu_cfg, 0.5)
+    for backend, want in (("cpu", cpu_cfg), ("cuda", gpu_cfg), ("auto", gpu_cfg), (None, gpu_cfg)):
+        own = ["--arch", "sm_90", "--perfdb", str(path), "--json"] + (["--backend", backend] if backend else [])
+        args = shlex.split(SUITE_LINE) + own if where == "after the line" else own + shlex.split(SUITE_LINE)
+        r = run(config_cmd, args)
+        doc = json.loads(r.stdout)
+        assert r.exit_code == 0 and doc["source"] == "perfdb" and doc["perf_config"] == want, (backend, doc)
+
+
+@pytest.mark.parametrize("cmd", [config_cmd, applicable_cmd])
+def test_a_bad_backend_is_one_line_and_exit_2(cmd):
+    assert run(cmd, shlex.split(SUITE_LINE) + ["--backend", "cpu"]).exit_code == 0
+    msg = one_line_error(run(cmd, shlex.split(SUITE_LINE) + ["--backend", "gpu"]))
+    assert "--backend 'gpu': allowed: auto, cpu, cuda, hip" in msg
