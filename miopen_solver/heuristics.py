@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
+from . import vectors
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
@@ -177,8 +178,8 @@ against 22.2 us through transposes, H*W = 196 (8-byte vectors) at 17.9 against 2
 def nchw_pw_vector_bytes(problem: ConvProblem) -> int:
     """Bytes of the widest vector along the pixels of an NCHW plane: the largest power of two
     dividing ``Hi*Wi`` elements, times the element size, at most 16."""
-    hw = problem.Hi * problem.Wi
-    return min(16, (hw & -hw) * problem.elem_bytes)
+    eb = problem.elem_bytes
+    return vectors.pow2_divisor(problem.Hi * problem.Wi, vectors.max_vector(eb)) * eb
 
 
 def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:

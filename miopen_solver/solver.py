@@ -190,11 +190,6 @@ class Solution:
         return f"{self.spec.kernel_name}+transpose_{'_'.join(t.tensor.lower() for t in self.transforms)}"
 
     @property
-    def layout_workspace_bytes(self) -> int:
-        """Bytes of the workspace's NHWC copies (the start of the workspace)."""
-        return workspace_bytes(self.transforms)
-
-    @property
     def schedule(self) -> KernelSchedule:
         return self.spec.config.schedule
 
@@ -299,8 +294,7 @@ class DgradSolver:
         needs (MIOpen sizes a solver's workspace per problem, not per config).
 
         Raises:
-            PerfConfigError: ``config`` is given and invalid, or none is given and no
-                default validates (a problem NHWC in memory needs no config: 0).
+            PerfConfigError: ``config`` is given and invalid.
         """
         if config is None:
             sizes = [workspace_bytes(layout_transforms(problem))]
