@@ -4,16 +4,18 @@
 comma-separated in field order::
 
     tile_m,tile_n,tile_k,warp_m,warp_n,warp_tile_m,warp_tile_n,
-    vector_size_a,vector_size_b,vector_size_c,split_k,lds_k_outer,stages[,schedule]
+    vector_size_a,vector_size_b,vector_size_c,split_k,lds_k_outer,stages[,schedule[,split_k_reduce]]
 
-The 14th field is the :class:`KernelSchedule`'s code. It is optional and written only when
-it is not 0, so every 13-field config (perf-db records, fixtures) keeps its meaning, and the
-14-field records written before the schedule had a name (its field was called ``wgmma``)
-read the same.
+The 14th field is the :class:`KernelSchedule`'s code, the 15th how a split-K launch sums its
+slices (:data:`SPLIT_K_REDUCE`: 0 auto, 1 atomic, 2 workspace). Both are optional and
+written only when they are not 0 (the schedule then as ``0`` when only the reduction is set),
+so every 13-field config (perf-db records, fixtures) keeps its meaning, and the 14-field
+records written before the schedule had a name (its field was called ``wgmma``) read the same.
 
 ``vector_size_*`` are caps (0 = as wide as allowed), ``split_k`` is -1 (choose) or >= 1,
-``lds_k_outer`` is -1 (auto), 0 (off, B tile stored m-outer) or 1 (on, k-outer). What each
-field means for a schedule, and which values it takes, is the schedule's rule set
+``lds_k_outer`` is -1 (auto), 0 (off, B tile stored m-outer) or 1 (on, k-outer),
+``split_k_reduce`` a :data:`SPLIT_K_REDUCE` code (:mod:`miopen_solver.splitk`). What each field
+means for a schedule, and which values it takes, is the schedule's rule set
 (:mod:`miopen_solver.spec` for the GEMM schedules, :mod:`miopen_solver.tma`,
 :mod:`miopen_solver.direct`, :mod:`miopen_solver.patch`, :mod:`miopen_solver.nchw_pw`).
 
@@ -141,9 +143,17 @@ class KernelSchedule(enum.IntEnum):
 _INTEGER = re.compile(r"-?[0-9]+")
 
 FIELDS = ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp_tile_n",
-          "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages", "schedule")
-OPTIONAL_FIELDS = 1
-"""Trailing fields that may be left out (then 0): ``schedule``."""
+          "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages", "schedule",
+          "split_k_reduce")
+OPTIONAL_FIELDS = 2
+"""Trailing fields that may be left out (then 0): ``schedule``, ``split_k_reduce``."""
+
+SPLIT_K_REDUCE = ("auto", "atomic", "workspace")
+"""The ``split_k_reduce`` field's codes 0, 1, 2 by name (a run's ``--split-k-reduce``):
+``auto`` lets :func:`~miopen_solver.spec.split_k_reduce_mode` choose, ``atomic`` adds every
+split's partial sums into dX atomically, ``workspace`` stores them in an fp32 workspace that
+a reduction kernel sums (:mod:`miopen_solver.splitk`). Only a split-K launch (split_k > 1)
+reads it."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,7 @@ class PerfConfig:
     lds_k_outer: int = -1
     stages: int = 3
     schedule: KernelSchedule = KernelSchedule.WARP_MMA
+    split_k_reduce: int = 0
 
     def __post_init__(self):
         for name in FIELDS:
@@ -175,12 +186,25 @@ class PerfConfig:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise PerfConfigError(f"perf config field {name} must be an integer, got {v!r}")
         object.__setattr__(self, "schedule", KernelSchedule.from_code(self.schedule))
+        if not 0 <= self.split_k_reduce < len(SPLIT_K_REDUCE):
+            known = ", ".join(f"{i} ({name})" for i, name in enumerate(SPLIT_K_REDUCE))
+            raise PerfConfigError(f"perf config field split_k_reduce={self.split_k_reduce!r} is not a split-K "
+                                  f"reduction; allowed: {known}")
+
+    @property
+    def reduce(self) -> str:
+        """The ``split_k_reduce`` field's name (:data:`SPLIT_K_REDUCE`)."""
+        return SPLIT_K_REDUCE[self.split_k_reduce]
 
     def serialize(self) -> str:
-        """MIOpen's perf-db VALUES form: fields joined by ``,`` (13 fields, or 14 when the
-        schedule is not 0)."""
-        names = FIELDS if self.schedule else FIELDS[:len(FIELDS) - OPTIONAL_FIELDS]
-        return ",".join(str(int(getattr(self, f))) for f in names)
+        """MIOpen's perf-db VALUES form: fields joined by ``,`` (13 fields; 14 when the
+        schedule is not 0; 15 when the split-K reduction is not 0)."""
+        count = len(FIELDS) - OPTIONAL_FIELDS
+        if self.split_k_reduce:
+            count = len(FIELDS)
+        elif self.schedule:
+            count = len(FIELDS) - 1
+        return ",".join(str(int(getattr(self, f))) for f in FIELDS[:count])
 
     @classmethod
     def parse(cls, text: str) -> "PerfConfig":
@@ -197,7 +221,8 @@ class PerfConfig:
             raise PerfConfigError(f"perf config must be a string, got {type(text).__name__}")
         body = text.strip().strip('"').strip("'").strip()
         required = len(FIELDS) - OPTIONAL_FIELDS
-        expected = f"{','.join(FIELDS[:required])}[,{','.join(FIELDS[required:])}]"
+        expected = ",".join(FIELDS[:required]) + "".join(f"[,{f}" for f in FIELDS[required:]) + "]" * OPTIONAL_FIELDS
+        counts = f"{required} to {len(FIELDS)}"
         if not body:
             raise PerfConfigError(f"perf config is empty; expected {required} comma-separated integers: {expected}")
         parts = [p.strip() for p in body.split(",")]
@@ -205,14 +230,13 @@ class PerfConfig:
         for name, p in zip(FIELDS, parts):      # a field that is not a number is the first thing to say
             if len(p) > 20:
                 raise PerfConfigError(f"perf config field {name}={p[:20]!r}... is too long for an integer; "
-                                      f"expected {required} or {len(FIELDS)} comma-separated integers: {expected}")
+                                      f"expected {counts} comma-separated integers: {expected}")
             if not _INTEGER.fullmatch(p):       # MIOpen reads decimal ASCII: no '+', '_' or other digits
-                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer; expected {required} or "
-                                      f"{len(FIELDS)} comma-separated integers: {expected}")
+                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer; expected {counts} "
+                                      f"comma-separated integers: {expected}")
             vals[name] = int(p, 10)
         if not required <= len(parts) <= len(FIELDS):
-            raise PerfConfigError(f"perf config has {len(parts)} fields; expected {required} or "
-                                  f"{len(FIELDS)}: {expected}")
+            raise PerfConfigError(f"perf config has {len(parts)} fields; expected {counts}: {expected}")
         return cls(**vals)
 
     def replace(self, **kw) -> "PerfConfig":
@@ -222,4 +246,4 @@ class PerfConfig:
         return self.serialize()
 
 
-__all__ = ["FIELDS", "KernelSchedule", "OPTIONAL_FIELDS", "PerfConfig"]
+__all__ = ["FIELDS", "KernelSchedule", "OPTIONAL_FIELDS", "PerfConfig", "SPLIT_K_REDUCE"]

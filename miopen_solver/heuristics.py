@@ -385,17 +385,32 @@ def _too_many_sub_gemms(p: ConvProblem) -> bool:
 
 def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     """Candidate configs (unvalidated) of every schedule, pruned to what can matter here:
-    split_k at most the k-tiles of the deepest sub-GEMM, and only where atomics are
-    allowed. A problem with more tilde sub-GEMMs than a kernel holds gets the patch
-    schedules' candidates alone (the only family that runs it)."""
+    split_k at most the k-tiles of the deepest sub-GEMM (split-K sums by atomics where they
+    are allowed, else through the fp32 workspace: ``split_k_reduce`` auto,
+    :func:`~miopen_solver.spec.split_k_reduce_mode`). A problem with more tilde sub-GEMMs
+    than a kernel holds gets the patch schedules' candidates alone (the only family that
+    runs it)."""
     if _too_many_sub_gemms(problem):
         yield from _patch_candidates(native_problem(problem), target, (1,), 0)
         return
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
-    splits = (1,) if split_k_atomics_reason(problem, target) else _SPLIT_K
+    splits = _SPLIT_K
     native = native_problem(problem)
     for space in SEARCH_SPACES:
         yield from space(problem if space is _nchw_pw_candidates else native, target, splits, max_k)
+
+
+def max_search_split_k(problem: ConvProblem, target: Target) -> int:
+    """The widest split :func:`search_space` offers for ``problem`` (one launch's) that sums
+    through the fp32 workspace (where atomics are refused: :func:`~miopen_solver.spec.split_k_atomics_reason`),
+    or 0 when none does (no split-K, atomic split-K, or only the patch schedules): the
+    largest of its split degrees whose slices keep a k-tile of the narrowest tile_k in the
+    deepest sub-GEMM. Constant time in the problem's size."""
+    if problem.is_3d or _too_many_sub_gemms(problem) or split_k_atomics_reason(problem, target) is None:
+        return 0
+    max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
+    fits = [s for s in _SPLIT_K if s > 1 and s * min(_TILE_K.get(problem.dtype, (16,))) <= max_k]
+    return max(fits, default=0)
 
 
 # ------------------------------------------------------------------- sampling

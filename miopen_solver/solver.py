@@ -14,14 +14,15 @@ MIOpen                          here (:class:`DgradSolver`)
 =============================  =====================================================
 
 :meth:`DgradSolver.find_solution` is the one config policy: a given perf config, else the
-perf-db's record when it validates, else the default; a run's ``lds_k_outer``/``split_k``
-settings on top; ``split_k = -1`` resolved. It returns a :class:`Solution` with its notes and
+perf-db's record when it validates, else the default; a run's ``lds_k_outer``/``split_k``/
+``split_k_reduce`` settings on top; ``split_k = -1`` resolved. It returns a :class:`Solution` with its notes and
 warnings as data (the driver prints them); :meth:`Solution.to_record` carries it to worker
 processes, which build nothing anew. Everything here runs without a GPU.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -30,20 +31,25 @@ from typing import Iterator
 
 from . import SOLVER_ID, SOLVER_NAME
 from .applicability import NotApplicableError, Verdict, check, is_applicable, launch_problem
-from .config import KernelSchedule, PerfConfig
+from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from .errors import PerfConfigError, PerfDbError
-from .heuristics import default_performance_config, search_space
+from .heuristics import default_performance_config, max_search_split_k, search_space
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .problem import ConvProblem
-from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record
+from .spec import (DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record,
+                   split_k_atomics_reason)
+from .splitk import SplitKReduce
 from .target import Target
-from .transpose import LayoutTransform, layout_transforms, memory_order, workspace_bytes, writes_nchw_dx
+from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, workspace_bytes,
+                        writes_nchw_dx)
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
 """MIOpen's algorithm name for implicit-GEMM backward data (enum value 5)."""
 
 KOUTER = {"auto": -1, "on": 1, "off": 0}
 """Names of the ``lds_k_outer`` setting (a run's ``--kouter``) -> the PerfConfig field."""
+SPLIT_K_REDUCE_CODES = {name: code for code, name in enumerate(SPLIT_K_REDUCE)}
+"""Names of the ``split_k_reduce`` setting (a run's ``--split-k-reduce``) -> the PerfConfig field."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,8 @@ class ZeroFill:
 
     Attributes:
         kind: ``"memset"`` (the whole of dX is zeroed before the kernel; split-K
-            accumulates), ``"blocks"`` (extra blocks of the same launch write the zeros) or
-            ``"none"``.
+            accumulates atomically), ``"blocks"`` (extra blocks of the same launch write the
+            zeros), ``"reduce"`` (the split-K reduction stores them) or ``"none"``.
         bytes: bytes the memset clears (``"memset"`` only, else 0).
         blocks: extra blocks per group (``"blocks"`` only, else 0).
     """
@@ -108,8 +114,9 @@ class Solution:
             not resolved; ``spec.split_k`` is what is launched).
         spec: the validated spec.
         zero_fill: the zero-fill step, before or inside the launch.
-        kernels: the launches, in order (one: all sub-GEMMs share one kernel).
-        workspace_bytes: device workspace needed, bytes.
+        kernels: the dgrad kernel's launch (one: all sub-GEMMs share one kernel).
+        workspace_bytes: device workspace needed, bytes: the layout transforms' copies, then
+            the split-K slices (:attr:`reduce`).
         source: where the config came from: ``"perf-config"``, ``"perfdb"`` or ``"default"``.
         notes: lines about the choice (given config, perf-db use, fallbacks, resolved split-K).
         warnings: lines about inputs that could not be used (an unusable perf-db).
@@ -129,6 +136,9 @@ class Solution:
             NCHW itself, :func:`~miopen_solver.transpose.writes_nchw_dx`), each over the
             whole batch; their copies (NHWC; W^T for the NCHW pointwise schedules) fill the first
             :func:`~miopen_solver.transpose.workspace_bytes` of the workspace.
+        reduce: split-K through the fp32 workspace (:mod:`miopen_solver.splitk`): the
+            reduction launched after each chunk's dgrad kernel, whose slices follow the
+            transforms' copies in the workspace; None otherwise (no split-K, or atomic).
     """
 
     solver_id: str
@@ -147,6 +157,7 @@ class Solution:
     images: int = 0
     layouts: tuple = ()
     transforms: tuple = ()
+    reduce: SplitKReduce | None = None
 
     @cached_property
     def problem(self) -> ConvProblem:
@@ -203,7 +214,17 @@ class Solution:
                 "layout_transforms": [{"tensor": t.tensor, "from": t.src, "to": t.dst, "kernel": t.kernel_name,
                                        "grid": list(t.grid), "block": list(t.block), "bytes": t.nbytes,
                                        "workspace_offset": t.offset} for t in self.transforms],
+                "split_k_reduce": self.split_k_reduce,
                 "workspace_bytes": self.workspace_bytes, "spec": self.spec.as_dict()}
+
+    @property
+    def split_k_reduce(self) -> dict:
+        """How split-K partial sums meet: ``{"mode": "none"|"atomic"}``, or for the
+        workspace the reduction's kernel, launch and workspace share
+        (:meth:`~miopen_solver.splitk.SplitKReduce.as_dict`)."""
+        if self.reduce is not None:
+            return self.reduce.as_dict()
+        return {"mode": getattr(self.spec, "split_k_reduce", "none")}
 
     def to_record(self) -> dict:
         """Plain data for a worker process: the spec with every resolved value, the kernels'
@@ -214,7 +235,8 @@ class Solution:
                 "kernels": [{**k.as_dict(), "source": k.source.to_record()} for k in self.kernels],
                 "source": self.source, "notes": list(self.notes), "warnings": list(self.warnings),
                 "tuned_ms": self.tuned_ms, "perfdb_path": self.perfdb_path, "images": self.problem.N,
-                "layouts": list(self.layouts), "transforms": [t.to_record() for t in self.transforms]}
+                "layouts": list(self.layouts), "transforms": [t.to_record() for t in self.transforms],
+                "reduce": self.reduce.to_record() if self.reduce is not None else None}
 
     @classmethod
     def from_record(cls, rec: dict) -> "Solution":
@@ -233,7 +255,8 @@ class Solution:
                    workspace_bytes=int(rec["workspace_bytes"]), source=rec["source"], notes=tuple(rec["notes"]),
                    warnings=tuple(rec["warnings"]), tuned_ms=rec["tuned_ms"], perfdb_path=rec["perfdb_path"],
                    images=int(rec.get("images", 0)), layouts=tuple(rec.get("layouts", ())),
-                   transforms=tuple(LayoutTransform.from_record(t) for t in rec.get("transforms", ())))
+                   transforms=tuple(LayoutTransform.from_record(t) for t in rec.get("transforms", ())),
+                   reduce=SplitKReduce.from_record(rec["reduce"]) if rec.get("reduce") else None)
 
 
 @dataclass
@@ -289,16 +312,22 @@ class DgradSolver:
         (each slot 256-byte aligned; MIOpen's NHWC solvers size theirs the same way,
         ``GetWorkspaceSizeLayoutTransformConv``): the NHWC copies of the tensors stored NCHW
         (0 for a problem NHWC in memory; no dX copy when the kernel stores dX NCHW itself),
-        or for an NCHW pointwise config W^T alone; plus the kernel's own (0: split-K adds
-        straight into dX with atomics). Without a config, the most any config of the problem
-        needs (MIOpen sizes a solver's workspace per problem, not per config).
+        or for an NCHW pointwise config W^T alone; plus the kernel's own: split-K through the
+        fp32 workspace needs ``split_k`` slices of one launch's dX (``N*Hi*Wi*C`` fp32
+        elements each, 256-byte aligned; reused by every split-N launch), atomic split-K none.
+        Without a config, the most the default or any config :meth:`search` offers needs
+        (MIOpen sizes a solver's workspace per problem, not per config): every NCHW tensor
+        copied, plus the widest split of the search space where it offers split-K through
+        the workspace; a given config that asks for more reports it here with the config.
 
         Raises:
             PerfConfigError: ``config`` is given and invalid.
         """
         if config is None:
-            sizes = [workspace_bytes(layout_transforms(problem))]
-            if nchw_pw_reason(launch_problem(problem), target) is None:
+            launch = launch_problem(problem)
+            splits = max_search_split_k(launch, target)
+            sizes = [workspace_bytes(layout_transforms(problem)) + splits * _slice_bytes(launch)]
+            if nchw_pw_reason(launch, target) is None:
                 sizes.append(workspace_bytes((wt_transform(problem),)))
             return max(sizes)
         spec = launch_spec(launch_problem(problem), target, config)
@@ -345,14 +374,16 @@ class DgradSolver:
     def find_solution(self, problem: ConvProblem, target: Target, *, perf_config=None, perfdb=None,
                       perfdb_arch: str | None = None, perfdb_label: str | None = None,
                       kouter: str | None = None, split_k: int | None = None,
-                      resolve_split_k: bool = True) -> Solution:
+                      split_k_reduce: str | None = None, resolve_split_k: bool = True) -> Solution:
         """The solution a run launches, decided once (MIOpen's FindSolution for one solver).
 
         Policy: ``perf_config`` (a :class:`PerfConfig` or its text) when given; else the
         perf-db record for this problem under ``perfdb_arch`` (default ``target.arch``) when
         it validates on ``target`` (a record that does not is ignored with a note); else the
-        default. Then the settings: ``kouter`` (``auto``/``on``/``off``: ``lds_k_outer``)
-        and ``split_k`` (-1 or 1..64). A setting that a default or perf-db config of a
+        default. Then the settings: ``kouter`` (``auto``/``on``/``off``: ``lds_k_outer``),
+        ``split_k`` (-1 or 1..64) and ``split_k_reduce`` (``auto``/``atomic``/``workspace``:
+        how a split-K launch sums its slices, :func:`~miopen_solver.spec.split_k_reduce_mode`;
+        it sets the config's field where split_k is not 1). A setting that a default or perf-db config of a
         warpgroup schedule cannot take moves to the nearest config that can (the plain
         warpgroup form, else the warp-MMA default), with a note; a given config is kept as
         given, so its broken rule is the error. With ``resolve_split_k``, ``split_k = -1`` is
@@ -376,14 +407,16 @@ class DgradSolver:
             raise PerfConfigError(f"--split-k {split_k!r}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
         if kouter is not None and (not isinstance(kouter, str) or kouter not in KOUTER):
             raise PerfConfigError(f"--kouter {kouter!r}: allowed: {', '.join(KOUTER)}")
-        given = ([f"--perf-config {str(perf_config)!r}"] if perf_config is not None else []) + \
-            ([f"--kouter {kouter}"] if kouter is not None else []) + \
-            ([f"--split-k {split_k}"] if split_k is not None else [])
+        if split_k_reduce is not None and (not isinstance(split_k_reduce, str)
+                                           or split_k_reduce not in SPLIT_K_REDUCE_CODES):
+            raise PerfConfigError(f"--split-k-reduce {split_k_reduce!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
+        settings = _Settings(kouter, split_k, split_k_reduce)
+        given = ([f"--perf-config {str(perf_config)!r}"] if perf_config is not None else []) + settings.flags
         choice = _Choice()
         launch = launch_problem(problem)        # configs and kernels are one launch's
         try:
             choice = self._choose(problem, target, perf_config, perfdb, perfdb_arch, perfdb_label)
-            self._apply_settings(launch, target, choice, kouter, split_k, resolve_split_k)
+            self._apply_settings(launch, target, choice, settings, resolve_split_k)
             return self._solution(problem, target, choice)
         except PerfConfigError as e:
             refused = e.config or choice.config
@@ -425,8 +458,8 @@ class DgradSolver:
             shown = f"tuned {rec.time_ms:.6f} ms" if rec.time_ms is not None else "imported, no time"
             choice.notes.append(f"Using perf-db config {cfg.serialize()} ({shown}) from {db.path}")
 
-    def _apply_settings(self, problem, target, choice: _Choice, kouter, split_k, resolve: bool) -> None:
-        """``--kouter``/``--split-k`` on top of the chosen config. A default or perf-db config
+    def _apply_settings(self, problem, target, choice: _Choice, settings: "_Settings", resolve: bool) -> None:
+        """``--kouter``/``--split-k``/``--split-k-reduce`` on top of the chosen config. A default or perf-db config
         that cannot take a setting moves to the nearest config that can, with a note: a
         warpgroup schedule to its plain form, else to the warp-MMA default; the direct schedule
         (one write per dX element, its ``lds_k_outer`` slot means something else) to the GEMM
@@ -435,9 +468,8 @@ class DgradSolver:
         then (no split K in those families) to the tilde warp-MMA default. A given config is
         kept as given, so its broken rule is the error."""
         cfg = choice.config
-        asked = _with_settings(cfg, kouter, split_k)
-        flags = " ".join(([f"--kouter {kouter}"] if kouter is not None else []) +
-                         ([f"--split-k {split_k}"] if split_k is not None else []))
+        asked = settings.apply(cfg)
+        flags = " ".join(settings.flags)
         kind = "warpgroup-MMA" if cfg.schedule.warpgroup and not cfg.schedule.virtual_gemm else cfg.schedule.slug
         whose = {"default": f"the {kind} default", "perfdb": "the perf-db config"}.get(choice.source)
         moved = False
@@ -456,7 +488,7 @@ class DgradSolver:
             fallbacks.append(("the warp-MMA default", self._gemm_default(problem, target.with_(wgmma=False))))
             tried = []
             for label, base in fallbacks if not ok else ():
-                alt = _with_settings(base, kouter, split_k)
+                alt = settings.apply(base)
                 alt_ok, alt_why = is_valid_performance_config(problem, target, alt)
                 if alt_ok:
                     choice.notes.append(f"{flags}: not possible with {whose} {cfg.serialize()} ({why}); "
@@ -475,6 +507,9 @@ class DgradSolver:
             chosen = launch_spec(problem, target, asked).split_k
             choice.config = asked.replace(split_k=chosen)
             choice.notes.append(f"Split-K: -1 resolved to {chosen}")
+        if settings.split_k_reduce is not None and getattr(launch_spec(problem, target, choice.config),
+                                                           "split_k", 1) == 1:
+            choice.notes.append(f"--split-k-reduce {settings.split_k_reduce}: split_k is 1, nothing to reduce")
 
     @staticmethod
     def _gemm_default(problem, target) -> PerfConfig:
@@ -510,7 +545,14 @@ class DgradSolver:
                 f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel")
         if writes_nchw_dx(spec):
             choice.notes.append("Layout: the kernel stores dX NCHW from its epilogue (no dX transform)")
-        return solution_of(spec, choice, images=problem.N, problem=problem)
+        sol = solution_of(spec, choice, images=problem.N, problem=problem)
+        if sol.reduce is not None:
+            r = sol.reduce
+            why = "" if cfg.split_k_reduce else f"; atomics refused: {split_k_atomics_reason(launch, target)}"
+            note = (f"Split-K: {r.split_k} slices of fp32 partial sums in {r.nbytes} bytes of the workspace, "
+                    f"summed in order by {r.kernel_name} (no atomics, deterministic){why}")
+            sol = dataclasses.replace(sol, notes=sol.notes + (note,))
+        return sol
 
     def search(self, problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
         """Valid configs for ``problem``, default first, one per distinct kernel (configs
@@ -538,8 +580,8 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
     choice: what an engine runs when handed a spec). ``images``: the whole batch when it is
     split into launches of ``spec.problem.N`` images (a multiple of it), else 0. ``problem``:
     the whole problem in its own layouts when they are not the spec's (its NCHW tensors
-    get :func:`~miopen_solver.transpose.layout_transforms`, dX none when the kernel stores
-    it NCHW); default: the spec's.
+    get :func:`~miopen_solver.transpose.layout_transforms`, dX none when the kernel or the
+    split-K reduction stores it NCHW); default: the spec's.
 
     Raises:
         ValueError: ``images`` is not a positive multiple of the spec's N, or the kernel
@@ -558,6 +600,10 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
     if writes_nchw_dx(spec) and memory_order(whole, "dX") != "NCHW":
         raise ValueError(f"{spec.kernel_name} stores dX NCHW; the problem's dX is {whole.in_layout}")
     transforms = run_transforms(spec, whole)
+    reduce = None
+    if getattr(spec, "workspace_reduce", False):     # the slices follow the transforms' copies
+        reduce = SplitKReduce.of(spec, "NCHW" if memory_order(whole, "dX") == "NCHW" else "NHWC",
+                                 workspace_bytes(transforms))
     lays = (whole.in_layout, whole.out_layout, whole.fil_layout)
     return Solution(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM, perf_config=spec.config,
                     spec=spec, zero_fill=zf, kernels=(launch,),
@@ -565,7 +611,7 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
                     source=choice.source, notes=tuple(choice.notes), warnings=tuple(choice.warnings),
                     tuned_ms=choice.tuned_ms, perfdb_path=choice.perfdb_path, images=images,
                     layouts=lays if lays != (p.in_layout, p.out_layout, p.fil_layout) else (),
-                    transforms=transforms)
+                    transforms=transforms, reduce=reduce)
 
 
 def run_transforms(spec, whole: ConvProblem) -> tuple:
@@ -573,25 +619,50 @@ def run_transforms(spec, whole: ConvProblem) -> tuple:
     own layouts) launches: W^T alone for the NCHW pointwise schedules
     (:meth:`~miopen_solver.nchw_pw.NchwPwSpec.transforms`), else the NHWC copies of its
     NCHW tensors (:func:`~miopen_solver.transpose.layout_transforms`), without dX's when the
-    kernel stores dX NCHW itself."""
+    kernel stores dX NCHW itself or the split-K reduction stores dX (in its own layout)."""
     if spec.schedule.nchw_pointwise:
         return spec.transforms(whole)
-    return layout_transforms(whole, nchw_dx=writes_nchw_dx(spec))
+    return layout_transforms(whole, nchw_dx=writes_nchw_dx(spec) or getattr(spec, "workspace_reduce", False))
 
 
-def _with_settings(cfg: PerfConfig, kouter: str | None, split_k: int | None) -> PerfConfig:
-    """``cfg`` with the ``lds_k_outer`` and ``split_k`` settings applied. A direct-schedule
-    config already is what ``auto`` and split-K ``-1``/``1`` ask for (its own dY path, one
-    write per dX element), so those leave it unchanged."""
-    if cfg.schedule is KernelSchedule.DIRECT:
-        kouter = None if kouter == "auto" else kouter
-        split_k = None if split_k in (-1, 1) else split_k
-    if kouter is not None:
-        cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
-    if split_k is not None:
-        cfg = cfg.replace(split_k=split_k)
-    return cfg
+def _slice_bytes(problem: ConvProblem) -> int:
+    """Bytes of one split-K workspace slice of a launch of ``problem`` (fp32 dX, 256-byte
+    aligned; :attr:`~miopen_solver.spec.DgradSpec.workspace_slice_elems`)."""
+    return -(-problem.dx_elems * 4 // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
 
 
-__all__ = ["ALGORITHM", "DgradSolver", "KOUTER", "KernelLaunch", "Solution", "ZeroFill", "run_transforms",
-           "solution_of"]
+@dataclass(frozen=True)
+class _Settings:
+    """A run's ``--kouter``, ``--split-k`` and ``--split-k-reduce`` (None: not given)."""
+
+    kouter: str | None = None
+    split_k: int | None = None
+    split_k_reduce: str | None = None
+
+    @property
+    def flags(self) -> list:
+        """The settings as the options that give them, for notes and errors."""
+        return [f"--{name} {value}" for name, value in (("kouter", self.kouter), ("split-k", self.split_k),
+                                                        ("split-k-reduce", self.split_k_reduce))
+                if value is not None]
+
+    def apply(self, cfg: PerfConfig) -> PerfConfig:
+        """``cfg`` with the settings' fields. A direct-schedule config already is what
+        ``auto`` and split-K ``-1``/``1`` ask for (its own dY path, one write per dX
+        element), so those leave it unchanged; the reduction is set only where the config
+        may split (split_k not 1)."""
+        kouter, split_k = self.kouter, self.split_k
+        if cfg.schedule is KernelSchedule.DIRECT:
+            kouter = None if kouter == "auto" else kouter
+            split_k = None if split_k in (-1, 1) else split_k
+        if kouter is not None:
+            cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
+        if split_k is not None:
+            cfg = cfg.replace(split_k=split_k)
+        if self.split_k_reduce is not None and cfg.split_k != 1:
+            cfg = cfg.replace(split_k_reduce=SPLIT_K_REDUCE_CODES[self.split_k_reduce])
+        return cfg
+
+
+__all__ = ["ALGORITHM", "DgradSolver", "KOUTER", "KernelLaunch", "SPLIT_K_REDUCE_CODES", "Solution", "ZeroFill",
+           "run_transforms", "solution_of"]

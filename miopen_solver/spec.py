@@ -19,8 +19,10 @@ notes dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
 * shared memory <= the target's capacity (:attr:`DgradSpec.lds_bytes`);
 * the A, B and C tiles each spread evenly over the block's threads at width 1 at least;
 * stages > 2 only with asynchronous copies;
-* split_k in {-1} and [1, 64]; 0 is invalid; split_k > 1 with fp16/bf16 needs an even cpg
-  and a packed atomic on the target;
+* split_k in {-1} and [1, 64]; 0 is invalid; a split-K launch (split_k > 1) sums its slices
+  by atomics into dX (fp16/bf16: an even cpg and a packed atomic on the target) or through
+  an fp32 workspace and a reduction kernel (the warp-MMA and plain wgmma schedules; any
+  cpg): :func:`split_k_reduce_mode`;
 * lds_k_outer=1 on a 16-bit dtype needs a transposing LDS fragment read;
 * vector caps 0 or powers of two, clamped (never rejected) when too wide;
 * the launch grid fits the target (x: tiles, y: G, z: split_k).
@@ -39,13 +41,13 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from . import vectors
-from .config import KernelSchedule, PerfConfig
+from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import MmaAtom, Target
 from .tilde import AxisTilde, Decomposition, SubGemm, cached_decompose
 from .tma import TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
-from .transpose import native_problem, nchw_dx_rule
+from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
 WGMMA_N = (64, 128, 256)
 """warp_tile_n values a warpgroup config may use (the instruction's N)."""
@@ -58,7 +60,7 @@ ptxas gave 4-warpgroup wgmma kernels with 64 accumulators 96-128 registers, and 
 scalars in local memory; accumulators never spill."""
 
 MAX_SPLIT_K = 64
-"""Largest accepted split-K degree (a bound on atomic traffic, not a hardware limit)."""
+"""Largest accepted split-K degree (a bound on atomic and workspace traffic, not a hardware limit)."""
 MAX_STAGES = 6
 MAX_ZERO_FILL_BLOCKS = 2048
 """Most zero-fill blocks a launch appends (each loops over its share of dX)."""
@@ -67,8 +69,13 @@ LDS_PAD_BYTES = 16
 over banks)."""
 
 
-ZERO_FILL_TAGS = {"memset": "_zfm", "blocks": "_zfb", "none": ""}
-"""How a kernel name spells its zero-fill kind."""
+ZERO_FILL_TAGS = {"memset": "_zfm", "blocks": "_zfb", "reduce": "", "none": ""}
+"""How a kernel name spells its zero-fill kind (``reduce``: the name's ``_skws`` says it)."""
+WORKSPACE_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA})
+"""The schedules whose split-K launches may sum through the fp32 workspace (the persistent
+and TMA schedules do not split K)."""
+SKWS_TAG = "_skws"
+"""How a kernel name says that its split-K partial sums go to the workspace."""
 
 
 def arch_tag(target: Target) -> str:
@@ -110,7 +117,8 @@ def resolve_split_k(problem: ConvProblem, target: Target, cfg: PerfConfig, decom
 
     Split only when the output tiles fill less than half the machine (``num_cus``) and each
     slice keeps at least 4 k-tiles; powers of two up to :data:`MAX_SPLIT_K`; never where
-    atomics are not allowed (see :func:`split_k_atomics_reason`)."""
+    atomics are not allowed (see :func:`split_k_atomics_reason`: the workspace reduction is
+    not chosen by ``-1``, only asked for by a split_k > 1)."""
     if cfg.split_k != -1:
         return cfg.split_k
     if split_k_atomics_reason(problem, target) is not None:
@@ -126,7 +134,7 @@ def resolve_split_k(problem: ConvProblem, target: Target, cfg: PerfConfig, decom
 
 
 def split_k_atomics_reason(problem: ConvProblem, target: Target) -> str | None:
-    """Why split-K (atomic accumulation into dX) is impossible here, or None.
+    """Why split-K by atomic accumulation into dX is impossible here, or None.
 
     fp16/bf16 use a packed 2-wide atomic, so cpg must be even (the pair must stay inside
     one group's channel slab) and the target must have the packed atomic."""
@@ -137,6 +145,42 @@ def split_k_atomics_reason(problem: ConvProblem, target: Target) -> str | None:
     if not target.packed_atomics(problem.dtype):
         return f"{target.arch} has no packed {problem.dtype} atomic add, needed for split_k > 1"
     return None
+
+
+def split_k_reduce_mode(problem: ConvProblem, target: Target, config: PerfConfig, split: int) -> str:
+    """How a launch of ``config`` with the resolved split-K degree ``split`` sums its GemmK
+    slices: ``"none"`` (split 1), ``"atomic"`` (every split adds into dX atomically, dX
+    zeroed first) or ``"workspace"`` (every split stores fp32 partial sums into its slice of
+    the workspace, a reduction kernel sums them: :mod:`miopen_solver.splitk`). The one rule:
+
+    * ``split_k_reduce`` auto (0): atomics wherever they are allowed
+      (:func:`split_k_atomics_reason`: fp32, or fp16/bf16 with an even cpg and the target's
+      packed atomic), else the workspace (16-bit with an odd cpg, sm_80/gfx90a bf16);
+    * atomic (1): atomics, refused where they are not allowed;
+    * workspace (2): the workspace, on the schedules of :data:`WORKSPACE_SCHEDULES`.
+
+    An NCHW dX keeps today's atomic path under auto (the kernel stores NCHW where
+    :func:`~miopen_solver.transpose.nchw_dx_rule` allows, else NHWC through the dX
+    transform); the workspace reduction stores an NCHW dX itself, with no Hi*Wi parity rule.
+
+    Raises:
+        PerfConfigError: the asked reduction cannot run here, as a sentence.
+    """
+    if split <= 1:
+        return "none"
+    asked = SPLIT_K_REDUCE[config.split_k_reduce]
+    why = split_k_atomics_reason(problem, target)
+    if asked == "atomic":
+        require(why is None, f"{why}; split_k_reduce 2 (workspace) has no such rule")
+        return "atomic"
+    if asked == "workspace":
+        require(config.schedule in WORKSPACE_SCHEDULES,
+                f"{config.schedule.label} has no split-K workspace reduction (split_k_reduce 2)")
+        return "workspace"
+    if why is None:
+        return "atomic"
+    require(config.schedule in WORKSPACE_SCHEDULES, why or "")
+    return "workspace"
 
 
 def default_lds_k_outer(problem: ConvProblem, target: Target, cfg: PerfConfig) -> bool:
@@ -168,6 +212,7 @@ class DgradSpec:
     vec_b: int
     vec_c: int
     decomposition: Decomposition
+    split_k_reduce: str = "none"
 
     # --------------------------------------------------------------- derived values
     @property
@@ -262,12 +307,19 @@ class DgradSpec:
     def nchw_dx(self) -> bool:
         """The kernel stores dX NCHW (``dx[((n*C + c)*Hi + hi)*Wi + wi]``, scalar stores, one
         pixel per thread) rather than NHWC: :func:`~miopen_solver.transpose.nchw_dx_rule`."""
-        return nchw_dx_rule(self.problem, self.schedule, self.split_k)
+        return nchw_dx_rule(self.problem, self.schedule, self.split_k, self.workspace_reduce)
+
+    @property
+    def workspace_reduce(self) -> bool:
+        """Split-K through the fp32 workspace (:func:`split_k_reduce_mode`): the kernel stores
+        partial sums, the reduction kernel stores dX (:mod:`miopen_solver.splitk`)."""
+        return self.split_k_reduce == "workspace"
 
     @property
     def staged_epilogue(self) -> bool:
         """dX tiles go through shared memory for row-wise vector stores (split_k == 1);
-        split-K accumulates atomically straight from the registers."""
+        split-K stores straight from the registers (atomic adds into dX, or fp32 partial sums
+        into the workspace)."""
         return self.split_k == 1
 
     @property
@@ -313,12 +365,15 @@ class DgradSpec:
 
     @property
     def zero_fill(self) -> str:
-        """How dX pixels no block writes become zero: ``"memset"`` (split-K accumulates, so
-        all of dX is zeroed first), ``"blocks"`` (extra blocks of the same launch write zeros
-        to pixels no sub-GEMM covers), or ``"none"``."""
-        if self.split_k > 1:
+        """How dX pixels no block writes become zero: ``"memset"`` (split-K accumulates
+        atomically, so all of dX is zeroed first), ``"blocks"`` (extra blocks of the same
+        launch write zeros to pixels no sub-GEMM covers), ``"reduce"`` (split-K through the
+        workspace: the reduction kernel stores zeros there, reading no slice), or ``"none"``."""
+        if self.split_k > 1 and not self.workspace_reduce:
             return "memset"
-        return "blocks" if self.decomposition.needs_zero_fill else "none"
+        if not self.decomposition.needs_zero_fill:
+            return "none"
+        return "reduce" if self.workspace_reduce else "blocks"
 
     @property
     def zero_fill_blocks(self) -> int:
@@ -354,9 +409,19 @@ class DgradSpec:
         return (self.block_threads, 1, 1)
 
     @property
+    def workspace_slice_elems(self) -> int:
+        """fp32 elements from one split-K workspace slice to the next: the launch's dX
+        elements rounded up to a 256-byte multiple (0 without the workspace reduction)."""
+        if not self.workspace_reduce:
+            return 0
+        return -(-self.problem.dx_elems * 4 // WORKSPACE_ALIGN) * WORKSPACE_ALIGN // 4
+
+    @property
     def workspace_bytes(self) -> int:
-        """No workspace: NHWC is native and split-K accumulates straight into dX."""
-        return 0
+        """The kernel's own device workspace: ``split_k`` fp32 slices of the launch's dX
+        (:attr:`workspace_slice_elems` each) with the workspace reduction, else 0 (NHWC is
+        native, atomic split-K adds straight into dX). A split-N run reuses it per launch."""
+        return self.split_k * self.workspace_slice_elems * 4
 
     @cached_property
     def kernel_name(self) -> str:
@@ -364,7 +429,8 @@ class DgradSpec:
         identifies one binary (CUTLASS naming discipline): the target arch (wave size,
         vendor and async copies follow from it), dtype, tiles, warp grid and warp tile,
         atom, resolved vector widths, resolved split-K, B layout, stages, path (pointwise
-        or number of tilde sub-GEMMs), zero-fill kind, ``_dxnchw`` when it stores dX NCHW
+        or number of tilde sub-GEMMs), zero-fill kind, ``_skws`` when split-K goes through the
+        workspace (:attr:`workspace_reduce`), ``_dxnchw`` when it stores dX NCHW
         (:attr:`nchw_dx`) and the problem's compiled sizes, e.g.
         ``dgrad_sm_90_fp16_t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3_tilde4_n32c64h56...``.
         A valid C identifier (arch feature suffixes such as ``:sramecc+`` are dropped)."""
@@ -376,7 +442,8 @@ class DgradSpec:
         if self.tma:
             path += f"_tma{self.tile_blocks}"
         dx = "_dxnchw" if self.nchw_dx else ""
-        return f"dgrad_{arch_tag(self.target)}_{p.dtype}_{self.tile_tag}_{path}{zf}{dx}_{p.short_tag()}"
+        ws = SKWS_TAG if self.workspace_reduce else ""
+        return f"dgrad_{arch_tag(self.target)}_{p.dtype}_{self.tile_tag}_{path}{zf}{ws}{dx}_{p.short_tag()}"
 
     @property
     def tile_tag(self) -> str:
@@ -399,7 +466,7 @@ class DgradSpec:
         d = self.decomposition
         return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
                 "config": self.config.serialize(), "atom": [self.atom.name, self.atom.m, self.atom.n, self.atom.k],
-                "split_k": self.split_k, "lds_k_outer": self.lds_k_outer,
+                "split_k": self.split_k, "split_k_reduce": self.split_k_reduce, "lds_k_outer": self.lds_k_outer,
                 "vec": [self.vec_a, self.vec_b, self.vec_c],
                 "decomposition": {"h": dataclasses.asdict(d.h), "w": dataclasses.asdict(d.w),
                                   "sub_gemms": [dataclasses.asdict(s) for s in d.sub_gemms],
@@ -417,7 +484,8 @@ class DgradSpec:
         va, vb, vc = rec["vec"]
         return cls(problem=ConvProblem.from_dict(rec["problem"]), target=Target.from_record(rec["target"]),
                    config=PerfConfig.parse(rec["config"]), atom=MmaAtom(name, m, n, k), split_k=int(rec["split_k"]),
-                   lds_k_outer=bool(rec["lds_k_outer"]), vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp)
+                   lds_k_outer=bool(rec["lds_k_outer"]), vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp,
+                   split_k_reduce=str(rec.get("split_k_reduce", "atomic" if int(rec["split_k"]) > 1 else "none")))
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready) describing the resolved spec."""
@@ -435,6 +503,7 @@ class DgradSpec:
             "vector_size_b": self.vec_b,
             "vector_size_c": self.vec_c,
             "split_k": self.split_k,
+            "split_k_reduce": self.split_k_reduce,
             "lds_k_outer": self.lds_k_outer,
             "stages": self.config.stages,
             "pointwise": self.pointwise,
@@ -536,10 +605,8 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     decomp = cached_decompose(p)
     require(len(decomp.sub_gemms) > 0, "the problem has no non-empty sub-GEMM")
 
-    if c.split_k > 1:
-        why = split_k_atomics_reason(p, t)
-        require(why is None, why or "")
     split = 1 if c.schedule.persistent else resolve_split_k(p, t, c, decomp)
+    reduce = split_k_reduce_mode(p, t, c, split)
 
     if c.schedule.warpgroup:
         k_outer = True
@@ -564,10 +631,14 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
         # dX store width. split_k == 1: the epilogue stages the tile in shared memory and
         # stores rows of c in vectors (16 bytes at most, along c, bounded by cpg), clamped so
         # the tile spreads evenly over the threads. split_k > 1: atomics straight from the
-        # accumulators -- packed pairs for fp16/bf16 (cpg even, checked above), scalars for fp32.
+        # accumulators -- packed pairs for fp16/bf16 (cpg even, checked above), scalars for fp32;
+        # through the workspace, fp32 pairs of adjacent columns where the atom holds them
+        # (mma.sync, wgmma) and cpg is even, else scalars.
         # A kernel that stores dX NCHW (nchw_dx_rule) stores one element at a time.
-        nchw = nchw_dx_rule(p, c.schedule, split)
-        if split > 1:
+        nchw = nchw_dx_rule(p, c.schedule, split, reduce == "workspace")
+        if reduce == "workspace":
+            vc = 2 if paired_accumulators(atom) and p.cpg % 2 == 0 else 1
+        elif split > 1:
             vc = 1 if p.dtype == "fp32" or nchw else 2
         else:
             cap = 1 if nchw else vectors.choose(c.vector_size_c, p.cpg, eb)
@@ -575,7 +646,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
             require(vc > 0, f"the {c.tile_m}x{c.tile_n} C tile does not spread evenly over {threads} threads")
 
     spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,
-                     vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp)
+                     vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp, split_k_reduce=reduce)
     require(spec.accumulators_per_lane <= t.max_accumulators,
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
     if t.vendor == "nvidia":
@@ -595,6 +666,12 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     require(p.G <= gy, f"G={p.G} groups exceed {t.arch}'s grid limit {gy} along y")
     require(split <= gz, f"split_k={split} exceeds {t.arch}'s grid limit {gz} along z")
     return spec
+
+
+def paired_accumulators(atom: MmaAtom) -> bool:
+    """Whether a lane's accumulators ``e`` and ``e + 1`` are adjacent columns of one row
+    (``DG_ACC_PAIRED`` in ``dgrad.cu``): the mma.sync m16n8k16 and wgmma fragments."""
+    return atom.name == "mma16816" or atom.name.startswith("wgmma")
 
 
 def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:

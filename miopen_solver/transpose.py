@@ -17,7 +17,9 @@ An NCHW problem runs in one of three ways, decided by its config's schedule:
 * the warp-MMA and wgmma schedules store an NCHW dX themselves where :func:`nchw_dx_rule`
   holds (:func:`writes_nchw_dx`: the staged epilogue stores ``dx[((n*C + c)*Hi + hi)*Wi +
   wi]`` with consecutive threads on consecutive pixels, split-K's atomic epilogue likewise),
-  so only dY and W are transposed;
+  so only dY and W are transposed; with split-K through the workspace
+  (:mod:`miopen_solver.splitk`) the reduction kernel stores the NCHW dX and the GEMM kernel
+  stores NHWC partial sums (no dX transform either);
 * every other schedule (persistent wgmma, TMA, direct, patch) runs its NHWC kernel between
   all the transforms.
 
@@ -85,12 +87,15 @@ blocks of 128 threads instead of 4; found by the H200 run's binary check)."""
 def writes_nchw_dx(spec) -> bool:
     """Whether the kernel of ``spec`` (any spec type) stores dX NCHW itself
     (:func:`nchw_dx_rule` over its problem, schedule and resolved split-K)."""
-    return spec.schedule in NCHW_DX_SCHEDULES and nchw_dx_rule(spec.problem, spec.schedule, spec.split_k)
+    return spec.schedule in NCHW_DX_SCHEDULES and nchw_dx_rule(
+        spec.problem, spec.schedule, spec.split_k, getattr(spec, "workspace_reduce", False))
 
 
-def nchw_dx_rule(problem: ConvProblem, schedule: KernelSchedule, split_k: int) -> bool:
-    """The one rule deciding that a kernel stores dX NCHW: the launch problem's dX is NCHW
-    in memory, ``schedule`` is in :data:`NCHW_DX_SCHEDULES`, consecutive GEMM rows of every
+def nchw_dx_rule(problem: ConvProblem, schedule: KernelSchedule, split_k: int, workspace: bool = False) -> bool:
+    """The one rule deciding that a kernel stores dX NCHW: not split-K through the workspace
+    (``workspace``: the kernel stores NHWC partial sums, the reduction kernel stores dX), the
+    launch problem's dX is NCHW in memory, ``schedule`` is in :data:`NCHW_DX_SCHEDULES`,
+    consecutive GEMM rows of every
     sub-GEMM are consecutive dX columns (``sW / gcd(sW, dW) == 1``: the stores along W
     coalesce; with a W-stride of 2 or more they scatter, and the 1x1 stride-2 ResNet-50 line
     ran 16% slower than through the dX transform on the H200), and with split-K (> 1) on a
@@ -98,7 +103,7 @@ def nchw_dx_rule(problem: ConvProblem, schedule: KernelSchedule, split_k: int) -
     pair whose other half gets +0; the pair must stay inside dX; ``dgrad.cu``'s ``nchw_dx``
     section asserts this one, the others are choices, not limits of the kernel)."""
     p = problem
-    if p.is_3d or schedule not in NCHW_DX_SCHEDULES or memory_order(p, "dX") != "NCHW":
+    if workspace or p.is_3d or schedule not in NCHW_DX_SCHEDULES or memory_order(p, "dX") != "NCHW":
         return False
     if p.sW // gcd(p.sW, p.dW) != 1:
         return False

@@ -28,7 +28,26 @@
 // running wrong.
 static_assert(DG_TILE_M % DG_WARP_M == 0 && DG_TILE_N % DG_WARP_N == 0, "warp grid must tile the block tile");
 static_assert(DG_SPLIT_K >= 1 && DG_SPLIT_K <= 64, "split_k is resolved to 1..64 before emission");
+// #section !skws
 static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || DG_CPG % 2 == 0, "16-bit split-K adds packed pairs: cpg must be even");
+// #end !skws
+// #section skws
+// Split-K through the fp32 workspace (miopen_solver/splitk.py; spec.split_k_reduce_mode): split z
+// (grid z) stores its fp32 partial sums with plain stores into slice z of the workspace (the
+// third kernel argument), DG_WS_SLICE floats after slice z-1, laid out like the launch's NHWC
+// dX; a reduction kernel (kernels/splitk_reduce.cu) then sums the slices in order and stores
+// dX, and zeros where no sub-GEMM writes (those pixels are never written here nor read there).
+// No atomics, no dX memset.
+static_assert(DG_SPLIT_K > 1 && !DG_PERSIST && !DG_TMA,
+              "the workspace reduction serves split-K launches of the warp-MMA and plain wgmma schedules");
+static_assert(DG_ZF_BLOCKS == 0, "the reduction kernel stores the zeros of pixels no sub-GEMM writes");
+static_assert(DG_WS_SLICE % 64 == 0 && DG_WS_SLICE >= (long long)DG_N * DG_HI * DG_WI * DG_C,
+              "a workspace slice holds the launch's dX in fp32, 256-byte aligned");
+static_assert(DG_VEC_C == 1 || (DG_VEC_C == 2 && DG_CPG % 2 == 0), "fp32 pairs of adjacent columns need an even cpg");
+#ifdef DG_DX_NCHW
+#error "with the workspace reduction the kernel stores NHWC partial sums; the reduction kernel stores an NCHW dX"
+#endif
+// #end skws
 static_assert(DG_STAGES >= 1 && DG_STAGES <= 6, "stages 1..6");
 #if DG_WGMMA
 static_assert(DG_TILE_K % 64 == 0, "warpgroup schedules read 128-byte swizzled rows: tile_k % 64 == 0");
@@ -160,6 +179,7 @@ DG_DEVICE typename dg_bytes<BYTES>::type dg_zero_bytes() {
     return z;
 }
 
+// #block convert
 // fp32 -> storage conversion (round to nearest even). NVIDIA has the instruction for both
 // 16-bit types (cvt.rn.bf16.f32 from sm_80); AMD rounds bf16 in integer arithmetic.
 #if defined(DG_VENDOR_AMD)
@@ -197,6 +217,7 @@ DG_DEVICE dg_t dg_from_float(float f) {
     return dg_f2bf(f);
 #endif
 }
+// #end block convert
 
 // Atomic accumulation for split-K (fp32: scalar; fp16/bf16: packed pair, 4-byte aligned).
 DG_DEVICE void dg_atomic_add1(float* p, float v) {
@@ -1036,6 +1057,51 @@ DG_DEVICE void dg_epilogue_atomic(dg_t* dx, const dg_sub& s, const float (&acc)[
     }
 }
 #endif
+// #section skws
+// Workspace epilogue: this split's partial sums, fp32, into its slice (plain stores, NHWC like
+// dX: each covered dX element of the tile exactly once; pairs of adjacent columns as one 8-byte
+// store where cpg is even: c even, so the pair's offset is even and it stays inside the group).
+static_assert(DG_VEC_C == 1 || DG_ACC_PAIRED, "paired stores need adjacent columns in a lane's accumulators");
+DG_DEVICE void dg_store_f32x2(float* p, float x, float y) {  // p 8-byte aligned
+#if defined(DG_VENDOR_AMD)
+    typedef float f32x2 __attribute__((ext_vector_type(2)));
+    f32x2 v = {x, y};
+    *reinterpret_cast<f32x2*>(p) = v;
+#else
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
+#endif
+}
+DG_DEVICE void dg_epilogue_ws(float* ws, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                              int g, int m_tile, int n_tile, int wm, int wn, int lane) {
+    float* slice = ws + (long long)DG_BID_Z() * DG_WS_SLICE;
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j) {
+#pragma unroll
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e) {
+#if DG_ACC_PAIRED
+                if (e & 1) continue;
+#endif
+                const int m = m_tile * DG_TILE_M + dg_acc_row(wm, i, lane, e);
+                const int c = n_tile * DG_TILE_N + dg_acc_col(wn, j, lane, e);
+                if (m >= s.gemm_m || c >= DG_CPG) continue;
+                const int pix = dg_dx_pixel(s, m);
+                if (pix < 0) continue;
+                float* p = slice + ((long long)pix * DG_C + g * DG_CPG + c);
+#if DG_ACC_PAIRED && DG_VEC_C == 2
+                dg_store_f32x2(p, acc[i][j][e], acc[i][j][e + 1]);
+#elif DG_ACC_PAIRED
+                p[0] = acc[i][j][e];
+                if (c + 1 < DG_CPG) p[1] = acc[i][j][e + 1];
+#else
+                p[0] = acc[i][j][e];
+#endif
+            }
+        }
+    }
+}
+// #end skws
 
 // #section patch
 // dX offset of element (m, j) of the patch GEMM: row m = (n, ho, wo) is a dY pixel, column
@@ -1170,6 +1236,7 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
 
 // ------------------------------------------------------------------ zero fill
 #if DG_ZF_BLOCKS > 0
+// #block axis_covered
 // True iff some non-empty sub-GEMM writes dX row hi (resp. column wi): the phase
 // i = ((hi + p) / d) mod tilde must satisfy (hi + p) % gcd == 0 and i < filter.
 DG_DEVICE bool dg_axis_covered(int v, int pad, int stride, int dil, int gcd_sd, int tilde, int filt) {
@@ -1182,6 +1249,7 @@ DG_DEVICE bool dg_axis_covered(int v, int pad, int stride, int dil, int gcd_sd, 
     }
     return false;
 }
+// #end block axis_covered
 
 DG_DEVICE void dg_zero_fill(dg_t* dx, int zb) {
     typedef typename dg_bytes<DG_VEC_Z * DG_EB>::type vz_t;
@@ -1443,7 +1511,12 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     dg_mainloop(dy, w, tl, ar, g, As, Bs, regs, acc, wm, wn, lane);
 #endif
 #if DG_SPLIT_K > 1
+// #section !skws
     dg_epilogue_atomic(dx, tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane);
+// #end !skws
+// #section skws
+    dg_epilogue_ws(reinterpret_cast<float*>(dx), tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane);
+// #end skws
 #else
     dg_epilogue_staged(dx, tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane, As);
 #endif

@@ -46,22 +46,41 @@ SUB_FIELDS = ("block_start", "n_tiles", "gemm_m", "gemm_k", "h_slice", "w_slice"
 SECTION = re.compile(r"^// #section (!?\w+)\n(.*?)^// #end \1\n", re.M | re.S)
 """An optional block of a kernel source: ``// #section NAME`` ... ``// #end NAME`` lines;
 ``!NAME`` marks the block that section ``NAME`` replaces (kept unless ``NAME`` is asked)."""
+BLOCK = re.compile(r"^// #block (\w+)\n(.*?)^// #end block \1\n", re.M | re.S)
+"""A shared block of a kernel source: ``// #block NAME`` ... ``// #end block NAME`` lines; it is
+kept in place (marker lines dropped), and another source takes the same text with a line
+``// #include-block FILE NAME`` (one definition of, e.g., the fp32 -> storage rounding)."""
+INCLUDE = re.compile(r"^// #include-block (\S+) (\w+)\n", re.M)
+
+
+@lru_cache(maxsize=None)
+def _block(name: str, tag: str) -> str:
+    """The text of block ``tag`` of kernel source ``name`` (without its marker lines).
+
+    Raises:
+        ValueError: the source has no such block.
+    """
+    for m in BLOCK.finditer((_HERE / name).read_text()):
+        if m.group(1) == tag:
+            return m.group(2)
+    raise ValueError(f"kernel source {name} has no block {tag!r}")
 
 
 @lru_cache(maxsize=None)
 def _read(name: str, sections: frozenset = frozenset()) -> str:
-    """The text of kernel source ``name`` with the blocks of the named ``sections`` kept
-    (their marker lines dropped) and every other section removed, and each ``!NAME`` block
-    kept unless ``NAME`` is asked (what a family's section replaces), so a kernel's text
-    holds only the code of its own schedule family and a family that adds a section leaves
-    every other kernel's text byte-identical."""
-    text = (_HERE / name).read_text()
+    """The text of kernel source ``name`` with its ``// #include-block`` lines replaced by
+    those blocks (:data:`BLOCK`), the blocks of the named ``sections`` kept (their marker
+    lines dropped) and every other section removed, and each ``!NAME`` block kept unless
+    ``NAME`` is asked (what a family's section replaces), so a kernel's text holds only the
+    code of its own schedule family and a family that adds a section leaves every other
+    kernel's text byte-identical."""
+    text = INCLUDE.sub(lambda m: _block(m.group(1), m.group(2)), (_HERE / name).read_text())
 
     def keep(m) -> str:
         tag = m.group(1)
         wanted = tag[1:] not in sections if tag.startswith("!") else tag in sections
         return m.group(2) if wanted else ""
-    return SECTION.sub(keep, text)
+    return BLOCK.sub(lambda m: m.group(2), SECTION.sub(keep, text))
 
 
 @dataclass(frozen=True)
@@ -196,7 +215,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     kept, ``memset`` (dX zeroed before the launch) set and the launch ``grid`` (default
     ``spec.grid``), a schedule's kernel built on ``spec``'s main loop
     (:mod:`miopen_solver.patch`, :mod:`miopen_solver.nchw_pw`). A spec that stores dX NCHW
-    (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW``."""
+    (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW``; one whose
+    split-K goes through the workspace (``spec.workspace_reduce``) keeps the ``skws`` sections
+    and defines ``DG_WS_SLICE`` (fp32 elements from one slice to the next)."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -228,6 +249,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     if spec.nchw_dx:     # dX stored NCHW by the epilogues (transpose.nchw_dx_rule)
         d.append(("DG_DX_NCHW", 1))
         sections = tuple(sections) + ("nchw_dx",)
+    if spec.workspace_reduce:     # split-K partial sums into the fp32 workspace (splitk.py)
+        d.append(("DG_WS_SLICE", spec.workspace_slice_elems))
+        sections = tuple(sections) + ("skws",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
@@ -292,3 +316,20 @@ def emit_transpose(elem_bytes: int, vendor: str, arch: str, grid, block) -> Kern
     name = TRANSPOSE_KERNELS[elem_bytes]
     d = [("DT_KERNEL_NAME", name), ("DT_EB", elem_bytes)]
     return _make(name, "amd" if vendor == "amd" else "nvidia", arch, d, _read("transpose.cu"), grid, block, 0)
+
+
+def emit_splitk_reduce(dtype: str, layout: str, vendor: str, arch: str, grid, block) -> KernelSource:
+    """The split-K reduction (``splitk_reduce.cu``) for dX of ``dtype`` stored ``layout``
+    (``"NHWC"`` or ``"NCHW"``); its sizes are kernel arguments (:class:`~miopen_solver.splitk.SplitKReduce`),
+    so the text and binary depend only on the dtype, layout, vendor and arch. ``grid``/``block``:
+    the launch of one reduction.
+
+    Raises:
+        ValueError: an unknown dtype or layout.
+    """
+    if dtype not in DTYPE_CODES or layout not in ("NHWC", "NCHW"):
+        raise ValueError(f"no split-K reduction for {dtype} {layout}; allowed: {', '.join(DTYPE_CODES)} "
+                         f"x NHWC, NCHW")
+    name = f"dgrad_splitk_reduce_{dtype}_{layout.lower()}"
+    d = [("DR_KERNEL_NAME", name), ("DG_DTYPE", DTYPE_CODES[dtype]), ("DR_NCHW", int(layout == "NCHW"))]
+    return _make(name, "amd" if vendor == "amd" else "nvidia", arch, d, _read("splitk_reduce.cu"), grid, block, 0)

@@ -18,7 +18,11 @@ dX is NaN-poisoned before every run; pixels no sub-GEMM covers are then zero-fil
 the spec says (``zero_fill``: ``blocks`` writes zeros to uncovered pixels, ``memset`` zeroes
 all of dX first). With ``split_k > 1`` GemmK is cut into ``split_k`` slices of
 ``ceil(GemmK/(tile_k*split_k))*tile_k`` and each slice's fp32 partial is added into dX in
-the storage type, as the GPU's atomic adds do.
+the storage type, as the GPU's atomic adds do; with split-K through the workspace
+(:mod:`miopen_solver.splitk`) the two GPU steps run as they are: each slice's fp32 partial
+is stored into its slice of a NaN-poisoned fp32 workspace (covered pixels only, zeros from
+slices with no k-tile), then :meth:`~miopen_solver.splitk.SplitKReduce.apply` sums the
+slices in order, rounds once and stores dX (NHWC or NCHW).
 
 Vectorisation: dY is converted to fp32 once and zero-padded so that every tap of every phase
 reads a contiguous run of padded pixels (``ho`` and ``wo`` step by one within a phase). GemmK
@@ -145,6 +149,15 @@ class CpuEngine(Engine):
         for t in sol.transforms:          # the layout transforms, as the device runs them
             if t.before:
                 native[t.tensor] = t.apply({"dY": dy, "W": w}[t.tensor]).reshape(native[t.tensor].shape)
+        red = sol.reduce
+        if red is not None:               # split-K through the workspace: partials, then the reduction
+            ws = np.full((red.split_k, red.slice_elems), np.nan, dtype=np.float32)      # poison, reused per chunk
+            shape = (p.N, p.C, p.Hi, p.Wi) if red.layout == "NCHW" else (p.N, p.Hi, p.Wi, p.C)
+            out = np.full(shape, np.nan, dtype=layouts.storage_dtype(p.dtype))
+            for n0, n in sol.chunks:
+                self.run_partials(spec, native["dY"][n0:n0 + n], native["W"], ws)
+                out[n0:n0 + n] = red.apply(ws)
+            return out.reshape(layouts.dx_shape(p))
         dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=layouts.storage_dtype(p.dtype))   # poison
         for n0, n in sol.chunks:
             self._run_launch(spec, native["dY"][n0:n0 + n], native["W"], dx[n0:n0 + n])
@@ -154,6 +167,20 @@ class CpuEngine(Engine):
         if writes_nchw_dx(spec):          # the kernel's own NCHW stores
             dx = np.ascontiguousarray(dx.transpose(0, 3, 1, 2))
         return dx.reshape(layouts.dx_shape(p))
+
+    def run_partials(self, spec, dy: np.ndarray, w: np.ndarray, ws: np.ndarray) -> None:
+        """The dgrad kernel of a split-K launch through the workspace (``spec.workspace_reduce``):
+        NHWC ``dy`` (the launch's images) and KYXC ``w``; split z's fp32 partial sums into
+        slice z of ``ws`` (``(split_k, slice_elems)`` float32, each slice's first elements the
+        launch's NHWC dX), every pixel some sub-GEMM covers written once per slice, the others
+        left as they are (the GPU kernel does not write them)."""
+        p = spec.problem
+        view = ws[:, :p.dx_elems].reshape(spec.split_k, p.N, p.Hi, p.Wi, p.C)
+        subs = spec.sub_gemms
+        dy_pad, pad_h, pad_w = self._padded_dy(p, dy, subs)
+        w_kyxc = w.astype(np.float32)
+        for s in subs:
+            self._run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, None, ws=view)
 
     def _run_launch(self, spec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
         """One launch of ``spec`` (its problem's N images): NHWC ``dy``, KYXC ``w`` into the
@@ -219,9 +246,11 @@ class CpuEngine(Engine):
         return out, pad_h, pad_w
 
     @staticmethod
-    def _run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, dx):
+    def _run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, dx, ws=None):
         """One sub-GEMM, all groups. GemmK is walked tap by tap (each tap a kpg-deep block of
-        the k-innermost GemmK, as the GPU's K loop walks it): ``D += A_tap @ B_tap``.
+        the k-innermost GemmK, as the GPU's K loop walks it): ``D += A_tap @ B_tap``. With
+        ``ws`` (``(split_k, N, Hi, Wi, C)`` float32) split z's partial goes to ``ws[z]``
+        instead of into ``dx``.
 
         A_tap needs no gather: in the padded NHWK dY, the rows ``ho`` of one tap are
         consecutive within a phase, so the pixels ``(n, htl, wtl)`` of a chunk read the flat
@@ -237,7 +266,9 @@ class CpuEngine(Engine):
         live = live_taps(p, s)                             # the others read only zeros
         cols = _dx_slice(s.dx_w_offset, s.dx_w_stride, w0, w1)
         if not live:  # every tap reads padding (dY may be narrower than the rows: no view)
-            if spec.split_k == 1:                          # split-K adds into a zeroed dX
+            if ws is not None:                             # every split stores its zeros
+                ws[:, :, _dx_slice(s.dx_h_offset, s.dx_h_stride, h0, h1), cols] = 0
+            elif spec.split_k == 1:                        # split-K adds into a zeroed dX
                 dx[:, _dx_slice(s.dx_h_offset, s.dx_h_stride, h0, h1), cols] = 0
             return
         nh, nw = h1 - h0, w1 - w0
@@ -258,7 +289,7 @@ class CpuEngine(Engine):
             nb, rows_per = max(1, min(p.N, rows_per // hp)), nh
         else:
             nb = 1
-        st = dx.dtype
+        st = dx.dtype if dx is not None else np.float32
         for n0 in range(0, p.N, nb):
             n1 = min(p.N, n0 + nb)
             for r0 in range(h0, h1, rows_per):
@@ -267,7 +298,9 @@ class CpuEngine(Engine):
                 length = (n1 - n0 - 1) * img + (nr - 1) * wp + nw      # flat pixels touched
                 alloc = (n1 - n0) * img if n1 - n0 > 1 else nr * wp
                 rows = _dx_slice(s.dx_h_offset, s.dx_h_stride, r0, r1)
-                for piece in pieces:
+                if ws is not None:                         # splits with no k-tile store zeros
+                    ws[len(pieces):, n0:n1, rows, cols] = 0
+                for z, piece in enumerate(pieces):
                     d = np.empty((G, alloc, cpg), dtype=np.float32)   # rows >= length: unused
                     if not piece:                                     # no live tap: zeros
                         d[:, :length] = 0
@@ -289,6 +322,9 @@ class CpuEngine(Engine):
                     else:
                         d = d.reshape(G, 1, nr, wp, cpg)[:, :, :, :nw]
                     d = np.moveaxis(d, 0, 3).reshape(n1 - n0, nr, nw, p.C)
+                    if ws is not None:     # this split's partial sums into its slice
+                        ws[z, n0:n1, rows, cols] = d
+                        continue
                     if spec.split_k > 1:   # accumulate in the storage type, like atomic adds
                         d = dx[n0:n1, rows, cols].astype(np.float32) + d
                     dx[n0:n1, rows, cols] = d.astype(st)

@@ -6,7 +6,9 @@ events/graphs; this module holds everything that is the same for both. The dgrad
 read NHWC (dY ``(N, Ho, Wo, K)``, W ``(K, Y, X, cpg)``) and write dX ``(N, Hi, Wi, C)``, or
 dX NCHW where the kernel stores it so (:func:`~miopen_solver.transpose.writes_nchw_dx`); a
 tensor the caller holds NCHW is uploaded as it is and transposed on the device, through
-the solution's workspace (:mod:`miopen_solver.transpose`).
+the solution's workspace (:mod:`miopen_solver.transpose`). Split-K through the workspace
+(:mod:`miopen_solver.splitk`) launches the reduction kernel after each chunk's dgrad kernel,
+which writes its partial sums into the workspace's slices instead of dX.
 """
 
 from __future__ import annotations
@@ -185,8 +187,10 @@ class GpuEngine(Engine):
         <miopen_solver.solver.Solution.chunks>`; one without a split), each with dY and dX
         offset to the chunk's first image (N is the outermost dim of NHWC, so a chunk's
         images are one contiguous run of bytes, in NHWC and NCHW alike) and the bytes its
-        split-K memset clears, then the transform after it (the NHWC dX copy -> the user's
-        dX), if any: a kernel that stores dX NCHW gets the user's dX pointer. Tensor maps
+        split-K memset clears -- with split-K through the workspace the kernel gets the
+        workspace's slices instead of dX and the reduction follows it, from the slices into
+        the chunk's dX -- then the transform after it (the NHWC dX copy -> the user's dX),
+        if any: a kernel that stores dX NCHW gets the user's dX pointer. Tensor maps
         (:meth:`kernel_args`) are built per chunk over the offset pointers, outside any timed
         region."""
         p = sol.spec.problem                              # one launch's problem
@@ -201,9 +205,16 @@ class GpuEngine(Engine):
             steps.append(_Step(self._transform_kernel(t), t.grid, t.block, 0, (src, dst, t.batch, t.rows, t.cols),
                                after=not t.before))
         dy_img, dx_img = p.dy_elems // p.N * eb, p.dx_elems // p.N * eb
-        main = [_Step(k, k.source.grid, k.source.block, k.source.shared_bytes,
-                      self.kernel_args(k, native["dY"] + n0 * dy_img, native["W"], native["dX"] + n0 * dx_img),
-                      memset_bytes=n * dx_img if k.source.pre_memset else 0) for n0, n in sol.chunks]
+        red = sol.reduce
+        main = []
+        for n0, n in sol.chunks:
+            out = workspace + red.offset if red else native["dX"] + n0 * dx_img
+            main.append(_Step(k, k.source.grid, k.source.block, k.source.shared_bytes,
+                              self.kernel_args(k, native["dY"] + n0 * dy_img, native["W"], out),
+                              memset_bytes=n * dx_img if k.source.pre_memset else 0))
+            if red:
+                rk = self.load(red.emit(self.rt.vendor, self.target.arch))
+                main.append(_Step(rk, red.grid, red.block, 0, red.args(out, native["dX"] + n0 * dx_img)))
         return [s for s in steps if not s.after] + main + [s for s in steps if s.after]
 
     def _transform_kernel(self, t) -> Loaded:
@@ -218,8 +229,10 @@ class GpuEngine(Engine):
 
     @staticmethod
     def _poison_ranges(sol) -> tuple:
-        """Workspace ranges the kernel writes (the NHWC dX copy), poisoned with dX."""
-        return tuple((t.offset, t.nbytes) for t in sol.transforms if not t.before)
+        """Workspace ranges the kernel writes (the NHWC dX copy, the split-K slices),
+        poisoned with dX: an element the reduction reads and no split wrote is NaN."""
+        slices = ((sol.reduce.offset, sol.reduce.nbytes),) if sol.reduce else ()
+        return tuple((t.offset, t.nbytes) for t in sol.transforms if not t.before) + slices
 
     # ----------------------------------------------------------------- run / time
     def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
