@@ -33,7 +33,7 @@ from miopen_solver import __version__
 
 from .options import (EXIT_INTERRUPTED, LINE_SETTINGS, PROG, arch_option, backend_option, error_line, json_option,
                       perfdb_options, ref_option, run_and_print, split_line, timeout_option, warmup_option)
-from .run_cmd import KOUTER, RunOptions, run_line
+from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, run_line
 
 __all__ = ["cli", "main", "run_line", "RunOptions"]
 
@@ -67,6 +67,9 @@ def cli():
               help="B tile k-outer in LDS (lds_k_outer): auto = the solver's policy.")
 @click.option("--split-k", "split_k", type=int, default=None,
               help="Split-K degree: N >= 1, or -1 to let the solver choose (the choice is printed).")
+@click.option("--split-k-reduce", "split_k_reduce", type=click.Choice(SPLIT_K_REDUCE), default=None,
+              help="How split-K slices are summed: atomic adds into dX, or an fp32 workspace and a "
+                   "reduction kernel (deterministic); auto = atomics where allowed.")
 @click.option("--print-name-only", is_flag=True, help="Print the kernel name and exit (nothing is launched).")
 @ref_option
 @warmup_option
@@ -74,11 +77,12 @@ def cli():
 @perfdb_options
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def run_cmd(ctx, backend, arch, as_json, perf_config, kouter, split_k, print_name_only, ref, warmup,
+def run_cmd(ctx, backend, arch, as_json, perf_config, kouter, split_k, split_k_reduce, print_name_only, ref, warmup,
             timeout, perfdb, no_perfdb, line):
     """Run an MIOpenDriver conv line (backward data, -F 2) and print what MIOpenDriver prints."""
     opts = RunOptions(backend=backend, arch=arch, as_json=as_json, perf_config=perf_config, kouter=kouter,
-                      split_k=split_k, print_name_only=print_name_only, ref=ref, timeout=timeout,
+                      split_k=split_k, split_k_reduce=split_k_reduce, print_name_only=print_name_only, ref=ref,
+                      timeout=timeout,
                       warmup=warmup, perfdb=perfdb, use_perfdb=not no_perfdb)
     run_and_print(ctx, run_line, split_line(line), opts, stream=True)
 

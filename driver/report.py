@@ -240,8 +240,9 @@ def json_record(*, command, problem, solution, backend, seed, status: str, timin
     :class:`~miopen_solver.solver.Solution`: ``kernel_name`` (with ``+transpose_<tensors>``
     when layout transforms run around the kernel), ``workspace_bytes`` (the solution's whole
     device workspace: the transforms' NHWC copies plus the kernel's own), ``notes``,
-    ``layout_transforms`` and ``split_n``; ``config_source``, ``perfdb`` and ``tuned_ms``
-    say where the config came from.
+    ``layout_transforms``, ``split_n`` and ``split_k_reduce`` (``mode`` none/atomic/workspace,
+    and for the workspace the reduction's kernel, launch and slices); ``config_source``,
+    ``perfdb`` and ``tuned_ms`` say where the config came from.
 
     Args:
         solution: the :class:`~miopen_solver.solver.Solution` that ran.
@@ -279,6 +280,7 @@ def json_record(*, command, problem, solution, backend, seed, status: str, timin
         "layout_transforms": facts["layout_transforms"],
         "split_n": facts["split_n"],
         "split_k": spec.split_k,
+        "split_k_reduce": facts["split_k_reduce"],
         "lds_k_outer": spec.lds_k_outer,
         "seed": seed,
         "mode": "immediate" if immediate else "find",

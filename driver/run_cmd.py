@@ -6,8 +6,8 @@ Steps, each in the process named:
    device it has, so the driver itself never opens a GPU context);
 2. check applicability and ask the solver for the solution
    (:meth:`~miopen_solver.solver.DgradSolver.find_solution`: ``--perf-config``, else the
-   perf-db winner for this problem and arch, else the default; ``--kouter``/``--split-k``
-   on top; ``split_k = -1`` resolved) -- decided once, in the library, and sent to the
+   perf-db winner for this problem and arch, else the default; ``--kouter``/``--split-k``/
+   ``--split-k-reduce`` on top; ``split_k = -1`` resolved) -- decided once, in the library, and sent to the
    workers as a record (driver); the workers' host memory (:mod:`miopen_solver.memory`) is
    compared with what the host has, and a run that cannot fit is refused with the numbers
    before any worker starts (driver);
@@ -40,6 +40,7 @@ from miopen_solver.command import DriverCommand, check_supported, parse
 from miopen_solver.errors import MiopenCommandError, RuntimeUnavailable
 from miopen_solver.perfdb import default_path
 from miopen_solver.reference import Verdict
+from miopen_solver.config import SPLIT_K_REDUCE
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
 from miopen_solver.target import Target, get_target
 from miopen_solver.text import shorten, without_bytes_reprs
@@ -147,21 +148,34 @@ def check_kouter(value: str | None) -> None:
         raise UserError(f"--kouter {value}: allowed: {', '.join(KOUTER)}")
 
 
+def check_split_k_reduce(value: str | None) -> None:
+    """``--split-k-reduce``: one of :data:`~miopen_solver.config.SPLIT_K_REDUCE`'s names (or
+    None: not given).
+
+    Raises:
+        UserError: anything else, naming the value and what is allowed.
+    """
+    if value is not None and value not in SPLIT_K_REDUCE:
+        raise UserError(f"--split-k-reduce {value}: allowed: {', '.join(SPLIT_K_REDUCE)}")
+
+
 def find_solution(problem, device: Device, o) -> object:
     """The solver's solution for a run's options (``o`` has ``perf_config``, ``kouter``,
-    ``split_k``, ``perfdb``, ``use_perfdb``): the library decides; this only names the
-    perf-db and the device's perf-db arch.
+    ``split_k``, ``split_k_reduce``, ``perfdb``, ``use_perfdb``): the library decides; this
+    only names the perf-db and the device's perf-db arch.
 
     Raises:
         PerfConfigError: the given config or settings are not valid for the problem.
-        UserError: a bad ``--split-k`` or ``--kouter``.
+        UserError: a bad ``--split-k``, ``--kouter`` or ``--split-k-reduce``.
     """
     check_split_k(o.split_k)
     check_kouter(o.kouter)
+    check_split_k_reduce(getattr(o, "split_k_reduce", None))
     db = (o.perfdb if o.perfdb is not None else default_path()) if o.use_perfdb else None
     return DgradSolver().find_solution(problem, device.target, perf_config=o.perf_config, perfdb=db,
                                        perfdb_arch=device.perfdb_arch, perfdb_label=perfdb_label(o.perfdb),
-                                       kouter=o.kouter, split_k=o.split_k)
+                                       kouter=o.kouter, split_k=o.split_k,
+                                       split_k_reduce=getattr(o, "split_k_reduce", None))
 
 
 def _compile_cause(message: str) -> str:
@@ -359,6 +373,12 @@ def compile_only(solution) -> tuple:
                     lines.append(f"Cubin: {len(b.cubin)} bytes")
                     lines.append(f"Resources: {b.registers} registers, {b.spill_store_bytes} bytes spill stores, "
                                  f"{b.stack_bytes} bytes stack")
+            if rec["compiled"] and solution.reduce is not None:     # split-K's reduction kernel too
+                red = solution.reduce.emit(t.vendor, t.arch)
+                size = (len(compile_amd(red.text, t.arch, tmp, "reduce", cache=cache).data) if t.vendor == "amd"
+                        else len(inspect_nvidia(red.text, t.arch, tmp, "reduce", cache=cache).cubin))
+                rec["reduce_code_object_bytes"] = size
+                lines.append(f"Split-K reduction {red.name}: {size} bytes")
         except CompileError as e:
             first = _compile_cause(str(e))
             rec["error"] = str(e)
@@ -380,6 +400,7 @@ class RunOptions:
     perf_config: str | None = None
     kouter: str | None = None
     split_k: int | None = None
+    split_k_reduce: str | None = None
     print_name_only: bool = False
     ref: str = "auto"
     timeout: float | None = None

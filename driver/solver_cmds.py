@@ -10,6 +10,8 @@ MIOpenDriver has no flag of the same name:
 ``--perf-config STR``   (config) a serialised PerfConfig to resolve instead of the default
 ``--perfdb PATH``       (config) perf-db to look the problem up in (default: ``$MIOPEN_DGRAD_PERFDB``,
                         else the user cache dir); ``--no-perfdb`` skips the lookup
+``--kouter``, ``--split-k``, ``--split-k-reduce``  (config) a run's settings, resolved as a run
+                        resolves them
 
 Exit status: 0 applicable / resolved; 1 not applicable, or ``--perf-config`` invalid for the
 problem; 2 bad input (unparsable line, unknown or empty arch, malformed perf config), with
@@ -45,11 +47,11 @@ from miopen_solver.target import get_target
 from miopen_solver.text import cut_values
 
 from .options import UserError, arch_target, error_line, perfdb_label, warn
-from .run_cmd import SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k
+from .run_cmd import SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k, check_split_k_reduce
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
-_VALUED = ("--arch", "--backend", "--perf-config", "--perfdb", "--kouter", "--split-k")
+_VALUED = ("--arch", "--backend", "--perf-config", "--perfdb", "--kouter", "--split-k", "--split-k-reduce")
 BACKENDS = ("auto", "cpu", "cuda", "hip")
 """``--backend`` values a run takes; ``config`` and ``applicable`` take them too, so a run's
 line pastes as it is. Neither opens a device: ``config`` files its perf-db lookup under the
@@ -176,7 +178,7 @@ def applicable_cmd(arch, backend, as_json, line):
     try:
         tokens, opts = split_own_options(line)
         opts = _merge(opts, arch=arch, json=as_json, backend=backend)
-        for name in ("perf-config", "perfdb", "no-perfdb", "kouter", "split-k"):
+        for name in ("perf-config", "perfdb", "no-perfdb", "kouter", "split-k", "split-k-reduce"):
             if name in opts:
                 raise BadInput(f"--{name}: applicable answers for the problem, not a config; "
                                f"allowed here: --arch, --backend, --json (use 'config' to check a perf config)")
@@ -201,9 +203,10 @@ def applicable_cmd(arch, backend, as_json, line):
 @click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Do not consult a perf-db.")
 @click.option("--kouter", default=None, help="As for a run: auto, on or off (lds_k_outer).")
 @click.option("--split-k", "split_k", default=None, help="As for a run: -1 (choose) or 1..64.")
+@click.option("--split-k-reduce", "split_k_reduce", default=None, help="As for a run: auto, atomic or workspace.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
-def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, as_json, line):
+def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, split_k_reduce, as_json, line):
     """Resolve the kernel spec for an MIOpenDriver problem: the given config, the perf-db's
     or the default, with every derived value and the kernel name.
 
@@ -212,7 +215,8 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, a
     try:
         tokens, opts = split_own_options(line)
         opts = _merge(opts, arch=arch, json=as_json, perfdb=perfdb, kouter=kouter, backend=backend,
-                      **{"perf-config": perf_config, "no-perfdb": no_perfdb, "split-k": split_k})
+                      **{"perf-config": perf_config, "no-perfdb": no_perfdb, "split-k": split_k,
+                         "split-k-reduce": split_k_reduce})
         target = _target(opts)
         db_arch = _perfdb_arch(opts, target)
         cmd = _parse_line(tokens, any_direction=False)
@@ -231,7 +235,7 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, a
     try:
         solution = solver.find_solution(problem, target, perf_config=given, perfdb=db, perfdb_arch=db_arch,
                                         perfdb_label=perfdb_label(opts.get("perfdb")), kouter=settings[0],
-                                        split_k=settings[1])     # resolved as a run resolves it
+                                        split_k=settings[1], split_k_reduce=settings[2])   # as a run resolves it
     except PerfConfigError as e:
         shown = e.config.serialize() if e.config is not None else None     # the config the solver refused
         doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
@@ -250,6 +254,7 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, a
            "layout_transforms": facts["layout_transforms"], "spec": _spec_doc(spec),
            "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
                       "workspace_bytes": solution.workspace_bytes},
+           "split_k_reduce": facts["split_k_reduce"],
            "split_n": facts["split_n"]}
     _emit(doc, as_json, _config_text(doc))
 
@@ -265,14 +270,16 @@ def _spec_doc(spec) -> dict:
 
 
 def _settings(opts: dict) -> tuple:
-    """``(kouter, split_k)`` from ``--kouter``/``--split-k`` (None when not given).
+    """``(kouter, split_k, split_k_reduce)`` from ``--kouter``/``--split-k``/``--split-k-reduce``
+    (None when not given).
 
     Raises:
         BadInput: a value a run would refuse, naming the option and what is allowed.
     """
-    kouter, split = opts.get("kouter"), opts.get("split-k")
+    kouter, split, reduce = opts.get("kouter"), opts.get("split-k"), opts.get("split-k-reduce")
     try:
         check_kouter(kouter)
+        check_split_k_reduce(reduce)
         if split is not None:
             try:
                 split = int(split, 10)
@@ -281,7 +288,7 @@ def _settings(opts: dict) -> tuple:
             check_split_k(split)
     except UserError as e:
         raise BadInput(str(e)) from None
-    return kouter, split
+    return kouter, split, reduce
 
 
 def _given_config(opts: dict):
@@ -303,6 +310,11 @@ def _config_text(doc: dict) -> str:
              *(f"note: {text}" for text in doc["notes"]),
              f"grid: {' x '.join(map(str, launch['grid']))}  block: {launch['block'][0]}  "
              f"zero-fill: {launch['zero_fill']['kind']}  workspace: {launch['workspace_bytes']} bytes"]
+    red = doc["split_k_reduce"]
+    if red["mode"] == "workspace":
+        lines.append(f"split-K reduction: {red['kernel']}  grid: {' x '.join(map(str, red['grid']))}  "
+                     f"block: {' x '.join(map(str, red['block']))}  {red['slices']} slices of {red['slice_bytes']} "
+                     f"bytes at workspace offset {red['workspace_offset']}")
     lines += [f"  {k}: {v}" for k, v in doc["spec"].items() if k not in ("kernel_name", "problem_key")]
     return "\n".join(lines)
 

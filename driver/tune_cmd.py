@@ -1,8 +1,9 @@
 """``dgrad-driver tune <line>``: sweep valid configs, rank them, verify the best, store the winner.
 
 1. The candidates are :meth:`DgradSolver.search` (valid configs, one per distinct kernel,
-   the default first). ``--max-configs N`` keeps the default plus N-1 configs evenly
-   spaced over the search order, so a bounded sweep still spans every tile shape.
+   the default first; ``--split-k-reduce atomic|workspace`` sets every split-K candidate's
+   reduction, to compare the two). ``--max-configs N`` keeps the default plus N-1 configs
+   evenly spaced over the search order, so a bounded sweep still spans every tile shape.
 2. Each candidate is compiled and timed (warm-up, then ``-i`` launches) in the *timing*
    worker: one process times them one after another and is restarted after a failure,
    so a crash, a hang (``--timeout``) or an exception loses only that config, which
@@ -40,6 +41,7 @@ from dataclasses import asdict, dataclass, replace
 import click
 
 from miopen_solver import SOLVER_NAME, memory, prng
+from miopen_solver.config import SPLIT_K_REDUCE
 from miopen_solver.errors import PerfDbError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
@@ -52,8 +54,8 @@ from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED
 from .run_cmd import check_applicable, parse_line, resolve_device, resolve_reference
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
-              "perf_config", "split_k", "lds_k_outer", "kernel_name", "compile_ms", "failure", "exit_code",
-              "signal", "reason")
+              "perf_config", "split_k", "split_k_reduce", "lds_k_outer", "kernel_name", "compile_ms", "failure",
+              "exit_code", "signal", "reason")
 
 
 @dataclass
@@ -65,6 +67,7 @@ class TuneRow:
     kernel_name: str
     split_k: int
     lds_k_outer: bool
+    split_k_reduce: str = "none"      # none | atomic | workspace
     status: str = "pending"          # "ok" | "failed"
     average_ms: float | None = None
     median_ms: float | None = None
@@ -153,6 +156,7 @@ class TuneOptions:
     list_only: bool = False
     environ: dict | None = None
     force_store: bool = False         # replace the perf-db record even when it is faster (MIOpen's DB_UPDATE)
+    split_k_reduce: str | None = None  # every split-K candidate's reduction (None: the solver's rule)
 
 
 def _check_options(o: TuneOptions) -> None:
@@ -162,6 +166,8 @@ def _check_options(o: TuneOptions) -> None:
         if value is not None and value < low:
             raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
     check_count("--warmup", o.warmup, 0)
+    if o.split_k_reduce is not None and o.split_k_reduce not in SPLIT_K_REDUCE:
+        raise UserError(f"--split-k-reduce {o.split_k_reduce}: allowed: {', '.join(SPLIT_K_REDUCE)}")
     if o.time_budget is not None and not (math.isfinite(o.time_budget) and o.time_budget > 0):
         raise UserError(f"--time-budget {o.time_budget:g}: allowed: a finite number of seconds > 0")
     if o.csv_top is not None and o.csv is None:
@@ -315,7 +321,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     device = resolve_device(o.backend, o.arch, o.timeout)
     target = device.target
     check_applicable(problem, target)
-    candidates = list(DgradSolver().search(problem, target))
+    candidates = list(DgradSolver().search(problem, target, split_k_reduce=o.split_k_reduce))
     picked = select_configs(candidates, o.max_configs)
     if o.list_only:  # needs no device: the configs depend only on the problem and the target
         listed = [c.serialize() for c in picked]
@@ -331,7 +337,8 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     for i, cfg in enumerate(picked, 1):
         sol = solver.get_solution(problem, target, cfg)
         solutions[cfg.serialize()] = sol
-        rows.append(TuneRow(i, cfg.serialize(), sol.kernel_name, sol.spec.split_k, sol.spec.lds_k_outer))
+        rows.append(TuneRow(i, cfg.serialize(), sol.kernel_name, sol.spec.split_k, sol.spec.lds_k_outer,
+                            getattr(sol.spec, "split_k_reduce", "none")))
 
     seed = prng.resolve_seed(o.environ)
     f = cmd.flags
@@ -440,6 +447,9 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
 @ref_option
 @json_option
 @click.option("--list", "list_only", is_flag=True, help="Print the configs the sweep would time, and exit.")
+@click.option("--split-k-reduce", "split_k_reduce", type=click.Choice(SPLIT_K_REDUCE), default=None,
+              help="Every split-K candidate sums through atomics or the fp32 workspace (default: the "
+                   "solver's rule, atomics where allowed).")
 @warmup_option
 @timeout_option
 @perfdb_options
@@ -447,12 +457,13 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def tune_cmd(ctx, backend, arch, top, verify_top, csv_path, csv_top, max_configs, time_budget, quiet, ref,
-             as_json, list_only, warmup, timeout, perfdb, no_perfdb, line, **campaign):
+             as_json, list_only, split_k_reduce, warmup, timeout, perfdb, no_perfdb, line, **campaign):
     """Sweep valid configs for an MIOpenDriver line (or every line of --file FILE: a campaign,
     see driver/campaign.py), rank them, store the winners in the perf-db."""
     if wants_campaign(**campaign):
         from .campaign import CampaignOptions, run_campaign
-        for flag, given in (("--time-budget", time_budget is not None), ("--json", as_json), ("--list", list_only)):
+        for flag, given in (("--time-budget", time_budget is not None), ("--json", as_json), ("--list", list_only),
+                            ("--split-k-reduce", split_k_reduce is not None)):
             if given:
                 ctx.fail(f"{flag}: not available in a campaign (--file, --results, --gpus, --engine, --compile-pool)")
         opts = CampaignOptions(line=split_line(line), backend=backend, arch=arch, top=top, verify_top=verify_top,
@@ -463,7 +474,7 @@ def tune_cmd(ctx, backend, arch, top, verify_top, csv_path, csv_top, max_configs
     opts = TuneOptions(backend=backend, arch=arch, top=top, verify_top=verify_top, csv=csv_path, csv_top=csv_top,
                        max_configs=max_configs, time_budget=time_budget, quiet=quiet, timeout=timeout,
                        warmup=warmup, perfdb=perfdb, store=not no_perfdb, ref=ref, as_json=as_json,
-                       list_only=list_only)
+                       list_only=list_only, split_k_reduce=split_k_reduce)
     run_and_print(ctx, tune_line, split_line(line), opts, stream=True)
 
 

@@ -9,7 +9,8 @@ the code that allocates:
   raw draws and their fp32 values at once); ``-D``/``-e`` files are read as they are;
 * the CPU engine (``runtime/cpu.py``, ``direct.py``'s ``run_direct_cpu``) beside them: its
   dX, the zero-padded fp32 dY and fp32 W of the GEMM path and a few chunks of at most
-  ``CHUNK_BYTES`` (or one padded row), layout conversions; or the direct schedule's fp32 dY,
+  ``CHUNK_BYTES`` (or one padded row), layout conversions, split-K's fp32 workspace slices
+  and the reduction's fp32 temporaries (one launch's); or the direct schedule's fp32 dY,
   W and dX and two phase grids; a GPU run holds its host dX only;
 * the verification worker's reference (``reference.py``): a CPU reference bigger than one
   block is computed and compared block by block (:func:`~miopen_solver.reference.block_bytes`),
@@ -69,7 +70,9 @@ class EnginePlan:
     """What the CPU engine allocates beside the tensors for one solution: the direct
     schedule's phases (``direct``), the patch GEMM's chunks of images (``patch``), the NCHW
     pointwise GEMMs' chunks of images (``nchw_pw``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
-    ``pad_cols`` columns in all (none without sub-GEMMs: ``gemm`` False). Independent of N."""
+    ``pad_cols`` columns in all (none without sub-GEMMs: ``gemm`` False), with ``split_k_bytes``
+    for split-K through the workspace (its slices and the reduction's fp32 temporaries, one
+    launch's: reused by every split-N launch). Independent of N."""
 
     direct: bool = False
     gemm: bool = True
@@ -77,6 +80,7 @@ class EnginePlan:
     nchw_pw: bool = False
     pad_rows: int = 0
     pad_cols: int = 0
+    split_k_bytes: int = 0
 
 
 def engine_plan(spec) -> EnginePlan:
@@ -97,7 +101,9 @@ def engine_plan(spec) -> EnginePlan:
     reads = [r for s in spec.sub_gemms for r in live_taps(p, s).values()]
     rows = [0, p.Ho - 1] + [v for (h, _) in reads for v in h]
     cols = [0, p.Wo - 1] + [v for (_, c) in reads for v in c]
-    return EnginePlan(pad_rows=max(rows) - min(rows) + 1 - p.Ho, pad_cols=max(cols) - min(cols) + 1 - p.Wo)
+    split_k = spec.workspace_bytes + 3 * 4 * p.dx_elems if getattr(spec, "workspace_reduce", False) else 0
+    return EnginePlan(pad_rows=max(rows) - min(rows) + 1 - p.Ho, pad_cols=max(cols) - min(cols) + 1 - p.Wo,
+                      split_k_bytes=split_k)
 
 
 @dataclass(frozen=True)
@@ -173,7 +179,7 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
     chunks = 6 * max(CHUNK_BYTES, 4 * p.C * wp)
     converts = max(p.dy_elems * s if p.out_layout != "NHWC" else 0, p.w_elems * s if p.fil_layout != "NHWC" else 0,
                    relayout, chunks)
-    return dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi
+    return dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi + plan.split_k_bytes
 
 
 def device_bytes(*buffers) -> int:

@@ -554,17 +554,28 @@ class DgradSolver:
             sol = dataclasses.replace(sol, notes=sol.notes + (note,))
         return sol
 
-    def search(self, problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
+    def search(self, problem: ConvProblem, target: Target, *,
+               split_k_reduce: str | None = None) -> Iterator[PerfConfig]:
         """Valid configs for ``problem``, default first, one per distinct kernel (configs
         that resolve to the same kernel name are yielded once). A generator: the tuner
         times what it takes. Yields nothing for a problem that is not applicable.
+        Split-K candidates sum by atomics where they are allowed, else through the fp32
+        workspace; ``split_k_reduce`` (``auto``/``atomic``/``workspace``, for comparisons)
+        sets every split-K candidate's reduction instead (those it makes invalid are left out).
+
+        Raises:
+            PerfConfigError: an unknown ``split_k_reduce``.
         """
+        if split_k_reduce is not None and split_k_reduce not in SPLIT_K_REDUCE_CODES:
+            raise PerfConfigError(f"--split-k-reduce {split_k_reduce!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
         if not self.is_applicable(problem, target):
             return
         seen = set()
         launch = launch_problem(problem)        # a split batch: one launch's configs
         first = self.get_default_performance_config(problem, target)
         for cfg in itertools.chain((first,), search_space(launch, target)):
+            if split_k_reduce is not None and cfg.split_k != 1:
+                cfg = cfg.replace(split_k_reduce=SPLIT_K_REDUCE_CODES[split_k_reduce])
             try:
                 name = launch_spec(launch, target, cfg).kernel_name
             except PerfConfigError:

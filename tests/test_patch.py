@@ -127,7 +127,9 @@ def test_settings_a_patch_default_cannot_take_fall_back_to_the_tilde_gemm():
     assert not sol.schedule.patch and sol.spec.split_k == 2
     assert any("not possible with the patch-gemm default" in n and "the warp-MMA default" in n for n in sol.notes)
     with pytest.raises(PerfConfigError, match="split_k must be 1 or -1, got 2.*needs an even cpg"):
-        DgradSolver().find_solution(_p(VIT), t, split_k=2)        # fp16 cpg 3: no tilde split-K either
+        DgradSolver().find_solution(_p(VIT), t, split_k=2, split_k_reduce="atomic")   # fp16 cpg 3: no atomics
+    ws = DgradSolver().find_solution(_p(VIT), t, split_k=2)        # the tilde GEMM through the workspace
+    assert not ws.schedule.patch and ws.spec.split_k_reduce == "workspace"
     kept = DgradSolver().find_solution(p, get_target("sm_80"), kouter="off", split_k=-1)
     assert kept.schedule is KernelSchedule.PATCH_GEMM and not kept.spec.lds_k_outer
 

@@ -179,9 +179,11 @@ def test_settings_a_direct_default_cannot_take_move_to_the_gemm_default_or_say_w
     sol = solver.find_solution(even, t, split_k=2)
     assert sol.schedule is KernelSchedule.WARP_MMA and sol.spec.split_k == 2
     assert "not possible with the direct default" in sol.notes[0] and "using the warp-MMA default" in sol.notes[0]
-    odd = parse(DW.format(g=32).split()).problem                 # cpg 1, fp16: no packed atomic pair
+    odd = parse(DW.format(g=32).split()).problem                 # cpg 1, fp16: no packed atomic pair,
+    sol = solver.find_solution(odd, t, split_k=2)                # split-K through the workspace
+    assert sol.schedule is KernelSchedule.WARP_MMA and sol.spec.split_k_reduce == "workspace"
     with pytest.raises(PerfConfigError, match="nor with the warp-MMA default .*needs an even cpg") as e:
-        solver.find_solution(odd, t, split_k=2)
+        solver.find_solution(odd, t, split_k=2, split_k_reduce="atomic")
     assert e.value.config is not None and e.value.config.split_k == 2
 
 

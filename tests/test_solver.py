@@ -169,7 +169,11 @@ def test_search_yields_distinct_valid_configs_default_first():
 def test_search_respects_target_and_atomics():
     odd = nhwc(C=33, K=64)
     specs = [make_spec(odd, SM90, c) for c in SOLVER.search(odd, SM90)]
-    assert specs and all(s.split_k == 1 for s in specs)         # fp16 odd cpg: no packed atomic
+    split = [s for s in specs if s.split_k > 1]                 # fp16 odd cpg: no packed atomic,
+    assert split and all(s.split_k_reduce == "workspace" for s in split)    # split-K through the workspace
+    assert all(s.config.split_k_reduce == 0 for s in specs)     # chosen by the rule (auto), not pinned
+    even = [make_spec(nhwc(), SM90, c) for c in SOLVER.search(nhwc(), SM90)]
+    assert {s.split_k_reduce for s in even if s.split_k > 1} == {"atomic"}  # where atomics are allowed
     assert {s.lds_k_outer for s in specs} == {False, True}      # both B layouts on sm_90
     amd = [make_spec(nhwc(), GFX942, c) for c in SOLVER.search(nhwc(), GFX942)]
     assert {s.lds_k_outer for s in amd} == {False}              # no transposing read on gfx942

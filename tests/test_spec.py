@@ -47,7 +47,8 @@ def test_serialize_field_order():
     cfg = PerfConfig(128, 64, 32, 2, 2, 64, 32, 8, 4, 2, -1, 0, 3)
     assert cfg.serialize() == "128,64,32,2,2,64,32,8,4,2,-1,0,3"
     assert str(cfg) == cfg.serialize()
-    assert FIELDS[0] == "tile_m" and FIELDS[12] == "stages" and FIELDS[-1] == "schedule" and len(FIELDS) == 14
+    assert FIELDS[0] == "tile_m" and FIELDS[12] == "stages" and FIELDS[13] == "schedule"
+    assert FIELDS[-1] == "split_k_reduce" and len(FIELDS) == 15
 
 
 def test_wgmma_field_is_optional_and_written_only_when_set():
@@ -56,8 +57,8 @@ def test_wgmma_field_is_optional_and_written_only_when_set():
     assert PerfConfig.parse("128,64,32,2,2,64,32,8,4,2,-1,0,3,0").serialize() == "128,64,32,2,2,64,32,8,4,2,-1,0,3"
     cfg = PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,1")
     assert cfg.schedule == 1 and cfg.serialize() == "128,128,64,2,1,64,128,0,0,0,1,-1,4,1"
-    for bad in ("1,2,3,4,5,6,7,8,9,10,11,12", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"):
-        with pytest.raises(PerfConfigError, match="expected 13 or 14"):
+    for bad in ("1,2,3,4,5,6,7,8,9,10,11,12", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"):
+        with pytest.raises(PerfConfigError, match="expected 13 to 15"):
             PerfConfig.parse(bad)
     # the 14th field is a KernelSchedule code; an unknown code is refused where it is read
     assert PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,3").schedule is KernelSchedule.WGMMA_TMA
@@ -66,10 +67,27 @@ def test_wgmma_field_is_optional_and_written_only_when_set():
             PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3," + bad)
 
 
+def test_split_k_reduce_field_is_optional_and_written_only_when_set():
+    # The 15th field: 0 auto, 1 atomic, 2 workspace; written (with the schedule, 0 or not)
+    # only when it is not 0, so 13- and 14-field records read and write as before.
+    base = "64,64,32,2,2,32,32,0,0,0,2,-1,2"
+    assert PerfConfig.parse(base + ",0,0").serialize() == base
+    assert PerfConfig.parse(base + ",1,0").serialize() == base + ",1"
+    ws = PerfConfig.parse(base + ",0,2")
+    assert (ws.split_k_reduce, ws.reduce, ws.serialize()) == (2, "workspace", base + ",0,2")
+    assert PerfConfig.parse(base + ",1,1").reduce == "atomic" and PerfConfig.parse(base).reduce == "auto"
+    for bad in ("-1", "3", "9"):
+        with pytest.raises(PerfConfigError, match=f"split_k_reduce={bad} is not a split-K reduction; allowed: "
+                                                  r"0 \(auto\), 1 \(atomic\), 2 \(workspace\)"):
+            PerfConfig.parse(f"{base},0,{bad}")
+
+
 @given(st.lists(st.integers(-5, 4096), min_size=13, max_size=13),
-       st.one_of(st.just(None), st.sampled_from([0, 1, 2, 3])))
-def test_round_trip(values, schedule):
+       st.one_of(st.just(None), st.sampled_from([0, 1, 2, 3])), st.one_of(st.just(None), st.sampled_from([0, 1, 2])))
+def test_round_trip(values, schedule, reduce):
     values = values + ([] if schedule is None else [schedule])
+    if reduce is not None:
+        values = values + ([0] if schedule is None else []) + [reduce]
     cfg = PerfConfig(*values)
     assert PerfConfig.parse(cfg.serialize()) == cfg
     assert PerfConfig.parse(" " + ", ".join(map(str, values)) + " ") == cfg
@@ -78,11 +96,11 @@ def test_round_trip(values, schedule):
 
 @pytest.mark.parametrize("text,match", [
     ("", "empty"), ("   ", "empty"), ('""', "empty"),
-    ("1,2,3", "has 3 fields; expected 13 or 14: tile_m,tile_n"),
-    ("128,128,32,2,2,64,64,0,0,0,1,-1,3,0,9", "has 15 fields"),
+    ("1,2,3", "has 3 fields; expected 13 to 15: tile_m,tile_n"),
+    ("128,128,32,2,2,64,64,0,0,0,1,-1,3,0,2,9", "has 16 fields"),
     ("128,128,32,2,2,64,64,0,0,0,one,-1,3", "split_k='one' is not an integer"),
     ("128,128,32,2,2,64,64,0,0,0,1,,3", "lds_k_outer='' is not an integer"),
-    ("128;128;32", "tile_m='128;128;32' is not an integer; expected 13 or 14 comma-separated integers"),
+    ("128;128;32", "tile_m='128;128;32' is not an integer; expected 13 to 15 comma-separated integers"),
     ("abc", "tile_m='abc' is not an integer"),         # a field that is no number is named, not counted
     ("1.5,128,32,2,2,64,64,0,0,0,1,-1,3", "tile_m='1.5'"),
 ])
@@ -203,16 +221,24 @@ def test_problem_level_rejections():
 
 # ------------------------------------------------------------------ split-K
 def test_split_k_rules():
+    # atomics asked for (split_k_reduce 1) where they are refused: the reason, and the way out
+    atomic = C64.replace(split_k=2, split_k_reduce=1)
     odd = nhwc(C=63)
-    assert "needs an even cpg" in _reason(odd, SM90, C64.replace(split_k=2))
-    assert "needs an even cpg" in _reason(nhwc(dtype="bf16", C=63), GFX942, C64.replace(split_k=2))
-    assert "gfx90a has no packed bf16 atomic" in _reason(nhwc(dtype="bf16"), GFX90A, C64.replace(split_k=2))
-    assert "sm_80 has no packed bf16 atomic" in _reason(nhwc(dtype="bf16"), SM80,
-                                                        C64.replace(split_k=2, stages=3))
+    assert "needs an even cpg" in _reason(odd, SM90, atomic)
+    assert "split_k_reduce 2 (workspace) has no such rule" in _reason(odd, SM90, atomic)
+    assert "needs an even cpg" in _reason(nhwc(dtype="bf16", C=63), GFX942, atomic)
+    assert "gfx90a has no packed bf16 atomic" in _reason(nhwc(dtype="bf16"), GFX90A, atomic)
+    assert "sm_80 has no packed bf16 atomic" in _reason(nhwc(dtype="bf16"), SM80, atomic.replace(stages=3))
     fp32 = make_spec(nhwc(dtype="fp32", C=63), GFX942, C64.replace(tile_k=16, split_k=4))
-    assert (fp32.split_k, fp32.zero_fill, fp32.vec_c) == (4, "memset", 1)
+    assert (fp32.split_k, fp32.zero_fill, fp32.vec_c, fp32.split_k_reduce) == (4, "memset", 1, "atomic")
     fp16 = make_spec(nhwc(), GFX90A, C64.replace(split_k=2))
-    assert (fp16.split_k, fp16.zero_fill, fp16.vec_c) == (2, "memset", 2)
+    assert (fp16.split_k, fp16.zero_fill, fp16.vec_c, fp16.split_k_reduce) == (2, "memset", 2, "atomic")
+    # auto where atomics are refused: the workspace (any cpg, any target), no memset
+    for p, t in ((odd, SM90), (nhwc(dtype="bf16", C=63), GFX942), (nhwc(dtype="bf16"), GFX90A)):
+        spec = make_spec(p, t, C64.replace(split_k=2))
+        assert (spec.split_k_reduce, spec.zero_fill, spec.workspace_reduce) == ("workspace", "none", True)
+        assert "_skws_" in spec.kernel_name and spec.workspace_bytes > 0
+        assert "_skws" not in make_spec(p, t, C64).kernel_name                 # split 1: nothing to reduce
 
 
 def test_split_k_minus_one_is_resolved():
