@@ -283,10 +283,16 @@ def test_config_names_the_config_the_solver_refused():
             "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
     p, t = parse(line).problem, get_target("sm_90")
     default = SOLVER.get_default_performance_config(p, t)
-    r = run(config_cmd, shlex.split(line) + ["--arch", "sm_90", "--split-k", "2", "--no-perfdb", "--json"])
+    r = run(config_cmd, shlex.split(line) + ["--arch", "sm_90", "--split-k", "2", "--split-k-reduce", "atomic",
+                                             "--no-perfdb", "--json"])
     doc = json.loads(r.stdout)
     assert r.exit_code == 1 and doc["valid"] is False
-    assert doc["perf_config"] == default.replace(split_k=2).serialize() and "needs an even cpg" in doc["reason"]
+    assert doc["perf_config"] == default.replace(split_k=2, split_k_reduce=1).serialize()
+    assert "needs an even cpg" in doc["reason"]
+    # without asking for atomics: the warp-MMA default splits through the workspace
+    r = run(config_cmd, shlex.split(line) + ["--arch", "sm_90", "--split-k", "2", "--no-perfdb", "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["split_k_reduce"]["mode"] == "workspace" and "_skws_" in doc["kernel_name"]
 
 
 @pytest.mark.parametrize("where", ["after the line", "before the line"])
