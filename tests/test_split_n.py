@@ -44,6 +44,17 @@ def _inputs(p, seed=5):
     return (rng.uniform(-1, 1, layouts.dy_shape(p)).astype(st), rng.uniform(-1, 1, layouts.w_shape(p)).astype(st))
 
 
+def tap_mask(hi: int, wi: int, h: tuple, w: tuple) -> np.ndarray:
+    """``(hi, wi)`` bool: True where some filter tap reaches the pixel -- ``v + pad - t*dil >= 0``
+    and divisible by the stride for a tap ``t < filter`` -- per axis ``(pad, stride, dil,
+    filter)``: the pixels some tilde sub-GEMM writes, from the convolution's definition."""
+    def hit(v, pad, stride, dil, filt):
+        return any(v + pad - t * dil >= 0 and (v + pad - t * dil) % stride == 0 for t in range(filt))
+    rows = np.array([hit(v, *h) for v in range(hi)], dtype=bool)
+    cols = np.array([hit(v, *w) for v in range(wi)], dtype=bool)
+    return rows[:, None] & cols[None, :]
+
+
 class ComputingRuntime(FakeRuntime):
     """A fake device whose kernel is the CPU engine run on the bytes at the launch's
     pointers: a launch reads one chunk's dY (its problem's N images) at ``args[0]`` and W at
@@ -51,7 +62,10 @@ class ComputingRuntime(FakeRuntime):
     kernel stores it so: ``writes_nchw_dx(spec)``) -- so a wrong offset, a missing or extra
     chunk or a missing split-K memset shows up in dX. Pointers may point inside an
     allocation. An NCHW pointwise launch reads NCHW dY and W^T there and writes NCHW dX (its
-    grid must hold one block row per image and group)."""
+    grid must hold one block row per image and group). With split-K through the workspace
+    the kernel writes each split's fp32 partial sums into its slice at ``args[2]`` (covered
+    pixels only), and the reduction launch (:meth:`reduce`) sums the slices from its own
+    arguments."""
 
     def __init__(self, sol: Solution, **kw):
         super().__init__(**kw)
@@ -82,8 +96,41 @@ class ComputingRuntime(FakeRuntime):
         buf[off:off + n] = bytes([byte]) * n
         self.calls.append(("memset", p, byte, n))
 
+    def floats(self, ptr, count):
+        """``count`` float32 values at device address ``ptr`` (a copy)."""
+        buf, off = self._at(ptr)
+        assert off + 4 * count <= len(buf), "a launch reads past its buffer"
+        return np.frombuffer(bytes(buf[off:off + 4 * count]), dtype=np.float32).copy()
+
+    def put(self, ptr, arr):
+        buf, off = self._at(ptr)
+        data = np.ascontiguousarray(arr).tobytes()
+        assert off + len(data) <= len(buf), "a launch writes past its buffer"
+        buf[off:off + len(data)] = data
+
+    def reduce(self, name, grid, block, args):
+        """The split-K reduction from its arguments alone (``splitk_reduce.cu``'s contract):
+        ``(ws, dx, slice, split_k, n, hi, wi, c, cover, pH, sH, dH, gcd, tilde, Y, pW, sW, dW,
+        gcd, tilde, X)``; dtype and layout from the kernel's name. A pixel is read when some
+        filter tap lands on it (:func:`tap_mask`); every value read must be finite (a split
+        wrote it over the NaN poison); slices are summed in order in float32."""
+        dtype, layout = name[len("dgrad_splitk_reduce_"):].split("_")
+        ws, dx, slice_, split_k, n, hi, wi, c, cover, ph, sh, dh, _, _, fh, pw, sw, dw, _, _, fw = args
+        parts = self.floats(ws, split_k * slice_).reshape(split_k, slice_)[:, :n * hi * wi * c]
+        parts = parts.reshape(split_k, n, hi, wi, c)
+        mask = tap_mask(hi, wi, (ph, sh, dh, fh), (pw, sw, dw, fw)) if cover else np.ones((hi, wi), bool)
+        assert np.isfinite(parts[:, :, mask]).all(), "the reduction reads a workspace element no split wrote"
+        total = np.where(mask[None, :, :, None], parts[0], np.float32(0))
+        for z in range(1, split_k):
+            total = total + np.where(mask[None, :, :, None], parts[z], np.float32(0))
+        out = total.astype(storage_dtype(dtype))
+        self.put(dx, out.transpose(0, 3, 1, 2) if layout == "nchw" else out)
+
     def launch(self, func, grid, block, shared, args):
         super().launch(func, grid, block, shared, args)
+        if func[1].startswith("dgrad_splitk_reduce_"):
+            self.reduce(func[1], grid, block, args)
+            return
         if func[1].startswith("dgrad_transpose_b"):      # (src, dst, batch, rows, cols), raw bits
             eb = int(func[1][len("dgrad_transpose_b"):]) // 8
             src, dst, batch, rows, cols = args
@@ -116,6 +163,17 @@ class ComputingRuntime(FakeRuntime):
                       (p.N, p.C, p.Hi, p.Wi) if nchw else (p.N, p.Hi, p.Wi, p.C))
         dy = read(args[0], p.dy_elems, shapes[0])
         w = read(args[1], p.w_elems, shapes[1])
+        if getattr(spec, "workspace_reduce", False):      # partial sums into the slices at args[2]
+            ws = self.floats(args[2], spec.split_k * spec.workspace_slice_elems).reshape(spec.split_k, -1)
+            before = ws.copy()
+            CpuEngine(spec.target).run_partials(spec, dy, w, ws)
+            pix = ws[:, :p.dx_elems].reshape(spec.split_k, p.N, p.Hi, p.Wi, p.C)
+            mask = tap_mask(p.Hi, p.Wi, (p.pH, p.sH, p.dH, p.Y), (p.pW, p.sW, p.dW, p.X))
+            assert np.array_equal(pix[:, :, ~mask], before[:, :p.dx_elems].reshape(pix.shape)[:, :, ~mask],
+                                  equal_nan=True), "a split wrote a pixel no sub-GEMM covers"
+            assert np.isfinite(pix[:, :, mask]).all(), "a split left a covered pixel unwritten"
+            self.put(args[2], ws)
+            return
         before = read(args[2], p.dx_elems, shapes[2])
         if nchw:
             before = before.transpose(0, 2, 3, 1)
