@@ -578,3 +578,116 @@ def test_random_nchw_pointwise_problems_match_reference(engine, data):
                     in_layout="NCHW", out_layout="NCHW", fil_layout=data.draw(st.sampled_from(["NCHW", "NHWC"])))
     assume(p.K > 1)
     assume(_nchw_pw_run(engine, p, data.draw(st.sampled_from(NCHW_PW_CONFIGS + [None]))) is not None)
+
+
+# ------------------------------------------------------------------ split-K through the workspace
+# The dgrad kernel's splits store fp32 partial sums into the workspace slices, the reduction
+# kernel sums them in order and stores dX (NHWC or NCHW; zeros where no sub-GEMM writes). dX
+# and the slices are NaN-poisoned; two runs must give the same bits (no atomics).
+SKWS_LINES = [
+    "-n 2 -c 33 -H 7 -W 7 -k 256 -y 3 -x 3 -p 1 -q 1",                   # odd cpg, 3x3 on 7x7
+    "-n 4 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1",                 # small grid, many channels
+    "-n 2 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1",                            # 1x1 on 7x7, deep K
+    "-n 2 -c 35 -H 14 -W 14 -k 256 -y 1 -x 1 -u 2 -v 2",                  # 1x1 s2: 3/4 zeros by the reduction
+    "-n 2 -c 48 -H 13 -W 13 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 2 -j 2",   # gcd(s, d) = 2
+    "-n 3 -c 96 -H 9 -W 11 -k 96 -y 3 -x 3 -p 1 -q 1 -g 3",               # grouped, odd cpg
+]
+SKWS_CONFIGS = {   # dtype class -> configs (split_k_reduce 2: the workspace wherever atomics are allowed too)
+    "16": ["64,64,32,2,2,32,32,0,0,0,2,-1,3,0,2", "128,64,32,2,2,64,32,0,0,0,4,-1,4,0,2",
+           "64,32,64,2,1,32,32,0,0,0,3,0,2,0,2", "128,128,64,2,1,64,128,0,0,0,2,-1,4,1,2",
+           "128,256,64,2,1,64,256,0,0,0,4,-1,3,1,2"],
+    "fp32": ["64,64,16,2,2,32,32,0,0,0,2,-1,3,0,2", "64,64,16,2,2,32,32,0,0,0,5,-1,2,0,2"],
+}
+
+
+def _skws_solution(engine, line, dtype, cfg, combo=("NHWC",) * 3):
+    from miopen_solver.solver import DgradSolver
+    p = parse(f"{BASE_OF[dtype]} {line} -F 2 --in_layout {combo[0]} --out_layout {combo[1]} "
+              f"--fil_layout {combo[2]}".split()).problem
+    try:
+        sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg)
+    except PerfConfigError:
+        return None
+    assert sol.reduce is not None and "_skws_" in sol.kernel_name
+    return sol
+
+
+def _skws_verify(engine, sol, seed=29):
+    """:func:`_verify_solution`, then a second run that must give the same bits."""
+    from miopen_solver import layouts
+    dy, w = _verify_solution(engine, sol, seed)
+    p = sol.problem
+    rng = np.random.default_rng(seed)
+    dt = storage_dtype(p.dtype)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(dt)
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(dt)
+    first = engine.run(sol, dy, w)
+    assert np.array_equal(first.view(np.uint8), engine.run(sol, dy, w).view(np.uint8)), \
+        f"{sol.kernel_name}: two runs differ"
+    return dy, w
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", SKWS_LINES)
+def test_split_k_workspace_verifies_and_is_deterministic(engine, dtype, line):
+    cfgs = SKWS_CONFIGS["fp32" if dtype == "fp32" else "16"]
+    sols = [s for s in (_skws_solution(engine, line, dtype, c) for c in cfgs) if s is not None]
+    assert sols
+    for sol in sols:
+        _skws_verify(engine, sol)
+
+
+@pytest.mark.parametrize("combo", [("NCHW",) * 3, ("NCHW", "NHWC", "NCHW")], ids=lambda c: "-".join(c))
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", ["-n 2 -c 33 -H 7 -W 7 -k 64 -y 3 -x 3 -p 1 -q 1",       # Hi*Wi = 49, odd
+                                  "-n 70 -c 5 -H 5 -W 3 -k 8 -y 3 -x 3 -p 1 -q 1",        # many images, C=5
+                                  "-n 2 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -u 2 -v 2"])  # zero fill, W-stride 2
+def test_split_k_workspace_stores_an_nchw_dx(engine, line, dtype, combo):
+    cfg = SKWS_CONFIGS["fp32" if dtype == "fp32" else "16"][0]
+    sol = _skws_solution(engine, line, dtype, cfg, combo)
+    assert sol is not None and sol.reduce.layout == "NCHW" and "dX" not in [t.tensor for t in sol.transforms]
+    dy, w = _skws_verify(engine, sol)
+    assert len(engine.time_graph(sol, dy, w, launches=2, replays=2).times_ms) == 2
+
+
+def test_split_k_workspace_split_n_forced_chunks_verify(engine, monkeypatch):
+    from miopen_solver import applicability as ap
+    from miopen_solver.solver import DgradSolver
+    p = parse("convfp16 -n 6 -c 63 -H 14 -W 14 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem    # all NCHW
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * max(p.dy_elems, p.dx_elems) // p.N * p.elem_bytes)
+    sol = DgradSolver().find_solution(p, engine.target, split_k=3)
+    assert sol.n_chunks == 3 and sol.reduce is not None
+    _verify_and_time(engine, sol, seed=31)
+
+
+@settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_split_k_workspace_problems_match_reference(engine, data):
+    """Random problems (odd channels, strides, dilations, pads, groups, NCHW and mixed
+    layouts), split 2..8 through the workspace, NaN-poisoned dX and slices."""
+    from miopen_solver.solver import DgradSolver
+    dtype = data.draw(st.sampled_from(["fp16", "bf16", "fp32"]))
+    G = data.draw(st.sampled_from([1, 1, 1, 2, 3]))
+    cpg, kpg = data.draw(st.integers(1, 40)), data.draw(st.integers(8, 96))
+    Y, X = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    sH, sW = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    dH, dW = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    pH, pW = data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3))
+    Hi, Wi = data.draw(st.integers(1, 20)), data.draw(st.integers(1, 20))
+    lay = data.draw(st.sampled_from(["NHWC", "NCHW"]))
+    try:
+        p = ConvProblem(N=data.draw(st.integers(1, 3)), C=G * cpg, Hi=Hi, Wi=Wi, K=G * kpg, Y=Y, X=X, pH=pH, pW=pW,
+                        sH=sH, sW=sW, dH=dH, dW=dW, G=G, dtype=dtype, in_layout=lay,
+                        out_layout=data.draw(st.sampled_from([lay, "NHWC"])), fil_layout=lay)
+    except ValueError:
+        assume(False)
+        return
+    split = data.draw(st.integers(2, 8))
+    cfg = PerfConfig.parse(data.draw(st.sampled_from(SKWS_CONFIGS["fp32" if dtype == "fp32" else "16"])))
+    try:     # a config or problem the solver refuses (NotApplicableError is a ValueError)
+        sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg.replace(split_k=split))
+    except (PerfConfigError, ValueError):
+        assume(False)
+        return
+    _verify_solution(engine, sol, seed=data.draw(st.integers(0, 2**32 - 1)))
