@@ -9,7 +9,12 @@ allowed; nothing else (no comments). A record::
     {"command": "<MIOpenDriver line, verbatim>",
      "expect": {...},                     # the golden; written by update, absent = none yet
      "id": "<unique slug: letters, digits, _ . ->",
+     "perf_config": "a,b,...",            # optional: pin this config instead of the default
      "source": "<where the line comes from: file:line, issue, PR, or 'constructed: why'>"}
+
+``perf_config`` (optional) is run on every golden target and in the numerics instead of the
+default config (``DgradSolver.get_solution`` with it): how a kernel no default chooses,
+e.g. split-K through the workspace, is pinned; it must be valid on each target.
 
 ``expect`` for a line the parser rejects::
 
@@ -20,7 +25,8 @@ allowed; nothing else (no comments). A record::
     {"problem_key": "<MIOpen perf-db key, direction B>",
      "targets": {                          # one entry per arch in GOLDEN_TARGETS
          "<arch>": {"applicable": bool, "reasons": [codes], "notes": [codes],
-                    # only when applicable -- the default config and its kernel:
+                    # only when applicable -- the default config (or the record's
+                    # perf_config) and its kernel:
                     "perf_config": "a,b,...",
                     "kernel_name": "..." (the Solution's: "+transpose_dy_w_dx" and the like
                                           when NCHW tensors are transposed around the kernel),
@@ -29,7 +35,8 @@ allowed; nothing else (no comments). A record::
                     "defines_sha256": "<sha256 of the emitted defines only>",
                     # only when the batch is split along N (tensors past 2^31-1 bytes):
                     "split_n": [launches, images per launch],
-                    # only when tensors stored NCHW go through the workspace:
+                    # only when the solution needs a device workspace (NCHW tensors'
+                    # copies, split-K's fp32 slices):
                     "workspace_bytes": n}},
      "numerics": {"command": "<the shrunk line actually run>",
                   "ok": bool, "rms_error": float (3 significant digits), "tolerance": float}
@@ -117,7 +124,7 @@ BAND_FLOOR = 1e-5
 REGENERATE_COMMAND = "dgrad-driver replay fixtures/ --update-golden"
 """The one command that rewrites the golden."""
 
-RECORD_KEYS = ("command", "expect", "id", "source")
+RECORD_KEYS = ("command", "expect", "id", "perf_config", "source")
 _REQUIRED_KEYS = ("command", "id", "source")
 _ID_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 
@@ -158,12 +165,16 @@ class Fixture:
     expect: dict | None = None
     path: str = ""
     line: int = 0
+    perf_config: str | None = None
 
     def record(self) -> dict:
-        """The JSON record (``expect`` omitted when there is no golden)."""
+        """The JSON record (``expect`` omitted when there is no golden, ``perf_config`` when
+        the default runs)."""
         rec = {"command": self.command, "id": self.id, "source": self.source}
         if self.expect is not None:
             rec["expect"] = self.expect
+        if self.perf_config is not None:
+            rec["perf_config"] = self.perf_config
         return rec
 
     def with_expect(self, expect: dict | None) -> "Fixture":
@@ -232,6 +243,8 @@ def load_file(path) -> list:
         for k in _REQUIRED_KEYS:
             if not isinstance(rec[k], str) or not rec[k].strip():
                 raise FixtureError(f"{where}: {k} must be a non-empty string")
+        if "perf_config" in rec and (not isinstance(rec["perf_config"], str) or not rec["perf_config"].strip()):
+            raise FixtureError(f"{where}: perf_config must be a non-empty string (a serialised PerfConfig)")
         if not _ID_RE.fullmatch(rec["id"]):
             raise FixtureError(f"{where}: id {rec['id']!r} may hold only letters, digits, '_', '.', '-'")
         if "expect" in rec:
@@ -240,7 +253,7 @@ def load_file(path) -> list:
             raise FixtureError(f"{where}: duplicate id {rec['id']!r} (first at line {seen[rec['id']]})")
         seen[rec["id"]] = n
         out.append(Fixture(id=rec["id"], source=rec["source"], command=rec["command"],
-                           expect=rec.get("expect"), path=path, line=n))
+                           expect=rec.get("expect"), path=path, line=n, perf_config=rec.get("perf_config")))
     return out
 
 
@@ -381,9 +394,10 @@ def defines_sha256(source) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def target_record(problem: ConvProblem, target: Target) -> dict:
-    """Applicability codes on ``target`` and, when applicable, the default config, its
-    kernel name, launch shape and emission hashes (see the module docstring).
+def target_record(problem: ConvProblem, target: Target, perf_config: str | None = None) -> dict:
+    """Applicability codes on ``target`` and, when applicable, the default config (or
+    ``perf_config``), its kernel name, launch shape and emission hashes (see the module
+    docstring).
 
     Raises:
         PerfConfigError, ImportError, ...: whatever spec building or emission raises
@@ -394,7 +408,7 @@ def target_record(problem: ConvProblem, target: Target) -> dict:
     rec = {"applicable": verdict.ok, "reasons": [r.code for r in verdict.reasons],
            "notes": [n.code for n in verdict.notes]}
     if verdict.ok:
-        sol = solver.get_solution(problem, target)        # the default config, split-N decided
+        sol = solver.get_solution(problem, target, _config(perf_config))    # split-N decided
         spec = sol.spec
         src = spec.emit()
         rec.update(perf_config=sol.perf_config.serialize(), kernel_name=sol.kernel_name,
@@ -402,13 +416,19 @@ def target_record(problem: ConvProblem, target: Target) -> dict:
                    source_sha256=src.sha256, defines_sha256=defines_sha256(src))
         if sol.n_chunks > 1:        # split-N: launches x images per launch
             rec["split_n"] = [sol.n_chunks, sol.chunk_images]
-        if sol.workspace_bytes:     # NCHW tensors: transposes through a workspace (kernel_name says which)
+        if sol.workspace_bytes:     # NCHW copies (kernel_name says which), split-K slices (_skws)
             rec["workspace_bytes"] = sol.workspace_bytes
     return rec
 
 
-def numerics_record(problem: ConvProblem, engine) -> dict:
-    """Run the shrunk problem on ``engine`` and verify it (see the module docstring).
+def _config(text: str | None):
+    from .config import PerfConfig
+    return None if text is None else PerfConfig.parse(text)
+
+
+def numerics_record(problem: ConvProblem, engine, perf_config: str | None = None) -> dict:
+    """Run the shrunk problem on ``engine`` with the default config (or ``perf_config``)
+    and verify it (see the module docstring).
 
     ``engine`` is a :class:`~miopen_solver.runtime.base.Engine` (in this process) or anything
     with its ``name``, ``target`` and ``verify(solution, seed)`` (the driver's verification
@@ -432,7 +452,7 @@ def numerics_record(problem: ConvProblem, engine) -> dict:
     if not verdict.ok:
         rec["skipped"] = f"not applicable on {target.arch}: " + "+".join(verdict.codes)
         return rec
-    v = engine.verify(solver.get_solution(q, target), NUMERIC_SEED)
+    v = engine.verify(solver.get_solution(q, target, _config(perf_config)), NUMERIC_SEED)
     rec.update(ok=bool(v.ok), rms_error=round_sig(v.error), tolerance=v.tolerance)
     if v.nonfinite:
         rec["nonfinite"] = v.nonfinite
@@ -440,7 +460,7 @@ def numerics_record(problem: ConvProblem, engine) -> dict:
 
 
 def compute(command: str, engine=None, *, numerics: bool = True,
-            targets=GOLDEN_TARGETS) -> dict:
+            targets=GOLDEN_TARGETS, perf_config: str | None = None) -> dict:
     """The ``expect`` record of ``command`` as the code computes it now.
 
     Args:
@@ -448,6 +468,7 @@ def compute(command: str, engine=None, *, numerics: bool = True,
         engine: the engine for the numerics (default: the CPU engine).
         numerics: False leaves the ``numerics`` key out (emission-only checks).
         targets: arch presets to record.
+        perf_config: the config to run instead of the default (a fixture's ``perf_config``).
 
     Raises:
         Exception: whatever spec building, emission or the engine raises.
@@ -458,12 +479,12 @@ def compute(command: str, engine=None, *, numerics: bool = True,
         return {"parse_error": {"flag": e.flag, "value": e.value, "message": str(e)}}
     p = cmd.problem
     out = {"problem_key": p.problem_key(),
-           "targets": {arch: target_record(p, get_target(arch)) for arch in targets}}
+           "targets": {arch: target_record(p, get_target(arch), perf_config) for arch in targets}}
     if numerics:
         if engine is None:
             from .runtime import get_engine
             engine = get_engine("cpu")
-        out["numerics"] = numerics_record(p, engine)
+        out["numerics"] = numerics_record(p, engine, perf_config)
     return out
 
 
@@ -608,7 +629,7 @@ def replay(fixture: Fixture, engine=None) -> Result:
     t0 = time.perf_counter()
     notes = []
     try:
-        actual = compute(fixture.command, engine)
+        actual = compute(fixture.command, engine, perf_config=fixture.perf_config)
     except Exception as e:  # noqa: BLE001 - any error in the pipeline is this fixture's failure
         return Result(fixture, FAILED, failures=[f"{type(e).__name__}: {' '.join(str(e).split())}"],
                       seconds=time.perf_counter() - t0, engine=engine.name)

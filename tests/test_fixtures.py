@@ -63,7 +63,7 @@ def test_corpus_has_at_least_80_real_lines_each_with_a_source_and_golden():
     assert not missing, f"fixtures without golden: {missing}; run {fx.REGENERATE_COMMAND}"
     names = sorted(p.name for p in FIXTURES.glob("*.jsonl"))
     assert names == ["bench_suite.jsonl", "coverage.jsonl", "gtest.jsonl", "iree_turbine_bf16.jsonl",
-                     "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl"]
+                     "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl", "splitk_ws.jsonl"]
 
 
 def test_fixture_files_are_canonical_json_lines():
@@ -71,7 +71,7 @@ def test_fixture_files_are_canonical_json_lines():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             rec = json.loads(line)
             assert line == json.dumps(rec, sort_keys=True, ensure_ascii=False), f"{path.name}:{n} not canonical"
-            assert set(rec) == {"command", "expect", "id", "source"}
+            assert set(rec) - {"perf_config"} == {"command", "expect", "id", "source"}
 
 
 def test_bench_suite_is_copied_verbatim():
@@ -503,3 +503,28 @@ def test_replay_on_the_gpu():
     assert not bad, _explain(bad)
     ran = [r for r in results if "ok" in (r.actual or {}).get("numerics", {})]
     assert len(ran) >= 50, "fewer NHWC fixtures ran on the GPU than expected"
+
+
+def test_a_pinned_perf_config_runs_instead_of_the_default():
+    """``perf_config`` pins a config no default chooses (split-K through the workspace here):
+    the golden holds its kernel on every target, the numerics run it, a record keeps the key."""
+    pinned = [f for f in ALL if f.perf_config is not None]
+    assert pinned and all(f.path.endswith("splitk_ws.jsonl") for f in pinned)
+    for f in pinned:
+        for arch, rec in f.expect["targets"].items():
+            assert rec["perf_config"] == f.perf_config and "_skws_" in rec["kernel_name"], (f.id, arch)
+            assert rec["workspace_bytes"] > 0
+        assert f.record()["perf_config"] == f.perf_config and f.expect["numerics"]["ok"]
+    line = "convfp16 -n 2 -c 33 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+    rec = fx.compute(line, numerics=False, perf_config="64,64,32,2,2,32,32,0,0,0,2,-1,2")
+    assert rec["targets"]["sm_90"]["kernel_name"].endswith("_tilde1_skws_n2c33h7w7k16y3x3p1x1s1x1d1x1g1")
+    # 2*7*7*33 fp32 = 12936 bytes -> 13056 per slice, 2 slices
+    assert rec["targets"]["gfx942"]["workspace_bytes"] == 2 * 13056
+    assert "_skws" not in fx.compute(line, numerics=False)["targets"]["sm_90"]["kernel_name"]
+
+
+def test_a_bad_perf_config_key_is_one_error(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_text(json.dumps({"command": "conv -n 1 -F 2", "id": "a", "source": "s", "perf_config": 7}) + "\n")
+    with pytest.raises(fx.FixtureError, match="perf_config must be a non-empty string"):
+        fx.load_file(path)

@@ -106,8 +106,8 @@ def test_numeric_regression_fails_and_improvement_drifts(tmp_path):
 def test_verification_failure_is_reported(tmp_path, monkeypatch):
     real = fx.numerics_record
 
-    def wrong(problem, engine):
-        rec = real(problem, engine)
+    def wrong(problem, engine, perf_config=None):
+        rec = real(problem, engine, perf_config)
         if "ok" in rec:
             rec.update(ok=False, rms_error=0.5)
         return rec
