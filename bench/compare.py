@@ -324,14 +324,25 @@ def time_ours(eng, p, launches: int, replays: int, config: str | None = None, pe
         sol = solver.find_solution(p, target, perf_config=config, perfdb=perfdb)
     except PerfConfigError as e:
         raise OursRefused(f"PerfConfigError: {e}") from e
+    return {**time_solution(eng, sol, launches, replays),
+            "config_source": "--config" if sol.source == "perf-config" else sol.source}
+
+
+def time_solution(eng, sol, launches: int, replays: int) -> dict:
+    """A decided Solution timed from a CUDA graph (every launch of a run: transforms, chunks,
+    split-K reductions) on small random inputs in the problem's layouts.
+
+    Returns:
+        ``{ours_ms, regs, config}`` (median per-run ms, the dgrad kernel's registers).
+    """
+    p = sol.problem
     rng = np.random.default_rng(0)
     dt = storage_dtype(p.dtype)
     dy = (rng.random(dy_shape(p), dtype=np.float32) * 0.01).astype(dt)          # the line's layouts
     w = ((rng.random(w_shape(p), dtype=np.float32) - 0.5) * 0.01).astype(dt)
     ms = eng.time_graph(sol, dy, w, launches, replays).median_ms
     res = eng.build(sol).resources or {}
-    return {"ours_ms": ms, "regs": res.get("registers"), "config": sol.perf_config.serialize(),
-            "config_source": "--config" if sol.source == "perf-config" else sol.source}
+    return {"ours_ms": ms, "regs": res.get("registers"), "config": sol.perf_config.serialize()}
 
 
 def _torch_dtype(torch, dtype):

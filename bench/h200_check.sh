@@ -18,13 +18,21 @@
 #      layout); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
 #      cuDNN and cuBLAS);
-#   6. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
+#   6. (only when STEPS names it) splitk: split-K through the fp32 workspace -- the workspace-mode
+#      GPU tests (tests/test_gpu.py -k split_k_workspace: verify against the float64 reference
+#      with NaN-poisoned dX and slices, two runs bitwise equal, NCHW dX, split-N; DGRAD_GPU_EXAMPLES
+#      random problems, default 40), then bench/splitk_h200.py (no split, atomic and workspace
+#      split-K at 2 and 4 against cuDNN on the zoo's small-grid lines and the suite lines whose
+#      defaults split; under 5 minutes): OUT_DIR/splitk.txt, splitk.md, splitk.json. One call:
+#        STEPS=splitk bench/h200_check.sh $OUT
+#   7. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
 #      data type, per-class report + plot + rows as JSON. ZOO_ARGS adds options, e.g.
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
 #      after the shard), then merge without a GPU:
 #      python bench/compare.py --report zoo_1of2.json,zoo_2of2.json --out zoo.md --plot zoo.png
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,zoo; default all but zoo) splits it, e.g.
+# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,splitk,zoo; default
+# the first four) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 # DGRAD_COMMIT names the commit in compare's header (the device copy of the tree has no git
@@ -62,6 +70,10 @@ step nchw 540 bash -c 'rc=0; for lay in NCHW NHWC; do
 done; exit $rc' "$OUTDIR"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
 step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step splitk 570 bash -c 'rc=0
+python -m pytest -q tests/test_gpu.py -k split_k_workspace || rc=1
+python bench/splitk_h200.py --max-seconds 200 --json "$0/splitk.json" --out "$0/splitk.md" || rc=1
+exit $rc' "$OUTDIR"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}

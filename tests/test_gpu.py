@@ -586,7 +586,7 @@ def test_random_nchw_pointwise_problems_match_reference(engine, data):
 # and the slices are NaN-poisoned; two runs must give the same bits (no atomics).
 SKWS_LINES = [
     "-n 2 -c 33 -H 7 -W 7 -k 256 -y 3 -x 3 -p 1 -q 1",                   # odd cpg, 3x3 on 7x7
-    "-n 4 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1",                 # small grid, many channels
+    "-n 2 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1",                 # small grid, many channels
     "-n 2 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1",                            # 1x1 on 7x7, deep K
     "-n 2 -c 35 -H 14 -W 14 -k 256 -y 1 -x 1 -u 2 -v 2",                  # 1x1 s2: 3/4 zeros by the reduction
     "-n 2 -c 48 -H 13 -W 13 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 2 -j 2",   # gcd(s, d) = 2

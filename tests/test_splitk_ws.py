@@ -526,3 +526,97 @@ def test_reduction_compiles_for_amd_without_scratch(tmp_path, arch, dtype, layou
     r = co.resources
     assert co.data[:4] == b"\x7fELF" and co.count("global_atomic") == 0
     assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0 and r["SGPRs Spill"] == 0, (src.name, r)
+
+
+# ------------------------------------------------------------------ the driver
+from conftest import run_cli  # noqa: E402
+
+ODD = f"convfp16 -n 2 -c 33 -H 7 -W 7 -k 40 -y 3 -x 3 -p 1 -q 1 {NHWC}"
+
+
+@pytest.mark.parametrize("args", [
+    ["run", *ODD.split(), "--split-k-reduce", "fast"],
+    [*ODD.split(), "--backend", "cpu", "--split-k-reduce", "Workspace"],
+    ["config", *ODD.split(), "--split-k-reduce", "fast"],
+    ["config", *ODD.split(), "--split-k-reduce=fast"],
+    ["tune", *ODD.split(), "--list", "--split-k-reduce", "fast"],
+])
+def test_a_bad_value_is_one_line_naming_the_flag_and_what_is_allowed(capsys, args):
+    status, out, err = run_cli(capsys, *args)
+    value = "Workspace" if "Workspace" in args else "fast"
+    assert status == 2 and out == [] and len(err) == 1 and "Traceback" not in "".join(err)
+    assert err[0].startswith("dgrad-driver: error: ") and "--split-k-reduce" in err[0] and value in err[0]
+    assert "auto" in err[0] and "atomic" in err[0] and "workspace" in err[0]
+
+
+def test_applicable_and_campaigns_refuse_the_setting(capsys, tmp_path):
+    status, out, err = run_cli(capsys, "applicable", *ODD.split(), "--split-k-reduce", "atomic")
+    assert status == 2 and len(err) == 1 and "--split-k-reduce: applicable answers for the problem" in err[0]
+    lines = tmp_path / "lines.txt"
+    lines.write_text(ODD + "\n")
+    status, out, err = run_cli(capsys, "tune", "--file", str(lines), "--split-k-reduce", "atomic", "--backend", "cpu")
+    assert status == 2 and len(err) == 1 and "--split-k-reduce: not available in a campaign" in err[0]
+
+
+def test_a_run_on_the_cpu_engine_splits_through_the_workspace_and_verifies(capsys):
+    status, out, err = run_cli(capsys, *ODD.split(), "--backend", "cpu", "--split-k", "3", "-S", "1000", "-V", "1")
+    assert status == 0, err
+    slices = 3 * (-(-2 * 7 * 7 * 33 * 4 // 256) * 256)                     # 3 x 13056 bytes
+    assert any(line.startswith(f"Split-K: 3 slices of fp32 partial sums in {slices} bytes of the workspace, "
+                               "summed in order by dgrad_splitk_reduce_fp16_nhwc (no atomics, deterministic); "
+                               "atomics refused: split_k > 1 with fp16 needs an even cpg") for line in out)
+    assert f"- id: 1000 algo: 5, time: -1 ms, ws: {slices}, name: ConvDgradImplicitGemmTilde" in out
+    assert out[-1].startswith("Backward Convolution Data Verifies OK on CPU reference")
+    status, out, err = run_cli(capsys, *ODD.split(), "--arch", "sm_90", "--split-k", "3", "--print-name-only")
+    assert status == 0 and "_sk3_" in out[0] and "_skws_" in out[0]
+
+
+def test_run_and_config_json_report_the_reduction(capsys):
+    even = ODD.replace("-c 33", "-c 32")
+    status, out, _ = run_cli(capsys, *even.split(), "--backend", "cpu", "--split-k", "2", "--split-k-reduce",
+                             "workspace", "--json")
+    rec = json.loads(out[-1])
+    assert status == 0 and rec["verify"]["ok"] and rec["split_k_reduce"]["mode"] == "workspace"
+    assert rec["workspace_bytes"] == rec["split_k_reduce"]["bytes"] == 2 * 12544     # 2*7*7*32*4 = 12544
+    assert PerfConfig.parse(rec["perf_config"]).split_k_reduce == 2
+    status, out, _ = run_cli(capsys, "config", *even.split(), "--arch", "sm_90", "--split-k", "2", "--json")
+    doc = json.loads("\n".join(out))
+    assert status == 0 and doc["split_k_reduce"] == {"mode": "atomic"} and doc["workspace_bytes"] == 0
+    status, out, _ = run_cli(capsys, "config", *even.split(), "--arch", "sm_90", "--split-k", "2",
+                             "--split-k-reduce", "workspace")
+    assert status == 0 and any(line.startswith("split-K reduction: dgrad_splitk_reduce_fp16_nhwc") for line in out)
+    status, out, _ = run_cli(capsys, "config", *even.split(), "--arch", "sm_90", "--split-k-reduce", "workspace")
+    assert status == 0 and "note: --split-k-reduce workspace: split_k is 1, nothing to reduce" in out
+
+
+def test_tune_lists_workspace_candidates_on_request(capsys):
+    even = ODD.replace("-c 33", "-c 32")
+    status, plain, _ = run_cli(capsys, "tune", *even.split(), "--arch", "sm_90", "--list")
+    status2, ws, _ = run_cli(capsys, "tune", *even.split(), "--arch", "sm_90", "--list", "--split-k-reduce",
+                             "workspace")
+    assert status == status2 == 0 and len(plain) == len(ws)
+    split = [PerfConfig.parse(c) for c in ws if PerfConfig.parse(c).split_k > 1]
+    assert split and all(c.split_k_reduce == 2 for c in split)
+    assert [c for c in plain if PerfConfig.parse(c).split_k == 1] == [c for c in ws if PerfConfig.parse(c).split_k == 1]
+
+
+# ------------------------------------------------------------------ the bench script, without a GPU
+def test_the_splitk_bench_plans_every_variant_without_a_gpu(capsys):
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    import splitk_h200 as bench
+    assert bench.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].endswith("variants planned for sm_90")
+    labels = [line.split(" (")[0] for line in out if line and not line.startswith(" ") and "planned" not in line]
+    assert "suite/r50_3x3_c512_7_fp16" in labels and "resnet50/layer4.1.conv3_1x1_c512_k2048_7" in labels
+    assert not any(label.startswith("efficientnet_b0/features.5.1.se") for label in labels)   # 1x1 images: no
+    cells = [line.split() for line in out if line.startswith("  ")]
+    ws = [c for c in cells if c[0] in ("ws2", "ws4")]
+    assert ws and all("_skws_" in c[-1] and c[2] == "workspace" for c in ws)
+    assert all("_skws" not in c[-1] for c in cells if c[0].startswith("atomic") or c[0] == "sk1")
+    for bad in (["--launches", "0"], ["--max-seconds", "0"], ["--nope"]):
+        with pytest.raises(SystemExit) as e:
+            bench.main(bad)
+        assert e.value.code == 2
