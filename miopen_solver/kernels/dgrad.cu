@@ -35,9 +35,10 @@ static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || DG_CPG % 2 == 0, "16-bit split
 // Split-K through the fp32 workspace (miopen_solver/splitk.py; spec.split_k_reduce_mode): split z
 // (grid z) stores its fp32 partial sums with plain stores into slice z of the workspace (the
 // third kernel argument), DG_WS_SLICE floats after slice z-1, laid out like the launch's NHWC
-// dX; a reduction kernel (kernels/splitk_reduce.cu) then sums the slices in order and stores
-// dX, and zeros where no sub-GEMM writes (those pixels are never written here nor read there).
-// No atomics, no dX memset.
+// dX (the split-K epilogue's skws section stores them instead of adding into dX); a reduction
+// kernel (kernels/splitk_reduce.cu) then sums the slices in order and stores dX, and zeros
+// where no sub-GEMM writes (those pixels are never written here nor read there). No atomics,
+// no dX memset.
 static_assert(DG_SPLIT_K > 1 && !DG_PERSIST && !DG_TMA,
               "the workspace reduction serves split-K launches of the warp-MMA and plain wgmma schedules");
 static_assert(DG_ZF_BLOCKS == 0, "the reduction kernel stores the zeros of pixels no sub-GEMM writes");
@@ -111,6 +112,7 @@ static_assert(DG_NCHW_N * DG_NCHW_G <= 65535, "grid y holds one block row per (i
 #else
 #define DG_BLOCK_THREADS DG_THREADS
 #endif
+// #block vendor
 #if defined(DG_VENDOR_AMD)
 // hiprtc predefines these; a plain `clang -x hip -nogpuinc` does not.
 #ifndef __global__
@@ -148,6 +150,7 @@ static_assert(DG_NCHW_N * DG_NCHW_G <= 65535, "grid y holds one block row per (i
 #define DG_BID_Y() ((int)blockIdx.y)
 #define DG_BID_Z() ((int)blockIdx.z)
 #endif
+// #end block vendor
 
 typedef unsigned short dg_u16;
 typedef unsigned int dg_u32;
@@ -1004,6 +1007,18 @@ DG_DEVICE void dg_nchw_add16(dg_t* dx, long long o, float v) {
 }
 #endif
 // #end nchw_dx
+// #section skws
+static_assert(DG_VEC_C == 1 || DG_ACC_PAIRED, "paired stores need adjacent columns in a lane's accumulators");
+DG_DEVICE void dg_store_f32x2(float* p, float x, float y) {  // p 8-byte aligned
+#if defined(DG_VENDOR_AMD)
+    typedef float f32x2 __attribute__((ext_vector_type(2)));
+    f32x2 v = {x, y};
+    *reinterpret_cast<f32x2*>(p) = v;
+#else
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
+#endif
+}
+// #end skws
 #if DG_SPLIT_K > 1
 // Split-K epilogue: each k-slice adds its partial sums into dX (zeroed before the launch),
 // fp32 one element at a time, fp16/bf16 as 4-byte-aligned packed pairs.
@@ -1023,6 +1038,24 @@ DG_DEVICE void dg_epilogue_atomic(dg_t* dx, const dg_sub& s, const float (&acc)[
                 if (m >= s.gemm_m || c >= DG_CPG) continue;
                 int pix = dg_dx_pixel(s, m);
                 if (pix < 0) continue;
+// #section skws
+                {  // split-K through the workspace: this split's fp32 partial sums stored into its
+                   // slice (dx is the slices' base), NHWC like dX, each covered element once; pairs
+                   // of adjacent columns as one 8-byte store where cpg is even (c even: the offset
+                   // is even and the pair stays inside the group)
+                    float* p = reinterpret_cast<float*>(dx) +
+                               ((long long)DG_BID_Z() * DG_WS_SLICE + (long long)pix * DG_C + g * DG_CPG + c);
+#if DG_ACC_PAIRED && DG_VEC_C == 2
+                    dg_store_f32x2(p, acc[i][j][e], acc[i][j][e + 1]);
+#elif DG_ACC_PAIRED
+                    p[0] = acc[i][j][e];
+                    if (c + 1 < DG_CPG) p[1] = acc[i][j][e + 1];
+#else
+                    p[0] = acc[i][j][e];
+#endif
+                    continue;
+                }
+// #end skws
 // #section nchw_dx
                 {  // NCHW dX: channel c + 1 is a plane (Hi*Wi elements) further
                     const long long o = dg_nchw_offset(pix, g * DG_CPG + c);
@@ -1057,51 +1090,6 @@ DG_DEVICE void dg_epilogue_atomic(dg_t* dx, const dg_sub& s, const float (&acc)[
     }
 }
 #endif
-// #section skws
-// Workspace epilogue: this split's partial sums, fp32, into its slice (plain stores, NHWC like
-// dX: each covered dX element of the tile exactly once; pairs of adjacent columns as one 8-byte
-// store where cpg is even: c even, so the pair's offset is even and it stays inside the group).
-static_assert(DG_VEC_C == 1 || DG_ACC_PAIRED, "paired stores need adjacent columns in a lane's accumulators");
-DG_DEVICE void dg_store_f32x2(float* p, float x, float y) {  // p 8-byte aligned
-#if defined(DG_VENDOR_AMD)
-    typedef float f32x2 __attribute__((ext_vector_type(2)));
-    f32x2 v = {x, y};
-    *reinterpret_cast<f32x2*>(p) = v;
-#else
-    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
-#endif
-}
-DG_DEVICE void dg_epilogue_ws(float* ws, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
-                              int g, int m_tile, int n_tile, int wm, int wn, int lane) {
-    float* slice = ws + (long long)DG_BID_Z() * DG_WS_SLICE;
-#pragma unroll
-    for (int i = 0; i < DG_MMA_M; ++i) {
-#pragma unroll
-        for (int j = 0; j < DG_MMA_N; ++j) {
-#pragma unroll
-            for (int e = 0; e < DG_ACC_PER_ATOM; ++e) {
-#if DG_ACC_PAIRED
-                if (e & 1) continue;
-#endif
-                const int m = m_tile * DG_TILE_M + dg_acc_row(wm, i, lane, e);
-                const int c = n_tile * DG_TILE_N + dg_acc_col(wn, j, lane, e);
-                if (m >= s.gemm_m || c >= DG_CPG) continue;
-                const int pix = dg_dx_pixel(s, m);
-                if (pix < 0) continue;
-                float* p = slice + ((long long)pix * DG_C + g * DG_CPG + c);
-#if DG_ACC_PAIRED && DG_VEC_C == 2
-                dg_store_f32x2(p, acc[i][j][e], acc[i][j][e + 1]);
-#elif DG_ACC_PAIRED
-                p[0] = acc[i][j][e];
-                if (c + 1 < DG_CPG) p[1] = acc[i][j][e + 1];
-#else
-                p[0] = acc[i][j][e];
-#endif
-            }
-        }
-    }
-}
-// #end skws
 
 // #section patch
 // dX offset of element (m, j) of the patch GEMM: row m = (n, ho, wo) is a dY pixel, column
@@ -1511,12 +1499,7 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     dg_mainloop(dy, w, tl, ar, g, As, Bs, regs, acc, wm, wn, lane);
 #endif
 #if DG_SPLIT_K > 1
-// #section !skws
     dg_epilogue_atomic(dx, tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane);
-// #end !skws
-// #section skws
-    dg_epilogue_ws(reinterpret_cast<float*>(dx), tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane);
-// #end skws
 #else
     dg_epilogue_staged(dx, tl.s, acc, g, tl.m_tile, tl.n_tile, wm, wn, lane, As);
 #endif

@@ -20,41 +20,21 @@
 // Arguments: ws, dx, slice, split_k, n, hi, wi, c, cover, then per axis H and W the
 // dg_axis_covered terms pad, stride, dilation, gcd(stride, dilation), tilde, filter size.
 
+// The dgrad kernel's vendor layer (DG_GLOBAL, DG_DEVICE, DG_SYNC, DG_TID, DG_BID_*), for blocks
+// of 256 threads, and the 2-D indices the NCHW tile needs.
+#define DG_BLOCK_THREADS 256
+// #include-block dgrad.cu vendor
 #if defined(DG_VENDOR_AMD)
-#ifndef __global__
-#define __global__ __attribute__((global))
-#endif
-#ifndef __device__
-#define __device__ __attribute__((device))
-#endif
-#ifndef __shared__
-#define __shared__ __attribute__((shared))
-#endif
-#define DR_GLOBAL extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(256, 256)))
-#define DG_DEVICE __device__ inline __attribute__((always_inline))
-#define DR_SYNC()                                                 \
-    do {                                                          \
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");    \
-        __builtin_amdgcn_s_barrier();                             \
-        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");    \
-    } while (0)
-#define DR_TX() ((int)__builtin_amdgcn_workitem_id_x())
 #define DR_TY() ((int)__builtin_amdgcn_workitem_id_y())
-#define DR_BX() ((long long)__builtin_amdgcn_workgroup_id_x())
-#define DR_BY() ((long long)__builtin_amdgcn_workgroup_id_y())
 #define DR_NBX() ((long long)(__builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x()))
 #define DR_NBY() ((long long)(__builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y()))
 #else
-#define DR_GLOBAL extern "C" __global__ __launch_bounds__(256)
-#define DG_DEVICE __device__ __forceinline__
-#define DR_SYNC() __syncthreads()
-#define DR_TX() ((int)threadIdx.x)
 #define DR_TY() ((int)threadIdx.y)
-#define DR_BX() ((long long)blockIdx.x)
-#define DR_BY() ((long long)blockIdx.y)
 #define DR_NBX() ((long long)gridDim.x)
 #define DR_NBY() ((long long)gridDim.y)
 #endif
+#define DR_BX() ((long long)DG_BID_X())
+#define DR_BY() ((long long)DG_BID_Y())
 
 typedef unsigned short dg_u16;
 typedef unsigned int dg_u32;
@@ -94,14 +74,14 @@ DG_DEVICE float dr_sum(const float* ws, int e, long long slice, int split_k) {
 struct __attribute__((aligned(16))) dr_f32x4 { float v[4]; };
 struct __attribute__((aligned(8))) dr_u32x2 { dg_u32 v[2]; };
 
-DR_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
+DG_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
     const dr_cover k = {(int)cover, (int)ph, (int)sh, (int)dh, (int)gh, (int)th, (int)fh,
                         (int)pw, (int)sw, (int)dw, (int)gw, (int)tw, (int)fw};
     const int split_k = (int)split_ll, wi = (int)wi_ll, c = (int)c_ll, plane = (int)(hi_ll * wi_ll);
     const long long total = n_ll * plane * c_ll;  // < 2^31; the loop counters are 64-bit so
     const long long step = DR_NBX() * 256;        // that the last step past it cannot wrap
     if (c % 4 == 0) {  // 4 channels of one pixel per thread: 16-byte loads, 8- or 16-byte stores
-        for (long long e64 = (DR_BX() * 256 + DR_TX()) * 4; e64 < total; e64 += 4 * step) {
+        for (long long e64 = (DR_BX() * 256 + DG_TID()) * 4; e64 < total; e64 += 4 * step) {
             const int e = (int)e64;
             const int p = e / c % plane;
             dr_f32x4 s = {{0.0f, 0.0f, 0.0f, 0.0f}};
@@ -124,7 +104,7 @@ DR_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
         }
         return;
     }
-    for (long long e64 = DR_BX() * 256 + DR_TX(); e64 < total; e64 += step) {  // one element per thread
+    for (long long e64 = DR_BX() * 256 + DG_TID(); e64 < total; e64 += step) {  // one element per thread
         const int e = (int)e64;
         const int p = e / c % plane;
         dx[e] = dg_from_float(dr_covered(k, p / wi, p % wi) ? dr_sum(ws, e, slice, split_k) : 0.0f);
@@ -135,7 +115,7 @@ DR_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
 
 // Block (32, 8): tile (p0.., c0..) of image n's P x C matrix (P = hi*wi). Tiles run along grid x,
 // images along grid y, both strided past the grid.
-DR_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
+DG_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
     __shared__ float tile[DR_TILE][DR_TILE + 1];
     const dr_cover k = {(int)cover, (int)ph, (int)sh, (int)dh, (int)gh, (int)th, (int)fh,
                         (int)pw, (int)sw, (int)dw, (int)gw, (int)tw, (int)fw};
@@ -143,7 +123,7 @@ DR_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
     const int plane = (int)(hi_ll * wi_ll);
     const int tiles_c = (c + DR_TILE - 1) / DR_TILE;
     const int tiles = (plane + DR_TILE - 1) / DR_TILE * tiles_c;
-    const int tx = DR_TX(), ty = DR_TY();
+    const int tx = DG_TID(), ty = DR_TY();
     for (int n = (int)DR_BY(); n < n_img; n += (int)DR_NBY()) {
         const int img = n * plane * c;  // first element of image n, in dX and in a slice
         for (int t = (int)DR_BX(); t < tiles; t += (int)DR_NBX()) {
@@ -156,13 +136,13 @@ DR_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
                     s = dr_sum(ws, img + p * c + ch, slice, split_k);
                 tile[ty + i][tx] = s;
             }
-            DR_SYNC();
+            DG_SYNC();
 #pragma unroll
             for (int i = 0; i < DR_TILE; i += 8) {  // write: rows = channels, lanes along the pixels
                 const int ch = c0 + ty + i, p = p0 + tx;
                 if (p < plane && ch < c) dx[img + ch * plane + p] = dg_from_float(tile[tx][ty + i]);
             }
-            DR_SYNC();  // the tile is refilled by the next iteration
+            DG_SYNC();  // the tile is refilled by the next iteration
         }
     }
 }
