@@ -619,3 +619,15 @@ def test_the_splitk_bench_plans_every_variant_without_a_gpu(capsys):
         with pytest.raises(SystemExit) as e:
             bench.main(bad)
         assert e.value.code == 2
+
+
+def test_host_memory_counts_the_cpu_engine_s_slices():
+    """The CPU engine holds one launch's slices and the reduction's fp32 temporaries beside
+    dX (memory.engine_plan): 2 x 13056 bytes of slices + 3 x 4 x 3234 bytes here."""
+    from miopen_solver import memory
+    p = _p(f"convfp16 -n 2 -c 33 -H 7 -W 7 -k 40 -y 3 -x 3 -p 1 -q 1 {NHWC}")
+    ws, plain = (SOLVER.get_solution(p, SM90, WS.replace(split_k=s)).spec for s in (2, 1))
+    assert memory.engine_plan(ws).split_k_bytes == 2 * 13056 + 3 * 4 * 3234
+    assert memory.engine_plan(plain).split_k_bytes == 0
+    assert (memory.cpu_engine_bytes(p, memory.engine_plan(ws)) - memory.cpu_engine_bytes(p, memory.engine_plan(plain))
+            == 2 * 13056 + 3 * 4 * 3234)

@@ -36,6 +36,9 @@
 #define DR_BX() ((long long)DG_BID_X())
 #define DR_BY() ((long long)DG_BID_Y())
 
+static_assert(DR_NCHW == 0 || DR_NCHW == 1, "dX is stored NHWC (0) or NCHW (1)");
+static_assert(DG_DTYPE >= 0 && DG_DTYPE <= 2, "dX is fp32 (0), fp16 (1) or bf16 (2)");
+
 typedef unsigned short dg_u16;
 typedef unsigned int dg_u32;
 #if DG_DTYPE == 0
