@@ -260,9 +260,20 @@ class DgradSpec:
 
     @cached_property
     def nchw_dx(self) -> bool:
-        """The kernel stores dX NCHW (``dx[((n*C + c)*Hi + hi)*Wi + wi]``, scalar stores, one
-        pixel per thread) rather than NHWC: :func:`~miopen_solver.transpose.nchw_dx_rule`."""
+        """The kernel stores dX NCHW (``dx[((n*C + c)*Hi + hi)*Wi + wi]``) rather than NHWC:
+        :func:`~miopen_solver.transpose.nchw_dx_rule`."""
         return nchw_dx_rule(self.problem, self.schedule, self.split_k)
+
+    @property
+    def nchw_dx_vector(self) -> int:
+        """Pixels per store of the staged epilogue's NCHW dX (``DG_NCHW_VEC``): the widest
+        power of two of at most 16 bytes dividing the dX row (Wi; Hi*Wi for pointwise
+        problems, whose GEMM rows run through whole images), so aligned runs never cross a
+        row; runs the sub-GEMM breaks are stored element by element. 1 when dX is NHWC."""
+        if not self.nchw_dx:
+            return 1
+        p = self.problem
+        return vectors.pow2_divisor(p.Hi * p.Wi if self.pointwise else p.Wi, vectors.max_vector(p.elem_bytes))
 
     @property
     def staged_epilogue(self) -> bool:
@@ -281,15 +292,25 @@ class DgradSpec:
             main = c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * self.problem.elem_bytes
             if self.tma:  # no dX staging; a full and an empty barrier (8 bytes each) per stage
                 return main + 16 * c.stages + 1024
-            epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
+            epi = self.epilogue_bytes
             if self.persistent:  # the epilogue tile sits after the stages (they are refilling)
                 return main + epi + 1024
             return max(main, epi) + 1024
         a = c.tile_m * (c.tile_k + pad)
         b = c.tile_k * (c.tile_n + pad) if self.lds_k_outer else c.tile_n * (c.tile_k + pad)
         main = c.stages * (a + b) * self.problem.elem_bytes
-        epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
-        return max(main, epi)
+        return max(main, self.epilogue_bytes)
+
+    @property
+    def epilogue_bytes(self) -> int:
+        """Shared memory of the staged epilogue's C tile: tile_m rows of tile_n channels, rows
+        padded, or for an NCHW dX (:attr:`nchw_dx`) transposed, tile_n columns of tile_m
+        pixels; 0 without a staged epilogue (split-K)."""
+        c, pad = self.config, self.lds_pad
+        if not self.staged_epilogue:
+            return 0
+        elems = c.tile_n * (c.tile_m + pad) if self.nchw_dx else c.tile_m * (c.tile_n + pad)
+        return elems * self.problem.elem_bytes
 
     @property
     def tiles_per_group(self) -> int:

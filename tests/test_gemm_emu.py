@@ -102,6 +102,12 @@ CASES = [
     ("convfp16 -n 2 -c 24 -H 5 -W 6 -k 32 -y 1 -x 1 -F 2", "gfx942", None, "warp-mma"),
     ("convfp16 -n 2 -c 16 -H 6 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "gfx942", "64,16,32,2,1,32,16,0,0,0,2,-1,2",
      "warp-mma"),
+    # NCHW dX in runs of pixels (spec.nchw_dx_vector): 8 fp16 along Wi = 16; 4 fp32; sub-GEMMs
+    # of stride 2 along H; dilation with stride (uncovered columns: element stores)
+    ("convfp16 -n 2 -c 16 -H 4 -W 16 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2", "gfx942", None, "warp-mma"),
+    ("conv -n 1 -c 8 -H 5 -W 12 -k 8 -y 3 -x 3 -p 0 -q 2 -F 2", "gfx90a", None, "warp-mma"),
+    ("convbfp16 -n 2 -c 8 -H 6 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1 -F 2", "gfx942", None, "warp-mma"),
+    ("convfp16 -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 2", "gfx942", None, "warp-mma"),
     # the patch GEMM (stride = filter), H not a multiple of the stride (memset tail)
     (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx942", None, "patch-gemm"),
     (f"convbfp16 -n 1 -c 3 -H 10 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx90a", None, "patch-gemm"),
@@ -147,6 +153,27 @@ def test_a_wrong_fragment_row_fails(tmp_path, arch, line):
         return out
     sol, v = run_emulated(p, arch, tmp_path, mangle=mangle)
     assert not v.ok, sol.kernel_name
+
+
+@pytest.mark.parametrize("line,vector", [
+    ("convfp16 -n 2 -c 16 -H 4 -W 16 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2", 8),
+    ("conv -n 1 -c 8 -H 5 -W 12 -k 8 -y 3 -x 3 -p 0 -q 2 -F 2", 4),
+    ("convfp16 -n 2 -c 24 -H 5 -W 6 -k 32 -y 1 -x 1 -F 2", 2),
+])
+def test_nchw_dx_runs_are_stored_as_vectors(tmp_path, line, vector):
+    """The NCHW dX epilogue stores aligned runs of pixels with one vector store: without
+    that store the runs stay NaN."""
+    p = parse(line.split()).problem
+    assert SOLVER.find_solution(p, get_target("gfx942")).spec.nchw_dx_vector == vector
+    store = "*reinterpret_cast<dg_vn_t*>(dx + o) = *reinterpret_cast<const dg_vn_t*>(src);"
+
+    def mangle(text):
+        assert store in text
+        return text.replace(store, "")
+    _, v = run_emulated(p, "gfx942", tmp_path, mangle=mangle)
+    assert v.nonfinite > 0
+    _, v = run_emulated(p, "gfx942", tmp_path)
+    assert v.ok and v.nonfinite == 0
 
 
 @st.composite

@@ -226,7 +226,7 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     else:
         d.append(("DG_SUB_TABLE", ", ".join("{" + ", ".join(map(str, r)) + "}" for r in recs)))
     if spec.nchw_dx:     # dX stored NCHW by the epilogues (transpose.nchw_dx_rule)
-        d.append(("DG_DX_NCHW", 1))
+        d += [("DG_DX_NCHW", 1), ("DG_NCHW_VEC", spec.nchw_dx_vector)]
         sections = tuple(sections) + ("nchw_dx",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
