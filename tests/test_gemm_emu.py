@@ -1,5 +1,5 @@
 """The real GEMM kernel (``dgrad.cu``, AMD flavour) executed on the CPU by the emulator of
-``tests/gemm_emu.py``, through the GPU engine's whole launch plan (poisoned dX, split-K
+``tests/kernel_emu.py``, through the GPU engine's whole launch plan (poisoned dX, split-K
 memsets, split-N chunks, layout transforms), against the float64 reference.
 
 CI has no GPU: these tests are where the kernel's own indexing, staging, zero fill,
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import gemm_emu
+import kernel_emu
 from miopen_solver import applicability as ap
 from miopen_solver import layouts
 from miopen_solver.command import parse
@@ -27,7 +27,7 @@ from miopen_solver.target import get_target
 
 from test_split_n import ComputingRuntime
 
-pytestmark = pytest.mark.skipif(not gemm_emu.available(), reason="clang++ not on PATH")
+pytestmark = pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
 
 SOLVER = DgradSolver()
 NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
@@ -58,7 +58,7 @@ class EmuRuntime(ComputingRuntime):
         assert tuple(block) == tuple(src.block) and shared == src.shared_bytes
         text = self.mangle(src.text) if self.mangle else src.text
         bufs = [self._at(a) for a in args[:3]]
-        out = gemm_emu.launch(text, grid, block[0], *(bytes(b[o:]) for b, o in bufs), self.work)
+        out = kernel_emu.launch_gemm(text, grid, block[0], *(bytes(b[o:]) for b, o in bufs), self.work)
         buf, off = bufs[2]
         buf[off:] = out
         self.emulated += 1

@@ -1,13 +1,14 @@
-"""Runs the emitted ``dgrad.cu`` GEMM kernel text on the CPU (AMD flavour): clang++ compiles
-the source for the host with the AMDGPU builtins it uses mapped onto host threads -- one
-std::thread per GPU thread, a std::barrier per block for ``s_barrier`` and one per wave for
-the matrix instructions, blocks one after another, atomics as host atomics.
+"""Runs emitted kernel texts on the CPU (AMD flavour): clang++ compiles the source for the
+host with the AMDGPU builtins it uses mapped onto host threads -- one std::thread per GPU
+thread, a std::barrier per block for ``s_barrier`` and one per wave for the matrix
+instructions, blocks one after another, atomics as host atomics. Both kernels run:
+``dgrad.cu`` (the GEMM schedules, :func:`launch_gemm`) and ``direct.cu`` (:func:`run_direct`).
 
 The MFMA builtins are emulated from AMD's operand layouts (CDNA3 ISA, "Dense matrix
 arithmetic"; the AMD Matrix Instruction Calculator), written here independently of the
 kernel's fragment code: every lane of the wave deposits its A and B operands, the wave
 meets at a barrier, each lane computes its own D elements in fp32, and the wave meets again
-before the buffers are reused. So a test executes the kernel's real indexing, shared-memory
+before the buffers are reused. So a test executes the kernels' real indexing, shared-memory
 staging, zero fill, split-K atomics and every epilogue (NHWC, NCHW dX, patch, NCHW
 pointwise) on a machine without a GPU. Slow: for small problems only.
 
@@ -23,9 +24,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
+from miopen_solver import layouts
+
 CXX = shutil.which("clang++-19") or shutil.which("clang++")
 
 PREAMBLE = r"""
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cstdint>
@@ -43,7 +49,6 @@ static thread_local int emu_tid;
 static int emu_bid[3];
 static std::barrier<>* emu_block_bar;
 static std::barrier<>* emu_wave_bar[64];
-static int emu_wave_size;
 #define __builtin_amdgcn_workitem_id_x() emu_tid
 #define __builtin_amdgcn_workgroup_id_x() emu_bid[0]
 #define __builtin_amdgcn_workgroup_id_y() emu_bid[1]
@@ -126,31 +131,24 @@ typedef float emu_f16v __attribute__((ext_vector_type(16)));
 typedef float emu_f4v __attribute__((ext_vector_type(4)));
 typedef _Float16 emu_h4 __attribute__((ext_vector_type(4)));
 typedef short emu_s4 __attribute__((ext_vector_type(4)));
-static emu_f16v __builtin_amdgcn_mfma_f32_32x32x8f16(emu_h4 a, emu_h4 b, emu_f16v c, int, int, int) {
-    float t[16]; for (int r = 0; r < 16; ++r) t[r] = c[r];
-    emu_mfma<32, 16>(a, b, t, emu_h2f);
-    for (int r = 0; r < 16; ++r) c[r] = t[r];
-    return c;
+// The builtin NAME on operand vectors OP accumulating into ACC (R floats of an M x M atom).
+#define EMU_MFMA(NAME, OP, ACC, M, R, CONV)                          \
+    static ACC NAME(OP a, OP b, ACC c, int, int, int) {              \
+        float t[R];                                                  \
+        for (int r = 0; r < R; ++r) t[r] = c[r];                     \
+        emu_mfma<M, R>(a, b, t, CONV);                               \
+        for (int r = 0; r < R; ++r) c[r] = t[r];                     \
+        return c;                                                    \
+    }
+EMU_MFMA(__builtin_amdgcn_mfma_f32_32x32x8f16, emu_h4, emu_f16v, 32, 16, emu_h2f)
+EMU_MFMA(__builtin_amdgcn_mfma_f32_32x32x8bf16_1k, emu_s4, emu_f16v, 32, 16, emu_bf2f)
+EMU_MFMA(__builtin_amdgcn_mfma_f32_16x16x16f16, emu_h4, emu_f4v, 16, 4, emu_h2f)
+EMU_MFMA(__builtin_amdgcn_mfma_f32_16x16x16bf16_1k, emu_s4, emu_f4v, 16, 4, emu_bf2f)
+// Dynamic shared memory of the two kernels (64 KiB of LDS on gfx90a/gfx942, with room).
+extern "C" {
+alignas(16) unsigned char dg_smem[1 << 17];
+alignas(16) unsigned char dd_smem[1 << 18];
 }
-static emu_f16v __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(emu_s4 a, emu_s4 b, emu_f16v c, int, int, int) {
-    float t[16]; for (int r = 0; r < 16; ++r) t[r] = c[r];
-    emu_mfma<32, 16>(a, b, t, emu_bf2f);
-    for (int r = 0; r < 16; ++r) c[r] = t[r];
-    return c;
-}
-static emu_f4v __builtin_amdgcn_mfma_f32_16x16x16f16(emu_h4 a, emu_h4 b, emu_f4v c, int, int, int) {
-    float t[4]; for (int r = 0; r < 4; ++r) t[r] = c[r];
-    emu_mfma<16, 4>(a, b, t, emu_h2f);
-    for (int r = 0; r < 4; ++r) c[r] = t[r];
-    return c;
-}
-static emu_f4v __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(emu_s4 a, emu_s4 b, emu_f4v c, int, int, int) {
-    float t[4]; for (int r = 0; r < 4; ++r) t[r] = c[r];
-    emu_mfma<16, 4>(a, b, t, emu_bf2f);
-    for (int r = 0; r < 4; ++r) c[r] = t[r];
-    return c;
-}
-extern "C" { alignas(16) unsigned char dg_smem[1 << 17]; }
 """
 
 MAIN = r"""
@@ -166,14 +164,12 @@ static std::vector<unsigned char> slurp(const char* path) {
     return v;
 }
 
-// argv: dy w dx(in/out) gx gy gz threads wave
+// argv: dy w dx(in/out) gx gy gz threads
 int main(int argc, char** argv) {
-    if (argc != 9) return 2;
+    if (argc != 8) return 2;
     std::vector<unsigned char> dy = slurp(argv[1]), w = slurp(argv[2]), dx = slurp(argv[3]);
     const int grid[3] = {atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
     const int threads = atoi(argv[7]);
-    emu_wave_size = atoi(argv[8]);
-    if (threads % 64) return 3;
     for (int z = 0; z < grid[2]; ++z)
         for (int y = 0; y < grid[1]; ++y)
             for (int x = 0; x < grid[0]; ++x) {
@@ -181,12 +177,13 @@ int main(int argc, char** argv) {
                 std::barrier<> bar(threads);
                 emu_block_bar = &bar;
                 std::vector<std::barrier<>*> waves;
-                for (int i = 0; i < threads / 64; ++i) waves.push_back(emu_wave_bar[i] = new std::barrier<>(64));
+                for (int i = 0; i * 64 < threads; ++i)  // the last wave may be partial
+                    waves.push_back(emu_wave_bar[i] = new std::barrier<>(std::min(64, threads - i * 64)));
                 std::vector<std::thread> ts;
                 for (int t = 0; t < threads; ++t)
                     ts.emplace_back([&, t] {
                         emu_tid = t;
-                        DG_KERNEL_NAME((const dg_t*)dy.data(), (const dg_t*)w.data(), (dg_t*)dx.data());
+                        EMU_LAUNCH(dy.data(), w.data(), dx.data());
                     });
                 for (auto& th : ts) th.join();
                 for (auto* b : waves) delete b;
@@ -204,9 +201,14 @@ def available() -> bool:
     return CXX is not None
 
 
-def build(text: str, workdir: str | os.PathLike) -> Path:
-    """Compile an AMD-flavour ``dgrad.cu`` GEMM kernel text (``KernelSource.text``) into a
-    host executable, cached by the text's hash inside ``workdir``.
+GEMM_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(dx))"
+DIRECT_LAUNCH = "DG_KERNEL_NAME((const dd_t*)(dy), (const dd_t*)(w), (dd_t*)(dx))"
+
+
+def build(text: str, call: str, workdir: str | os.PathLike) -> Path:
+    """Compile an AMD-flavour kernel text (``KernelSource.text``) into a host executable
+    whose blocks run ``call`` (:data:`GEMM_LAUNCH`, :data:`DIRECT_LAUNCH`), cached by the
+    text's hash inside ``workdir``.
 
     Raises:
         ValueError: not an AMD-flavour text (the NVIDIA flavour has PTX inside).
@@ -216,12 +218,12 @@ def build(text: str, workdir: str | os.PathLike) -> Path:
         raise ValueError("only AMD-flavour kernel texts run on the emulator")
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
-    text = PREAMBLE + text + MAIN
+    text = PREAMBLE + text + f"\n#define EMU_LAUNCH(dy, w, dx) {call}\n" + MAIN
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
-    exe = work / f"gemm_emu_{key}"
+    exe = work / f"emu_{key}"
     if exe.exists():
         return exe
-    d = Path(tempfile.mkdtemp(prefix="gemmemu-", dir=work))
+    d = Path(tempfile.mkdtemp(prefix="emu-", dir=work))
     (d / "main.cpp").write_text(text)
     cmd = [CXX, "-std=c++20", "-O1", "-w", "-pthread", "-o", str(exe), str(d / "main.cpp")]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -230,17 +232,34 @@ def build(text: str, workdir: str | os.PathLike) -> Path:
     return exe
 
 
-def launch(text: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir) -> bytes:
-    """Run one launch (``grid`` = (x, y, z) blocks of ``threads``) of the kernel ``text`` over
-    the raw device bytes ``dy``, ``w`` and ``dx`` (what the kernel's three pointers point at,
-    to the end of their allocations) and return dX's bytes after it."""
-    exe = build(text, workdir)
-    d = Path(tempfile.mkdtemp(prefix="gemmrun-", dir=workdir))
+def _run(text: str, call: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir) -> bytes:
+    exe = build(text, call, workdir)
+    d = Path(tempfile.mkdtemp(prefix="emurun-", dir=workdir))
     for name, data in (("dy", dy), ("w", w), ("dx", dx)):
         (d / f"{name}.bin").write_bytes(data)
     gx, gy, gz = grid
     r = subprocess.run([str(exe), str(d / "dy.bin"), str(d / "w.bin"), str(d / "dx.bin"), str(gx), str(gy),
-                        str(gz), str(threads), "64"], capture_output=True, text=True)
+                        str(gz), str(threads)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"emulated kernel failed ({r.returncode}): {r.stderr[-2000:]}")
     return (d / "dx.bin").read_bytes()
+
+
+def launch_gemm(text: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir) -> bytes:
+    """One launch (``grid`` = (x, y, z) blocks of ``threads``) of the ``dgrad.cu`` kernel
+    ``text`` over the raw device bytes ``dy``, ``w`` and ``dx`` (what its three pointers
+    point at, to the end of their allocations); returns dX's bytes after it."""
+    return _run(text, GEMM_LAUNCH, grid, threads, dy, w, dx, workdir)
+
+
+def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir) -> np.ndarray:
+    """dX from the emulated ``direct.cu`` kernel of a DirectSpec (NHWC storage arrays in and
+    out; dX starts as all-ones bytes, a NaN, so an unwritten element shows)."""
+    p = spec.problem
+    src = spec.emit()      # any target's text: the AMD flavour is forced
+    text = src.text if src.vendor == "amd" else "#define DG_VENDOR_AMD 1\n" + src.text
+    st = layouts.storage_dtype(p.dtype)
+    dx = b"\xff" * (p.dx_elems * st.itemsize)
+    out = _run(text, DIRECT_LAUNCH, (src.grid[0], 1, 1), src.block[0], np.ascontiguousarray(dy).tobytes(),
+               np.ascontiguousarray(w).tobytes(), dx, workdir)
+    return np.frombuffer(out, dtype=st).reshape(p.N, p.Hi, p.Wi, p.C)
