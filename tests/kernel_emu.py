@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -44,18 +45,12 @@ PREAMBLE = r"""
 #define __device__
 #define __shared__
 #define __restrict__
-#define amdgpu_flat_work_group_size(lo, hi) unused
 static thread_local int emu_tid;
 static int emu_bid[3];
+static int emu_wave;                      // lanes per wave (64) or warp (32)
 static std::barrier<>* emu_block_bar;
 static std::barrier<>* emu_wave_bar[64];
-#define __builtin_amdgcn_workitem_id_x() emu_tid
-#define __builtin_amdgcn_workgroup_id_x() emu_bid[0]
-#define __builtin_amdgcn_workgroup_id_y() emu_bid[1]
-#define __builtin_amdgcn_workgroup_id_z() emu_bid[2]
-#define __builtin_amdgcn_s_barrier() emu_block_bar->arrive_and_wait()
-#define __builtin_amdgcn_fence(a, b) std::atomic_thread_fence(std::memory_order_seq_cst)
-#define __hip_atomic_fetch_add(p, v, order, scope) std::atomic_ref<float>(*(p)).fetch_add(v)
+static void emu_wave_sync() { emu_wave_bar[emu_tid / emu_wave]->arrive_and_wait(); }
 
 // ---- 16-bit values as floats
 static float emu_h2f(_Float16 h) { return (float)h; }
@@ -98,6 +93,25 @@ static void emu_fadd_v2bf16(void* p, emu_s2 v) {
         if (a.compare_exchange_weak(old, lo | (hi << 16))) return;
     }
 }
+// Dynamic shared memory of the two kernels (64 KiB of LDS on gfx90a/gfx942, 227 KiB on sm_90).
+extern "C" {
+alignas(1024) unsigned char dg_smem[1 << 18];
+alignas(1024) unsigned char dd_smem[1 << 18];
+}
+"""
+
+AMD = r"""
+#define EMU_WAVE 64
+#define EMU_BLOCK_START()
+#define EMU_THREAD_START(t)
+#define amdgpu_flat_work_group_size(lo, hi) unused
+#define __builtin_amdgcn_workitem_id_x() emu_tid
+#define __builtin_amdgcn_workgroup_id_x() emu_bid[0]
+#define __builtin_amdgcn_workgroup_id_y() emu_bid[1]
+#define __builtin_amdgcn_workgroup_id_z() emu_bid[2]
+#define __builtin_amdgcn_s_barrier() emu_block_bar->arrive_and_wait()
+#define __builtin_amdgcn_fence(a, b) std::atomic_thread_fence(std::memory_order_seq_cst)
+#define __hip_atomic_fetch_add(p, v, order, scope) std::atomic_ref<float>(*(p)).fetch_add(v)
 #define __builtin_amdgcn_global_atomic_fadd_v2f16(p, v) emu_fadd_v2f16((void*)(p), v)
 #define __builtin_amdgcn_global_atomic_fadd_v2bf16(p, v) emu_fadd_v2bf16((void*)(p), v)
 
@@ -107,13 +121,13 @@ static void emu_fadd_v2bf16(void* p, emu_s2 v) {
 //   16x16x16:  A[i = l%16][k = 4*(l/16) + v], B[k = 4*(l/16) + v][j = l%16];
 //              D register r: row 4*(l/16) + r, column l%16.
 struct emu_wave_buf { float a[64][4], b[64][4]; };
-static emu_wave_buf emu_wave[64];
+static emu_wave_buf emu_mfma_buf[64];
 template <int M, int R, class OP, class CONV>
 static void emu_mfma(const OP& a, const OP& b, float* c, CONV conv) {
     const int lane = emu_tid % 64, wave = emu_tid / 64;
-    emu_wave_buf& w = emu_wave[wave];
+    emu_wave_buf& w = emu_mfma_buf[wave];
     for (int v = 0; v < 4; ++v) { w.a[lane][v] = conv(a[v]); w.b[lane][v] = conv(b[v]); }
-    emu_wave_bar[wave]->arrive_and_wait();
+    emu_wave_sync();
     const int kgroups = 64 / M;  // lanes l and l + M*q hold k-groups q of the same row/column
     float d[R];
     for (int r = 0; r < R; ++r) {
@@ -124,7 +138,7 @@ static void emu_mfma(const OP& a, const OP& b, float* c, CONV conv) {
             for (int v = 0; v < 4; ++v) s += w.a[row + M * q][v] * w.b[col + M * q][v];
         d[r] = s;
     }
-    emu_wave_bar[wave]->arrive_and_wait();
+    emu_wave_sync();
     for (int r = 0; r < R; ++r) c[r] = d[r];
 }
 typedef float emu_f16v __attribute__((ext_vector_type(16)));
@@ -144,12 +158,206 @@ EMU_MFMA(__builtin_amdgcn_mfma_f32_32x32x8f16, emu_h4, emu_f16v, 32, 16, emu_h2f
 EMU_MFMA(__builtin_amdgcn_mfma_f32_32x32x8bf16_1k, emu_s4, emu_f16v, 32, 16, emu_bf2f)
 EMU_MFMA(__builtin_amdgcn_mfma_f32_16x16x16f16, emu_h4, emu_f4v, 16, 4, emu_h2f)
 EMU_MFMA(__builtin_amdgcn_mfma_f32_16x16x16bf16_1k, emu_s4, emu_f4v, 16, 4, emu_bf2f)
-// Dynamic shared memory of the two kernels (64 KiB of LDS on gfx90a/gfx942, with room).
-extern "C" {
-alignas(16) unsigned char dg_smem[1 << 17];
-alignas(16) unsigned char dd_smem[1 << 18];
+"""
+
+NVIDIA = r"""
+#define EMU_WAVE 32
+#define EMU_BLOCK_START() (blockIdx = {(unsigned)emu_bid[0], (unsigned)emu_bid[1], (unsigned)emu_bid[2]})
+#define EMU_THREAD_START(t) (threadIdx = {(unsigned)(t), 0u, 0u})
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __constant__
+struct emu_dim3 { unsigned x, y, z; };
+static thread_local emu_dim3 threadIdx;
+static emu_dim3 blockIdx;
+#define __syncthreads() emu_block_bar->arrive_and_wait()
+static float emu_b16_to_f(uint16_t u, int dtype) {
+    if (dtype == 2) return emu_bf2f((short)u);
+    _Float16 h;
+    std::memcpy(&h, &u, 2);
+    return (float)h;
+}
+static uint16_t emu_f2h_bits(float f) {
+    _Float16 h = (_Float16)f;
+    uint16_t u;
+    std::memcpy(&u, &h, 2);
+    return u;
+}
+
+// ---- warp-collective instructions: each lane deposits its operands, the warp meets, each
+// lane computes its own results, the warp meets again before the buffers are reused.
+struct emu_warp_buf { uint32_t addr[32]; uint32_t a[32][4]; uint32_t b[32][2]; };
+static emu_warp_buf emu_warp[64];
+
+// ldmatrix.m8n8.x{1,2,4}[.trans].b16 (PTX ISA "ldmatrix"): lanes 8i..8i+7 give the row
+// addresses of matrix i (8 b16 each); lane l receives, per matrix, row l/4 and columns
+// 2(l%4), 2(l%4)+1 -- of the transposed matrix with .trans.
+static void emu_ldmatrix(uint32_t* r, int count, bool trans, uint32_t addr) {
+    const int lane = emu_tid % 32;
+    emu_warp_buf& w = emu_warp[emu_tid / 32];
+    w.addr[lane] = addr;
+    emu_wave_sync();
+    for (int i = 0; i < count; ++i) {
+        uint16_t e[2];
+        for (int h = 0; h < 2; ++h) {
+            const int row = trans ? 2 * (lane % 4) + h : lane / 4;
+            const int col = trans ? lane / 4 : 2 * (lane % 4) + h;
+            std::memcpy(&e[h], dg_smem + w.addr[8 * i + row] + 2 * col, 2);
+        }
+        r[i] = (uint32_t)e[0] | ((uint32_t)e[1] << 16);
+    }
+    emu_wave_sync();
+}
+
+// mma.sync.m16n8k16.row.col.f32.{f16,bf16} (PTX ISA "Matrix fragments for mma.m16n8k16"),
+// g = lane/4, t = lane%4: a0 A[g][2t,2t+1], a1 A[g+8][2t..], a2 A[g][2t+8..], a3 A[g+8][2t+8..];
+// b0 B[2t,2t+1][g], b1 B[2t+8,2t+9][g]; c0,c1 C[g][2t,2t+1], c2,c3 C[g+8][2t,2t+1].
+static void emu_mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int dtype) {
+    const int lane = emu_tid % 32;
+    emu_warp_buf& w = emu_warp[emu_tid / 32];
+    for (int i = 0; i < 4; ++i) w.a[lane][i] = a[i];
+    w.b[lane][0] = b0;
+    w.b[lane][1] = b1;
+    emu_wave_sync();
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int h = 0; h < 2; ++h) {
+            A[g][2 * t + h] = emu_b16_to_f((uint16_t)(w.a[l][0] >> (16 * h)), dtype);
+            A[g + 8][2 * t + h] = emu_b16_to_f((uint16_t)(w.a[l][1] >> (16 * h)), dtype);
+            A[g][2 * t + 8 + h] = emu_b16_to_f((uint16_t)(w.a[l][2] >> (16 * h)), dtype);
+            A[g + 8][2 * t + 8 + h] = emu_b16_to_f((uint16_t)(w.a[l][3] >> (16 * h)), dtype);
+            B[2 * t + h][g] = emu_b16_to_f((uint16_t)(w.b[l][0] >> (16 * h)), dtype);
+            B[2 * t + 8 + h][g] = emu_b16_to_f((uint16_t)(w.b[l][1] >> (16 * h)), dtype);
+        }
+    }
+    emu_wave_sync();
+    const int g = lane / 4, t = lane % 4;
+    for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e / 2), col = 2 * t + (e % 2);
+        float acc = c[e];
+        for (int k = 0; k < 16; ++k) acc += A[row][k] * B[k][col];
+        c[e] = acc;
+    }
+}
+
+// wgmma.mma_async.m64nNk16.f32 with A K-major and B MN-major in 128-byte swizzled shared
+// memory (PTX ISA "Matrix descriptor", "Shared memory matrix layout"): descriptor bits 0-13
+// start address, 16-29 leading-dimension byte offset, 32-45 stride byte offset (16-byte
+// units), 62-63 swizzle mode (1 = 128 bytes). The swizzle XORs address bits 4-6 with bits
+// 7-9. A(m, k) = start + (m/8)*SBO + (m%8)*128 + 2k; B(k, n) = start + (n/64)*LBO +
+// (k/8)*SBO + (k%8)*128 + 2(n%64). Thread T of the warpgroup holds, per 8-column chunk j,
+// D[16(T/32) + (T%32)/4 + 8(e/2)][8j + 2(T%4) + e%2] in d[4j + e]. Executed at issue: the
+// operands are read when the instruction is issued, the results are final at once.
+static uint32_t emu_swz(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
+static void emu_wgmma(float* d, unsigned long long ad, unsigned long long bd, int n, int dtype) {
+    if ((ad >> 62) != 1 || (bd >> 62) != 1) { fprintf(stderr, "wgmma: only 128-byte swizzle is emulated\n"); exit(4); }
+    const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
+    const uint32_t b0 = (uint32_t)(bd & 0x3FFF) << 4, b_lbo = (uint32_t)((bd >> 16) & 0x3FFF) << 4,
+                   b_sbo = (uint32_t)((bd >> 32) & 0x3FFF) << 4;
+    const int T = emu_tid % 128;
+    for (int j = 0; j < n / 8; ++j)
+        for (int e = 0; e < 4; ++e) {
+            const int m = 16 * (T / 32) + (T % 32) / 4 + 8 * (e / 2);
+            const int col = 8 * j + 2 * (T % 4) + e % 2;
+            float acc = d[4 * j + e];
+            for (int k = 0; k < 16; ++k) {
+                uint16_t ua, ub;
+                std::memcpy(&ua, dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 2 * k), 2);
+                std::memcpy(&ub, dg_smem + emu_swz(b0 + (col / 64) * b_lbo + (k / 8) * b_sbo + (k % 8) * 128 +
+                                                   2 * (col % 64)), 2);
+                acc += emu_b16_to_f(ua, dtype) * emu_b16_to_f(ub, dtype);
+            }
+            d[4 * j + e] = acc;
+        }
 }
 """
+
+# The NVIDIA flavour's PTX wrappers of dgrad.cu and what the emulator runs instead (each
+# replaces the whole definition: the name's signature and body; a template header before it
+# stays).
+NVIDIA_WRAPPERS = {
+    "dg_f2bf": "DG_DEVICE dg_u16 dg_f2bf(float f) { return emu_f2bf(f); }",
+    "dg_f2h": "DG_DEVICE dg_u16 dg_f2h(float f) { return emu_f2h_bits(f); }",
+    "dg_atomic_add1": "DG_DEVICE void dg_atomic_add1(float* p, float v) { std::atomic_ref<float>(*p).fetch_add(v); }",
+    "dg_atomic_add2": """DG_DEVICE void dg_atomic_add2(dg_u16* p, float lo, float hi) {
+#if DG_DTYPE == 1
+    emu_h2 v = {(_Float16)lo, (_Float16)hi};
+    emu_fadd_v2f16(p, v);
+#elif DG_DTYPE == 2
+    emu_s2 v = {(short)emu_f2bf(lo), (short)emu_f2bf(hi)};
+    emu_fadd_v2bf16(p, v);
+#endif
+}""",
+    "dg_smem_addr": "DG_DEVICE dg_u32 dg_smem_addr(const void* p) { return (dg_u32)((const unsigned char*)p - dg_smem); }",
+    "dg_cp_async": """DG_DEVICE void dg_cp_async(dg_u32 s, const void* gmem, bool valid) {
+    std::memset(dg_smem + s, 0, BYTES);
+    if (valid) std::memcpy(dg_smem + s, gmem, BYTES);
+}""",
+    "dg_cp_commit": "DG_DEVICE void dg_cp_commit() {}",
+    "dg_cp_wait": "DG_DEVICE void dg_cp_wait() {}",
+    "dg_publish_smem": "DG_DEVICE void dg_publish_smem() {}",
+    "dg_ldmatrix_x4": "DG_DEVICE void dg_ldmatrix_x4(dg_u32 (&r)[4], dg_u32 p) { emu_ldmatrix(r, 4, false, p); }",
+    "dg_ldmatrix_x4_t": "DG_DEVICE void dg_ldmatrix_x4_t(dg_u32 (&r)[4], dg_u32 p) { emu_ldmatrix(r, 4, true, p); }",
+    "dg_ldmatrix_x2": "DG_DEVICE void dg_ldmatrix_x2(dg_u32 (&r)[2], dg_u32 p) { emu_ldmatrix(r, 2, false, p); }",
+    "dg_ldmatrix_x2_t": "DG_DEVICE void dg_ldmatrix_x2_t(dg_u32 (&r)[2], dg_u32 p) { emu_ldmatrix(r, 2, true, p); }",
+    "dg_mma": """DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
+    emu_mma16816(c, a, b0, b1, DG_DTYPE);
+}""",
+    "dg_wgmma_n64": """DG_DEVICE void dg_wgmma_n64(float* d, unsigned long long a, unsigned long long b) {
+    emu_wgmma(d, a, b, 64, DG_DTYPE);
+}""",
+    "dg_wgmma_n128": """DG_DEVICE void dg_wgmma_n128(float* d, unsigned long long a, unsigned long long b) {
+    emu_wgmma(d, a, b, 128, DG_DTYPE);
+}""",
+    "dg_wgmma_n256": """DG_DEVICE void dg_wgmma_n256(float* d, unsigned long long a, unsigned long long b) {
+    emu_wgmma(d, a, b, 256, DG_DTYPE);
+}""",
+}
+TMA_ONLY = ("dg_mbar_init", "dg_mbar_wait", "dg_mbar_arrive", "dg_mbar_expect_tx", "dg_tma_load_2d",
+            "dg_tma_load_3d", "dg_tma_load_4d")
+# Ordering-only PTX statements (fences, wgmma group bookkeeping): nothing to emulate when
+# every copy and MMA completes at issue.
+NVIDIA_NOOPS = re.compile(r'asm volatile\("(?:wgmma\.(?:fence|commit_group|wait_group)|fence\.mbarrier_init)[^"]*"[^;]*;')
+
+
+def _replace_definitions(text: str, name: str, new: str | None) -> str:
+    """``text`` with every definition of function ``name`` (from ``DG_DEVICE`` to the brace
+    that closes its body; both vendor branches where there are two) replaced by ``new``, or
+    with ``new=None`` by its own signature over a body that aborts (TMA-only code, dead in
+    the kernels the emulator runs)."""
+    for m in reversed(list(re.finditer(r"DG_DEVICE[^;{(]*\b" + re.escape(name) + r"\(", text))):
+        open_brace = text.index("{", m.end())
+        depth, i = 0, open_brace
+        while True:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        body = new if new is not None else text[m.start():open_brace] + "{ std::abort(); }"
+        text = text[:m.start()] + body + text[i + 1:]
+    return text
+
+
+def nvidia_host_text(text: str) -> str:
+    """The NVIDIA-flavour kernel text with every PTX wrapper the kernel defines replaced by
+    its emulation (TMA kernels are refused: their copies and barriers are not emulated).
+
+    Raises:
+        ValueError: a TMA kernel, or PTX left over that the emulator does not know.
+    """
+    if "#define DG_TMA 1" in text:
+        raise ValueError("TMA kernels are not emulated")
+    for name, new in NVIDIA_WRAPPERS.items():
+        text = _replace_definitions(text, name, new)
+    for name in TMA_ONLY:
+        text = _replace_definitions(text, name, None)
+    text = NVIDIA_NOOPS.sub(";", text)
+    left = re.findall(r'asm(?: volatile)?\("[^"]*', text)
+    if left:
+        raise ValueError(f"PTX the emulator does not know: {left[:3]}")
+    return text
+
 
 MAIN = r"""
 static std::vector<unsigned char> slurp(const char* path) {
@@ -170,19 +378,22 @@ int main(int argc, char** argv) {
     std::vector<unsigned char> dy = slurp(argv[1]), w = slurp(argv[2]), dx = slurp(argv[3]);
     const int grid[3] = {atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
     const int threads = atoi(argv[7]);
+    emu_wave = EMU_WAVE;
     for (int z = 0; z < grid[2]; ++z)
         for (int y = 0; y < grid[1]; ++y)
             for (int x = 0; x < grid[0]; ++x) {
                 emu_bid[0] = x; emu_bid[1] = y; emu_bid[2] = z;
+                EMU_BLOCK_START();
                 std::barrier<> bar(threads);
                 emu_block_bar = &bar;
                 std::vector<std::barrier<>*> waves;
-                for (int i = 0; i * 64 < threads; ++i)  // the last wave may be partial
-                    waves.push_back(emu_wave_bar[i] = new std::barrier<>(std::min(64, threads - i * 64)));
+                for (int i = 0; i * emu_wave < threads; ++i)  // the last wave may be partial
+                    waves.push_back(emu_wave_bar[i] = new std::barrier<>(std::min(emu_wave, threads - i * emu_wave)));
                 std::vector<std::thread> ts;
                 for (int t = 0; t < threads; ++t)
                     ts.emplace_back([&, t] {
                         emu_tid = t;
+                        EMU_THREAD_START(t);
                         EMU_LAUNCH(dy.data(), w.data(), dx.data());
                     });
                 for (auto& th : ts) th.join();
@@ -206,19 +417,21 @@ DIRECT_LAUNCH = "DG_KERNEL_NAME((const dd_t*)(dy), (const dd_t*)(w), (dd_t*)(dx)
 
 
 def build(text: str, call: str, workdir: str | os.PathLike) -> Path:
-    """Compile an AMD-flavour kernel text (``KernelSource.text``) into a host executable
-    whose blocks run ``call`` (:data:`GEMM_LAUNCH`, :data:`DIRECT_LAUNCH`), cached by the
-    text's hash inside ``workdir``.
+    """Compile a kernel text (``KernelSource.text``, AMD or NVIDIA flavour: the NVIDIA one
+    through :func:`nvidia_host_text`) into a host executable whose blocks run ``call``
+    (:data:`GEMM_LAUNCH`, :data:`DIRECT_LAUNCH`), cached by the text's hash inside
+    ``workdir``.
 
     Raises:
-        ValueError: not an AMD-flavour text (the NVIDIA flavour has PTX inside).
+        ValueError: an NVIDIA text the emulator cannot run (TMA, unknown PTX).
         RuntimeError: clang++ failed (its message attached).
     """
-    if "#define DG_VENDOR_AMD 1" not in text:
-        raise ValueError("only AMD-flavour kernel texts run on the emulator")
+    layer = AMD if "#define DG_VENDOR_AMD 1" in text else NVIDIA
+    if layer is NVIDIA:
+        text = nvidia_host_text(text)
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
-    text = PREAMBLE + text + f"\n#define EMU_LAUNCH(dy, w, dx) {call}\n" + MAIN
+    text = PREAMBLE + layer + text + f"\n#define EMU_LAUNCH(dy, w, dx) {call}\n" + MAIN
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
     exe = work / f"emu_{key}"
     if exe.exists():

@@ -1,10 +1,12 @@
-"""The real GEMM kernel (``dgrad.cu``, AMD flavour) executed on the CPU by the emulator of
-``tests/kernel_emu.py``, through the GPU engine's whole launch plan (poisoned dX, split-K
-memsets, split-N chunks, layout transforms), against the float64 reference.
+"""The real GEMM kernel (``dgrad.cu``, both vendor flavours) executed on the CPU by the
+emulator of ``tests/kernel_emu.py``, through the GPU engine's whole launch plan (poisoned
+dX, split-K memsets, split-N chunks, layout transforms), against the float64 reference.
 
 CI has no GPU: these tests are where the kernel's own indexing, staging, zero fill,
 split-K atomics and epilogues (NHWC, NCHW dX, patch scatter, NCHW pointwise) run on every
-commit. The layout transposes run as numpy (``test_split_n.ComputingRuntime``).
+commit, for the AMD MFMA and FFMA schedules and the NVIDIA mma.sync, warpgroup-MMA and
+persistent ones (the TMA schedule is not emulated). The layout transposes run as numpy
+(``test_split_n.ComputingRuntime``).
 """
 
 from __future__ import annotations
@@ -34,15 +36,14 @@ NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 
 
 class EmuRuntime(ComputingRuntime):
-    """An AMD device whose dgrad launches run the emitted kernel text on the emulator, over
-    the bytes at the launch's pointers; ``mangle`` edits the text first (to show a wrong
-    kernel fails)."""
-
-    name = "hip"
-    vendor = "amd"
+    """A device of the solution's target whose dgrad launches run the emitted kernel text on
+    the emulator, over the bytes at the launch's pointers; ``mangle`` edits the text first
+    (to show a wrong kernel fails)."""
 
     def __init__(self, sol, work, mangle=None, **kw):
         super().__init__(sol, **kw)
+        self.vendor = sol.spec.target.vendor
+        self.name = "hip" if self.vendor == "amd" else "cuda"
         self.work = work
         self.mangle = mangle
         self.emulated = 0
@@ -108,6 +109,30 @@ CASES = [
     ("conv -n 1 -c 8 -H 5 -W 12 -k 8 -y 3 -x 3 -p 0 -q 2 -F 2", "gfx90a", None, "warp-mma"),
     ("convbfp16 -n 2 -c 8 -H 6 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1 -F 2", "gfx942", None, "warp-mma"),
     ("convfp16 -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 2", "gfx942", None, "warp-mma"),
+    # NVIDIA: mma.sync with ldmatrix (k-outer B: .trans; m-outer), cp.async stages
+    (f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_80", "64,16,32,2,1,32,16,0,0,0,1,-1,2",
+     "warp-mma"),
+    (f"convfp16 -n 2 -c 24 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_80",
+     "64,32,32,2,2,32,16,0,0,0,1,0,3", "warp-mma"),
+    (f"convbfp16 -n 1 -c 18 -H 5 -W 7 -k 24 -y 2 -x 3 -p 1 -q 1 -l 2 -j 1 {NHWC}", "sm_80", None, "warp-mma"),
+    (f"conv -n 2 -c 12 -H 7 -W 6 -k 20 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90", None, "warp-mma"),
+    # NVIDIA warpgroup MMA (128-byte swizzled operands): plain, persistent, strided, split-K
+    (f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,1,-1,4,1", "wgmma"),
+    (f"convbfp16 -n 2 -c 128 -H 4 -W 8 -k 64 -y 1 -x 1 {NHWC}", "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,3,2",
+     "wgmma-persistent"),
+    (f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90",
+     "128,128,64,1,1,128,128,0,0,0,1,-1,3,1", "wgmma"),
+    (f"convfp16 -n 1 -c 64 -H 5 -W 4 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,2,-1,4,1", "wgmma"),
+    (f"convbfp16 -n 1 -c 256 -H 2 -W 3 -k 64 -y 1 -x 1 {NHWC}", "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,3,1",
+     "wgmma"),
+    ("convfp16 -n 2 -c 64 -H 6 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "sm_90", "128,64,64,2,1,64,64,0,0,0,1,-1,4,1",
+     "wgmma"),
+    (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 64 -y 4 -x 4 -u 4 -v 4 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,4,6", "patch-gemm-wgmma"),
+    ("convfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,8",
+     "nchw-pointwise-wgmma"),
     # the patch GEMM (stride = filter), H not a multiple of the stride (memset tail)
     (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx942", None, "patch-gemm"),
     (f"convbfp16 -n 1 -c 3 -H 10 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx90a", None, "patch-gemm"),
@@ -137,21 +162,33 @@ def test_split_n_chunks_on_the_emulator(monkeypatch, tmp_path):
     assert v.ok and v.nonfinite == 0, v
 
 
-@pytest.mark.parametrize("arch,line", [
-    ("gfx942", f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 {NHWC}"),       # 16x16x16 atom
-    ("gfx942", f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}"),       # 32x32x8 atom
+WRONG_ROWS = {  # an accumulator's row off by a few, in each atom's fragment map
+    "mfma": ("(lane >> 4) * 4 + e;", "(lane >> 4) * 4;", "(lane >> 5) * 4 + (e & 3);", "(lane >> 5) * 4;"),
+    "mma.sync": ("(lane >> 2) + (e >> 1) * 8; }", "(lane >> 2); }"),
+    "wgmma": ("((lane & 31) >> 2) + (e >> 1) * 8;", "((lane & 31) >> 2);"),
+}
+
+
+@pytest.mark.parametrize("arch,line,cfg,atom", [
+    ("gfx942", f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 {NHWC}", None, "mfma"),       # 16x16x16
+    ("gfx942", f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", None, "mfma"),       # 32x32x8
+    ("sm_80", f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", None, "mma.sync"),
+    ("sm_90", f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,64,64,2,1,64,64,0,0,0,1,-1,4,1",
+     "wgmma"),
 ])
-def test_a_wrong_fragment_row_fails(tmp_path, arch, line):
-    """The emulator's MFMA layouts are independent of the kernel's fragment code: a kernel
-    that puts an accumulator in the wrong row does not verify."""
+def test_a_wrong_fragment_row_fails(tmp_path, arch, line, cfg, atom):
+    """The emulator's matrix-instruction layouts are independent of the kernel's fragment
+    code: a kernel that puts an accumulator in the wrong row does not verify."""
     p = parse(line.split()).problem
+    pairs = WRONG_ROWS[atom]
 
     def mangle(text):
-        out = text.replace("(lane >> 4) * 4 + e;", "(lane >> 4) * 4;").replace(
-            "(lane >> 5) * 4 + (e & 3);", "(lane >> 5) * 4;")
+        out = text
+        for a, b in zip(pairs[::2], pairs[1::2]):
+            out = out.replace(a, b)
         assert out != text
         return out
-    sol, v = run_emulated(p, arch, tmp_path, mangle=mangle)
+    sol, v = run_emulated(p, arch, tmp_path, perf_config=cfg, mangle=mangle)
     assert not v.ok, sol.kernel_name
 
 
@@ -196,13 +233,28 @@ def problems(draw):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(line=problems(), arch=st.sampled_from(["gfx90a", "gfx942"]))
+@given(line=problems(), arch=st.sampled_from(["gfx90a", "gfx942", "sm_80", "sm_90"]))
 def test_random_problems_on_the_emulated_kernel(tmp_path, line, arch):
     """Random shapes, strides, dilations, pads, groups, odd channels and layouts, each on the
-    solver's default for the AMD target, with fresh random inputs and NaN-poisoned dX."""
+    solver's default for the target, with fresh random inputs and NaN-poisoned dX."""
     p = parse(line.split()).problem
     sol = SOLVER.find_solution(p, get_target(arch))
-    if sol.spec.schedule is KernelSchedule.DIRECT:
-        return                                   # direct.cu has its own emulator (test_direct.py)
+    if sol.spec.schedule in (KernelSchedule.DIRECT, KernelSchedule.WGMMA_TMA):
+        return                     # direct.cu: test_direct.py; TMA copies are not emulated
     _, v = run_emulated(p, arch, tmp_path)
     assert v.ok and v.nonfinite == 0, (line, sol.kernel_name, v)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=problems(), arch=st.sampled_from(["gfx90a", "gfx942", "sm_80", "sm_90"]), pick=st.integers(0, 10 ** 6))
+def test_random_search_configs_on_the_emulated_kernel(tmp_path, line, arch, pick):
+    """Any config ``search()`` offers (tile shapes, warp grids, vector caps, split-K,
+    k-outer, stages, schedules) runs correctly, not just the default."""
+    p = parse(line.split()).problem
+    configs = [c for c in SOLVER.search(p, get_target(arch))
+               if c.schedule not in (KernelSchedule.DIRECT, KernelSchedule.WGMMA_TMA)]
+    if not configs:
+        return
+    cfg = configs[pick % len(configs)]
+    sol, v = run_emulated(p, arch, tmp_path, perf_config=str(cfg))
+    assert v.ok and v.nonfinite == 0, (line, str(cfg), sol.kernel_name, v)
