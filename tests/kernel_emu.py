@@ -12,7 +12,11 @@ before the buffers are reused. So a test executes the kernels' real indexing, sh
 staging, zero fill, split-K atomics and every epilogue (NHWC, NCHW dX, patch, NCHW
 pointwise) on a machine without a GPU. Slow: for small problems only.
 
-The NVIDIA-only schedules (warpgroup MMA, TMA) have no AMD flavour and are not emulated.
+The NVIDIA flavour runs with each PTX wrapper of ``dgrad.cu`` replaced by its emulation
+(:data:`NVIDIA_WRAPPERS`): cp.async and TMA copies complete at issue (so a missing wait is
+not caught), ldmatrix, mma.sync, shuffles and wgmma's fence/commit/wait are warp-collective
+(the lanes of a warp run as threads and meet there, as a warp does), wgmma reads its
+swizzled operands through the descriptors, mbarriers keep phases and transaction bytes.
 """
 
 from __future__ import annotations
@@ -35,10 +39,13 @@ PREAMBLE = r"""
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 #define __global__
@@ -166,6 +173,7 @@ NVIDIA = r"""
 #define EMU_THREAD_START(t) (threadIdx = {(unsigned)(t), 0u, 0u})
 #define __forceinline__ inline
 #define __launch_bounds__(n)
+#define __grid_constant__
 #define __constant__
 struct emu_dim3 { unsigned x, y, z; };
 static thread_local emu_dim3 threadIdx;
@@ -250,6 +258,94 @@ static void emu_mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, 
 // D[16(T/32) + (T%32)/4 + 8(e/2)][8j + 2(T%4) + e%2] in d[4j + e]. Executed at issue: the
 // operands are read when the instruction is issued, the results are final at once.
 static uint32_t emu_swz(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
+
+// __shfl_xor_sync: every lane of the warp takes part.
+struct emu_shfl_buf { uint32_t v[32]; };
+static emu_shfl_buf emu_shfl[64];
+static unsigned __shfl_xor_sync(unsigned, unsigned v, int lane_mask) {
+    const int lane = emu_tid % 32;
+    emu_shfl_buf& b = emu_shfl[emu_tid / 32];
+    b.v[lane] = v;
+    emu_wave_sync();
+    const unsigned r = b.v[lane ^ lane_mask];
+    emu_wave_sync();
+    return r;
+}
+
+// mbarrier (PTX ISA "mbarrier"): a phase completes when its pending arrivals and its
+// transaction bytes both reach zero; try_wait.parity(p) succeeds once the phase of parity p
+// has completed, i.e. while the current phase's parity differs from p. Kept beside shared
+// memory, keyed by the barrier's shared address; a wait that never ends aborts the run.
+struct emu_mbar_state { int expected = 0, pending = 0; long long tx = 0; unsigned phase = 0; };
+static std::mutex emu_mbar_mu;
+static std::map<uint32_t, emu_mbar_state> emu_mbars;
+static void emu_mbar_settle(emu_mbar_state& b) {
+    if (b.pending == 0 && b.tx == 0) { ++b.phase; b.pending = b.expected; }
+}
+static void emu_mbar_init(uint32_t bar, int count) {
+    std::lock_guard<std::mutex> g(emu_mbar_mu);
+    emu_mbars[bar] = emu_mbar_state{count, count, 0, 0};
+}
+static void emu_mbar_arrive(uint32_t bar, long long tx) {
+    std::lock_guard<std::mutex> g(emu_mbar_mu);
+    emu_mbar_state& b = emu_mbars.at(bar);
+    b.tx += tx;
+    --b.pending;
+    emu_mbar_settle(b);
+}
+static void emu_mbar_complete_tx(uint32_t bar, long long bytes) {
+    std::lock_guard<std::mutex> g(emu_mbar_mu);
+    emu_mbar_state& b = emu_mbars.at(bar);
+    b.tx -= bytes;
+    emu_mbar_settle(b);
+}
+static void emu_mbar_wait(uint32_t bar, unsigned parity) {
+    const auto start = std::chrono::steady_clock::now();
+    for (long long spin = 0;; ++spin) {
+        {
+            std::lock_guard<std::mutex> g(emu_mbar_mu);
+            if ((emu_mbars.at(bar).phase & 1u) != parity) return;
+        }
+        if (spin < 64) {
+            std::this_thread::yield();
+            continue;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));   // let the other threads run
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+            std::lock_guard<std::mutex> g(emu_mbar_mu);
+            fprintf(stderr, "mbarrier wait never completed (deadlock) at barrier %u, parity %u; barriers:", bar, parity);
+            for (auto& [a, b] : emu_mbars)
+                fprintf(stderr, " [%u: phase %u, pending %d of %d, tx %lld]", a, b.phase, b.pending, b.expected, b.tx);
+            fprintf(stderr, "\n");
+            exit(5);
+        }
+    }
+}
+
+// Tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle, zeros outside the tensor): the
+// kernel's opaque map holds an index into emu_maps, which the launch fills from the
+// solution's TensorMapDesc. A box lands row-major (dim 0 innermost) at dst, swizzled.
+struct emu_tmap_info { const unsigned char* base; int rank, eb; long long dims[5], strides[5]; int box[5]; };
+static emu_tmap_info emu_maps[2];
+static void emu_tma_load(uint32_t dst, unsigned long long map, const int* c, uint32_t bar) {
+    const emu_tmap_info& m = emu_maps[*reinterpret_cast<const unsigned long long*>(map)];
+    long long n = 1;
+    for (int d = 0; d < m.rank; ++d) n *= m.box[d];
+    for (long long e = 0; e < n; ++e) {
+        long long rest = e, off = 0;
+        bool inside = true;
+        for (int d = 0; d < m.rank; ++d) {
+            const long long i = c[d] + rest % m.box[d];
+            rest /= m.box[d];
+            inside = inside && i >= 0 && i < m.dims[d];
+            off += i * (d == 0 ? m.eb : m.strides[d - 1]);
+        }
+        unsigned char* to = dg_smem + emu_swz(dst + (uint32_t)(e * m.eb));
+        if (inside) std::memcpy(to, m.base + off, m.eb);
+        else std::memset(to, 0, m.eb);
+    }
+    emu_mbar_complete_tx(bar, n * m.eb);
+}
 static void emu_wgmma(float* d, unsigned long long ad, unsigned long long bd, int n, int dtype) {
     if ((ad >> 62) != 1 || (bd >> 62) != 1) { fprintf(stderr, "wgmma: only 128-byte swizzle is emulated\n"); exit(4); }
     const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
@@ -314,18 +410,36 @@ NVIDIA_WRAPPERS = {
     emu_wgmma(d, a, b, 256, DG_DTYPE);
 }""",
 }
-TMA_ONLY = ("dg_mbar_init", "dg_mbar_wait", "dg_mbar_arrive", "dg_mbar_expect_tx", "dg_tma_load_2d",
-            "dg_tma_load_3d", "dg_tma_load_4d")
-# Ordering-only PTX statements (fences, wgmma group bookkeeping): nothing to emulate when
-# every copy and MMA completes at issue.
-NVIDIA_NOOPS = re.compile(r'asm volatile\("(?:wgmma\.(?:fence|commit_group|wait_group)|fence\.mbarrier_init)[^"]*"[^;]*;')
+NVIDIA_WRAPPERS.update({
+    "dg_mbar_init": "DG_DEVICE void dg_mbar_init(dg_u32 bar, dg_u32 count) { emu_mbar_init(bar, (int)count); }",
+    "dg_mbar_wait": "DG_DEVICE void dg_mbar_wait(dg_u32 bar, dg_u32 parity) { emu_mbar_wait(bar, parity); }",
+    "dg_mbar_arrive": "DG_DEVICE void dg_mbar_arrive(dg_u32 bar) { emu_mbar_arrive(bar, 0); }",
+    "dg_mbar_expect_tx": "DG_DEVICE void dg_mbar_expect_tx(dg_u32 bar, dg_u32 bytes) { emu_mbar_arrive(bar, bytes); }",
+    "dg_tma_load_2d": """DG_DEVICE void dg_tma_load_2d(dg_u32 dst, const dg_tmap* map, int c0, int c1, dg_u32 bar) {
+    const int c[2] = {c0, c1};
+    emu_tma_load(dst, reinterpret_cast<unsigned long long>(map), c, bar);
+}""",
+    "dg_tma_load_3d": """DG_DEVICE void dg_tma_load_3d(dg_u32 dst, const dg_tmap* map, int c0, int c1, int c2, dg_u32 bar) {
+    const int c[3] = {c0, c1, c2};
+    emu_tma_load(dst, reinterpret_cast<unsigned long long>(map), c, bar);
+}""",
+    "dg_tma_load_4d": """DG_DEVICE void dg_tma_load_4d(dg_u32 dst, const dg_tmap* map, int c0, int c1, int c2, int c3,
+                               dg_u32 bar) {
+    const int c[4] = {c0, c1, c2, c3};
+    emu_tma_load(dst, reinterpret_cast<unsigned long long>(map), c, bar);
+}""",
+})
+# wgmma's group bookkeeping (.sync.aligned: every lane of the warp executes it together) is a
+# warp barrier, so the lanes of a warp stay in step as on the GPU -- a lane that released a
+# stage (mbarrier arrive) has all its warp's reads of it behind it; the mbarrier-init fence
+# orders nothing when every operation completes at issue.
+NVIDIA_WARP_SYNCS = re.compile(r'asm volatile\("wgmma\.(?:fence|commit_group|wait_group)[^"]*"[^;]*;')
+NVIDIA_NOOPS = re.compile(r'asm volatile\("fence\.mbarrier_init[^"]*"[^;]*;')
 
 
-def _replace_definitions(text: str, name: str, new: str | None) -> str:
+def _replace_definitions(text: str, name: str, new: str) -> str:
     """``text`` with every definition of function ``name`` (from ``DG_DEVICE`` to the brace
-    that closes its body; both vendor branches where there are two) replaced by ``new``, or
-    with ``new=None`` by its own signature over a body that aborts (TMA-only code, dead in
-    the kernels the emulator runs)."""
+    that closes its body; both vendor branches where there are two) replaced by ``new``."""
     for m in reversed(list(re.finditer(r"DG_DEVICE[^;{(]*\b" + re.escape(name) + r"\(", text))):
         open_brace = text.index("{", m.end())
         depth, i = 0, open_brace
@@ -334,24 +448,20 @@ def _replace_definitions(text: str, name: str, new: str | None) -> str:
             if depth == 0:
                 break
             i += 1
-        body = new if new is not None else text[m.start():open_brace] + "{ std::abort(); }"
-        text = text[:m.start()] + body + text[i + 1:]
+        text = text[:m.start()] + new + text[i + 1:]
     return text
 
 
 def nvidia_host_text(text: str) -> str:
     """The NVIDIA-flavour kernel text with every PTX wrapper the kernel defines replaced by
-    its emulation (TMA kernels are refused: their copies and barriers are not emulated).
+    its emulation.
 
     Raises:
-        ValueError: a TMA kernel, or PTX left over that the emulator does not know.
+        ValueError: PTX left over that the emulator does not know.
     """
-    if "#define DG_TMA 1" in text:
-        raise ValueError("TMA kernels are not emulated")
     for name, new in NVIDIA_WRAPPERS.items():
         text = _replace_definitions(text, name, new)
-    for name in TMA_ONLY:
-        text = _replace_definitions(text, name, None)
+    text = NVIDIA_WARP_SYNCS.sub("emu_wave_sync();", text)
     text = NVIDIA_NOOPS.sub(";", text)
     left = re.findall(r'asm(?: volatile)?\("[^"]*', text)
     if left:
@@ -376,6 +486,7 @@ static std::vector<unsigned char> slurp(const char* path) {
 int main(int argc, char** argv) {
     if (argc != 8) return 2;
     std::vector<unsigned char> dy = slurp(argv[1]), w = slurp(argv[2]), dx = slurp(argv[3]);
+    EMU_SETUP(dy.data(), w.data());
     const int grid[3] = {atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
     const int threads = atoi(argv[7]);
     emu_wave = EMU_WAVE;
@@ -413,10 +524,28 @@ def available() -> bool:
 
 
 GEMM_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(dx))"
+GEMM_TMA_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(dx) EMU_MAP_ARGS)"
 DIRECT_LAUNCH = "DG_KERNEL_NAME((const dd_t*)(dy), (const dd_t*)(w), (dd_t*)(dx))"
 
 
-def build(text: str, call: str, workdir: str | os.PathLike) -> Path:
+def _map_setup(maps) -> str:
+    """C++ that fills ``emu_maps`` from TensorMapDescs (dY's over the dy buffer, W's over w)
+    and passes each kernel its map index, after the kernel's own three pointers."""
+    if not maps:
+        return "#define EMU_SETUP(dy, w)\n"
+    rows = []
+    for i, m in enumerate(maps):
+        eb = 2 if m.dtype in ("fp16", "bf16") else 4
+        fill = lambda v, n=5: "{" + ", ".join(str(x) for x in (list(v) + [0] * n)[:n]) + "}"
+        rows.append(f"emu_maps[{i}] = emu_tmap_info{{({m.operand}), {len(m.dims)}, {eb}, {fill(m.dims)}, "
+                    f"{fill(m.strides)}, {fill(m.box)}}};")
+    args = ", ".join(f"emu_tmap_arg({i})" for i in range(len(maps)))
+    return ("static dg_tmap emu_tmap_arg(unsigned long long i) { dg_tmap m = {}; m.opaque[0] = i; return m; }\n"
+            "#define EMU_SETUP(dy, w) do { " + " ".join(rows) + " } while (0)\n"
+            f"#define EMU_MAP_ARGS , {args}\n")
+
+
+def build(text: str, call: str, workdir: str | os.PathLike, maps=()) -> Path:
     """Compile a kernel text (``KernelSource.text``, AMD or NVIDIA flavour: the NVIDIA one
     through :func:`nvidia_host_text`) into a host executable whose blocks run ``call``
     (:data:`GEMM_LAUNCH`, :data:`DIRECT_LAUNCH`), cached by the text's hash inside
@@ -431,7 +560,8 @@ def build(text: str, call: str, workdir: str | os.PathLike) -> Path:
         text = nvidia_host_text(text)
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
-    text = PREAMBLE + layer + text + f"\n#define EMU_LAUNCH(dy, w, dx) {call}\n" + MAIN
+    text = (PREAMBLE + layer + text + "\n" + _map_setup(maps) +
+            f"#define EMU_LAUNCH(dy, w, dx) {call}\n" + MAIN)
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
     exe = work / f"emu_{key}"
     if exe.exists():
@@ -445,8 +575,8 @@ def build(text: str, call: str, workdir: str | os.PathLike) -> Path:
     return exe
 
 
-def _run(text: str, call: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir) -> bytes:
-    exe = build(text, call, workdir)
+def _run(text: str, call: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir, maps=()) -> bytes:
+    exe = build(text, call, workdir, maps)
     d = Path(tempfile.mkdtemp(prefix="emurun-", dir=workdir))
     for name, data in (("dy", dy), ("w", w), ("dx", dx)):
         (d / f"{name}.bin").write_bytes(data)
@@ -458,11 +588,13 @@ def _run(text: str, call: str, grid, threads: int, dy: bytes, w: bytes, dx: byte
     return (d / "dx.bin").read_bytes()
 
 
-def launch_gemm(text: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir) -> bytes:
+def launch_gemm(text: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir, maps=()) -> bytes:
     """One launch (``grid`` = (x, y, z) blocks of ``threads``) of the ``dgrad.cu`` kernel
     ``text`` over the raw device bytes ``dy``, ``w`` and ``dx`` (what its three pointers
-    point at, to the end of their allocations); returns dX's bytes after it."""
-    return _run(text, GEMM_LAUNCH, grid, threads, dy, w, dx, workdir)
+    point at, to the end of their allocations); ``maps``: the TMA kernel's tensor maps
+    (``KernelSource.tensor_maps``, over dy and w). Returns dX's bytes after it."""
+    call = GEMM_TMA_LAUNCH if maps else GEMM_LAUNCH
+    return _run(text, call, grid, threads, dy, w, dx, workdir, maps)
 
 
 def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir) -> np.ndarray:

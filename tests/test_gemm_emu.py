@@ -4,8 +4,8 @@ dX, split-K memsets, split-N chunks, layout transforms), against the float64 ref
 
 CI has no GPU: these tests are where the kernel's own indexing, staging, zero fill,
 split-K atomics and epilogues (NHWC, NCHW dX, patch scatter, NCHW pointwise) run on every
-commit, for the AMD MFMA and FFMA schedules and the NVIDIA mma.sync, warpgroup-MMA and
-persistent ones (the TMA schedule is not emulated). The layout transposes run as numpy
+commit, for the AMD MFMA and FFMA schedules and the NVIDIA mma.sync, warpgroup-MMA,
+persistent and TMA warp-specialised ones. The layout transposes run as numpy
 (``test_split_n.ComputingRuntime``).
 """
 
@@ -51,6 +51,9 @@ class EmuRuntime(ComputingRuntime):
     def target(self):
         return self.sol.spec.target
 
+    def tensor_map(self, ptr, desc):
+        return ("tensor_map", ptr, desc)
+
     def launch(self, func, grid, block, shared, args):
         src = self.sol.spec.emit()
         if func[1] != src.name:
@@ -59,7 +62,9 @@ class EmuRuntime(ComputingRuntime):
         assert tuple(block) == tuple(src.block) and shared == src.shared_bytes
         text = self.mangle(src.text) if self.mangle else src.text
         bufs = [self._at(a) for a in args[:3]]
-        out = kernel_emu.launch_gemm(text, grid, block[0], *(bytes(b[o:]) for b, o in bufs), self.work)
+        maps = [m[2] for m in args[3:]]
+        assert [m[1] for m in args[3:]] == [args[0 if d.operand == "dy" else 1] for d in maps]
+        out = kernel_emu.launch_gemm(text, grid, block[0], *(bytes(b[o:]) for b, o in bufs), self.work, maps)
         buf, off = bufs[2]
         buf[off:] = out
         self.emulated += 1
@@ -133,6 +138,17 @@ CASES = [
      "128,128,64,2,1,64,128,0,0,0,1,-1,4,6", "patch-gemm-wgmma"),
     ("convfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,8",
      "nchw-pointwise-wgmma"),
+    # NVIDIA TMA warp-specialised (producer warp, mbarriers, 2-D and 4-D boxes, zeros outside)
+    (f"convfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 {NHWC}", "sm_90", "128,64,64,2,1,64,64,0,0,0,1,-1,4,3",
+     "wgmma-tma"),
+    (f"convfp16 -n 2 -c 128 -H 8 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,128,64,1,1,128,128,0,0,0,1,-1,4,3", "wgmma-tma"),
+    (f"convbfp16 -n 2 -c 128 -H 9 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90",
+     "256,128,64,2,1,128,128,0,0,0,1,-1,4,3", "wgmma-tma"),
+    (f"convfp16 -n 2 -c 128 -H 8 -W 8 -k 64 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2 {NHWC}", "sm_90",
+     "128,128,64,1,1,128,128,0,0,0,1,-1,4,3", "wgmma-tma"),
+    ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "sm_90",
+     "128,64,64,1,1,128,64,0,0,0,1,-1,4,3", "wgmma-tma"),
     # the patch GEMM (stride = filter), H not a multiple of the stride (memset tail)
     (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx942", None, "patch-gemm"),
     (f"convbfp16 -n 1 -c 3 -H 10 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx90a", None, "patch-gemm"),
@@ -239,8 +255,8 @@ def test_random_problems_on_the_emulated_kernel(tmp_path, line, arch):
     solver's default for the target, with fresh random inputs and NaN-poisoned dX."""
     p = parse(line.split()).problem
     sol = SOLVER.find_solution(p, get_target(arch))
-    if sol.spec.schedule in (KernelSchedule.DIRECT, KernelSchedule.WGMMA_TMA):
-        return                     # direct.cu: test_direct.py; TMA copies are not emulated
+    if sol.spec.schedule is KernelSchedule.DIRECT:
+        return                                   # direct.cu: test_direct.py
     _, v = run_emulated(p, arch, tmp_path)
     assert v.ok and v.nonfinite == 0, (line, sol.kernel_name, v)
 
@@ -251,8 +267,7 @@ def test_random_search_configs_on_the_emulated_kernel(tmp_path, line, arch, pick
     """Any config ``search()`` offers (tile shapes, warp grids, vector caps, split-K,
     k-outer, stages, schedules) runs correctly, not just the default."""
     p = parse(line.split()).problem
-    configs = [c for c in SOLVER.search(p, get_target(arch))
-               if c.schedule not in (KernelSchedule.DIRECT, KernelSchedule.WGMMA_TMA)]
+    configs = [c for c in SOLVER.search(p, get_target(arch)) if c.schedule is not KernelSchedule.DIRECT]
     if not configs:
         return
     cfg = configs[pick % len(configs)]
