@@ -429,6 +429,27 @@ NVIDIA_WRAPPERS.update({
     emu_tma_load(dst, reinterpret_cast<unsigned long long>(map), c, bar);
 }""",
 })
+# direct.cu's PTX: the 16-bit conversions (whole functions) and its read-only loads
+# (ld.global.nc into `v` from `p`: plain copies).
+NVIDIA_WRAPPERS.update({
+    "dd_to_f": """DD_DEVICE float dd_to_f(dd_t v) {
+#if DG_DTYPE == 0
+    return v;
+#else
+    return emu_b16_to_f(v, DG_DTYPE);
+#endif
+}""",
+    "dd_from_f": """DD_DEVICE dd_t dd_from_f(float f) {
+#if DG_DTYPE == 0
+    return f;
+#elif DG_DTYPE == 1
+    return emu_f2h_bits(f);
+#else
+    return emu_f2bf(f);
+#endif
+}""",
+})
+NVIDIA_LDG = re.compile(r'asm\("ld\.global\.nc[^"]*"[^;]*;')
 # wgmma's group bookkeeping (.sync.aligned: every lane of the warp executes it together) is a
 # warp barrier, so the lanes of a warp stay in step as on the GPU -- a lane that released a
 # stage (mbarrier arrive) has all its warp's reads of it behind it; the mbarrier-init fence
@@ -438,9 +459,10 @@ NVIDIA_NOOPS = re.compile(r'asm volatile\("fence\.mbarrier_init[^"]*"[^;]*;')
 
 
 def _replace_definitions(text: str, name: str, new: str) -> str:
-    """``text`` with every definition of function ``name`` (from ``DG_DEVICE`` to the brace
+    """``text`` with every definition of function ``name`` (from ``DG_DEVICE`` (``DD_DEVICE``
+    in direct.cu) to the brace
     that closes its body; both vendor branches where there are two) replaced by ``new``."""
-    for m in reversed(list(re.finditer(r"DG_DEVICE[^;{(]*\b" + re.escape(name) + r"\(", text))):
+    for m in reversed(list(re.finditer(r"D[GD]_DEVICE[^;{(]*\b" + re.escape(name) + r"\(", text))):
         open_brace = text.index("{", m.end())
         depth, i = 0, open_brace
         while True:
@@ -461,6 +483,7 @@ def nvidia_host_text(text: str) -> str:
     """
     for name, new in NVIDIA_WRAPPERS.items():
         text = _replace_definitions(text, name, new)
+    text = NVIDIA_LDG.sub("std::memcpy(&v, p, sizeof(v));", text)
     text = NVIDIA_WARP_SYNCS.sub("emu_wave_sync();", text)
     text = NVIDIA_NOOPS.sub(";", text)
     left = re.findall(r'asm(?: volatile)?\("[^"]*', text)
@@ -597,12 +620,15 @@ def launch_gemm(text: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, w
     return _run(text, call, grid, threads, dy, w, dx, workdir, maps)
 
 
-def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir) -> np.ndarray:
+def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir, vendor: str = "amd") -> np.ndarray:
     """dX from the emulated ``direct.cu`` kernel of a DirectSpec (NHWC storage arrays in and
-    out; dX starts as all-ones bytes, a NaN, so an unwritten element shows)."""
+    out; dX starts as all-ones bytes, a NaN, so an unwritten element shows), in the
+    ``vendor`` flavour of the spec's text."""
     p = spec.problem
-    src = spec.emit()      # any target's text: the AMD flavour is forced
-    text = src.text if src.vendor == "amd" else "#define DG_VENDOR_AMD 1\n" + src.text
+    src = spec.emit()
+    text = src.text.replace("#define DG_VENDOR_AMD 1\n", "")
+    if vendor == "amd":
+        text = "#define DG_VENDOR_AMD 1\n" + text
     st = layouts.storage_dtype(p.dtype)
     dx = b"\xff" * (p.dx_elems * st.itemsize)
     out = _run(text, DIRECT_LAUNCH, (src.grid[0], 1, 1), src.block[0], np.ascontiguousarray(dy).tobytes(),
