@@ -50,10 +50,10 @@ PREAMBLE = r"""
 #include <vector>
 #define __global__
 #define __device__
-#define __shared__
+#define __shared__ EMU_SHARED
 #define __restrict__
-static thread_local int emu_tid;
-static int emu_bid[3];
+static thread_local int emu_tid, emu_tid_x, emu_tid_y;   // linear, and (x, y) in the block
+static int emu_bid[3], emu_grid[3], emu_block_x, emu_block_y;
 static int emu_wave;                      // lanes per wave (64) or warp (32)
 static std::barrier<>* emu_block_bar;
 static std::barrier<>* emu_wave_bar[64];
@@ -112,7 +112,10 @@ AMD = r"""
 #define EMU_BLOCK_START()
 #define EMU_THREAD_START(t)
 #define amdgpu_flat_work_group_size(lo, hi) unused
-#define __builtin_amdgcn_workitem_id_x() emu_tid
+#define __builtin_amdgcn_workitem_id_x() emu_tid_x
+#define __builtin_amdgcn_workitem_id_y() emu_tid_y
+#define __builtin_amdgcn_grid_size_y() (emu_grid[1] * emu_block_y)
+#define __builtin_amdgcn_workgroup_size_y() emu_block_y
 #define __builtin_amdgcn_workgroup_id_x() emu_bid[0]
 #define __builtin_amdgcn_workgroup_id_y() emu_bid[1]
 #define __builtin_amdgcn_workgroup_id_z() emu_bid[2]
@@ -169,15 +172,16 @@ EMU_MFMA(__builtin_amdgcn_mfma_f32_16x16x16bf16_1k, emu_s4, emu_f4v, 16, 4, emu_
 
 NVIDIA = r"""
 #define EMU_WAVE 32
-#define EMU_BLOCK_START() (blockIdx = {(unsigned)emu_bid[0], (unsigned)emu_bid[1], (unsigned)emu_bid[2]})
-#define EMU_THREAD_START(t) (threadIdx = {(unsigned)(t), 0u, 0u})
+#define EMU_BLOCK_START() (blockIdx = {(unsigned)emu_bid[0], (unsigned)emu_bid[1], (unsigned)emu_bid[2]}, \
+                           gridDim = {(unsigned)emu_grid[0], (unsigned)emu_grid[1], (unsigned)emu_grid[2]})
+#define EMU_THREAD_START(t) (threadIdx = {(unsigned)emu_tid_x, (unsigned)emu_tid_y, 0u})
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __grid_constant__
 #define __constant__
 struct emu_dim3 { unsigned x, y, z; };
 static thread_local emu_dim3 threadIdx;
-static emu_dim3 blockIdx;
+static emu_dim3 blockIdx, gridDim;
 #define __syncthreads() emu_block_bar->arrive_and_wait()
 static float emu_b16_to_f(uint16_t u, int dtype) {
     if (dtype == 2) return emu_bf2f((short)u);
@@ -505,13 +509,16 @@ static std::vector<unsigned char> slurp(const char* path) {
     return v;
 }
 
-// argv: dy w dx(in/out) gx gy gz threads
+// argv: dy w dx(in/out) gx gy gz threads block_x
 int main(int argc, char** argv) {
-    if (argc != 8) return 2;
+    if (argc != 9) return 2;
     std::vector<unsigned char> dy = slurp(argv[1]), w = slurp(argv[2]), dx = slurp(argv[3]);
     EMU_SETUP(dy.data(), w.data());
     const int grid[3] = {atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
     const int threads = atoi(argv[7]);
+    for (int d = 0; d < 3; ++d) emu_grid[d] = grid[d];
+    emu_block_x = atoi(argv[8]);
+    emu_block_y = threads / emu_block_x;
     emu_wave = EMU_WAVE;
     for (int z = 0; z < grid[2]; ++z)
         for (int y = 0; y < grid[1]; ++y)
@@ -527,6 +534,8 @@ int main(int argc, char** argv) {
                 for (int t = 0; t < threads; ++t)
                     ts.emplace_back([&, t] {
                         emu_tid = t;
+                        emu_tid_x = t % emu_block_x;
+                        emu_tid_y = t / emu_block_x;
                         EMU_THREAD_START(t);
                         EMU_LAUNCH(dy.data(), w.data(), dx.data());
                     });
@@ -568,11 +577,13 @@ def _map_setup(maps) -> str:
             f"#define EMU_MAP_ARGS , {args}\n")
 
 
-def build(text: str, call: str, workdir: str | os.PathLike, maps=()) -> Path:
+def build(text: str, call: str, workdir: str | os.PathLike, maps=(), static_shared: bool = False) -> Path:
     """Compile a kernel text (``KernelSource.text``, AMD or NVIDIA flavour: the NVIDIA one
     through :func:`nvidia_host_text`) into a host executable whose blocks run ``call``
     (:data:`GEMM_LAUNCH`, :data:`DIRECT_LAUNCH`), cached by the text's hash inside
-    ``workdir``.
+    ``workdir``. ``static_shared``: the kernel declares its shared memory as ``__shared__``
+    arrays inside the function (transpose.cu), made function statics (one per block, as
+    blocks run one after another); the others use the harness's dynamic arrays.
 
     Raises:
         ValueError: an NVIDIA text the emulator cannot run (TMA, unknown PTX).
@@ -583,7 +594,8 @@ def build(text: str, call: str, workdir: str | os.PathLike, maps=()) -> Path:
         text = nvidia_host_text(text)
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
-    text = (PREAMBLE + layer + text + "\n" + _map_setup(maps) +
+    shared = "#define EMU_SHARED static\n" if static_shared else "#define EMU_SHARED\n"
+    text = (shared + PREAMBLE + layer + text + "\n" + _map_setup(maps) +
             f"#define EMU_LAUNCH(dy, w, dx) {call}\n" + MAIN)
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
     exe = work / f"emu_{key}"
@@ -598,14 +610,17 @@ def build(text: str, call: str, workdir: str | os.PathLike, maps=()) -> Path:
     return exe
 
 
-def _run(text: str, call: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, workdir, maps=()) -> bytes:
-    exe = build(text, call, workdir, maps)
+def _run(text: str, call: str, grid, block, dy: bytes, w: bytes, dx: bytes, workdir, maps=(),
+         static_shared=False) -> bytes:
+    exe = build(text, call, workdir, maps, static_shared)
+    block = tuple(block) + (1,) * (3 - len(tuple(block)))
+    threads = block[0] * block[1] * block[2]
     d = Path(tempfile.mkdtemp(prefix="emurun-", dir=workdir))
     for name, data in (("dy", dy), ("w", w), ("dx", dx)):
         (d / f"{name}.bin").write_bytes(data)
     gx, gy, gz = grid
     r = subprocess.run([str(exe), str(d / "dy.bin"), str(d / "w.bin"), str(d / "dx.bin"), str(gx), str(gy),
-                        str(gz), str(threads)], capture_output=True, text=True)
+                        str(gz), str(threads), str(block[0])], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"emulated kernel failed ({r.returncode}): {r.stderr[-2000:]}")
     return (d / "dx.bin").read_bytes()
@@ -617,7 +632,15 @@ def launch_gemm(text: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, w
     point at, to the end of their allocations); ``maps``: the TMA kernel's tensor maps
     (``KernelSource.tensor_maps``, over dy and w). Returns dX's bytes after it."""
     call = GEMM_TMA_LAUNCH if maps else GEMM_LAUNCH
-    return _run(text, call, grid, threads, dy, w, dx, workdir, maps)
+    return _run(text, call, grid, (threads,), dy, w, dx, workdir, maps)
+
+
+def launch_transpose(text: str, grid, block, src: bytes, dst: bytes, batch: int, rows: int, cols: int,
+                     workdir) -> bytes:
+    """One launch of the ``transpose.cu`` kernel ``text`` (``grid`` blocks of ``block``
+    threads, (x, y)) from the raw bytes ``src`` into ``dst``; returns dst's bytes after it."""
+    call = f"DT_KERNEL_NAME((const dt_t*)(dy), (dt_t*)(dx), {batch}ll, {rows}ll, {cols}ll)"
+    return _run(text, call, grid, block, src, b"", dst, workdir, static_shared=True)
 
 
 def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir, vendor: str = "amd") -> np.ndarray:
@@ -631,6 +654,6 @@ def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir, vendor: str = "amd"
         text = "#define DG_VENDOR_AMD 1\n" + text
     st = layouts.storage_dtype(p.dtype)
     dx = b"\xff" * (p.dx_elems * st.itemsize)
-    out = _run(text, DIRECT_LAUNCH, (src.grid[0], 1, 1), src.block[0], np.ascontiguousarray(dy).tobytes(),
+    out = _run(text, DIRECT_LAUNCH, (src.grid[0], 1, 1), (src.block[0],), np.ascontiguousarray(dy).tobytes(),
                np.ascontiguousarray(w).tobytes(), dx, workdir)
     return np.frombuffer(out, dtype=st).reshape(p.N, p.Hi, p.Wi, p.C)

@@ -1,12 +1,12 @@
 """The real GEMM kernel (``dgrad.cu``, both vendor flavours) executed on the CPU by the
 emulator of ``tests/kernel_emu.py``, through the GPU engine's whole launch plan (poisoned
-dX, split-K memsets, split-N chunks, layout transforms), against the float64 reference.
+dX, split-K memsets, split-N chunks, the layout transposes' own kernel), against the
+float64 reference.
 
 CI has no GPU: these tests are where the kernel's own indexing, staging, zero fill,
 split-K atomics and epilogues (NHWC, NCHW dX, patch scatter, NCHW pointwise) run on every
 commit, for the AMD MFMA and FFMA schedules and the NVIDIA mma.sync, warpgroup-MMA,
-persistent and TMA warp-specialised ones. The layout transposes run as numpy
-(``test_split_n.ComputingRuntime``).
+persistent and TMA warp-specialised ones.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from miopen_solver import applicability as ap
 from miopen_solver import layouts
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule
+from miopen_solver.kernels.emit import emit_transpose
 from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cache import BinaryCache
 from miopen_solver.runtime.gpu import GpuEngine
@@ -36,9 +37,10 @@ NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 
 
 class EmuRuntime(ComputingRuntime):
-    """A device of the solution's target whose dgrad launches run the emitted kernel text on
-    the emulator, over the bytes at the launch's pointers; ``mangle`` edits the text first
-    (to show a wrong kernel fails)."""
+    """A device of the solution's target whose launches -- the dgrad kernel and the layout
+    transposes -- run the emitted kernel texts on the emulator, over the bytes at the
+    launch's pointers; ``mangle`` edits the dgrad kernel's text first (to show a wrong
+    kernel fails)."""
 
     def __init__(self, sol, work, mangle=None, **kw):
         super().__init__(sol, **kw)
@@ -47,6 +49,7 @@ class EmuRuntime(ComputingRuntime):
         self.work = work
         self.mangle = mangle
         self.emulated = 0
+        self.transposed = 0
 
     def target(self):
         return self.sol.spec.target
@@ -56,9 +59,16 @@ class EmuRuntime(ComputingRuntime):
 
     def launch(self, func, grid, block, shared, args):
         src = self.sol.spec.emit()
-        if func[1] != src.name:
-            return super().launch(func, grid, block, shared, args)     # the transposes
         self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(args)))
+        if func[1].startswith("dgrad_transpose_b"):     # (src, dst, batch, rows, cols)
+            t = self.sol.spec.target
+            text = emit_transpose(int(func[1][len("dgrad_transpose_b"):]) // 8, t.vendor, t.arch, grid, block).text
+            (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
+            dbuf[doff:] = kernel_emu.launch_transpose(text, grid, block, bytes(sbuf[soff:]), bytes(dbuf[doff:]),
+                                                      *args[2:], self.work)
+            self.transposed += 1
+            return
+        assert func[1] == src.name, func
         assert tuple(block) == tuple(src.block) and shared == src.shared_bytes
         text = self.mangle(src.text) if self.mangle else src.text
         bufs = [self._at(a) for a in args[:3]]
@@ -82,6 +92,7 @@ def run_emulated(p, arch, tmp_path, perf_config=None, mangle=None, seed=None):
     dy, w = _inputs(p, np.random.default_rng(seed))
     dx = GpuEngine(rt, BinaryCache(tmp_path / "cache")).run(sol, dy, w)
     assert rt.emulated == sol.n_chunks, "every chunk's launch ran on the emulator"
+    assert rt.transposed == len(sol.transforms)
     return sol, verify(p, dx, dgrad_reference(p, dy, w))
 
 
