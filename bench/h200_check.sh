@@ -23,6 +23,13 @@
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
 #      after the shard), then merge without a GPU:
 #      python bench/compare.py --report zoo_1of2.json,zoo_2of2.json --out zoo.md --plot zoo.png
+#   7. (only when STEPS names it) zoo_tune: a tuning campaign over bench/zoo.txt, 40 configs per
+#      layer (dgrad-driver tune --file, --max-configs 40, one worker, a compile pool), its log in
+#      OUT_DIR/zoo_tune.jsonl, then bench/default_vs_tuned.py's table (is every default within
+#      10% of the best of its 40?). The campaign takes more than one device call: the step
+#      stops it after ZOO_TUNE_SECS (default 480; the log keeps every config timed) and
+#      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree) resumes it.
+#      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of gpu_tests,replay,compare,first_launch,zoo; default all but zoo) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
@@ -65,4 +72,15 @@ step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
+case ",$STEPS," in *",zoo_tune,"*)
+    [ -n "${ZOO_TUNE_LOG:-}" ] && cp "$ZOO_TUNE_LOG" "$OUTDIR/zoo_tune.jsonl"
+    RESUME=""; [ -s "$OUTDIR/zoo_tune.jsonl" ] && RESUME="--resume"
+    echo "== zoo_tune ($RESUME)"
+    timeout -s INT "${ZOO_TUNE_SECS:-480}" python -m driver tune --file bench/zoo.txt --max-configs 40 --gpus all \
+        --compile-pool 12 --verify-top 1 --quiet --results "$OUTDIR/zoo_tune.jsonl" $RESUME > "$OUTDIR/zoo_tune.txt" 2>&1
+    echo "zoo_tune: exit $? (130: stopped by the time bound; resume with ZOO_TUNE_LOG)"; tail -n 3 "$OUTDIR/zoo_tune.txt"
+    python bench/default_vs_tuned.py "$OUTDIR/zoo_tune.jsonl" --suite bench/zoo.txt \
+        --out "$OUTDIR/default_vs_tuned.md" --json "$OUTDIR/default_vs_tuned.json" && head -n 16 "$OUTDIR/default_vs_tuned.md"
+    ;;
+esac
 exit "$failed"
