@@ -15,7 +15,9 @@
 #   5. (only when STEPS names them) perf_models: dgrad-driver batch --backend cuda over MIOpen's
 #      three perf-model files (NCHW and mixed lines, GPU reference); nchw: compare.py on the suite
 #      in fp16 with every tensor NCHW and with every tensor NHWC (ours and cuDNN in each
-#      layout); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
+#      layout); nchw_tma: the same NCHW suite with the TMA kernels storing dX NCHW themselves
+#      (compare.py --nchw-dx-kernels; against nchw's suite_NCHW, it decides whether the TMA
+#      schedule joins transpose.NCHW_DX_SCHEDULES); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
 #      cuDNN and cuBLAS);
 #   6. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
@@ -67,6 +69,8 @@ done; exit $rc' "$OUTDIR"
 step nchw 540 bash -c 'rc=0; for lay in NCHW NHWC; do
     python bench/compare.py --dtypes fp16 --layout $lay --out "$0/suite_$lay.md" --json "$0/suite_$lay.json" || rc=1
 done; exit $rc' "$OUTDIR"
+step nchw_tma 300 python bench/compare.py --dtypes fp16 --layout NCHW --nchw-dx-kernels \
+    --out "$OUTDIR/suite_NCHW_tma_dx.md" --json "$OUTDIR/suite_NCHW_tma_dx.json"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
 step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')

@@ -575,8 +575,11 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     eb = p.elem_bytes
     if c.schedule.tma:
         # TMA moves whole boxes and the epilogue stores 16-byte chunks (K, cpg % 8 == 0 is a
-        # rule): the widths are fixed, the caps do not apply, no tile spreads over threads.
+        # rule), or with an NCHW dX single elements: the widths are fixed, the caps do not
+        # apply, no tile spreads over threads.
         va = vb = vc = 16 // eb
+        if nchw_dx_rule(p, c.schedule, split):
+            vc = 1
     else:
         va = vectors.clamp_to_tile(vectors.choose(c.vector_size_a, p.kpg, eb), c.tile_k, c.tile_m, threads)
         vb = vectors.clamp_to_tile(vectors.choose(c.vector_size_b, p.cpg, eb), c.tile_n, c.tile_k, threads)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import kernel_emu
 from miopen_solver import applicability as ap
-from miopen_solver import layouts
+from miopen_solver import layouts, transpose
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule
 from miopen_solver.kernels.emit import emit_transpose
@@ -176,6 +176,21 @@ def test_the_emulated_kernel_matches_the_reference(tmp_path, line, arch, cfg, sc
     p = parse(line.split()).problem
     sol, v = run_emulated(p, arch, tmp_path, perf_config=cfg)
     assert sol.spec.schedule.slug == schedule
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("line,cfg", [
+    ("convfp16 -n 2 -c 128 -H 8 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "128,128,64,1,1,128,128,0,0,0,1,-1,4,3"),
+    ("convbfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "128,64,64,2,1,64,64,0,0,0,1,-1,4,3"),
+    ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "128,64,64,1,1,128,64,0,0,0,1,-1,4,3"),
+])
+def test_tma_kernel_stores_nchw_dx(monkeypatch, tmp_path, line, cfg):
+    """The TMA schedule's NCHW dX epilogue (transpose.NCHW_DX_KERNELS; not the rule's
+    choice yet): no dX transform, the kernel's stores verify."""
+    monkeypatch.setattr(transpose, "NCHW_DX_SCHEDULES", transpose.NCHW_DX_KERNELS)
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg)
+    assert sol.spec.tma and sol.spec.nchw_dx and [t.tensor for t in sol.transforms if t.tensor != "W"] == ["dY"]
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
 
 

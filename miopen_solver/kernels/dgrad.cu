@@ -63,7 +63,7 @@ static_assert(DG_G == 1 ? ((DG_PATCH_X * DG_PATCH_CPG) % DG_VEC_C == 0 && (DG_PA
 // epilogue of the warp-MMA, wgmma and persistent wgmma schedules (runs of DG_NCHW_VEC
 // pixels of one channel) and split-K's atomic one (one element at a time); element
 // (pixel, channel) goes to dx[((n*C + g*cpg + c)*Hi + hi)*Wi + wi].
-static_assert(DG_DX_NCHW == 1 && !DG_TMA, "the TMA schedule stores dX NHWC from its accumulators");
+static_assert(DG_DX_NCHW == 1, "the nchw_dx section goes with DG_DX_NCHW");
 static_assert(DG_VEC_C == 1 && DG_VEC_Z == 1, "an NCHW dX has no channel vectors: its stores run along the pixels");
 static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || (DG_HI * DG_WI) % 2 == 0,
               "16-bit split-K adds each element as half of an aligned pair: Hi*Wi must be even");
@@ -1188,6 +1188,24 @@ DG_DEVICE dg_u32 dg_pick4(dg_u32 a0, dg_u32 a1, dg_u32 a2, dg_u32 a3, int i) {
 
 DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                                   int g, const dg_tma_tile& tt, int n_tile, int wm, int wn, int lane) {
+// #section nchw_dx
+    // NCHW dX, element by element from the fragment: for one accumulator register, the 8
+    // row groups of a warp are consecutive pixels of 4 channels, so a warp's store covers
+    // four 16-byte runs of dX rows.
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int e = 0; e < DG_ACC_PER_ATOM; ++e) {
+            const int pix = dg_tma_pixel(tt, dg_acc_row(wm, i, lane, e));
+            if (pix < 0) continue;
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j) {
+                const int c = n_tile * DG_TILE_N + dg_acc_col(wn, j, lane, e);
+                if (c < DG_CPG) dx[dg_nchw_offset(pix, g * DG_CPG + c)] = dg_from_float(acc[i][j][e]);
+            }
+        }
+    return;
+// #end nchw_dx
     const int q = lane & 3;  // lane in the quad
 #pragma unroll
     for (int i = 0; i < DG_MMA_M; ++i)
