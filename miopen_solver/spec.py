@@ -656,6 +656,8 @@ SCHEDULE_RULES = {
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
     KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
     KernelSchedule.PATCH_GEMM_WGMMA: (),
+    KernelSchedule.PATCH_GEMM_PERSISTENT: (),
+    KernelSchedule.PATCH_GEMM_TMA: (),
     KernelSchedule.NCHW_POINTWISE: (),  # its own rules (miopen_solver.nchw_pw), then its main loop's
     KernelSchedule.NCHW_POINTWISE_WGMMA: (),
 }

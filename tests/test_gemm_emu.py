@@ -149,6 +149,16 @@ CASES = [
      "128,128,64,2,1,64,128,0,0,0,1,-1,4,6", "patch-gemm-wgmma"),
     ("convfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,8",
      "nchw-pointwise-wgmma"),
+    # the patch GEMM on the persistent and TMA main loops (ViT-like 16x16/s16 stem, grouped
+    # 2x2/s2 merge, a 2x2/s2 merge whose H is not a multiple of the stride)
+    (f"convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,3,9", "patch-gemm-persistent"),
+    (f"convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,4,10", "patch-gemm-tma"),
+    (f"convfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,1,-1,3,9", "patch-gemm-persistent"),
+    (f"convbfp16 -n 2 -c 16 -H 11 -W 8 -k 64 -y 2 -x 2 -u 2 -v 2 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,1,-1,4,10", "patch-gemm-tma"),
     # NVIDIA TMA warp-specialised (producer warp, mbarriers, 2-D and 4-D boxes, zeros outside)
     (f"convfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 {NHWC}", "sm_90", "128,64,64,2,1,64,64,0,0,0,1,-1,4,3",
      "wgmma-tma"),

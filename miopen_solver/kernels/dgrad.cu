@@ -48,8 +48,8 @@ static_assert(DG_G == 1 || DG_KPG % 64 == 0, "a TMA box must not cross groups");
 // The patch GEMM (miopen_solver/patch.py, stride = filter, no padding): the DG_* problem
 // defines describe the virtual pointwise problem whose GEMM it is (dX' of N x Ho x Wo pixels
 // of Y*X*cpg channels per group); DG_PATCH_* the real dX its epilogue scatters into.
-static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && !DG_TMA && !DG_PERSIST && DG_ZF_BLOCKS == 0,
-              "the patch GEMM is the pointwise GEMM with the staged epilogue, each dX element written once");
+static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && DG_ZF_BLOCKS == 0,
+              "the patch GEMM is the pointwise GEMM, each dX element written once");
 static_assert(DG_PATCH_Y * DG_PATCH_X > 1 && DG_CPG == DG_PATCH_Y * DG_PATCH_X * DG_PATCH_CPG,
               "one GEMM column per (y, x, c) of a patch larger than 1x1");
 static_assert(DG_HI == DG_HO && DG_WI == DG_WO && DG_PATCH_HI / DG_PATCH_Y == DG_HO &&
@@ -1233,6 +1233,11 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
                 if (pix >= 0 && c < DG_CPG) {  // cpg % 8 == 0: the chunk is in range
                     dg_b16 v;
                     v.v[0] = out[0]; v.v[1] = out[1]; v.v[2] = out[2]; v.v[3] = out[3];
+// #section patch
+                    // the patch GEMM: row pix is a dY pixel, the chunk 8 columns of one patch row
+                    *reinterpret_cast<dg_b16*>(dx + dg_patch_offset(pix, g, c)) = v;
+                    continue;
+// #end patch
                     *reinterpret_cast<dg_b16*>(row + (j0 + q) * 8) = v;
                 }
             }
