@@ -19,7 +19,8 @@
 #      (compare.py --nchw-dx-kernels; against nchw's suite_NCHW, it decides whether the TMA
 #      schedule joins transpose.NCHW_DX_SCHEDULES); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
-#      cuDNN and cuBLAS);
+#      cuDNN and cuBLAS); patch_forms: the same with the patch GEMM's persistent (schedule 9)
+#      and TMA (10) forms on every patch line (refused rows say why);
 #   6. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
 #      data type, per-class report + plot + rows as JSON. ZOO_ARGS adds options, e.g.
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
@@ -73,6 +74,10 @@ step nchw_tma 300 python bench/compare.py --dtypes fp16 --layout NCHW --nchw-dx-
     --out "$OUTDIR/suite_NCHW_tma_dx.md" --json "$OUTDIR/suite_NCHW_tma_dx.json"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
 step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
+step patch_forms 540 bash -c 'rc=0; for cfg in 128,256,64,2,1,64,256,0,0,0,1,-1,3,9 128,256,64,2,1,64,256,0,0,0,1,-1,4,10 \
+        128,128,64,1,1,128,128,0,0,0,1,-1,4,10; do
+    python bench/patch_h200.py --config $cfg --json "$0/patch_h200_${cfg##*,}_${cfg%%,*}x$(echo $cfg | cut -d, -f2).json" || rc=1
+done; exit $rc' "$OUTDIR"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
