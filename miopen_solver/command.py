@@ -314,7 +314,7 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
                                  f"the line asks for {describe_directions(forw)}")
     if values["iter"] < 1:
         raise MiopenCommandError(flag_text["iter"], str(values["iter"]), "an integer >= 1")
-    for name in ("verify", "time"):
+    for name in ("verify", "time", "search"):
         if values[name] not in (0, 1):
             raise MiopenCommandError(flag_text[name], str(values[name]), "0 or 1")
     if values["wall"] not in (0, 1, 2):

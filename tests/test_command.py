@@ -201,6 +201,8 @@ def test_iter_must_be_positive(value):
 
 
 @pytest.mark.parametrize("line,flag", [("conv -F 2 -V 2", "-V"), ("conv -F 2 -t 5", "-t"),
+                                       ("conv -F 2 -s 2", "-s"), ("conv -F 2 -s -1", "-s"),
+                                       ("conv -F 2 --search 5", "--search"),
                                        ("conv -F 2 -w 3", "-w"), ("conv -F 2 --spatial_dim 4", "--spatial_dim"),
                                        ("conv -F 2 -_ 1", "-_")])
 def test_option_ranges(line, flag):
