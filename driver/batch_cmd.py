@@ -54,7 +54,8 @@ from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
                       check_count, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
                       run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
-from .run_cmd import RunOptions, check_line, find_solution, resolve_device, resolve_reference, timing_summary
+from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, resolve_device, resolve_reference,
+                      timing_summary)
 from .tune_cmd import Progress
 
 CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
@@ -265,6 +266,7 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     row.problem_key = problem.problem_key()
     try:
         check_line(cmd)
+        check_input_files(cmd)
     except UserError as e:
         row.status, row.note = "error", one_line(e)
         return

@@ -284,6 +284,28 @@ def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:
                         f"the problem needs {count}")
 
 
+def check_input_files(cmd: DriverCommand) -> tuple:
+    """The line's ``-D`` (dY) and ``-e`` (W) files, each checked by :func:`check_input_file`
+    against the line's problem before any worker starts (``run``, ``tune``, each ``batch``
+    line and each campaign line), so a missing or wrong-sized file is a user error and not
+    a worker failure per config.
+
+    Returns:
+        ``(dy_file, w_file)``, each None when not given.
+
+    Raises:
+        UserError: naming the flag, the path and what is allowed.
+    """
+    problem, f = cmd.problem, cmd.flags
+    st = layouts.storage_dtype(problem.dtype)
+    dy_file, w_file = f["dout_data"] or None, f["weights"] or None
+    if dy_file:
+        check_input_file(dy_file, layouts.dy_shape(problem), st, cmd.flag_text("dout_data"))
+    if w_file:
+        check_input_file(w_file, layouts.w_shape(problem), st, cmd.flag_text("weights"))
+    return dy_file, w_file
+
+
 def check_dump_dir() -> None:
     """``-o 1`` writes MIOpen's ``dump_*.bin`` files into the working directory: it must
     exist and be writable, checked before anything runs (a worker failing to dump would
@@ -565,12 +587,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         lines.append(GRAPH_ON_CPU_NOTE)
     if device.backend == "cpu" and target.vendor != "cpu":
         lines.append(SIMULATED_NOTE.format(arch=target.arch))
-    st = layouts.storage_dtype(problem.dtype)
-    dy_file, w_file = f["dout_data"] or None, f["weights"] or None
-    if dy_file:
-        check_input_file(dy_file, layouts.dy_shape(problem), st, "-D")
-    if w_file:
-        check_input_file(w_file, layouts.w_shape(problem), st, "-e")
+    dy_file, w_file = check_input_files(cmd)
     plan = memory.engine_plan(spec)
 
     def needs_for(n, verify):
