@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, memory, prng
 from miopen_solver.command import DriverCommand, check_supported, parse
-from miopen_solver.errors import MiopenCommandError, RuntimeUnavailable
+from miopen_solver.errors import FileError, MiopenCommandError, RuntimeUnavailable
+from miopen_solver.fileio import check_writable
 from miopen_solver.perfdb import default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
@@ -322,6 +323,22 @@ def check_dump_dir() -> None:
     check_writable_dir("-o 1", cwd, "-o 0, or run from a writable directory (the dump_*.bin files go there)")
 
 
+def check_dump_files(verify: bool, reference: str | None) -> None:
+    """Each ``dump_*.bin`` file ``-o 1`` will write (:func:`driver.workers.dump_names`) can
+    be replaced: an existing one that is read-only, a directory, a FIFO or a socket is
+    refused before any worker starts, not after the run (exit 3, the dumps half written).
+
+    Raises:
+        UserError: naming ``-o 1``, the file and why.
+    """
+    for name in workers.dump_names(verify, reference):
+        try:
+            check_writable(name)
+        except FileError as e:
+            raise UserError(f"-o 1: {e.path}: {e.reason}; allowed: -o 0, or run where {e.path} can be "
+                            f"replaced") from None
+
+
 def resolve_reference(ref: str, device: Device) -> str:
     """``--ref auto|gpu|cpu`` -> ``gpu`` or ``cpu`` (auto: the GPU reference on a GPU)."""
     if ref == "auto":
@@ -544,6 +561,8 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     target = device.target
     check_applicable(problem, target)
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
+    if dump and not o.print_name_only and not device.compile_only:
+        check_dump_files(bool(cmd.verify), ref_kind)
     immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
     if menv.logging_cmd:
         click.echo(miopen_env.command_log_line(problem, DTYPE_BASE[problem.dtype],
