@@ -477,7 +477,7 @@ def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path,
         show = not o.quiet
         is_tty = getattr(err, "isatty", lambda: False)()
         mode = ("bar" if (o.progress if o.progress is not None else is_tty) else "lines") if show else "off"
-        progress = CampaignProgress(err, len(tasks), len(problems) - resumed_problems, mode)
+        progress = CampaignProgress(err, len(tasks), len(problems), mode)   # problems are numbered in the file
         executor, pool_note = _make_executor(o, device, slots) if (tasks or to_verify) else (None, None)
         try:
             if executor is not None:

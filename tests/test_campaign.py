@@ -193,6 +193,21 @@ def test_single_line_campaign_and_compile_pool_on_the_cpu(capsys, tmp_path):
     assert any(x.startswith("Timed 2 configs in ") for x in out)
 
 
+def test_resumed_progress_lines_number_problems_out_of_the_whole_file(capsys, tmp_path):
+    """A resumed campaign numbered its progress lines out of the problems left to do:
+    ``tune: problem 2/1 done`` after the first of two problems was in the log."""
+    first, both = tmp_path / "first.txt", tmp_path / "both.txt"
+    first.write_text(LINES[2] + "\n")
+    both.write_text(LINES[2] + "\n" + LINES[1] + "\n")
+    log = tmp_path / "log.jsonl"
+    common = ["--backend", "cpu", "--max-configs", "1", "--verify-top", "0", "--results", log, "--no-perfdb"]
+    status, _, _ = run_cli(capsys, "tune", "--file", first, *common)
+    assert status == 0
+    status, out, err = run_cli(capsys, "tune", "--file", both, *common, "--resume")
+    assert status == 0 and "(resumed: 1 configs and 1 problems were done)" in " ".join(out)
+    assert [x.split(" done ")[0] for x in err] == ["tune: problem 2/2"], err
+
+
 # ------------------------------------------------------------------ crash and resume
 def test_sigkill_midway_then_resume_times_nothing_twice_and_loses_nothing(tmp_path, model):
     gate = tmp_path / "gate"
