@@ -51,7 +51,7 @@ from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, read_log
 from miopen_solver.solver import DgradSolver
 
 from . import report, workers
-from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, parse_gpus
+from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_address, parse_gpus
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
                       check_count, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
@@ -294,6 +294,8 @@ def _check_options(o: CampaignOptions) -> None:
         raise UserError(f"--engine {o.engine}: allowed: {', '.join(ENGINES)}")
     if o.address is not None and o.engine != "dask":
         raise UserError(f"--address {o.address}: needs --engine dask")
+    if o.address is not None:
+        check_address(o.address)
     if o.address is not None and o.gpus is not None:
         raise UserError(f"--gpus {o.gpus}: with --address the cluster's workers are the GPUs (one Dask worker "
                         f"per GPU); allowed: --gpus without --address (a LocalCluster), or no --gpus")
