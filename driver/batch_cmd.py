@@ -287,7 +287,7 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     row.config_source = solution.source
     f = cmd.flags
     job_args = dict(solution=solution.to_record(), backend=device.backend,
-                    seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
+                    seed=seed, bias=cmd.bias, dy_file=f["dout_data"] or None,
                     w_file=f["weights"] or None)
     verify = bool(o.verify and cmd.verify)
     refusal, t_need, v_need = _memory_refusal(problem, solution, device, ref_kind, verify,

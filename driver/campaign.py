@@ -160,7 +160,7 @@ def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
             except (PerfConfigError, ValueError):
                 continue
         f = cmd.flags
-        job_args = dict(backend=device.backend, seed=seed, bias=str(f["bias"]).strip() not in ("", "0"),
+        job_args = dict(backend=device.backend, seed=seed, bias=cmd.bias,
                         dy_file=f["dout_data"] or None, w_file=f["weights"] or None)
         p = Problem(number=len(problems) + 1, key=key, lines=[n], cmd=cmd, candidates=len(candidates),
                     configs=list(solutions), default=picked[0].serialize(), solutions=solutions,

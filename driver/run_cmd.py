@@ -237,7 +237,7 @@ def unhonoured_flag_notes(cmd: DriverCommand) -> list:
     """
     f = cmd.flags
     out = []
-    if str(f["bias"]).strip() not in ("", "0"):
+    if cmd.bias:
         out.append(f"Info: '-b {f['bias']}' is not honoured: backward bias is not run or verified "
                    "(backward data only; the bias buffer still draws its random numbers)")
     if str(f["verification_cache"]).strip():
@@ -617,7 +617,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     if refusal:
         raise UserError(refusal)
     job_args = dict(solution=solution.to_record(), backend=device.backend,
-                    seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
+                    seed=seed, bias=cmd.bias, dy_file=dy_file, w_file=w_file)
     if emit is not None and not o.as_json:      # every check passed: what is known is final
         for text in lines:
             emit(text)

@@ -337,7 +337,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     seed = prng.resolve_seed(o.environ)
     f = cmd.flags
     job_args = dict(backend=device.backend, seed=seed,
-                    bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
+                    bias=cmd.bias, dy_file=dy_file, w_file=w_file)
     _check_memory(problem, solutions, device, o, ref_kind, (bool(job_args["dy_file"]), bool(job_args["w_file"])))
     lines = []
     say = emit if emit is not None and not o.as_json else lines.append
