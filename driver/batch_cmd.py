@@ -52,7 +52,7 @@ from miopen_solver.text import text_lines
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
-                      check_count, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
+                      check_count, check_not_kept, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
                       run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
 from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, resolve_device, resolve_reference,
                       timing_summary)
@@ -334,6 +334,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
     from miopen_solver import prng
     o = opts or BatchOptions(**kw)
     _check_options(o)
+    check_not_kept("--csv", o.csv, {"FILE, the lines being run": path, "the perf-db": PerfDb(o.perfdb).path})
     # a bad $DGRAD_WORKER_TIMEOUT or $DGRAD_WORKER_STARTUP_TIMEOUT is bad input, before any line
     o = replace(o, timeout=workers.job_timeout(o.timeout))
     text = read_batch_file(path)

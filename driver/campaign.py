@@ -53,7 +53,7 @@ from miopen_solver.solver import DgradSolver
 from . import report, workers
 from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_address, parse_gpus
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
-                      check_count, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
+                      check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
 from .run_cmd import check_input_files, check_line, resolve_device, resolve_reference
 from .tune_cmd import TuneOptions, _check_perfdb
@@ -303,9 +303,12 @@ def _check_options(o: CampaignOptions) -> None:
         raise UserError("--resume: needs --results PATH (the log to continue)")
     if o.csv_top is not None and o.csv is None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
+    kept = {"the perf-db": PerfDb(o.perfdb).path, "--file, the lines being tuned": o.file}
     if o.csv is not None:
         check_output_file("--csv", o.csv)
+        check_not_kept("--csv", o.csv, {**kept, "the --results log": o.results})
     if o.results is not None:
+        check_not_kept("--results", o.results, kept)
         _check_results(o)
 
 

@@ -47,7 +47,7 @@ from miopen_solver.solver import DgradSolver
 from . import report, workers
 from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
-                      arch_option, backend_option, check_count, check_output_file, json_option, perfdb_label, perfdb_options,
+                      arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
 from .run_cmd import check_applicable, check_input_files, parse_line, resolve_device, resolve_reference
 
@@ -168,6 +168,7 @@ def _check_options(o: TuneOptions) -> None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
     if o.csv is not None:
         check_output_file("--csv", o.csv)
+        check_not_kept("--csv", o.csv, {"the perf-db": PerfDb(o.perfdb).path})
 
 
 def _check_perfdb(o: TuneOptions) -> None:
