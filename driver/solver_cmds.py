@@ -92,6 +92,8 @@ def split_own_options(tokens) -> tuple:
             opts[name[2:]] = value
         elif tok in _SWITCHES:
             opts[tok[2:]] = True
+        elif name in _SWITCHES and eq:
+            raise BadInput(f"{cut_values(tok)}: {name} takes no value; allowed: {name} alone")
         else:
             rest.append(tok)
         i += 1

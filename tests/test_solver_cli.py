@@ -331,6 +331,15 @@ def test_config_with_backend_cpu_and_no_arch_answers_for_the_runs_cpu_target(tmp
         assert doc["arch"] == "gfx942", backend
 
 
+@pytest.mark.parametrize("cmd,switch", [(config_cmd, "--json"), (config_cmd, "--no-perfdb"),
+                                        (applicable_cmd, "--json")])
+def test_a_switch_given_a_value_is_one_line_naming_it(cmd, switch):
+    """``--json=1`` was refused as if --json were a MIOpenDriver flag taking a value
+    (``allowed: --json VALUE (space-separated)``); it is one of our switches."""
+    msg = one_line_error(run(cmd, shlex.split(SUITE_LINE) + [f"{switch}=1"]))
+    assert msg == f"dgrad-driver: error: {switch}=1: {switch} takes no value; allowed: {switch} alone"
+
+
 @pytest.mark.parametrize("cmd", [config_cmd, applicable_cmd])
 def test_a_bad_backend_is_one_line_and_exit_2(cmd):
     assert run(cmd, shlex.split(SUITE_LINE) + ["--backend", "cpu"]).exit_code == 0
