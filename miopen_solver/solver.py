@@ -36,7 +36,7 @@ from .heuristics import default_performance_config, search_space
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .problem import ConvProblem
 from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record
-from .target import Target
+from .target import Target, get_target
 from .transpose import LayoutTransform, layout_transforms, memory_order, workspace_bytes, writes_nchw_dx
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
@@ -248,6 +248,22 @@ class _Choice:
     perfdb_path: str | None = None
 
 
+def as_target(target) -> Target:
+    """``target`` as a :class:`Target`: a Target as it is, or a preset's name (``"gfx942"``,
+    ``"sm_90"``; :func:`miopen_solver.target.get_target`).
+
+    Raises:
+        ValueError: an unknown name (naming the known ones).
+        TypeError: anything else.
+    """
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, str):
+        return get_target(target)
+    raise TypeError(f"target must be a miopen_solver.target.Target or an arch name such as 'gfx942', "
+                    f"got {type(target).__name__}")
+
+
 class DgradSolver:
     """Implicit-GEMM backward data by tilde decomposition, NHWC, one launch.
 
@@ -265,6 +281,7 @@ class DgradSolver:
 
     def is_applicable(self, problem: ConvProblem, target: Target, *, forw: int = 2) -> Verdict:
         """Every reason the problem is not applicable (see :mod:`miopen_solver.applicability`)."""
+        target = as_target(target)
         return is_applicable(problem, target, forw=forw)
 
     def get_default_performance_config(self, problem: ConvProblem, target: Target) -> PerfConfig:
@@ -275,12 +292,14 @@ class DgradSolver:
             PerfConfigError: no default validates (the problem is then not applicable:
                 ``NO_VALID_CONFIG``).
         """
+        target = as_target(target)
         return default_performance_config(launch_problem(problem), target)
 
     def is_valid_performance_config(self, problem: ConvProblem, target: Target,
                                     config: PerfConfig) -> tuple:
         """``(True, "")`` or ``(False, reason)``; used to vet perf-db records too. A split
         batch is asked about one launch's problem (:func:`~miopen_solver.applicability.launch_problem`)."""
+        target = as_target(target)
         return is_valid_performance_config(launch_problem(problem), target, config)
 
     def get_workspace_size(self, problem: ConvProblem, target: Target,
@@ -296,6 +315,7 @@ class DgradSolver:
         Raises:
             PerfConfigError: ``config`` is given and invalid.
         """
+        target = as_target(target)
         if config is None:
             sizes = [workspace_bytes(layout_transforms(problem))]
             if nchw_pw_reason(launch_problem(problem), target) is None:
@@ -317,6 +337,7 @@ class DgradSolver:
         Raises:
             PerfDbError: the perf-db cannot be read.
         """
+        target = as_target(target)
         rec = perfdb.get(problem.problem_key(), arch or target.arch, self.solver_db_id())
         if rec is None:
             return None, None, ""
@@ -336,6 +357,7 @@ class DgradSolver:
             NotApplicableError: a structural guard fails (layout, dtype, ...).
             PerfConfigError: ``config`` is invalid (or no default is valid).
         """
+        target = as_target(target)
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
@@ -368,6 +390,7 @@ class DgradSolver:
             PerfConfigError: the given config is malformed or invalid, or the settings make
                 it invalid; the message starts with the options given.
         """
+        target = as_target(target)
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
@@ -517,6 +540,7 @@ class DgradSolver:
         that resolve to the same kernel name are yielded once). A generator: the tuner
         times what it takes. Yields nothing for a problem that is not applicable.
         """
+        target = as_target(target)
         if not self.is_applicable(problem, target):
             return
         seen = set()
