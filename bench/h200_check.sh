@@ -15,9 +15,12 @@
 #   5. (only when STEPS names them) perf_models: dgrad-driver batch --backend cuda over MIOpen's
 #      three perf-model files (NCHW and mixed lines, GPU reference); nchw: compare.py on the suite
 #      in fp16 with every tensor NCHW and with every tensor NHWC (ours and cuDNN in each
-#      layout); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
+#      layout); nchw_tma: the same NCHW suite with the TMA kernels storing dX NCHW themselves
+#      (compare.py --nchw-dx-kernels; against nchw's suite_NCHW, it decides whether the TMA
+#      schedule joins transpose.NCHW_DX_SCHEDULES); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
-#      cuDNN and cuBLAS);
+#      cuDNN and cuBLAS); patch_forms: the same with the patch GEMM's persistent (schedule 9)
+#      and TMA (10) forms on every patch line (refused rows say why);
 #   6. (only when STEPS names it) splitk: split-K through the fp32 workspace -- the workspace-mode
 #      GPU tests (tests/test_gpu.py -k split_k_workspace: verify against the float64 reference
 #      with NaN-poisoned dX and slices, two runs bitwise equal, NCHW dX, split-N; DGRAD_GPU_EXAMPLES
@@ -30,9 +33,16 @@
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
 #      after the shard), then merge without a GPU:
 #      python bench/compare.py --report zoo_1of2.json,zoo_2of2.json --out zoo.md --plot zoo.png
+#   8. (only when STEPS names it) zoo_tune: a tuning campaign over bench/zoo.txt, 40 configs per
+#      layer (dgrad-driver tune --file, --max-configs 40, one worker, a compile pool), its log in
+#      OUT_DIR/zoo_tune.jsonl, then bench/default_vs_tuned.py's table (is every default within
+#      10% of the best of its 40?). The campaign takes more than one device call: the step
+#      stops it after ZOO_TUNE_SECS (default 480; the log keeps every config timed) and
+#      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree) resumes it.
+#      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,splitk,zoo; default
-# the first four) splits it, e.g.
+# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,big,patch,patch_forms,
+# splitk,zoo,zoo_tune; default the first four) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 # DGRAD_COMMIT names the commit in compare's header (the device copy of the tree has no git
@@ -68,8 +78,14 @@ done; exit $rc' "$OUTDIR"
 step nchw 540 bash -c 'rc=0; for lay in NCHW NHWC; do
     python bench/compare.py --dtypes fp16 --layout $lay --out "$0/suite_$lay.md" --json "$0/suite_$lay.json" || rc=1
 done; exit $rc' "$OUTDIR"
+step nchw_tma 300 python bench/compare.py --dtypes fp16 --layout NCHW --nchw-dx-kernels \
+    --out "$OUTDIR/suite_NCHW_tma_dx.md" --json "$OUTDIR/suite_NCHW_tma_dx.json"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
 step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
+step patch_forms 540 bash -c 'rc=0; for cfg in 128,256,64,2,1,64,256,0,0,0,1,-1,3,9 128,256,64,2,1,64,256,0,0,0,1,-1,4,10 \
+        128,128,64,1,1,128,128,0,0,0,1,-1,4,10; do
+    python bench/patch_h200.py --config $cfg --json "$0/patch_h200_${cfg##*,}_${cfg%%,*}x$(echo $cfg | cut -d, -f2).json" || rc=1
+done; exit $rc' "$OUTDIR"
 DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step splitk 570 bash -c 'rc=0
 python -m pytest -q tests/test_gpu.py -k split_k_workspace || rc=1
 python bench/splitk_h200.py --max-seconds 200 --json "$0/splitk.json" --out "$0/splitk.md" || rc=1
@@ -77,4 +93,15 @@ exit $rc' "$OUTDIR"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
+case ",$STEPS," in *",zoo_tune,"*)
+    [ -n "${ZOO_TUNE_LOG:-}" ] && cp "$ZOO_TUNE_LOG" "$OUTDIR/zoo_tune.jsonl"
+    RESUME=""; [ -s "$OUTDIR/zoo_tune.jsonl" ] && RESUME="--resume"
+    echo "== zoo_tune ($RESUME)"
+    timeout -s INT "${ZOO_TUNE_SECS:-480}" python -m driver tune --file bench/zoo.txt --max-configs 40 --gpus all \
+        --compile-pool 12 --verify-top 1 --quiet --results "$OUTDIR/zoo_tune.jsonl" $RESUME > "$OUTDIR/zoo_tune.txt" 2>&1
+    echo "zoo_tune: exit $? (130: stopped by the time bound; resume with ZOO_TUNE_LOG)"; tail -n 3 "$OUTDIR/zoo_tune.txt"
+    python bench/default_vs_tuned.py "$OUTDIR/zoo_tune.jsonl" --suite bench/zoo.txt \
+        --out "$OUTDIR/default_vs_tuned.md" --json "$OUTDIR/default_vs_tuned.json" && head -n 16 "$OUTDIR/default_vs_tuned.md"
+    ;;
+esac
 exit "$failed"

@@ -52,9 +52,10 @@ from miopen_solver.text import text_lines
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
-                      check_count, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
+                      check_count, check_not_kept, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
                       run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
-from .run_cmd import RunOptions, check_line, find_solution, resolve_device, resolve_reference, timing_summary
+from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, resolve_device, resolve_reference,
+                      timing_summary)
 from .tune_cmd import Progress
 
 CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
@@ -265,6 +266,7 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     row.problem_key = problem.problem_key()
     try:
         check_line(cmd)
+        check_input_files(cmd)
     except UserError as e:
         row.status, row.note = "error", one_line(e)
         return
@@ -285,7 +287,7 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     row.config_source = solution.source
     f = cmd.flags
     job_args = dict(solution=solution.to_record(), backend=device.backend,
-                    seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
+                    seed=seed, bias=cmd.bias, dy_file=f["dout_data"] or None,
                     w_file=f["weights"] or None)
     verify = bool(o.verify and cmd.verify)
     refusal, t_need, v_need = _memory_refusal(problem, solution, device, ref_kind, verify,
@@ -332,6 +334,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
     from miopen_solver import prng
     o = opts or BatchOptions(**kw)
     _check_options(o)
+    check_not_kept("--csv", o.csv, {"FILE, the lines being run": path, "the perf-db": PerfDb(o.perfdb).path})
     # a bad $DGRAD_WORKER_TIMEOUT or $DGRAD_WORKER_STARTUP_TIMEOUT is bad input, before any line
     o = replace(o, timeout=workers.job_timeout(o.timeout))
     text = read_batch_file(path)

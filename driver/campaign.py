@@ -51,11 +51,11 @@ from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, read_log
 from miopen_solver.solver import DgradSolver
 
 from . import report, workers
-from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, parse_gpus
+from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_address, parse_gpus
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
-                      check_count, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
+                      check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
-from .run_cmd import check_line, resolve_device, resolve_reference
+from .run_cmd import check_input_files, check_line, resolve_device, resolve_reference
 from .tune_cmd import TuneOptions, _check_perfdb
 
 CSV_FIELDS = ("problem", "problem_key", "lines", "rank", "default", "status", "median_ms", "average_ms", "min_ms",
@@ -132,6 +132,7 @@ def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
             continue
         try:
             check_line(cmd)
+            check_input_files(cmd)
         except UserError as e:
             if o.file is None:
                 raise
@@ -159,7 +160,7 @@ def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
             except (PerfConfigError, ValueError):
                 continue
         f = cmd.flags
-        job_args = dict(backend=device.backend, seed=seed, bias=str(f["bias"]).strip() not in ("", "0"),
+        job_args = dict(backend=device.backend, seed=seed, bias=cmd.bias,
                         dy_file=f["dout_data"] or None, w_file=f["weights"] or None)
         p = Problem(number=len(problems) + 1, key=key, lines=[n], cmd=cmd, candidates=len(candidates),
                     configs=list(solutions), default=picked[0].serialize(), solutions=solutions,
@@ -293,6 +294,8 @@ def _check_options(o: CampaignOptions) -> None:
         raise UserError(f"--engine {o.engine}: allowed: {', '.join(ENGINES)}")
     if o.address is not None and o.engine != "dask":
         raise UserError(f"--address {o.address}: needs --engine dask")
+    if o.address is not None:
+        check_address(o.address)
     if o.address is not None and o.gpus is not None:
         raise UserError(f"--gpus {o.gpus}: with --address the cluster's workers are the GPUs (one Dask worker "
                         f"per GPU); allowed: --gpus without --address (a LocalCluster), or no --gpus")
@@ -300,9 +303,12 @@ def _check_options(o: CampaignOptions) -> None:
         raise UserError("--resume: needs --results PATH (the log to continue)")
     if o.csv_top is not None and o.csv is None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
+    kept = {"the perf-db": PerfDb(o.perfdb).path, "--file, the lines being tuned": o.file}
     if o.csv is not None:
         check_output_file("--csv", o.csv)
+        check_not_kept("--csv", o.csv, {**kept, "the --results log": o.results})
     if o.results is not None:
+        check_not_kept("--results", o.results, kept)
         _check_results(o)
 
 
@@ -476,7 +482,7 @@ def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path,
         show = not o.quiet
         is_tty = getattr(err, "isatty", lambda: False)()
         mode = ("bar" if (o.progress if o.progress is not None else is_tty) else "lines") if show else "off"
-        progress = CampaignProgress(err, len(tasks), len(problems) - resumed_problems, mode)
+        progress = CampaignProgress(err, len(tasks), len(problems), mode)   # problems are numbered in the file
         executor, pool_note = _make_executor(o, device, slots) if (tasks or to_verify) else (None, None)
         try:
             if executor is not None:

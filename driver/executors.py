@@ -33,6 +33,7 @@ import itertools
 import json
 import os
 import queue
+import re
 import shutil
 import socket
 import subprocess
@@ -110,6 +111,24 @@ def parse_gpus(spec: str | None, backend: str) -> list:
     if len(parts) < 2 or not all(p.isdigit() and len(p) <= 6 for p in parts) or len(set(map(int, parts))) != len(parts):
         raise UserError(f"--gpus {spec if len(spec) <= 60 else spec[:57] + '...'}: {allowed}")
     return [str(int(p)) for p in parts]
+
+
+_ADDRESS = re.compile(r"(?:tcp://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(?P<port>[0-9]{1,5})\Z")
+ADDRESS_ALLOWED = "allowed: tcp://HOST:PORT of a running 'dask scheduler' (PORT 1-65535)"
+
+
+def check_address(address: str) -> str:
+    """``--address``: a Dask scheduler's ``tcp://HOST:PORT`` (``HOST:PORT`` is the same;
+    the TLS, UCX and in-process transports need settings this driver does not pass).
+
+    Raises:
+        UserError: anything else, naming the value and what is allowed.
+    """
+    m = _ADDRESS.match(address)
+    if m is None or not 1 <= int(m["port"]) <= 65535:
+        shown = address if address and len(address) <= 60 else repr(address[:57] + "..." if address else address)
+        raise UserError(f"--address {shown}: {ADDRESS_ALLOWED}")
+    return address
 
 
 def slot_provenance(backend: str, env: dict | None = None, timeout: float = PROVENANCE_TIMEOUT_S) -> dict:
@@ -431,12 +450,19 @@ class DaskExecutor:
                 from .dask_plugin import PinGpu
                 self.client.register_plugin(PinGpu({i: g for i, g in enumerate(self.gpus)}))
         else:
+            check_address(address)
             try:
                 self.client = distributed.Client(address, timeout=connect_timeout)
-            except (OSError, TimeoutError) as e:
+            except Exception as e:          # OSError, TimeoutError, or a transport's own error
                 raise UserError(f"--address {address}: cannot reach the Dask scheduler ({e}); "
-                                f"allowed: tcp://HOST:PORT of a running 'dask scheduler'") from None
-            self.client.wait_for_workers(1, timeout=connect_timeout)
+                                f"{ADDRESS_ALLOWED}") from None
+            try:
+                self.client.wait_for_workers(1, timeout=connect_timeout)
+            except Exception as e:          # distributed's WorkerStartTimeoutError
+                self.client.close()
+                raise UserError(f"--address {address}: no Dask worker joined the scheduler within "
+                                f"{connect_timeout:g} s ({e}); start one worker per GPU: dask worker {address} "
+                                f"--nthreads 1 --resources {GPU_RESOURCE}=1") from None
             ws = self.client.scheduler_info().get("workers", {})
             tagged = [w for w in ws.values() if w.get("resources", {}).get(GPU_RESOURCE)]
             if not tagged:

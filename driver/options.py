@@ -193,6 +193,35 @@ def check_output_file(flag: str, path: str) -> None:
         raise file_error(flag, e) from None
 
 
+PERFDB_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+"""A perf-db's own files: the database and sqlite's files beside it."""
+
+
+def check_not_kept(flag: str, path: str, kept: dict) -> None:
+    """An output file given by ``flag`` (written whole: a temporary file renamed over it) is
+    none of the files the command reads or keeps -- ``kept`` maps what each is (``"the
+    perf-db"``, ``"FILE, the lines being run"``) to its path, a perf-db with its sqlite
+    files (:data:`PERFDB_SIDE_FILES`) -- where the rename would replace a perf-db of tuned
+    records or the input file with a CSV. ``-``, descriptors and devices write nothing
+    there; symlinks are followed.
+
+    Raises:
+        UserError: ``<flag> <path>: is <what> (<its path>); allowed: another file``.
+    """
+    if path is None or path == "-" or not os.path.exists(os.path.dirname(os.path.abspath(path))):
+        return
+    target = os.path.realpath(path)
+    if target.startswith(("/dev/", "/proc/")):
+        return
+    for what, other in kept.items():
+        if other is None:
+            continue
+        other = str(other)
+        sides = PERFDB_SIDE_FILES if "perf-db" in what else ("",)
+        if target in {os.path.realpath(other + s) for s in sides}:
+            raise UserError(f"{flag} {shown_path(path)}: is {what} ({shown_path(other)}); allowed: another file")
+
+
 def input_file_size(flag: str, path: str) -> int:
     """The size of an input file given by ``flag`` (``-D``, ``-e``), which must be a regular
     file (:func:`miopen_solver.fileio.stat_regular`: a directory or device is refused here,

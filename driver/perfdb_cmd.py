@@ -37,7 +37,7 @@ from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
-from miopen_solver.miopen_db import user_db_dir, user_perfdb_name
+from miopen_solver.miopen_db import SCHEMA_VERSION, user_db_dir, user_perfdb_name
 from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, shorten
@@ -274,14 +274,18 @@ def list_cmd(ctx, arch, as_json, perfdb):
     run_and_print(ctx, list_records, arch, perfdb, as_json)
 
 
-def name_records(arch: str, cus: int, text: bool, suffix: str) -> tuple:
+def name_records(arch: str, cus: int, text: bool, suffix: str, suffix_given: bool = False) -> tuple:
     """Where MIOpen keeps the user perf-db of a device (``$MIOPEN_USER_DB_PATH`` or
-    ``~/.config/miopen``, the file named as MIOpen names it); ``(0, [path])``."""
+    ``~/.config/miopen``, the file named as MIOpen names it); ``(0, [path])``. A
+    ``--suffix`` given without ``--text`` is refused: the sqlite db's name has none."""
     amd = sorted(name for name, t in PRESETS.items() if t.vendor == "amd")
     if arch.split(":")[0] not in amd or any(c.isspace() for c in arch):
         raise UserError(f"--arch {shorten(arch)!r}: not an AMD device arch MIOpen keeps a user perf-db for; "
                         f"allowed: {', '.join(amd)}, with target features if any (gfx90a:sramecc+:xnack-)")
     check_count("--cus", cus, 1)
+    if suffix_given and not text:
+        raise UserError(f"--suffix {shorten(suffix)!r}: needs --text (only MIOpen's text user db is named with "
+                        f"a suffix; the sqlite one is <arch><CUs>_{SCHEMA_VERSION}.udb)")
     name = user_perfdb_name(arch, cus, text=text, suffix=suffix)
     if text and (not suffix or any(c in suffix for c in "/\\") or not suffix.isprintable()):
         raise UserError(f"--suffix {shorten(suffix)!r}: allowed: MIOpen's user db suffix, e.g. HIP.3_5_1_dabb6df2b9")
@@ -297,7 +301,8 @@ def name_records(arch: str, cus: int, text: bool, suffix: str) -> tuple:
 @click.pass_context
 def name_cmd(ctx, arch, cus, text, suffix):
     """Print where MIOpen keeps the user perf-db of a device (copy an export there)."""
-    run_and_print(ctx, name_records, arch, cus, text, suffix)
+    given = ctx.get_parameter_source("suffix") != click.core.ParameterSource.DEFAULT
+    run_and_print(ctx, name_records, arch, cus, text, suffix, given)
 
 
 __all__ = ["perfdb_group", "import_records", "export_records", "list_records"]

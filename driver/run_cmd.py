@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, memory, prng
 from miopen_solver.command import DriverCommand, check_supported, parse
-from miopen_solver.errors import MiopenCommandError, RuntimeUnavailable
+from miopen_solver.errors import FileError, MiopenCommandError, RuntimeUnavailable
+from miopen_solver.fileio import check_writable
 from miopen_solver.perfdb import default_path
 from miopen_solver.reference import Verdict
 from miopen_solver.config import SPLIT_K_REDUCE
@@ -250,7 +251,7 @@ def unhonoured_flag_notes(cmd: DriverCommand) -> list:
     """
     f = cmd.flags
     out = []
-    if str(f["bias"]).strip() not in ("", "0"):
+    if cmd.bias:
         out.append(f"Info: '-b {f['bias']}' is not honoured: backward bias is not run or verified "
                    "(backward data only; the bias buffer still draws its random numbers)")
     if str(f["verification_cache"]).strip():
@@ -298,6 +299,28 @@ def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:
                         f"the problem needs {count}")
 
 
+def check_input_files(cmd: DriverCommand) -> tuple:
+    """The line's ``-D`` (dY) and ``-e`` (W) files, each checked by :func:`check_input_file`
+    against the line's problem before any worker starts (``run``, ``tune``, each ``batch``
+    line and each campaign line), so a missing or wrong-sized file is a user error and not
+    a worker failure per config.
+
+    Returns:
+        ``(dy_file, w_file)``, each None when not given.
+
+    Raises:
+        UserError: naming the flag, the path and what is allowed.
+    """
+    problem, f = cmd.problem, cmd.flags
+    st = layouts.storage_dtype(problem.dtype)
+    dy_file, w_file = f["dout_data"] or None, f["weights"] or None
+    if dy_file:
+        check_input_file(dy_file, layouts.dy_shape(problem), st, cmd.flag_text("dout_data"))
+    if w_file:
+        check_input_file(w_file, layouts.w_shape(problem), st, cmd.flag_text("weights"))
+    return dy_file, w_file
+
+
 def check_dump_dir() -> None:
     """``-o 1`` writes MIOpen's ``dump_*.bin`` files into the working directory: it must
     exist and be writable, checked before anything runs (a worker failing to dump would
@@ -312,6 +335,22 @@ def check_dump_dir() -> None:
         raise UserError(f"-o 1: the working directory is unusable ({e.strerror or e}); allowed: -o 0, "
                         f"or run from a writable directory") from None
     check_writable_dir("-o 1", cwd, "-o 0, or run from a writable directory (the dump_*.bin files go there)")
+
+
+def check_dump_files(verify: bool, reference: str | None) -> None:
+    """Each ``dump_*.bin`` file ``-o 1`` will write (:func:`driver.workers.dump_names`) can
+    be replaced: an existing one that is read-only, a directory, a FIFO or a socket is
+    refused before any worker starts, not after the run (exit 3, the dumps half written).
+
+    Raises:
+        UserError: naming ``-o 1``, the file and why.
+    """
+    for name in workers.dump_names(verify, reference):
+        try:
+            check_writable(name)
+        except FileError as e:
+            raise UserError(f"-o 1: {e.path}: {e.reason}; allowed: -o 0, or run where {e.path} can be "
+                            f"replaced") from None
 
 
 def resolve_reference(ref: str, device: Device) -> str:
@@ -543,6 +582,8 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     target = device.target
     check_applicable(problem, target)
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
+    if dump and not o.print_name_only and not device.compile_only:
+        check_dump_files(bool(cmd.verify), ref_kind)
     immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
     if menv.logging_cmd:
         click.echo(miopen_env.command_log_line(problem, DTYPE_BASE[problem.dtype],
@@ -586,12 +627,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         lines.append(GRAPH_ON_CPU_NOTE)
     if device.backend == "cpu" and target.vendor != "cpu":
         lines.append(SIMULATED_NOTE.format(arch=target.arch))
-    st = layouts.storage_dtype(problem.dtype)
-    dy_file, w_file = f["dout_data"] or None, f["weights"] or None
-    if dy_file:
-        check_input_file(dy_file, layouts.dy_shape(problem), st, "-D")
-    if w_file:
-        check_input_file(w_file, layouts.w_shape(problem), st, "-e")
+    dy_file, w_file = check_input_files(cmd)
     plan = memory.engine_plan(spec)
 
     def needs_for(n, verify):
@@ -602,7 +638,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     if refusal:
         raise UserError(refusal)
     job_args = dict(solution=solution.to_record(), backend=device.backend,
-                    seed=seed, bias=str(f["bias"]).strip() not in ("", "0"), dy_file=dy_file, w_file=w_file)
+                    seed=seed, bias=cmd.bias, dy_file=dy_file, w_file=w_file)
     if emit is not None and not o.as_json:      # every check passed: what is known is final
         for text in lines:
             emit(text)

@@ -94,6 +94,8 @@ def split_own_options(tokens) -> tuple:
             opts[name[2:]] = value
         elif tok in _SWITCHES:
             opts[tok[2:]] = True
+        elif name in _SWITCHES and eq:
+            raise BadInput(f"{cut_values(tok)}: {name} takes no value; allowed: {name} alone")
         else:
             rest.append(tok)
         i += 1
@@ -108,9 +110,12 @@ def _merge(opts: dict, **given) -> dict:
 
 
 def _target(opts: dict):
+    """The ``--arch`` target; without one, the ``cpu`` target a run with ``--backend cpu``
+    runs (so the pasted run line is answered for what that run launches), else
+    :data:`DEFAULT_ARCH`."""
     arch = opts.get("arch")
     if arch is None:
-        return get_target(DEFAULT_ARCH)
+        return get_target("cpu" if opts.get("backend") == "cpu" else DEFAULT_ARCH)
     try:
         return arch_target(arch)
     except UserError as e:
@@ -166,7 +171,7 @@ def _emit(doc: dict, as_json: bool, text: str) -> None:
 
 
 @click.command("applicable", context_settings=_SETTINGS)
-@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
+@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; cpu with --backend cpu, as a run).")
 @click.option("--backend", default=None, help="As for a run (accepted so a run line pastes; no device is opened).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
@@ -194,7 +199,7 @@ def applicable_cmd(arch, backend, as_json, line):
 
 
 @click.command("config", context_settings=_SETTINGS)
-@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}).")
+@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; cpu with --backend cpu, as a run).")
 @click.option("--perf-config", "perf_config", default=None,
               help="Serialised PerfConfig (tile_m,tile_n,...,stages[,schedule]) to resolve.")
 @click.option("--backend", default=None,

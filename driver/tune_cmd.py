@@ -49,9 +49,9 @@ from miopen_solver.solver import DgradSolver
 from . import report, workers
 from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
-                      arch_option, backend_option, check_count, check_output_file, json_option, perfdb_label, perfdb_options,
+                      arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
-from .run_cmd import check_applicable, parse_line, resolve_device, resolve_reference
+from .run_cmd import check_applicable, check_input_files, parse_line, resolve_device, resolve_reference
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
               "perf_config", "split_k", "split_k_reduce", "lds_k_outer", "kernel_name", "compile_ms", "failure",
@@ -174,6 +174,7 @@ def _check_options(o: TuneOptions) -> None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
     if o.csv is not None:
         check_output_file("--csv", o.csv)
+        check_not_kept("--csv", o.csv, {"the perf-db": PerfDb(o.perfdb).path})
 
 
 def _check_perfdb(o: TuneOptions) -> None:
@@ -330,6 +331,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
         raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "
                         f"use --backend cpu to tune on the CPU engine, or --list to print the configs")
     ref_kind = resolve_reference(o.ref, device) if o.verify_top else None
+    dy_file, w_file = check_input_files(cmd)
     _check_perfdb(o)
 
     solver = DgradSolver()
@@ -343,8 +345,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     seed = prng.resolve_seed(o.environ)
     f = cmd.flags
     job_args = dict(backend=device.backend, seed=seed,
-                    bias=str(f["bias"]).strip() not in ("", "0"), dy_file=f["dout_data"] or None,
-                    w_file=f["weights"] or None)
+                    bias=cmd.bias, dy_file=dy_file, w_file=w_file)
     _check_memory(problem, solutions, device, o, ref_kind, (bool(job_args["dy_file"]), bool(job_args["w_file"])))
     lines = []
     say = emit if emit is not None and not o.as_json else lines.append

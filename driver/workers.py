@@ -607,6 +607,13 @@ def _visible_devices() -> str | None:
     return os.environ.get("CUDA_VISIBLE_DEVICES", os.environ.get("HIP_VISIBLE_DEVICES"))
 
 
+def dump_names(verify: bool, reference: str | None) -> tuple:
+    """The ``dump_*.bin`` files a verification job with ``dump`` writes, in order (MIOpen's
+    names; the CPU reference's dX only when it verifies on the CPU reference)."""
+    return ("dump_wei.bin", "dump_dout.bin", "dump_bwd_din_gpu.bin") + \
+        (("dump_bwd_din_cpu.bin",) if verify and reference == "cpu" else ())
+
+
 def _do_verification(job: Job, state: _State) -> dict:
     import numpy as np
     from miopen_solver.fileio import write_bytes
@@ -622,12 +629,13 @@ def _do_verification(job: Job, state: _State) -> dict:
     def dump(path, arr):
         write_bytes(path, np.ascontiguousarray(arr).tobytes())
         dumps.append(path)
+    names = dump_names(bool(job.verify), job.reference)
     if job.dump:
-        dump("dump_wei.bin", inp.w)
-        dump("dump_dout.bin", inp.dy)
+        dump(names[0], inp.w)
+        dump(names[1], inp.dy)
     dx = engine.run(sol, inp.dy, inp.w)
     if job.dump:
-        dump("dump_bwd_din_gpu.bin", dx)
+        dump(names[2], dx)
     rec = {"kernel_name": sol.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
            "verdict": None, "reference": None}
     if job.verify:
@@ -648,7 +656,7 @@ def _do_verification(job: Job, state: _State) -> dict:
         if job.dump and kind == "cpu":
             # MIOpen RunBackwardDataCPU: dumpBufferToFile<Tref> of din_host, i.e. float32 (Tref
             # of conv/convfp16/convbfp16) in dX's descriptor layout, as the reference holds it
-            dump("dump_bwd_din_cpu.bin", np.asarray(state.ref, dtype=np.float32))
+            dump(names[3], np.asarray(state.ref, dtype=np.float32))
         rec["verdict"] = verdict.as_dict()
         rec["reference"] = "GPU" if kind == "gpu" else "CPU"
     return rec

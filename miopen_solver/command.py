@@ -165,6 +165,13 @@ class DriverCommand:
         return int(self.flags["wall"])
 
     @property
+    def bias(self) -> bool:
+        """``-b``: MIOpenDriver's ``GetValueInt("bias") != 0`` (its default is the empty
+        string, which reads as 0); :func:`parse` has checked any other value is an integer."""
+        text = str(self.flags["bias"]).strip()
+        return text != "" and int(text) != 0
+
+    @property
     def solution(self) -> str:
         return str(self.flags["solution"])
 
@@ -314,11 +321,13 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
                                  f"the line asks for {describe_directions(forw)}")
     if values["iter"] < 1:
         raise MiopenCommandError(flag_text["iter"], str(values["iter"]), "an integer >= 1")
-    for name in ("verify", "time"):
+    for name in ("verify", "time", "search"):
         if values[name] not in (0, 1):
             raise MiopenCommandError(flag_text[name], str(values[name]), "0 or 1")
     if values["wall"] not in (0, 1, 2):
         raise MiopenCommandError(flag_text["wall"], str(values["wall"]), "0, 1 or 2")
+    if str(values["bias"]).strip():     # an int flag in MIOpen whose default is "" (0)
+        _parse_int(flag_text["bias"], str(values["bias"]).strip())
     sdim = values["spatial_dim"]
     if sdim not in (2, 3):
         raise MiopenCommandError(flag_text["spatial_dim"], str(sdim), "2 or 3")

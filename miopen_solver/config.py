@@ -24,7 +24,10 @@ Text forms of the schedules beside the tilde GEMM (examples; every field as abov
 * ``patch-gemm`` (stride = filter, no padding): ``128,64,32,2,2,64,32,0,0,0,1,-1,3,5`` (a
   warp-MMA tile of the one dense GEMM ``[N*Ho*Wo, K] x [K, Y*X*cpg]``);
   ``patch-gemm-wgmma``: ``128,128,64,2,1,64,128,0,0,0,1,-1,4,6`` (a warpgroup tile of it,
-  sm_90a). ``split_k`` must be 1 or -1 (each dX element is written once).
+  sm_90a); ``patch-gemm-persistent``: ``128,256,64,2,1,64,256,0,0,0,1,-1,3,9`` and
+  ``patch-gemm-tma``: ``128,256,64,2,1,64,256,0,0,0,1,-1,4,10`` (its persistent and TMA
+  forms, with those schedules' rules; TMA also needs patch rows of a multiple of 16 bytes).
+  ``split_k`` must be 1 or -1 (each dX element is written once).
 * ``nchw-pointwise`` (1x1, stride 1, no padding, dY and dX NCHW in memory):
   ``64,128,32,2,2,32,64,0,0,0,1,-1,3,7`` (a warp-MMA tile of the per-image, per-group GEMM
   ``W_g^T [cpg, kpg] x dY[n, g] [kpg, H*W]`` written straight into NCHW dX: tile_m runs over
@@ -69,6 +72,10 @@ class KernelSchedule(enum.IntEnum):
       (W^T, transposed once into the workspace, is A; dY is B; dX is stored NCHW by the
       staged epilogue), grid y = N*G (:mod:`miopen_solver.nchw_pw`).
     * ``NCHW_POINTWISE_WGMMA`` (8): the same GEMMs on the ``WGMMA`` main loop (sm_90a).
+    * ``PATCH_GEMM_PERSISTENT`` (9): the patch GEMM on the ``WGMMA_PERSISTENT`` main loop
+      (its staged epilogue scatters each tile into the dX patches while the next tile loads).
+    * ``PATCH_GEMM_TMA`` (10): the patch GEMM on the ``WGMMA_TMA`` main loop (its direct
+      epilogue stores 16-byte chunks of patch rows from the accumulators).
     """
 
     WARP_MMA = 0
@@ -80,17 +87,21 @@ class KernelSchedule(enum.IntEnum):
     PATCH_GEMM_WGMMA = 6
     NCHW_POINTWISE = 7
     NCHW_POINTWISE_WGMMA = 8
+    PATCH_GEMM_PERSISTENT = 9
+    PATCH_GEMM_TMA = 10
 
     @property
     def warpgroup(self) -> bool:
         """Warps are counted in warpgroups of 128 threads (``wgmma`` instructions)."""
         return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA,
-                        KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA)
+                        KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA,
+                        KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA)
 
     @property
     def patch(self) -> bool:
         """One dense GEMM whose rows scatter into disjoint dX patches (stride = filter)."""
-        return self in (KernelSchedule.PATCH_GEMM, KernelSchedule.PATCH_GEMM_WGMMA)
+        return self in (KernelSchedule.PATCH_GEMM, KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
+                        KernelSchedule.PATCH_GEMM_TMA)
 
     @property
     def nchw_pointwise(self) -> bool:
@@ -107,12 +118,13 @@ class KernelSchedule(enum.IntEnum):
     @property
     def persistent(self) -> bool:
         """The grid holds as many blocks as fit at once; each loops over output tiles."""
-        return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)
+        return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
+                        KernelSchedule.PATCH_GEMM_TMA)
 
     @property
     def tma(self) -> bool:
         """Tiles arrive by tensor-memory copies issued by a producer warp."""
-        return self is KernelSchedule.WGMMA_TMA
+        return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA)
 
     @property
     def slug(self) -> str:

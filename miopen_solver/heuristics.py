@@ -17,7 +17,7 @@ from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
 from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
 from .nchw_pw import virtual_problem as nchw_pw_virtual
-from .patch import PATCH_OF, patch_reason, virtual_problem
+from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
 from .spec import count_tiles, is_valid_performance_config, split_k_atomics_reason
 from .target import Target
@@ -347,19 +347,19 @@ def _direct_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> 
         yield from direct_search_space(p, t)
 
 
-def _virtual_candidates(v: ConvProblem, t: Target, family: dict) -> Iterator[PerfConfig]:
+def _virtual_candidates(v: ConvProblem, t: Target, family: dict,
+                        loops=(KernelSchedule.WARP_MMA, KernelSchedule.WGMMA)) -> Iterator[PerfConfig]:
     """The warpgroup and warp-MMA tiles of the virtual pointwise problem ``v`` without split
-    K, on the schedule of the same main loop in ``family`` (persistent and TMA tiles are
-    left out: their plain forms are there)."""
+    K whose main loop is one of ``loops``, on that loop's schedule in ``family``."""
     for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), v.kpg), _warp_mma_candidates(v, t, (1,), v.kpg)):
-        if cfg.schedule in (KernelSchedule.WARP_MMA, KernelSchedule.WGMMA):
+        if cfg.schedule in loops:
             yield cfg.replace(schedule=family[cfg.schedule])
 
 
 def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
     """The patch schedules' candidates where they serve the problem (:func:`_virtual_candidates`)."""
     if patch_reason(p, t) is None:
-        yield from _virtual_candidates(virtual_problem(p), t, PATCH_OF)
+        yield from _virtual_candidates(virtual_problem(p), t, PATCH_SEARCH_OF, tuple(PATCH_SEARCH_OF))
 
 
 def _nchw_pw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:

@@ -23,7 +23,8 @@ shape is the GEMM schedule's) and only the epilogue's dX address is remapped (th
 
 Schedules and config slots: :attr:`KernelSchedule.PATCH_GEMM` (5) runs the
 :attr:`~KernelSchedule.WARP_MMA` main loop, :attr:`KernelSchedule.PATCH_GEMM_WGMMA` (6) the
-:attr:`~KernelSchedule.WGMMA` one (sm_90a); the 13 other fields mean what they mean for that
+:attr:`~KernelSchedule.WGMMA` one (sm_90a), ``PATCH_GEMM_PERSISTENT`` (9) and
+``PATCH_GEMM_TMA`` (10) the persistent and TMA ones; the 13 other fields mean what they mean for that
 main loop, on the virtual problem, e.g. ``128,128,64,2,1,64,128,0,0,0,1,-1,4,6``. Rules beyond
 the main loop's: ``split_k`` 1 or -1 (each dX element is written once), and the dX store
 width ``vector_size_c`` is clamped (never refused) to a power of two dividing one
@@ -40,19 +41,26 @@ import numpy as np
 
 from . import vectors
 from .config import KernelSchedule, PerfConfig
+from .errors import require
 from .problem import ConvProblem
 from .spec import ZERO_FILL_TAGS, arch_tag
 from .target import Target
 from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
 
 MAIN_LOOP = {KernelSchedule.PATCH_GEMM: KernelSchedule.WARP_MMA,
-             KernelSchedule.PATCH_GEMM_WGMMA: KernelSchedule.WGMMA}
+             KernelSchedule.PATCH_GEMM_WGMMA: KernelSchedule.WGMMA,
+             KernelSchedule.PATCH_GEMM_PERSISTENT: KernelSchedule.WGMMA_PERSISTENT,
+             KernelSchedule.PATCH_GEMM_TMA: KernelSchedule.WGMMA_TMA}
 """The GEMM schedule whose main loop each patch schedule runs."""
+PATCH_SEARCH_OF = {loop: patch for patch, loop in MAIN_LOOP.items()}
+"""The patch schedule of each main loop, for the search (every form is tried; the default
+takes :data:`PATCH_OF`)."""
 PATCH_OF = {KernelSchedule.WARP_MMA: KernelSchedule.PATCH_GEMM, KernelSchedule.WGMMA: KernelSchedule.PATCH_GEMM_WGMMA,
             KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.PATCH_GEMM_WGMMA,
             KernelSchedule.WGMMA_TMA: KernelSchedule.PATCH_GEMM_WGMMA}
-"""The patch schedule that runs a GEMM config's tile (persistent and TMA tiles on the plain
-warpgroup main loop)."""
+"""The patch schedule that runs a GEMM default's tile (persistent and TMA tiles on the plain
+warpgroup main loop, as measured on the H200; their own patch forms are in the search
+until measured)."""
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
 
@@ -119,10 +127,12 @@ class PatchSpec(VirtualGemmSpec):
 
     @cached_property
     def kernel_name(self) -> str:
-        """``dgrad_patch_gemm_<arch>_<dtype>_<tile tag>[_zfm]_<problem>``: the main loop's
-        tile tag (:attr:`DgradSpec.tile_tag`) and the real problem's ``short_tag``."""
-        p = self.problem
-        return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{p.dtype}_{self.gemm.tile_tag}"
+        """``dgrad_patch_gemm_<arch>_<dtype>_<tile tag>[_pb<blocks>|_tma<blocks>][_zfm]_<problem>``:
+        the main loop's tile tag (:attr:`DgradSpec.tile_tag`), its persistent grid as
+        :attr:`DgradSpec.kernel_name` spells it, and the real problem's ``short_tag``."""
+        p, gemm = self.problem, self.gemm
+        loop = f"_pb{gemm.tile_blocks}" if gemm.persistent else f"_tma{gemm.tile_blocks}" if gemm.tma else ""
+        return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{p.dtype}_{gemm.tile_tag}{loop}"
                 f"{ZERO_FILL_TAGS[self.zero_fill]}_{p.short_tag()}")
 
     def defines(self) -> list:
@@ -148,9 +158,15 @@ def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
     """Validate the patch ``config`` for ``problem`` on ``target`` and resolve everything.
 
     Raises:
-        PerfConfigError: the problem is not a patch problem, ``split_k`` is not 1 or -1, or
+        PerfConfigError: the problem is not a patch problem, ``split_k`` is not 1 or -1, the
+            TMA form's 16-byte dX chunks do not fit a patch row run (:func:`store_run`), or
             the main loop's first broken rule on the virtual problem, as one sentence.
     """
+    chunk = vectors.max_vector(problem.elem_bytes)
+    if config.schedule is KernelSchedule.PATCH_GEMM_TMA and patch_reason(problem, target) is None:
+        require(store_run(problem) % chunk == 0,
+                f"{config.schedule.label} stores dX in 16-byte chunks of {chunk} elements; a contiguous "
+                f"patch row run here is {store_run(problem)} (X*cpg = {problem.X * problem.cpg})")
     return make_virtual_spec(PatchSpec, problem, target, config, why=patch_reason(problem, target),
                              virtual=virtual_problem, gemm_config=gemm_config,
                              gemm_shape="[N*Ho*Wo, K] x [K, Y*X*cpg]")
@@ -182,5 +198,5 @@ def patch_nhwc(spec: PatchSpec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -
         dx[n0:n1, :Ho * p.Y, :Wo * p.X] = d.reshape(n1 - n0, Ho * p.Y, Wo * p.X, p.C).astype(dx.dtype)
 
 
-__all__ = ["MAIN_LOOP", "PATCH_OF", "PatchSpec", "gemm_config", "make_patch_spec", "patch_nhwc", "patch_reason",
+__all__ = ["MAIN_LOOP", "PATCH_OF", "PATCH_SEARCH_OF", "PatchSpec", "gemm_config", "make_patch_spec", "patch_nhwc", "patch_reason",
            "store_run", "virtual_problem"]

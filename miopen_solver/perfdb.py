@@ -250,6 +250,27 @@ def _record(row) -> PerfRecord:
                       product_version=version if isinstance(version, str) else None)
 
 
+def _config_key(config_id, values) -> str:
+    """The ``x``-key of a row of MIOpen's ``config`` table, whose values sqlite does not
+    type-check either: the layout, data type and direction must be text (valid key
+    fields), every other field an integer.
+
+    Raises:
+        ValueError: naming the row and the first value of the wrong type.
+    """
+    for name, value in zip(miopen_db.FIELDS, values):
+        text = name in miopen_db.TEXT_FIELDS
+        if type(value) is not (str if text else int):
+            raise ValueError(f"config row {config_id}: {name} is {_SQL_TYPES.get(type(value), type(value).__name__)} "
+                             f"{short_text(repr(value), 40)}, not {'text' if text else 'an integer'}")
+        if text:
+            try:
+                _check_field(name, value)
+            except ValueError as e:
+                raise ValueError(f"config row {config_id}: {e}") from None
+    return miopen_db.fields_to_key(dict(zip(miopen_db.FIELDS, values)))
+
+
 class PerfDb:
     """A perf-db file. Use as a context manager, or call :meth:`close`.
 
@@ -704,7 +725,8 @@ class PerfDb:
             raise PerfDbError(self.path, str(e)) from None
 
     def _all_rows(self, conn, arch: str | None) -> list:
-        """Every row in storage order: MIOpen's (by config, then perf_db insertion), then ours."""
+        """Every row in storage order: MIOpen's (by config, then perf_db insertion), then ours;
+        a MIOpen row whose ``config`` values have the wrong type is its ValueError instead."""
         out = []
         mine = self._miopen_arch(conn) or ANY_ARCH
         if arch is None or mine in (arch, ANY_ARCH):
@@ -712,11 +734,13 @@ class PerfDb:
             info = "i.time_ms, i.updated, i.device, i.product_version" if self._side else "NULL, NULL, NULL, NULL"
             join = (" LEFT JOIN dgrad_perf_info i ON i.perf_id = p.id AND i.solver IS p.solver "
                     "AND i.params IS p.params" if self._side else "")
-            for r in conn.execute(f"SELECT {cols}, p.solver, p.params, {info} FROM perf_db p JOIN config c "
+            for r in conn.execute(f"SELECT c.id, {cols}, p.solver, p.params, {info} FROM perf_db p JOIN config c "
                                   f"ON p.config = c.id{join} ORDER BY c.id, p.id"):
-                n = len(miopen_db.FIELDS)
-                key = miopen_db.fields_to_key(dict(zip(miopen_db.FIELDS, r[:n])))
-                out.append((key, mine) + tuple(r[n:]))
+                n = len(miopen_db.FIELDS) + 1
+                try:
+                    out.append((_config_key(r[0], r[1:n]), mine) + tuple(r[n:]))
+                except ValueError as e:
+                    out.append(e)
         if self._side:
             sql = ("SELECT problem_key, arch, solver, params, time_ms, updated, device, product_version "
                    "FROM dgrad_records")
@@ -738,6 +762,8 @@ class PerfDb:
         out, bad = [], []
         for row in rows:
             try:
+                if isinstance(row, ValueError):
+                    raise row
                 out.append(_record(row))
             except ValueError as e:
                 bad.append(str(e))

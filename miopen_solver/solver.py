@@ -39,7 +39,7 @@ from .problem import ConvProblem
 from .spec import (DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record,
                    split_k_atomics_reason)
 from .splitk import SplitKReduce
-from .target import Target
+from .target import Target, get_target
 from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, workspace_bytes,
                         writes_nchw_dx)
 
@@ -271,6 +271,22 @@ class _Choice:
     perfdb_path: str | None = None
 
 
+def as_target(target) -> Target:
+    """``target`` as a :class:`Target`: a Target as it is, or a preset's name (``"gfx942"``,
+    ``"sm_90"``; :func:`miopen_solver.target.get_target`).
+
+    Raises:
+        ValueError: an unknown name (naming the known ones).
+        TypeError: anything else.
+    """
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, str):
+        return get_target(target)
+    raise TypeError(f"target must be a miopen_solver.target.Target or an arch name such as 'gfx942', "
+                    f"got {type(target).__name__}")
+
+
 class DgradSolver:
     """Implicit-GEMM backward data by tilde decomposition, NHWC, one launch.
 
@@ -288,6 +304,7 @@ class DgradSolver:
 
     def is_applicable(self, problem: ConvProblem, target: Target, *, forw: int = 2) -> Verdict:
         """Every reason the problem is not applicable (see :mod:`miopen_solver.applicability`)."""
+        target = as_target(target)
         return is_applicable(problem, target, forw=forw)
 
     def get_default_performance_config(self, problem: ConvProblem, target: Target) -> PerfConfig:
@@ -298,12 +315,14 @@ class DgradSolver:
             PerfConfigError: no default validates (the problem is then not applicable:
                 ``NO_VALID_CONFIG``).
         """
+        target = as_target(target)
         return default_performance_config(launch_problem(problem), target)
 
     def is_valid_performance_config(self, problem: ConvProblem, target: Target,
                                     config: PerfConfig) -> tuple:
         """``(True, "")`` or ``(False, reason)``; used to vet perf-db records too. A split
         batch is asked about one launch's problem (:func:`~miopen_solver.applicability.launch_problem`)."""
+        target = as_target(target)
         return is_valid_performance_config(launch_problem(problem), target, config)
 
     def get_workspace_size(self, problem: ConvProblem, target: Target,
@@ -323,6 +342,7 @@ class DgradSolver:
         Raises:
             PerfConfigError: ``config`` is given and invalid.
         """
+        target = as_target(target)
         if config is None:
             launch = launch_problem(problem)
             splits = max_search_split_k(launch, target)
@@ -346,6 +366,7 @@ class DgradSolver:
         Raises:
             PerfDbError: the perf-db cannot be read.
         """
+        target = as_target(target)
         rec = perfdb.get(problem.problem_key(), arch or target.arch, self.solver_db_id())
         if rec is None:
             return None, None, ""
@@ -365,6 +386,7 @@ class DgradSolver:
             NotApplicableError: a structural guard fails (layout, dtype, ...).
             PerfConfigError: ``config`` is invalid (or no default is valid).
         """
+        target = as_target(target)
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
@@ -399,6 +421,7 @@ class DgradSolver:
             PerfConfigError: the given config is malformed or invalid, or the settings make
                 it invalid; the message starts with the options given.
         """
+        target = as_target(target)
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
@@ -568,6 +591,7 @@ class DgradSolver:
         """
         if split_k_reduce is not None and split_k_reduce not in SPLIT_K_REDUCE_CODES:
             raise PerfConfigError(f"--split-k-reduce {split_k_reduce!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
+        target = as_target(target)
         if not self.is_applicable(problem, target):
             return
         seen = set()

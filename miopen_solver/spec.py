@@ -305,8 +305,8 @@ class DgradSpec:
 
     @cached_property
     def nchw_dx(self) -> bool:
-        """The kernel stores dX NCHW (``dx[((n*C + c)*Hi + hi)*Wi + wi]``, scalar stores, one
-        pixel per thread) rather than NHWC: :func:`~miopen_solver.transpose.nchw_dx_rule`."""
+        """The kernel stores dX NCHW (``dx[((n*C + c)*Hi + hi)*Wi + wi]``) rather than NHWC:
+        :func:`~miopen_solver.transpose.nchw_dx_rule`."""
         return nchw_dx_rule(self.problem, self.schedule, self.split_k, self.workspace_reduce)
 
     @property
@@ -314,6 +314,17 @@ class DgradSpec:
         """Split-K through the fp32 workspace (:func:`split_k_reduce_mode`): the kernel stores
         partial sums, the reduction kernel stores dX (:mod:`miopen_solver.splitk`)."""
         return self.split_k_reduce == "workspace"
+
+    @property
+    def nchw_dx_vector(self) -> int:
+        """Pixels per store of the staged epilogue's NCHW dX (``DG_NCHW_VEC``): the widest
+        power of two of at most 16 bytes dividing the dX row (Wi; Hi*Wi for pointwise
+        problems, whose GEMM rows run through whole images), so aligned runs never cross a
+        row; runs the sub-GEMM breaks are stored element by element. 1 when dX is NHWC."""
+        if not self.nchw_dx:
+            return 1
+        p = self.problem
+        return vectors.pow2_divisor(p.Hi * p.Wi if self.pointwise else p.Wi, vectors.max_vector(p.elem_bytes))
 
     @property
     def staged_epilogue(self) -> bool:
@@ -333,15 +344,25 @@ class DgradSpec:
             main = c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * self.problem.elem_bytes
             if self.tma:  # no dX staging; a full and an empty barrier (8 bytes each) per stage
                 return main + 16 * c.stages + 1024
-            epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
+            epi = self.epilogue_bytes
             if self.persistent:  # the epilogue tile sits after the stages (they are refilling)
                 return main + epi + 1024
             return max(main, epi) + 1024
         a = c.tile_m * (c.tile_k + pad)
         b = c.tile_k * (c.tile_n + pad) if self.lds_k_outer else c.tile_n * (c.tile_k + pad)
         main = c.stages * (a + b) * self.problem.elem_bytes
-        epi = c.tile_m * (c.tile_n + pad) * self.problem.elem_bytes if self.staged_epilogue else 0
-        return max(main, epi)
+        return max(main, self.epilogue_bytes)
+
+    @property
+    def epilogue_bytes(self) -> int:
+        """Shared memory of the staged epilogue's C tile: tile_m rows of tile_n channels, rows
+        padded, or for an NCHW dX (:attr:`nchw_dx`) transposed, tile_n columns of tile_m
+        pixels; 0 without a staged epilogue (split-K)."""
+        c, pad = self.config, self.lds_pad
+        if not self.staged_epilogue:
+            return 0
+        elems = c.tile_n * (c.tile_m + pad) if self.nchw_dx else c.tile_m * (c.tile_n + pad)
+        return elems * self.problem.elem_bytes
 
     @property
     def tiles_per_group(self) -> int:
@@ -621,8 +642,11 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     eb = p.elem_bytes
     if c.schedule.tma:
         # TMA moves whole boxes and the epilogue stores 16-byte chunks (K, cpg % 8 == 0 is a
-        # rule): the widths are fixed, the caps do not apply, no tile spreads over threads.
+        # rule), or with an NCHW dX single elements: the widths are fixed, the caps do not
+        # apply, no tile spreads over threads.
         va = vb = vc = 16 // eb
+        if nchw_dx_rule(p, c.schedule, split):
+            vc = 1
     else:
         va = vectors.clamp_to_tile(vectors.choose(c.vector_size_a, p.kpg, eb), c.tile_k, c.tile_m, threads)
         vb = vectors.clamp_to_tile(vectors.choose(c.vector_size_b, p.cpg, eb), c.tile_n, c.tile_k, threads)
@@ -709,6 +733,8 @@ SCHEDULE_RULES = {
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
     KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
     KernelSchedule.PATCH_GEMM_WGMMA: (),
+    KernelSchedule.PATCH_GEMM_PERSISTENT: (),
+    KernelSchedule.PATCH_GEMM_TMA: (),
     KernelSchedule.NCHW_POINTWISE: (),  # its own rules (miopen_solver.nchw_pw), then its main loop's
     KernelSchedule.NCHW_POINTWISE_WGMMA: (),
 }

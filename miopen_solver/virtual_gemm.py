@@ -49,9 +49,6 @@ class VirtualGemmSpec:
 
     record_key = "virtual_gemm"
     split_k = 1
-    persistent = False
-    tma = False
-    tma_box = None
     pointwise = False
     staged_epilogue = True
     zero_fill_blocks = 0
@@ -60,6 +57,19 @@ class VirtualGemmSpec:
     @property
     def schedule(self) -> KernelSchedule:
         return self.config.schedule
+
+    @property
+    def persistent(self) -> bool:
+        """The main loop's blocks are persistent (they loop over the GEMM's tiles)."""
+        return self.gemm.persistent
+
+    @property
+    def tma(self) -> bool:
+        return self.gemm.tma
+
+    @property
+    def tma_box(self):
+        return self.gemm.tma_box
 
     @property
     def sub_gemms(self) -> tuple:

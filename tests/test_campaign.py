@@ -193,6 +193,21 @@ def test_single_line_campaign_and_compile_pool_on_the_cpu(capsys, tmp_path):
     assert any(x.startswith("Timed 2 configs in ") for x in out)
 
 
+def test_resumed_progress_lines_number_problems_out_of_the_whole_file(capsys, tmp_path):
+    """A resumed campaign numbered its progress lines out of the problems left to do:
+    ``tune: problem 2/1 done`` after the first of two problems was in the log."""
+    first, both = tmp_path / "first.txt", tmp_path / "both.txt"
+    first.write_text(LINES[2] + "\n")
+    both.write_text(LINES[2] + "\n" + LINES[1] + "\n")
+    log = tmp_path / "log.jsonl"
+    common = ["--backend", "cpu", "--max-configs", "1", "--verify-top", "0", "--results", log, "--no-perfdb"]
+    status, _, _ = run_cli(capsys, "tune", "--file", first, *common)
+    assert status == 0
+    status, out, err = run_cli(capsys, "tune", "--file", both, *common, "--resume")
+    assert status == 0 and "(resumed: 1 configs and 1 problems were done)" in " ".join(out)
+    assert [x.split(" done ")[0] for x in err] == ["tune: problem 2/2"], err
+
+
 # ------------------------------------------------------------------ crash and resume
 def test_sigkill_midway_then_resume_times_nothing_twice_and_loses_nothing(tmp_path, model):
     gate = tmp_path / "gate"
@@ -406,6 +421,33 @@ def test_bad_campaign_input_is_one_line_and_exit_2(capsys, tmp_path, model, extr
     status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", *extra)
     assert status == 2 and out == [] and len(err) == 1
     assert err[0].startswith("dgrad-driver: error: ") and needle in err[0]
+
+
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:8786", "ucx://host:13337", "inproc://x", "", "garbage",
+                                     "tcp://:8786", "tcp://host:0", "tcp://host:99999", "host:8786x",
+                                     "tcp://host:8786/path", "x" * 200])
+def test_a_dask_address_that_is_not_tcp_host_port_is_refused_up_front(capsys, tmp_path, model, address, no_workers):
+    """``--address`` other than ``tcp://HOST:PORT`` reached Dask: TLS and UCX raised a
+    traceback, others an error line that named no option (``missing port number in address
+    ''``, ``not enough values to unpack``) or waited a minute for a host named ''."""
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--engine", "dask",
+                               "--address", address, "--no-perfdb")
+    assert status == 2 and out == [] and len(err) == 1, err
+    assert err[0].startswith("dgrad-driver: error: --address ") and \
+        err[0].endswith("allowed: tcp://HOST:PORT of a running 'dask scheduler' (PORT 1-65535)") and len(err[0]) < 200
+
+
+def test_a_dask_scheduler_without_workers_is_one_line(keep_environ):
+    """A scheduler no worker joins raised distributed's WorkerStartTimeoutError as a
+    traceback after the connect timeout."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+    from driver.executors import DaskExecutor
+    with distributed.LocalCluster(n_workers=0, dashboard_address=None, silence_logs=logging.ERROR) as empty:
+        with pytest.raises(UserError, match=f"--address {empty.scheduler_address}: no Dask worker joined the "
+                                            f"scheduler within 1 s .*dask worker {empty.scheduler_address} "
+                                            f"--nthreads 1 --resources GPU=1"):
+            DaskExecutor(empty.scheduler_address, [None], 60.0, "cpu", connect_timeout=1.0)
 
 
 def test_a_file_without_a_tunable_line_is_bad_input(capsys, tmp_path, no_workers):

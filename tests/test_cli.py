@@ -733,6 +733,8 @@ def test_unhonoured_miopen_flags_say_so(capsys, flags, needle):
     assert not any("is not honoured" in l for l in out)
     status, out, _ = run(capsys, SMALL, "-N", "1", "-M", "1", "--no-perfdb")
     assert not any("is not honoured" in l for l in out)
+    status, out, _ = run(capsys, SMALL, "-b", "00", "--no-perfdb")       # MIOpen reads 0: no bias
+    assert not any("is not honoured" in l for l in out)
 
 
 @pytest.mark.parametrize("reason", ["RuntimeUnavailable: no ROCm runtime found: failed to dlopen 'b'libamdhip64.so'': "

@@ -201,10 +201,28 @@ def test_iter_must_be_positive(value):
 
 
 @pytest.mark.parametrize("line,flag", [("conv -F 2 -V 2", "-V"), ("conv -F 2 -t 5", "-t"),
+                                       ("conv -F 2 -s 2", "-s"), ("conv -F 2 -s -1", "-s"),
+                                       ("conv -F 2 --search 5", "--search"),
                                        ("conv -F 2 -w 3", "-w"), ("conv -F 2 --spatial_dim 4", "--spatial_dim"),
                                        ("conv -F 2 -_ 1", "-_")])
 def test_option_ranges(line, flag):
     assert err(line).flag == flag
+
+
+@pytest.mark.parametrize("value,on", [("1", True), ("-1", True), ("7", True), ("0", False), ("00", False),
+                                      ("+0", False), ("-0", False), ("", False)])
+def test_bias_is_on_as_miopen_reads_it(value, on):
+    """``-b`` is an int flag in MIOpenDriver (``GetValueInt("bias") != 0``, default ""):
+    ``-b 00`` is off there; we took any text but "" and "0" as on (an Info line, and the
+    bias buffer's random numbers shifting W's against MIOpenDriver's)."""
+    cmd = parse(["conv", "-F", "2", "-b", value])
+    assert cmd.bias is on and parse("conv -F 2").bias is False
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "1abc", "0x1", "99999999999"])
+def test_bias_must_be_an_integer(value):
+    e = err(["conv", "-F", "2", "-b", value])
+    assert e.flag == "-b" and "an integer" in str(e)
 
 
 @pytest.mark.parametrize("line", ["conv -F 2 -c 6 -k 4 -g 4", "conv -F 2 -c 6 -k 10 -g 3",

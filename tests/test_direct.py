@@ -23,7 +23,7 @@ from miopen_solver.reference import default_tolerance, dgrad_reference, rms_rang
 from miopen_solver.spec import PerfConfig
 from miopen_solver.target import get_target
 
-import direct_emu
+import kernel_emu
 
 SM90 = get_target("sm_90")
 NHWC = dict(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
@@ -330,14 +330,17 @@ EMU_CASES = [
 ]
 
 
-@pytest.mark.skipif(not direct_emu.have_gxx(), reason="g++ not on PATH")
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("vendor", ["amd", "nvidia"])
 @pytest.mark.parametrize("case", range(len(EMU_CASES)))
-def test_emulated_kernel_matches_float64_reference(case, tmp_path):
+def test_emulated_kernel_matches_float64_reference(case, vendor, tmp_path):
+    """The kernel text of both vendor flavours (NVIDIA: its PTX conversions and read-only
+    loads emulated) against the float64 reference and the CPU engine."""
     p, changes = EMU_CASES[case]
     c = default_direct_config(p, SM90).replace(**changes)
     s = make_direct_spec(p, SM90, c)
     dy, w = fresh_inputs(p, np.random.default_rng())
-    out = direct_emu.run(s, dy, w, tmp_path)
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor=vendor)
     assert np.isfinite(out.astype(np.float32)).all(), "a dX element was not written"
     ref = dgrad_reference(p, dy, w)
     assert rms_range(ref, out) < tolerance(p.dtype)

@@ -398,6 +398,42 @@ def test_dump_needs_a_writable_working_directory(capsys, monkeypatch, tmp_path, 
         one_line(err, f"-o 1: cannot create files in {where} (", "allowed: -o 0")
 
 
+@pytest.mark.parametrize("name", ["dump_wei.bin", "dump_dout.bin", "dump_bwd_din_gpu.bin", "dump_bwd_din_cpu.bin"])
+@pytest.mark.parametrize("kind", ["read-only", "directory", "fifo"])
+def test_dump_files_that_cannot_be_replaced_are_refused_up_front(capsys, monkeypatch, tmp_path, no_workers,
+                                                               name, kind):
+    """An existing ``dump_*.bin`` that ``-o 1`` cannot replace (read-only, also for root; a
+    directory; a FIFO) failed in the verification worker after the run (exit 3, the dumps
+    before it written); it is refused before any worker starts, every dump left as it was."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / name
+    if kind == "read-only":
+        path.write_bytes(b"keep")
+        path.chmod(0o444)
+        why = "is read-only (mode 0444)"
+    elif kind == "directory":
+        path.mkdir()
+        why = "is a directory"
+    else:
+        os.mkfifo(path)
+        why = "is a FIFO"
+    status, out, err = run(capsys, *SMALL.split(), "--backend", "cpu", "--ref", "cpu", "-o", "1")
+    assert status == 2 and out == []
+    one_line(err, f"-o 1: {name}: {why}", "allowed: -o 0")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    if kind == "read-only":
+        assert path.read_bytes() == b"keep"
+
+
+def test_dump_of_the_cpu_reference_is_checked_only_when_it_is_written(capsys, monkeypatch, tmp_path):
+    """``dump_bwd_din_cpu.bin`` is written only by a verification on the CPU reference: with
+    ``-V 0`` a directory of that name is in nobody's way."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dump_bwd_din_cpu.bin").mkdir()
+    status, out, err = run(capsys, *SMALL.split(), "--backend", "cpu", "-o", "1", "-V", "0")
+    assert status == 0 and err == [] and "Wrote output to file dump_bwd_din_gpu.bin" in out
+
+
 # ================================================================ 7: batch FILE
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_batch_refuses_endless_files(tmp_path, kind):

@@ -55,6 +55,18 @@ def test_search_writes_the_perfdb_then_runs_the_winner(capsys, tmp_path):
     assert not any(line.startswith("Search") for line in out)
 
 
+@pytest.mark.parametrize("value", ["2", "-1", "5", "2147483647"])
+@pytest.mark.parametrize("mode", ["run", "config", "applicable", "tune"])
+def test_search_flag_takes_0_or_1(capsys, tmp_path, mode, value):
+    # MIOpenDriver searches only for exactly -s 1 (`GetValueInt("search") == 1`); any other
+    # value must not start a search (which would time every config and write the perf-db)
+    args = [*LINE.split(), "-s", value, "--backend", "cpu"]
+    status, out, err = run_cli(capsys, *([mode] if mode != "run" else []), *args)
+    assert status == 2 and out == [] and len(err) == 1, (out, err)
+    assert err[0].startswith(f"dgrad-driver: error: -s '{value}'") and "0 or 1" in err[0]
+    assert not (tmp_path / "perfdb.udb").exists()
+
+
 def test_search_without_a_perfdb_runs_the_winner(capsys, tmp_path):
     status, rec, err = run_json(capsys, "-s", "1", "--no-perfdb")
     assert status == 0 and rec["config_source"] == "perf-config" and rec["perf_config"] == rec["search"]["winner"]

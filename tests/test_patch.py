@@ -217,19 +217,19 @@ def test_cpu_engine_patch_nchw_through_the_solver():
 SM80_GOLDEN = [
     ("patch_vit_b16_fp16_c3k768_224",
      "dgrad_patch_gemm_sm_80_fp16_t128x128x64_w2x2_a64x64_mma16816_v8v8v8_sk1_ko_s3_n64c3h224w224k768y16x16p0x0s16x16d1x1g1",
-     "c137a0fc5369f65ea28ae8df7407a67499937138611425c585b93681952456af"),
+     "c900fb5cb690e104449b8420ddc0be005176fd778a91af4fdf55ffa23f2fd9cb"),
     ("patch_vit_l14_bf16_c3k1024_224",
      "dgrad_patch_gemm_sm_80_bf16_t128x128x64_w2x2_a64x64_mma16816_v8v4v2_sk1_ko_s3_n32c3h224w224k1024y14x14p0x0s14x14d1x1g1",
-     "4217c382ad3a58513dca3bc6680c467552f28bbb9efcc5b40a415ea60581e695"),
+     "bc7870e8b1b315dcf73697acc2fae2b9606a79cf30939ee272687ab989c99381"),
     ("patch_convnext_stem_fp32_border_226x230",
      "dgrad_patch_gemm_sm_80_fp32_t64x64x16_w2x2_a32x32_fma4x8_v4v4v2_sk1_ko_s3_zfm_n16c3h226w230k96y4x4p0x0s4x4d1x1g1",
-     "60a6ae41c6c5fb7209425f6a842db6d8f2a4808414847b91b0286a35bf2ffd5e"),
+     "6fc525b47667abd6ee659a53b7629b06d071bc7d66eb6f9694e90ba6f816b95a"),
     ("patch_convnext_downsample_fp16_c384k768_14",
      "dgrad_patch_gemm_sm_80_fp16_t128x128x64_w2x2_a64x64_mma16816_v8v8v8_sk1_ko_s3_n64c384h14w14k768y2x2p0x0s2x2d1x1g1",
-     "08ba7bfb44632f7de2fcb472c98add697697979da75468ed56bb21cb751cbdce"),
+     "8f1d37790d99d66640c7abf3233e965751d741c441c33190bc930facf07891b0"),
     ("patch_grouped_2x2_bf16_g2_c384k768_29x28",
      "dgrad_patch_gemm_sm_80_bf16_t128x128x64_w2x2_a64x64_mma16816_v8v8v8_sk1_ko_s3_zfm_n8c384h29w28k768y2x2p0x0s2x2d1x1g2",
-     "de08ece863416b5e8579551b38e9a936fd99fa89fd61ba8a05e2b7a942251e12"),
+     "039b1224bb730e6e27b3cca5800c576c70a3072b3be173810be269155ee30c4d"),
 ]
 
 
@@ -281,3 +281,43 @@ def test_past_the_table_without_a_patch_stays_refused():
     p = parse("convfp16 -n 2 -c 3 -H 64 -W 64 -k 64 -y 31 -x 31 -p 1 -q 1 -u 31 -v 31 -F 2".split()).problem
     for arch in ("sm_90", "gfx942", "cpu"):
         assert ap.is_applicable(p, get_target(arch)).codes == ("TOO_MANY_SUB_GEMMS",)
+
+
+# ------------------------------------------------------------------ persistent and TMA forms
+def test_persistent_and_tma_patch_forms_are_searched_not_defaulted():
+    """Schedules 9 and 10 run the patch GEMM on the persistent and TMA main loops: search()
+    offers them on sm_90a, the default keeps the plain warpgroup main loop (PATCH_OF, as
+    measured), and their kernel names spell the persistent grid."""
+    p = parse("convfp16 -n 8 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16 -F 2 --in_layout NHWC "
+              "--out_layout NHWC --fil_layout NHWC".split()).problem
+    t = get_target("sm_90")
+    found = {c.schedule for c in DgradSolver().search(p, t)}
+    assert {KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA} <= found
+    assert DgradSolver().get_default_performance_config(p, t).schedule is KernelSchedule.PATCH_GEMM_WGMMA
+    for code, tag in ((9, "_pb"), (10, "_tma")):
+        cfg = f"128,256,64,2,1,64,256,0,0,0,1,-1,{3 if code == 9 else 4},{code}"
+        sol = DgradSolver().find_solution(p, t, perf_config=cfg)
+        assert sol.kernel_name.startswith("dgrad_patch_gemm_sm_90_fp16_t128x256x64") and tag in sol.kernel_name
+        assert "#define DG_PATCH_Y 16" in sol.kernels[0].source.text
+    assert not any(c.schedule in (KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA)
+                   for c in DgradSolver().search(p, get_target("sm_80")))
+
+
+@pytest.mark.parametrize("line,ok", [
+    ("convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16", True),     # X*cpg = 48
+    ("convfp16 -n 2 -c 3 -H 16 -W 16 -k 64 -y 4 -x 4 -u 4 -v 4", False),       # X*cpg = 12
+    ("convbfp16 -n 2 -c 4 -H 16 -W 16 -k 64 -y 2 -x 2 -u 2 -v 2", True),       # X*cpg = 8
+    ("convfp16 -n 2 -c 6 -H 16 -W 16 -k 64 -y 2 -x 2 -u 2 -v 2", False),       # X*cpg = 12
+])
+def test_tma_patch_needs_whole_16_byte_chunks(line, ok):
+    """The TMA form stores 16-byte chunks of a patch row from its accumulators: where a
+    contiguous patch row run (store_run) is not a multiple of 8 elements it is refused, with
+    the run in the reason."""
+    p = parse(f"{line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()).problem
+    cfg = "128,64,64,2,1,64,64,0,0,0,1,-1,4,10"
+    assert (store_run(p) % 8 == 0) == ok
+    if ok:
+        DgradSolver().find_solution(p, get_target("sm_90"), perf_config=cfg)
+    else:
+        with pytest.raises(PerfConfigError, match=f"patch row run here is {store_run(p)}"):
+            DgradSolver().find_solution(p, get_target("sm_90"), perf_config=cfg)

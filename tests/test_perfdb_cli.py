@@ -258,6 +258,17 @@ def test_perfdb_name_refuses_a_cu_count_out_of_range(capsys, cus):
                                                  f"to 2147483647"]
 
 
+@pytest.mark.parametrize("suffix", ["HIP.3_5_1_dabb6df2b9", "HIP.3_5_1", "x"])
+def test_perfdb_name_refuses_a_suffix_without_text(capsys, suffix):
+    """--suffix names MIOpen's text user db only; without --text it was dropped silently
+    and the sqlite name printed as if the suffix had been taken."""
+    status, out, err = run(capsys, "perfdb", "name", "--arch", "gfx942", "--cus", "304", "--suffix", suffix)
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith(f"dgrad-driver: error: --suffix '{suffix}': needs --text")
+    status, out, _ = run(capsys, "perfdb", "name", "--arch", "gfx942", "--cus", "304", "--suffix", suffix, "--text")
+    assert status == 0 and out[0].endswith(f"gfx942130.{suffix}.udb.txt")
+
+
 @pytest.mark.parametrize("arch", ["gfx942", "gfx90a:sramecc+:xnack-", "gfx950"])
 def test_perfdb_name_takes_amd_archs_with_features(capsys, arch):
     status, out, _ = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "2147483647")

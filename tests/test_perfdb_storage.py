@@ -182,6 +182,30 @@ def test_list_and_export_skip_rows_of_the_wrong_type_with_one_warning(capsys, tm
     assert len(err) == 1 and "skipped 5 record(s)" in err[0]
 
 
+@pytest.mark.parametrize("column,value,why", [
+    ("in_channels", "abc", "in_channels is text 'abc', not an integer"),
+    ("batchsize", 2.5, "batchsize is a real 2.5, not an integer"),
+    ("in_h", b"\x05", "in_h is a blob"),
+    ("layout", b"\x00", "layout is a blob b'\\x00', not text"),
+    ("data_type", "", "perf-db data_type must be a non-empty string"),
+    ("direction", "B;F", "contains ';'"),
+])
+def test_list_and_export_skip_miopen_config_rows_of_the_wrong_type(capsys, tmp_path, column, value, why):
+    """MIOpen's ``config`` table takes any type in any column too: a row with a value of
+    the wrong type was listed and exported under a key built from it (``...xb'\\x00'xFP16xB``,
+    ``2xabcx...``); it is skipped and named in the one warning, as a perf_db row is."""
+    db = make_db(tmp_path / "p.sqlite", records=((KEY, TUNED, 1.5), (XKEY.replace("2x8x5x5x", "2x8x9x9x"), TUNED, 2.0)))
+    con = sqlite3.connect(db)
+    con.execute(f"UPDATE config SET {column} = ? WHERE id = (SELECT MIN(id) FROM config)", (value,))
+    con.commit()
+    con.close()
+    for sub in (["list"], ["export", "--arch", "cpu"]):
+        status, out, err = run_cli(capsys, "perfdb", *sub, "--perfdb", db)
+        assert status == 0 and len(out) == 1 and "x9x9x" in out[0] and "b'" not in out[0], out
+        assert len(err) == 1 and err[0].startswith(f"dgrad-driver: warning: {db}: skipped 1 record(s) of the wrong "
+                                                   f"type: config row ") and why in err[0], err
+
+
 @pytest.mark.parametrize("value,why", [("fast", "time_ms is text 'fast', not a number or NULL"),
                                        (b"\x00", "time_ms is a blob"), (float("inf"), "not a finite number")])
 def test_a_run_warns_about_a_record_of_the_wrong_type_and_uses_the_default(capsys, tmp_path, value, why):

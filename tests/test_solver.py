@@ -258,3 +258,29 @@ def test_a_config_whose_vector_caps_are_narrowed_says_so():
     auto = SOLVER.find_solution(p, SM90, perf_config="64,64,32,2,2,32,32,0,0,0,1,-1,3")
     assert auto.spec.kernel_name == sol.spec.kernel_name
     assert not any(n.startswith("Vector widths") for n in auto.notes)
+
+
+@pytest.mark.parametrize("arch", sorted(PRESETS))
+def test_every_verb_takes_the_target_or_its_name(tmp_path, arch):
+    """The README's ``DgradSolver.find_solution(problem, target, ...)`` with ``"gfx942"`` for
+    the target raised ``AttributeError: 'str' object has no attribute 'atoms_for'`` from deep
+    inside; every verb takes a preset's name as its Target."""
+    p, t = nhwc(), get_target(arch)
+    cfg = SOLVER.get_default_performance_config(p, t)
+    assert SOLVER.is_applicable(p, arch) == SOLVER.is_applicable(p, t)
+    assert SOLVER.get_default_performance_config(p, arch) == cfg
+    assert SOLVER.is_valid_performance_config(p, arch, cfg) == SOLVER.is_valid_performance_config(p, t, cfg)
+    assert SOLVER.get_workspace_size(p, arch) == SOLVER.get_workspace_size(p, t)
+    assert SOLVER.get_solution(p, arch).kernel_name == SOLVER.get_solution(p, t).kernel_name
+    assert SOLVER.find_solution(p, arch).as_dict() == SOLVER.find_solution(p, t).as_dict()
+    assert list(SOLVER.search(p, arch)) == list(SOLVER.search(p, t))
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        db.update(p.problem_key(), arch, SOLVER_NAME, cfg.serialize(), 1.0)
+        assert SOLVER.lookup_performance_config(p, arch, db)[0] == cfg
+
+
+def test_an_unknown_target_is_named():
+    with pytest.raises(ValueError, match="unknown arch 'gfx999'; known: cpu, gfx90a"):
+        SOLVER.find_solution(nhwc(), "gfx999")
+    with pytest.raises(TypeError, match="target must be a miopen_solver.target.Target or an arch name"):
+        SOLVER.is_applicable(nhwc(), 942)

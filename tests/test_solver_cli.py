@@ -314,6 +314,38 @@ def test_config_takes_a_runs_backend_and_reads_the_records_that_run_would(tmp_pa
         assert r.exit_code == 0 and doc["source"] == "perfdb" and doc["perf_config"] == want, (backend, doc)
 
 
+@pytest.mark.parametrize("where", ["after the line", "before the line"])
+def test_config_with_backend_cpu_and_no_arch_answers_for_the_runs_cpu_target(tmp_path, where):
+    """A run with --backend cpu and no --arch runs the cpu target and reads the records
+    filed under cpu; the same line pasted into config/applicable answered for gfx942 and read
+    gfx942@cpu, showing a kernel and config that run never launches."""
+    problem = parse(SUITE_LINE).problem
+    path = tmp_path / "p.sqlite"
+    tuned = "32,32,32,1,2,32,16,0,0,0,1,0,2"
+    with PerfDb(path) as db:
+        db.update(problem.problem_key(), "cpu", SOLVER_NAME, tuned, 1.0)          # what tune --backend cpu stores
+        db.update(problem.problem_key(), "gfx942@cpu", SOLVER_NAME, "64,64,32,2,2,32,32,0,0,0,1,-1,2", 0.5)
+    own = ["--backend", "cpu", "--perfdb", str(path), "--json"]
+    args = shlex.split(SUITE_LINE) + own if where == "after the line" else own + shlex.split(SUITE_LINE)
+    doc = json.loads(run(config_cmd, args).stdout)
+    assert doc["arch"] == "cpu" and doc["source"] == "perfdb" and doc["perf_config"] == tuned, doc
+    assert doc["kernel_name"].startswith("dgrad_cpu_")
+    doc = json.loads(run(applicable_cmd, shlex.split(SUITE_LINE) + ["--backend", "cpu", "--json"]).stdout)
+    assert doc["arch"] == "cpu"
+    for backend in ("auto", "cuda", "hip"):        # the device is not known without opening it
+        doc = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--backend", backend, "--json"]).stdout)
+        assert doc["arch"] == "gfx942", backend
+
+
+@pytest.mark.parametrize("cmd,switch", [(config_cmd, "--json"), (config_cmd, "--no-perfdb"),
+                                        (applicable_cmd, "--json")])
+def test_a_switch_given_a_value_is_one_line_naming_it(cmd, switch):
+    """``--json=1`` was refused as if --json were a MIOpenDriver flag taking a value
+    (``allowed: --json VALUE (space-separated)``); it is one of our switches."""
+    msg = one_line_error(run(cmd, shlex.split(SUITE_LINE) + [f"{switch}=1"]))
+    assert msg == f"dgrad-driver: error: {switch}=1: {switch} takes no value; allowed: {switch} alone"
+
+
 @pytest.mark.parametrize("cmd", [config_cmd, applicable_cmd])
 def test_a_bad_backend_is_one_line_and_exit_2(cmd):
     assert run(cmd, shlex.split(SUITE_LINE) + ["--backend", "cpu"]).exit_code == 0

@@ -272,3 +272,95 @@ def test_input_tensors_must_be_regular_files(capsys, tmp_path, no_workers, flag)
         status, out, err = run(capsys, *TINY.split(), "--backend", "cpu", flag, path)
         assert status == 2 and out == []
         one_error(err, f"{flag} {path}: {why}")
+
+
+def bad_tensor_files(tmp_path) -> list:
+    """``(path, reason)`` of ``-D``/``-e`` files no line can use: missing, a directory, a
+    FIFO, and a regular file of the wrong size."""
+    short = tmp_path / "short.bin"
+    short.write_bytes(b"\0" * 10)
+    return [(str(tmp_path / "missing.bin"), "cannot read (No such file or directory)"),
+            (str(short), "holds 5 elements of float16; the problem needs")] + special_inputs(tmp_path)[:2]
+
+
+@pytest.mark.parametrize("flag", ["-D", "-e"])
+@pytest.mark.parametrize("mode", ["tune", "campaign"])
+def test_tune_checks_input_tensors_before_any_worker(capsys, tmp_path, no_workers, flag, mode):
+    """``tune`` (a sweep or a one-line campaign) with a missing or wrong-sized ``-D``/``-e``
+    timed every config in a worker that failed on the file (exit 1, "No winner"); it is a
+    user error before anything runs, as for a run."""
+    extra = ["--results", tmp_path / "log.jsonl"] if mode == "campaign" else []
+    for path, why in bad_tensor_files(tmp_path):
+        status, out, err = run(capsys, "tune", *TINY.split(), flag, path, "--backend", "cpu", "--max-configs", "2",
+                               "--perfdb", tmp_path / "db.sqlite", *extra)
+        assert status == 2 and out == [], (out, err)
+        one_error(err, f"{flag} {path}: {why}")
+    assert not (tmp_path / "db.sqlite").exists()
+
+
+@pytest.mark.parametrize("flag", ["-D", "-e"])
+@pytest.mark.parametrize("mode", ["batch", "campaign"])
+def test_file_lines_with_bad_input_tensors_are_errors(capsys, tmp_path, flag, mode):
+    """A ``batch`` line (or a ``tune --file`` line) whose ``-D``/``-e`` file cannot be used
+    is an ``error`` row (a skipped line) with the run's message, not a worker failure."""
+    bad = bad_tensor_files(tmp_path)
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"{TINY} {flag} {path}\n" for path, _ in bad))
+    if mode == "batch":
+        status, out, err = run(capsys, "batch", lines, "--backend", "cpu")
+        rows = [ln for ln in out if ln.lstrip().split(" ")[0].isdigit()]
+        assert status == 1 and len(rows) == len(bad), out
+        for row, (path, why) in zip(rows, bad):
+            assert " error " in row and f"{flag} {path}: {why}" in row, row
+        assert any(ln.startswith(f"Summary: {len(bad)} error") for ln in out), out
+    else:                        # a good line first: the campaign runs it and lists the rest
+        lines.write_text(f"{TINY}\n" + lines.read_text())
+        status, out, err = run(capsys, "tune", "--file", lines, "--backend", "cpu", "--max-configs", "1",
+                               "--verify-top", "0", "--perfdb", tmp_path / "db.sqlite")
+        assert status == 0 and any(ln.startswith("Problem 1/1 (line 1)") for ln in out), (out, err)
+        for n, (path, why) in enumerate(bad, 2):
+            assert any(ln.startswith(f"Skipped line {n}: error: {flag} {path}: {why}") for ln in out + err), (out, err)
+
+
+@pytest.mark.parametrize("case", ["batch FILE", "batch perf-db", "tune perf-db", "tune perf-db -wal",
+                                  "tune perf-db via a symlink", "tune the default perf-db", "campaign --file",
+                                  "campaign perf-db", "campaign --results", "campaign --results is the perf-db",
+                                  "campaign --results is --file"])
+def test_an_output_file_is_never_a_file_the_command_keeps(capsys, tmp_path, monkeypatch, no_workers, db, case):
+    """``--csv`` (and ``--results``) naming the perf-db or the input file replaced it: ``tune
+    --perfdb p.db --csv p.db`` left a CSV where the tuned records were, ``batch FILE --csv
+    FILE`` the rows where the lines were. Refused before anything runs, nothing touched."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text(TINY + "\n")
+    kept = {str(lines): lines.read_bytes(), db: open(db, "rb").read()}
+    default = tmp_path / "default.sqlite"                    # the $MIOPEN_DGRAD_PERFDB of this module
+    link = tmp_path / "link.csv"
+    link.symlink_to(db)
+    one = ["tune", *TINY.split(), "--backend", "cpu", "--max-configs", "1"]
+    camp = ["tune", "--file", lines, "--backend", "cpu", "--max-configs", "1"]
+    args, flag, path, what = {
+        "batch FILE": (["batch", lines, "--backend", "cpu", "--csv", lines], "--csv", lines, "FILE, the lines being run"),
+        "batch perf-db": (["batch", lines, "--backend", "cpu", "--perfdb", db, "--csv", db], "--csv", db, "the perf-db"),
+        "tune perf-db": ([*one, "--perfdb", db, "--csv", db], "--csv", db, "the perf-db"),
+        "tune perf-db -wal": ([*one, "--perfdb", db, "--csv", f"{db}-wal"], "--csv", f"{db}-wal", "the perf-db"),
+        "tune perf-db via a symlink": ([*one, "--perfdb", db, "--csv", link], "--csv", link, "the perf-db"),
+        "tune the default perf-db": ([*one, "--no-perfdb", "--csv", default], "--csv", default, "the perf-db"),
+        "campaign --file": ([*camp, "--csv", lines], "--csv", lines, "--file, the lines being tuned"),
+        "campaign perf-db": ([*camp, "--perfdb", db, "--csv", db], "--csv", db, "the perf-db"),
+        "campaign --results": ([*camp, "--results", tmp_path / "r.jsonl", "--csv", tmp_path / "r.jsonl"], "--csv",
+                               tmp_path / "r.jsonl", "the --results log"),
+        "campaign --results is the perf-db": ([*camp, "--perfdb", db, "--results", db], "--results", db, "the perf-db"),
+        "campaign --results is --file": ([*camp, "--results", lines], "--results", lines,
+                                         "--file, the lines being tuned"),
+    }[case]
+    if case == "tune the default perf-db":
+        make = PerfDb(default)
+        make.update(KEY, "cpu", SOLVER_NAME, TUNED, 1.0)
+        make.close()
+        kept[str(default)] = default.read_bytes()
+    status, out, err = run(capsys, *args)
+    assert status == 2 and out == []
+    one_error(err, f"{flag} {path}: is {what} (", "); allowed: another file")
+    for p, data in kept.items():
+        assert open(p, "rb").read() == data, p
+    assert link.is_symlink() and not (tmp_path / "r.jsonl").exists()

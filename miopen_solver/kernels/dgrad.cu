@@ -68,8 +68,8 @@ static_assert(DG_G == 1 || DG_KPG % 64 == 0, "a TMA box must not cross groups");
 // The patch GEMM (miopen_solver/patch.py, stride = filter, no padding): the DG_* problem
 // defines describe the virtual pointwise problem whose GEMM it is (dX' of N x Ho x Wo pixels
 // of Y*X*cpg channels per group); DG_PATCH_* the real dX its epilogue scatters into.
-static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && !DG_TMA && !DG_PERSIST && DG_ZF_BLOCKS == 0,
-              "the patch GEMM is the pointwise GEMM with the staged epilogue, each dX element written once");
+static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && DG_ZF_BLOCKS == 0,
+              "the patch GEMM is the pointwise GEMM, each dX element written once");
 static_assert(DG_PATCH_Y * DG_PATCH_X > 1 && DG_CPG == DG_PATCH_Y * DG_PATCH_X * DG_PATCH_CPG,
               "one GEMM column per (y, x, c) of a patch larger than 1x1");
 static_assert(DG_HI == DG_HO && DG_WI == DG_WO && DG_PATCH_HI / DG_PATCH_Y == DG_HO &&
@@ -80,10 +80,11 @@ static_assert(DG_G == 1 ? ((DG_PATCH_X * DG_PATCH_CPG) % DG_VEC_C == 0 && (DG_PA
 // #end patch
 // #section nchw_dx
 // dX stored NCHW by the epilogues (miopen_solver/transpose.py nchw_dx_rule): the staged
-// epilogue of the warp-MMA, wgmma and persistent wgmma schedules and split-K's atomic one;
-// element (pixel, channel) goes to dx[((n*C + g*cpg + c)*Hi + hi)*Wi + wi], one at a time.
-static_assert(DG_DX_NCHW == 1 && !DG_TMA, "the TMA schedule stores dX NHWC from its accumulators");
-static_assert(DG_VEC_C == 1 && DG_VEC_Z == 1, "an NCHW dX is stored one element at a time");
+// epilogue of the warp-MMA, wgmma and persistent wgmma schedules (runs of DG_NCHW_VEC
+// pixels of one channel) and split-K's atomic one (one element at a time); element
+// (pixel, channel) goes to dx[((n*C + g*cpg + c)*Hi + hi)*Wi + wi].
+static_assert(DG_DX_NCHW == 1, "the nchw_dx section goes with DG_DX_NCHW");
+static_assert(DG_VEC_C == 1 && DG_VEC_Z == 1, "an NCHW dX has no channel vectors: its stores run along the pixels");
 static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || (DG_HI * DG_WI) % 2 == 0,
               "16-bit split-K adds each element as half of an aligned pair: Hi*Wi must be even");
 #ifdef DG_PATCH_Y
@@ -1115,6 +1116,36 @@ DG_DEVICE long long dg_patch_offset(int m, int g, int j) {
 // one dX pixel at a time: coalesced, 16-byte stores where cpg allows.
 #define DG_C_ROW (DG_TILE_N + DG_LDS_PAD)
 typedef typename dg_bytes<DG_VEC_C * DG_EB>::type dg_vc_t;
+// #section nchw_dx
+// NCHW dX: the tile is staged transposed, one column of TILE_M pixels per channel
+// (DG_CT_ROW apart: 16-byte aligned, and for 16-bit accumulator fragments of 8 rows x 4
+// column pairs the padding spreads a warp's stores over distinct banks), and a thread stores
+// a run of DG_NCHW_VEC consecutive pixels of one channel (spec.nchw_dx_vector).
+#define DG_CT_ROW (DG_TILE_M + DG_LDS_PAD)
+static_assert(DG_TILE_M % DG_NCHW_VEC == 0 && (DG_CT_ROW * DG_EB) % 16 == 0, "runs of pixels tile the column");
+typedef typename dg_bytes<DG_NCHW_VEC * DG_EB>::type dg_vn_t;
+
+// The dX pixel of GEMM row m0 when rows m0 .. m0 + DG_NCHW_VEC - 1 of this sub-GEMM are
+// consecutive pixels of one dX row (so one vector store covers them), else -1.
+DG_DEVICE int dg_dx_run(const dg_sub& s, int m0) {
+    if (m0 + DG_NCHW_VEC > s.gemm_m) return -1;
+#if DG_POINTWISE
+    return m0 / (DG_HI * DG_WI) == (m0 + DG_NCHW_VEC - 1) / (DG_HI * DG_WI) ? m0 : -1;
+#else
+    const int hw = s.h_slice * s.w_slice;
+    const int n = m0 / hw;
+    const int r = m0 - n * hw;
+    const int htl = r / s.w_slice;
+    const int wtl = r - htl * s.w_slice;
+    const int hi = htl * s.dx_h_stride + s.dx_h_offset;
+    const int wi = wtl + s.dx_w_offset;
+    if (s.dx_w_stride != 1 || wtl + DG_NCHW_VEC > s.w_slice || (unsigned)hi >= (unsigned)DG_HI || wi < 0 ||
+        wi + DG_NCHW_VEC > DG_WI)
+        return -1;
+    return (n * DG_HI + hi) * DG_WI + wi;
+#endif
+}
+// #end nchw_dx
 
 DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                                   int g, int m_tile, int n_tile, int wm, int wn, int lane, dg_t* Cs) {
@@ -1122,6 +1153,46 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
     dg_cp_wait<0>();  // Cs overlays the A/B stages: no copy may still land there
 #endif
     DG_SYNC();  // every warp is done reading the A/B stages (or the last tile's Cs)
+// #section nchw_dx
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j)
+#pragma unroll
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e)
+                Cs[dg_acc_col(wn, j, lane, e) * DG_CT_ROW + dg_acc_row(wm, i, lane, e)] = dg_from_float(acc[i][j][e]);
+    DG_SYNC();
+    {
+        // Consecutive threads take consecutive runs of one channel's column: conflict-free
+        // 16-byte reads of Cs, and a warp's vector stores cover whole sectors of a dX row.
+        // A run that is not DG_NCHW_VEC aligned, consecutive pixels (a row end, a slice
+        // border, the last rows) is stored one element at a time.
+        constexpr int runs = DG_TILE_M / DG_NCHW_VEC;
+#pragma unroll 2
+        for (int u = DG_TID(); u < DG_TILE_N * runs; u += DG_THREADS) {
+            const int col = u / runs;
+            const int r0 = (u - col * runs) * DG_NCHW_VEC;
+            const int ch = g * DG_CPG + n_tile * DG_TILE_N + col;
+            const int m0 = m_tile * DG_TILE_M + r0;
+            if (n_tile * DG_TILE_N + col >= DG_CPG || m0 >= s.gemm_m) continue;
+            const dg_t* src = Cs + col * DG_CT_ROW + r0;
+            const int pix0 = dg_dx_run(s, m0);
+            if (pix0 >= 0) {
+                const long long o = dg_nchw_offset(pix0, ch);
+                if (o % DG_NCHW_VEC == 0) {
+                    *reinterpret_cast<dg_vn_t*>(dx + o) = *reinterpret_cast<const dg_vn_t*>(src);
+                    continue;
+                }
+            }
+#pragma unroll
+            for (int v = 0; v < DG_NCHW_VEC; ++v) {
+                const int pix = m0 + v < s.gemm_m ? dg_dx_pixel(s, m0 + v) : -1;
+                if (pix >= 0) dx[dg_nchw_offset(pix, ch)] = src[v];
+            }
+        }
+    }
+    return;
+// #end nchw_dx
 #pragma unroll
     for (int i = 0; i < DG_MMA_M; ++i)
 #pragma unroll
@@ -1138,23 +1209,6 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
             }
     DG_SYNC();
     const int tid = DG_TID();
-// #section nchw_dx
-    // NCHW dX: consecutive threads take consecutive rows m (pixels) of one column c, reading
-    // Cs down the column, so a warp's stores run along W (consecutive wi for pointwise and
-    // stride-1 sub-GEMMs); one element per store.
-#pragma unroll 4
-    for (int u = tid; u < DG_TILE_M * DG_TILE_N; u += DG_THREADS) {
-        const int col = u / DG_TILE_M;
-        const int row = u - col * DG_TILE_M;
-        const int m = m_tile * DG_TILE_M + row;
-        const int c = n_tile * DG_TILE_N + col;
-        if (m >= s.gemm_m || c >= DG_CPG) continue;
-        const int pix = dg_dx_pixel(s, m);
-        if (pix < 0) continue;
-        dx[dg_nchw_offset(pix, g * DG_CPG + c)] = Cs[row * DG_C_ROW + col];
-    }
-    return;
-// #end nchw_dx
     const int per_row = DG_TILE_N / DG_VEC_C;
 #pragma unroll 4
     for (int u = tid; u < DG_TILE_M * per_row; u += DG_THREADS) {
@@ -1188,6 +1242,24 @@ DG_DEVICE dg_u32 dg_pick4(dg_u32 a0, dg_u32 a1, dg_u32 a2, dg_u32 a3, int i) {
 
 DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                                   int g, const dg_tma_tile& tt, int n_tile, int wm, int wn, int lane) {
+// #section nchw_dx
+    // NCHW dX, element by element from the fragment: for one accumulator register, the 8
+    // row groups of a warp are consecutive pixels of 4 channels, so a warp's store covers
+    // four 16-byte runs of dX rows.
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int e = 0; e < DG_ACC_PER_ATOM; ++e) {
+            const int pix = dg_tma_pixel(tt, dg_acc_row(wm, i, lane, e));
+            if (pix < 0) continue;
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j) {
+                const int c = n_tile * DG_TILE_N + dg_acc_col(wn, j, lane, e);
+                if (c < DG_CPG) dx[dg_nchw_offset(pix, g * DG_CPG + c)] = dg_from_float(acc[i][j][e]);
+            }
+        }
+    return;
+// #end nchw_dx
     const int q = lane & 3;  // lane in the quad
 #pragma unroll
     for (int i = 0; i < DG_MMA_M; ++i)
@@ -1215,6 +1287,11 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
                 if (pix >= 0 && c < DG_CPG) {  // cpg % 8 == 0: the chunk is in range
                     dg_b16 v;
                     v.v[0] = out[0]; v.v[1] = out[1]; v.v[2] = out[2]; v.v[3] = out[3];
+// #section patch
+                    // the patch GEMM: row pix is a dY pixel, the chunk 8 columns of one patch row
+                    *reinterpret_cast<dg_b16*>(dx + dg_patch_offset(pix, g, c)) = v;
+                    continue;
+// #end patch
                     *reinterpret_cast<dg_b16*>(row + (j0 + q) * 8) = v;
                 }
             }

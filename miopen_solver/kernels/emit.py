@@ -247,7 +247,7 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     else:
         d.append(("DG_SUB_TABLE", ", ".join("{" + ", ".join(map(str, r)) + "}" for r in recs)))
     if spec.nchw_dx:     # dX stored NCHW by the epilogues (transpose.nchw_dx_rule)
-        d.append(("DG_DX_NCHW", 1))
+        d += [("DG_DX_NCHW", 1), ("DG_NCHW_VEC", spec.nchw_dx_vector)]
         sections = tuple(sections) + ("nchw_dx",)
     if spec.workspace_reduce:     # split-K partial sums into the fp32 workspace (splitk.py)
         d.append(("DG_WS_SLICE", spec.workspace_slice_elems))

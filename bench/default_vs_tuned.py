@@ -1,0 +1,123 @@
+"""Is every default within reach of the best config? The table of a tuning campaign over a
+suite file (the zoo): per layer the default config's median time, the best of the configs
+the campaign timed, their ratio, and whether the default is within ``--within`` (10%) of
+the best; per class and in total, how many are.
+
+The campaign is ``dgrad-driver tune --file SUITE --max-configs 40 --results LOG ...`` (on the
+H200: ``STEPS=zoo_tune bench/h200_check.sh``, resumable across device calls); this script
+reads its JSON Lines log(s) -- the ``verdict`` record of each problem, joined to the suite's
+lines by the problem key -- and needs no GPU::
+
+    python bench/default_vs_tuned.py zoo_tune.jsonl --suite bench/zoo.txt --out default_vs_tuned.md
+
+Times are the campaign's medians (ms); ``default/best`` is >= 1 (1 = the default is the best
+timed). A problem the log has no verdict for (not reached, nothing timed) is ``n/a``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows, read_suite  # noqa: E402
+from miopen_solver.command import parse  # noqa: E402
+from miopen_solver.fileio import write_text  # noqa: E402
+from miopen_solver.results_log import read_log  # noqa: E402
+
+
+def verdicts(paths) -> dict:
+    """problem key -> the last ``verdict`` record over the logs ``paths`` (in order: a resumed
+    campaign's later verdict wins)."""
+    out = {}
+    for path in paths:
+        for rec in read_log(path).records:
+            if rec.get("type") == "verdict":
+                out[rec["problem_key"]] = rec
+    return out
+
+
+def rows(plan, found: dict, within: float) -> list:
+    """One dict per suite line: ``label, cls, dtype, configs, default, default_ms, best,
+    best_ms, ratio`` (default/best), ``ok`` (ratio <= 1 + within); ``ratio`` is None without
+    a verdict with both times."""
+    out = []
+    for item in plan:
+        key = parse(item["cmd"].split()).problem.problem_key()
+        v = found.get(key) or {}
+        d, b = v.get("default_median_ms"), v.get("winner_median_ms")
+        ratio = d / b if d and b else None
+        out.append({"label": item["label"], "cls": item["cls"], "dtype": item["dtype"], "key": key,
+                    "configs": v.get("ok"), "default": v.get("default"), "default_ms": d,
+                    "best": v.get("winner"), "best_ms": b, "ratio": ratio,
+                    "ok": None if ratio is None else ratio <= 1 + within})
+    return out
+
+
+def summary(table: list, within: float) -> list:
+    """Markdown lines: per class (the zoo's order) and in total, layers, timed, within,
+    geomean and worst default/best."""
+    lines = [f"| class | layers | timed | default within {within:.0%} of best | geomean default/best | worst |",
+             "|---|---|---|---|---|---|"]
+    order = [c for c in CLASSES + (UNTAGGED,) if any(r["cls"] == c for r in table)]
+    order += sorted({r["cls"] for r in table} - set(order))
+    for cls in order + ["**total**"]:
+        part = table if cls == "**total**" else [r for r in table if r["cls"] == cls]
+        timed = [r for r in part if r["ratio"] is not None]
+        ratios = [r["ratio"] for r in timed]
+        lines.append(f"| {cls} | {len(part)} | {len(timed)} | {sum(r['ok'] for r in timed)} | "
+                     f"{geomean(ratios):.3f} | {max(ratios):.3f} |" if timed else
+                     f"| {cls} | {len(part)} | 0 | 0 | n/a | n/a |")
+    return lines
+
+
+def layer_table(table: list) -> list:
+    """Markdown lines, one row per layer, worst ratio first."""
+    lines = ["| layer | class | dtype | configs | default ms | best ms | default/best | default | best |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(table, key=lambda r: -(r["ratio"] or 0)):
+        if r["ratio"] is None:
+            lines.append(f"| {r['label']} | {r['cls']} | {r['dtype']} | n/a | | | n/a | | |")
+            continue
+        mark = "" if r["ok"] else " **"
+        lines.append(f"| {r['label']} | {r['cls']} | {r['dtype']} | {r['configs']} | {r['default_ms'] * 1e3:.1f} us | "
+                     f"{r['best_ms'] * 1e3:.1f} us | {r['ratio']:.3f}{mark} | `{r['default']}` | `{r['best']}` |")
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("logs", nargs="+", help="campaign results logs (JSON Lines), in the order they were written")
+    ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
+    ap.add_argument("--within", type=float, default=0.10, help="the default counts as good within this fraction")
+    ap.add_argument("--out", help="write the markdown here (else stdout)")
+    ap.add_argument("--json", help="also write the rows as JSON here")
+    a = ap.parse_args(argv)
+    if not 0 <= a.within < 10:
+        ap.error(f"--within {a.within}: allowed 0 <= value < 10")
+    missing = [p for p in a.logs if not Path(p).is_file()]
+    if missing:
+        print(f"default_vs_tuned: log {missing[0]!r}: not a file; allowed: a dgrad-driver tune --results log",
+              file=sys.stderr)
+        return 2
+    try:
+        plan = plan_rows(read_suite(Path(a.suite)), AS_WRITTEN)
+        table = rows(plan, verdicts(a.logs), a.within)
+    except (OSError, ValueError) as e:     # FileError, MiopenCommandError are ValueErrors
+        print(f"default_vs_tuned: {e}", file=sys.stderr)
+        return 2
+    text = "\n".join(summary(table, a.within) + [""] + layer_table(table)) + "\n"
+    if a.out:
+        write_text(a.out, text)
+    else:
+        sys.stdout.write(text)
+    if a.json:
+        write_text(a.json, json.dumps(table, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,311 @@
+"""The real GEMM kernel (``dgrad.cu``, both vendor flavours) executed on the CPU by the
+emulator of ``tests/kernel_emu.py``, through the GPU engine's whole launch plan (poisoned
+dX, split-K memsets, split-N chunks, the layout transposes' own kernel), against the
+float64 reference.
+
+CI has no GPU: these tests are where the kernel's own indexing, staging, zero fill,
+split-K atomics and epilogues (NHWC, NCHW dX, patch scatter, NCHW pointwise) run on every
+commit, for the AMD MFMA and FFMA schedules and the NVIDIA mma.sync, warpgroup-MMA,
+persistent and TMA warp-specialised ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kernel_emu
+from miopen_solver import applicability as ap
+from miopen_solver import layouts, transpose
+from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule
+from miopen_solver.kernels.emit import emit_transpose
+from miopen_solver.reference import dgrad_reference, verify
+from miopen_solver.runtime.cache import BinaryCache
+from miopen_solver.runtime.gpu import GpuEngine
+from miopen_solver.solver import DgradSolver
+from miopen_solver.target import get_target
+
+from test_split_n import ComputingRuntime
+
+pytestmark = pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+
+SOLVER = DgradSolver()
+NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+
+
+class EmuRuntime(ComputingRuntime):
+    """A device of the solution's target whose launches -- the dgrad kernel and the layout
+    transposes -- run the emitted kernel texts on the emulator, over the bytes at the
+    launch's pointers; ``mangle`` edits the dgrad kernel's text first (to show a wrong
+    kernel fails)."""
+
+    def __init__(self, sol, work, mangle=None, **kw):
+        super().__init__(sol, **kw)
+        self.vendor = sol.spec.target.vendor
+        self.name = "hip" if self.vendor == "amd" else "cuda"
+        self.work = work
+        self.mangle = mangle
+        self.emulated = 0
+        self.transposed = 0
+
+    def target(self):
+        return self.sol.spec.target
+
+    def tensor_map(self, ptr, desc):
+        return ("tensor_map", ptr, desc)
+
+    def launch(self, func, grid, block, shared, args):
+        src = self.sol.spec.emit()
+        self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(args)))
+        if func[1].startswith("dgrad_transpose_b"):     # (src, dst, batch, rows, cols)
+            t = self.sol.spec.target
+            text = emit_transpose(int(func[1][len("dgrad_transpose_b"):]) // 8, t.vendor, t.arch, grid, block).text
+            (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
+            dbuf[doff:] = kernel_emu.launch_transpose(text, grid, block, bytes(sbuf[soff:]), bytes(dbuf[doff:]),
+                                                      *args[2:], self.work)
+            self.transposed += 1
+            return
+        assert func[1] == src.name, func
+        assert tuple(block) == tuple(src.block) and shared == src.shared_bytes
+        text = self.mangle(src.text) if self.mangle else src.text
+        bufs = [self._at(a) for a in args[:3]]
+        maps = [m[2] for m in args[3:]]
+        assert [m[1] for m in args[3:]] == [args[0 if d.operand == "dy" else 1] for d in maps]
+        out = kernel_emu.launch_gemm(text, grid, block[0], *(bytes(b[o:]) for b, o in bufs), self.work, maps)
+        buf, off = bufs[2]
+        buf[off:] = out
+        self.emulated += 1
+
+
+def _inputs(p, rng):
+    st_ = layouts.storage_dtype(p.dtype)
+    return (rng.uniform(-1, 1, layouts.dy_shape(p)).astype(st_), rng.uniform(-1, 1, layouts.w_shape(p)).astype(st_))
+
+
+def run_emulated(p, arch, tmp_path, perf_config=None, mangle=None, seed=None):
+    """(Solution, verdict) of one emulated run of ``p`` on ``arch`` with fresh inputs."""
+    sol = SOLVER.find_solution(p, get_target(arch), perf_config=perf_config)
+    rt = EmuRuntime(sol, tmp_path / "emu", mangle=mangle)
+    dy, w = _inputs(p, np.random.default_rng(seed))
+    dx = GpuEngine(rt, BinaryCache(tmp_path / "cache")).run(sol, dy, w)
+    assert rt.emulated == sol.n_chunks, "every chunk's launch ran on the emulator"
+    assert rt.transposed == len(sol.transforms)
+    return sol, verify(p, dx, dgrad_reference(p, dy, w))
+
+
+CASES = [
+    # (line, arch, perf config or None, schedule expected)
+    (f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 {NHWC}", "gfx942", None, "warp-mma"),
+    (f"convbfp16 -n 2 -c 40 -H 5 -W 5 -k 64 -y 1 -x 1 {NHWC}", "gfx942", None, "warp-mma"),
+    (f"conv -n 2 -c 12 -H 7 -W 6 -k 20 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "gfx90a", None, "warp-mma"),
+    (f"convfp16 -n 2 -c 64 -H 6 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "gfx90a", None, "warp-mma"),
+    # 1x1 stride 2: a zero-fill pass over the pixels no sub-GEMM writes
+    (f"convfp16 -n 2 -c 16 -H 7 -W 8 -k 16 -y 1 -x 1 -u 2 -v 2 {NHWC}", "gfx942", None, "warp-mma"),
+    # dilation and stride sharing a factor (gcd > 1: uncovered rows), odd cpg (scalar vectors)
+    (f"convbfp16 -n 1 -c 9 -H 9 -W 8 -k 10 -y 3 -x 2 -p 2 -q 1 -u 2 -v 2 -l 2 -j 2 {NHWC}", "gfx942", None,
+     "warp-mma"),
+    # grouped, m-outer B and a single stage
+    (f"convfp16 -n 2 -c 32 -H 5 -W 5 -k 48 -y 3 -x 3 -p 1 -q 1 -g 2 {NHWC}", "gfx942",
+     "64,16,32,2,1,32,16,0,0,0,1,0,1", "warp-mma"),
+    # split-K: fp32 scalar atomics, fp16 packed-pair atomics (dX zeroed first)
+    (f"conv -n 1 -c 8 -H 5 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "gfx942", "64,16,16,2,1,32,16,0,0,0,4,-1,2",
+     "warp-mma"),
+    (f"convfp16 -n 1 -c 16 -H 5 -W 4 -k 96 -y 3 -x 3 -p 1 -q 1 {NHWC}", "gfx90a", "64,16,32,2,1,32,16,0,0,0,3,-1,2",
+     "warp-mma"),
+    # dX stored NCHW by the epilogue (dY through a transform), with split-K adding pairs
+    ("convfp16 -n 2 -c 24 -H 5 -W 6 -k 32 -y 1 -x 1 -F 2", "gfx942", None, "warp-mma"),
+    ("convfp16 -n 2 -c 16 -H 6 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "gfx942", "64,16,32,2,1,32,16,0,0,0,2,-1,2",
+     "warp-mma"),
+    # NCHW dX in runs of pixels (spec.nchw_dx_vector): 8 fp16 along Wi = 16; 4 fp32; sub-GEMMs
+    # of stride 2 along H; dilation with stride (uncovered columns: element stores)
+    ("convfp16 -n 2 -c 16 -H 4 -W 16 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2", "gfx942", None, "warp-mma"),
+    ("conv -n 1 -c 8 -H 5 -W 12 -k 8 -y 3 -x 3 -p 0 -q 2 -F 2", "gfx90a", None, "warp-mma"),
+    ("convbfp16 -n 2 -c 8 -H 6 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1 -F 2", "gfx942", None, "warp-mma"),
+    ("convfp16 -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 2 -q 2 -u 2 -v 2 -l 2 -j 2 -F 2", "gfx942", None, "warp-mma"),
+    # NVIDIA: mma.sync with ldmatrix (k-outer B: .trans; m-outer), cp.async stages
+    (f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_80", "64,16,32,2,1,32,16,0,0,0,1,-1,2",
+     "warp-mma"),
+    (f"convfp16 -n 2 -c 24 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_80",
+     "64,32,32,2,2,32,16,0,0,0,1,0,3", "warp-mma"),
+    (f"convbfp16 -n 1 -c 18 -H 5 -W 7 -k 24 -y 2 -x 3 -p 1 -q 1 -l 2 -j 1 {NHWC}", "sm_80", None, "warp-mma"),
+    (f"conv -n 2 -c 12 -H 7 -W 6 -k 20 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90", None, "warp-mma"),
+    # NVIDIA warpgroup MMA (128-byte swizzled operands): plain, persistent, strided, split-K
+    (f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,1,-1,4,1", "wgmma"),
+    (f"convbfp16 -n 2 -c 128 -H 4 -W 8 -k 64 -y 1 -x 1 {NHWC}", "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,3,2",
+     "wgmma-persistent"),
+    (f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90",
+     "128,128,64,1,1,128,128,0,0,0,1,-1,3,1", "wgmma"),
+    (f"convfp16 -n 1 -c 64 -H 5 -W 4 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,2,-1,4,1", "wgmma"),
+    (f"convbfp16 -n 1 -c 256 -H 2 -W 3 -k 64 -y 1 -x 1 {NHWC}", "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,3,1",
+     "wgmma"),
+    ("convfp16 -n 2 -c 64 -H 6 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "sm_90", "128,64,64,2,1,64,64,0,0,0,1,-1,4,1",
+     "wgmma"),
+    (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 64 -y 4 -x 4 -u 4 -v 4 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,4,6", "patch-gemm-wgmma"),
+    ("convfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,4,8",
+     "nchw-pointwise-wgmma"),
+    # the patch GEMM on the persistent and TMA main loops (ViT-like 16x16/s16 stem, grouped
+    # 2x2/s2 merge, a 2x2/s2 merge whose H is not a multiple of the stride)
+    (f"convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,3,9", "patch-gemm-persistent"),
+    (f"convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,4,10", "patch-gemm-tma"),
+    (f"convfp16 -n 2 -c 64 -H 8 -W 8 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,1,-1,3,9", "patch-gemm-persistent"),
+    (f"convbfp16 -n 2 -c 16 -H 11 -W 8 -k 64 -y 2 -x 2 -u 2 -v 2 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,1,-1,4,10", "patch-gemm-tma"),
+    # NVIDIA TMA warp-specialised (producer warp, mbarriers, 2-D and 4-D boxes, zeros outside)
+    (f"convfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 {NHWC}", "sm_90", "128,64,64,2,1,64,64,0,0,0,1,-1,4,3",
+     "wgmma-tma"),
+    (f"convfp16 -n 2 -c 128 -H 8 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,128,64,1,1,128,128,0,0,0,1,-1,4,3", "wgmma-tma"),
+    (f"convbfp16 -n 2 -c 128 -H 9 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90",
+     "256,128,64,2,1,128,128,0,0,0,1,-1,4,3", "wgmma-tma"),
+    (f"convfp16 -n 2 -c 128 -H 8 -W 8 -k 64 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2 {NHWC}", "sm_90",
+     "128,128,64,1,1,128,128,0,0,0,1,-1,4,3", "wgmma-tma"),
+    ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "sm_90",
+     "128,64,64,1,1,128,64,0,0,0,1,-1,4,3", "wgmma-tma"),
+    # the patch GEMM (stride = filter), H not a multiple of the stride (memset tail)
+    (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx942", None, "patch-gemm"),
+    (f"convbfp16 -n 1 -c 3 -H 10 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx90a", None, "patch-gemm"),
+    # NCHW pointwise: per-image GEMMs reading dY and writing dX NCHW in place
+    ("convfp16 -n 2 -c 24 -H 4 -W 4 -k 32 -y 1 -x 1 -F 2", "gfx942", "64,32,32,2,1,32,32,0,0,0,1,-1,2,7",
+     "nchw-pointwise"),
+    ("conv -n 2 -c 16 -H 3 -W 4 -k 24 -y 1 -x 1 -g 2 -F 2", "gfx90a", "32,16,16,1,1,32,16,0,0,0,1,-1,2,7",
+     "nchw-pointwise"),
+]
+
+
+@pytest.mark.parametrize("line,arch,cfg,schedule", CASES, ids=[f"{i}-{c[3]}" for i, c in enumerate(CASES)])
+def test_the_emulated_kernel_matches_the_reference(tmp_path, line, arch, cfg, schedule):
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, arch, tmp_path, perf_config=cfg)
+    assert sol.spec.schedule.slug == schedule
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("line,cfg", [
+    ("convfp16 -n 2 -c 128 -H 8 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "128,128,64,1,1,128,128,0,0,0,1,-1,4,3"),
+    ("convbfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "128,64,64,2,1,64,64,0,0,0,1,-1,4,3"),
+    ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "128,64,64,1,1,128,64,0,0,0,1,-1,4,3"),
+])
+def test_tma_kernel_stores_nchw_dx(monkeypatch, tmp_path, line, cfg):
+    """The TMA schedule's NCHW dX epilogue (transpose.NCHW_DX_KERNELS; not the rule's
+    choice yet): no dX transform, the kernel's stores verify."""
+    monkeypatch.setattr(transpose, "NCHW_DX_SCHEDULES", transpose.NCHW_DX_KERNELS)
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg)
+    assert sol.spec.tma and sol.spec.nchw_dx and [t.tensor for t in sol.transforms if t.tensor != "W"] == ["dY"]
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+def test_split_n_chunks_on_the_emulator(monkeypatch, tmp_path):
+    """Three launches of whole images (split-N), each the real kernel at its own offsets,
+    with split-K's memset per chunk."""
+    p = parse(f"conv -n 6 -c 4 -H 7 -W 7 -k 4 -y 3 -x 3 -p 1 -q 1 {NHWC}".split()).problem
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * 784)
+    sol, v = run_emulated(p, "gfx942", tmp_path, perf_config="64,16,16,2,1,32,16,0,0,0,2,-1,2")
+    assert sol.n_chunks == 3
+    assert v.ok and v.nonfinite == 0, v
+
+
+WRONG_ROWS = {  # an accumulator's row off by a few, in each atom's fragment map
+    "mfma": ("(lane >> 4) * 4 + e;", "(lane >> 4) * 4;", "(lane >> 5) * 4 + (e & 3);", "(lane >> 5) * 4;"),
+    "mma.sync": ("(lane >> 2) + (e >> 1) * 8; }", "(lane >> 2); }"),
+    "wgmma": ("((lane & 31) >> 2) + (e >> 1) * 8;", "((lane & 31) >> 2);"),
+}
+
+
+@pytest.mark.parametrize("arch,line,cfg,atom", [
+    ("gfx942", f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 {NHWC}", None, "mfma"),       # 16x16x16
+    ("gfx942", f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", None, "mfma"),       # 32x32x8
+    ("sm_80", f"convfp16 -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", None, "mma.sync"),
+    ("sm_90", f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,64,64,2,1,64,64,0,0,0,1,-1,4,1",
+     "wgmma"),
+])
+def test_a_wrong_fragment_row_fails(tmp_path, arch, line, cfg, atom):
+    """The emulator's matrix-instruction layouts are independent of the kernel's fragment
+    code: a kernel that puts an accumulator in the wrong row does not verify."""
+    p = parse(line.split()).problem
+    pairs = WRONG_ROWS[atom]
+
+    def mangle(text):
+        out = text
+        for a, b in zip(pairs[::2], pairs[1::2]):
+            out = out.replace(a, b)
+        assert out != text
+        return out
+    sol, v = run_emulated(p, arch, tmp_path, perf_config=cfg, mangle=mangle)
+    assert not v.ok, sol.kernel_name
+
+
+@pytest.mark.parametrize("line,vector", [
+    ("convfp16 -n 2 -c 16 -H 4 -W 16 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2", 8),
+    ("conv -n 1 -c 8 -H 5 -W 12 -k 8 -y 3 -x 3 -p 0 -q 2 -F 2", 4),
+    ("convfp16 -n 2 -c 24 -H 5 -W 6 -k 32 -y 1 -x 1 -F 2", 2),
+])
+def test_nchw_dx_runs_are_stored_as_vectors(tmp_path, line, vector):
+    """The NCHW dX epilogue stores aligned runs of pixels with one vector store: without
+    that store the runs stay NaN."""
+    p = parse(line.split()).problem
+    assert SOLVER.find_solution(p, get_target("gfx942")).spec.nchw_dx_vector == vector
+    store = "*reinterpret_cast<dg_vn_t*>(dx + o) = *reinterpret_cast<const dg_vn_t*>(src);"
+
+    def mangle(text):
+        assert store in text
+        return text.replace(store, "")
+    _, v = run_emulated(p, "gfx942", tmp_path, mangle=mangle)
+    assert v.nonfinite > 0
+    _, v = run_emulated(p, "gfx942", tmp_path)
+    assert v.ok and v.nonfinite == 0
+
+
+@st.composite
+def problems(draw):
+    dtype = draw(st.sampled_from(["fp16", "bf16", "fp32"]))
+    g = draw(st.sampled_from([1, 1, 2]))
+    cpg = draw(st.integers(1, 20))
+    kpg = draw(st.integers(1, 24))
+    y, x = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    s_h, s_w = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    d_h, d_w = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    p_h, p_w = draw(st.integers(0, y - 1)), draw(st.integers(0, x - 1))
+    hi = draw(st.integers(max(1, d_h * (y - 1) + 1 - 2 * p_h), 9))
+    wi = draw(st.integers(max(1, d_w * (x - 1) + 1 - 2 * p_w), 9))
+    lay = draw(st.sampled_from(["NHWC", "NCHW"]))
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    return (f"{base} -n {draw(st.integers(1, 2))} -c {g * cpg} -H {hi} -W {wi} -k {g * kpg} -y {y} -x {x} "
+            f"-p {p_h} -q {p_w} -u {s_h} -v {s_w} -l {d_h} -j {d_w} -g {g} -F 2 --in_layout {lay} "
+            f"--out_layout {lay} --fil_layout {lay}")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=problems(), arch=st.sampled_from(["gfx90a", "gfx942", "sm_80", "sm_90"]))
+def test_random_problems_on_the_emulated_kernel(tmp_path, line, arch):
+    """Random shapes, strides, dilations, pads, groups, odd channels and layouts, each on the
+    solver's default for the target, with fresh random inputs and NaN-poisoned dX."""
+    p = parse(line.split()).problem
+    sol = SOLVER.find_solution(p, get_target(arch))
+    if sol.spec.schedule is KernelSchedule.DIRECT:
+        return                                   # direct.cu: test_direct.py
+    _, v = run_emulated(p, arch, tmp_path)
+    assert v.ok and v.nonfinite == 0, (line, sol.kernel_name, v)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=problems(), arch=st.sampled_from(["gfx90a", "gfx942", "sm_80", "sm_90"]), pick=st.integers(0, 10 ** 6))
+def test_random_search_configs_on_the_emulated_kernel(tmp_path, line, arch, pick):
+    """Any config ``search()`` offers (tile shapes, warp grids, vector caps, split-K,
+    k-outer, stages, schedules) runs correctly, not just the default."""
+    p = parse(line.split()).problem
+    configs = [c for c in SOLVER.search(p, get_target(arch)) if c.schedule is not KernelSchedule.DIRECT]
+    if not configs:
+        return
+    cfg = configs[pick % len(configs)]
+    sol, v = run_emulated(p, arch, tmp_path, perf_config=str(cfg))
+    assert v.ok and v.nonfinite == 0, (line, str(cfg), sol.kernel_name, v)
