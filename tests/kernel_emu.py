@@ -2,7 +2,9 @@
 host with the AMDGPU builtins it uses mapped onto host threads -- one std::thread per GPU
 thread, a std::barrier per block for ``s_barrier`` and one per wave for the matrix
 instructions, blocks one after another, atomics as host atomics. Both kernels run:
-``dgrad.cu`` (the GEMM schedules, :func:`launch_gemm`) and ``direct.cu`` (:func:`run_direct`).
+``dgrad.cu`` (the GEMM schedules, :func:`launch_gemm`) and ``direct.cu`` (:func:`run_direct`),
+and beside them the layout transpose (:func:`launch_transpose`) and the split-K reduction
+(:func:`launch_reduce`).
 
 The MFMA builtins are emulated from AMD's operand layouts (CDNA3 ISA, "Dense matrix
 arithmetic"; the AMD Matrix Instruction Calculator), written here independently of the
@@ -114,6 +116,8 @@ AMD = r"""
 #define amdgpu_flat_work_group_size(lo, hi) unused
 #define __builtin_amdgcn_workitem_id_x() emu_tid_x
 #define __builtin_amdgcn_workitem_id_y() emu_tid_y
+#define __builtin_amdgcn_grid_size_x() (emu_grid[0] * emu_block_x)
+#define __builtin_amdgcn_workgroup_size_x() emu_block_x
 #define __builtin_amdgcn_grid_size_y() (emu_grid[1] * emu_block_y)
 #define __builtin_amdgcn_workgroup_size_y() emu_block_y
 #define __builtin_amdgcn_workgroup_id_x() emu_bid[0]
@@ -389,6 +393,7 @@ NVIDIA_WRAPPERS = {
     emu_fadd_v2bf16(p, v);
 #endif
 }""",
+    "dg_store_f32x2": "DG_DEVICE void dg_store_f32x2(float* p, float x, float y) { p[0] = x; p[1] = y; }",
     "dg_smem_addr": "DG_DEVICE dg_u32 dg_smem_addr(const void* p) { return (dg_u32)((const unsigned char*)p - dg_smem); }",
     "dg_cp_async": """DG_DEVICE void dg_cp_async(dg_u32 s, const void* gmem, bool valid) {
     std::memset(dg_smem + s, 0, BYTES);
@@ -641,6 +646,15 @@ def launch_transpose(text: str, grid, block, src: bytes, dst: bytes, batch: int,
     threads, (x, y)) from the raw bytes ``src`` into ``dst``; returns dst's bytes after it."""
     call = f"DT_KERNEL_NAME((const dt_t*)(dy), (dt_t*)(dx), {batch}ll, {rows}ll, {cols}ll)"
     return _run(text, call, grid, block, src, b"", dst, workdir, static_shared=True)
+
+
+def launch_reduce(text: str, grid, block, ws: bytes, dx: bytes, args, workdir) -> bytes:
+    """One launch of the split-K reduction ``splitk_reduce.cu`` (``text``; ``grid`` blocks of
+    ``block`` threads) from the raw workspace bytes ``ws`` (at its slice 0) into ``dx``;
+    ``args``: its 8-byte arguments after the two pointers
+    (:meth:`~miopen_solver.splitk.SplitKReduce.args`). Returns dX's bytes after it."""
+    call = "DR_KERNEL_NAME((const float*)(dy), (dg_t*)(dx), " + ", ".join(f"{int(a)}ll" for a in args) + ")"
+    return _run(text, call, grid, block, ws, b"", dx, workdir, static_shared=True)
 
 
 def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir, vendor: str = "amd") -> np.ndarray:

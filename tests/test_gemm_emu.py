@@ -50,6 +50,7 @@ class EmuRuntime(ComputingRuntime):
         self.mangle = mangle
         self.emulated = 0
         self.transposed = 0
+        self.reduced = 0
 
     def target(self):
         return self.sol.spec.target
@@ -67,6 +68,15 @@ class EmuRuntime(ComputingRuntime):
             dbuf[doff:] = kernel_emu.launch_transpose(text, grid, block, bytes(sbuf[soff:]), bytes(dbuf[doff:]),
                                                       *args[2:], self.work)
             self.transposed += 1
+            return
+        if func[1].startswith("dgrad_splitk_reduce_"):   # (ws, dx, sizes...): its own kernel text
+            t, red = self.sol.spec.target, self.sol.reduce
+            text = red.emit(t.vendor, t.arch).text
+            assert func[1] == red.kernel_name and tuple(grid) == red.grid and tuple(block) == red.block
+            (wbuf, woff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
+            dbuf[doff:] = kernel_emu.launch_reduce(text, grid, block, bytes(wbuf[woff:]), bytes(dbuf[doff:]),
+                                                   args[2:], self.work)
+            self.reduced += 1
             return
         assert func[1] == src.name, func
         assert tuple(block) == tuple(src.block) and shared == src.shared_bytes
@@ -93,6 +103,7 @@ def run_emulated(p, arch, tmp_path, perf_config=None, mangle=None, seed=None):
     dx = GpuEngine(rt, BinaryCache(tmp_path / "cache")).run(sol, dy, w)
     assert rt.emulated == sol.n_chunks, "every chunk's launch ran on the emulator"
     assert rt.transposed == len(sol.transforms)
+    assert rt.reduced == (sol.n_chunks if sol.reduce is not None else 0), "every chunk's split-K reduction ran"
     return sol, verify(p, dx, dgrad_reference(p, dy, w))
 
 
@@ -173,6 +184,22 @@ CASES = [
     # the patch GEMM (stride = filter), H not a multiple of the stride (memset tail)
     (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx942", None, "patch-gemm"),
     (f"convbfp16 -n 1 -c 3 -H 10 -W 8 -k 32 -y 4 -x 4 -u 4 -v 4 {NHWC}", "gfx90a", None, "patch-gemm"),
+    # split-K through the fp32 workspace (_skws: plain stores into the slices, then the
+    # reduction kernel): odd cpg (fp16, no packed atomic), bf16 on gfx90a/sm_80, fp32 FFMA,
+    # zeros by the reduction (1x1 stride 2), NCHW dX stored by the reduction (Hi*Wi odd),
+    # warpgroup MMA with paired fp32 stores
+    (f"convfp16 -n 2 -c 15 -H 5 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "gfx942", "64,16,32,2,1,32,16,0,0,0,3,-1,2",
+     "warp-mma"),
+    (f"convbfp16 -n 1 -c 16 -H 7 -W 5 -k 64 -y 1 -x 1 -u 2 -v 2 {NHWC}", "gfx90a",
+     "64,16,16,2,1,32,16,0,0,0,2,-1,2", "warp-mma"),
+    ("conv -n 2 -c 9 -H 5 -W 7 -k 48 -y 3 -x 3 -p 1 -q 1 -F 2", "gfx942", "64,16,16,2,1,32,16,0,0,0,4,-1,2,0,2",
+     "warp-mma"),
+    (f"convfp16 -n 2 -c 17 -H 6 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_80", "64,32,32,2,2,32,16,0,0,0,2,-1,3",
+     "warp-mma"),
+    ("convbfp16 -n 2 -c 16 -H 5 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "sm_80", "64,16,32,2,1,32,16,0,0,0,3,0,2",
+     "warp-mma"),
+    (f"convfp16 -n 1 -c 64 -H 5 -W 4 -k 256 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,3,-1,4,1,2", "wgmma"),
     # NCHW pointwise: per-image GEMMs reading dY and writing dX NCHW in place
     ("convfp16 -n 2 -c 24 -H 4 -W 4 -k 32 -y 1 -x 1 -F 2", "gfx942", "64,32,32,2,1,32,32,0,0,0,1,-1,2,7",
      "nchw-pointwise"),
@@ -204,6 +231,27 @@ def test_tma_kernel_stores_nchw_dx(monkeypatch, tmp_path, line, cfg):
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
 
 
+@pytest.mark.parametrize("arch,line,cfg", [
+    ("gfx942", f"convfp16 -n 2 -c 15 -H 5 -W 5 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "64,16,32,2,1,32,16,0,0,0,3,-1,2"),
+    ("sm_90", "convbfp16 -n 1 -c 64 -H 5 -W 3 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2", "128,64,64,2,1,64,64,0,0,0,3,-1,4,1,2"),
+])
+def test_split_k_workspace_is_deterministic_and_every_split_writes_its_slice(tmp_path, arch, line, cfg):
+    """Split-K through the workspace on the emulator (the host threads of a block, and the
+    splits, run concurrently): two runs give the same bits; a kernel whose splits all store
+    into slice 0 leaves the other slices' NaN poison, which the reduction reads."""
+    p = parse(line.split()).problem
+    sol = SOLVER.find_solution(p, get_target(arch), perf_config=cfg)
+    assert sol.reduce is not None and sol.spec.split_k == 3 and "_skws_" in sol.kernel_name
+    dy, w = _inputs(p, np.random.default_rng(3))
+    outs = [GpuEngine(EmuRuntime(sol, tmp_path / "emu"), BinaryCache(tmp_path / "cache")).run(sol, dy, w)
+            for _ in range(2)]
+    assert np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8))
+    assert verify(p, outs[0], dgrad_reference(p, dy, w)).ok
+    slice_z = "(long long)DG_BID_Z() * DG_WS_SLICE"
+    _, v = run_emulated(p, arch, tmp_path, perf_config=cfg, mangle=lambda t: t.replace(slice_z, "0LL"))
+    assert v.nonfinite > 0, "the reduction read every split's slice"
+
+
 def test_split_n_chunks_on_the_emulator(monkeypatch, tmp_path):
     """Three launches of whole images (split-N), each the real kernel at its own offsets,
     with split-K's memset per chunk."""
@@ -211,6 +259,16 @@ def test_split_n_chunks_on_the_emulator(monkeypatch, tmp_path):
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * 784)
     sol, v = run_emulated(p, "gfx942", tmp_path, perf_config="64,16,16,2,1,32,16,0,0,0,2,-1,2")
     assert sol.n_chunks == 3
+    assert v.ok and v.nonfinite == 0, v
+
+
+def test_split_n_chunks_with_the_workspace_on_the_emulator(monkeypatch, tmp_path):
+    """Three chunks of whole images, each its kernel into the (reused) slices and then its
+    reduction into its own images of an NCHW dX."""
+    p = parse("convfp16 -n 6 -c 5 -H 7 -W 5 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * max(p.dy_elems, p.dx_elems) // p.N * p.elem_bytes)
+    sol, v = run_emulated(p, "gfx942", tmp_path, perf_config="64,16,32,2,1,32,16,0,0,0,3,-1,2")
+    assert sol.n_chunks == 3 and sol.reduce.layout == "NCHW"
     assert v.ok and v.nonfinite == 0, v
 
 
