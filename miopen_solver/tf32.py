@@ -141,8 +141,8 @@ def resolve(problem, target) -> tuple:
     why = target_reason(target)
     if why is None:
         return problem, None
-    return problem.replace(tf32=False), (f"Math: -M 0 (TF32) runs IEEE fp32 on {target.arch}: {why}; "
-                                         f"as MIOpen falls back to fp32 kernels there")
+    return problem.replace(tf32=False), (f"Math: -M 0 (TF32) runs IEEE fp32 here: {why}; MIOpen falls back "
+                                         f"to fp32 kernels the same way")
 
 
 def math_note(solution) -> str | None:
