@@ -112,10 +112,11 @@ def tf32_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     * A 64x64 warp tile is 4x8 atoms: 128 accumulators (the safe bound) and, per k8 step, 8
       eight-byte A loads and 16 (k-outer) B words for 32 MMAs, the fewest shared loads per
       MMA a warp tile within that bound gets; 64x32 (64 accumulators) where fp16 takes it.
-    * tile_k 16 fp32 elements (64-byte rows, as fp16's 32), 32 for pointwise problems
-      (fp16's 64; a strided 1x1 filter's sub-GEMM records leave no room for it: ptxas spilled
-      such a kernel at 255 registers); k-outer W tiles (``lds_k_outer`` auto: ``cp.async``
-      for both operands).
+    * tile_k 16 fp32 elements (64-byte rows, as fp16's 32), 32 for pointwise problems with
+      GemmK >= 64 (fp16's 64; a strided 1x1 filter's sub-GEMM records leave no room for it: ptxas spilled
+      such a kernel at 255 registers, and gave an NCHW pointwise 128x64x16 tile 128 registers
+      and a 12-byte spill where 128x64x32 takes 166 and none); k-outer W tiles
+      (``lds_k_outer`` auto: ``cp.async`` for both operands).
     * Branches as fp16's: cpg <= 16: one column tile of 8 or 16 (the atom's n is 8) and four
       warps along M, tile_k covering GemmK (in multiples of 16, so the tiles spread evenly over
       the threads) in one stage when it is at most 128; cpg <= 64 or
@@ -127,6 +128,7 @@ def tf32_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     max_k = max(s.gemm_k for s in subs)
     waves = 2 * t.num_cus
     taps = p.Y * p.X
+    deep_pw = p.is_pointwise and max_k >= 64           # tile_k 32: see the docstring
     if p.cpg <= 16:
         tn = 8 if p.cpg <= 8 else 16
         if max_k <= 128:
@@ -134,8 +136,8 @@ def tf32_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return PerfConfig(128, tn, 16, 4, 1, 32, tn, 0, 0, 0, 1, -1, 3)
     if p.cpg <= 64 or (taps > 1 and count_tiles(subs, 128, 128, p.G) < waves):
         split = 2 if (count_tiles(subs, 128, 64, p.G) < waves and max_k >= 1024) else 1
-        return PerfConfig(128, 64, 16, 2, 2, 64, 32, 0, 0, 0, split, -1, 4)
-    if p.is_pointwise:
+        return PerfConfig(128, 64, 32 if deep_pw else 16, 2, 2, 64, 32, 0, 0, 0, split, -1, 4)
+    if deep_pw:
         return PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
     return PerfConfig(128, 128, 16, 2, 2, 64, 64, 0, 0, 0, 1, -1, 4)
 

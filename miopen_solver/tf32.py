@@ -100,9 +100,17 @@ def round_tf32(a) -> np.ndarray:
     return out
 
 
+ROUND_CHUNK = 1 << 18
+"""Elements :func:`round_tf32_` rounds at a time (its temporaries are at most
+:data:`ROUND_TEMP_BYTES`, whatever the array's size)."""
+ROUND_TEMP_BYTES = 16 * ROUND_CHUNK
+"""Host bytes of :func:`round_tf32_`'s temporaries (masks and one uint32 term per element of a chunk)."""
+
+
 def round_tf32_(a: np.ndarray) -> np.ndarray:
-    """:func:`round_tf32` in place on a C-contiguous float32 array (no copy of ``a``; boolean
-    masks of its size are the only temporaries). Returns ``a``.
+    """:func:`round_tf32` in place on a C-contiguous float32 array, :data:`ROUND_CHUNK`
+    elements at a time (no copy of ``a``; temporaries of at most :data:`ROUND_TEMP_BYTES`).
+    Returns ``a``.
 
     Raises:
         ValueError: ``a`` is not a contiguous float32 array.
@@ -110,14 +118,16 @@ def round_tf32_(a: np.ndarray) -> np.ndarray:
     if a.dtype != np.float32 or not a.flags.c_contiguous:
         raise ValueError(f"round_tf32_ needs a C-contiguous float32 array, got {a.dtype} "
                          f"(contiguous: {a.flags.c_contiguous})")
-    bits = a.reshape(-1).view(np.uint32)
-    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)     # inf or NaN
-    nan = special & ((bits & np.uint32(0x007FFFFF)) != 0)
-    # finite: add half a TF32 ulp to the magnitude bits (a carry may enter the exponent, from
-    # the largest finite values into inf), then drop the 13 low bits; inf keeps its bits
-    np.add(bits, np.uint32(0x1000), out=bits, where=~special)
-    bits &= np.uint32(0xFFFFE000)
-    bits[nan] |= np.uint32(0x00400000)          # a NaN stays a quiet NaN, whatever its payload
+    flat = a.reshape(-1).view(np.uint32)
+    for i in range(0, flat.size, ROUND_CHUNK):
+        bits = flat[i:i + ROUND_CHUNK]
+        special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)     # inf or NaN
+        nan = special & ((bits & np.uint32(0x007FFFFF)) != 0)
+        # finite: add half a TF32 ulp to the magnitude bits (a carry may enter the exponent,
+        # from the largest finite values into inf), then drop the 13 low bits; inf keeps its bits
+        np.add(bits, np.uint32(0x1000), out=bits, where=~special)
+        bits &= np.uint32(0xFFFFE000)
+        bits[nan] |= np.uint32(0x00400000)          # a NaN stays a quiet NaN, whatever its payload
     return a
 
 
@@ -162,5 +172,5 @@ def math_note(solution) -> str | None:
 
 
 __all__ = ["ENV_OVERRIDES", "KEY_FIELD", "LEGACY_KEY_SUFFIX", "MATH_DEFAULT", "MATH_PEDANTIC", "MATH_TYPES",
-           "MATH_TYPE_ALLOWED", "MANTISSA_BITS", "NO_TF32", "TOLERANCE", "math_note", "resolve", "round_tf32",
-           "round_tf32_", "target_reason"]
+           "MATH_TYPE_ALLOWED", "MANTISSA_BITS", "NO_TF32", "ROUND_CHUNK", "ROUND_TEMP_BYTES", "TOLERANCE",
+           "math_note", "resolve", "round_tf32", "round_tf32_", "target_reason"]
