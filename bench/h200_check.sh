@@ -18,15 +18,24 @@
 #      layout); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
 #      cuDNN and cuBLAS);
-#   6. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
+#   6. (only when STEPS names it) tf32: TF32 math (-M 0, one device call, under 5 minutes):
+#      tests/test_gpu_tf32.py (TF32 kernels against the unrounded float64 reference with MIOpen's
+#      TF32 tolerance, against the CPU engine's TF32 result with the fp32 one, and shown to differ
+#      from IEEE fp32; DGRAD_GPU_EXAMPLES random problems, default 40 here), then
+#      bench/tf32_h200.py: our TF32 against cuDNN with torch.backends.cudnn.allow_tf32 = True and
+#      our FFMA against cuDNN with TF32 off, on the suite's lines in fp32 and the zoo's fp32 lines,
+#      both in CUDA graphs (tf32.md table, tf32.json rows);
+#   7. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
 #      data type, per-class report + plot + rows as JSON. ZOO_ARGS adds options, e.g.
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
 #      after the shard), then merge without a GPU:
 #      python bench/compare.py --report zoo_1of2.json,zoo_2of2.json --out zoo.md --plot zoo.png
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,zoo; default all but zoo) splits it, e.g.
+# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,tf32,zoo; default
+# gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
+#   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
 # DGRAD_COMMIT names the commit in compare's header (the device copy of the tree has no git
 # history).
 set -uo pipefail
@@ -62,6 +71,11 @@ step nchw 540 bash -c 'rc=0; for lay in NCHW NHWC; do
 done; exit $rc' "$OUTDIR"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
 step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step tf32 290 bash -c 'rc=0
+python -m pytest -q tests/test_gpu_tf32.py || rc=1
+python bench/tf32_h200.py --out "$0/tf32.md" --json "$0/tf32.json" || rc=1
+exit $rc' "$OUTDIR"
+grep -h "geometric" "$OUTDIR/tf32.txt" 2>/dev/null
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
