@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from conftest import draw_problem
 from miopen_solver.command import parse
 from miopen_solver.errors import PerfConfigError, RuntimeUnavailable
 from miopen_solver.heuristics import default_performance_config
@@ -159,21 +160,8 @@ def test_depthwise_direct_default_runs_ieee(engine):
 @given(data=st.data())
 def test_random_tf32_problems_match_reference(engine, data):
     """Strided, dilated, grouped, padded problems with odd channel counts, TF32 configs."""
-    G = data.draw(st.sampled_from([1, 1, 1, 2, 3, 4]))
-    cpg, kpg = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 40))
-    Y, X = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 7))
-    sH, sW = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
-    dH, dW = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
-    pH, pW = data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3))
-    Hi, Wi = data.draw(st.integers(1, 20)), data.draw(st.integers(1, 20))
-    N = data.draw(st.integers(1, 3))
-    try:
-        p = ConvProblem(N=N, C=G * cpg, Hi=Hi, Wi=Wi, K=G * kpg, Y=Y, X=X, pH=pH, pW=pW, sH=sH, sW=sW,
-                        dH=dH, dW=dW, G=G, dtype="fp32", in_layout="NHWC", out_layout="NHWC",
-                        fil_layout="NHWC", tf32=True)
-    except ValueError:
-        assume(False)
-        return
+    p = draw_problem(data, tf32=True)
+    assume(p is not None)
     spec = _spec(engine, p, data.draw(st.sampled_from(CONFIGS)))
     assume(spec is not None)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
