@@ -289,7 +289,6 @@ def test_tf32_really_differs_from_ieee_with_fresh_inputs():
     the fp32 one (1.5e-5) would refuse it; the IEEE run of the same inputs passes 1.5e-5."""
     line = f"conv -n 2 -c 64 -H 12 -W 12 -k 128 -y 3 -x 3 -p 1 -q 1 -F 2 {NHWC}"
     seed = int.from_bytes(os.urandom(4), "little")
-    rng = np.random.default_rng(seed)
     errors = {}
     for math_flag in ("-M 0", "-M 1"):
         p = parse(f"{line} {math_flag}").problem
@@ -300,7 +299,6 @@ def test_tf32_really_differs_from_ieee_with_fresh_inputs():
         errors[sol.math] = v.error
     assert errors["tf32"] > FP32_TOL > errors["fp32"], (seed, errors)
     assert errors["tf32"] < TF32_TOL / 10, (seed, errors)          # well inside, not at the edge
-    del rng
 
 
 def test_direct_schedule_runs_ieee_for_tf32_problems():
