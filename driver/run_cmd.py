@@ -569,10 +569,9 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
 
     base = dict(command=cmd.command_line(), problem=problem, solution=solution)
     lines = [report.echo_line(cmd.argv)]
-    notes = list(solution.notes)
     if device.compile_only:
         if emit is not None and not o.as_json:
-            for text in lines + notes:
+            for text in lines + list(solution.notes):
                 emit(text)
             lines = []
         status, more, crec = compile_only(solution)
@@ -580,14 +579,14 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
             rec = report.json_record(**base, backend=None, seed=None, status="ok" if status == 0 else "compile_failed",
                                      compile_only=crec)
             return status, [json.dumps(rec, sort_keys=True)]
-        return status, (lines + notes if emit is None else []) + more
+        return status, (lines + list(solution.notes) if emit is None else []) + more
 
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
     if cmd.time:                    # MIOpenDriver 3.5 main.cpp: SysInfo after the buffers
         lines.append(report.sysinfo_line(device.name if device.backend != "cpu" else None))
     lines.extend(search_notes)
-    lines.extend(notes)
+    lines.extend(solution.notes)
     note = legacy_id_note(cmd)
     if note:
         lines.append(note)

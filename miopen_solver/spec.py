@@ -387,8 +387,8 @@ class DgradSpec:
         vendor and async copies follow from it), dtype, tiles, warp grid and warp tile,
         atom, resolved vector widths, resolved split-K, B layout, stages, path (pointwise
         or number of tilde sub-GEMMs), zero-fill kind, ``_dxnchw`` when it stores dX NCHW
-        (the dtype slot says ``tf32`` for TF32 math: :attr:`math`)
-        (:attr:`nchw_dx`) and the problem's compiled sizes, e.g.
+        (:attr:`nchw_dx`) and the problem's compiled sizes (the dtype slot says ``tf32`` for
+        TF32 math: :attr:`math`), e.g.
         ``dgrad_sm_90_fp16_t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3_tilde4_n32c64h56...``.
         A valid C identifier (arch feature suffixes such as ``:sramecc+`` are dropped)."""
         p = self.problem
