@@ -21,12 +21,19 @@
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
 #      cuDNN and cuBLAS); patch_forms: the same with the patch GEMM's persistent (schedule 9)
 #      and TMA (10) forms on every patch line (refused rows say why);
-#   6. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
+#   6. (only when STEPS names it) tf32: TF32 math (-M 0, one device call, under 5 minutes):
+#      tests/test_gpu_tf32.py (TF32 kernels against the unrounded float64 reference with MIOpen's
+#      TF32 tolerance, against the CPU engine's TF32 result with the fp32 one, and shown to differ
+#      from IEEE fp32; DGRAD_GPU_EXAMPLES random problems, default 40 here), then
+#      bench/tf32_h200.py: our TF32 against cuDNN with torch.backends.cudnn.allow_tf32 = True and
+#      our FFMA against cuDNN with TF32 off, on the suite's lines in fp32 and the zoo's fp32 lines,
+#      both in CUDA graphs (tf32.md table, tf32.json rows);
+#   7. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
 #      data type, per-class report + plot + rows as JSON. ZOO_ARGS adds options, e.g.
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
 #      after the shard), then merge without a GPU:
 #      python bench/compare.py --report zoo_1of2.json,zoo_2of2.json --out zoo.md --plot zoo.png
-#   7. (only when STEPS names it) zoo_tune: a tuning campaign over bench/zoo.txt, 40 configs per
+#   8. (only when STEPS names it) zoo_tune: a tuning campaign over bench/zoo.txt, 40 configs per
 #      layer (dgrad-driver tune --file, --max-configs 40, one worker, a compile pool), its log in
 #      OUT_DIR/zoo_tune.jsonl, then bench/default_vs_tuned.py's table (is every default within
 #      10% of the best of its 40?). The campaign takes more than one device call: the step
@@ -34,9 +41,12 @@
 #      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree) resumes it.
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,zoo; default all but zoo) splits it, e.g.
+# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,big,patch,patch_forms,tf32,zoo,
+# zoo_tune; default
+# gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
+#   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
 # DGRAD_COMMIT names the commit in compare's header (the device copy of the tree has no git
 # history).
 set -uo pipefail
@@ -78,6 +88,11 @@ step patch_forms 540 bash -c 'rc=0; for cfg in 128,256,64,2,1,64,256,0,0,0,1,-1,
         128,128,64,1,1,128,128,0,0,0,1,-1,4,10; do
     python bench/patch_h200.py --config $cfg --json "$0/patch_h200_${cfg##*,}_${cfg%%,*}x$(echo $cfg | cut -d, -f2).json" || rc=1
 done; exit $rc' "$OUTDIR"
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step tf32 290 bash -c 'rc=0
+python -m pytest -q tests/test_gpu_tf32.py || rc=1
+python bench/tf32_h200.py --out "$0/tf32.md" --json "$0/tf32.json" || rc=1
+exit $rc' "$OUTDIR"
+grep -h "geometric" "$OUTDIR/tf32.txt" 2>/dev/null
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}

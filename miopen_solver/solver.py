@@ -22,6 +22,7 @@ processes, which build nothing anew. Everything here runs without a GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from .nchw_pw import nchw_pw_reason, wt_transform
 from .problem import ConvProblem
 from .spec import DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record
 from .target import Target, get_target
+from .tf32 import math_note
 from .transpose import LayoutTransform, layout_transforms, memory_order, workspace_bytes, writes_nchw_dx
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
@@ -193,9 +195,24 @@ class Solution:
     def schedule(self) -> KernelSchedule:
         return self.spec.config.schedule
 
+    @property
+    def math(self) -> str:
+        """The math the kernel runs (``spec.math``): ``"tf32"`` (operands rounded to TF32,
+        fp32 accumulation; :mod:`miopen_solver.tf32`) or the storage type. A TF32 problem on
+        the direct schedule runs ``"fp32"``."""
+        return self.spec.math
+
+    @property
+    def tolerance(self) -> float:
+        """MIOpen's backward-data tolerance for :attr:`math` (implicit GEMM:
+        :func:`~miopen_solver.reference.default_tolerance`), what a run is verified with."""
+        from .reference import default_tolerance
+        return default_tolerance(self.math)
+
     def as_dict(self) -> dict:
         return {"solver_id": self.solver_id, "solution_id": self.solution_id,
                 "algorithm": self.algorithm, "perf_config": self.perf_config.serialize(),
+                "math": self.math, "tolerance": self.tolerance,
                 "zero_fill": self.zero_fill.as_dict(),
                 "kernels": [k.as_dict() for k in self.kernels],
                 "split_n": {"images": self.problem.N, "images_per_launch": self.chunk_images,
@@ -533,7 +550,11 @@ class DgradSolver:
                 f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel")
         if writes_nchw_dx(spec):
             choice.notes.append("Layout: the kernel stores dX NCHW from its epilogue (no dX transform)")
-        return solution_of(spec, choice, images=problem.N, problem=problem)
+        sol = solution_of(spec, choice, images=problem.N, problem=problem)
+        note = math_note(sol)
+        if note:        # a TF32 problem: which math runs, and its tolerance
+            sol = dataclasses.replace(sol, notes=sol.notes + (note,))
+        return sol
 
     def search(self, problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
         """Valid configs for ``problem``, default first, one per distinct kernel (configs
