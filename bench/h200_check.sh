@@ -21,12 +21,19 @@
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
 #      cuDNN and cuBLAS); patch_forms: the same with the patch GEMM's persistent (schedule 9)
 #      and TMA (10) forms on every patch line (refused rows say why);
-#   6. (only when STEPS names it) splitk: split-K through the fp32 workspace -- the workspace-mode
-#      GPU tests (tests/test_gpu.py -k split_k_workspace: verify against the float64 reference
-#      with NaN-poisoned dX and slices, two runs bitwise equal, NCHW dX, split-N; DGRAD_GPU_EXAMPLES
+#   6. (only when STEPS names it) tf32: TF32 math (-M 0, one device call, under 5 minutes):
+#      tests/test_gpu_tf32.py (TF32 kernels against the unrounded float64 reference with MIOpen's
+#      TF32 tolerance, against the CPU engine's TF32 result with the fp32 one, and shown to differ
+#      from IEEE fp32; DGRAD_GPU_EXAMPLES random problems, default 40 here), then
+#      bench/tf32_h200.py: our TF32 against cuDNN with torch.backends.cudnn.allow_tf32 = True and
+#      our FFMA against cuDNN with TF32 off, on the suite's lines in fp32 and the zoo's fp32 lines,
+#      both in CUDA graphs (tf32.md table, tf32.json rows);
+#      splitk: split-K through the fp32 workspace (one device call) -- the workspace-mode GPU
+#      tests (tests/test_gpu.py -k split_k_workspace: verify against the float64 reference with
+#      NaN-poisoned dX and slices, two runs bitwise equal, NCHW dX, split-N; DGRAD_GPU_EXAMPLES
 #      random problems, default 40), then bench/splitk_h200.py (no split, atomic and workspace
 #      split-K at 2 and 4 against cuDNN on the zoo's small-grid lines and the suite lines whose
-#      defaults split; under 5 minutes): OUT_DIR/splitk.txt, splitk.md, splitk.json. One call:
+#      defaults split; under 5 minutes): OUT_DIR/splitk.txt, splitk.md, splitk.json:
 #        STEPS=splitk bench/h200_check.sh $OUT
 #   7. (only when STEPS names it) zoo: bench/compare.py on bench/zoo.txt, each line in its own
 #      data type, per-class report + plot + rows as JSON. ZOO_ARGS adds options, e.g.
@@ -41,10 +48,11 @@
 #      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree) resumes it.
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,big,patch,patch_forms,
-# splitk,zoo,zoo_tune; default the first four) splits it, e.g.
+# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,big,patch,patch_forms,tf32,
+# splitk,zoo,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
+#   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
 # DGRAD_COMMIT names the commit in compare's header (the device copy of the tree has no git
 # history).
 set -uo pipefail
@@ -86,6 +94,11 @@ step patch_forms 540 bash -c 'rc=0; for cfg in 128,256,64,2,1,64,256,0,0,0,1,-1,
         128,128,64,1,1,128,128,0,0,0,1,-1,4,10; do
     python bench/patch_h200.py --config $cfg --json "$0/patch_h200_${cfg##*,}_${cfg%%,*}x$(echo $cfg | cut -d, -f2).json" || rc=1
 done; exit $rc' "$OUTDIR"
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step tf32 290 bash -c 'rc=0
+python -m pytest -q tests/test_gpu_tf32.py || rc=1
+python bench/tf32_h200.py --out "$0/tf32.md" --json "$0/tf32.json" || rc=1
+exit $rc' "$OUTDIR"
+grep -h "geometric" "$OUTDIR/tf32.txt" 2>/dev/null
 DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step splitk 570 bash -c 'rc=0
 python -m pytest -q tests/test_gpu.py -k split_k_workspace || rc=1
 python bench/splitk_h200.py --max-seconds 200 --json "$0/splitk.json" --out "$0/splitk.md" || rc=1

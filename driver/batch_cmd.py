@@ -54,8 +54,8 @@ from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
                       check_count, check_not_kept, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
                       run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
-from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, resolve_device, resolve_reference,
-                      timing_summary)
+from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, for_target, resolve_device,
+                      resolve_reference, timing_summary, with_note)
 from .tune_cmd import Progress
 
 CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
@@ -263,6 +263,8 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     if forw != 2:
         row.status, row.note = "skipped", f"-F {forw}: {describe_directions(forw)}, not backward data"
         return
+    cmd, math_note = for_target(cmd, device.target)     # -M 0 where there is no TF32: IEEE fp32
+    problem = cmd.problem
     row.problem_key = problem.problem_key()
     try:
         check_line(cmd)
@@ -277,13 +279,16 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
         return
     row.applicable = "yes"
     try:
-        solution = find_solution(problem, device, RunOptions(perfdb=o.perfdb, use_perfdb=o.use_perfdb))
+        solution = with_note(find_solution(problem, device, RunOptions(perfdb=o.perfdb, use_perfdb=o.use_perfdb)),
+                             math_note)
     except (PerfConfigError, ValueError) as e:
         row.status, row.note = "error", one_line(e)
         return
     for text in solution.warnings:
         warn(text)
     row.kernel_name, row.perf_config = solution.kernel_name, solution.perf_config.serialize()
+    if math_note:                   # a failure below replaces it with its reason
+        row.note = math_note
     row.config_source = solution.source
     f = cmd.flags
     job_args = dict(solution=solution.to_record(), backend=device.backend,

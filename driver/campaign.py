@@ -55,7 +55,7 @@ from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_add
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
                       check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
-from .run_cmd import check_input_files, check_line, resolve_device, resolve_reference
+from .run_cmd import check_input_files, check_line, for_target, resolve_device, resolve_reference
 from .tune_cmd import TuneOptions, _check_perfdb
 
 CSV_FIELDS = ("problem", "problem_key", "lines", "rank", "default", "status", "median_ms", "average_ms", "min_ms",
@@ -138,6 +138,7 @@ def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
                 raise
             skipped.append(Skipped(n, f"error: {one_line(e)}"))
             continue
+        cmd, _ = for_target(cmd, target)        # -M 0 where there is no TF32: IEEE fp32 (its key too)
         problem = cmd.problem
         key = problem.problem_key()
         if key in by_key:

@@ -271,6 +271,8 @@ def json_record(*, command, problem, solution, backend, seed, status: str, timin
         "arch": spec.target.arch,
         "problem_key": problem.problem_key(),
         "kernel_name": solution.kernel_name,
+        "math": solution.math,
+        "tolerance": solution.tolerance,
         "perf_config": spec.config.serialize(),
         "config_source": solution.source,
         "perfdb": solution.perfdb_path,

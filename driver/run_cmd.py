@@ -27,6 +27,7 @@ printed. With an explicit ``--backend cuda|hip`` the device must be that arch.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -45,6 +46,8 @@ from miopen_solver.config import SPLIT_K_REDUCE
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
 from miopen_solver.target import Target, get_target
 from miopen_solver.text import shorten, without_bytes_reprs
+from miopen_solver.tf32 import ENV_OVERRIDES, MATH_DEFAULT
+from miopen_solver.tf32 import resolve as resolve_tf32
 
 from . import miopen_env, report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target, check_count,
@@ -236,7 +239,25 @@ def legacy_id_note(cmd: DriverCommand) -> str | None:
     return None
 
 
-def unhonoured_flag_notes(cmd: DriverCommand) -> list:
+def for_target(cmd: DriverCommand, target) -> tuple:
+    """``(cmd, note)``: the line's problem resolved for ``target`` (MIOpen's
+    ``SetupComputeType``, :func:`miopen_solver.tf32.resolve`): a ``-M 0`` fp32 line on a
+    target without a TF32 matrix instruction becomes the IEEE fp32 problem, and ``note`` says
+    so (None otherwise). Every subcommand asks this once it knows the target, before keys,
+    perf-db records or configs are looked at."""
+    problem, note = resolve_tf32(cmd.problem, target)
+    if problem is cmd.problem:
+        return cmd, None
+    return dataclasses.replace(cmd, problem=problem), note
+
+
+def with_note(solution, note: str | None):
+    """``solution`` with ``note`` (e.g. :func:`for_target`'s) first among its notes, so the
+    note travels with it (text output, ``--json``, workers); unchanged when ``note`` is None."""
+    return solution if not note else dataclasses.replace(solution, notes=(note,) + tuple(solution.notes))
+
+
+def unhonoured_flag_notes(cmd: DriverCommand, environ=None) -> list:
     """One ``Info:`` line per MIOpenDriver flag that is set but that this driver does not
     honour as MIOpenDriver does (never silence):
 
@@ -244,12 +265,16 @@ def unhonoured_flag_notes(cmd: DriverCommand) -> list:
       (the bias buffer still takes its random numbers, so dY and W match MIOpen's);
     * ``-C DIR``: MIOpen reads/writes cached reference results there; we always compute the
       reference;
-    * ``-M N`` other than 1: MIOpen's math type (TF32 for fp32 with ``-M 0``); our fp32
-      kernels compute in fp32;
+    * ``-M 0`` on a ``convfp16``/``convbfp16`` line: TF32 math is for fp32 data only (as in
+      MIOpen, whose key and kernels ignore it for 16-bit types), so it changes nothing;
+    * ``MIOPEN_TF32_OVERRIDE``/``NVIDIA_TF32_OVERRIDE`` set (``environ``, default the
+      process's): MIOpen's ``EnvEnableTF32`` reads them; here only ``-M 0`` selects TF32
+      (:mod:`miopen_solver.tf32`);
     * ``-N 0``/``-N 1``: MIOpen fills dX with NaN before a launch only with ``-N 1``; we
       always do (an unwritten pixel must fail verification).
     """
     f = cmd.flags
+    env = os.environ if environ is None else environ
     out = []
     if cmd.bias:
         out.append(f"Info: '-b {f['bias']}' is not honoured: backward bias is not run or verified "
@@ -257,8 +282,13 @@ def unhonoured_flag_notes(cmd: DriverCommand) -> list:
     if str(f["verification_cache"]).strip():
         out.append(f"Info: '-C {f['verification_cache']}' is not honoured: the reference is always "
                    "computed, never read from or written to a verification cache")
-    if int(f["math_type"]) != 1:
-        out.append(f"Info: '-M {f['math_type']}' is not honoured: fp32 runs in fp32 (no TF32 math)")
+    if int(f["math_type"]) == MATH_DEFAULT and cmd.problem.dtype != "fp32":
+        out.append(f"Info: '-M {f['math_type']}' changes nothing for {cmd.base}: TF32 math is for fp32 data "
+                   f"only, as in MIOpen")
+    overrides = [name for name in ENV_OVERRIDES if str(env.get(name, "")).strip() not in ("", "0")]
+    if overrides:
+        out.append(f"Info: {' and '.join(overrides)} set: not honoured (MIOpen's EnvEnableTF32 reads them); "
+                   f"only '-M 0' selects TF32 math here")
     if int(f["init_output_nan"]) == 0 and "init_output_nan" in cmd.written:
         out.append("Info: '-N 0' is not honoured: dX is always filled with NaN before the "
                    "verification launch")
@@ -580,6 +610,8 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     device = resolve_device(o.backend, o.arch, timeout)
     t_aux = time.perf_counter()         # MIOpen's "auxiliary API calls": applicability, config, spec
     target = device.target
+    cmd, math_fallback = for_target(cmd, target)       # -M 0 where there is no TF32: IEEE fp32
+    problem = cmd.problem
     check_applicable(problem, target)
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
     if dump and not o.print_name_only and not device.compile_only:
@@ -589,7 +621,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         click.echo(miopen_env.command_log_line(problem, DTYPE_BASE[problem.dtype],
                                                SOLVER_ID if immediate else None), err=True)
     search_notes, search_rec, o = search_first(tokens, cmd, device, o, menv)
-    solution = find_solution(problem, device, o)
+    solution = with_note(find_solution(problem, device, o), math_fallback)
     for text in solution.warnings:
         warn(text)
     spec = solution.spec
@@ -620,7 +652,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     note = legacy_id_note(cmd)
     if note:
         lines.append(note)
-    lines.extend(unhonoured_flag_notes(cmd))
+    lines.extend(unhonoured_flag_notes(cmd, o.environ))
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
     if cmd.time and graph and device.backend == "cpu":

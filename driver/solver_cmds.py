@@ -47,7 +47,8 @@ from miopen_solver.target import get_target
 from miopen_solver.text import cut_values
 
 from .options import UserError, arch_target, error_line, perfdb_label, warn
-from .run_cmd import SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k, check_split_k_reduce
+from .run_cmd import (SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k, check_split_k_reduce, for_target,
+                      with_note)
 
 DEFAULT_ARCH = "gfx942"
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
@@ -153,14 +154,19 @@ def _fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def _verdict_doc(problem, target, verdict) -> dict:
+def _verdict_doc(problem, target, verdict, math_note: str | None = None) -> dict:
+    """The ``applicable`` answer as data; ``math`` is the problem's compute type on the
+    target (``tf32`` for a ``-M 0`` fp32 line where TF32 exists), ``math_note`` why a
+    ``-M 0`` line runs IEEE fp32 there (None otherwise)."""
     return {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
-            **verdict.as_dict()}
+            "math": problem.compute_type, "math_note": math_note, **verdict.as_dict()}
 
 
 def _verdict_text(doc: dict) -> str:
     state = "applicable" if doc["applicable"] else "not applicable"
     lines = [f"{doc['solver']} on {doc['arch']}: {state}", f"problem key: {doc['problem_key']}"]
+    if doc.get("math_note"):
+        lines.append(f"note: {doc['math_note']}")
     lines += [f"  {r['code']}: {r['message']}" for r in doc["reasons"]]
     lines += [f"  note {n['code']}: {n['message']}" for n in doc["notes"]]
     return "\n".join(lines)
@@ -192,8 +198,9 @@ def applicable_cmd(arch, backend, as_json, line):
         cmd = _parse_line(tokens, any_direction=True)
     except BadInput as e:
         _fail(str(e))
+    cmd, math_note = for_target(cmd, target)       # -M 0 where there is no TF32: IEEE fp32, as a run
     verdict = DgradSolver().is_applicable(cmd.problem, target, forw=int(cmd.flags["forw"]))
-    doc = _verdict_doc(cmd.problem, target, verdict)
+    doc = _verdict_doc(cmd.problem, target, verdict, math_note)
     _emit(doc, bool(opts.get("json")), _verdict_text(doc))
     raise SystemExit(0 if verdict.ok else 1)
 
@@ -230,10 +237,11 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
     except BadInput as e:
         _fail(str(e))
     as_json = bool(opts.get("json"))
+    cmd, math_note = for_target(cmd, target)       # -M 0 where there is no TF32: IEEE fp32, as a run
     solver, problem = DgradSolver(), cmd.problem
     verdict = solver.is_applicable(problem, target)
     if not verdict.ok:
-        doc = _verdict_doc(problem, target, verdict)
+        doc = _verdict_doc(problem, target, verdict, math_note)
         _emit(doc, as_json, _verdict_text(doc))
         raise SystemExit(1)
     db = None if opts.get("no-perfdb") or given is not None else (opts.get("perfdb") or default_path())
@@ -247,6 +255,7 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
                "valid": False, "perf_config": shown, "reason": str(e)}
         _emit(doc, as_json, f"invalid perf config {shown} for {target.arch}: {e}")
         raise SystemExit(1)
+    solution = with_note(solution, math_note)
     for text in solution.warnings:
         warn(text)
     spec = solution.spec
@@ -255,7 +264,8 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
     facts = solution.as_dict()
     doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
            "valid": True, "source": source, "perf_config": solution.perf_config.serialize(), "notes": notes,
-           "kernel_name": solution.kernel_name, "workspace_bytes": solution.workspace_bytes,
+           "kernel_name": solution.kernel_name, "math": solution.math, "tolerance": solution.tolerance,
+           "workspace_bytes": solution.workspace_bytes,
            "layout_transforms": facts["layout_transforms"], "spec": _spec_doc(spec),
            "launch": {**solution.kernels[0].as_dict(), "zero_fill": solution.zero_fill.as_dict(),
                       "workspace_bytes": solution.workspace_bytes},
@@ -312,6 +322,7 @@ def _config_text(doc: dict) -> str:
              f"solver: {doc['solver']} on {doc['arch']}",
              f"problem key: {doc['problem_key']}",
              f"perf config: {doc['perf_config']} ({doc['source']})",
+             f"math: {doc['math']} (verification tolerance {doc['tolerance']:g})",
              *(f"note: {text}" for text in doc["notes"]),
              f"grid: {' x '.join(map(str, launch['grid']))}  block: {launch['block'][0]}  "
              f"zero-fill: {launch['zero_fill']['kind']}  workspace: {launch['workspace_bytes']} bytes"]

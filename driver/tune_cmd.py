@@ -51,7 +51,7 @@ from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
                       arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
-from .run_cmd import check_applicable, check_input_files, parse_line, resolve_device, resolve_reference
+from .run_cmd import check_applicable, check_input_files, for_target, parse_line, resolve_device, resolve_reference
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
               "perf_config", "split_k", "split_k_reduce", "lds_k_outer", "kernel_name", "compile_ms", "failure",
@@ -318,9 +318,10 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     # a bad $DGRAD_WORKER_TIMEOUT or $DGRAD_WORKER_STARTUP_TIMEOUT is bad input, before the sweep
     o = replace(o, timeout=workers.job_timeout(o.timeout))
     cmd = parse_line(tokens)
-    problem = cmd.problem
     device = resolve_device(o.backend, o.arch, o.timeout)
     target = device.target
+    cmd, math_note = for_target(cmd, target)       # -M 0 where there is no TF32: IEEE fp32
+    problem = cmd.problem
     check_applicable(problem, target)
     candidates = list(DgradSolver().search(problem, target, split_k_reduce=o.split_k_reduce))
     picked = select_configs(candidates, o.max_configs)
@@ -353,6 +354,8 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     say(report.seed_line(seed))
     say(f"Tuning {SOLVER_NAME} on {target.arch} ({device.backend}, {device.name}): problem "
         f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, warm-up {o.warmup}")
+    if math_note:
+        say(math_note)
     err = stderr if stderr is not None else sys.stderr
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     progress = Progress(err, len(rows), show)

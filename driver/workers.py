@@ -643,7 +643,7 @@ def _do_verification(job: Job, state: _State) -> dict:
         if kind == "cpu" and not job.dump and ref_mod.block_shape(problem) != (problem.N, problem.Hi):
             # too big to hold beside the tensors: computed and compared block by block, per job
             state.ref_key = state.ref = None
-            verdict = ref_mod.verify_reference(problem, dx, inp.dy, inp.w)
+            verdict = ref_mod.verify_reference(problem, dx, inp.dy, inp.w, sol.tolerance)
         else:                   # (-o 1 dumps the whole reference, so it is computed whole)
             if state.ref_key != kind:
                 state.ref_key = state.ref = None
@@ -652,7 +652,7 @@ def _do_verification(job: Job, state: _State) -> dict:
                 else:
                     state.ref = ref_mod.dgrad_reference(problem, inp.dy, inp.w)
                 state.ref_key = kind
-            verdict = ref_mod.verify(problem, dx, state.ref)
+            verdict = ref_mod.verify(problem, dx, state.ref, sol.tolerance)
         if job.dump and kind == "cpu":
             # MIOpen RunBackwardDataCPU: dumpBufferToFile<Tref> of din_host, i.e. float32 (Tref
             # of conv/convfp16/convbfp16) in dX's descriptor layout, as the reference holds it

@@ -18,6 +18,12 @@ Policy (decisions, with their sources):
 ``DTYPE``
     fp32, fp16, bf16 storage (no int8/fp8/bf8 and no cast types); the target must have a
     matrix atom for the type.
+``TF32``
+    A problem with TF32 math (``ConvProblem.tf32``, MIOpenDriver ``-M 0`` on fp32) needs a TF32
+    matrix instruction on the target (:func:`miopen_solver.tf32.target_reason`: none on gfx90a
+    and gfx950). The driver never sends one there: MIOpen falls back to fp32 kernels on such
+    devices, and so does :func:`miopen_solver.tf32.resolve`, with a note; a library caller who
+    asks the solver directly gets this reason.
 ``LAYOUT``
     Every tensor must be NHWC or NCHW in memory, in any combination (all-NCHW, MIOpen's
     default, and the mixed lines of MIOpen's perf-model files alike), on every target. The
@@ -90,11 +96,13 @@ from .problem import DTYPE_BYTES, ConvProblem
 from .config import KernelSchedule
 from .heuristics import default_performance_config
 from .target import Target
+from .tf32 import target_reason
 from .tilde import axes, too_many_sub_gemms
 
 DIRECTION = "DIRECTION"
 TRANSPOSED_MODE = "TRANSPOSED_MODE"
 DTYPE = "DTYPE"
+TF32 = "TF32"
 LAYOUT = "LAYOUT"
 SPATIAL_DIM = "SPATIAL_DIM"
 INDEX_OVERFLOW = "INDEX_OVERFLOW"
@@ -102,7 +110,7 @@ TOO_MANY_SUB_GEMMS = "TOO_MANY_SUB_GEMMS"
 NO_VALID_CONFIG = "NO_VALID_CONFIG"
 DEPTHWISE = "DEPTHWISE"
 
-REASON_CODES = (DIRECTION, TRANSPOSED_MODE, DTYPE, LAYOUT, SPATIAL_DIM, INDEX_OVERFLOW,
+REASON_CODES = (DIRECTION, TRANSPOSED_MODE, DTYPE, TF32, LAYOUT, SPATIAL_DIM, INDEX_OVERFLOW,
                 TOO_MANY_SUB_GEMMS, NO_VALID_CONFIG)
 """Every code a :class:`Reason` may carry (stable; scripts may match on them)."""
 NOTE_CODES = (DEPTHWISE,)
@@ -290,6 +298,9 @@ def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) ->
                                      f"supported: {', '.join(SUPPORTED_DTYPES)}"))
     elif not target.atoms_for(problem.dtype):
         reasons.append(Reason(DTYPE, f"{target.arch} has no matrix atom for {problem.dtype}"))
+    elif problem.tf32 and target_reason(target) is not None:
+        reasons.append(Reason(TF32, f"{target_reason(target)}; MIOpen runs fp32 there (math type "
+                                    f"falls back): ask for IEEE fp32 (tf32=False, MIOpenDriver -M 1)"))
     layout = _layout_reason(problem)
     if layout:
         reasons.append(layout)

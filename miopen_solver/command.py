@@ -18,6 +18,12 @@ Layout values are accepted in any case (MIOpen rejects lowercase short forms, is
 accepted. :func:`check_supported` refuses what parses but this solver cannot honour
 (vectorized tensors, cast types, ``-G 1`` with ``-V 1``); every subcommand applies it.
 
+``-M``/``--math_type`` is MIOpen's math type (``driver/conv_driver.hpp``, 07647551): 1
+(``miopenMathPedantic``, IEEE fp32) by default, 0 (``miopenMathDefault``) computes fp32 lines
+with TF32 math (``ConvProblem.tf32``; :mod:`miopen_solver.tf32`); any other value is an error
+naming the flag (MIOpen prints "Invalid math_type value" and exits 0). TF32 applies to fp32
+only, as in MIOpen: ``convfp16``/``convbfp16`` lines with ``-M 0`` compute as without it.
+
 Cost: parsing is linear in the line's length (the shell-style splitter included), so a
 megabyte token is refused in milliseconds.
 """
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field
 
 from .errors import MiopenCommandError
 from .problem import LAYOUTS_2D, LAYOUTS_3D, ConvProblem, output_size
+from .tf32 import MATH_DEFAULT, MATH_PEDANTIC, MATH_TYPE_ALLOWED
 
 BASE_DTYPES = {"conv": "fp32", "convfp32": "fp32", "convfp16": "fp16", "convbfp16": "bf16"}
 """Accepted base arguments and their storage type."""
@@ -104,7 +111,8 @@ FLAGS = (
     Flag("R", "wei_cast_type", "-1", "str", "cast type"),
     Flag("N", "init_output_nan", 0, "int", "initialise output with NaN (newer MIOpen)"),
     Flag("&", "tuning_policy", 0, "int", "tuning policy (newer MIOpen)"),
-    Flag("M", "math_type", 1, "int", "math type (newer MIOpen)"),
+    Flag("M", "math_type", 1, "int", "math type: 0 miopenMathDefault (TF32 math for fp32), "
+                                     "1 miopenMathPedantic (IEEE fp32)"),
     Flag("~", "gpubuffer_check", 0, "int", "GPU buffer check (newer MIOpen)"),
     Flag("J", "use_hip_graph", 0, "int", "time through a graph (newer MIOpen)"),
 )
@@ -331,6 +339,8 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
     sdim = values["spatial_dim"]
     if sdim not in (2, 3):
         raise MiopenCommandError(flag_text["spatial_dim"], str(sdim), "2 or 3")
+    if values["math_type"] not in (MATH_DEFAULT, MATH_PEDANTIC):
+        raise MiopenCommandError(flag_text["math_type"], str(values["math_type"]), MATH_TYPE_ALLOWED)
 
     problem = _build_problem(base, values, flag_text)
     return DriverCommand(base=base, problem=problem, flags=values, argv=tuple(tokens), written=given)
@@ -447,6 +457,7 @@ def _build_problem(base: str, v: dict, ft: dict) -> ConvProblem:
         in_layout=layouts[0], out_layout=layouts[1], fil_layout=layouts[2], spatial_dim=sdim,
         mode=v["mode"],
         trans_pads=(v["trans_output_pad_d"], v["trans_output_pad_h"], v["trans_output_pad_w"]),
+        tf32=BASE_DTYPES[base] == "fp32" and v["math_type"] == MATH_DEFAULT,
     )
     if is3:
         kw.update(Di=v["in_d"], Z=v["fil_d"], pD=pd, sD=v["conv_stride_d"], dD=v["dilation_d"])
@@ -487,7 +498,8 @@ def _derived_size_error(axis: str, names: tuple, values: list, out: int, v: dict
 
 
 def format_command(problem: ConvProblem, base: str | None = None, extra: str = "") -> str:
-    """An MIOpenDriver line (short flags) that parses back to ``problem``."""
+    """An MIOpenDriver line (short flags) that parses back to ``problem`` (``-M 0`` only for
+    TF32 math)."""
     base = base or {v: k for k, v in reversed(list(BASE_DTYPES.items()))}[problem.dtype]
     p = problem
     s = (f"{base} -n {p.N} -c {p.C} -H {p.Hi} -W {p.Wi} -k {p.K} -y {p.Y} -x {p.X} "
@@ -495,4 +507,6 @@ def format_command(problem: ConvProblem, base: str | None = None, extra: str = "
          f"-F 2 --in_layout {p.in_layout} --out_layout {p.out_layout} --fil_layout {p.fil_layout}")
     if p.is_3d:
         s += (f" -_ 3 -! {p.Di} -@ {p.Z} -$ {p.pD} -# {p.sD} -^ {p.dD}")
+    if p.tf32:
+        s += f" -M {MATH_DEFAULT}"
     return s + (" " + extra if extra else "")

@@ -232,6 +232,12 @@ class DirectSpec:
         return self.stage
 
     @property
+    def math(self) -> str:
+        """The storage type: each thread sums its taps in fp32 FMAs, with no matrix
+        instruction, so a TF32 problem (:mod:`miopen_solver.tf32`) runs IEEE fp32 here."""
+        return self.problem.dtype
+
+    @property
     def zero_fill_blocks(self) -> int:
         """Every dX element is written by its thread (zeros where no tap reaches)."""
         return 0
@@ -284,6 +290,7 @@ class DirectSpec:
             "kernel_name": self.kernel_name,
             "schedule": self.schedule.slug,
             "problem_key": self.problem.problem_key(),
+            "math": self.math,
             "arch": self.target.arch,
             "perf_config": self.config.serialize(),
             "threads": self.block_threads,

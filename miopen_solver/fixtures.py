@@ -99,6 +99,7 @@ from .problem import ConvProblem
 from .solver import DgradSolver
 from .target import Target, get_target
 from .text import text_lines
+from .tf32 import resolve as resolve_tf32
 
 GOLDEN_TARGETS = ("gfx942", "sm_90")
 """Arch presets every fixture's applicability and emission are pinned for."""
@@ -115,8 +116,9 @@ FLOP_BUDGET = 1_000_000_000
 ELEMENT_BUDGET = 4_000_000
 """Largest element count of each of dX, dY and W of a shrunk problem."""
 
-BAND_RATIO = {"fp32": 4.0, "fp16": 1.25, "bf16": 1.25}
-"""Allowed ratio between a CPU rms error and its golden, per data type."""
+BAND_RATIO = {"fp32": 4.0, "fp16": 1.25, "bf16": 1.25, "tf32": 1.25}
+"""Allowed ratio between a CPU rms error and its golden, per data type (``tf32``: fp32 with
+TF32 math, whose error is dominated by rounding the inputs, like fp16's by rounding dX)."""
 
 BAND_FLOOR = 1e-5
 """Absolute slack of the band, as a fraction of the tolerance."""
@@ -404,6 +406,7 @@ def target_record(problem: ConvProblem, target: Target, perf_config: str | None 
             (replay turns it into a failure).
     """
     solver = DgradSolver()
+    problem, _ = resolve_tf32(problem, target)     # as the driver does: -M 0 without TF32 runs IEEE fp32
     verdict = solver.is_applicable(problem, target)
     rec = {"applicable": verdict.ok, "reasons": [r.code for r in verdict.reasons],
            "notes": [n.code for n in verdict.notes]}
@@ -655,9 +658,10 @@ def replay(fixture: Fixture, engine=None) -> Result:
 
 
 def dtype_of(command: str) -> str:
-    """The data type an MIOpenDriver line asks for (``fp32`` when the line does not parse)."""
+    """The data type an MIOpenDriver line asks for, ``tf32`` for an fp32 line with TF32 math
+    (``-M 0``; the numerics band's key), ``fp32`` when the line does not parse."""
     try:
-        return parse(command).problem.dtype
+        return parse(command).problem.compute_type
     except MiopenCommandError:
         return "fp32"
 

@@ -66,7 +66,8 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
       tile_k 32 / 4 stages for multi-tap filters; shallow GemmK (<= 64) prefers 2x4 warps.
 
     fp32 (FFMA): 128x128x16 for large problems, 128x64x16 for strided ones, else 64x64x16
-    with split_k 4 when GemmK >= 1024 and fewer than 8 waves of tiles.
+    with split_k 4 when GemmK >= 1024 and fewer than 8 waves of tiles. fp32 with TF32 math:
+    :func:`tf32_nvidia_config` (not measured).
     """
     p, t = problem, target
     subs = cached_decompose(p).sub_gemms
@@ -74,6 +75,8 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     waves = 2 * t.num_cus
     taps = p.Y * p.X
     split_ok = split_k_atomics_reason(p, t) is None
+    if p.tf32:
+        return tf32_nvidia_config(p, t)
     if p.dtype in ("fp16", "bf16") and t.wgmma and p.cpg > 32 and p.kpg >= 64:
         return wgmma_config(p, t)
     if p.dtype in ("fp16", "bf16"):
@@ -99,6 +102,44 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return PerfConfig(128, 64, 16, 2, 2, 64, 32, 0, 0, 0, 1, -1, 3)
     split = 4 if (split_ok and max_k >= 1024 and count_tiles(subs, 64, 64, p.G) < 4 * waves) else 1
     return PerfConfig(64, 64, 16, 2, 2, 32, 32, 0, 0, 0, split, -1, 3)
+
+
+def tf32_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The NVIDIA default for fp32 with TF32 math (``mma.sync.m16n8k8`` TF32 on the warp-MMA
+    main loop). **Not measured**: reasoned from the atom and the fp16 rules of
+    :func:`measured_nvidia_config` (the same schedule with a 16x8x8 atom instead of 16x8x16).
+
+    * A 64x64 warp tile is 4x8 atoms: 128 accumulators (the safe bound) and, per k8 step, 8
+      eight-byte A loads and 16 (k-outer) B words for 32 MMAs, the fewest shared loads per
+      MMA a warp tile within that bound gets; 64x32 (64 accumulators) where fp16 takes it.
+    * tile_k 16 fp32 elements (64-byte rows, as fp16's 32), 32 for pointwise problems with
+      GemmK >= 64 (fp16's 64; a strided 1x1 filter's sub-GEMM records leave no room for it: ptxas spilled
+      such a kernel at 255 registers, and gave an NCHW pointwise 128x64x16 tile 128 registers
+      and a 12-byte spill where 128x64x32 takes 166 and none); k-outer W tiles
+      (``lds_k_outer`` auto: ``cp.async`` for both operands).
+    * Branches as fp16's: cpg <= 16: one column tile of 8 or 16 (the atom's n is 8) and four
+      warps along M, tile_k covering GemmK (in multiples of 16, so the tiles spread evenly over
+      the threads) in one stage when it is at most 128; cpg <= 64 or
+      a filter with taps and fewer than two waves of 128x128 tiles: 128x64 tiles, split_k 2
+      where fp16 splits; otherwise 128x128 tiles, 4 stages (3 with tile_k 32).
+    """
+    p, t = problem, target
+    subs = cached_decompose(p).sub_gemms
+    max_k = max(s.gemm_k for s in subs)
+    waves = 2 * t.num_cus
+    taps = p.Y * p.X
+    deep_pw = p.is_pointwise and max_k >= 64           # tile_k 32: see the docstring
+    if p.cpg <= 16:
+        tn = 8 if p.cpg <= 8 else 16
+        if max_k <= 128:
+            return PerfConfig(128, tn, -(-max_k // 16) * 16, 4, 1, 32, tn, 0, 0, 0, 1, -1, 1)
+        return PerfConfig(128, tn, 16, 4, 1, 32, tn, 0, 0, 0, 1, -1, 3)
+    if p.cpg <= 64 or (taps > 1 and count_tiles(subs, 128, 128, p.G) < waves):
+        split = 2 if (count_tiles(subs, 128, 64, p.G) < waves and max_k >= 1024) else 1
+        return PerfConfig(128, 64, 32 if deep_pw else 16, 2, 2, 64, 32, 0, 0, 0, split, -1, 4)
+    if deep_pw:
+        return PerfConfig(128, 128, 32, 2, 2, 64, 64, 0, 0, 0, 1, -1, 3)
+    return PerfConfig(128, 128, 16, 2, 2, 64, 64, 0, 0, 0, 1, -1, 4)
 
 
 def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:

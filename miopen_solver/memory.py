@@ -72,7 +72,9 @@ class EnginePlan:
     pointwise GEMMs' chunks of images (``nchw_pw``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
     ``pad_cols`` columns in all (none without sub-GEMMs: ``gemm`` False), with ``split_k_bytes``
     for split-K through the workspace (its slices and the reduction's fp32 temporaries, one
-    launch's: reused by every split-N launch). Independent of N."""
+    launch's: reused by every split-N launch). Independent of N.
+    ``tf32``: the operands are rounded to TF32 first (in place on the GEMM path's copies, in
+    chunks; the patch and NCHW pointwise GEMMs take rounded fp32 copies of dY and W)."""
 
     direct: bool = False
     gemm: bool = True
@@ -81,6 +83,7 @@ class EnginePlan:
     pad_rows: int = 0
     pad_cols: int = 0
     split_k_bytes: int = 0
+    tf32: bool = False
 
 
 def engine_plan(spec) -> EnginePlan:
@@ -91,10 +94,11 @@ def engine_plan(spec) -> EnginePlan:
     from .runtime.cpu import live_taps
     if spec.schedule is KernelSchedule.DIRECT:
         return EnginePlan(direct=True)
+    tf32 = spec.math == "tf32"
     if spec.schedule.patch:
-        return EnginePlan(patch=True)
+        return EnginePlan(patch=True, tf32=tf32)
     if spec.schedule.nchw_pointwise:
-        return EnginePlan(nchw_pw=True)
+        return EnginePlan(nchw_pw=True, tf32=tf32)
     p = spec.problem
     if not spec.sub_gemms:
         return EnginePlan(gemm=False)
@@ -103,7 +107,7 @@ def engine_plan(spec) -> EnginePlan:
     cols = [0, p.Wo - 1] + [v for (_, c) in reads for v in c]
     split_k = spec.workspace_bytes + 3 * 4 * p.dx_elems if getattr(spec, "workspace_reduce", False) else 0
     return EnginePlan(pad_rows=max(rows) - min(rows) + 1 - p.Ho, pad_cols=max(cols) - min(cols) + 1 - p.Wo,
-                      split_k_bytes=split_k)
+                      split_k_bytes=split_k, tf32=tf32)
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,7 @@ def _total(parts) -> int:
 def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
     """Peak host bytes of one CPU-engine run beside its inputs, its dX included."""
     from .runtime.cpu import CHUNK_BYTES
+    from .tf32 import ROUND_TEMP_BYTES
     s, (_, _, dx) = p.elem_bytes, _tensors(p)
     relayout = dx if p.in_layout != "NHWC" else 0
     if plan.direct:
@@ -166,12 +171,14 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         from .patch import CHUNK_BYTES as PATCH_CHUNK
         per_image = 4 * p.Ho * p.Wo * p.Y * p.X * p.C
         images = min(p.N, max(1, PATCH_CHUNK // per_image))
-        return dx + relayout + 4 * p.w_elems + images * (4 * p.dy_elems // p.N + 3 * per_image)
+        rounded = 4 * (p.dy_elems + p.w_elems) if plan.tf32 else 0         # TF32-rounded copies
+        return dx + relayout + 4 * p.w_elems + images * (4 * p.dy_elems // p.N + 3 * per_image) + rounded
     if plan.nchw_pw:    # W^T and its fp32 copy; per chunk of images: fp32 dY, the GEMM output and its cast
         from .nchw_pw import CHUNK_BYTES as NCHW_PW_CHUNK
         per_image = 4 * p.C * p.Hi * p.Wi
         images = min(p.N, max(1, NCHW_PW_CHUNK // per_image))
-        return dx + 5 * p.w_elems + images * (4 * p.dy_elems // p.N + per_image + dx // p.N)
+        rounded = 4 * (p.dy_elems + p.w_elems) if plan.tf32 else 0         # TF32-rounded copies
+        return dx + 5 * p.w_elems + images * (4 * p.dy_elems // p.N + per_image + dx // p.N) + rounded
     if not plan.gemm:
         return dx + relayout + 2 * p.Hi * p.Wi
     wp = p.Wo + plan.pad_cols
@@ -179,7 +186,8 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
     chunks = 6 * max(CHUNK_BYTES, 4 * p.C * wp)
     converts = max(p.dy_elems * s if p.out_layout != "NHWC" else 0, p.w_elems * s if p.fil_layout != "NHWC" else 0,
                    relayout, chunks)
-    return dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi + plan.split_k_bytes
+    rounding = ROUND_TEMP_BYTES if plan.tf32 else 0                        # in place, in chunks
+    return dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi + rounding + plan.split_k_bytes
 
 
 def device_bytes(*buffers) -> int:

@@ -5,10 +5,14 @@ Facts (read in MIOpen's sources; nothing here is their code):
 * **Problem fields** -- ``conv::ProblemDescription::Visit`` (rocm-libraries
   ``projects/miopen/src/include/miopen/conv/problem_description.hpp``, ``00bcc23b``): 21
   integer fields (``spatial_dim`` ... ``group_count``) and 3 text fields (``layout``,
-  ``data_type``, ``direction``; a fourth, ``compute_datatype`` = TF32, only for fp32 with
-  TF32 math, which this solver never runs). :meth:`ConvProblem.miopen_db_fields` gives them.
+  ``data_type``, ``direction``; a fourth, ``compute_datatype`` = ``TF32``, only for FP32
+  with TF32 math). :meth:`ConvProblem.miopen_db_fields` gives them.
 * **Text key** (ROCm 6.2 on) -- the values in ``VisitAll`` order (integers, then text)
-  joined by ``x``: :data:`FIELDS` order, :func:`fields_to_key` / :func:`key_to_fields`.
+  joined by ``x``: :data:`FIELDS` order, :func:`fields_to_key` / :func:`key_to_fields`; a
+  TF32 problem's key ends ``xTF32`` (25 fields). The ``config`` table created here has the
+  24 columns of every problem (MIOpen's ``CreateQuery`` visits a problem without TF32), so a
+  TF32 key is not one of its rows: :func:`key_to_fields` answers None for it and the perf-db
+  keeps such records in its own table, apart from the fp32 ones (:mod:`miopen_solver.perfdb`).
 * **sqlite schema** -- ``SQLiteSerializable::CreateQuery`` and ``SQLitePerfDb``'s
   constructor (``projects/miopen/src/include/miopen/sqlite_db.hpp``, ``167975d6``;
   ``projects/miopen/src/sqlite_db.cpp``, ``02cfbaff``): a ``config`` table with ``id INTEGER
@@ -85,19 +89,20 @@ def key_to_fields(key: str) -> dict | None:
 _LEGACY_2D = re.compile(
     r"(?P<k>\d+)-(?P<ho>\d+)-(?P<wo>\d+)-(?P<y>\d+)x(?P<x>\d+)-(?P<c>\d+)-(?P<hi>\d+)-(?P<wi>\d+)-(?P<n>\d+)-"
     r"(?P<ph>\d+)x(?P<pw>\d+)-(?P<sh>\d+)x(?P<sw>\d+)-(?P<dh>\d+)x(?P<dw>\d+)-(?P<bias>\d+)-"
-    r"(?P<lay>[A-Z]+(?:-[A-Z]+-[A-Z]+)?)-(?P<dt>[A-Z0-9]+)-(?P<dir>[A-Z])(?:_g(?P<g>\d+))?\Z")
+    r"(?P<lay>[A-Z]+(?:-[A-Z]+-[A-Z]+)?)-(?P<dt>[A-Z0-9]+)-(?P<dir>[A-Z])(?:_g(?P<g>\d+))?(?P<cx>_cxTF32)?\Z")
 _LEGACY_3D = re.compile(
     r"(?P<k>\d+)-(?P<do>\d+)-(?P<ho>\d+)-(?P<wo>\d+)-(?P<z>\d+)x(?P<y>\d+)x(?P<x>\d+)-(?P<c>\d+)-(?P<di>\d+)-"
     r"(?P<hi>\d+)-(?P<wi>\d+)-(?P<n>\d+)-(?P<pd>\d+)x(?P<ph>\d+)x(?P<pw>\d+)-(?P<sd>\d+)x(?P<sh>\d+)x(?P<sw>\d+)-"
     r"(?P<dd>\d+)x(?P<dh>\d+)x(?P<dw>\d+)-(?P<bias>\d+)-(?P<lay>[A-Z]+(?:-[A-Z]+-[A-Z]+)?)-(?P<dt>[A-Z0-9]+)-"
-    r"(?P<dir>[A-Z])(?:_g(?P<g>\d+))?\Z")
+    r"(?P<dir>[A-Z])(?:_g(?P<g>\d+))?(?P<cx>_cxTF32)?\Z")
 
 
 def legacy_key_to_key(key: str) -> str | None:
     """MIOpen's ``-``-joined key (``ProblemDescription::Serialize``, before ROCm 6.2; what
     :meth:`ConvProblem.problem_key` gives) as the ``x``-key, or None when it is not one or
     cannot be converted without losing a field: the ``x``-key keeps only "in"'s layout, so a
-    key with three different layouts (``in-weights-out``) is not converted."""
+    key with three different layouts (``in-weights-out``) is not converted. A ``_cxTF32``
+    suffix (TF32 math of FP32 data) becomes the ``x``-key's ``TF32`` field."""
     for rx, three in ((_LEGACY_2D, False), (_LEGACY_3D, True)):
         m = rx.match(key)
         if m is None:
@@ -114,7 +119,12 @@ def legacy_key_to_key(key: str) -> str | None:
              "conv_stride_d": g["sd"] if three else 0, "dilation_h": g["dh"], "dilation_w": g["dw"],
              "dilation_d": g["dd"] if three else 0, "bias": g["bias"], "group_count": g["g"] or 1,
              "layout": g["lay"], "data_type": g["dt"], "direction": g["dir"]}
-        return fields_to_key({n: (int(v) if n in INT_FIELDS else v) for n, v in f.items()})
+        key = fields_to_key({n: (int(v) if n in INT_FIELDS else v) for n, v in f.items()})
+        if g["cx"]:
+            if g["dt"] != "FP32":
+                return None
+            key += "xTF32"
+        return key
     return None
 
 

@@ -87,7 +87,7 @@ def virtual_problem(problem: ConvProblem) -> ConvProblem:
     one group (all NHWC)."""
     p = problem
     return ConvProblem(N=1, C=p.Hi * p.Wi, Hi=1, Wi=p.cpg, K=p.kpg, Y=1, X=1, G=1, dtype=p.dtype,
-                       in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+                       in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC", tf32=p.tf32)
 
 
 def gemm_twin(problem: ConvProblem) -> ConvProblem:
@@ -135,10 +135,10 @@ class NchwPwSpec(VirtualGemmSpec):
 
     @cached_property
     def kernel_name(self) -> str:
-        """``dgrad_nchw_pw_<arch>_<dtype>_<tile tag>_<problem>``: the main loop's tile tag
+        """``dgrad_nchw_pw_<arch>_<math>_<tile tag>_<problem>``: the main loop's tile tag
         (:attr:`DgradSpec.tile_tag`) and the launch problem's ``short_tag``."""
         p = self.problem
-        return f"dgrad_nchw_pw_{arch_tag(self.target)}_{p.dtype}_{self.gemm.tile_tag}_{p.short_tag()}"
+        return f"dgrad_nchw_pw_{arch_tag(self.target)}_{self.math}_{self.gemm.tile_tag}_{p.short_tag()}"
 
     def transforms(self, whole: ConvProblem) -> tuple:
         """The layout transforms of a run over the ``whole`` batch: W -> W^T only."""

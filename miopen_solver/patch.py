@@ -88,7 +88,7 @@ def virtual_problem(problem: ConvProblem) -> ConvProblem:
     ``G*Y*X*cpg`` channels (W's bytes), dX' of ``N x Ho x Wo`` pixels (all NHWC)."""
     p = problem
     return ConvProblem(N=p.N, C=p.G * p.Y * p.X * p.cpg, Hi=p.Ho, Wi=p.Wo, K=p.K, Y=1, X=1, G=p.G,
-                       dtype=p.dtype, in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+                       dtype=p.dtype, in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC", tf32=p.tf32)
 
 
 def store_run(problem: ConvProblem) -> int:
@@ -127,12 +127,12 @@ class PatchSpec(VirtualGemmSpec):
 
     @cached_property
     def kernel_name(self) -> str:
-        """``dgrad_patch_gemm_<arch>_<dtype>_<tile tag>[_pb<blocks>|_tma<blocks>][_zfm]_<problem>``:
+        """``dgrad_patch_gemm_<arch>_<math>_<tile tag>[_pb<blocks>|_tma<blocks>][_zfm]_<problem>``:
         the main loop's tile tag (:attr:`DgradSpec.tile_tag`), its persistent grid as
         :attr:`DgradSpec.kernel_name` spells it, and the real problem's ``short_tag``."""
         p, gemm = self.problem, self.gemm
         loop = f"_pb{gemm.tile_blocks}" if gemm.persistent else f"_tma{gemm.tile_blocks}" if gemm.tma else ""
-        return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{p.dtype}_{gemm.tile_tag}{loop}"
+        return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}{loop}"
                 f"{ZERO_FILL_TAGS[self.zero_fill]}_{p.short_tag()}")
 
     def defines(self) -> list:

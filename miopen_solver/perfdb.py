@@ -10,8 +10,10 @@ What MIOpen's tables cannot hold lives in tables MIOpen ignores:
 
 * ``dgrad_perf_info`` -- per ``perf_db`` row: tuned time, date, device, product version, and
   the legacy key a migrated record had (valid only while the row's solver and params match);
-* ``dgrad_records`` -- records of other archs and records whose key is not MIOpen's ``x``
-  key (legacy ``-`` keys of other solvers, anything imported), verbatim, in insertion order;
+* ``dgrad_records`` -- records of other archs and records whose key is not one of the 24-field
+  ``x`` keys MIOpen's ``config`` table holds (legacy ``-`` keys of other solvers, anything
+  imported, and TF32 problems, whose key carries a 25th field ``TF32``: kept apart from the
+  fp32 record of the same geometry), verbatim, in insertion order;
 * ``dgrad_meta`` -- the MIOpen arch.
 
 Keys are MIOpen's ``x``-joined problem fields (:meth:`ConvProblem.miopen_db_key`); a legacy

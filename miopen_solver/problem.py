@@ -116,6 +116,11 @@ class ConvProblem:
     Layouts use MIOpenDriver's flag roles: ``in_layout`` is dX (the convolution input),
     ``out_layout`` is dY, ``fil_layout`` is W.
 
+    ``tf32``: fp32 data computed with TF32 math (MIOpenDriver ``-M 0``; MIOpen's
+    ``UseTF32()``, resolved for a target by :func:`miopen_solver.tf32.resolve`): part of the
+    problem, so its keys carry it (:meth:`problem_key`, :meth:`miopen_db_key`). False for every
+    line without ``-M 0`` (MIOpen's default, IEEE fp32).
+
     Raises:
         ValueError: a derived output size below 1, a group count that does not divide C
             and K, or a non-positive size. (The command parser turns these into
@@ -148,6 +153,7 @@ class ConvProblem:
     dD: int = 1
     mode: str = "conv"
     trans_pads: tuple = (0, 0, 0)
+    tf32: bool = False
 
     def __post_init__(self):
         for name in ("N", "C", "Hi", "Wi", "K", "Y", "X", "sH", "sW", "dH", "dW", "G"):
@@ -158,6 +164,10 @@ class ConvProblem:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.C % self.G or self.K % self.G:
             raise ValueError(f"group count {self.G} must divide C={self.C} and K={self.K}")
+        if not isinstance(self.tf32, bool):
+            raise ValueError(f"tf32 must be a bool, got {self.tf32!r}")
+        if self.tf32 and self.dtype != "fp32":
+            raise ValueError(f"TF32 math applies to fp32 data only, got {self.dtype}")
         if self.mode == "conv":
             for name, v in (("Ho", self.Ho), ("Wo", self.Wo)) + ((("Do", self.Do),) if self.is_3d else ()):
                 if v < 1:
@@ -203,6 +213,12 @@ class ConvProblem:
     @property
     def elem_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def compute_type(self) -> str:
+        """The math of the problem's GEMMs: ``"tf32"`` for fp32 data with TF32 math, else
+        the storage type (``fp32``, ``fp16``, ``bf16``: fp32 accumulation for all)."""
+        return "tf32" if self.tf32 else self.dtype
 
     @property
     def is_pointwise(self) -> bool:
@@ -297,7 +313,8 @@ class ConvProblem:
         the layouts are the names MIOpen gives the tensors (:meth:`key_layouts`: a mixed
         line whose tensors all fit one layout is keyed as that layout); one layout token
         when all three are NCHW/NCDHW, else ``in-weights-out``;
-        ``_g<G>`` when G != 1. Example::
+        ``_g<G>`` when G != 1; ``_cxTF32`` for TF32 math (:data:`miopen_solver.tf32.LEGACY_KEY_SUFFIX`:
+        MIOpen 3.6.0's, reported in rocm-libraries issue #11503). Example::
 
             64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B
         """
@@ -323,6 +340,8 @@ class ConvProblem:
                f"{DTYPE_KEY[self.dtype]}-{'F' if self.mode == 'trans' else 'B'}")
         if self.G != 1:
             key += f"_g{self.G}"
+        if self.tf32:
+            key += "_cxTF32"
         return key
 
     def miopen_db_fields(self) -> dict:
@@ -348,7 +367,7 @@ class ConvProblem:
             "dilation_d": self.dD if three else 0, "bias": 0, "group_count": self.G,
             "layout": self.key_layouts()[0], "data_type": DTYPE_KEY[self.dtype],
             "direction": "F" if self.mode == "trans" else "B",
-        }
+        } | ({"compute_datatype": "TF32"} if self.tf32 else {})
 
     def miopen_db_key(self) -> str:
         """MIOpen's text perf-db key (ROCm 6.2 on): :meth:`miopen_db_fields`' values joined
@@ -356,6 +375,7 @@ class ConvProblem:
         ``projects/miopen/test/gtest/db_sync.cpp``, ``f388d024``). Example::
 
             2x1280x4x4x1x3x3x1x1280x8x1x1x0x1x1x0x1x1x0x0x1xNHWCxFP16xB
+            2x64x56x56x1x3x3x1x64x32x1x1x0x1x1x0x1x1x0x0x1xNHWCxFP32xBxTF32   (-M 0)
         """
         return "x".join(str(v) for v in self.miopen_db_fields().values())
 

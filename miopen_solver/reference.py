@@ -33,7 +33,9 @@ accumulated over blocks: the count, the maxima (a NaN anywhere stays NaN, as one
 one (and a sum at least as accurate as one ``numpy.dot``).
 
 Tolerances: MIOpenDriver ``GetDefaultTolerance`` -- fp32 1.5e-6, fp16 8.2e-3, bf16 8.2e-3 x 8
-= 6.56e-2 -- times 10 for backward data when the algorithm is implicit GEMM (ours is).
+= 6.56e-2, fp32 with TF32 math 8.2e-3 (:mod:`miopen_solver.tf32`) -- times 10 for backward
+data when the algorithm is implicit GEMM (ours is). The reference itself is always the
+float64 result of the unrounded inputs, whatever the math of the kernel it judges.
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ import numpy as np
 
 from . import layouts
 from .problem import ConvProblem, valid_range
+from .tf32 import TOLERANCE as TF32_TOLERANCE
 
-BASE_TOLERANCE = {"fp32": 1.5e-6, "fp16": 8.2e-3, "bf16": 8.2e-3 * 8}
-"""MIOpenDriver's default tolerance per data type (before the implicit-GEMM factor)."""
+BASE_TOLERANCE = {"fp32": 1.5e-6, "fp16": 8.2e-3, "bf16": 8.2e-3 * 8, "tf32": TF32_TOLERANCE}
+"""MIOpenDriver's default tolerance per data type, and for fp32 computed with TF32 math
+(``tf32``), before the implicit-GEMM factor."""
 
 IGEMM_BWD_FACTOR = 10
 """MIOpenDriver multiplies the backward-data tolerance by 10 for ImplicitGEMM (algo 5)."""
@@ -65,7 +69,9 @@ SUM_UNIT = 1 << 16
 
 
 def default_tolerance(dtype: str, implicit_gemm: bool = True) -> float:
-    """MIOpenDriver's backward-data tolerance for ``dtype`` (``fp32``/``fp16``/``bf16``).
+    """MIOpenDriver's backward-data tolerance for ``dtype`` (``fp32``/``fp16``/``bf16``, or
+    ``tf32`` for fp32 computed with TF32 math: a problem's ``compute_type``, a solution's
+    ``math``).
 
     Raises:
         ValueError: a data type without a tolerance here.
@@ -308,7 +314,7 @@ def rms_range(ref: np.ndarray, out: np.ndarray) -> float:
 
 
 def _tolerance(problem: ConvProblem, tolerance) -> float:
-    return default_tolerance(problem.dtype) if tolerance is None else float(tolerance)
+    return default_tolerance(problem.compute_type) if tolerance is None else float(tolerance)
 
 
 def verify(problem: ConvProblem, dx: np.ndarray, dx_ref: np.ndarray, tolerance: float | None = None,
@@ -316,7 +322,7 @@ def verify(problem: ConvProblem, dx: np.ndarray, dx_ref: np.ndarray, tolerance: 
     """Compare ``dx`` (any float dtype, ``problem.in_layout``) with ``dx_ref`` block by block
     (:func:`reference_blocks` of ``budget`` bytes: the float64 copies of one block at a time).
 
-    ``tolerance`` defaults to :func:`default_tolerance` for the problem's dtype (implicit
+    ``tolerance`` defaults to :func:`default_tolerance` for the problem's compute type (implicit
     GEMM). Raises ValueError when the shapes differ.
     """
     if tuple(dx.shape) != tuple(dx_ref.shape):

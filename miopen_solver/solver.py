@@ -40,6 +40,7 @@ from .spec import (DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_s
                    split_k_atomics_reason)
 from .splitk import SplitKReduce
 from .target import Target, get_target
+from .tf32 import math_note
 from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, workspace_bytes,
                         writes_nchw_dx)
 
@@ -204,9 +205,24 @@ class Solution:
     def schedule(self) -> KernelSchedule:
         return self.spec.config.schedule
 
+    @property
+    def math(self) -> str:
+        """The math the kernel runs (``spec.math``): ``"tf32"`` (operands rounded to TF32,
+        fp32 accumulation; :mod:`miopen_solver.tf32`) or the storage type. A TF32 problem on
+        the direct schedule runs ``"fp32"``."""
+        return self.spec.math
+
+    @property
+    def tolerance(self) -> float:
+        """MIOpen's backward-data tolerance for :attr:`math` (implicit GEMM:
+        :func:`~miopen_solver.reference.default_tolerance`), what a run is verified with."""
+        from .reference import default_tolerance
+        return default_tolerance(self.math)
+
     def as_dict(self) -> dict:
         return {"solver_id": self.solver_id, "solution_id": self.solution_id,
                 "algorithm": self.algorithm, "perf_config": self.perf_config.serialize(),
+                "math": self.math, "tolerance": self.tolerance,
                 "zero_fill": self.zero_fill.as_dict(),
                 "kernels": [k.as_dict() for k in self.kernels],
                 "split_n": {"images": self.problem.N, "images_per_launch": self.chunk_images,
@@ -569,12 +585,17 @@ class DgradSolver:
         if writes_nchw_dx(spec):
             choice.notes.append("Layout: the kernel stores dX NCHW from its epilogue (no dX transform)")
         sol = solution_of(spec, choice, images=problem.N, problem=problem)
+        notes = []
         if sol.reduce is not None:
             r = sol.reduce
             why = "" if cfg.split_k_reduce else f"; atomics refused: {split_k_atomics_reason(launch, target)}"
-            note = (f"Split-K: {r.split_k} slices of fp32 partial sums in {r.nbytes} bytes of the workspace, "
-                    f"summed in order by {r.kernel_name} (no atomics, deterministic){why}")
-            sol = dataclasses.replace(sol, notes=sol.notes + (note,))
+            notes.append(f"Split-K: {r.split_k} slices of fp32 partial sums in {r.nbytes} bytes of the workspace, "
+                         f"summed in order by {r.kernel_name} (no atomics, deterministic){why}")
+        note = math_note(sol)
+        if note:        # a TF32 problem: which math runs, and its tolerance
+            notes.append(note)
+        if notes:
+            sol = dataclasses.replace(sol, notes=sol.notes + tuple(notes))
         return sol
 
     def search(self, problem: ConvProblem, target: Target, *,

@@ -44,7 +44,7 @@ from . import vectors
 from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from .errors import PerfConfigError, require
 from .problem import ConvProblem
-from .target import MmaAtom, Target
+from .target import TF32_ATOMS, MmaAtom, Target
 from .tilde import AxisTilde, Decomposition, SubGemm, cached_decompose
 from .tma import TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
@@ -96,6 +96,8 @@ def family_reason(problem: ConvProblem, target: Target, family: str) -> str | No
 
 
 def _pick_atom(target: Target, dtype: str, cfg: PerfConfig) -> MmaAtom:
+    """The first atom for ``dtype`` (a problem's ``compute_type``: ``tf32`` picks the TF32
+    instruction) whose shape divides the warp tile and tile_k."""
     atoms = target.atoms_for(dtype)
     require(bool(atoms), f"no matrix atom for {dtype} on {target.arch}")
     for a in atoms:
@@ -303,6 +305,26 @@ class DgradSpec:
     def lds_pad(self) -> int:
         return LDS_PAD_BYTES // self.problem.elem_bytes
 
+    @property
+    def math(self) -> str:
+        """The math the kernel runs: ``"tf32"`` on a TF32 atom (:data:`~miopen_solver.target.TF32_ATOMS`:
+        operands rounded to TF32, fp32 accumulation), else the storage type."""
+        return "tf32" if self.atom.name in TF32_ATOMS else self.problem.dtype
+
+    @property
+    def a_pad(self) -> int:
+        """Padding of an A-tile row, elements: :attr:`lds_pad`; twice that on a TF32 atom,
+        whose fragments read two consecutive k of a row as one 8-byte load (a row stride of
+        8 words modulo 32 banks keeps those loads conflict-free)."""
+        return 2 * self.lds_pad if self.math == "tf32" and not self.wgmma else self.lds_pad
+
+    @property
+    def b_pad(self) -> int:
+        """Padding of a B-tile row, elements: as :attr:`a_pad` when B is stored m-outer
+        (rows of k, read like A); :attr:`lds_pad` when k-outer (a TF32 fragment then reads
+        single words of rows 2t and 2t+1, conflict-free at a row stride of 4 words)."""
+        return self.lds_pad if self.lds_k_outer else self.a_pad
+
     @cached_property
     def nchw_dx(self) -> bool:
         """The kernel stores dX NCHW (``dx[((n*C + c)*Hi + hi)*Wi + wi]``) rather than NHWC:
@@ -348,8 +370,8 @@ class DgradSpec:
             if self.persistent:  # the epilogue tile sits after the stages (they are refilling)
                 return main + epi + 1024
             return max(main, epi) + 1024
-        a = c.tile_m * (c.tile_k + pad)
-        b = c.tile_k * (c.tile_n + pad) if self.lds_k_outer else c.tile_n * (c.tile_k + pad)
+        a = c.tile_m * (c.tile_k + self.a_pad)
+        b = c.tile_k * (c.tile_n + self.b_pad) if self.lds_k_outer else c.tile_n * (c.tile_k + self.b_pad)
         main = c.stages * (a + b) * self.problem.elem_bytes
         return max(main, self.epilogue_bytes)
 
@@ -452,7 +474,8 @@ class DgradSpec:
         atom, resolved vector widths, resolved split-K, B layout, stages, path (pointwise
         or number of tilde sub-GEMMs), zero-fill kind, ``_skws`` when split-K goes through the
         workspace (:attr:`workspace_reduce`), ``_dxnchw`` when it stores dX NCHW
-        (:attr:`nchw_dx`) and the problem's compiled sizes, e.g.
+        (:attr:`nchw_dx`) and the problem's compiled sizes (the dtype slot says ``tf32`` for
+        TF32 math: :attr:`math`), e.g.
         ``dgrad_sm_90_fp16_t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3_tilde4_n32c64h56...``.
         A valid C identifier (arch feature suffixes such as ``:sramecc+`` are dropped)."""
         p = self.problem
@@ -464,7 +487,7 @@ class DgradSpec:
             path += f"_tma{self.tile_blocks}"
         dx = "_dxnchw" if self.nchw_dx else ""
         ws = SKWS_TAG if self.workspace_reduce else ""
-        return f"dgrad_{arch_tag(self.target)}_{p.dtype}_{self.tile_tag}_{path}{zf}{ws}{dx}_{p.short_tag()}"
+        return f"dgrad_{arch_tag(self.target)}_{self.math}_{self.tile_tag}_{path}{zf}{ws}{dx}_{p.short_tag()}"
 
     @property
     def tile_tag(self) -> str:
@@ -514,6 +537,7 @@ class DgradSpec:
             "kernel_name": self.kernel_name,
             "schedule": self.schedule.slug,
             "problem_key": self.problem.problem_key(),
+            "math": self.math,
             "arch": self.target.arch,
             "perf_config": self.config.serialize(),
             "threads": self.block_threads,
@@ -615,7 +639,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     if c.schedule.warpgroup:
         atom = MmaAtom(f"wgmma64x{c.warp_tile_n}x16", 64, c.warp_tile_n, 16)
     else:
-        atom = _pick_atom(t, p.dtype, c)
+        atom = _pick_atom(t, p.compute_type, c)
     threads = c.warp_m * c.warp_n * (WGMMA_GROUP if c.schedule.warpgroup else t.wave_size)
     block = threads + (TMA_PRODUCER_THREADS if c.schedule.tma else 0)
     require(block <= t.max_threads, f"block of {block} threads exceeds {t.arch}'s {t.max_threads}")
@@ -694,8 +718,9 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
 
 def paired_accumulators(atom: MmaAtom) -> bool:
     """Whether a lane's accumulators ``e`` and ``e + 1`` are adjacent columns of one row
-    (``DG_ACC_PAIRED`` in ``dgrad.cu``): the mma.sync m16n8k16 and wgmma fragments."""
-    return atom.name == "mma16816" or atom.name.startswith("wgmma")
+    (``DG_ACC_PAIRED`` in ``dgrad.cu``): the mma.sync m16n8k16 and m16n8k8 (TF32) and the wgmma
+    fragments."""
+    return atom.name in ("mma16816", "mma1688tf32") or atom.name.startswith("wgmma")
 
 
 def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:

@@ -18,6 +18,10 @@ Matrix atoms are the shape one matrix instruction covers across a warp/wave:
 ``mma.sync.m16n8k16`` (NVIDIA fp16/bf16), ``v_mfma_f32_32x32x8{f16,bf16_1k}`` and
 ``v_mfma_f32_16x16x16{f16,bf16_1k}`` (AMD CDNA2/3). fp32 runs on FFMA: its "atom" is the
 lane grid of the warp (4x8 lanes on a 32-wide warp, 8x8 on a 64-wide wave), one FMA each.
+fp32 with TF32 math (the ``"tf32"`` entry; :mod:`miopen_solver.tf32`) has
+``mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32`` on sm_80/sm_90 (PTX ISA: TF32 ``mma`` from
+sm_80) and ``v_mfma_f32_16x16x8_xf32`` on gfx942 (CDNA3 ISA; gfx90a and gfx950 have no XF32
+MFMA); the ``cpu`` preset simulates NVIDIA's.
 Hopper's warpgroup MMA (``wgmma.mma_async.m64nNk16``, 128 threads per instruction) is not
 in the atom lists: a config opts into it with ``wgmma=1`` where :attr:`Target.wgmma` is set
 (see :mod:`miopen_solver.spec`).
@@ -50,6 +54,10 @@ _MMA16 = (MmaAtom("mma16816", 16, 8, 16),)
 _FMA32 = (MmaAtom("fma4x8", 4, 8, 1),)
 _FMA64 = (MmaAtom("fma8x8", 8, 8, 1),)
 _MFMA_F16 = (MmaAtom("mfma32x32x8", 32, 32, 8), MmaAtom("mfma16x16x16", 16, 16, 16))
+_MMA_TF32 = (MmaAtom("mma1688tf32", 16, 8, 8),)
+_MFMA_XF32 = (MmaAtom("mfma16x16x8xf32", 16, 16, 8),)
+TF32_ATOMS = ("mma1688tf32", "mfma16x16x8xf32")
+"""Names of the atoms that compute TF32 math (operands rounded to TF32, fp32 accumulation)."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,8 @@ class Target:
         wave_size: lanes per warp/wave (32 or 64).
         lds_bytes: shared memory / LDS a block may use, bytes.
         max_threads: threads per block.
-        atoms: data type -> matrix atoms available for it (first = preferred).
+        atoms: data type (or ``"tf32"``, fp32 data with TF32 math) -> matrix atoms
+            available for it (first = preferred).
         max_accumulators: fp32 accumulators per lane the kernels stay correct and
             spill-free with (NVIDIA: 128 of 255 registers; AMD: 256 with AGPRs, rocKE's
             guard after a spilled 512-accumulator kernel returned wrong dX).
@@ -170,24 +179,24 @@ class Target:
 
 PRESETS = {
     "sm_80": Target("nvidia", "sm_80", 32, 166912, 1024,
-                    {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
+                    {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32, "tf32": _MMA_TF32},
                     max_accumulators=128, packed_bf16_atomics=False, async_copy=True,
                     transposed_lds_read=True, num_cus=108),
     "sm_90": Target("nvidia", "sm_90", 32, 232448, 1024,
-                    {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
+                    {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32, "tf32": _MMA_TF32},
                     max_accumulators=128, async_copy=True, transposed_lds_read=True, wgmma=True,
                     num_cus=132),
     "gfx90a": Target("amd", "gfx90a", 64, 65536, 1024,
                      {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64},
                      max_accumulators=256, packed_bf16_atomics=False, num_cus=104),
     "gfx942": Target("amd", "gfx942", 64, 65536, 1024,
-                     {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64},
+                     {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64, "tf32": _MFMA_XF32},
                      max_accumulators=256, num_cus=304),
     "gfx950": Target("amd", "gfx950", 64, 163840, 1024,
                      {"fp16": _MFMA_F16, "bf16": _MFMA_F16, "fp32": _FMA64},
                      max_accumulators=256, transposed_lds_read=True, num_cus=256),
     "cpu": Target("cpu", "cpu", 32, 232448, 1024,
-                  {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32},
+                  {"fp16": _MMA16, "bf16": _MMA16, "fp32": _FMA32, "tf32": _MMA_TF32},
                   max_accumulators=128, num_cus=1),
 }
 for _k, _t in list(PRESETS.items()):

@@ -85,6 +85,11 @@ class VirtualGemmSpec:
         return self.gemm.atom
 
     @property
+    def math(self) -> str:
+        """The main loop's math (:attr:`DgradSpec.math`: ``tf32`` on a TF32 atom)."""
+        return self.gemm.math
+
+    @property
     def lds_k_outer(self) -> bool:
         return self.gemm.lds_k_outer
 

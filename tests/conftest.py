@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # run from a checkout without installing
@@ -37,6 +38,27 @@ def no_workers(monkeypatch):
     def no(*a, **k):
         raise AssertionError("a worker was started")
     monkeypatch.setattr(workers.Worker, "start", no)
+
+
+def draw_problem(data, *, dtype: str = "fp32", tf32: bool = False, layout: str = "NHWC", channels: int = 40,
+                 filt: int = 7, stride: int = 4, dilation: int = 3, pad: int = 3, size: int = 20):
+    """A random 2-D problem from hypothesis ``data`` (groups 1-4, odd channel counts, strides,
+    dilations, pads, all tensors in ``layout``), or None when the draw is not a valid problem
+    (the filter does not fit the padded input)."""
+    from miopen_solver.problem import ConvProblem
+    G = data.draw(st.sampled_from([1, 1, 1, 2, 3, 4]))
+    cpg, kpg = data.draw(st.integers(1, channels)), data.draw(st.integers(1, channels))
+    Y, X = data.draw(st.integers(1, filt)), data.draw(st.integers(1, filt))
+    sH, sW = data.draw(st.integers(1, stride)), data.draw(st.integers(1, stride))
+    dH, dW = data.draw(st.integers(1, dilation)), data.draw(st.integers(1, dilation))
+    pH, pW = data.draw(st.integers(0, pad)), data.draw(st.integers(0, pad))
+    Hi, Wi = data.draw(st.integers(1, size)), data.draw(st.integers(1, size))
+    try:
+        return ConvProblem(N=data.draw(st.integers(1, 3)), C=G * cpg, Hi=Hi, Wi=Wi, K=G * kpg, Y=Y, X=X, pH=pH,
+                           pW=pW, sH=sH, sW=sW, dH=dH, dW=dW, G=G, dtype=dtype, in_layout=layout,
+                           out_layout=layout, fil_layout=layout, tf32=tf32)
+    except ValueError:
+        return None
 
 
 def run_cli(capsys, *args):

@@ -136,11 +136,12 @@ AMD = r"""
 //              D register r: row 4*(l/16) + r, column l%16.
 struct emu_wave_buf { float a[64][4], b[64][4]; };
 static emu_wave_buf emu_mfma_buf[64];
-template <int M, int R, class OP, class CONV>
+//   16x16x8 xf32: as 16x16x16 with 2 operand elements per lane (k = 2*(l/16) + v).
+template <int M, int R, int V = 4, class OP, class CONV>
 static void emu_mfma(const OP& a, const OP& b, float* c, CONV conv) {
     const int lane = emu_tid % 64, wave = emu_tid / 64;
     emu_wave_buf& w = emu_mfma_buf[wave];
-    for (int v = 0; v < 4; ++v) { w.a[lane][v] = conv(a[v]); w.b[lane][v] = conv(b[v]); }
+    for (int v = 0; v < V; ++v) { w.a[lane][v] = conv(a[v]); w.b[lane][v] = conv(b[v]); }
     emu_wave_sync();
     const int kgroups = 64 / M;  // lanes l and l + M*q hold k-groups q of the same row/column
     float d[R];
@@ -149,7 +150,7 @@ static void emu_mfma(const OP& a, const OP& b, float* c, CONV conv) {
         const int col = lane % M;
         float s = c[r];
         for (int q = 0; q < kgroups; ++q)
-            for (int v = 0; v < 4; ++v) s += w.a[row + M * q][v] * w.b[col + M * q][v];
+            for (int v = 0; v < V; ++v) s += w.a[row + M * q][v] * w.b[col + M * q][v];
         d[r] = s;
     }
     emu_wave_sync();
@@ -172,6 +173,15 @@ EMU_MFMA(__builtin_amdgcn_mfma_f32_32x32x8f16, emu_h4, emu_f16v, 32, 16, emu_h2f
 EMU_MFMA(__builtin_amdgcn_mfma_f32_32x32x8bf16_1k, emu_s4, emu_f16v, 32, 16, emu_bf2f)
 EMU_MFMA(__builtin_amdgcn_mfma_f32_16x16x16f16, emu_h4, emu_f4v, 16, 4, emu_h2f)
 EMU_MFMA(__builtin_amdgcn_mfma_f32_16x16x16bf16_1k, emu_s4, emu_f4v, 16, 4, emu_bf2f)
+typedef float emu_f2v __attribute__((ext_vector_type(2)));
+static float emu_same(float f) { return f; }
+static emu_f4v __builtin_amdgcn_mfma_f32_16x16x8_xf32(emu_f2v a, emu_f2v b, emu_f4v c, int, int, int) {
+    float t[4];
+    for (int r = 0; r < 4; ++r) t[r] = c[r];
+    emu_mfma<16, 4, 2>(a, b, t, emu_same);
+    for (int r = 0; r < 4; ++r) c[r] = t[r];
+    return c;
+}
 """
 
 NVIDIA = r"""
@@ -257,6 +267,48 @@ static void emu_mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, 
     }
 }
 
+// mma.sync.m16n8k8.row.col.f32.tf32 (PTX ISA "Matrix fragments for mma.m16n8k8", .tf32):
+// a0 A[g][t], a1 A[g+8][t], a2 A[g][t+4], a3 A[g+8][t+4]; b0 B[t][g], b1 B[t+4][g]; C as
+// m16n8k16. Operands are 32-bit TF32 patterns (fp32 with the low 13 bits zero).
+static float emu_bits_f(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+static void emu_mma1688_tf32(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+    const int lane = emu_tid % 32;
+    emu_warp_buf& w = emu_warp[emu_tid / 32];
+    for (int i = 0; i < 4; ++i) w.a[lane][i] = a[i];
+    w.b[lane][0] = b0;
+    w.b[lane][1] = b1;
+    emu_wave_sync();
+    float A[16][8], B[8][8];
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        A[g][t] = emu_bits_f(w.a[l][0]);
+        A[g + 8][t] = emu_bits_f(w.a[l][1]);
+        A[g][t + 4] = emu_bits_f(w.a[l][2]);
+        A[g + 8][t + 4] = emu_bits_f(w.a[l][3]);
+        B[t][g] = emu_bits_f(w.b[l][0]);
+        B[t + 4][g] = emu_bits_f(w.b[l][1]);
+    }
+    emu_wave_sync();
+    const int g = lane / 4, t = lane % 4;
+    for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e / 2), col = 2 * t + (e % 2);
+        float acc = c[e];
+        for (int k = 0; k < 8; ++k) acc += A[row][k] * B[k][col];
+        c[e] = acc;
+    }
+}
+// cvt.rna.tf32.f32: to nearest, ties away from zero, 10 mantissa bits; NaN stays NaN.
+static uint32_t emu_cvt_rna_tf32(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) return (u + 0x1000u) & 0xffffe000u;
+    return (u & 0x007fffffu) ? 0x7fffffffu : u;
+}
+
 // wgmma.mma_async.m64nNk16.f32 with A K-major and B MN-major in 128-byte swizzled shared
 // memory (PTX ISA "Matrix descriptor", "Shared memory matrix layout"): descriptor bits 0-13
 // start address, 16-29 leading-dimension byte offset, 32-45 stride byte offset (16-byte
@@ -319,7 +371,7 @@ static void emu_mbar_wait(uint32_t bar, unsigned parity) {
             continue;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(50));   // let the other threads run
-        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(300)) {
             std::lock_guard<std::mutex> g(emu_mbar_mu);
             fprintf(stderr, "mbarrier wait never completed (deadlock) at barrier %u, parity %u; barriers:", bar, parity);
             for (auto& [a, b] : emu_mbars)
@@ -436,6 +488,13 @@ NVIDIA_WRAPPERS.update({
                                dg_u32 bar) {
     const int c[4] = {c0, c1, c2, c3};
     emu_tma_load(dst, reinterpret_cast<unsigned long long>(map), c, bar);
+}""",
+})
+# The TF32 atom (dgrad.cu's tf32 section).
+NVIDIA_WRAPPERS.update({
+    "dg_tf32": "DG_DEVICE dg_u32 dg_tf32(float f) { return emu_cvt_rna_tf32(f); }",
+    "dg_mma_tf32": """DG_DEVICE void dg_mma_tf32(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
+    emu_mma1688_tf32(c, a, b0, b1);
 }""",
 })
 # direct.cu's PTX: the 16-bit conversions (whole functions) and its read-only loads

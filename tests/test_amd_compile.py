@@ -110,3 +110,40 @@ def test_patch_and_nchw_pw_defaults_compile_without_scratch(tmp_path, arch, fami
         assert co.count("v_mfma") == 0 and co.count("v_fma") + co.count("v_pk_fma") > 0
     else:
         assert co.count("v_mfma") >= spec.mma_m * spec.mma_n
+
+
+# TF32 math (-M 0 on fp32 lines): gfx942 runs it on the XF32 MFMA, v_mfma_f32_16x16x8_xf32
+# (compile-checked only: nothing has run on AMD hardware); gfx90a has no XF32 instruction, so
+# the solver refuses a TF32 problem there (the driver runs the line in IEEE fp32 instead).
+@pytest.mark.parametrize("label,line", SUITE, ids=[label for label, _ in SUITE])
+def test_tf32_suite_defaults_compile_to_xf32_mfma(tmp_path, label, line):
+    from miopen_solver.heuristics import default_performance_config
+    p = parse(" ".join(["conv"] + line.split()[1:] + ["-M", "0"])).problem
+    target = get_target("gfx942")
+    spec = make_spec(p, target, default_performance_config(p, target))
+    assert spec.math == "tf32" and spec.atom.name == "mfma16x16x8xf32" and "_tf32_" in spec.kernel_name
+    co = compile_amd(emit(spec).text, "gfx942", tmp_path, "dgrad")
+    r = co.resources
+    assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0 and r["SGPRs Spill"] == 0, (spec.kernel_name, r)
+    assert co.count("v_mfma_f32_16x16x8_xf32") >= spec.mma_m * spec.mma_n * spec.config.tile_k // 8
+    assert co.count("v_mfma") == co.count("v_mfma_f32_16x16x8_xf32")
+
+
+@pytest.mark.parametrize("family,line", FAMILY_LINES)
+def test_tf32_patch_and_nchw_pw_compile_to_xf32_mfma(tmp_path, family, line):
+    from miopen_solver.heuristics import default_performance_config
+    p = parse(" ".join(["conv"] + line.split()[1:] + ["-M", "0"])).problem
+    target = get_target("gfx942")
+    spec = launch_spec(p, target, default_performance_config(p, target))
+    assert spec.schedule.virtual_gemm and f"_{family}_" in spec.kernel_name and spec.math == "tf32"
+    co = compile_amd(emit(spec).text, "gfx942", tmp_path, "dgrad")
+    r = co.resources
+    assert r["ScratchSize [bytes/lane]"] == 0 and r["VGPRs Spill"] == 0, (spec.kernel_name, r)
+    assert co.count("v_mfma_f32_16x16x8_xf32") >= spec.mma_m * spec.mma_n
+
+
+def test_tf32_is_refused_on_gfx90a():
+    from miopen_solver.solver import DgradSolver
+    p = parse(f"conv -n 2 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -M 0 {NHWC}").problem
+    verdict = DgradSolver().is_applicable(p, get_target("gfx90a"))
+    assert verdict.codes == ("TF32",) and "XF32" in verdict.reasons[0].message

@@ -63,7 +63,8 @@ def test_corpus_has_at_least_80_real_lines_each_with_a_source_and_golden():
     assert not missing, f"fixtures without golden: {missing}; run {fx.REGENERATE_COMMAND}"
     names = sorted(p.name for p in FIXTURES.glob("*.jsonl"))
     assert names == ["bench_suite.jsonl", "coverage.jsonl", "gtest.jsonl", "iree_turbine_bf16.jsonl",
-                     "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl", "splitk_ws.jsonl"]
+                     "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl", "splitk_ws.jsonl",
+                     "tf32.jsonl"]
 
 
 def test_fixture_files_are_canonical_json_lines():

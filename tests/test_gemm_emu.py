@@ -200,6 +200,8 @@ CASES = [
      "warp-mma"),
     (f"convfp16 -n 1 -c 64 -H 5 -W 4 -k 256 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
      "128,64,64,2,1,64,64,0,0,0,3,-1,4,1,2", "wgmma"),
+    (f"conv -n 2 -c 16 -H 5 -W 6 -k 48 -y 3 -x 3 -p 1 -q 1 -M 0 {NHWC}", "sm_80",
+     "64,16,16,2,1,32,16,0,0,0,3,-1,2,0,2", "warp-mma"),                   # TF32 atom, fp32 pairs
     # NCHW pointwise: per-image GEMMs reading dY and writing dX NCHW in place
     ("convfp16 -n 2 -c 24 -H 4 -W 4 -k 32 -y 1 -x 1 -F 2", "gfx942", "64,32,32,2,1,32,32,0,0,0,1,-1,2,7",
      "nchw-pointwise"),
@@ -221,9 +223,12 @@ def test_the_emulated_kernel_matches_the_reference(tmp_path, line, arch, cfg, sc
     ("convbfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "128,64,64,2,1,64,64,0,0,0,1,-1,4,3"),
     ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "128,64,64,1,1,128,64,0,0,0,1,-1,4,3"),
 ])
-def test_tma_kernel_stores_nchw_dx(monkeypatch, tmp_path, line, cfg):
+def test_tma_kernel_stores_nchw_dx(monkeypatch, request, tmp_path, line, cfg):
     """The TMA schedule's NCHW dX epilogue (transpose.NCHW_DX_KERNELS; not the rule's
     choice yet): no dX transform, the kernel's stores verify."""
+    from miopen_solver import spec as spec_module
+    spec_module._cached_spec.cache_clear()          # specs built under the rule as it is
+    request.addfinalizer(spec_module._cached_spec.cache_clear)     # and none built under the patch
     monkeypatch.setattr(transpose, "NCHW_DX_SCHEDULES", transpose.NCHW_DX_KERNELS)
     p = parse(line.split()).problem
     sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg)
@@ -367,3 +372,27 @@ def test_random_search_configs_on_the_emulated_kernel(tmp_path, line, arch, pick
     cfg = configs[pick % len(configs)]
     sol, v = run_emulated(p, arch, tmp_path, perf_config=str(cfg))
     assert v.ok and v.nonfinite == 0, (line, str(cfg), sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("line,arch,cfg", [
+    (f"conv -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -M 0 {NHWC}", "sm_80", None),
+    (f"conv -n 2 -c 24 -H 7 -W 6 -k 40 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -M 0 {NHWC}", "sm_90", None),
+    (f"conv -n 1 -c 20 -H 5 -W 7 -k 24 -y 2 -x 3 -p 1 -q 1 -l 2 -j 1 -g 2 -M 0 -F 2", "sm_90", None),
+    (f"conv -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -M 0 {NHWC}", "gfx942", None),
+])
+def test_tf32_kernels_match_the_cpu_engine_s_tf32(tmp_path, line, arch, cfg):
+    """TF32 math (-M 0): the mma.m16n8k8 / xf32 kernels on the emulator give the CPU engine's
+    TF32 result (same cvt.rna rounding of dY and W, fp32 sums: within fp32's 1.5e-5) and pass
+    MIOpen's TF32 tolerance against the float64 reference of the unrounded inputs."""
+    from miopen_solver.reference import rms_range
+    from miopen_solver.runtime.cpu import CpuEngine
+    p = parse(line.split()).problem
+    assert p.tf32
+    sol = SOLVER.find_solution(p, get_target(arch), perf_config=cfg)
+    assert "tf32" in sol.kernel_name
+    rt = EmuRuntime(sol, tmp_path / "emu")
+    dy, w = _inputs(p, np.random.default_rng())
+    dx = GpuEngine(rt, BinaryCache(tmp_path / "cache")).run(sol, dy, w)
+    assert rms_range(CpuEngine(get_target(arch)).run(sol, dy, w).astype(np.float64), dx) < 1.5e-5
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)

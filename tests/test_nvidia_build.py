@@ -18,7 +18,7 @@ from conftest import FAMILY_LINES, suite_lines
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit
 from miopen_solver.kernels.offline import inspect_nvidia
-from miopen_solver.spec import launch_spec, make_spec
+from miopen_solver.spec import PerfConfig, launch_spec, make_spec
 from miopen_solver.heuristics import default_performance_config
 from miopen_solver.target import get_target
 
@@ -96,3 +96,55 @@ def test_patch_and_nchw_pw_default_kernel_instruction_mix(tmp_path, arch, family
         assert b.count("mma.sync.aligned.m16n8k16") >= 1 and b.count("ldmatrix") >= 1
     if spec.vec_c == 16 // p.elem_bytes:
         assert b.count("st.global.v4") >= 1, f"{spec.kernel_name}: no 16-byte dX store"
+
+
+# TF32 math (-M 0 on fp32 lines; miopen_solver.tf32): the default kernel of every suite line
+# and of the patch / NCHW pointwise families, for sm_80 and sm_90a. The main loop must be the
+# tensor-core TF32 atom (mma.sync m16n8k8 .tf32, operands from cvt.rna.tf32.f32), fed by
+# 8-byte shared loads of k pairs, with no FFMA main loop and no spills, within the register
+# cap the spec assumed.
+def _tf32_line(line: str) -> str:
+    return " ".join(["conv"] + line.split()[1:] + ["-M", "0"])
+
+
+def _check_tf32_binary(b, spec):
+    from miopen_solver.spec import register_cap
+    assert spec.math == "tf32" and "_tf32_" in spec.kernel_name and spec.atom.name == "mma1688tf32"
+    assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
+    assert b.registers <= register_cap(spec.target, spec.block_threads), (spec.kernel_name, b.registers)
+    # one mma per atom per k8 step of a tile, fully unrolled
+    assert b.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") >= \
+        spec.mma_m * spec.mma_n * spec.config.tile_k // 8, spec.kernel_name
+    assert b.count("cvt.rna.tf32.f32") >= 1 and b.count("ld.shared.v2.f32") >= 1
+    assert b.count("mma.sync.aligned.m16n8k16") == 0 and b.count("ldmatrix") == 0 and b.count("wgmma") == 0
+    assert b.count("cp.async") >= 1
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("label,line", SUITE, ids=[label for label, _ in SUITE])
+def test_tf32_default_kernel_instruction_mix(tmp_path, arch, label, line):
+    target = get_target(arch)
+    p = parse(_tf32_line(line)).problem
+    spec = launch_spec(p, target, default_performance_config(p, target))
+    _check_tf32_binary(inspect_nvidia(emit(spec).text, arch, tmp_path, "k"), spec)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("family,line", FAMILY_LINES)
+def test_tf32_patch_and_nchw_pw_default_kernels(tmp_path, arch, family, line):
+    target = get_target(arch)
+    p = parse(_tf32_line(line)).problem
+    spec = launch_spec(p, target, default_performance_config(p, target))
+    assert spec.schedule.virtual_gemm and f"_{family}_" in spec.kernel_name
+    _check_tf32_binary(inspect_nvidia(emit(spec).text, arch, tmp_path, "k"), spec)
+
+
+@pytest.mark.parametrize("cfg", [PerfConfig(64, 64, 16, 2, 2, 32, 32, stages=2, lds_k_outer=0),
+                                 PerfConfig(64, 64, 32, 2, 2, 32, 32, split_k=2, stages=3),
+                                 PerfConfig(32, 16, 8, 1, 1, 32, 16, stages=1)], ids=lambda c: c.serialize())
+def test_tf32_search_configs_build(tmp_path, cfg):
+    """m-outer B tiles (8-byte B loads too), split-K atomics and one k8 step per tile."""
+    p = parse(_tf32_line("conv -n 4 -c 96 -H 14 -W 14 -k 80 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2")
+              + " --in_layout NHWC --out_layout NHWC --fil_layout NHWC -F 2").problem
+    spec = make_spec(p, SM90, cfg)
+    _check_tf32_binary(inspect_nvidia(emit(spec).text, "sm_90", tmp_path, "k"), spec)

@@ -432,13 +432,25 @@ DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row
 #define DG_B_OFF(row, col) (((col) >> 6) * (DG_TILE_K * 64) + dg_sw128((row), (col) & 63))
 #define DG_GROUP 128                                          // threads per MMA unit: a warpgroup
 #else
+// #section !tf32
 #define DG_A_ROW (DG_TILE_K + DG_LDS_PAD)                     // A tile: [TILE_M][TILE_K+pad]
+// #end !tf32
+// #section tf32
+// TF32 atoms read a thread's two k of a row as one 8-byte load: rows of k are padded by
+// 2*DG_LDS_PAD, a stride of 8 words modulo the 32 banks, so a half-warp's loads do not collide.
+#define DG_A_ROW (DG_TILE_K + 2 * DG_LDS_PAD)                 // A tile: [TILE_M][TILE_K+2*pad]
+// #end tf32
 #define DG_A_STAGE (DG_TILE_M * DG_A_ROW)
 #if DG_K_OUTER
 #define DG_B_ROW (DG_TILE_N + DG_LDS_PAD)                     // B tile: [TILE_K][TILE_N+pad]
 #define DG_B_STAGE (DG_TILE_K * DG_B_ROW)
 #else
+// #section !tf32
 #define DG_B_ROW (DG_TILE_K + DG_LDS_PAD)                     // B tile: [TILE_N][TILE_K+pad]
+// #end !tf32
+// #section tf32
+#define DG_B_ROW (DG_TILE_K + 2 * DG_LDS_PAD)                 // B tile: [TILE_N][TILE_K+2*pad]
+// #end tf32
 #define DG_B_STAGE (DG_TILE_N * DG_B_ROW)
 #endif
 #define DG_A_OFF(row, col) ((row) * DG_A_ROW + (col))
@@ -938,6 +950,126 @@ DG_DEVICE int dg_acc_row(int wm, int i, int lane, int e) {
 DG_DEVICE int dg_acc_col(int wn, int j, int lane, int e) { return wn * DG_WARP_COLS + j * DG_AM + (lane % DG_AM); }
 #define DG_ACC_PAIRED 0
 
+// #section tf32
+#elif DG_ATOM == 5  // NVIDIA mma.sync.m16n8k8 TF32 (sm_80+): fp32 tiles, operands rounded by cvt.rna, fp32 accumulate
+// Fragments (PTX ISA, mma.m16n8k8 with .tf32), lane = 4*g + t: A a0 (row g, k t), a1 (g+8, t),
+// a2 (g, t+4), a3 (g+8, t+4); B b0 (k t, column g), b1 (k t+4, g); C as m16n8k16's. A
+// permutation of k applied to A and B alike leaves every sum unchanged, so fragment k t reads
+// tile column 2t and k t+4 column 2t+1: a thread's two k of a row are adjacent, one 8-byte load.
+// Each element is rounded to TF32 (10-bit mantissa, to nearest, ties away from zero) once,
+// as it enters a register (miopen_solver.tf32.round_tf32 is the same rounding on the host).
+#define DG_ACC_PER_ATOM 4
+struct __attribute__((aligned(8))) dg_f2 { float x, y; };
+
+DG_DEVICE dg_u32 dg_tf32(float f) {
+    dg_u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    return r;
+}
+DG_DEVICE void dg_mma_tf32(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int lane) {
+    const int g = lane >> 2;
+    const int t2 = (lane & 3) * 2;
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += 8) {
+        dg_u32 a[DG_MMA_M][4];
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) {
+            const int row = wm * DG_WARP_ROWS + i * 16 + g;
+            const dg_f2 lo = *reinterpret_cast<const dg_f2*>(As + row * DG_A_ROW + kk + t2);
+            const dg_f2 hi = *reinterpret_cast<const dg_f2*>(As + (row + 8) * DG_A_ROW + kk + t2);
+            a[i][0] = dg_tf32(lo.x); a[i][1] = dg_tf32(hi.x); a[i][2] = dg_tf32(lo.y); a[i][3] = dg_tf32(hi.y);
+        }
+        dg_u32 b[DG_MMA_N][2];
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j) {
+            const int col = wn * DG_WARP_COLS + j * 8 + g;
+#if DG_K_OUTER
+            // rows 2t and 2t+1 of [TILE_K][TILE_N+pad]: a stride of 4 words keeps them conflict-free
+            b[j][0] = dg_tf32(Bs[(kk + t2) * DG_B_ROW + col]);
+            b[j][1] = dg_tf32(Bs[(kk + t2 + 1) * DG_B_ROW + col]);
+#else
+            const dg_f2 v = *reinterpret_cast<const dg_f2*>(Bs + col * DG_B_ROW + kk + t2);
+            b[j][0] = dg_tf32(v.x); b[j][1] = dg_tf32(v.y);
+#endif
+        }
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j) dg_mma_tf32(acc[i][j], a[i], b[j][0], b[j][1]);
+    }
+}
+
+DG_DEVICE int dg_acc_row(int wm, int i, int lane, int e) { return wm * DG_WARP_ROWS + i * 16 + (lane >> 2) + (e >> 1) * 8; }
+DG_DEVICE int dg_acc_col(int wn, int j, int lane, int e) { return wn * DG_WARP_COLS + j * 8 + (lane & 3) * 2 + (e & 1); }
+#define DG_ACC_PAIRED 1
+
+#elif DG_ATOM == 6  // AMD v_mfma_f32_16x16x8_xf32 (gfx942, CDNA3): fp32 tiles rounded to TF32, fp32 accumulate
+// Lane l feeds A[m = l % 16][k = (l / 16)*2 .. +1] and B[k = (l / 16)*2 .. +1][n = l % 16]; its
+// four results are rows (l / 16)*4 + e of column l % 16, as v_mfma_f32_16x16x16's. The operands
+// are rounded to TF32 here, as cvt.rna.tf32.f32 does, so the instruction sees TF32 values
+// whatever it does with the low 13 bits.
+#define DG_ACC_PER_ATOM 4
+typedef float dg_accv __attribute__((ext_vector_type(4)));
+typedef float dg_opv __attribute__((ext_vector_type(2)));
+
+DG_DEVICE float dg_tf32(float f) {
+    union { float f; dg_u32 u; } c;
+    c.f = f;
+    if ((c.u & 0x7f800000u) != 0x7f800000u) c.u = (c.u + 0x1000u) & 0xffffe000u;   // finite (inf past the top)
+    else if (c.u & 0x007fffffu) c.u = (c.u & 0xffffe000u) | 0x00400000u;           // NaN stays a quiet NaN
+    return c.f;
+}
+
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int lane) {
+    const int lm = lane % 16;
+    const int lk = (lane / 16) * 2;
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += 8) {
+        dg_opv a[DG_MMA_M], b[DG_MMA_N];
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) {
+            const float* p = As + (wm * DG_WARP_ROWS + i * 16 + lm) * DG_A_ROW + kk + lk;
+            a[i].x = dg_tf32(p[0]);
+            a[i].y = dg_tf32(p[1]);
+        }
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j) {
+            const int col = wn * DG_WARP_COLS + j * 16 + lm;
+#if DG_K_OUTER
+            b[j].x = dg_tf32(Bs[(kk + lk) * DG_B_ROW + col]);
+            b[j].y = dg_tf32(Bs[(kk + lk + 1) * DG_B_ROW + col]);
+#else
+            b[j].x = dg_tf32(Bs[col * DG_B_ROW + kk + lk]);
+            b[j].y = dg_tf32(Bs[col * DG_B_ROW + kk + lk + 1]);
+#endif
+        }
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j) {
+                dg_accv c;
+#pragma unroll
+                for (int e = 0; e < DG_ACC_PER_ATOM; ++e) c[e] = acc[i][j][e];
+                c = __builtin_amdgcn_mfma_f32_16x16x8_xf32(a[i], b[j], c, 0, 0, 0);
+#pragma unroll
+                for (int e = 0; e < DG_ACC_PER_ATOM; ++e) acc[i][j][e] = c[e];
+            }
+    }
+}
+
+DG_DEVICE int dg_acc_row(int wm, int i, int lane, int e) { return wm * DG_WARP_ROWS + i * 16 + (lane >> 4) * 4 + e; }
+DG_DEVICE int dg_acc_col(int wn, int j, int lane, int) { return wn * DG_WARP_COLS + j * 16 + (lane % 16); }
+#define DG_ACC_PAIRED 0
+
+// #end tf32
 #else  // DG_ATOM == 3: FFMA; the warp is a DG_ATOM_M x DG_ATOM_N lane grid, each lane a TM x TN block
 #define DG_TM (DG_WARP_ROWS / DG_ATOM_M)
 #define DG_TN (DG_WARP_COLS / DG_ATOM_N)

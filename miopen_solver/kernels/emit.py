@@ -24,9 +24,10 @@ from ..tma import tma_box_tiles
 
 _HERE = Path(__file__).resolve().parent
 
-ATOM_CODES = {"mma16816": 0, "mfma32x32x8": 1, "mfma16x16x16": 2}
+ATOM_CODES = {"mma16816": 0, "mfma32x32x8": 1, "mfma16x16x16": 2, "mma1688tf32": 5, "mfma16x16x8xf32": 6}
 """``DG_ATOM`` values; every FFMA lane-grid atom (``fma4x8``, ``fma8x8``) is 3, every
-warpgroup atom (``wgmma64xNx16``) 4."""
+warpgroup atom (``wgmma64xNx16``) 4. The TF32 atoms (5, 6) live in the ``tf32`` section of
+``dgrad.cu``, kept only in their kernels' text."""
 
 
 def _atom_code(name: str) -> int:
@@ -217,7 +218,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     (:mod:`miopen_solver.patch`, :mod:`miopen_solver.nchw_pw`). A spec that stores dX NCHW
     (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW``; one whose
     split-K goes through the workspace (``spec.workspace_reduce``) keeps the ``skws`` sections
-    and defines ``DG_WS_SLICE`` (fp32 elements from one slice to the next)."""
+    and defines ``DG_WS_SLICE`` (fp32 elements from one slice to the next); a spec on a TF32
+    atom (``spec.math == "tf32"``) keeps the ``tf32`` sections (its atom and A/B row padding),
+    so every other kernel's text is unchanged."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -252,6 +255,8 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     if spec.workspace_reduce:     # split-K partial sums into the fp32 workspace (splitk.py)
         d.append(("DG_WS_SLICE", spec.workspace_slice_elems))
         sections = tuple(sections) + ("skws",)
+    if spec.math == "tf32":     # the TF32 atom and its shared-memory rows
+        sections = tuple(sections) + ("tf32",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,

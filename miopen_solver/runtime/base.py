@@ -108,7 +108,8 @@ class Engine(abc.ABC):
 
     def verify(self, work, seed: int):
         """One launch of ``work`` on the inputs of MIOpenDriver's PRNG ``seed`` into a
-        NaN-poisoned dX, judged against the float64 CPU reference with MIOpen's rms metric.
+        NaN-poisoned dX, judged against the float64 CPU reference with MIOpen's rms metric
+        and the tolerance of the math the solution runs (``Solution.tolerance``).
 
         Returns:
             a :class:`~miopen_solver.reference.Verdict`.
@@ -117,7 +118,8 @@ class Engine(abc.ABC):
         sol = as_solution(work)
         inputs = prng.generate_inputs(sol.problem, seed)
         dx = self.run(sol, inputs.dy, inputs.w)
-        return reference.verify(sol.problem, dx, reference.dgrad_reference(sol.problem, inputs.dy, inputs.w))
+        return reference.verify(sol.problem, dx, reference.dgrad_reference(sol.problem, inputs.dy, inputs.w),
+                                sol.tolerance)
 
     def reference(self, problem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
         """dX (float32, NHWC) from the device's naive reference kernel.

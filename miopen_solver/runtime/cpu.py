@@ -32,6 +32,12 @@ written to dX through strided slices. Python loops run over sub-GEMMs, taps and 
 Only pixels that land in dX are computed (the GPU also computes halo rows and masks their
 stores, which writes the same values).
 
+TF32 math (a spec whose ``math`` is ``"tf32"``: :mod:`miopen_solver.tf32`): dY and W are
+rounded to TF32 as ``cvt.rna.tf32.f32`` rounds them (:func:`~miopen_solver.tf32.round_tf32`)
+before the same sub-GEMMs, which then multiply exactly (11-bit significands) and accumulate
+in fp32 as the tensor-core atoms do; the padded dY copy is rounded in place, W's copy too
+(the patch and NCHW pointwise GEMMs get rounded copies of their operands).
+
 Layouts and shapes are those of :mod:`miopen_solver.runtime.base`; storage fp32, fp16 or
 bf16 (``ml_dtypes.bfloat16``), output rounded to the storage type.
 """
@@ -46,6 +52,7 @@ from .. import layouts
 from ..config import KernelSchedule
 from ..problem import valid_range
 from ..target import Target, get_target
+from ..tf32 import round_tf32, round_tf32_
 from ..transpose import writes_nchw_dx
 from .base import BuildInfo, Engine, Timing, as_solution
 
@@ -176,11 +183,19 @@ class CpuEngine(Engine):
         left as they are (the GPU kernel does not write them)."""
         p = spec.problem
         view = ws[:, :p.dx_elems].reshape(spec.split_k, p.N, p.Hi, p.Wi, p.C)
-        subs = spec.sub_gemms
-        dy_pad, pad_h, pad_w = self._padded_dy(p, dy, subs)
-        w_kyxc = w.astype(np.float32)
-        for s in subs:
+        dy_pad, pad_h, pad_w, w_kyxc = self._gemm_operands(spec, dy, w)
+        for s in spec.sub_gemms:
             self._run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, None, ws=view)
+
+    def _gemm_operands(self, spec, dy: np.ndarray, w: np.ndarray) -> tuple:
+        """``(dy_pad, pad_h, pad_w, w_kyxc)``: the GEMM path's fp32 operands (the padded dY of
+        :meth:`_padded_dy`, a copy of W), rounded to TF32 in place for TF32 math."""
+        dy_pad, pad_h, pad_w = self._padded_dy(spec.problem, dy, spec.sub_gemms)
+        w_kyxc = np.array(w, dtype=np.float32, order="C")          # a copy
+        if spec.math == "tf32":
+            round_tf32_(dy_pad)
+            round_tf32_(w_kyxc)
+        return dy_pad, pad_h, pad_w, w_kyxc
 
     def _run_launch(self, spec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
         """One launch of ``spec`` (its problem's N images): NHWC ``dy``, KYXC ``w`` into the
@@ -188,24 +203,24 @@ class CpuEngine(Engine):
         schedules the same buffers hold NCHW dY, W^T and NCHW dX
         (:func:`~miopen_solver.nchw_pw.nchw_pw_run`)."""
         p = spec.problem
+        tf32 = spec.math == "tf32"                     # operands rounded to TF32 first
         if spec.schedule is KernelSchedule.DIRECT:     # the direct schedule's own phases and taps
             from ..direct import direct_nhwc
             dx[...] = direct_nhwc(p, dy, w)
             return
         if spec.schedule.patch:                        # one GEMM scattered into dX patches
             from ..patch import patch_nhwc
-            patch_nhwc(spec, dy, w, dx)
+            patch_nhwc(spec, round_tf32(dy) if tf32 else dy, round_tf32(w) if tf32 else w, dx)
             return
         if spec.schedule.nchw_pointwise:               # NCHW bytes in and out, W^T for W
             from ..nchw_pw import nchw_pw_run
-            nchw_pw_run(spec, dy, w, dx)
+            nchw_pw_run(spec, round_tf32(dy) if tf32 else dy, round_tf32(w) if tf32 else w, dx)
             return
         if spec.zero_fill == "memset":
             dx[...] = 0
         subs = spec.sub_gemms
         if subs:
-            dy_pad, pad_h, pad_w = self._padded_dy(p, dy, subs)
-            w_kyxc = w.astype(np.float32)
+            dy_pad, pad_h, pad_w, w_kyxc = self._gemm_operands(spec, dy, w)
             for s in subs:
                 self._run_sub_gemm(p, spec, s, dy_pad, pad_h, pad_w, w_kyxc, dx)
         if spec.zero_fill == "blocks":

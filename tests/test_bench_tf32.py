@@ -1,0 +1,61 @@
+"""bench/tf32_h200.py without a GPU: its plan (the suite re-based to fp32, the zoo's fp32 lines),
+the -M 0 lines it times, the --dry-run listing on sm_90 (every row's TF32 and IEEE kernels as
+the solver picks them), and the report on made-up times; bench/h200_check.sh names the step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import ROOT
+from bench import tf32_h200
+from miopen_solver.command import parse
+
+SUITE = Path(ROOT) / "bench" / "suite.txt"
+ZOO = Path(ROOT) / "bench" / "zoo.txt"
+
+
+def test_plan_rows_are_fp32_suite_and_zoo_lines():
+    rows = tf32_h200.plan(SUITE, ZOO)
+    assert [r["source"] for r in rows].count("suite") == 14
+    assert [r["source"] for r in rows].count("zoo") == sum(1 for l in ZOO.read_text().splitlines()
+                                                           if l.startswith("conv "))
+    for r in rows:
+        p = parse(r["cmd"]).problem
+        assert p.dtype == "fp32" and not p.tf32
+        assert parse(tf32_h200.mode_line(r["cmd"], "tf32")).problem.tf32
+        assert not parse(tf32_h200.mode_line(r["cmd"], "ieee")).problem.tf32
+
+
+def test_dry_run_plans_tf32_and_ieee_kernels(capsys):
+    assert tf32_h200.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = tf32_h200.plan(SUITE, ZOO)
+    assert len(out) == 2 * len(rows) and not any("refused" in l for l in out)
+    tf32 = [l for l in out if " tf32: " in l]
+    ieee = [l for l in out if " ieee: " in l]
+    assert all("_cxTF32" in l for l in tf32) and not any("_cxTF32" in l for l in ieee)
+    # every GEMM row runs the TF32 atom; the depthwise row keeps the direct schedule (IEEE)
+    assert all("math=tf32" in l and "mma1688tf32" in l for l in tf32 if "dgrad_direct_" not in l)
+    assert sum("math=fp32" in l for l in tf32) == sum("dgrad_direct_" in l for l in tf32) == 1
+    assert all("math=fp32" in l and "tolerance=1.5e-05" in l for l in ieee)
+
+
+def test_report_on_made_up_times():
+    rows = [{"label": "a", "source": "suite", "line": "conv",
+             "tf32": {"ours_ms": 1.0, "cudnn_ms": 2.0, "ratio": 2.0, "config": "x"},
+             "ieee": {"ours_ms": 4.0, "cudnn_ms": 2.0, "ratio": 0.5}, "tf32_speedup": 4.0},
+            {"label": "b", "source": "zoo", "line": "conv",
+             "tf32": {"ours_error": "failed: boom", "cudnn_ms": 1.0},
+             "ieee": {"ours_ms": 1.0, "cudnn_ms": 1.0, "ratio": 1.0}, "tf32_speedup": None}]
+    text = tf32_h200.render(rows, "## head\n")
+    assert "tf32: geometric-mean ratio cuDNN/ours = **2.00** over 1 rows" in text
+    assert "ieee: geometric-mean ratio cuDNN/ours = **0.71** over 2 rows" in text
+    assert "TF32 speed-up over IEEE fp32, geometric mean **4.00** over 1 rows" in text
+    assert "tf32 ours_error: failed: boom" in text
+
+
+def test_h200_check_has_a_tf32_step():
+    text = (Path(ROOT) / "bench" / "h200_check.sh").read_text()
+    assert "step tf32 " in text and "tests/test_gpu_tf32.py" in text and "bench/tf32_h200.py" in text
+    header = text.split("set -uo pipefail")[0]
+    assert "tf32:" in header
