@@ -235,16 +235,35 @@ static void emu_ldmatrix(uint32_t* r, int count, bool trans, uint32_t addr) {
     emu_wave_sync();
 }
 
-// mma.sync.m16n8k16.row.col.f32.{f16,bf16} (PTX ISA "Matrix fragments for mma.m16n8k16"),
-// g = lane/4, t = lane%4: a0 A[g][2t,2t+1], a1 A[g+8][2t..], a2 A[g][2t+8..], a3 A[g+8][2t+8..];
-// b0 B[2t,2t+1][g], b1 B[2t+8,2t+9][g]; c0,c1 C[g][2t,2t+1], c2,c3 C[g+8][2t,2t+1].
-static void emu_mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int dtype) {
+// The two mma.sync atoms share their exchange and their C fragment: every lane deposits its
+// A and B registers, the warp meets, each lane unpacks the whole A (16 x k) and B (k x 8),
+// the warp meets again (the buffers may be reused), and each lane sums its own
+// c0,c1 = C[g][2t, 2t+1], c2,c3 = C[g+8][2t, 2t+1] (g = lane/4, t = lane%4).
+static emu_warp_buf& emu_warp_exchange(const uint32_t* a, uint32_t b0, uint32_t b1) {
     const int lane = emu_tid % 32;
     emu_warp_buf& w = emu_warp[emu_tid / 32];
     for (int i = 0; i < 4; ++i) w.a[lane][i] = a[i];
     w.b[lane][0] = b0;
     w.b[lane][1] = b1;
     emu_wave_sync();
+    return w;
+}
+static void emu_mma_m16n8(float* c, const float (&A)[16][16], const float (&B)[16][8], int k_len) {
+    emu_wave_sync();
+    const int lane = emu_tid % 32, g = lane / 4, t = lane % 4;
+    for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e / 2), col = 2 * t + (e % 2);
+        float acc = c[e];
+        for (int k = 0; k < k_len; ++k) acc += A[row][k] * B[k][col];
+        c[e] = acc;
+    }
+}
+
+// mma.sync.m16n8k16.row.col.f32.{f16,bf16} (PTX ISA "Matrix fragments for mma.m16n8k16"):
+// a0 A[g][2t,2t+1], a1 A[g+8][2t..], a2 A[g][2t+8..], a3 A[g+8][2t+8..]; b0 B[2t,2t+1][g],
+// b1 B[2t+8,2t+9][g], two 16-bit values per register, the lower k in the low half.
+static void emu_mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, int dtype) {
+    const emu_warp_buf& w = emu_warp_exchange(a, b0, b1);
     float A[16][16], B[16][8];
     for (int l = 0; l < 32; ++l) {
         const int g = l / 4, t = l % 4;
@@ -257,32 +276,20 @@ static void emu_mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1, 
             B[2 * t + 8 + h][g] = emu_b16_to_f((uint16_t)(w.b[l][1] >> (16 * h)), dtype);
         }
     }
-    emu_wave_sync();
-    const int g = lane / 4, t = lane % 4;
-    for (int e = 0; e < 4; ++e) {
-        const int row = g + 8 * (e / 2), col = 2 * t + (e % 2);
-        float acc = c[e];
-        for (int k = 0; k < 16; ++k) acc += A[row][k] * B[k][col];
-        c[e] = acc;
-    }
+    emu_mma_m16n8(c, A, B, 16);
 }
 
 // mma.sync.m16n8k8.row.col.f32.tf32 (PTX ISA "Matrix fragments for mma.m16n8k8", .tf32):
-// a0 A[g][t], a1 A[g+8][t], a2 A[g][t+4], a3 A[g+8][t+4]; b0 B[t][g], b1 B[t+4][g]; C as
-// m16n8k16. Operands are 32-bit TF32 patterns (fp32 with the low 13 bits zero).
+// a0 A[g][t], a1 A[g+8][t], a2 A[g][t+4], a3 A[g+8][t+4]; b0 B[t][g], b1 B[t+4][g]; the
+// operands are 32-bit TF32 patterns (fp32 with the low 13 bits zero).
 static float emu_bits_f(uint32_t u) {
     float f;
     std::memcpy(&f, &u, 4);
     return f;
 }
 static void emu_mma1688_tf32(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-    const int lane = emu_tid % 32;
-    emu_warp_buf& w = emu_warp[emu_tid / 32];
-    for (int i = 0; i < 4; ++i) w.a[lane][i] = a[i];
-    w.b[lane][0] = b0;
-    w.b[lane][1] = b1;
-    emu_wave_sync();
-    float A[16][8], B[8][8];
+    const emu_warp_buf& w = emu_warp_exchange(a, b0, b1);
+    float A[16][16], B[16][8];
     for (int l = 0; l < 32; ++l) {
         const int g = l / 4, t = l % 4;
         A[g][t] = emu_bits_f(w.a[l][0]);
@@ -292,14 +299,7 @@ static void emu_mma1688_tf32(float* c, const uint32_t* a, uint32_t b0, uint32_t 
         B[t][g] = emu_bits_f(w.b[l][0]);
         B[t + 4][g] = emu_bits_f(w.b[l][1]);
     }
-    emu_wave_sync();
-    const int g = lane / 4, t = lane % 4;
-    for (int e = 0; e < 4; ++e) {
-        const int row = g + 8 * (e / 2), col = 2 * t + (e % 2);
-        float acc = c[e];
-        for (int k = 0; k < 8; ++k) acc += A[row][k] * B[k][col];
-        c[e] = acc;
-    }
+    emu_mma_m16n8(c, A, B, 8);
 }
 // cvt.rna.tf32.f32: to nearest, ties away from zero, 10 mantissa bits; NaN stays NaN.
 static uint32_t emu_cvt_rna_tf32(float f) {
