@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -25,18 +26,68 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows, read_suite  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
-from miopen_solver.fileio import write_text  # noqa: E402
-from miopen_solver.results_log import read_log  # noqa: E402
+from miopen_solver.fileio import read_bytes, write_text  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
+
+
+LOG_ALLOWED = "a dgrad-driver tune --results log (JSON Lines, a session record first)"
+MAX_LOG_BYTES = 1 << 30
+TIMES = ("default_median_ms", "winner_median_ms")
+
+
+def _bad_log(path, why: str) -> ValueError:
+    return ValueError(f"log {str(path)!r}: {why}; allowed: {LOG_ALLOWED}")
+
+
+def read_verdicts(path) -> list:
+    """The ``verdict`` records of the campaign log at ``path``, in file order. Only read
+    (a read-only log, e.g. one fetched from a device, is fine); a torn last line (a
+    campaign killed mid-write) is skipped as a campaign's ``--resume`` skips it.
+
+    Raises:
+        ValueError: the file cannot be read (:class:`FileError`), or it is not a campaign
+            log: a complete line that is not a JSON object, no ``session`` record first, a
+            verdict without a string ``problem_key`` or with a time that is not a finite
+            number >= 0 (or null). The message names the log and the line.
+    """
+    data = read_bytes(path, MAX_LOG_BYTES, "dgrad-driver tune --results log")
+    end = data.rfind(b"\n") + 1
+    out, first = [], True
+    for n, raw in enumerate(data[:end].splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            rec = None
+        if not isinstance(rec, dict):
+            raise _bad_log(path, f"line {n} is not a JSON object")
+        if first and rec.get("type") != "session":
+            raise _bad_log(path, f"line {n}, its first record, is not a session record")
+        first = False
+        if rec.get("type") != "verdict":
+            continue
+        if not isinstance(rec.get("problem_key"), str):
+            raise _bad_log(path, f"line {n}: a verdict without a problem_key string")
+        for f in TIMES:
+            v = rec.get(f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                  or not math.isfinite(v) or v < 0):
+                raise _bad_log(path, f"line {n}: {f} {shorten(v)} is not a time (a number >= 0 or null)")
+        out.append(rec)
+    if first:
+        raise _bad_log(path, "no complete record")
+    return out
 
 
 def verdicts(paths) -> dict:
     """problem key -> the last ``verdict`` record over the logs ``paths`` (in order: a resumed
-    campaign's later verdict wins)."""
+    campaign's later verdict wins). Raises ValueError for a log that is not a campaign's
+    (see :func:`read_verdicts`)."""
     out = {}
     for path in paths:
-        for rec in read_log(path).records:
-            if rec.get("type") == "verdict":
-                out[rec["problem_key"]] = rec
+        for rec in read_verdicts(path):
+            out[rec["problem_key"]] = rec
     return out
 
 

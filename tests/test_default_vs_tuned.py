@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench import default_vs_tuned as dvt
 from miopen_solver.command import parse
 
@@ -62,3 +64,51 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     log = _log(tmp_path / "l.jsonl", [{"type": "session"}])
     assert dvt.main([log, "--suite", str(tmp_path / "missing.txt")]) == 2
     assert "missing.txt" in capsys.readouterr().err
+
+
+SESSION = '{"type": "session", "log_format": 1}\n'
+
+
+@pytest.mark.parametrize("content, why", [
+    ("garbage {\n", "line 1 is not a JSON object"),
+    (SESSION + "[1, 2]\n", "line 2 is not a JSON object"),
+    ("", "no complete record"),
+    ("\x00\xff binary", "no complete record"),
+    ('{"type": "verdict", "problem_key": "k"}\n', "line 1, its first record, is not a session record"),
+    (SESSION + '{"type": "verdict"}\n', "line 2: a verdict without a problem_key"),
+    (SESSION + '{"type": "verdict", "problem_key": 7}\n', "line 2: a verdict without a problem_key"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "default_median_ms": "abc"}\n',
+     "line 2: default_median_ms abc is not a time"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "winner_median_ms": -1}\n',
+     "line 2: winner_median_ms -1 is not a time"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "winner_median_ms": true}\n',
+     "line 2: winner_median_ms True is not a time"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "winner_median_ms": NaN}\n',
+     "line 2: winner_median_ms nan is not a time"),
+])
+def test_a_log_that_is_not_a_campaign_log_is_one_line(tmp_path, capsys, content, why):
+    """Garbage, a verdict without its key or with a time that is not one: one error line
+    naming the log and the line, exit 2 (not a KeyError, not a table of n/a)."""
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    log = tmp_path / "l.jsonl"
+    log.write_bytes(content.encode("latin-1"))
+    assert dvt.main([str(log), "--suite", str(suite)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "l.jsonl" in err and why in err and "allowed: a dgrad-driver tune --results log" in err
+
+
+def test_a_read_only_log_with_a_torn_tail_is_read(tmp_path, capsys):
+    """The script only reads: a read-only log (fetched from a device) is fine, and a torn
+    last line (a killed campaign) is skipped."""
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    line = [ln for ln in SUITE.splitlines() if ln and not ln.startswith("#")][0]
+    log = tmp_path / "ro.jsonl"
+    log.write_text(SESSION + json.dumps({"type": "verdict", "problem_key": _key(line), "ok": 3, "default": "a",
+                                         "winner": "a", "default_median_ms": 0.01,
+                                         "winner_median_ms": 0.01}) + '\n{"type": "verd')
+    log.chmod(0o444)
+    assert dvt.main([str(log), "--suite", str(suite)]) == 0
+    assert "| **total** | 3 | 1 | 1 |" in capsys.readouterr().out
