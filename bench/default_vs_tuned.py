@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows, read_suite  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
-from miopen_solver.fileio import read_bytes, write_text  # noqa: E402
+from miopen_solver.errors import FileError  # noqa: E402
+from miopen_solver.fileio import check_writable, read_bytes, write_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 
@@ -155,18 +157,28 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     try:
+        for flag, path in (("--out", a.out), ("--json", a.json)):
+            if path is not None:        # refused before any work, as every output the user names
+                try:
+                    if check_writable(path) == "file":
+                        kept = [p for p in [*a.logs, a.suite] if Path(p).is_file()
+                                and os.path.samefile(p, os.path.realpath(path))] if os.path.exists(path) else []
+                        if kept:
+                            raise FileError(path, f"is the input {kept[0]}", "a file that is not a log or the suite")
+                except FileError as e:
+                    raise ValueError(f"{flag} {e}") from None
         plan = plan_rows(read_suite(Path(a.suite)), AS_WRITTEN)
         table = rows(plan, verdicts(a.logs), a.within)
+        text = "\n".join(summary(table, a.within) + [""] + layer_table(table)) + "\n"
+        if a.out:
+            write_text(a.out, text)
+        else:
+            sys.stdout.write(text)
+        if a.json:
+            write_text(a.json, json.dumps(table, indent=1) + "\n")
     except (OSError, ValueError) as e:     # FileError, MiopenCommandError are ValueErrors
         print(f"default_vs_tuned: {e}", file=sys.stderr)
         return 2
-    text = "\n".join(summary(table, a.within) + [""] + layer_table(table)) + "\n"
-    if a.out:
-        write_text(a.out, text)
-    else:
-        sys.stdout.write(text)
-    if a.json:
-        write_text(a.json, json.dumps(table, indent=1) + "\n")
     return 0
 
 

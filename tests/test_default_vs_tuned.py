@@ -112,3 +112,24 @@ def test_a_read_only_log_with_a_torn_tail_is_read(tmp_path, capsys):
     log.chmod(0o444)
     assert dvt.main([str(log), "--suite", str(suite)]) == 0
     assert "| **total** | 3 | 1 | 1 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", ["--out", "--json"])
+@pytest.mark.parametrize("where, why", [
+    ("missing/t.md", "does not exist"),
+    (".", "is a directory"),
+    ("l.jsonl", "is the input"),
+    ("zoo.txt", "is the input"),
+])
+def test_an_output_that_cannot_be_written_is_refused_first(tmp_path, capsys, monkeypatch, flag, where, why):
+    """--out/--json that cannot (or must not: a log, the suite) be written: one error line
+    naming the flag, before any work, exit 2, the inputs left as they were (was a FileError
+    traceback after the table was made, or the log replaced by the table)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "zoo.txt").write_text(SUITE)
+    log = _log(tmp_path / "l.jsonl", [{"type": "session", "log_format": 1}])
+    before = (tmp_path / "l.jsonl").read_text()
+    assert dvt.main([log, "--suite", "zoo.txt", flag, where]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith(f"default_vs_tuned: {flag} ") and why in err
+    assert (tmp_path / "l.jsonl").read_text() == before and (tmp_path / "zoo.txt").read_text() == SUITE
