@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows, read_suite  # noqa: E402
+from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.errors import FileError  # noqa: E402
-from miopen_solver.fileio import check_writable, read_bytes, write_text  # noqa: E402
+from miopen_solver.fileio import check_writable, read_bytes, read_text, write_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 
@@ -93,13 +93,49 @@ def verdicts(paths) -> dict:
     return out
 
 
+SUITE_ALLOWED = "the suite file the campaign tuned (one MIOpenDriver line a row, '# label class=...' after it)"
+MAX_SUITE_BYTES = 64 << 20
+
+
+def read_plan(path) -> list:
+    """:func:`bench.compare.plan_rows` of the suite file at ``path`` (as written), each row
+    with its command already parsed.
+
+    Raises:
+        ValueError: the file cannot be read, has no lines, or a line is not a
+            ``conv``/``convfp16``/``convbfp16`` line dgrad-driver takes; the message names
+            the suite and the line.
+    """
+    plan = []
+    try:
+        text = read_text(path, MAX_SUITE_BYTES, "suite file")
+    except FileError as e:
+        raise ValueError(f"--suite {e}") from None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        cmd, _, label = line.partition("#")
+        try:
+            [item] = plan_rows([(label.strip(), cmd.strip())], AS_WRITTEN)
+            item["key"] = parse(item["cmd"].split()).problem.problem_key()
+        except ValueError as e:
+            why = shorten(str(e).removeprefix(": "), 200)   # a message that already says what is allowed
+            raise ValueError(f"--suite {str(path)!r}: line {n}: {why}" + ("" if "allowed" in why else
+                                                                           f"; allowed: {SUITE_ALLOWED}")) from None
+        plan.append(item)
+    if not plan:
+        raise ValueError(f"--suite {str(path)!r}: no lines; allowed: {SUITE_ALLOWED}")
+    return plan
+
+
 def rows(plan, found: dict, within: float) -> list:
     """One dict per suite line: ``label, cls, dtype, configs, default, default_ms, best,
     best_ms, ratio`` (default/best), ``ok`` (ratio <= 1 + within); ``ratio`` is None without
     a verdict with both times."""
     out = []
     for item in plan:
-        key = parse(item["cmd"].split()).problem.problem_key()
+        key = item.get("key") or parse(item["cmd"].split()).problem.problem_key()
         v = found.get(key) or {}
         d, b = v.get("default_median_ms"), v.get("winner_median_ms")
         ratio = d / b if d and b else None
@@ -167,8 +203,12 @@ def main(argv=None) -> int:
                             raise FileError(path, f"is the input {kept[0]}", "a file that is not a log or the suite")
                 except FileError as e:
                     raise ValueError(f"{flag} {e}") from None
-        plan = plan_rows(read_suite(Path(a.suite)), AS_WRITTEN)
-        table = rows(plan, verdicts(a.logs), a.within)
+        plan = read_plan(a.suite)
+        found = verdicts(a.logs)
+        table = rows(plan, found, a.within)
+        if found and not any(r["key"] in found for r in table):
+            raise ValueError(f"--suite {a.suite!r}: none of its {len(table)} lines has a verdict in the logs "
+                             f"(they hold {len(found)}, all for other problems); allowed: {SUITE_ALLOWED}")
         text = "\n".join(summary(table, a.within) + [""] + layer_table(table)) + "\n"
         if a.out:
             write_text(a.out, text)

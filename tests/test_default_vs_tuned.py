@@ -4,6 +4,7 @@ from the campaign's log, joined to the suite by the problem key."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,36 @@ def test_an_output_that_cannot_be_written_is_refused_first(tmp_path, capsys, mon
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith(f"default_vs_tuned: {flag} ") and why in err
     assert (tmp_path / "l.jsonl").read_text() == before and (tmp_path / "zoo.txt").read_text() == SUITE
+
+
+@pytest.mark.parametrize("suite, why", [
+    (None, "is a directory"),
+    ("garbage {\n", "line 1: base 'garbage' is not one of"),
+    ("# header\n\nconvfp16 -n abc -F 2  # x\n", "line 3: -n 'abc'"),
+    ("conv -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -F 1  # x\n", "line 1: -F '1'"),
+    ("# nothing\n\n", "no lines"),
+    ("convfp16 -n 9 -c 16 -H 9 -W 9 -k 16 -y 1 -x 1 -F 2  # other\n", "none of its 1 lines has a verdict"),
+])
+def test_a_bad_or_wrong_suite_is_one_line(tmp_path, capsys, suite, why):
+    """A suite that cannot be read or parsed, or that is not the one the campaign tuned
+    (no line has a verdict in the logs, which hold some): one line naming --suite (and
+    the line), exit 2 -- not a message without the file, nor a table of n/a."""
+    path = tmp_path / "zoo.txt"
+    if suite is None:
+        path.mkdir()
+    else:
+        path.write_text(suite)
+    line = [ln for ln in SUITE.splitlines() if ln and not ln.startswith("#")][0]
+    log = _log(tmp_path / "l.jsonl", [{"type": "session", "log_format": 1},
+                                      {"type": "verdict", "problem_key": _key(line), "default_median_ms": 0.01,
+                                       "winner_median_ms": 0.01}])
+    assert dvt.main([log, "--suite", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("default_vs_tuned: --suite ")
+    assert why in err and "allowed" in err and "Traceback" not in err
+
+
+def test_the_zoo_parses():
+    zoo = Path(__file__).resolve().parent.parent / "bench" / "zoo.txt"
+    assert len(dvt.read_plan(zoo)) == len(
+        [ln for ln in zoo.read_text().splitlines() if ln.strip() and not ln.strip().startswith("#")])
