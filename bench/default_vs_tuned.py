@@ -177,16 +177,32 @@ def layer_table(table: list) -> list:
     return lines
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``default_vs_tuned: ...``), exit 2."""
+
+    def error(self, message):
+        print(f"default_vs_tuned: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def _within(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"{shorten(text)}: allowed: a number, 0 <= value < 10")
+    return value
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = _Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("logs", nargs="+", help="campaign results logs (JSON Lines), in the order they were written")
     ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
-    ap.add_argument("--within", type=float, default=0.10, help="the default counts as good within this fraction")
+    ap.add_argument("--within", type=_within, default=0.10, help="the default counts as good within this fraction")
     ap.add_argument("--out", help="write the markdown here (else stdout)")
     ap.add_argument("--json", help="also write the rows as JSON here")
     a = ap.parse_args(argv)
-    if not 0 <= a.within < 10:
-        ap.error(f"--within {a.within}: allowed 0 <= value < 10")
     missing = [p for p in a.logs if not Path(p).is_file()]
     if missing:
         print(f"default_vs_tuned: log {missing[0]!r}: not a file; allowed: a dgrad-driver tune --results log",

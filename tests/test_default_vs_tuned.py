@@ -167,3 +167,23 @@ def test_the_zoo_parses():
     zoo = Path(__file__).resolve().parent.parent / "bench" / "zoo.txt"
     assert len(dvt.read_plan(zoo)) == len(
         [ln for ln in zoo.read_text().splitlines() if ln.strip() and not ln.strip().startswith("#")])
+
+
+@pytest.mark.parametrize("argv, why", [
+    ([], "the following arguments are required: logs"),
+    (["l.jsonl", "--within", "abc"], "--within: abc: allowed: a number, 0 <= value < 10"),
+    (["l.jsonl", "--within", "nan"], "--within: nan: allowed: a number, 0 <= value < 10"),
+    (["l.jsonl", "--within", "10"], "--within: 10: allowed"),
+    (["l.jsonl", "--within", "-0.5"], "--within: -0.5: allowed"),
+    (["l.jsonl", "--within"], "--within: expected one argument"),
+    (["l.jsonl", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_a_usage_error_is_one_line(capsys, argv, why):
+    """A missing log, an unknown option or a --within that is not a number in range: one
+    line naming it and what is allowed, exit 2 (was argparse's usage block, and a float
+    error without the range)."""
+    with pytest.raises(SystemExit) as e:
+        dvt.main(argv)
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("default_vs_tuned: ") and why in err
