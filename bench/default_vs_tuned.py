@@ -118,7 +118,10 @@ def read_plan(path) -> list:
         cmd, _, label = line.partition("#")
         try:
             [item] = plan_rows([(label.strip(), cmd.strip())], AS_WRITTEN)
-            item["key"] = parse(item["cmd"].split()).problem.problem_key()
+            problem = parse(item["cmd"].split()).problem
+            item["key"] = problem.problem_key()
+            if problem.tf32:            # -M 0: its own key and kernels; not the fp32 row of the layer
+                item["dtype"] = "tf32"
         except ValueError as e:
             why = shorten(str(e).removeprefix(": "), 200)   # a message that already says what is allowed
             raise ValueError(f"--suite {str(path)!r}: line {n}: {why}" + ("" if "allowed" in why else

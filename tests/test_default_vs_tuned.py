@@ -187,3 +187,21 @@ def test_a_usage_error_is_one_line(capsys, argv, why):
     assert e.value.code == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("default_vs_tuned: ") and why in err
+
+
+def test_a_tf32_line_is_a_tf32_row(tmp_path, capsys):
+    """A ``conv ... -M 0`` suite line (TF32 math: its own key, kernels and times) was listed
+    as ``fp32``, the same as the layer's IEEE fp32 line; its row says ``tf32``."""
+    fp32 = "conv -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(f"{fp32}  # n/ieee class=dense_3x3\n{fp32} -M 0  # n/tf32 class=dense_3x3\n"
+                     f"{fp32.replace('conv ', 'convfp16 ')} -M 0  # n/half class=dense_3x3\n")
+    recs = [{"type": "session", "log_format": 1}] + [
+        {"type": "verdict", "problem_key": _key(line), "default_median_ms": t, "winner_median_ms": t}
+        for line, t in ((fp32, 0.02), (fp32 + " -M 0", 0.01))]
+    js = tmp_path / "t.json"
+    assert dvt.main([_log(tmp_path / "l.jsonl", recs), "--suite", str(suite), "--json", str(js)]) == 0
+    rows = {r["label"]: r for r in json.loads(js.read_text())}
+    assert (rows["n/ieee"]["dtype"], rows["n/tf32"]["dtype"], rows["n/half"]["dtype"]) == ("fp32", "tf32", "fp16")
+    assert rows["n/ieee"]["key"] != rows["n/tf32"]["key"] and rows["n/tf32"]["best_ms"] == 0.01
+    assert "| n/tf32 | dense_3x3 | tf32 |" in capsys.readouterr().out
