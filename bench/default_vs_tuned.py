@@ -18,26 +18,118 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows, read_suite  # noqa: E402
+from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
-from miopen_solver.fileio import write_text  # noqa: E402
-from miopen_solver.results_log import read_log  # noqa: E402
+from miopen_solver.errors import FileError  # noqa: E402
+from miopen_solver.fileio import check_writable, read_bytes, read_text, write_text  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
+
+
+LOG_ALLOWED = "a dgrad-driver tune --results log (JSON Lines, a session record first)"
+MAX_LOG_BYTES = 1 << 30
+TIMES = ("default_median_ms", "winner_median_ms")
+
+
+def _bad_log(path, why: str) -> ValueError:
+    return ValueError(f"log {str(path)!r}: {why}; allowed: {LOG_ALLOWED}")
+
+
+def read_verdicts(path) -> list:
+    """The ``verdict`` records of the campaign log at ``path``, in file order. Only read
+    (a read-only log, e.g. one fetched from a device, is fine); a torn last line (a
+    campaign killed mid-write) is skipped as a campaign's ``--resume`` skips it.
+
+    Raises:
+        ValueError: the file cannot be read (:class:`FileError`), or it is not a campaign
+            log: a complete line that is not a JSON object, no ``session`` record first, a
+            verdict without a string ``problem_key`` or with a time that is not a finite
+            number >= 0 (or null). The message names the log and the line.
+    """
+    data = read_bytes(path, MAX_LOG_BYTES, "dgrad-driver tune --results log")
+    end = data.rfind(b"\n") + 1
+    out, first = [], True
+    for n, raw in enumerate(data[:end].splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            rec = None
+        if not isinstance(rec, dict):
+            raise _bad_log(path, f"line {n} is not a JSON object")
+        if first and rec.get("type") != "session":
+            raise _bad_log(path, f"line {n}, its first record, is not a session record")
+        first = False
+        if rec.get("type") != "verdict":
+            continue
+        if not isinstance(rec.get("problem_key"), str):
+            raise _bad_log(path, f"line {n}: a verdict without a problem_key string")
+        for f in TIMES:
+            v = rec.get(f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                  or not math.isfinite(v) or v < 0):
+                raise _bad_log(path, f"line {n}: {f} {shorten(v)} is not a time (a number >= 0 or null)")
+        out.append(rec)
+    if first:
+        raise _bad_log(path, "no complete record")
+    return out
 
 
 def verdicts(paths) -> dict:
     """problem key -> the last ``verdict`` record over the logs ``paths`` (in order: a resumed
-    campaign's later verdict wins)."""
+    campaign's later verdict wins). Raises ValueError for a log that is not a campaign's
+    (see :func:`read_verdicts`)."""
     out = {}
     for path in paths:
-        for rec in read_log(path).records:
-            if rec.get("type") == "verdict":
-                out[rec["problem_key"]] = rec
+        for rec in read_verdicts(path):
+            out[rec["problem_key"]] = rec
     return out
+
+
+SUITE_ALLOWED = "the suite file the campaign tuned (one MIOpenDriver line a row, '# label class=...' after it)"
+MAX_SUITE_BYTES = 64 << 20
+
+
+def read_plan(path) -> list:
+    """:func:`bench.compare.plan_rows` of the suite file at ``path`` (as written), each row
+    with its command already parsed.
+
+    Raises:
+        ValueError: the file cannot be read, has no lines, or a line is not a
+            ``conv``/``convfp16``/``convbfp16`` line dgrad-driver takes; the message names
+            the suite and the line.
+    """
+    plan = []
+    try:
+        text = read_text(path, MAX_SUITE_BYTES, "suite file")
+    except FileError as e:
+        raise ValueError(f"--suite {e}") from None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        cmd, _, label = line.partition("#")
+        try:
+            [item] = plan_rows([(label.strip(), cmd.strip())], AS_WRITTEN)
+            problem = parse(item["cmd"].split()).problem
+            item["key"] = problem.problem_key()
+            if problem.tf32:            # -M 0: its own key and kernels; not the fp32 row of the layer
+                item["dtype"] = "tf32"
+        except ValueError as e:
+            why = shorten(str(e).removeprefix(": "), 200)   # a message that already says what is allowed
+            raise ValueError(f"--suite {str(path)!r}: line {n}: {why}" + ("" if "allowed" in why else
+                                                                           f"; allowed: {SUITE_ALLOWED}")) from None
+        plan.append(item)
+    if not plan:
+        raise ValueError(f"--suite {str(path)!r}: no lines; allowed: {SUITE_ALLOWED}")
+    return plan
 
 
 def rows(plan, found: dict, within: float) -> list:
@@ -46,7 +138,7 @@ def rows(plan, found: dict, within: float) -> list:
     a verdict with both times."""
     out = []
     for item in plan:
-        key = parse(item["cmd"].split()).problem.problem_key()
+        key = item.get("key") or parse(item["cmd"].split()).problem.problem_key()
         v = found.get(key) or {}
         d, b = v.get("default_median_ms"), v.get("winner_median_ms")
         ratio = d / b if d and b else None
@@ -88,34 +180,64 @@ def layer_table(table: list) -> list:
     return lines
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``default_vs_tuned: ...``), exit 2."""
+
+    def error(self, message):
+        print(f"default_vs_tuned: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def _within(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"{shorten(text)}: allowed: a number, 0 <= value < 10")
+    return value
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = _Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("logs", nargs="+", help="campaign results logs (JSON Lines), in the order they were written")
     ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
-    ap.add_argument("--within", type=float, default=0.10, help="the default counts as good within this fraction")
+    ap.add_argument("--within", type=_within, default=0.10, help="the default counts as good within this fraction")
     ap.add_argument("--out", help="write the markdown here (else stdout)")
     ap.add_argument("--json", help="also write the rows as JSON here")
     a = ap.parse_args(argv)
-    if not 0 <= a.within < 10:
-        ap.error(f"--within {a.within}: allowed 0 <= value < 10")
     missing = [p for p in a.logs if not Path(p).is_file()]
     if missing:
         print(f"default_vs_tuned: log {missing[0]!r}: not a file; allowed: a dgrad-driver tune --results log",
               file=sys.stderr)
         return 2
     try:
-        plan = plan_rows(read_suite(Path(a.suite)), AS_WRITTEN)
-        table = rows(plan, verdicts(a.logs), a.within)
+        for flag, path in (("--out", a.out), ("--json", a.json)):
+            if path is not None:        # refused before any work, as every output the user names
+                try:
+                    if check_writable(path) == "file":
+                        kept = [p for p in [*a.logs, a.suite] if Path(p).is_file()
+                                and os.path.samefile(p, os.path.realpath(path))] if os.path.exists(path) else []
+                        if kept:
+                            raise FileError(path, f"is the input {kept[0]}", "a file that is not a log or the suite")
+                except FileError as e:
+                    raise ValueError(f"{flag} {e}") from None
+        plan = read_plan(a.suite)
+        found = verdicts(a.logs)
+        table = rows(plan, found, a.within)
+        if found and not any(r["key"] in found for r in table):
+            raise ValueError(f"--suite {a.suite!r}: none of its {len(table)} lines has a verdict in the logs "
+                             f"(they hold {len(found)}, all for other problems); allowed: {SUITE_ALLOWED}")
+        text = "\n".join(summary(table, a.within) + [""] + layer_table(table)) + "\n"
+        if a.out:
+            write_text(a.out, text)
+        else:
+            sys.stdout.write(text)
+        if a.json:
+            write_text(a.json, json.dumps(table, indent=1) + "\n")
     except (OSError, ValueError) as e:     # FileError, MiopenCommandError are ValueErrors
         print(f"default_vs_tuned: {e}", file=sys.stderr)
         return 2
-    text = "\n".join(summary(table, a.within) + [""] + layer_table(table)) + "\n"
-    if a.out:
-        write_text(a.out, text)
-    else:
-        sys.stdout.write(text)
-    if a.json:
-        write_text(a.json, json.dumps(table, indent=1) + "\n")
     return 0
 
 

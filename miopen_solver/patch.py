@@ -99,6 +99,15 @@ def store_run(problem: ConvProblem) -> int:
     return gcd(p.X * p.cpg, p.Wi * p.C) if p.G == 1 else p.cpg
 
 
+def store_run_why(problem: ConvProblem) -> str:
+    """Where :func:`store_run` comes from, for a message: ``gcd(X*cpg = 48, Wi*C = 99)`` or
+    ``cpg = 3 (G = 2: groups interleave within a pixel)``."""
+    p = problem
+    if p.G == 1:
+        return f"gcd(X*cpg = {p.X * p.cpg}, Wi*C = {p.Wi * p.C}) (patch rows start Wi*C elements apart)"
+    return f"cpg = {p.cpg} (G = {p.G}: groups interleave within a pixel)"
+
+
 def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
     """The main loop's config of a patch ``config``: its schedule, ``split_k`` 1 and the
     store width capped to :func:`store_run` (an invalid cap is passed on for the GEMM rules
@@ -166,7 +175,7 @@ def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
     if config.schedule is KernelSchedule.PATCH_GEMM_TMA and patch_reason(problem, target) is None:
         require(store_run(problem) % chunk == 0,
                 f"{config.schedule.label} stores dX in 16-byte chunks of {chunk} elements; a contiguous "
-                f"patch row run here is {store_run(problem)} (X*cpg = {problem.X * problem.cpg})")
+                f"patch row run here is {store_run(problem)}, {store_run_why(problem)}")
     return make_virtual_spec(PatchSpec, problem, target, config, why=patch_reason(problem, target),
                              virtual=virtual_problem, gemm_config=gemm_config,
                              gemm_shape="[N*Ho*Wo, K] x [K, Y*X*cpg]")

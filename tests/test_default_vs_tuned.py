@@ -4,6 +4,9 @@ from the campaign's log, joined to the suite by the problem key."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from bench import default_vs_tuned as dvt
 from miopen_solver.command import parse
@@ -62,3 +65,143 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     log = _log(tmp_path / "l.jsonl", [{"type": "session"}])
     assert dvt.main([log, "--suite", str(tmp_path / "missing.txt")]) == 2
     assert "missing.txt" in capsys.readouterr().err
+
+
+SESSION = '{"type": "session", "log_format": 1}\n'
+
+
+@pytest.mark.parametrize("content, why", [
+    ("garbage {\n", "line 1 is not a JSON object"),
+    (SESSION + "[1, 2]\n", "line 2 is not a JSON object"),
+    ("", "no complete record"),
+    ("\x00\xff binary", "no complete record"),
+    ('{"type": "verdict", "problem_key": "k"}\n', "line 1, its first record, is not a session record"),
+    (SESSION + '{"type": "verdict"}\n', "line 2: a verdict without a problem_key"),
+    (SESSION + '{"type": "verdict", "problem_key": 7}\n', "line 2: a verdict without a problem_key"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "default_median_ms": "abc"}\n',
+     "line 2: default_median_ms abc is not a time"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "winner_median_ms": -1}\n',
+     "line 2: winner_median_ms -1 is not a time"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "winner_median_ms": true}\n',
+     "line 2: winner_median_ms True is not a time"),
+    (SESSION + '{"type": "verdict", "problem_key": "k", "winner_median_ms": NaN}\n',
+     "line 2: winner_median_ms nan is not a time"),
+])
+def test_a_log_that_is_not_a_campaign_log_is_one_line(tmp_path, capsys, content, why):
+    """Garbage, a verdict without its key or with a time that is not one: one error line
+    naming the log and the line, exit 2 (not a KeyError, not a table of n/a)."""
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    log = tmp_path / "l.jsonl"
+    log.write_bytes(content.encode("latin-1"))
+    assert dvt.main([str(log), "--suite", str(suite)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "l.jsonl" in err and why in err and "allowed: a dgrad-driver tune --results log" in err
+
+
+def test_a_read_only_log_with_a_torn_tail_is_read(tmp_path, capsys):
+    """The script only reads: a read-only log (fetched from a device) is fine, and a torn
+    last line (a killed campaign) is skipped."""
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    line = [ln for ln in SUITE.splitlines() if ln and not ln.startswith("#")][0]
+    log = tmp_path / "ro.jsonl"
+    log.write_text(SESSION + json.dumps({"type": "verdict", "problem_key": _key(line), "ok": 3, "default": "a",
+                                         "winner": "a", "default_median_ms": 0.01,
+                                         "winner_median_ms": 0.01}) + '\n{"type": "verd')
+    log.chmod(0o444)
+    assert dvt.main([str(log), "--suite", str(suite)]) == 0
+    assert "| **total** | 3 | 1 | 1 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", ["--out", "--json"])
+@pytest.mark.parametrize("where, why", [
+    ("missing/t.md", "does not exist"),
+    (".", "is a directory"),
+    ("l.jsonl", "is the input"),
+    ("zoo.txt", "is the input"),
+])
+def test_an_output_that_cannot_be_written_is_refused_first(tmp_path, capsys, monkeypatch, flag, where, why):
+    """--out/--json that cannot (or must not: a log, the suite) be written: one error line
+    naming the flag, before any work, exit 2, the inputs left as they were (was a FileError
+    traceback after the table was made, or the log replaced by the table)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "zoo.txt").write_text(SUITE)
+    log = _log(tmp_path / "l.jsonl", [{"type": "session", "log_format": 1}])
+    before = (tmp_path / "l.jsonl").read_text()
+    assert dvt.main([log, "--suite", "zoo.txt", flag, where]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith(f"default_vs_tuned: {flag} ") and why in err
+    assert (tmp_path / "l.jsonl").read_text() == before and (tmp_path / "zoo.txt").read_text() == SUITE
+
+
+@pytest.mark.parametrize("suite, why", [
+    (None, "is a directory"),
+    ("garbage {\n", "line 1: base 'garbage' is not one of"),
+    ("# header\n\nconvfp16 -n abc -F 2  # x\n", "line 3: -n 'abc'"),
+    ("conv -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -F 1  # x\n", "line 1: -F '1'"),
+    ("# nothing\n\n", "no lines"),
+    ("convfp16 -n 9 -c 16 -H 9 -W 9 -k 16 -y 1 -x 1 -F 2  # other\n", "none of its 1 lines has a verdict"),
+])
+def test_a_bad_or_wrong_suite_is_one_line(tmp_path, capsys, suite, why):
+    """A suite that cannot be read or parsed, or that is not the one the campaign tuned
+    (no line has a verdict in the logs, which hold some): one line naming --suite (and
+    the line), exit 2 -- not a message without the file, nor a table of n/a."""
+    path = tmp_path / "zoo.txt"
+    if suite is None:
+        path.mkdir()
+    else:
+        path.write_text(suite)
+    line = [ln for ln in SUITE.splitlines() if ln and not ln.startswith("#")][0]
+    log = _log(tmp_path / "l.jsonl", [{"type": "session", "log_format": 1},
+                                      {"type": "verdict", "problem_key": _key(line), "default_median_ms": 0.01,
+                                       "winner_median_ms": 0.01}])
+    assert dvt.main([log, "--suite", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("default_vs_tuned: --suite ")
+    assert why in err and "allowed" in err and "Traceback" not in err
+
+
+def test_the_zoo_parses():
+    zoo = Path(__file__).resolve().parent.parent / "bench" / "zoo.txt"
+    assert len(dvt.read_plan(zoo)) == len(
+        [ln for ln in zoo.read_text().splitlines() if ln.strip() and not ln.strip().startswith("#")])
+
+
+@pytest.mark.parametrize("argv, why", [
+    ([], "the following arguments are required: logs"),
+    (["l.jsonl", "--within", "abc"], "--within: abc: allowed: a number, 0 <= value < 10"),
+    (["l.jsonl", "--within", "nan"], "--within: nan: allowed: a number, 0 <= value < 10"),
+    (["l.jsonl", "--within", "10"], "--within: 10: allowed"),
+    (["l.jsonl", "--within", "-0.5"], "--within: -0.5: allowed"),
+    (["l.jsonl", "--within"], "--within: expected one argument"),
+    (["l.jsonl", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_a_usage_error_is_one_line(capsys, argv, why):
+    """A missing log, an unknown option or a --within that is not a number in range: one
+    line naming it and what is allowed, exit 2 (was argparse's usage block, and a float
+    error without the range)."""
+    with pytest.raises(SystemExit) as e:
+        dvt.main(argv)
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("default_vs_tuned: ") and why in err
+
+
+def test_a_tf32_line_is_a_tf32_row(tmp_path, capsys):
+    """A ``conv ... -M 0`` suite line (TF32 math: its own key, kernels and times) was listed
+    as ``fp32``, the same as the layer's IEEE fp32 line; its row says ``tf32``."""
+    fp32 = "conv -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(f"{fp32}  # n/ieee class=dense_3x3\n{fp32} -M 0  # n/tf32 class=dense_3x3\n"
+                     f"{fp32.replace('conv ', 'convfp16 ')} -M 0  # n/half class=dense_3x3\n")
+    recs = [{"type": "session", "log_format": 1}] + [
+        {"type": "verdict", "problem_key": _key(line), "default_median_ms": t, "winner_median_ms": t}
+        for line, t in ((fp32, 0.02), (fp32 + " -M 0", 0.01))]
+    js = tmp_path / "t.json"
+    assert dvt.main([_log(tmp_path / "l.jsonl", recs), "--suite", str(suite), "--json", str(js)]) == 0
+    rows = {r["label"]: r for r in json.loads(js.read_text())}
+    assert (rows["n/ieee"]["dtype"], rows["n/tf32"]["dtype"], rows["n/half"]["dtype"]) == ("fp32", "tf32", "fp16")
+    assert rows["n/ieee"]["key"] != rows["n/tf32"]["key"] and rows["n/tf32"]["best_ms"] == 0.01
+    assert "| n/tf32 | dense_3x3 | tf32 |" in capsys.readouterr().out

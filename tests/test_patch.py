@@ -321,3 +321,18 @@ def test_tma_patch_needs_whole_16_byte_chunks(line, ok):
     else:
         with pytest.raises(PerfConfigError, match=f"patch row run here is {store_run(p)}"):
             DgradSolver().find_solution(p, get_target("sm_90"), perf_config=cfg)
+
+
+@pytest.mark.parametrize("line, why", [
+    ("convfp16 -n 2 -c 3 -H 16 -W 16 -k 64 -y 4 -x 4 -u 4 -v 4", "12, gcd(X*cpg = 12, Wi*C = 48)"),
+    ("convfp16 -n 2 -c 3 -H 33 -W 33 -k 64 -y 16 -x 16 -u 16 -v 16", "3, gcd(X*cpg = 48, Wi*C = 99)"),
+    ("convfp16 -n 2 -c 6 -H 32 -W 32 -k 64 -g 2 -y 16 -x 16 -u 16 -v 16", "3, cpg = 3 (G = 2: groups interleave"),
+])
+def test_the_tma_patch_refusal_says_where_the_run_comes_from(line, why):
+    """The refusal named the run and then ``(X*cpg = 48)``, a multiple of 8, where the run was
+    3 because of the image width (gcd with Wi*C) or the groups (cpg): the reason shows the
+    terms the run is made of."""
+    p = parse(f"{line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()).problem
+    with pytest.raises(PerfConfigError) as e:
+        DgradSolver().find_solution(p, get_target("sm_90"), perf_config="128,64,64,2,1,64,64,0,0,0,1,-1,4,10")
+    assert f"a contiguous patch row run here is {why}" in str(e.value)

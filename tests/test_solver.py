@@ -284,3 +284,15 @@ def test_an_unknown_target_is_named():
         SOLVER.find_solution(nhwc(), "gfx999")
     with pytest.raises(TypeError, match="target must be a miopen_solver.target.Target or an arch name"):
         SOLVER.is_applicable(nhwc(), 942)
+
+
+def test_the_readme_lists_every_kernel_schedule_code():
+    """The README's perf-config section lists the 14th field's codes and says "any other
+    code is refused"; it stopped at 8 after 9 and 10 (the persistent and TMA patch GEMMs)
+    were added, so a reader took them for refused codes. Every code must be listed there."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("The 14th field is the kernel schedule")
+    section = " ".join(readme[start:readme.index("any other code is refused", start)].split())
+    for s in KernelSchedule:
+        assert f"{int(s)} `{s.slug}`" in section, s
