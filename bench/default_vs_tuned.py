@@ -29,6 +29,7 @@ from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows  # n
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.errors import FileError  # noqa: E402
 from miopen_solver.fileio import check_writable, read_bytes, read_text, write_text  # noqa: E402
+from miopen_solver.results_log import parse_log  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 
@@ -52,21 +53,15 @@ def read_verdicts(path) -> list:
             verdict without a string ``problem_key`` or with a time that is not a finite
             number >= 0 (or null). The message names the log and the line.
     """
-    data = read_bytes(path, MAX_LOG_BYTES, "dgrad-driver tune --results log")
-    end = data.rfind(b"\n") + 1
-    out, first = [], True
-    for n, raw in enumerate(data[:end].splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            rec = None
-        if not isinstance(rec, dict):
-            raise _bad_log(path, f"line {n} is not a JSON object")
-        if first and rec.get("type") != "session":
-            raise _bad_log(path, f"line {n}, its first record, is not a session record")
-        first = False
+    contents = parse_log(read_bytes(path, MAX_LOG_BYTES, "dgrad-driver tune --results log"))
+    if contents.bad:
+        raise _bad_log(path, f"line {contents.bad[0]} is not a JSON object")
+    if not contents.records:
+        raise _bad_log(path, "no complete record")
+    if contents.records[0].get("type") != "session":
+        raise _bad_log(path, f"line {contents.lines[0]}, its first record, is not a session record")
+    out = []
+    for n, rec in zip(contents.lines, contents.records):
         if rec.get("type") != "verdict":
             continue
         if not isinstance(rec.get("problem_key"), str):
@@ -77,8 +72,6 @@ def read_verdicts(path) -> list:
                                   or not math.isfinite(v) or v < 0):
                 raise _bad_log(path, f"line {n}: {f} {shorten(v)} is not a time (a number >= 0 or null)")
         out.append(rec)
-    if first:
-        raise _bad_log(path, "no complete record")
     return out
 
 

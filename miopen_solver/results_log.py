@@ -39,13 +39,14 @@ LOG_ALLOWED = "a new file, an empty file, or the JSON Lines log of an earlier dg
 
 @dataclass
 class LogContents:
-    """What a log held: ``records`` (dicts, in file order), ``torn`` (trailing bytes of a
-    partial last line) and ``bad`` (line numbers of complete lines that are not a JSON
-    object; they are skipped)."""
+    """What a log held: ``records`` (dicts, in file order) and ``lines`` (the line number of
+    each), ``torn`` (trailing bytes of a partial last line) and ``bad`` (line numbers of
+    complete lines that are not a JSON object; they are skipped)."""
 
     records: list = field(default_factory=list)
     torn: int = 0
     bad: list = field(default_factory=list)
+    lines: list = field(default_factory=list)
 
 
 def _check_path(path: str) -> bool:
@@ -88,6 +89,14 @@ def read_log(path) -> LogContents:
             data = fh.read()
     except OSError as e:
         raise FileError(path, f"cannot read ({e.strerror or e})", ALLOWED, e.errno) from None
+    return parse_log(data)
+
+
+def parse_log(data: bytes) -> LogContents:
+    """The records of a log's bytes: complete lines that are JSON objects, in order; the
+    line numbers of complete lines that are not in :attr:`LogContents.bad`, a partial last
+    line's length in :attr:`LogContents.torn`."""
+    out = LogContents()
     end = data.rfind(b"\n") + 1
     out.torn = len(data) - end
     for n, raw in enumerate(data[:end].splitlines(), 1):
@@ -99,6 +108,7 @@ def read_log(path) -> LogContents:
             rec = None
         if isinstance(rec, dict):
             out.records.append(rec)
+            out.lines.append(n)
         else:
             out.bad.append(n)
     return out
