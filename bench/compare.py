@@ -328,6 +328,17 @@ def time_ours(eng, p, launches: int, replays: int, config: str | None = None, pe
             "config_source": "--config" if sol.source == "perf-config" else sol.source}
 
 
+def ours_or_error(eng, p, launches: int, replays: int, config: str | None = None, perfdb=None) -> dict:
+    """:func:`time_ours`'s dict, or ``{"ours_error": "refused: ..."}`` / ``"failed: ..."``:
+    one row's failure is recorded in it, never raised (a sweep goes on)."""
+    try:
+        return time_ours(eng, p, launches, replays, config, perfdb)
+    except OursRefused as e:
+        return {"ours_error": f"refused: {e}"}
+    except Exception as e:  # noqa: BLE001 - a failing kernel, not a dead sweep
+        return {"ours_error": f"failed: {_reason(e)}"}
+
+
 def time_solution(eng, sol, launches: int, replays: int) -> dict:
     """A decided Solution timed from a CUDA graph (every launch of a run: transforms, chunks,
     split-K reductions) on small random inputs in the problem's layouts.
@@ -403,12 +414,7 @@ def run_row(torch, eng, item, args, db, ceilings) -> dict:
     if getattr(args, "layout", "line") != "line":      # --layout: all three tensors in one layout
         p = p.replace(in_layout=args.layout, out_layout=args.layout, fil_layout=args.layout)
         row["line"] += f" [{args.layout}]"
-    try:
-        row.update(time_ours(eng, p, args.launches, args.replays, args.config, db))
-    except OursRefused as e:
-        row["ours_error"] = f"refused: {e}"
-    except Exception as e:  # noqa: BLE001 - a failing kernel, not a dead sweep
-        row["ours_error"] = f"failed: {_reason(e)}"
+    row.update(ours_or_error(eng, p, args.launches, args.replays, args.config, db))
     try:
         row["cudnn_ms"] = time_cudnn(torch, p, args.launches, args.replays)
     except Exception as e:  # noqa: BLE001 - cuDNN has no algorithm, runs out of memory, ...

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare import (OursRefused, _reason, _torch_dtype, git_commit, graph_time_ms, read_suite,  # noqa: E402
-                     split_label, time_cudnn, time_ours)
+from compare import (_reason, _torch_dtype, git_commit, graph_time_ms, ours_or_error, read_suite,  # noqa: E402
+                     split_label, time_cudnn)
 from miopen_solver.command import parse  # noqa: E402
 
 NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
@@ -72,12 +72,7 @@ def measure(torch, eng, label: str, line: str, args) -> dict:
     """One row; failures are recorded in it, never raised."""
     p = parse(line).problem
     row = {"label": label, "line": line, "dtype": p.dtype, "C": p.C}
-    try:
-        row.update(time_ours(eng, p, args.launches, args.replays, args.config))
-    except OursRefused as e:
-        row["ours_error"] = f"refused: {e}"
-    except Exception as e:  # noqa: BLE001 - a failing kernel is a row, not a dead run
-        row["ours_error"] = f"failed: {_reason(e)}"
+    row.update(ours_or_error(eng, p, args.launches, args.replays, args.config))
     for key, fn in (("cudnn_ms", time_cudnn), ("cublas_ms", time_cublas_patch)):
         try:
             row[key] = fn(torch, p, args.launches, args.replays)

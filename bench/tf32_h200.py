@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare import (BASES, OursRefused, _reason, geomean, git_commit, read_suite, split_label,  # noqa: E402
-                     time_cudnn, time_ours)
+from compare import (BASES, _reason, geomean, git_commit, ours_or_error, read_suite, split_label,  # noqa: E402
+                     time_cudnn)
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.fileio import write_text  # noqa: E402
 
@@ -98,12 +98,7 @@ def run_row(torch, eng, r, args) -> dict:
         res = {}
         p = parse(mode_line(r["cmd"], mode)).problem
         torch.backends.cudnn.allow_tf32 = mode == "tf32"
-        try:
-            res.update(time_ours(eng, p, args.launches, args.replays))
-        except OursRefused as e:
-            res["ours_error"] = f"refused: {e}"
-        except Exception as e:  # noqa: BLE001 - a failing kernel, not a dead sweep
-            res["ours_error"] = f"failed: {_reason(e)}"
+        res.update(ours_or_error(eng, p, args.launches, args.replays))
         try:
             res["cudnn_ms"] = time_cudnn(torch, p, args.launches, args.replays)
         except Exception as e:  # noqa: BLE001 - cuDNN has no algorithm, out of memory, ...

@@ -158,6 +158,14 @@ def test_time_ours_uses_the_default_config_and_refuses_what_the_solver_refuses()
     chwn = parse("convfp16 " + LINE.replace("NHWC", "CHWN")).problem
     with pytest.raises(compare.OursRefused, match="LAYOUT"):
         compare.time_ours(eng, chwn, 20, 15)
+    # the row form every bench script records: the times, or the refusal or failure as text
+    assert compare.ours_or_error(eng, p, 20, 15) == got
+    assert compare.ours_or_error(eng, chwn, 20, 15)["ours_error"].startswith("refused: not applicable")
+
+    def broken(sol, dy, w, launches, replays):
+        raise RuntimeError("launch failed")
+    eng.time_graph = broken
+    assert compare.ours_or_error(eng, p, 20, 15) == {"ours_error": "failed: RuntimeError: launch failed"}
 
 
 def fake_torch():
