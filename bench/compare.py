@@ -497,9 +497,6 @@ def main(argv=None):
     ap.add_argument("--layout", default="line", choices=("line", "NHWC", "NCHW"),
                     help="run every line with all three tensors in this layout, both sides "
                          "(default: the line's own flags)")
-    ap.add_argument("--nchw-dx-kernels", action="store_true",
-                    help="let every schedule whose kernel can store an NCHW dX do so "
-                         "(transpose.NCHW_DX_KERNELS: the TMA epilogue too), to time it against the transform")
     ap.add_argument("--out", default=None, help="write the markdown report here")
     ap.add_argument("--plot", default=None, help="write a PNG chart here (needs matplotlib)")
     ap.add_argument("--json", default=None, help="write every row here (rewritten after each row)")
@@ -515,10 +512,6 @@ def main(argv=None):
         return finish(text, results, args)
 
     plan = select(plan_rows(read_suite(Path(args.suite)), args.dtypes), args.only, args.classes, args.shard)
-    if args.nchw_dx_kernels:
-        from miopen_solver import transpose
-        transpose.NCHW_DX_SCHEDULES = transpose.NCHW_DX_KERNELS
-
     import torch
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -15,9 +15,7 @@
 #   5. (only when STEPS names them) perf_models: dgrad-driver batch --backend cuda over MIOpen's
 #      three perf-model files (NCHW and mixed lines, GPU reference); nchw: compare.py on the suite
 #      in fp16 with every tensor NCHW and with every tensor NHWC (ours and cuDNN in each
-#      layout); nchw_tma: the same NCHW suite with the TMA kernels storing dX NCHW themselves
-#      (compare.py --nchw-dx-kernels; against nchw's suite_NCHW, it decides whether the TMA
-#      schedule joins transpose.NCHW_DX_SCHEDULES); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
+#      layout); big: bench/big_tensors.py (split-N past 2^31/2^32 elements, GPU reference,
 #      per-image time against half the batch); patch: bench/patch_h200.py (patch GEMM vs
 #      cuDNN and cuBLAS); patch_forms: the same with the patch GEMM's persistent (schedule 9)
 #      and TMA (10) forms on every patch line (refused rows say why);
@@ -48,7 +46,7 @@
 #      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree) resumes it.
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,big,patch,patch_forms,tf32,
+# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,patch_forms,tf32,
 # splitk,zoo,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
@@ -86,8 +84,6 @@ done; exit $rc' "$OUTDIR"
 step nchw 540 bash -c 'rc=0; for lay in NCHW NHWC; do
     python bench/compare.py --dtypes fp16 --layout $lay --out "$0/suite_$lay.md" --json "$0/suite_$lay.json" || rc=1
 done; exit $rc' "$OUTDIR"
-step nchw_tma 300 python bench/compare.py --dtypes fp16 --layout NCHW --nchw-dx-kernels \
-    --out "$OUTDIR/suite_NCHW_tma_dx.md" --json "$OUTDIR/suite_NCHW_tma_dx.json"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
 step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"
 step patch_forms 540 bash -c 'rc=0; for cfg in 128,256,64,2,1,64,256,0,0,0,1,-1,3,9 128,256,64,2,1,64,256,0,0,0,1,-1,4,10 \

@@ -76,18 +76,14 @@ def native_problem(problem: ConvProblem) -> ConvProblem:
     return problem.replace(in_layout=dx, out_layout="NHWC", fil_layout="NHWC")
 
 
-NCHW_DX_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA})
-"""The schedules whose epilogues store dX NCHW (the staged epilogue and split-K's atomic
-one). The direct and patch schedules store NHWC and keep the dX transform, and so does the
-persistent wgmma schedule: its grid is sized for the blocks its NHWC binary keeps resident,
-and with the NCHW store loop nvrtc gives the binary up to 245 registers (2-3 blocks of 128
-threads instead of 4; found by the H200 run's binary check). The TMA schedule's direct
-epilogue has an NCHW form too (:data:`NCHW_DX_KERNELS`), not chosen until the H200 has
-timed it against the transform."""
-
-NCHW_DX_KERNELS = NCHW_DX_SCHEDULES | {KernelSchedule.WGMMA_TMA}
-"""The schedules whose kernel source can store dX NCHW (``dgrad.cu``'s ``nchw_dx``
-sections); the rule takes those in :data:`NCHW_DX_SCHEDULES`."""
+NCHW_DX_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA, KernelSchedule.WGMMA_TMA})
+"""The schedules whose epilogues store dX NCHW (the staged epilogue, split-K's atomic one and
+the TMA schedule's direct epilogue). The direct and patch schedules store NHWC and keep the
+dX transform, and so does the persistent wgmma schedule: its grid is sized for the blocks its
+NHWC binary keeps resident, and with the NCHW store loop nvrtc gives the binary up to 245
+registers (2-3 blocks of 128 threads instead of 4; found by the H200 run's binary check).
+The TMA epilogue joined after it beat the dX transform on every suite line it serves on the
+H200 (bench/RESULTS.md, seventh session)."""
 
 
 def writes_nchw_dx(spec) -> bool:
@@ -239,5 +235,5 @@ def workspace_bytes(transforms) -> int:
     return sum(_align(t.nbytes) for t in transforms)
 
 
-__all__ = ["LayoutTransform", "MAX_GRID_Y", "NCHW_DX_KERNELS", "NCHW_DX_SCHEDULES", "ORDERS", "TRANSPOSE_BLOCK", "WORKSPACE_ALIGN",
+__all__ = ["LayoutTransform", "MAX_GRID_Y", "NCHW_DX_SCHEDULES", "ORDERS", "TRANSPOSE_BLOCK", "WORKSPACE_ALIGN",
            "layout_transforms", "memory_order", "native_problem", "nchw_dx_rule", "workspace_bytes", "writes_nchw_dx"]

@@ -223,13 +223,8 @@ def test_the_emulated_kernel_matches_the_reference(tmp_path, line, arch, cfg, sc
     ("convbfp16 -n 2 -c 64 -H 4 -W 8 -k 64 -y 1 -x 1 -F 2", "128,64,64,2,1,64,64,0,0,0,1,-1,4,3"),
     ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "128,64,64,1,1,128,64,0,0,0,1,-1,4,3"),
 ])
-def test_tma_kernel_stores_nchw_dx(monkeypatch, request, tmp_path, line, cfg):
-    """The TMA schedule's NCHW dX epilogue (transpose.NCHW_DX_KERNELS; not the rule's
-    choice yet): no dX transform, the kernel's stores verify."""
-    from miopen_solver import spec as spec_module
-    spec_module._cached_spec.cache_clear()          # specs built under the rule as it is
-    request.addfinalizer(spec_module._cached_spec.cache_clear)     # and none built under the patch
-    monkeypatch.setattr(transpose, "NCHW_DX_SCHEDULES", transpose.NCHW_DX_KERNELS)
+def test_tma_kernel_stores_nchw_dx(tmp_path, line, cfg):
+    """The TMA schedule's NCHW dX epilogue: no dX transform, the kernel's stores verify."""
     p = parse(line.split()).problem
     sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg)
     assert sol.spec.tma and sol.spec.nchw_dx and [t.tensor for t in sol.transforms if t.tensor != "W"] == ["dY"]
