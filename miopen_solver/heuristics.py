@@ -148,15 +148,18 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     bench/RESULTS.md (warpgroup-MMA and TMA sections).
 
     * cpg <= 64: 128x64x64 tiles, 2 warpgroups of 64x64, 4 stages;
+    * strided filters with taps, at any size: the TMA schedule with 256x128 tiles
+      (:data:`TMA_STRIDED_DEFAULT`: its persistent blocks even out the tilde sub-GEMMs'
+      different K lengths; the plain schedule's 128x256 tiles ran seven large stride-2 3x3
+      zoo layers at 0.49-0.70 of cuDNN where this one runs the smaller ones at 0.94-1.04);
     * cpg >= 256, GemmK >= 256 and at least 1.5 waves of 128x256 tiles: 128x256x64, 2
       warpgroups of 64x256, 4 stages, in the TMA schedule (:data:`TMA_DEFAULT`) at stride 1
       where its rules hold, else the plain warpgroup schedule;
     * fewer than half a wave of 128x128 tiles and GemmK >= 1024: 128x128x64 with split_k 2;
     * strided 1x1 filters: 256x128x64, 4 warpgroups of 64x128, 4 stages;
-    * strided filters with taps: the TMA schedule with 256x128 tiles
-      (:data:`TMA_STRIDED_DEFAULT`: its persistent blocks even out the tilde sub-GEMMs'
-      different K lengths), else 128x128x64 on one warpgroup, 3 stages (4 warpgroups spill
-      at 512 threads once four sub-GEMM records are live: tests/test_nvidia_build.py);
+    * strided filters with taps where the TMA tile does not fit: 128x128x64 on one
+      warpgroup, 3 stages (4 warpgroups spill at 512 threads once four sub-GEMM records are
+      live: tests/test_nvidia_build.py);
     * 1x1 stride 1, cpg >= 256, one k-tile (GemmK <= 64) and two waves of 128x256 tiles:
       the persistent schedule, 128x256x64, 3 stages (the next tile's load overlaps this
       tile's epilogue);
@@ -171,6 +174,9 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     max_k = max(s.gemm_k for s in subs)
     if p.cpg <= 64:
         return PerfConfig(128, 64, 64, 2, 1, 64, 64, 0, 0, 0, 1, -1, 4, 1)
+    strided_taps = (p.sH > 1 or p.sW > 1) and p.Y * p.X > 1
+    if strided_taps and _tma_fits(p, t, TMA_STRIDED_DEFAULT):
+        return TMA_STRIDED_DEFAULT
     if p.cpg >= 256 and max_k >= 256 and 2 * count_tiles(subs, 128, 256, p.G) >= 3 * t.num_cus:
         if p.sH == 1 and p.sW == 1 and _tma_fits(p, t, TMA_DEFAULT):
             return TMA_DEFAULT
@@ -178,9 +184,7 @@ def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     if (2 * count_tiles(subs, 128, 128, p.G) <= t.num_cus and max_k >= 1024
             and split_k_atomics_reason(p, t) is None):
         return PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 2, -1, 4, 1)
-    if (p.sH > 1 or p.sW > 1) and p.Y * p.X > 1:
-        if _tma_fits(p, t, TMA_STRIDED_DEFAULT):
-            return TMA_STRIDED_DEFAULT
+    if strided_taps:
         return PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 3, 1)
     if p.sH > 1 or p.sW > 1:
         return PerfConfig(256, 128, 64, 4, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)

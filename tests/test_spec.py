@@ -463,6 +463,11 @@ def test_same_name_same_source(problem, arch):
     # 3x3 stride 2 (four tilde sub-GEMMs), cpg 128 -> one warpgroup of 128x128, 3 stages.
     (nhwc(N=32, C=128, K=128, Hi=56, Wi=56, sH=2, sW=2), "sm_90", "256,128,64,2,1,128,128,0,0,0,1,-1,4,3"),
     (nhwc(N=32, C=128, K=124, Hi=56, Wi=56, sH=2, sW=2), "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,3,1"),
+    # 3x3 stride 2 at any size takes the TMA tile, also where cpg >= 256 and the grid is large
+    # (ResNet-50 layer3.0.conv2, SD1.5's downsampler): not the plain 128x256 tile.
+    (nhwc(N=64, C=256, K=256, Hi=28, Wi=28, sH=2, sW=2), "sm_90", "256,128,64,2,1,128,128,0,0,0,1,-1,4,3"),
+    (nhwc(N=8, C=320, K=320, Hi=64, Wi=64, sH=2, sW=2), "sm_90", "256,128,64,2,1,128,128,0,0,0,1,-1,4,3"),
+    (nhwc(N=64, C=256, K=252, Hi=28, Wi=28, sH=2, sW=2), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,4,1"),
     # 1x1 stride 1, cpg 256, GemmK 64 (one k-tile), 784 tiles of 128x256 >= 2 waves ->
     # persistent 128x256x64, 3 stages (wgmma=2).
     (nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"),
@@ -487,6 +492,28 @@ def test_heuristic_values(problem, arch, want):
     t = get_target(arch)
     assert heuristic_config(problem, t).serialize() == want
     assert default_performance_config(problem, t).serialize() == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from((2, 3, 4)), st.booleans(), st.sampled_from((3, 5)),
+       st.sampled_from((96, 128, 256, 512, 1024)), st.sampled_from((64, 128, 256, 512)),
+       st.sampled_from((7, 14, 28, 56, 112)), st.sampled_from((1, 8, 32, 64)), st.sampled_from(("fp16", "bf16")))
+def test_strided_filters_with_taps_take_the_tma_tile_where_it_fits(s, both, f, c, k, hw, n, dtype):
+    """The sm_90 rule for strided filters with taps holds at every size (H200: the plain
+    warpgroup tiles ran large stride-2 3x3 layers at 0.49-0.70 of cuDNN): the TMA strided
+    tile wherever its rules and fill hold, whatever cpg and grid size; the warpgroup
+    128x128 tile only where they do not; never a tile the layer's cpg cannot use."""
+    from miopen_solver.heuristics import TMA_STRIDED_DEFAULT, _tma_fits
+    p = nhwc(N=n, C=c, K=k, Hi=hw, Wi=hw, Y=f, X=f, pH=f // 2, pW=f // 2, sH=s, sW=s if both else 1,
+             dtype=dtype)
+    t = get_target("sm_90")
+    cfg = heuristic_config(p, t)
+    if p.cpg <= 64:
+        assert cfg.schedule is KernelSchedule.WGMMA and cfg.tile_n == 64
+    elif _tma_fits(p, t, TMA_STRIDED_DEFAULT):
+        assert cfg == TMA_STRIDED_DEFAULT and default_performance_config(p, t) == cfg
+    else:
+        assert cfg.schedule is not KernelSchedule.WGMMA_TMA
 
 
 def test_fallbacks_used_when_the_heuristic_does_not_fit():
