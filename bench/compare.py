@@ -328,6 +328,23 @@ def time_ours(eng, p, launches: int, replays: int, config: str | None = None, pe
             "config_source": "--config" if sol.source == "perf-config" else sol.source}
 
 
+def model_default(p, target) -> str | None:
+    """The cost model's config for ``p`` (:func:`miopen_solver.cost_model.model_config` on the
+    problem the kernel computes) where the library's default runs a schedule the model
+    times; None elsewhere (the default stays: direct, patch, NCHW pointwise, warp-MMA, fp32)."""
+    from miopen_solver import cost_model
+    from miopen_solver.solver import DgradSolver
+    try:
+        sol = DgradSolver().find_solution(p, target)
+    except ValueError:          # not applicable, no valid default: the row says so itself
+        return None
+    q = getattr(sol.spec, "problem", None)
+    if sol.schedule not in cost_model.MODELLED or q is None or not cost_model.modelled(q, target):
+        return None
+    cfg = cost_model.model_config(q, target)
+    return cfg.serialize() if cfg is not None else None
+
+
 def ours_or_error(eng, p, launches: int, replays: int, config: str | None = None, perfdb=None) -> dict:
     """:func:`time_ours`'s dict, or ``{"ours_error": "refused: ..."}`` / ``"failed: ..."``:
     one row's failure is recorded in it, never raised (a sweep goes on)."""
@@ -414,7 +431,12 @@ def run_row(torch, eng, item, args, db, ceilings) -> dict:
     if getattr(args, "layout", "line") != "line":      # --layout: all three tensors in one layout
         p = p.replace(in_layout=args.layout, out_layout=args.layout, fil_layout=args.layout)
         row["line"] += f" [{args.layout}]"
-    row.update(ours_or_error(eng, p, args.launches, args.replays, args.config, db))
+    config = args.config
+    if config is None and getattr(args, "model_defaults", False):
+        config = model_default(p, eng.target)
+    row.update(ours_or_error(eng, p, args.launches, args.replays, config, db))
+    if config is not None and args.config is None and row.get("config_source") == "--config":
+        row["config_source"] = "model"
     try:
         row["cudnn_ms"] = time_cudnn(torch, p, args.launches, args.replays)
     except Exception as e:  # noqa: BLE001 - cuDNN has no algorithm, runs out of memory, ...
@@ -494,6 +516,9 @@ def main(argv=None):
     ap.add_argument("--replays", type=int, default=15)
     ap.add_argument("--perfdb", default=None, help="use perf-db winners where present")
     ap.add_argument("--config", default=None, help="one perf config for every row (overrides the default)")
+    ap.add_argument("--model-defaults", action="store_true",
+                    help="where the default runs a warpgroup schedule, run the cost model's pick "
+                         "instead (miopen_solver.cost_model; to judge it against the rules)")
     ap.add_argument("--layout", default="line", choices=("line", "NHWC", "NCHW"),
                     help="run every line with all three tensors in this layout, both sides "
                          "(default: the line's own flags)")

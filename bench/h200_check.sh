@@ -38,6 +38,9 @@
 #      ZOO_ARGS="--shard 1/2" in one call and "--shard 2/2" in the next (outputs are named
 #      after the shard), then merge without a GPU:
 #      python bench/compare.py --report zoo_1of2.json,zoo_2of2.json --out zoo.md --plot zoo.png
+#      zoo_model: the same with the cost model's pick wherever the default runs a warpgroup
+#      schedule (compare.py --model-defaults; against zoo in the same session it decides
+#      whether miopen_solver.cost_model replaces heuristics.wgmma_config), named zoo_model*.
 #   8. (only when STEPS names it) zoo_tune: a tuning campaign over bench/zoo.txt, 40 configs per
 #      layer (dgrad-driver tune --file, --max-configs 40, one worker, a compile pool), its log in
 #      OUT_DIR/zoo_tune.jsonl, then bench/default_vs_tuned.py's table (is every default within
@@ -47,7 +50,7 @@
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,patch_forms,tf32,
-# splitk,zoo,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
+# splitk,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 #   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
@@ -102,6 +105,8 @@ exit $rc' "$OUTDIR"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
+step zoo_model 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --model-defaults \
+    --out "$OUTDIR/${ZOO_TAG/zoo/zoo_model}.md" --json "$OUTDIR/${ZOO_TAG/zoo/zoo_model}.json" ${ZOO_ARGS:-}
 case ",$STEPS," in *",zoo_tune,"*)
     [ -n "${ZOO_TUNE_LOG:-}" ] && cp "$ZOO_TUNE_LOG" "$OUTDIR/zoo_tune.jsonl"
     RESUME=""; [ -s "$OUTDIR/zoo_tune.jsonl" ] && RESUME="--resume"

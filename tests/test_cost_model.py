@@ -1,0 +1,171 @@
+"""The cost model of the warpgroup schedules (miopen_solver.cost_model) and its fit
+(bench/fit_cost_model.py): features computed by hand, the fit recovering known weights,
+the shipped H200 weights reproduced from the committed H200 data, and the model's pick
+always a config the solver builds."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench import fit_cost_model as fit
+from miopen_solver import cost_model as cm
+from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule, PerfConfig
+from miopen_solver.spec import make_spec
+from miopen_solver.target import get_target
+
+SM90 = get_target("sm_90")
+NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results" / "2026-12-01_s7"
+
+
+def _p(args: str):
+    return parse(f"convfp16 {args} -F 2 {NHWC}".split()).problem
+
+
+def test_features_of_a_pointwise_launch_by_hand():
+    # GemmM = 1*16*16 = 256, GemmN = cpg 256, GemmK = kpg 64: 2 x 2 tiles of 128x128, one k-step.
+    p = _p("-n 1 -c 256 -H 16 -W 16 -k 64 -y 1 -x 1")
+    f = cm.features(make_spec(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1")))
+    assert f.schedule is KernelSchedule.WGMMA
+    assert math.isclose(f.mma, 2 * 128 * 128 * 64 / (739e12 / 132) * 1e6)        # 4 blocks, 1 each
+    assert math.isclose(f.loads, (128 + 128) * 64 * 2 / (2.72e12 / 132) * 1e6)
+    assert math.isclose(f.stores, 128 * 128 * 2 / (2.72e12 / 132) * 1e6)
+    assert f.waves == 1 and f.atomics == 0
+    assert math.isclose(f.traffic, (256 * 256 + 64 * 256 + 64 * 256) * 2 / 2.72e12 * 1e6)
+
+
+def test_one_block_past_a_full_device_doubles_the_busiest_multiprocessor():
+    cfg = PerfConfig.parse("128,64,64,2,1,64,64,0,0,0,1,-1,3,1")
+    full = _p("-n 1 -c 64 -H 132 -W 128 -k 64 -y 1 -x 1")     # 132*128/128 = 132 tiles
+    over = _p("-n 1 -c 64 -H 133 -W 128 -k 64 -y 1 -x 1")     # 133 tiles
+    a, b = (cm.features(make_spec(p, SM90, cfg)) for p in (full, over))
+    assert math.isclose(b.mma, 2 * a.mma) and math.isclose(b.loads, 2 * a.loads)
+
+
+def test_split_k_divides_the_k_loop_and_pays_the_atomics():
+    p = _p("-n 1 -c 256 -H 8 -W 8 -k 1024 -y 3 -x 3 -p 1 -q 1")
+    one, two = (cm.features(make_spec(p, SM90, PerfConfig.parse(f"128,128,64,2,1,64,128,0,0,0,{s},-1,4,1")))
+                for s in (1, 2))
+    assert one.atomics == 0 and two.atomics > 0
+    assert math.isclose(two.mma, one.mma / 2, rel_tol=0.01)     # the same busiest count, half the k
+
+
+def test_the_tma_schedule_counts_its_pixel_boxes():
+    # 3x3 stride 1 on 10x10 images: a TMA tile of 128 rows holds one 100-pixel image (box), so
+    # 8 images are 8 tiles per column tile, where flat rows would pack them in 7.
+    p = _p("-n 8 -c 128 -H 10 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1")
+    tma = make_spec(p, SM90, PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,4,3"))
+    flat = make_spec(p, SM90, PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,4,1"))
+    assert cm.features(tma).waves == cm.features(flat).waves == 1
+    assert tma.tiles_per_group == 8 and flat.tiles_per_group == 7
+
+
+def test_unmodelled_schedules_are_refused():
+    p = _p("-n 1 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1")
+    spec = make_spec(p, get_target("sm_80"), PerfConfig.parse("128,64,32,2,2,64,32,0,0,0,1,-1,4"))
+    with pytest.raises(ValueError, match="not modelled; allowed: WGMMA, WGMMA_PERSISTENT, WGMMA_TMA"):
+        cm.features(spec)
+
+
+def test_weights_are_non_negative_so_more_work_never_looks_cheaper():
+    c = cm.H200
+    assert all(v >= 0 for v in (*c.intercept.values(), *c.mma.values(), *c.shared))
+    assert set(c.intercept) == set(c.mma) == set(cm.MODELLED) and len(c.shared) == len(cm.SHARED)
+
+
+def _rows(n_layers: int = 6):
+    """Rows of real features (specs of real problems) for a synthetic fit."""
+    lines = ["-n 8 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1", "-n 32 -c 512 -H 7 -W 7 -k 512 -y 1 -x 1",
+             "-n 16 -c 128 -H 56 -W 56 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2", "-n 4 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1",
+             "-n 2 -c 320 -H 64 -W 64 -k 320 -y 3 -x 3 -p 1 -q 1", "-n 64 -c 256 -H 14 -W 14 -k 64 -y 1 -x 1"]
+    rows = []
+    for i, line in enumerate(lines[:n_layers]):
+        p = _p(line)
+        for c in cm.candidates(p):
+            for cfg in (c, c.replace(stages=7 - c.stages)):
+                try:
+                    f = cm.features(make_spec(p, SM90, cfg))
+                except ValueError:
+                    continue
+                rows.append({"layer": f"l{i}", "config": cfg, "us": 0.0, "method": "graph", "default": False, "f": f})
+                break
+    return rows
+
+
+def test_the_fit_recovers_known_weights():
+    truth = cm.Coefficients(
+        intercept={KernelSchedule.WGMMA: 3.0, KernelSchedule.WGMMA_PERSISTENT: 5.0, KernelSchedule.WGMMA_TMA: 7.0},
+        mma={KernelSchedule.WGMMA: 1.5, KernelSchedule.WGMMA_PERSISTENT: 1.2, KernelSchedule.WGMMA_TMA: 1.1},
+        shared=(0.2, 0.4, 1.0, 0.05, 0.3, 0.6))
+    rows = _rows()
+    for r in rows:
+        r["us"] = truth.time_us(r["f"])
+    got = fit.fit(rows)
+    for r in rows:
+        assert math.isclose(got.time_us(r["f"]), r["us"], rel_tol=1e-6)
+
+
+def test_the_shipped_h200_weights_are_the_fit_of_the_committed_h200_data(tmp_path):
+    """cost_model.H200 is what bench/fit_cost_model.py makes of the H200 timings under
+    bench/results/2026-12-01_s7 (a tune campaign slice and the zoo's default rows)."""
+    rows = fit.load([RESULTS / "zoo_tune.jsonl.gz"], "bench/zoo.txt",
+                    [RESULTS / "zoo_1of2.json", RESULTS / "zoo_2of2.json"], SM90)
+    assert len(rows) > 300
+    got = fit.fit(rows)
+    for s in cm.MODELLED:
+        assert math.isclose(got.intercept[s], cm.H200.intercept[s], rel_tol=1e-3, abs_tol=1e-3)
+        assert math.isclose(got.mma[s], cm.H200.mma[s], rel_tol=1e-3, abs_tol=1e-3)
+    for a, b in zip(got.shared, cm.H200.shared):
+        assert math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from((1, 4, 32)), st.sampled_from((64, 96, 256, 640)), st.sampled_from((64, 128, 512)),
+       st.sampled_from((7, 14, 28, 33)), st.sampled_from(((1, 0, 1), (3, 1, 1), (3, 1, 2), (1, 0, 2))),
+       st.sampled_from(("fp16", "bf16")))
+def test_the_model_pick_builds_and_is_the_cheapest_candidate(n, c, k, hw, fps, dtype):
+    f, pad, s = fps
+    p = parse(f"{'convfp16' if dtype == 'fp16' else 'convbfp16'} -n {n} -c {c} -H {hw} -W {hw} -k {k} "
+              f"-y {f} -x {f} -p {pad} -q {pad} -u {s} -v {s} -F 2 {NHWC}".split()).problem
+    assert cm.modelled(p, SM90)
+    ranking = cm.ranked(p, SM90)
+    pick = cm.model_config(p, SM90)
+    assert pick == ranking[0][1] and make_spec(p, SM90, pick).schedule in cm.MODELLED
+    assert all(a[0] <= b[0] for a, b in zip(ranking, ranking[1:]))
+    assert math.isclose(ranking[0][0], cm.estimate_us(p, SM90, pick))
+
+
+def test_problems_outside_the_warpgroup_tiles_are_not_modelled():
+    assert not cm.modelled(_p("-n 1 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1"), get_target("sm_80"))
+    assert not cm.modelled(_p("-n 1 -c 32 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1"), SM90)      # cpg 32
+    assert not cm.modelled(_p("-n 1 -c 64 -H 8 -W 8 -k 32 -y 3 -x 3 -p 1 -q 1"), SM90)      # kpg 32
+    assert not cm.modelled(parse(f"conv -n 1 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -F 2 {NHWC}".split()).problem, SM90)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--log", "/nonexistent/log.jsonl"], "No such file or directory"),
+    (["--report", "{bad}"], "not a compare.py --json file"),
+    (["--log", "{bad}"], "line 1 is not JSON"),
+])
+def test_the_fit_script_rejects_bad_input_in_one_line(tmp_path, capsys, argv, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    argv = [a.replace("{bad}", str(bad)) for a in argv]
+    assert fit.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_fit_script_prints_the_literal_and_the_judgement(tmp_path, capsys):
+    out = tmp_path / "fit.md"
+    rc = fit.main(["--log", str(RESULTS / "zoo_tune.jsonl.gz"), "--report",
+                   f"{RESULTS / 'zoo_1of2.json'},{RESULTS / 'zoo_2of2.json'}", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0 and "H200 = Coefficients(" in text and "model's pick within 10% of the best timed" in text
+    assert out.read_text() == text
