@@ -34,6 +34,11 @@ Text forms of the schedules beside the tilde GEMM (examples; every field as abov
   the channels c, tile_n over the pixels); ``nchw-pointwise-wgmma``:
   ``128,128,64,2,1,64,128,0,0,0,1,-1,4,8`` (a warpgroup tile of it, sm_90a). ``split_k``
   must be 1 or -1.
+* ``group-pack`` (grouped problems with cpg below the tile's columns):
+  ``128,64,32,2,2,64,32,0,0,0,1,-1,4,11`` (a warp-MMA tile of the problem with
+  ``tile_n / cpg`` groups packed into one, W block-diagonal); ``group-pack-wgmma``:
+  ``128,64,64,2,1,64,64,0,0,0,1,-1,4,12`` (a warpgroup tile of it, sm_90a). ``tile_n``
+  must be a multiple of cpg, at least twice it, and divide ``G*cpg``; ``split_k`` 1 or -1.
 """
 
 from __future__ import annotations
@@ -76,6 +81,11 @@ class KernelSchedule(enum.IntEnum):
       (its staged epilogue scatters each tile into the dX patches while the next tile loads).
     * ``PATCH_GEMM_TMA`` (10): the patch GEMM on the ``WGMMA_TMA`` main loop (its direct
       epilogue stores 16-byte chunks of patch rows from the accumulators).
+    * ``GROUP_PACK`` (11): grouped problems whose groups are narrower than a tile: ``P =
+      tile_n / cpg`` consecutive groups run as one group of ``P*cpg`` channels whose W is
+      block-diagonal (the B loader reads zeros off the diagonal), on the ``WARP_MMA`` main
+      loop (:mod:`miopen_solver.group_pack`).
+    * ``GROUP_PACK_WGMMA`` (12): the same on the ``WGMMA`` main loop (sm_90a).
     """
 
     WARP_MMA = 0
@@ -89,13 +99,16 @@ class KernelSchedule(enum.IntEnum):
     NCHW_POINTWISE_WGMMA = 8
     PATCH_GEMM_PERSISTENT = 9
     PATCH_GEMM_TMA = 10
+    GROUP_PACK = 11
+    GROUP_PACK_WGMMA = 12
 
     @property
     def warpgroup(self) -> bool:
         """Warps are counted in warpgroups of 128 threads (``wgmma`` instructions)."""
         return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA,
                         KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA,
-                        KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA)
+                        KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA,
+                        KernelSchedule.GROUP_PACK_WGMMA)
 
     @property
     def patch(self) -> bool:
@@ -109,11 +122,16 @@ class KernelSchedule(enum.IntEnum):
         return self in (KernelSchedule.NCHW_POINTWISE, KernelSchedule.NCHW_POINTWISE_WGMMA)
 
     @property
+    def group_pack(self) -> bool:
+        """Several narrow groups packed into one with a block-diagonal W."""
+        return self in (KernelSchedule.GROUP_PACK, KernelSchedule.GROUP_PACK_WGMMA)
+
+    @property
     def virtual_gemm(self) -> bool:
-        """Runs a GEMM main loop on a virtual pointwise problem with its own epilogue
-        addressing (:attr:`patch`, :attr:`nchw_pointwise`): its own spec and rules, then the
-        main loop's."""
-        return self.patch or self.nchw_pointwise
+        """Runs a GEMM main loop on a virtual problem with its own operand or epilogue
+        addressing (:attr:`patch`, :attr:`nchw_pointwise`, :attr:`group_pack`): its own spec
+        and rules, then the main loop's."""
+        return self.patch or self.nchw_pointwise or self.group_pack
 
     @property
     def persistent(self) -> bool:

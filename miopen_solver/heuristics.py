@@ -15,6 +15,8 @@ from . import vectors
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
+from .group_pack import PACK_OF, pack_reason
+from .group_pack import virtual_problem as pack_virtual
 from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
 from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
@@ -212,6 +214,44 @@ def patch_config(problem: ConvProblem, target: Target) -> PerfConfig:
     return base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
 
 
+PACK_WIDTH = 64
+"""Channels of a packed group the default aims at: the column tile the GEMM rules give a
+dense problem of cpg 64 (128x64 on every target)."""
+PACK_MAX_CPG = 32
+"""cpg and kpg at or below which the GPU default packs groups (above
+:data:`DIRECT_DEFAULT_MAX_CPG`, which the direct schedule serves on NVIDIA)."""
+
+
+def pack_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
+    """The default of a grouped problem whose groups are narrower than a tile
+    (:mod:`miopen_solver.group_pack`): ``P = PACK_WIDTH / cpg`` groups as one where cpg and
+    kpg are at most :data:`PACK_MAX_CPG`, cpg divides :data:`PACK_WIDTH` and P divides G;
+    the GEMM default (:func:`heuristic_config`; on NVIDIA the H200-fitted rules) of the packed
+    problem, run by the group-pack schedule with the same main loop (persistent and TMA tiles
+    on the plain warpgroup one), ``split_k`` 1 -- where that default's tile is one packed
+    group wide; else None (the problem keeps the dense rules). Matrix instructions only
+    (fp16, bf16, fp32 with TF32 math): IEEE fp32 runs on FFMA, where the zeros cost as much
+    as the work.
+
+    Why: those rules give such a group a tile ``cpg`` columns wide (8 or 16: loads and MMA
+    issue per useful FLOP several times a 64-wide tile's) or pad it to 64 columns; the packed
+    tile is the dense one, its zeros cost MMA work the narrow tiles spend anyway. Not yet
+    measured on a GPU (bench/RESULTS.md)."""
+    p = problem
+    if not (DIRECT_DEFAULT_MAX_CPG < p.cpg <= PACK_MAX_CPG and p.kpg <= PACK_MAX_CPG and PACK_WIDTH % p.cpg == 0):
+        return None
+    if p.dtype not in ("fp16", "bf16") and not p.tf32:     # FFMA pays the zeros at its own rate
+        return None
+    pack = PACK_WIDTH // p.cpg
+    if p.G % pack or pack_reason(p, target) is not None:
+        return None
+    base = heuristic_config(pack_virtual(p, pack), target, allow_direct=False, allow_patch=False,
+                            allow_nchw_pw=False, allow_pack=False)
+    if base.tile_n != pack * p.cpg or base.schedule not in PACK_OF:
+        return None
+    return base.replace(schedule=PACK_OF[base.schedule], split_k=1)
+
+
 NCHW_PW_MIN_VECTOR_BYTES = 8
 """The NCHW pointwise schedule is the default only where its loads and stores along the
 pixels (the largest power of two dividing H*W elements, at most 16 bytes) are at least this
@@ -249,7 +289,7 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
 
 def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
-                     allow_patch: bool = True, allow_nchw_pw: bool = True) -> PerfConfig:
+                     allow_patch: bool = True, allow_nchw_pw: bool = True, allow_pack: bool = True) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
     GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
@@ -260,7 +300,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
-    cpg); else NVIDIA takes :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
+    cpg), and a group-pack schedule for grouped problems with narrow groups
+    (:func:`pack_config`); else NVIDIA takes :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
     targets (AMD, where nothing has been measured yet) use these rules, constant time in
     the problem size (they read sub-GEMM sizes, not data):
 
@@ -288,6 +329,10 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
             pass
     if allow_patch and patch_reason(p, t) is None and (t.is_gpu or _too_many_sub_gemms(p)):
         return patch_config(p, t)
+    if allow_pack and t.is_gpu and not p.is_3d:
+        packed = pack_config(p, t)
+        if packed is not None:
+            return packed
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
         return measured_nvidia_config(p, t)
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
@@ -311,7 +356,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
 
 
 def default_performance_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
-                               allow_patch: bool = True, allow_nchw_pw: bool = True) -> PerfConfig:
+                               allow_patch: bool = True, allow_nchw_pw: bool = True,
+                               allow_pack: bool = True) -> PerfConfig:
     """MIOpen's GetDefaultPerformanceConfig: :func:`heuristic_config`, or the first of
     :data:`FALLBACK_CONFIGS` that validates (for a patch or NCHW pointwise default, first
     those tiles on its warp-MMA schedule). ``allow_direct=False``, ``allow_patch=False`` and
@@ -323,7 +369,7 @@ def default_performance_config(problem: ConvProblem, target: Target, *, allow_di
     """
     reasons = []
     first = heuristic_config(problem, target, allow_direct=allow_direct, allow_patch=allow_patch,
-                             allow_nchw_pw=allow_nchw_pw)
+                             allow_nchw_pw=allow_nchw_pw, allow_pack=allow_pack)
     fallbacks = FALLBACK_CONFIGS
     own = KernelSchedule.PATCH_GEMM if first.schedule.patch else \
         KernelSchedule.NCHW_POINTWISE if first.schedule.nchw_pointwise else None
@@ -407,6 +453,21 @@ def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> I
         yield from _virtual_candidates(virtual_problem(p), t, PATCH_SEARCH_OF, tuple(PATCH_SEARCH_OF))
 
 
+def _pack_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The group-pack schedules' candidates where they serve the problem: for each pack
+    ``P >= 2`` dividing G whose packed group is at most 128 channels, the warpgroup and
+    warp-MMA tiles of the packed problem exactly one packed group wide, without split K."""
+    if pack_reason(p, t) is not None or p.is_3d:
+        return
+    for pack in range(2, p.G + 1):
+        if p.G % pack or pack * p.cpg > 128:
+            continue
+        v = pack_virtual(p, pack)
+        for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), max_k), _warp_mma_candidates(v, t, (1,), max_k)):
+            if cfg.tile_n == pack * p.cpg and cfg.schedule in (KernelSchedule.WARP_MMA, KernelSchedule.WGMMA):
+                yield cfg.replace(schedule=PACK_OF[cfg.schedule])
+
+
 def _nchw_pw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
     """The NCHW pointwise schedules' candidates where they serve the problem (its own
     layouts: dY and dX NCHW; :func:`_virtual_candidates` of one image's GEMM)."""
@@ -414,8 +475,8 @@ def _nchw_pw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) ->
         yield from _virtual_candidates(nchw_pw_virtual(p), t, NCHW_PW_OF)
 
 
-SEARCH_SPACES = (_nchw_pw_candidates, _direct_candidates, _patch_candidates, _warpgroup_candidates,
-                 _warp_mma_candidates)
+SEARCH_SPACES = (_nchw_pw_candidates, _direct_candidates, _patch_candidates, _pack_candidates,
+                 _warpgroup_candidates, _warp_mma_candidates)
 """Each schedule family's candidate generator, fastest family first. The NCHW pointwise one
 sees the problem in its own layouts, the others the problem with dY and W NHWC
 (:func:`~miopen_solver.transpose.native_problem`) their kernel runs between the layout

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import resource
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import reference
 from .problem import ConvProblem
@@ -74,7 +74,8 @@ class EnginePlan:
     for split-K through the workspace (its slices and the reduction's fp32 temporaries, one
     launch's: reused by every split-N launch). Independent of N.
     ``tf32``: the operands are rounded to TF32 first (in place on the GEMM path's copies, in
-    chunks; the patch and NCHW pointwise GEMMs take rounded fp32 copies of dY and W)."""
+    chunks; the patch and NCHW pointwise GEMMs take rounded fp32 copies of dY and W).
+    ``packed_w_bytes``: the group-pack schedules' block-diagonal W' and its fp32 copy."""
 
     direct: bool = False
     gemm: bool = True
@@ -84,6 +85,7 @@ class EnginePlan:
     pad_cols: int = 0
     split_k_bytes: int = 0
     tf32: bool = False
+    packed_w_bytes: int = 0
 
 
 def engine_plan(spec) -> EnginePlan:
@@ -99,6 +101,9 @@ def engine_plan(spec) -> EnginePlan:
         return EnginePlan(patch=True, tf32=tf32)
     if spec.schedule.nchw_pointwise:
         return EnginePlan(nchw_pw=True, tf32=tf32)
+    if spec.schedule.group_pack:      # the packed problem's GEMM path over W' (pack x W's elements)
+        p = spec.problem
+        return replace(engine_plan(spec.gemm), packed_w_bytes=(p.elem_bytes + 4) * spec.pack * p.w_elems)
     p = spec.problem
     if not spec.sub_gemms:
         return EnginePlan(gemm=False)
@@ -187,7 +192,8 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
     converts = max(p.dy_elems * s if p.out_layout != "NHWC" else 0, p.w_elems * s if p.fil_layout != "NHWC" else 0,
                    relayout, chunks)
     rounding = ROUND_TEMP_BYTES if plan.tf32 else 0                        # in place, in chunks
-    return dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi + rounding + plan.split_k_bytes
+    return (dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi + rounding + plan.split_k_bytes
+            + plan.packed_w_bytes)
 
 
 def device_bytes(*buffers) -> int:

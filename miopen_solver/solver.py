@@ -553,7 +553,7 @@ class DgradSolver:
     @staticmethod
     def _gemm_default(problem, target) -> PerfConfig:
         return default_performance_config(problem, target, allow_direct=False, allow_patch=False,
-                                          allow_nchw_pw=False)
+                                          allow_nchw_pw=False, allow_pack=False)
 
     def _solution(self, problem, target, choice: _Choice) -> Solution:
         """The Solution of ``choice`` for a problem its caller has checked (structural guards)."""
@@ -584,6 +584,11 @@ class DgradSolver:
                 f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel")
         if writes_nchw_dx(spec):
             choice.notes.append("Layout: the kernel stores dX NCHW from its epilogue (no dX transform)")
+        if spec.schedule.group_pack:
+            choice.notes.append(
+                f"Groups: {spec.pack} groups of cpg={launch.cpg}, kpg={launch.kpg} packed into one of "
+                f"{spec.pack * launch.cpg} channels ({launch.G // spec.pack} packed groups); W is read "
+                f"block-diagonal (zeros off its groups: {spec.pack}x the MMA work, the same memory traffic)")
         sol = solution_of(spec, choice, images=problem.N, problem=problem)
         notes = []
         if sol.reduce is not None:

@@ -597,13 +597,17 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     if config.schedule.nchw_pointwise:               # likewise, batched over images in NCHW
         from .nchw_pw import make_nchw_pw_spec
         return make_nchw_pw_spec(problem, target, config)
+    if config.schedule.group_pack:                   # narrow groups packed, W block-diagonal
+        from .group_pack import make_group_pack_spec
+        return make_group_pack_spec(problem, target, config)
     return _build_gemm_spec(problem, target, config)
 
 
 def spec_from_record(rec: dict):
     """A :class:`DgradSpec`, :class:`~miopen_solver.direct.DirectSpec`,
-    :class:`~miopen_solver.patch.PatchSpec` or :class:`~miopen_solver.nchw_pw.NchwPwSpec`
-    from its ``to_record()`` (the schedule in its config says which)."""
+    :class:`~miopen_solver.patch.PatchSpec`, :class:`~miopen_solver.nchw_pw.NchwPwSpec` or
+    :class:`~miopen_solver.group_pack.GroupPackSpec` from its ``to_record()`` (the schedule in
+    its config says which)."""
     schedule = PerfConfig.parse(rec["config"]).schedule
     if schedule is KernelSchedule.DIRECT:
         from .direct import DirectSpec
@@ -614,6 +618,9 @@ def spec_from_record(rec: dict):
     if schedule.nchw_pointwise:
         from .nchw_pw import NchwPwSpec
         return NchwPwSpec.from_record(rec)
+    if schedule.group_pack:
+        from .group_pack import GroupPackSpec
+        return GroupPackSpec.from_record(rec)
     return DgradSpec.from_record(rec)
 
 

@@ -76,9 +76,11 @@ def native_problem(problem: ConvProblem) -> ConvProblem:
     return problem.replace(in_layout=dx, out_layout="NHWC", fil_layout="NHWC")
 
 
-NCHW_DX_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA, KernelSchedule.WGMMA_TMA})
+NCHW_DX_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA, KernelSchedule.WGMMA_TMA,
+                               KernelSchedule.GROUP_PACK, KernelSchedule.GROUP_PACK_WGMMA})
 """The schedules whose epilogues store dX NCHW (the staged epilogue, split-K's atomic one and
-the TMA schedule's direct epilogue). The direct and patch schedules store NHWC and keep the
+the TMA schedule's direct epilogue; the group-pack schedules run the first two on a problem
+that differs only in G, so their kernels store what those store). The direct and patch schedules store NHWC and keep the
 dX transform, and so does the persistent wgmma schedule: its grid is sized for the blocks its
 NHWC binary keeps resident, and with the NCHW store loop nvrtc gives the binary up to 245
 registers (2-3 blocks of 128 threads instead of 4; found by the H200 run's binary check).

@@ -410,15 +410,20 @@ PATCH_CONFIGS = [
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 @pytest.mark.parametrize("line", PATCH_LINES)
 def test_patch_gemm_verifies(engine, dtype, line):
-    from miopen_solver.solver import DgradSolver
     p = _nhwc_problem(dtype, line)
+    default = _default_then_configs_verify(engine, p, PATCH_CONFIGS, seed=17)
+    assert default.schedule.patch or not (engine.target.vendor == "nvidia" and p.kpg > 8)
+
+
+def _default_then_configs_verify(engine, p, configs, seed):
+    """The default of ``p`` verifies, and so does at least one of ``configs`` (those the
+    problem takes); returns the default config."""
+    from miopen_solver.solver import DgradSolver
     default = DgradSolver().get_default_performance_config(p, engine.target)
-    rng = np.random.default_rng(17)
-    if engine.target.vendor == "nvidia" and p.kpg > 8:
-        assert default.schedule.patch
+    rng = np.random.default_rng(seed)
     assert _check(engine, p, default, rng) is not None
-    checked = [c for c in PATCH_CONFIGS if _check(engine, p, PerfConfig.parse(c), rng) is not None]
-    assert checked
+    assert [c for c in configs if _check(engine, p, PerfConfig.parse(c), rng) is not None]
+    return default
 
 
 @settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
@@ -436,6 +441,62 @@ def test_random_patch_problems_match_reference(engine, data):
     p = ConvProblem(N=N, C=G * cpg, Hi=Hi, Wi=Wi, K=G * kpg, Y=Y, X=X, sH=Y, sW=X, G=G, dtype=dtype,
                     in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
     cfg = PerfConfig.parse(data.draw(st.sampled_from(PATCH_CONFIGS)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    assume(_check(engine, p, cfg, rng) is not None)
+
+
+# ------------------------------------------------------------------ group packing
+# Narrow groups packed into one tile with a block-diagonal W (miopen_solver.group_pack):
+# the default of ResNeXt-like grouped layers, every main loop's packed tiles, random packed
+# problems (strides, 1x1, odd sizes, NCHW), dX NaN-poisoned, against float64.
+PACK_LINES = [
+    "-n 2 -c 256 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -g 32",               # cpg 8 (the suite's grp32)
+    "-n 2 -c 256 -H 56 -W 56 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 32",     # cpg 8, stride 2
+    "-n 2 -c 512 -H 14 -W 14 -k 512 -y 3 -x 3 -p 1 -q 1 -g 32",               # cpg 16
+    "-n 2 -c 1024 -H 7 -W 7 -k 1024 -y 3 -x 3 -p 1 -q 1 -g 32",               # cpg 32
+    "-n 3 -c 64 -H 9 -W 11 -k 64 -y 1 -x 1 -g 8",                             # 1x1, odd sizes
+]
+PACK_CONFIGS = ["128,64,64,2,1,64,64,0,0,0,1,-1,4,12", "128,64,32,2,2,64,32,0,0,0,1,-1,4,11",
+                "64,32,32,2,1,32,32,0,0,0,1,-1,3,11", "128,128,64,1,1,128,128,0,0,0,1,-1,3,12",
+                "64,16,16,2,1,32,16,0,0,0,1,0,2,11"]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", PACK_LINES)
+def test_group_pack_verifies(engine, dtype, line):
+    p = _nhwc_problem(dtype, line)
+    default = _default_then_configs_verify(engine, p, PACK_CONFIGS, seed=23)
+    assert default.schedule.group_pack is (dtype != "fp32")      # FFMA keeps the dense rules
+
+
+@pytest.mark.parametrize("combo", [("NCHW", "NCHW", "NCHW"), ("NCHW", "NHWC", "NCHW")])
+def test_group_pack_default_in_nchw_verifies(engine, combo):
+    """An NCHW grouped line on its default: the packed kernel stores dX NCHW itself at stride
+    1, through the dX transform at stride 2."""
+    from miopen_solver.solver import DgradSolver
+    for line in PACK_LINES[:2]:
+        p = parse(f"convfp16 {line} -F 2 --in_layout {combo[0]} --out_layout {combo[1]} "
+                  f"--fil_layout {combo[2]}").problem
+        sol = DgradSolver().find_solution(p, engine.target)
+        assert sol.schedule.group_pack
+        _verify_and_time(engine, sol, seed=31)
+
+
+@settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_group_pack_problems_match_reference(engine, data):
+    dtype = data.draw(st.sampled_from(["fp16", "bf16", "fp32"]))
+    cpg, kpg = data.draw(st.sampled_from([2, 4, 8, 16, 32])), data.draw(st.sampled_from([4, 8, 16, 24, 32]))
+    cfg = PerfConfig.parse(data.draw(st.sampled_from(PACK_CONFIGS)))
+    if cfg.tile_n % cpg or cfg.tile_n < 2 * cpg:
+        cpg = cfg.tile_n // 2
+    G = cfg.tile_n // cpg * data.draw(st.integers(1, 3))
+    Y, X = data.draw(st.sampled_from([(1, 1), (3, 3), (5, 5), (1, 7), (3, 1)]))
+    s = data.draw(st.sampled_from([1, 1, 2]))
+    p = ConvProblem(N=data.draw(st.integers(1, 3)), C=G * cpg, Hi=data.draw(st.integers(3, 19)),
+                    Wi=data.draw(st.integers(3, 19)), K=G * kpg, Y=Y, X=X, pH=Y // 2, pW=X // 2, sH=s, sW=s, G=G,
+                    dtype=dtype, in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     assume(_check(engine, p, cfg, rng) is not None)
 

@@ -78,6 +78,17 @@ static_assert(DG_G == 1 ? ((DG_PATCH_X * DG_PATCH_CPG) % DG_VEC_C == 0 && (DG_PA
                         : DG_PATCH_CPG % DG_VEC_C == 0,
               "a dX vector store stays inside one contiguous, aligned run of a patch row");
 // #end patch
+// #section group_pack
+// Group packing (miopen_solver/group_pack.py): the DG_* problem defines describe the virtual
+// problem whose groups are DG_CPG / DG_PACK_CPG real groups each; W is the real one (rows of
+// DG_PACK_CPG channels) and the B loaders read the block-diagonal W' of the virtual problem,
+// zero where a GemmK row's real group is not the column's.
+static_assert(DG_CPG % DG_PACK_CPG == 0 && DG_KPG % DG_PACK_KPG == 0 &&
+              DG_CPG / DG_PACK_CPG == DG_KPG / DG_PACK_KPG && DG_CPG / DG_PACK_CPG >= 2,
+              "a packed group is P >= 2 real groups of cpg and kpg channels");
+static_assert(DG_PACK_CPG % DG_VEC_B == 0, "a W vector stays inside one real group");
+static_assert(!DG_TMA && DG_SPLIT_K == 1, "W is masked in the cp.async loaders; each dX element written once");
+// #end group_pack
 // #section nchw_dx
 // dX stored NCHW by the epilogues (miopen_solver/transpose.py nchw_dx_rule): the staged
 // epilogue of the warp-MMA, wgmma and persistent wgmma schedules (runs of DG_NCHW_VEC
@@ -530,8 +541,14 @@ DG_DEVICE const dg_t* dg_a_src(const dg_t* dy, const dg_sub& s, const dg_arow& r
 // Address and validity of one B vector (W) at GemmK row kg, channel c.
 DG_DEVICE const dg_t* dg_b_src(const dg_t* w, const dg_sub& s, int g, int kg, int c, bool& ok) {
 #if DG_POINTWISE
+// #section !group_pack
     ok = kg < DG_KPG && c < DG_CPG;
     return w + ((g * DG_KPG + kg) * DG_CPG + c);
+// #end !group_pack
+// #section group_pack
+    ok = kg < DG_KPG && c < DG_CPG && kg / DG_PACK_KPG == c / DG_PACK_CPG;   // on W's block diagonal
+    return w + ((g * DG_KPG + kg) * DG_PACK_CPG + c % DG_PACK_CPG);
+// #end group_pack
 #else
     int tap = kg / DG_KPG;
     int k = kg - tap * DG_KPG;
@@ -539,8 +556,14 @@ DG_DEVICE const dg_t* dg_b_src(const dg_t* w, const dg_sub& s, int g, int kg, in
     int xdot = tap - ydot * s.x_dot_slice;
     int y = ydot * s.y_stride + s.y_offset;
     int x = xdot * s.x_stride + s.x_offset;
+// #section !group_pack
     ok = kg < s.gemm_k && c < DG_CPG;
     return w + ((((g * DG_KPG + k) * DG_Y + y) * DG_X + x) * DG_CPG + c);
+// #end !group_pack
+// #section group_pack
+    ok = kg < s.gemm_k && c < DG_CPG && k / DG_PACK_KPG == c / DG_PACK_CPG;
+    return w + ((((g * DG_KPG + k) * DG_Y + y) * DG_X + x) * DG_PACK_CPG + c % DG_PACK_CPG);
+// #end group_pack
 #endif
 }
 
@@ -587,8 +610,14 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
     const int dw = xdot * s.dy_w_coeff;
     const int dpix = dh * DG_WO + dw;
     const dg_t* dy_k = dy + g * DG_KPG + k0;
+// #section !group_pack
     const dg_t* w_k = w + ((((g * DG_KPG + k0) * DG_Y + ydot * s.y_stride + s.y_offset) * DG_X +
                             xdot * s.x_stride + s.x_offset) * DG_CPG);
+// #end !group_pack
+// #section group_pack
+    const dg_t* w_k = w + ((((g * DG_KPG + k0) * DG_Y + ydot * s.y_stride + s.y_offset) * DG_X +
+                            xdot * s.x_stride + s.x_offset) * DG_PACK_CPG);
+// #end group_pack
 #endif
 #pragma unroll
     for (int i = 0; i < DG_A_LOADS; ++i) {
@@ -618,8 +647,14 @@ DG_DEVICE void dg_fetch(const dg_t* dy, const dg_t* w, const dg_sub& s, const dg
         bool ok;
 #if DG_TAP_UNIFORM
         const int c = n_tile * DG_TILE_N + col;
+// #section !group_pack
         ok = c < DG_CPG;
         const dg_t* src = w_k + (row * (DG_Y * DG_X * DG_CPG) + c);
+// #end !group_pack
+// #section group_pack
+        ok = c < DG_CPG && (k0 + row) / DG_PACK_KPG == c / DG_PACK_CPG;
+        const dg_t* src = w_k + (row * (DG_Y * DG_X * DG_PACK_CPG) + c % DG_PACK_CPG);
+// #end group_pack
 #else
         const dg_t* src = dg_b_src(w, s, g, kt * DG_TILE_K + row, n_tile * DG_TILE_N + col, ok);
 #endif

@@ -216,6 +216,10 @@ class CpuEngine(Engine):
             from ..nchw_pw import nchw_pw_run
             nchw_pw_run(spec, round_tf32(dy) if tf32 else dy, round_tf32(w) if tf32 else w, dx)
             return
+        if spec.schedule.group_pack:                   # the packed problem with a block-diagonal W
+            from ..group_pack import packed_w
+            self._run_launch(spec.gemm, dy, packed_w(p, spec.pack, w), dx)
+            return
         if spec.zero_fill == "memset":
             dx[...] = 0
         subs = spec.sub_gemms
