@@ -25,6 +25,7 @@ Usage (on the GPU machine, from the repo root)::
 
     PYTHONPATH=. python bench/tf32_h200.py --out tf32.md --json tf32.json
     PYTHONPATH=. python bench/tf32_h200.py --dry-run
+    PYTHONPATH=. python bench/tf32_h200.py --wgmma --out tf32_wgmma.md   # warpgroup TF32 where it applies
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ def mode_line(cmd: str, mode: str) -> str:
     return f"{cmd} -M 0" if mode == "tf32" else cmd
 
 
-def dry_run(rows, arch: str) -> list:
+def dry_run(rows, arch: str, wgmma: bool = False) -> list:
     """One text line per row and mode: label, mode, problem key, math, kernel and config the
-    solver picks on the ``arch`` preset (no device, no torch); refusals say why."""
+    solver picks on the ``arch`` preset (no device, no torch), or with ``wgmma`` the
+    warpgroup TF32 config where it applies; refusals say why."""
     from miopen_solver.solver import DgradSolver
     from miopen_solver.target import get_target
     from miopen_solver.tf32 import resolve
@@ -83,11 +85,21 @@ def dry_run(rows, arch: str) -> list:
             if not verdict.ok:
                 out.append(f"{r['label']} {mode}: refused: {'; '.join(str(x) for x in verdict.reasons)}")
                 continue
-            sol = solver.find_solution(p, target)
+            config = _wgmma_config(p, target) if wgmma and mode == "tf32" else None
+            sol = solver.find_solution(p, target, perf_config=config)
             out.append(f"{r['label']} {mode}: {p.problem_key()} math={sol.math} tolerance={sol.tolerance:g} "
                        f"config={sol.perf_config.serialize()} kernel={sol.kernel_name}"
                        + (f" ({note})" if note else ""))
     return out
+
+
+def _wgmma_config(p, target) -> str | None:
+    """``--wgmma``: the warpgroup TF32 config of the problem the kernel computes
+    (:func:`miopen_solver.heuristics.tf32_wgmma_config`), or None (the default runs)."""
+    from miopen_solver.heuristics import tf32_wgmma_config
+    from miopen_solver.transpose import native_problem
+    cfg = tf32_wgmma_config(native_problem(p), target)
+    return cfg.serialize() if cfg is not None else None
 
 
 def run_row(torch, eng, r, args) -> dict:
@@ -98,7 +110,10 @@ def run_row(torch, eng, r, args) -> dict:
         res = {}
         p = parse(mode_line(r["cmd"], mode)).problem
         torch.backends.cudnn.allow_tf32 = mode == "tf32"
-        res.update(ours_or_error(eng, p, args.launches, args.replays))
+        config = None
+        if mode == "tf32" and getattr(args, "wgmma", False):
+            config = _wgmma_config(p, eng.target)
+        res.update(ours_or_error(eng, p, args.launches, args.replays, config))
         try:
             res["cudnn_ms"] = time_cudnn(torch, p, args.launches, args.replays)
         except Exception as e:  # noqa: BLE001 - cuDNN has no algorithm, out of memory, ...
@@ -148,12 +163,15 @@ def main(argv=None) -> int:
     ap.add_argument("--replays", type=int, default=10)
     ap.add_argument("--arch", default="sm_90", help="--dry-run: the target preset to plan for")
     ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU, no torch) and exit")
+    ap.add_argument("--wgmma", action="store_true",
+                    help="tf32 mode: run the warpgroup TF32 config (heuristics.tf32_wgmma_config) where it "
+                         "applies instead of the mma.sync default, to time one against the other")
     ap.add_argument("--out", default=None, help="write the markdown report here")
     ap.add_argument("--json", default=None, help="write every row here")
     args = ap.parse_args(argv)
     rows = [r for r in plan(Path(args.suite), Path(args.zoo)) if args.only in r["label"]]
     if args.dry_run:
-        print("\n".join(dry_run(rows, args.arch)))
+        print("\n".join(dry_run(rows, args.arch, args.wgmma)))
         return 0
 
     import torch

@@ -144,6 +144,20 @@ def tf32_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     return PerfConfig(128, 128, 16, 2, 2, 64, 64, 0, 0, 0, 1, -1, 4)
 
 
+def tf32_wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
+    """A warpgroup TF32 config (``wgmma`` m64nNk8 .tf32 on the plain main loop, both tiles
+    staged through registers and rounded there) for fp32 data with TF32 math on sm_90a, where
+    the fp16 rules would take warpgroup MMA (cpg > 32, kpg >= 64): 128 x (64 for cpg <= 64,
+    else 128) x 32 (128-byte rows of fp32), two warpgroups along M, 4 stages; None elsewhere.
+    **Not the default**: not yet timed against the ``mma.sync`` TF32 default
+    (:func:`tf32_nvidia_config`); ``bench/tf32_h200.py --wgmma`` times it."""
+    p, t = problem, target
+    if not (p.tf32 and t.wgmma and p.cpg > 32 and p.kpg >= 64 and not p.is_3d):
+        return None
+    tn = 64 if p.cpg <= 64 else 128
+    return PerfConfig(128, tn, 32, 2, 1, 64, tn, 0, 0, 0, 1, -1, 4, KernelSchedule.WGMMA)
+
+
 def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The sm_90a warpgroup-MMA default for fp16/bf16 with cpg > 32 and kpg >= 64. Each
     branch was chosen by an H200 sweep of the suite rows; the sweeps and their times are in
@@ -404,15 +418,19 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
     """The warpgroup schedules (sm_90a, fp16/bf16): warpgroups stacked along M, one
     warpgroup tile of 64 x tile_n each or two m64 instructions per warpgroup; the persistent
     and TMA forms where they may run (no split K; TMA loads 64-wide k boxes)."""
-    if not (t.wgmma and p.dtype in ("fp16", "bf16")):
+    tf32 = p.compute_type == "tf32"     # fp32 with TF32 math: k8 instructions, the plain main loop
+    if not (t.wgmma and (p.dtype in ("fp16", "bf16") or tf32)):
         return
     cover_n = _cover_n(p)
-    for tm, tn, tk, st, sk in itertools.product((64, 128, 256), _WGMMA_N, (64, 128), (3, 4, 5), splits):
+    for tm, tn, tk, st, sk in itertools.product((64, 128, 256), _WGMMA_N, (32, 64) if tf32 else (64, 128),
+                                                (3, 4, 5), splits):
         if tn > max(64, cover_n) or (sk > 1 and sk * tk > max_k):
             continue
         for wm in {tm // 64, max(1, tm // 128)}:
             base = PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, KernelSchedule.WGMMA)
             yield base
+            if tf32:
+                continue
             if sk == 1:
                 yield base.replace(schedule=KernelSchedule.WGMMA_PERSISTENT)
             if sk == 1 and tk == 64:

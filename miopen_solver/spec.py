@@ -309,7 +309,7 @@ class DgradSpec:
     def math(self) -> str:
         """The math the kernel runs: ``"tf32"`` on a TF32 atom (:data:`~miopen_solver.target.TF32_ATOMS`:
         operands rounded to TF32, fp32 accumulation), else the storage type."""
-        return "tf32" if self.atom.name in TF32_ATOMS else self.problem.dtype
+        return "tf32" if self.atom.name in TF32_ATOMS or self.atom.name.endswith("tf32") else self.problem.dtype
 
     @property
     def a_pad(self) -> int:
@@ -643,7 +643,9 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
            f"tile_n {c.tile_n} is not a multiple of warp_n*warp_tile_n = {c.warp_n * c.warp_tile_n}")
     for rule in SCHEDULE_RULES[c.schedule]:
         rule(p, t, c)
-    if c.schedule.warpgroup:
+    if c.schedule.warpgroup and p.compute_type == "tf32":
+        atom = MmaAtom(f"wgmma64x{c.warp_tile_n}x8tf32", 64, c.warp_tile_n, 8)
+    elif c.schedule.warpgroup:
         atom = MmaAtom(f"wgmma64x{c.warp_tile_n}x16", 64, c.warp_tile_n, 16)
     else:
         atom = _pick_atom(t, p.compute_type, c)
@@ -661,7 +663,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     reduce = split_k_reduce_mode(p, t, c, split)
 
     if c.schedule.warpgroup:
-        k_outer = True
+        k_outer = p.compute_type != "tf32"        # .tf32 wgmma operands are K-major only
     elif c.lds_k_outer == -1:
         k_outer = default_lds_k_outer(p, t, c)
     else:
@@ -735,7 +737,17 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     shared memory; ``warp_m x warp_n`` warpgroups of ``warp_tile_m x warp_tile_n``."""
     s = c.schedule.label
     require(t.wgmma, f"{s} needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
-    require(p.dtype in ("fp16", "bf16"), f"{s} needs fp16 or bf16 data, got {p.dtype}")
+    tf32 = p.compute_type == "tf32"
+    if tf32:        # fp32 data with TF32 math (-M 0): k8 instructions on the plain main loop
+        require(c.schedule is KernelSchedule.WGMMA,
+                f"{s} needs fp16 or bf16 data; fp32 with TF32 math (-M 0) runs on schedule 1 (wgmma) only")
+        require(c.tile_k % 32 == 0, f"{s} with TF32 needs tile_k a multiple of 32 (128-byte rows of fp32), "
+                                    f"got {c.tile_k}")
+        require(c.lds_k_outer != 1, f"{s} with TF32 reads W K-major (.tf32 operands are K-major only); "
+                                    f"lds_k_outer must be -1 or 0")
+    else:
+        require(p.dtype in ("fp16", "bf16"),
+                f"{s} needs fp16 or bf16 data (or fp32 with TF32 math, -M 0, on schedule 1), got {p.dtype}")
     require(c.warp_tile_m % 64 == 0, f"{s} needs warp_tile_m a multiple of 64 (m64 instructions), "
                                      f"got {c.warp_tile_m}")
     require(c.warp_tile_n in WGMMA_N,
@@ -745,8 +757,9 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     require(c.tile_n == c.warp_n * c.warp_tile_n,
             f"{s} needs tile_n = warp_n*warp_tile_n (one instruction spans a warpgroup's columns); "
             f"got tile_n {c.tile_n}, warp_n*warp_tile_n {c.warp_n * c.warp_tile_n}")
-    require(c.tile_k % 64 == 0, f"{s} needs tile_k a multiple of 64 (128-byte swizzled rows), got {c.tile_k}")
-    require(c.lds_k_outer != 0, f"{s} reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
+    if not tf32:
+        require(c.tile_k % 64 == 0, f"{s} needs tile_k a multiple of 64 (128-byte swizzled rows), got {c.tile_k}")
+        require(c.lds_k_outer != 0, f"{s} reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
 
 
 def _persistent_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:

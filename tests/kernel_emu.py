@@ -406,8 +406,35 @@ static void emu_tma_load(uint32_t dst, unsigned long long map, const int* c, uin
     }
     emu_mbar_complete_tx(bar, n * m.eb);
 }
+// wgmma.mma_async.m64nNk8.f32.tf32.tf32: both operands K-major (the only form .tf32 takes),
+// 4-byte elements: A(m, k) = start + (m/8)*SBO + (m%8)*128 + 4k, B(k, n) = start + (n/8)*SBO +
+// (n%8)*128 + 4k; each operand read as TF32 (the low 13 mantissa bits ignored).
+static float emu_tf32_operand(const unsigned char* p) {
+    uint32_t u;
+    std::memcpy(&u, p, 4);
+    u &= 0xffffe000u;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+static void emu_wgmma_tf32(float* d, unsigned long long ad, unsigned long long bd, int n) {
+    const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
+    const uint32_t b0 = (uint32_t)(bd & 0x3FFF) << 4, b_sbo = (uint32_t)((bd >> 32) & 0x3FFF) << 4;
+    const int T = emu_tid % 128;
+    for (int j = 0; j < n / 8; ++j)
+        for (int e = 0; e < 4; ++e) {
+            const int m = 16 * (T / 32) + (T % 32) / 4 + 8 * (e / 2);
+            const int col = 8 * j + 2 * (T % 4) + e % 2;
+            float acc = d[4 * j + e];
+            for (int k = 0; k < 8; ++k)
+                acc += emu_tf32_operand(dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 4 * k)) *
+                       emu_tf32_operand(dg_smem + emu_swz(b0 + (col / 8) * b_sbo + (col % 8) * 128 + 4 * k));
+            d[4 * j + e] = acc;
+        }
+}
 static void emu_wgmma(float* d, unsigned long long ad, unsigned long long bd, int n, int dtype) {
     if ((ad >> 62) != 1 || (bd >> 62) != 1) { fprintf(stderr, "wgmma: only 128-byte swizzle is emulated\n"); exit(4); }
+    if (dtype == 0) { emu_wgmma_tf32(d, ad, bd, n); return; }
     const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
     const uint32_t b0 = (uint32_t)(bd & 0x3FFF) << 4, b_lbo = (uint32_t)((bd >> 16) & 0x3FFF) << 4,
                    b_sbo = (uint32_t)((bd >> 32) & 0x3FFF) << 4;
@@ -493,6 +520,12 @@ NVIDIA_WRAPPERS.update({
 # The TF32 atom (dgrad.cu's tf32 section).
 NVIDIA_WRAPPERS.update({
     "dg_tf32": "DG_DEVICE dg_u32 dg_tf32(float f) { return emu_cvt_rna_tf32(f); }",
+    "dg_round_tf32": """DG_DEVICE float dg_round_tf32(float f) {
+    const uint32_t u = emu_cvt_rna_tf32(f);
+    float r;
+    std::memcpy(&r, &u, 4);
+    return r;
+}""",
     "dg_mma_tf32": """DG_DEVICE void dg_mma_tf32(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
     emu_mma1688_tf32(c, a, b0, b1);
 }""",

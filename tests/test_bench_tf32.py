@@ -40,6 +40,25 @@ def test_dry_run_plans_tf32_and_ieee_kernels(capsys):
     assert all("math=fp32" in l and "tolerance=1.5e-05" in l for l in ieee)
 
 
+def test_dry_run_with_wgmma_plans_warpgroup_tf32_where_it_applies(capsys):
+    """``--wgmma``: rows whose fp16 twin would take warpgroup MMA (cpg > 32, kpg >= 64) run the
+    warpgroup TF32 kernel, the others keep their TF32 default; the IEEE rows are unchanged."""
+    from miopen_solver.heuristics import tf32_wgmma_config
+    from miopen_solver.target import get_target
+    from miopen_solver.transpose import native_problem
+    assert tf32_h200.main(["--dry-run", "--wgmma"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = tf32_h200.plan(SUITE, ZOO)
+    tf32 = [l for l in out if " tf32: " in l]
+    assert len(tf32) == len(rows) and not any("refused" in l for l in out)
+    for r, line in zip(rows, tf32):
+        p = native_problem(tf32_h200.parse(tf32_h200.mode_line(r["cmd"], "tf32")).problem)
+        wg = tf32_wgmma_config(p, get_target("sm_90")) is not None
+        assert ("x8tf32_" in line) is wg, line
+        assert ("config=" + tf32_wgmma_config(p, get_target("sm_90")).serialize()) in line if wg else True
+    assert sum("x8tf32_" in l for l in tf32) >= 10
+
+
 def test_report_on_made_up_times():
     rows = [{"label": "a", "source": "suite", "line": "conv",
              "tf32": {"ours_ms": 1.0, "cudnn_ms": 2.0, "ratio": 2.0, "config": "x"},

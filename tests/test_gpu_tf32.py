@@ -65,6 +65,11 @@ CONFIGS = [
     PerfConfig(64, 32, 32, 2, 1, 32, 32, stages=3, vector_size_a=1, vector_size_b=2),
     PerfConfig(64, 64, 16, 2, 2, 32, 32, split_k=3, stages=2),
     PerfConfig(64, 64, 16, 2, 2, 32, 32, split_k=2, lds_k_outer=0, stages=4),
+    # warpgroup TF32 (sm_90a: wgmma m64nNk8 .tf32, rounding register-staged loaders, K-major B)
+    PerfConfig(128, 64, 32, 2, 1, 64, 64, stages=4, schedule=1),
+    PerfConfig(128, 128, 32, 2, 1, 64, 128, stages=3, schedule=1),
+    PerfConfig(64, 256, 32, 1, 1, 64, 256, stages=3, schedule=1),
+    PerfConfig(128, 64, 32, 2, 1, 64, 64, split_k=2, stages=3, schedule=1),
 ]
 SUITE = [
     "-n 2 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1",

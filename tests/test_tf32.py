@@ -214,7 +214,8 @@ def test_search_offers_tf32_tiles():
     target = get_target("sm_90")
     p = parse(LINE + " -M 0").problem
     names = [launch_spec(p, target, c).kernel_name for c in DgradSolver().search(p, target)]
-    assert len(names) > 50 and all("_tf32_" in n and "mma1688tf32" in n for n in names)
+    assert len(names) > 50 and all("_tf32_" in n and ("mma1688tf32" in n or "x8tf32_" in n) for n in names)
+    assert any("_wgmma64x" in n and "x8tf32_" in n for n in names)     # the warpgroup TF32 tiles too
     dw = parse(f"conv -n 2 -c 32 -H 14 -W 14 -k 32 -g 32 -y 3 -x 3 -p 1 -q 1 -M 0 -F 2 {NHWC}").problem
     kinds = {launch_spec(dw, target, c).math for c in DgradSolver().search(dw, target)}
     assert kinds == {"tf32", "fp32"}                            # GEMM tiles and the direct schedule
@@ -365,3 +366,30 @@ def test_miopen_tf32_environment_is_reported_not_honoured(capsys, monkeypatch):
     assert status == 0 and json.loads(out[0])["math"] == "fp32"
     status, out, _ = run_cli(capsys, *LINE.split(), "--backend", "cpu")
     assert any(l.startswith("Info: MIOPEN_TF32_OVERRIDE and NVIDIA_TF32_OVERRIDE set: not honoured") for l in out)
+
+
+def test_warpgroup_tf32_rules_and_atom():
+    """fp32 with TF32 math takes the plain wgmma schedule on sm_90a: k8 atom, tile_k a multiple
+    of 32, B read K-major (m-outer), the persistent and TMA forms refused with the reason."""
+    from miopen_solver.command import parse
+    from miopen_solver.config import PerfConfig
+    from miopen_solver.errors import PerfConfigError
+    from miopen_solver.spec import make_spec
+    from miopen_solver.target import get_target
+    p = parse("conv -n 2 -c 128 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -M 0 -F 2 --in_layout NHWC "
+              "--out_layout NHWC --fil_layout NHWC".split()).problem
+    t = get_target("sm_90")
+    spec = make_spec(p, t, PerfConfig.parse("128,128,32,2,1,64,128,0,0,0,1,-1,4,1"))
+    assert spec.atom.name == "wgmma64x128x8tf32" and spec.math == "tf32" and not spec.lds_k_outer
+    assert "wgtf32" not in spec.emit().text and "m64n128k8.f32.tf32.tf32" in spec.emit().text
+    for cfg, why in [("128,128,16,2,1,64,128,0,0,0,1,-1,4,1", "tile_k a multiple of 32"),
+                     ("128,128,32,2,1,64,128,0,0,0,1,1,4,1", "lds_k_outer must be -1 or 0"),
+                     ("128,128,64,2,1,64,128,0,0,0,1,-1,4,2", "runs on schedule 1 \\(wgmma\\) only"),
+                     ("128,128,64,2,1,64,128,0,0,0,1,-1,4,3", "runs on schedule 1 \\(wgmma\\) only")]:
+        with pytest.raises(PerfConfigError, match=why):
+            make_spec(p, t, PerfConfig.parse(cfg))
+    with pytest.raises(PerfConfigError, match="needs fp16 or bf16 data"):
+        make_spec(p.replace(tf32=False), t, PerfConfig.parse("128,128,32,2,1,64,128,0,0,0,1,-1,4,1"))
+    # the fp16 wgmma kernel's text has none of the TF32 instruction
+    q = p.replace(dtype="fp16", tf32=False)
+    assert ".tf32" not in make_spec(q, t, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,1")).emit().text

@@ -51,10 +51,14 @@ static_assert(DG_VEC_C == 1 || (DG_VEC_C == 2 && DG_CPG % 2 == 0), "fp32 pairs o
 // #end skws
 static_assert(DG_STAGES >= 1 && DG_STAGES <= 6, "stages 1..6");
 #if DG_WGMMA
+// #section !wgtf32
 static_assert(DG_TILE_K % 64 == 0, "warpgroup schedules read 128-byte swizzled rows: tile_k % 64 == 0");
+// #end !wgtf32
 static_assert(DG_WG_N == 64 || DG_WG_N == 128 || DG_WG_N == 256, "wgmma N is 64, 128 or 256");
 static_assert(DG_TILE_N == DG_WARP_N * DG_WG_N, "one wgmma instruction spans a warpgroup's columns");
+// #section !wgtf32
 static_assert(DG_K_OUTER == 1, "warpgroup schedules read W k-outer");
+// #end !wgtf32
 #endif
 #if DG_PERSIST || DG_TMA
 static_assert(DG_SPLIT_K == 1 && DG_STAGES >= 2, "persistent schedules store each tile once and prefetch");
@@ -302,6 +306,17 @@ DG_DEVICE void dg_publish_smem() { asm volatile("fence.proxy.async.shared::cta;"
 #else
 DG_DEVICE void dg_publish_smem() {}
 #endif
+// #section wgtf32
+// wgmma TF32 (.tf32 operands read from shared memory as fp32 bit patterns): the loaders
+// stage both tiles through registers and round each element to TF32 there (to nearest, ties
+// away from zero, as cvt.rna and the mma.sync TF32 atom do; miopen_solver.tf32.round_tf32 on
+// the host), so the instruction sees TF32 values whatever bits it ignores.
+DG_DEVICE float dg_round_tf32(float f) {
+    dg_u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    return __uint_as_float(r);
+}
+// #end wgtf32
 
 #if DG_TMA
 // Tensor-memory copies (sm_90a cp.async.bulk.tensor) completing on shared-memory barriers
@@ -436,11 +451,25 @@ DG_DEVICE int dg_tma_pixel(const dg_tma_tile& tt, int row) {
 // j ^ (r % 8) (8 rows = one 1024-byte swizzle atom; blocks start 1024-aligned).
 //   A (dY, k contiguous, "K-major"):  [TILE_K/64 blocks][TILE_M rows][64 k]
 //   B (W, c contiguous, "MN-major"):  [TILE_N/64 blocks][TILE_K rows][64 c]
+// #section !wgtf32
 DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row) & 7) << 3) + (col & 7); }
 #define DG_A_STAGE (DG_TILE_M * DG_TILE_K)
 #define DG_B_STAGE (DG_TILE_K * DG_TILE_N)
 #define DG_A_OFF(row, col) (((col) >> 6) * (DG_TILE_M * 64) + dg_sw128((row), (col) & 63))
 #define DG_B_OFF(row, col) (((col) >> 6) * (DG_TILE_K * 64) + dg_sw128((row), (col) & 63))
+// #end !wgtf32
+// #section wgtf32
+// TF32 (fp32 elements): a 128-byte row holds 32 k, a 16-byte chunk 4. wgmma takes .tf32
+// operands K-major only, so B is stored like A, transposed by the register-staged loader:
+//   A (dY):  [TILE_K/32 blocks][TILE_M rows][32 k]     B (W): [TILE_K/32 blocks][TILE_N rows][32 k]
+DG_DEVICE int dg_sw128(int row, int col) { return row * 32 + ((((col >> 2) ^ row) & 7) << 2) + (col & 3); }
+#define DG_A_STAGE (DG_TILE_M * DG_TILE_K)
+#define DG_B_STAGE (DG_TILE_K * DG_TILE_N)
+#define DG_A_OFF(row, col) (((col) >> 5) * (DG_TILE_M * 32) + dg_sw128((row), (col) & 31))
+#define DG_BT_OFF(n, k) (((k) >> 5) * (DG_TILE_N * 32) + dg_sw128((n), (k) & 31))
+static_assert(DG_DTYPE == 0 && DG_K_OUTER == 0 && DG_TILE_K % 32 == 0,
+              "wgmma TF32: fp32 tiles, K-major B (m-outer), 128-byte rows of k");
+// #end wgtf32
 #define DG_GROUP 128                                          // threads per MMA unit: a warpgroup
 #else
 // #section !tf32
@@ -489,6 +518,10 @@ typedef typename dg_bytes<DG_VEC_B * DG_EB>::type dg_vb_t;
 #else
 #define DG_B_ASYNC 0
 #endif
+// #section wgtf32
+#undef DG_A_ASYNC
+#define DG_A_ASYNC 0  // rounded to TF32 on the way through registers
+// #end wgtf32
 
 // Per-thread A rows: fixed across the K loop, decoded once.
 struct dg_arow {
@@ -674,7 +707,16 @@ DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
         int v = tid + i * DG_THREADS;
         int row = v / DG_A_VECS_PER_ROW;
         int col = (v - row * DG_A_VECS_PER_ROW) * DG_VEC_A;
+// #section !wgtf32
         *reinterpret_cast<dg_va_t*>(As + DG_A_OFF(row, col)) = regs.a[i];
+// #end !wgtf32
+// #section wgtf32
+        dg_va_t r = regs.a[i];
+        float* e = reinterpret_cast<float*>(&r);
+#pragma unroll
+        for (int j = 0; j < DG_VEC_A; ++j) e[j] = dg_round_tf32(e[j]);
+        *reinterpret_cast<dg_va_t*>(As + DG_A_OFF(row, col)) = r;
+// #end wgtf32
     }
 #endif
 #if !DG_B_ASYNC
@@ -688,7 +730,12 @@ DG_DEVICE void dg_store_regs(dg_t* As, dg_t* Bs, const dg_stage_regs& regs) {
 #else
         const dg_t* e = reinterpret_cast<const dg_t*>(&regs.b[i]);
 #pragma unroll
+// #section !wgtf32
         for (int j = 0; j < DG_VEC_B; ++j) Bs[(col + j) * DG_B_ROW + row] = e[j];
+// #end !wgtf32
+// #section wgtf32
+        for (int j = 0; j < DG_VEC_B; ++j) Bs[DG_BT_OFF(col + j, row)] = dg_round_tf32(e[j]);
+// #end wgtf32
 #endif
     }
 #endif
@@ -808,6 +855,7 @@ DG_DEVICE int dg_acc_col(int wn, int j, int lane, int e) { return wn * DG_WARP_C
 #define DG_ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                    "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define DG_ACC32(i) DG_ACC8(i), DG_ACC8(i + 8), DG_ACC8(i + 16), DG_ACC8(i + 24)
+// #section !wgtf32
 DG_DEVICE void dg_wgmma_n64(float* d, unsigned long long a_desc, unsigned long long b_desc) {
     asm volatile("{\n"
                  ".reg .pred p;\n"
@@ -859,6 +907,61 @@ DG_DEVICE void dg_wgmma_n256(float* d, unsigned long long a_desc, unsigned long 
                  : "memory");
 }
 
+// #end !wgtf32
+// #section wgtf32
+// TF32: m64nNk8, scale-a and scale-b only (.tf32 operands are K-major, no transpose immediates).
+DG_DEVICE void dg_wgmma_n64(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, %32, %33, p, 1, 1;\n"
+                 "}\n"
+                 : DG_ACC32(0)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+DG_DEVICE void dg_wgmma_n128(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, %64, %65, p, 1, 1;\n"
+                 "}\n"
+                 : DG_ACC32(0), DG_ACC32(32)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+DG_DEVICE void dg_wgmma_n256(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+                 "}, %128, %129, p, 1, 1;\n"
+                 "}\n"
+                 : DG_ACC32(0), DG_ACC32(32), DG_ACC32(64), DG_ACC32(96)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+
+// #end wgtf32
 #if DG_WG_N == 64
 #define dg_wgmma dg_wgmma_n64
 #elif DG_WG_N == 128
@@ -875,6 +978,7 @@ DG_DEVICE unsigned long long dg_wg_desc(dg_u32 addr, dg_u32 lbo, dg_u32 sbo) {
            ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
 
+// #section !wgtf32
 DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                           int wm, int wn, int) {
     const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
@@ -897,6 +1001,29 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
     // barrier and copies; the previous tile's group is complete past this wait.
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
 }
+// #end !wgtf32
+// #section wgtf32
+// TF32: k8 instructions, 32 bytes of each 128-byte row per step; B K-major like A (its rows
+// are the warpgroup's columns, 8-row groups 1024 bytes apart).
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int) {
+    const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
+    const dg_u32 b0 = dg_smem_addr(Bs) + wn * DG_WARP_COLS * 128;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += 8) {
+        const unsigned long long bd = dg_wg_desc(b0 + (kk >> 5) * (DG_TILE_N * 128) + (kk & 31) * 4, 16, 1024);
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) {
+            const unsigned long long ad =
+                dg_wg_desc(a0 + (kk >> 5) * (DG_TILE_M * 128) + i * 64 * 128 + (kk & 31) * 4, 16, 1024);
+            dg_wgmma(&acc[i][0][0], ad, bd);
+        }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
+}
+// #end wgtf32
 DG_DEVICE void dg_mma_drain() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 
 // lane = thread index inside the warpgroup (0..127).

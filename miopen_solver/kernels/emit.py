@@ -257,6 +257,8 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         sections = tuple(sections) + ("skws",)
     if spec.math == "tf32":     # the TF32 atom and its shared-memory rows
         sections = tuple(sections) + ("tf32",)
+        if spec.wgmma:          # wgmma .tf32: fp32 swizzled rows, K-major B, rounding loaders
+            sections = tuple(sections) + ("wgtf32",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
