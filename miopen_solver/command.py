@@ -189,10 +189,15 @@ class DriverCommand:
 
 
 def _strip_prefix(tokens: list) -> list:
-    """Drop everything before the base argument (``./bin/MIOpenDriver``, log prefixes)."""
-    for i, t in enumerate(tokens):
-        if t in BASE_DTYPES or t in REJECTED_BASES:
-            return tokens[i:]
+    """Drop the program and what precedes it (``./bin/MIOpenDriver``, a log line's
+    ``MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver``): everything up to a
+    token that names ``MIOpenDriver`` when the base argument follows it. Other words before
+    the base are not dropped, so a mistyped subcommand (``dgrad-driver tnue convfp16 ...``) is
+    an unknown base argument, not a silent run."""
+    for i, t in enumerate(tokens[:-1]):
+        if (t == "MIOpenDriver" or t.endswith("/MIOpenDriver")) and (
+                tokens[i + 1] in BASE_DTYPES or tokens[i + 1] in REJECTED_BASES):
+            return tokens[i + 1:]
     return tokens
 
 

@@ -73,9 +73,11 @@ def pack_factor(problem: ConvProblem, config: PerfConfig) -> int:
     """
     p, label = problem, config.schedule.label
     tn = config.tile_n
+    if tn < 1:
+        raise PerfConfigError(f"tile_n must be >= 1, got {tn}")
     if tn < 2 * p.cpg or tn % p.cpg:
         raise PerfConfigError(f"{label} packs tile_n / cpg groups into one tile: tile_n={tn} must be a "
-                              f"multiple of cpg={p.cpg} and at least {2 * p.cpg}")
+                              f"multiple of cpg={p.cpg} and at least 2*cpg={2 * p.cpg}")
     pack = tn // p.cpg
     if p.G % pack:
         raise PerfConfigError(f"{label}: tile_n={tn} packs {pack} groups of cpg={p.cpg}, which do not "

@@ -587,7 +587,8 @@ class DgradSolver:
         if spec.schedule.group_pack:
             choice.notes.append(
                 f"Groups: {spec.pack} groups of cpg={launch.cpg}, kpg={launch.kpg} packed into one of "
-                f"{spec.pack * launch.cpg} channels ({launch.G // spec.pack} packed groups); W is read "
+                f"{spec.pack * launch.cpg} channels ({launch.G // spec.pack} packed "
+                f"group{'s' if launch.G // spec.pack != 1 else ''}); W is read "
                 f"block-diagonal (zeros off its groups: {spec.pack}x the MMA work, the same memory traffic)")
         sol = solution_of(spec, choice, images=problem.N, problem=problem)
         notes = []

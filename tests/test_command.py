@@ -6,6 +6,8 @@ AddCmdLineArgs), written out here independently of the parser's own FLAGS table.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from miopen_solver.command import FLAGS, describe_directions, format_command, parse
@@ -319,6 +321,17 @@ def test_leading_program_is_ignored(prefix):
     cmd = parse(f"{prefix} convfp16 -n 2 -F 2")
     assert cmd.base == "convfp16" and cmd.problem.N == 2
     assert cmd.command_line() == "convfp16 -n 2 -F 2"
+
+
+@pytest.mark.parametrize("line,word", [("tnue convfp16 -n 2 -F 2", "tnue"), ("find conv -F 2", "find"),
+                                       ("run convfp16 -F 2", "run"), ("MIOpenDriverX conv -F 2", "MIOpenDriverX"),
+                                       ("./bin/MIOpenDriver extra conv -F 2", "./bin/MIOpenDriver")])
+def test_words_before_the_base_other_than_the_program_are_refused(line, word):
+    """Only the program (a path naming MIOpenDriver, and a log prefix before it) is dropped:
+    any other word where the base argument belongs is refused, not skipped (a mistyped
+    subcommand would otherwise run the line)."""
+    with pytest.raises(MiopenCommandError, match=f"<base> '{re.escape(word)}': unknown base argument"):
+        parse(line)
 
 
 @pytest.mark.parametrize("base,dtype", [("conv", "fp32"), ("convfp32", "fp32"), ("convfp16", "fp16"),
