@@ -26,6 +26,9 @@
 #      bench/tf32_h200.py: our TF32 against cuDNN with torch.backends.cudnn.allow_tf32 = True and
 #      our FFMA against cuDNN with TF32 off, on the suite's lines in fp32 and the zoo's fp32 lines,
 #      both in CUDA graphs (tf32.md table, tf32.json rows);
+#      tf32_wgmma: the warpgroup TF32 kernels (schedule 1 with -M 0): tests/test_gpu_tf32.py's
+#      cases on them, then bench/tf32_h200.py --wgmma (the same rows, the warpgroup TF32 config
+#      where it applies; against tf32's table it decides whether it becomes the TF32 default);
 #      splitk: split-K through the fp32 workspace (one device call) -- the workspace-mode GPU
 #      tests (tests/test_gpu.py -k split_k_workspace: verify against the float64 reference with
 #      NaN-poisoned dX and slices, two runs bitwise equal, NCHW dX, split-N; DGRAD_GPU_EXAMPLES
@@ -50,7 +53,7 @@
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,patch_forms,tf32,
-# splitk,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
+# tf32_wgmma,splitk,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 #   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
@@ -98,6 +101,10 @@ python -m pytest -q tests/test_gpu_tf32.py || rc=1
 python bench/tf32_h200.py --out "$0/tf32.md" --json "$0/tf32.json" || rc=1
 exit $rc' "$OUTDIR"
 grep -h "geometric" "$OUTDIR/tf32.txt" 2>/dev/null
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step tf32_wgmma 290 bash -c 'rc=0
+python -m pytest -q tests/test_gpu_tf32.py -k wgmma || rc=1
+python bench/tf32_h200.py --wgmma --out "$0/tf32_wgmma.md" --json "$0/tf32_wgmma.json" || rc=1
+exit $rc' "$OUTDIR"
 DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step splitk 570 bash -c 'rc=0
 python -m pytest -q tests/test_gpu.py -k split_k_workspace || rc=1
 python bench/splitk_h200.py --max-seconds 200 --json "$0/splitk.json" --out "$0/splitk.md" || rc=1

@@ -120,7 +120,7 @@ def _spec(engine, p, cfg):
         return None
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.serialize())
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: ("wgmma:" if c.schedule.warpgroup else "") + c.serialize())
 @pytest.mark.parametrize("line", SUITE)
 def test_suite_shapes_verify_tf32(engine, line, cfg):
     p = parse(f"conv {line} -M 0 {NHWC}").problem
