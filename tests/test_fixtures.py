@@ -62,9 +62,9 @@ def test_corpus_has_at_least_80_real_lines_each_with_a_source_and_golden():
     missing = [f.id for f in ALL if f.expect is None]
     assert not missing, f"fixtures without golden: {missing}; run {fx.REGENERATE_COMMAND}"
     names = sorted(p.name for p in FIXTURES.glob("*.jsonl"))
-    assert names == ["bench_suite.jsonl", "coverage.jsonl", "gtest.jsonl", "iree_turbine_bf16.jsonl",
-                     "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl", "splitk_ws.jsonl",
-                     "tf32.jsonl"]
+    assert names == ["bench_suite.jsonl", "coverage.jsonl", "group_pack.jsonl", "gtest.jsonl",
+                     "iree_turbine_bf16.jsonl", "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl",
+                     "splitk_ws.jsonl", "tf32.jsonl"]
 
 
 def test_fixture_files_are_canonical_json_lines():
@@ -507,14 +507,17 @@ def test_replay_on_the_gpu():
 
 
 def test_a_pinned_perf_config_runs_instead_of_the_default():
-    """``perf_config`` pins a config no default chooses (split-K through the workspace here):
-    the golden holds its kernel on every target, the numerics run it, a record keeps the key."""
+    """``perf_config`` pins a config no default chooses (split-K through the workspace, a
+    group pack no default takes): the golden holds its kernel on every target, the numerics
+    run it, a record keeps the key."""
     pinned = [f for f in ALL if f.perf_config is not None]
-    assert pinned and all(f.path.endswith("splitk_ws.jsonl") for f in pinned)
+    assert pinned and all(f.path.endswith(("splitk_ws.jsonl", "group_pack.jsonl")) for f in pinned)
+    assert any(f.path.endswith("group_pack.jsonl") for f in pinned)
     for f in pinned:
+        family = "_skws_" if f.path.endswith("splitk_ws.jsonl") else "dgrad_group_pack2_"
         for arch, rec in f.expect["targets"].items():
-            assert rec["perf_config"] == f.perf_config and "_skws_" in rec["kernel_name"], (f.id, arch)
-            assert rec["workspace_bytes"] > 0
+            assert rec["perf_config"] == f.perf_config and family in rec["kernel_name"], (f.id, arch)
+            assert rec["workspace_bytes"] > 0 or family != "_skws_"
         assert f.record()["perf_config"] == f.perf_config and f.expect["numerics"]["ok"]
     line = "convfp16 -n 2 -c 33 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
     rec = fx.compute(line, numerics=False, perf_config="64,64,32,2,2,32,32,0,0,0,2,-1,2")
