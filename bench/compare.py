@@ -21,7 +21,12 @@ a kernel that fails or a cuDNN failure is a row marked n/a with its reason, not 
 after a failure that leaves the CUDA context unusable the remaining rows are n/a, naming
 the row that broke it. ``--json`` keeps every row (rewritten after each one, so a run cut
 short keeps what it timed); ``--report a.json[,b.json]`` renders the report from such files
-without a GPU (e.g. to merge ``--shard 1/2`` and ``--shard 2/2`` runs).
+without a GPU (e.g. to merge ``--shard 1/2`` and ``--shard 2/2`` runs; with ``--json`` it writes
+the merged rows in the same format; the options of a timing run are refused with it).
+
+Bad input (a flag, a suite or report file, an output that cannot be written, ``--plot``
+without matplotlib, a timing run without PyTorch and a CUDA GPU) is one line on stderr and
+exit 2; every check that needs no GPU comes before PyTorch is imported.
 
 Usage (on the GPU machine, from the repo root)::
 
@@ -33,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import io
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -47,8 +54,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from miopen_solver.command import parse  # noqa: E402
-from miopen_solver.fileio import write_text  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError, RuntimeUnavailable, shown_path  # noqa: E402
+from miopen_solver.fileio import check_writable, read_text, stat_regular, write_bytes, write_text  # noqa: E402
 from miopen_solver.layouts import dy_shape, storage_dtype, w_shape  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 
 BASES = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}
 DTYPE_OF_BASE = {base: dtype for dtype, base in BASES.items()}
@@ -62,11 +71,49 @@ UNTAGGED = "-"
 """The class of a line whose label has no ``class=`` tag."""
 
 
+class BadInput(ValueError):
+    """A user mistake (a flag, a file): :func:`main` prints it as one line and exits 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``<prog>: message (see --help)``), exit 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def number_arg(low: float, high: float, allowed: str):
+    """An argparse ``type``: a float with ``low <= value < high`` (so never nan, and never inf
+    when ``high`` is inf), else the error ``<text>: allowed: <allowed>``."""
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value < high:
+            raise argparse.ArgumentTypeError(f"{shorten(text)}: allowed: {allowed}")
+        return value
+    return check
+
+
+def positive_number(value) -> bool:
+    """Whether ``value`` (from JSON) is a finite number > 0 (a time, a rate; not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
 # ----------------------------------------------------------------------------- suite files
-def read_suite(path: Path):
-    """``(label, command)`` per line of a suite file; ``#`` lines and blank lines skipped."""
+MAX_SUITE_BYTES = 64 << 20
+
+
+def read_suite(path):
+    """``(label, command)`` per line of a suite file; ``#`` lines and blank lines skipped.
+
+    Raises:
+        FileError: the file cannot be read as a UTF-8 text file (no flag named).
+    """
     rows = []
-    for raw in path.read_text().splitlines():
+    for raw in read_text(path, MAX_SUITE_BYTES, "suite file").splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -101,15 +148,12 @@ def plan_rows(rows, dtypes: str) -> list:
         ValueError: an unknown data type, or (as written) a line whose base is not one of
             ``convfp16``/``convbfp16``/``conv``.
     """
+    try:
+        dtypes_arg(dtypes)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"--dtypes {e}") from None
     plan = []
-    if dtypes == AS_WRITTEN:
-        passes = [(AS_WRITTEN, None)]
-    else:
-        passes = [(d, d) for d in dtypes.split(",")]
-        bad = [d for d, _ in passes if d not in BASES]
-        if bad:
-            raise ValueError(f"--dtypes: unknown type(s) {','.join(bad)}; use {AS_WRITTEN!r} "
-                             f"or a comma list of {','.join(BASES)}")
+    passes = [(AS_WRITTEN, None)] if dtypes == AS_WRITTEN else [(d, d) for d in dtypes.split(",")]
     for section, rebase in passes:
         for label, cmd in rows:
             words = cmd.split()
@@ -125,6 +169,46 @@ def plan_rows(rows, dtypes: str) -> list:
     return plan
 
 
+def dtypes_arg(text: str) -> str:
+    """``--dtypes`` checked (an argparse ``type``): :data:`AS_WRITTEN` or a comma list of
+    :data:`BASES`' types.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, naming the unknown types.
+    """
+    bad = [d for d in text.split(",") if d not in BASES] if text != AS_WRITTEN else []
+    if bad:
+        raise argparse.ArgumentTypeError(f"{shorten(text)!r}: unknown type(s) {shorten(','.join(bad))}; allowed: "
+                                         f"{AS_WRITTEN!r} or a comma list of {','.join(BASES)}")
+    return text
+
+
+SHARD_ALLOWED = "K/N with 1 <= K <= N"
+
+
+def shard_arg(text: str) -> str:
+    """``--shard`` checked (an argparse ``type``): ``K/N`` with ``1 <= K <= N``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    m = re.fullmatch(r"\s*(\d{1,9})\s*/\s*(\d{1,9})\s*", text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise argparse.ArgumentTypeError(f"{shorten(text)!r}: allowed: {SHARD_ALLOWED}")
+    return text
+
+
+def count_arg(text: str) -> int:
+    """``--launches``/``--replays`` checked (an argparse ``type``): an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{shorten(text)!r}: allowed: an integer >= 1")
+    return value
+
+
 def select(plan, only: str = "", classes: str = "", shard: str = "") -> list:
     """Rows of ``plan`` whose label contains ``only``, whose class is in the comma list
     ``classes`` (all when empty) and, with ``shard`` ``"i/n"``, every n-th row from the i-th
@@ -132,9 +216,10 @@ def select(plan, only: str = "", classes: str = "", shard: str = "") -> list:
     want = set(classes.split(",")) if classes else None
     out = [r for r in plan if only in r["label"] and (want is None or r["cls"] in want)]
     if shard:
-        i, n = (int(x) for x in shard.split("/"))
-        if not 1 <= i <= n:
-            raise ValueError(f"--shard {shard}: want i/n with 1 <= i <= n")
+        try:
+            i, n = (int(x) for x in shard_arg(shard).split("/"))
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"--shard {e}") from None
         out = out[i - 1::n]
     return out
 
@@ -430,7 +515,7 @@ def run_row(torch, eng, item, args, db, ceilings) -> dict:
         return row
     if getattr(args, "layout", "line") != "line":      # --layout: all three tensors in one layout
         p = p.replace(in_layout=args.layout, out_layout=args.layout, fil_layout=args.layout)
-        row["line"] += f" [{args.layout}]"
+        row["line"] += f" [{args.layout}]"      # read back by row_problem (LAYOUT_TAG)
     config = args.config
     if config is None and getattr(args, "model_defaults", False):
         config = model_default(p, eng.target)
@@ -470,31 +555,119 @@ def git_commit() -> str:
         return "unknown (pass DGRAD_COMMIT)"
 
 
-def _write_json(path, meta, results):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump({"meta": meta, "rows": results}, f, indent=1)
-    os.replace(tmp, path)
+REPORT_ALLOWED = "a compare.py --json file (a JSON object: a meta object and a rows list of row objects)"
+MAX_REPORT_BYTES = 256 << 20
+ROW_TEXT = ("label", "cls", "network", "dtype", "section", "line")
+"""Fields every saved row has, as strings."""
+ROW_NUMBERS = ("ours_ms", "cudnn_ms", "cublas_ms", "floor_ms", "eff", "tflops", "ratio")
+"""Fields a saved row may have, each a positive finite number or null."""
+ROW_OPTIONAL_TEXT = ("config", "config_source", "ours_error", "cudnn_error", "skipped")
+LAYOUT_TAG = re.compile(r"\s*\[(NHWC|NCHW)\]$")
+"""What ``--layout`` appends to a row's ``line`` (the layout all three tensors ran in)."""
+
+
+def row_problem(line: str):
+    """The problem a saved row timed: its ``line`` parsed, with the layouts of a
+    ``--layout`` tag (``... [NCHW]``) applied.
+
+    Raises:
+        ValueError: the line is not one dgrad-driver takes.
+    """
+    m = LAYOUT_TAG.search(line)
+    p = parse((line[:m.start()] if m else line).split()).problem
+    return p.replace(in_layout=m.group(1), out_layout=m.group(1), fil_layout=m.group(1)) if m else p
+
+
+def _shown(obj: dict, key: str) -> str:
+    return "missing" if key not in obj else shorten(json.dumps(obj[key]))
+
+
+def read_report(path) -> tuple:
+    """``(meta, rows)`` of a ``--json`` file, checked as far as the report needs: rows of
+    string ``label, cls, network, dtype, section, line``, times and ratios that are
+    positive finite numbers or null (``eff``/``tflops`` with every ``ours_ms``), ``regs`` an
+    integer >= 0 or null; ``meta.ceilings`` type -> ``[rate, bandwidth]``.
+
+    Raises:
+        FileError: the file cannot be read, is not JSON or is not such a file, naming the
+            row at fault (no flag named; :data:`REPORT_ALLOWED` is what is allowed).
+    """
+    def bad(why):
+        return FileError(path, why, REPORT_ALLOWED)
+    text = read_text(path, MAX_REPORT_BYTES, "compare.py --json file")
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise bad(f"not JSON ({shorten(e)})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise bad("not a JSON object with a rows list" if isinstance(data, dict) else
+                  f"a JSON {type(data).__name__}, not an object with a rows list")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict) or not isinstance(meta.get("header", ""), str) \
+            or not isinstance(meta.get("ceilings", {}), dict):
+        raise bad("meta is not an object with a header string and a ceilings object")
+    for dtype, v in meta.get("ceilings", {}).items():
+        if not (isinstance(v, list) and len(v) == 2 and all(map(positive_number, v))):
+            raise bad(f"meta.ceilings.{shorten(dtype)} {_shown(meta['ceilings'], dtype)} is not "
+                      "[matrix rate, copy bandwidth] (two positive numbers)")
+    for n, r in enumerate(data["rows"], 1):
+        if not isinstance(r, dict):
+            raise bad(f"row {n} is a JSON {type(r).__name__}, not an object")
+        for k in ROW_TEXT:
+            if not isinstance(r.get(k), str):
+                raise bad(f"row {n}: {k} {_shown(r, k)} is not a string")
+        for k in ROW_OPTIONAL_TEXT:
+            if r.get(k) is not None and not isinstance(r[k], str):
+                raise bad(f"row {n}: {k} {_shown(r, k)} is not a string (or null)")
+        for k in ROW_NUMBERS:
+            if r.get(k) is not None and not positive_number(r[k]):
+                raise bad(f"row {n}: {k} {_shown(r, k)} is not a positive finite number (or null)")
+        if r.get("ours_ms") is not None and (r.get("eff") is None or r.get("tflops") is None):
+            raise bad(f"row {n}: ours_ms without eff and tflops")
+        regs = r.get("regs")
+        if regs is not None and (isinstance(regs, bool) or not isinstance(regs, int) or regs < 0):
+            raise bad(f"row {n}: regs {_shown(r, 'regs')} is not an integer >= 0 (or null)")
+    return meta, data["rows"]
+
+
+def report_json(meta: dict, results) -> str:
+    """What ``--json`` writes: the meta and every row (:func:`read_report` reads it back)."""
+    return json.dumps({"meta": meta, "rows": results}, indent=1) + "\n"
 
 
 def load_reports(paths) -> tuple:
-    """``(header, results, ceilings)`` merged from ``--json`` files (rows in file order)."""
+    """``(header, results, ceilings)`` merged from ``--json`` files (rows in file order).
+
+    Raises:
+        FileError: a file :func:`read_report` refuses.
+    """
     results, ceilings, heads = [], {}, []
     for path in paths:
-        data = json.loads(Path(path).read_text())
-        results += data["rows"]
-        for d, v in data["meta"].get("ceilings", {}).items():
+        meta, rows = read_report(path)
+        results += rows
+        for d, v in meta.get("ceilings", {}).items():
             ceilings.setdefault(d, tuple(v))
-        first = (data["meta"].get("header") or "").strip().splitlines()
-        heads.append(f"- {path}: {first[0].lstrip('# ') if first else ''} ({len(data['rows'])} rows)")
+        first = (meta.get("header") or "").strip().splitlines()
+        heads.append(f"- {path}: {first[0].lstrip('# ') if first else ''} ({len(rows)} rows)")
     header = "## compare.py report from saved rows\n\n" + "\n".join(heads) + "\n"
     return header, results, ceilings
 
 
-def finish(text: str, results, args) -> int:
-    if args.out:
-        write_text(args.out, text)
-    if args.plot:
+def _write(flag: str, path, data) -> None:
+    """``data`` (text or bytes) written to ``path`` atomically; a refusal names ``flag``."""
+    try:
+        write_bytes(path, data) if isinstance(data, bytes) else write_text(path, data)
+    except FileError as e:
+        raise BadInput(f"{flag} {e}") from None
+
+
+def finish(text: str, results, args, meta: dict | None = None) -> int:
+    """Write ``--out``, ``--json`` (with ``meta``: the merged rows of ``--report``) and ``--plot``."""
+    if args.out is not None:
+        _write("--out", args.out, text)
+    if meta is not None and args.json is not None:
+        _write("--json", args.json, report_json(meta, results))
+    if args.plot is not None:
         if any(r["cls"] != UNTAGGED for r in results):
             plot_by_class(results, args.plot)
         else:
@@ -502,47 +675,176 @@ def finish(text: str, results, args) -> int:
     return 0
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default=str(ROOT / "bench" / "suite.txt"),
-                    help="suite file (default bench/suite.txt; bench/zoo.txt is the zoo)")
-    ap.add_argument("--dtypes", default="fp16,bf16,fp32",
-                    help=f"comma list of {','.join(BASES)} (every line re-based to each), "
+TIMING_ONLY = {"model_defaults": ("--model-defaults", "times on a GPU"),
+               "config": ("--config", "times one config on a GPU"),
+               "layout": ("--layout", "times in another layout on a GPU"),
+               "perfdb": ("--perfdb", "times perf-db winners on a GPU"),
+               "launches": ("--launches", "sets the timing on a GPU"),
+               "replays": ("--replays", "sets the timing on a GPU"),
+               "suite": ("--suite", "picks the lines to time on a GPU"),
+               "dtypes": ("--dtypes", "picks the data types to time on a GPU"),
+               "only": ("--only", "picks the lines to time on a GPU"),
+               "classes": ("--classes", "picks the lines to time on a GPU"),
+               "shard": ("--shard", "picks the lines to time on a GPU")}
+"""Options of a timing run, refused with ``--report`` (which only renders saved rows)."""
+DEFAULTS = {"suite": str(ROOT / "bench" / "suite.txt"), "dtypes": "fp16,bf16,fp32", "only": "", "classes": "",
+            "shard": "", "launches": 20, "replays": 15, "layout": "line"}
+"""The timing options' values when not given (their argparse default is None: given or not)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = OneLineParser(prog="compare.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", help="suite file (default bench/suite.txt; bench/zoo.txt is the zoo)")
+    ap.add_argument("--dtypes", type=dtypes_arg,
+                    help=f"comma list of {','.join(BASES)} (every line re-based to each; the default), "
                          f"or '{AS_WRITTEN}' (each line in the type of its own base)")
-    ap.add_argument("--only", default="", help="substring filter on row labels")
-    ap.add_argument("--classes", default="", help="comma list of class tags to run (default all)")
-    ap.add_argument("--shard", default="", help="i/n: run every n-th selected row from the i-th")
-    ap.add_argument("--launches", type=int, default=20)
-    ap.add_argument("--replays", type=int, default=15)
+    ap.add_argument("--only", help="substring filter on row labels")
+    ap.add_argument("--classes", help="comma list of class tags to run (default all)")
+    ap.add_argument("--shard", type=shard_arg, help="K/N: run every N-th selected row from the K-th")
+    ap.add_argument("--launches", type=count_arg, help="launches per CUDA graph (default 20)")
+    ap.add_argument("--replays", type=count_arg, help="graph replays, the median is taken (default 15)")
     ap.add_argument("--perfdb", default=None, help="use perf-db winners where present")
     ap.add_argument("--config", default=None, help="one perf config for every row (overrides the default)")
     ap.add_argument("--model-defaults", action="store_true",
                     help="where the default runs a warpgroup schedule, run the cost model's pick "
                          "instead (miopen_solver.cost_model; to judge it against the rules)")
-    ap.add_argument("--layout", default="line", choices=("line", "NHWC", "NCHW"),
+    ap.add_argument("--layout", choices=("line", "NHWC", "NCHW"),
                     help="run every line with all three tensors in this layout, both sides "
                          "(default: the line's own flags)")
     ap.add_argument("--out", default=None, help="write the markdown report here")
     ap.add_argument("--plot", default=None, help="write a PNG chart here (needs matplotlib)")
-    ap.add_argument("--json", default=None, help="write every row here (rewritten after each row)")
+    ap.add_argument("--json", default=None,
+                    help="write every row here (rewritten after each row; with --report, the merged rows)")
     ap.add_argument("--report", default=None,
                     help="comma list of --json files: render the report from them (no GPU) and exit")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def check_args(args) -> None:
+    """The checks that need no file read: ``--report`` without timing options, matplotlib
+    for ``--plot``, the outputs writable, ``--config`` a perf config, ``--perfdb`` a file.
+
+    Raises:
+        BadInput: the first refusal.
+    """
+    if args.report is not None:
+        for key, (flag, what) in TIMING_ONLY.items():
+            if getattr(args, key) not in (None, False):
+                raise BadInput(f"--report renders saved rows; {flag} {what} "
+                               "(allowed with --report: --out, --json, --plot)")
+    for key, value in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.plot is not None:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+        except ImportError:
+            raise BadInput("--plot needs matplotlib (pip install matplotlib)") from None
+    for flag, path in (("--out", args.out), ("--json", args.json), ("--plot", args.plot)):
+        if path is not None:
+            try:
+                check_writable(path)
+            except FileError as e:
+                raise BadInput(f"{flag} {e}") from None
+    if args.config is not None:
+        from miopen_solver.config import PerfConfig
+        try:
+            PerfConfig.parse(args.config)
+        except PerfConfigError as e:
+            raise BadInput(f"--config {shorten(args.config)!r}: {e}") from None
+    if args.perfdb is not None:
+        try:
+            stat_regular(args.perfdb, "perf-db file")
+        except FileError as e:
+            raise BadInput(f"--perfdb {e}") from None
+
+
+def plan_of(args) -> list:
+    """The rows to time: ``--suite`` planned under ``--dtypes`` and selected by ``--only``,
+    ``--classes`` and ``--shard``.
+
+    Raises:
+        BadInput: the suite cannot be read, has no lines or a line with another base
+            (``--dtypes line``), a class no line has, or a selection of no line.
+    """
+    try:
+        plan = plan_rows(read_suite(args.suite), args.dtypes)
+    except FileError as e:
+        raise BadInput(f"--suite {e}") from None
+    except ValueError as e:
+        raise BadInput(f"--suite {shown_path(args.suite)}: {e}") from None
+    if not plan:
+        raise BadInput(f"--suite {shown_path(args.suite)}: no lines; allowed: a suite file (one MIOpenDriver line a row, "
+                       "'# label class=...' after it)")
+    present = [c for c in dict.fromkeys(r["cls"] for r in plan) if c != UNTAGGED]
+    unknown = [c for c in args.classes.split(",") if c not in present] if args.classes else []
+    if unknown:
+        raise BadInput(f"--classes {shorten(args.classes)!r}: no line of {shown_path(args.suite)} has class "
+                       f"{shorten(unknown[0])!r}; allowed: " + (f"a comma list of {','.join(present)}" if present
+                                                                else "no --classes (its lines have no class= tag)"))
+    chosen = select(plan, args.only, args.classes, args.shard)
+    if not chosen:
+        given = " ".join(f"{flag} {shorten(v)!r}" for flag, v in (("--only", args.only), ("--classes", args.classes),
+                                                                  ("--shard", args.shard)) if v)
+        raise BadInput(f"{given}: selects no line of {shown_path(args.suite)} ({len(plan)} rows); allowed: a label "
+                       f"substring, class list and shard that leave a row (e.g. --only {plan[0]['label']!r})")
+    return chosen
+
+
+def gpu():
+    """``(torch, engine)`` for a timing run.
+
+    Raises:
+        BadInput: ``needs PyTorch with a CUDA GPU (<why>)``: no torch, no CUDA device, or
+            no CUDA runtime for our kernels.
+    """
+    def need(why):
+        return BadInput(f"needs PyTorch with a CUDA GPU ({shorten(why, 200)})")
+    try:
+        import torch
+    except (ImportError, OSError) as e:
+        raise need(e) from None
+    if not torch.cuda.is_available():
+        raise need(f"torch {torch.__version__} sees no CUDA device")
+    from miopen_solver.runtime import get_engine
+    try:
+        return torch, get_engine("cuda")
+    except RuntimeUnavailable as e:
+        raise need(e) from None
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
     command = f"python bench/compare.py {' '.join(argv if argv is not None else sys.argv[1:])}"
+    try:
+        check_args(args)
+        if args.report is not None:
+            return report(args)
+        return run(args, plan_of(args), command)
+    except BadInput as e:
+        print(f"compare.py: {e}", file=sys.stderr)
+        return 2
 
-    if args.report:
+
+def report(args) -> int:
+    """``--report``: the report of saved rows, printed and written."""
+    try:
         header, results, ceilings = load_reports(args.report.split(","))
-        text = render_report(results, header, ceilings)
-        print(text)
-        return finish(text, results, args)
+    except FileError as e:
+        raise BadInput(f"--report {e}") from None
+    text = render_report(results, header, ceilings)
+    print(text)
+    return finish(text, results, args, {"header": header, "ceilings": ceilings})
 
-    plan = select(plan_rows(read_suite(Path(args.suite)), args.dtypes), args.only, args.classes, args.shard)
-    import torch
+
+def run(args, plan, command: str) -> int:
+    """Time ``plan`` on the GPU, printing each row; write the outputs."""
+    torch, eng = gpu()
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    from miopen_solver.runtime import get_engine
-    eng = get_engine("cuda")
     target = eng.target
     db = args.perfdb        # a path: find_solution opens it per lookup
 
@@ -567,11 +869,18 @@ def main(argv=None):
                     broken = f"CUDA context unusable after {row['label']} ({row['dtype']}): {why}"
         results.append(row)
         print(row_markdown(row, tagged, item["section"] == AS_WRITTEN), flush=True)
-        if args.json:
-            _write_json(args.json, meta, results)
+        if args.json is not None:
+            _write("--json", args.json, report_json(meta, results))
 
     print("\n".join(render_summary(results)), flush=True)
     return finish(render_report(results, header, ceilings), results, args)
+
+
+def save_png(fig, path) -> None:
+    """``fig`` as PNG bytes written atomically to ``--plot``'s ``path``."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    _write("--plot", path, buf.getvalue())
 
 
 def plot(results, path):
@@ -592,7 +901,7 @@ def plot(results, path):
         ax.set_title(f"backward data, {dt}, NHWC (lower is better)")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path)
 
 
 def plot_by_class(results, path):
@@ -654,7 +963,7 @@ def plot_by_class(results, path):
     ax2.set_ylabel("geomean ratio")
     ax2.set_ylim(0, max(gms + [1.0]) * 1.35)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path)
 
 
 if __name__ == "__main__":

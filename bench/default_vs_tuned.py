@@ -16,7 +16,6 @@ timed). A problem the log has no verdict for (not reached, nothing timed) is ``n
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, geomean, plan_rows  # noqa: E402
+from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, OneLineParser, geomean, number_arg, plan_rows  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.errors import FileError  # noqa: E402
 from miopen_solver.fileio import check_writable, read_bytes, read_text, write_text  # noqa: E402
@@ -173,26 +172,11 @@ def layer_table(table: list) -> list:
     return lines
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line (``default_vs_tuned: ...``), exit 2."""
-
-    def error(self, message):
-        print(f"default_vs_tuned: {message} (see --help)", file=sys.stderr)
-        sys.exit(2)
-
-
-def _within(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value < 10:
-        raise argparse.ArgumentTypeError(f"{shorten(text)}: allowed: a number, 0 <= value < 10")
-    return value
+_within = number_arg(0, 10, "a number, 0 <= value < 10")
 
 
 def main(argv=None) -> int:
-    ap = _Parser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="default_vs_tuned", description=__doc__.split("\n\n")[0])
     ap.add_argument("logs", nargs="+", help="campaign results logs (JSON Lines), in the order they were written")
     ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
     ap.add_argument("--within", type=_within, default=0.10, help="the default counts as good within this fraction")

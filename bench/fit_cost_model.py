@@ -20,11 +20,12 @@ It prints the coefficients as the Python literal ``cost_model.H200`` takes.
 
 from __future__ import annotations
 
-import argparse
 import gzip
+import io
 import json
 import math
 import sys
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,29 +33,97 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.compare import REPORT_ALLOWED, OneLineParser, number_arg, positive_number, read_report, row_problem  # noqa: E402
 from bench.default_vs_tuned import read_plan  # noqa: E402
 from miopen_solver import cost_model  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.config import PerfConfig  # noqa: E402
-from miopen_solver.errors import PerfConfigError  # noqa: E402
-from miopen_solver.fileio import write_text  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
+from miopen_solver.fileio import check_writable, read_bytes, write_text  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.spec import make_spec  # noqa: E402
 from miopen_solver.target import get_target  # noqa: E402
 
 METHODS = ("graph", "events")
 
 
-def _records(path: Path):
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                raise ValueError(f"--log {str(path)!r}: line {n} is not JSON; allowed: a dgrad-driver tune --results log") from None
+LOG_ALLOWED = "a dgrad-driver tune --results log (JSON Lines, gzip allowed)"
+MAX_LOG_BYTES = 1 << 30
+
+
+def _log_bytes(path) -> bytes:
+    """The bytes of a log, gunzipped when they are gzip data (at most :data:`MAX_LOG_BYTES`
+    either way). Raises FileError: unreadable, a truncated or corrupt gzip file, a file
+    named ``.gz`` that is not gzip data, too large."""
+    data = read_bytes(path, MAX_LOG_BYTES, LOG_ALLOWED[len("a "):])
+    if data[:2] != b"\x1f\x8b":
+        if str(path).endswith(".gz"):
+            raise FileError(path, "named .gz but not gzip data", LOG_ALLOWED)
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            data = f.read(MAX_LOG_BYTES + 1)
+    except (EOFError, OSError, zlib.error) as e:
+        raise FileError(path, f"not a whole gzip file ({shorten(e)})", LOG_ALLOWED) from None
+    if len(data) > MAX_LOG_BYTES:
+        raise FileError(path, f"too large unpacked (more than {MAX_LOG_BYTES} bytes)", LOG_ALLOWED)
+    return data
+
+
+def _records(path):
+    """``(line number, record)`` per non-blank line of a log. Raises FileError: see
+    :func:`_log_bytes`; a line that is not UTF-8, not JSON or not a JSON object."""
+    for n, raw in enumerate(_log_bytes(path).split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as e:
+            raise FileError(path, f"line {n} is not UTF-8 text (byte 0x{raw[e.start]:02x})", LOG_ALLOWED) from None
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise FileError(path, f"line {n} is not JSON ({e.msg})", LOG_ALLOWED) from None
+        if not isinstance(rec, dict):
+            raise FileError(path, f"line {n} is a JSON {type(rec).__name__}, not an object", LOG_ALLOWED)
+        yield n, rec
+
+
+def _shown(rec: dict, key: str) -> str:
+    return "missing" if key not in rec else shorten(json.dumps(rec[key]))
+
+
+def _timings(path, plan: dict):
+    """``(record, plan item)`` per ``ok`` timing record of the log at ``path`` whose
+    problem is in ``plan``; every ``ok`` timing record is checked (a ``problem_key`` and
+    ``perf_config`` string, a ``median_ms`` > 0). Raises FileError naming the line."""
+    for n, r in _records(path):
+        if r.get("type") != "timing" or r.get("status") != "ok":
+            continue
+        for key in ("problem_key", "perf_config"):
+            if not isinstance(r.get(key), str):
+                raise FileError(path, f"line {n}: an ok timing record without a {key} string ({key}: {_shown(r, key)})",
+                                LOG_ALLOWED)
+        if not positive_number(r.get("median_ms")):
+            raise FileError(path, f"line {n}: an ok timing record without a median_ms time, a finite number > 0 "
+                                  f"(median_ms: {_shown(r, 'median_ms')})", LOG_ALLOWED)
+        if r["problem_key"] in plan:
+            yield r, plan[r["problem_key"]]
+
+
+def _report_rows(path):
+    """``(row number, row, problem)`` per row of a compare.py ``--json`` file with a time
+    and a config. Raises FileError: see :func:`bench.compare.read_report`; a timed row whose
+    line is not one dgrad-driver takes."""
+    for n, r in enumerate(read_report(path)[1], 1):
+        if r.get("ours_ms") is None or r.get("config") is None:
+            continue
+        try:
+            p = row_problem(r["line"])
+        except ValueError as e:
+            raise FileError(path, f"row {n}: line {shorten(r['line'])!r} does not parse ({shorten(e, 160)})",
+                            REPORT_ALLOWED) from None
+        yield n, r, p
 
 
 def _row(problem, config: str, us: float, method: str, layer: str, default: bool, target):
@@ -70,32 +139,33 @@ def _row(problem, config: str, us: float, method: str, layer: str, default: bool
 
 
 def load(logs, suite: str, reports, target) -> list:
-    """Rows ``{layer, config, us, method, default, f}`` from campaign logs and compare reports."""
+    """Rows ``{layer, config, us, method, default, f}`` from campaign logs and compare reports.
+
+    Raises:
+        ValueError: a suite, log or report that cannot be read or is not one (the message
+            names the flag, the file, the line or row, and what is allowed).
+    """
     rows = []
     if logs:
         plan = {item["key"]: item for item in read_plan(suite)}
         for path in logs:
-            for r in _records(Path(path)):
-                if r.get("type") != "timing" or r.get("status") != "ok" or r.get("problem_key") not in plan:
-                    continue
-                item = plan[r["problem_key"]]
-                p = parse(item["cmd"].split()).problem
-                row = _row(p, r["perf_config"], r["median_ms"] * 1e3, "events", item["label"], bool(r.get("default")), target)
-                if row:
-                    rows.append(row)
+            try:
+                for r, item in _timings(path, plan):
+                    p = parse(item["cmd"].split()).problem
+                    row = _row(p, r["perf_config"], r["median_ms"] * 1e3, "events", item["label"],
+                               bool(r.get("default")), target)
+                    if row:
+                        rows.append(row)
+            except FileError as e:
+                raise ValueError(f"--log {e}") from None
     for path in reports or ():
         try:
-            report = json.loads(Path(path).read_text())["rows"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ValueError(f"--report {str(path)!r}: not a compare.py --json file "
-                             "(a JSON object with rows); allowed: compare.py --json output") from None
-        for r in report:
-            if not r.get("ours_ms") or not r.get("config"):
-                continue
-            p = parse(r["line"].split()).problem
-            row = _row(p, r["config"], r["ours_ms"] * 1e3, "graph", "report:" + r["label"], True, target)
-            if row:
-                rows.append(row)
+            for _, r, p in _report_rows(path):
+                row = _row(p, r["config"], r["ours_ms"] * 1e3, "graph", "report:" + r["label"], True, target)
+                if row:
+                    rows.append(row)
+        except FileError as e:
+            raise ValueError(f"--report {e}") from None
     return rows
 
 
@@ -172,21 +242,28 @@ def coefficients_literal(c: cost_model.Coefficients) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="fit_cost_model.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--log", action="append", default=[], help="a tune campaign log (repeatable)")
     ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
     ap.add_argument("--report", default="", help="comma list of compare.py --json files")
-    ap.add_argument("--within", type=float, default=0.10)
+    ap.add_argument("--within", type=number_arg(0, math.inf, "a finite number >= 0"), default=0.10,
+                    help="a pick counts as good within this fraction of the best timed (default 0.10)")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", default=None, help="write the markdown here too")
     args = ap.parse_args(argv)
     try:
-        target = get_target(args.arch)
+        if args.out is not None:         # refused before the work, as every output the user names
+            try:
+                check_writable(args.out)
+            except FileError as e:
+                raise ValueError(f"--out {e}") from None
+        try:
+            target = get_target(args.arch)
+        except ValueError as e:
+            raise ValueError(f"--arch: {e}") from None
         rows = load(args.log, args.suite, [p for p in args.report.split(",") if p], target)
-    except (OSError, ValueError, KeyError) as e:
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        name = f" {e.filename!r}" if isinstance(e, OSError) and e.filename else ""
-        print(f"fit_cost_model.py:{name} {why}", file=sys.stderr)
+    except (OSError, ValueError) as e:
+        print(f"fit_cost_model.py: {e}", file=sys.stderr)
         return 2
     if not rows:
         print("fit_cost_model.py: no modelled rows in the inputs", file=sys.stderr)
@@ -215,10 +292,10 @@ def main(argv=None) -> int:
                       f"(geomean model/best {gm:.3f}); default: {d_ok}/{d_n}"]
     text = "\n".join(lines)
     print(text)
-    if args.out:
+    if args.out is not None:
         try:
             write_text(args.out, text + "\n")
-        except ValueError as e:
+        except FileError as e:
             print(f"fit_cost_model.py: --out {e}", file=sys.stderr)
             return 2
     return 0

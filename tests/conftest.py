@@ -69,6 +69,20 @@ def run_cli(capsys, *args):
     return status, out.splitlines(), err.splitlines()
 
 
+def refused_in_one_line(capsys, main, argv, prog: str) -> str:
+    """``main(argv)`` of a bench script refused bad input as the project asks: exit 2
+    (returned, or argparse's SystemExit), nothing on stdout, one stderr line starting
+    ``<prog>: ``, no traceback. Returns the line."""
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"{prog}: ") and "Traceback" not in err
+    return err
+
+
 def suite_lines():
     """``(label, MIOpenDriver line)`` for every line of bench/suite.txt, in file order."""
     with open(os.path.join(ROOT, "bench", "suite.txt")) as fh:

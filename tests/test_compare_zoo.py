@@ -6,16 +6,19 @@ failure, a lost CUDA context, --json and --report)."""
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
+import os
 import statistics
+import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, refused_in_one_line
 from bench import compare
 from bench.compare import (AS_WRITTEN, CLASSES, UNTAGGED, plan_rows, read_suite, render_report,
                            select, split_label, summarize)
@@ -169,7 +172,7 @@ def test_time_ours_uses_the_default_config_and_refuses_what_the_solver_refuses()
 
 
 def fake_torch():
-    cuda = types.SimpleNamespace(empty_cache=lambda: None)
+    cuda = types.SimpleNamespace(empty_cache=lambda: None, is_available=lambda: True)
     backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(benchmark=False, allow_tf32=True,
                                                                  version=lambda: 90000),
                                      cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=True)))
@@ -229,3 +232,137 @@ def test_main_survives_refusals_failures_and_a_lost_context(tmp_path, monkeypatc
     again = (tmp_path / "again.md").read_text()
     assert again.split("### as written")[1] == text.split("### as written")[1]
     assert png.exists() == bool(plot)
+
+
+# ----------------------------------------------------------------------------- bad input
+S7 = Path(ROOT) / "bench" / "results" / "2026-12-01_s7"
+GOOD = str(S7 / "zoo_1of2.json")
+
+
+def refused(capsys, argv) -> str:
+    """compare.main(argv) refused in one line (exit 2, one stderr line, no traceback)."""
+    return refused_in_one_line(capsys, compare.main, argv, "compare.py")
+
+
+@pytest.fixture
+def no_torch(monkeypatch):
+    """This process without PyTorch (``import torch`` raises ImportError), whatever is installed."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+
+
+@pytest.mark.parametrize("argv, parts", [
+    (["--model-defaults", "--only", "r50"], ["needs PyTorch with a CUDA GPU (", "torch"]),
+    (["--suite", str(ZOO), "--dtypes", "line", "--classes", "patch"], ["needs PyTorch with a CUDA GPU ("]),
+    (["--only", "zzznomatch"], ["--only 'zzznomatch'", "selects no line of", "allowed"]),
+    (["--classes", "dense_1x1"], ["--classes 'dense_1x1'", "no class= tag"]),
+    (["--suite", str(ZOO), "--dtypes", "line", "--classes", "dense_1x1,nope"], ["--classes", "'nope'", "allowed: a comma list of dense_1x1,"]),
+    (["--suite", "/nonexistent"], ["--suite /nonexistent: cannot read (No such file or directory); allowed: a regular suite file"]),
+    (["--shard", "3/2"], ["--shard", "'3/2'", "allowed: K/N with 1 <= K <= N"]),
+    (["--shard", "0/2"], ["--shard", "allowed: K/N with 1 <= K <= N"]),
+    (["--shard", "x"], ["--shard", "allowed: K/N with 1 <= K <= N"]),
+    (["--dtypes", "fp16,fp8"], ["--dtypes", "fp8", "allowed: 'line' or a comma list of fp16,bf16,fp32"]),
+    (["--launches", "0"], ["--launches", "allowed: an integer >= 1"]),
+    (["--config", "1,2"], ["--config '1,2'", "2 fields"]),
+    (["--perfdb", "/nonexistent.db"], ["--perfdb /nonexistent.db", "No such file or directory"]),
+    (["--out", "/nonexistent/dir/z.md"], ["--out /nonexistent/dir/z.md", "does not exist", "allowed"]),
+    (["--json", "{tmp}"], ["--json", "is a directory", "allowed"]),
+    (["--plot", "/nonexistent/dir/z.png"], ["--plot"]),
+])
+def test_timing_arguments_are_checked_before_torch_in_one_line(capsys, no_torch, tmp_path, argv, parts):
+    """Without PyTorch a timing run is refused in one line (was ModuleNotFoundError's
+    traceback), after every check that needs no GPU: the suite, the selection, --config,
+    --perfdb and the outputs' writability come first (a --plot without matplotlib says that)."""
+    err = refused(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    for part in parts:
+        assert part in err
+    assert ("needs PyTorch" in err) == ("needs PyTorch" in parts[0])
+
+
+def test_report_refuses_bad_files_in_one_line(capsys, tmp_path):
+    """--report: a missing file, a JSON file that is not a compare.py --json file, a gzip
+    file, rows that are not rows: one line naming --report, the path (and the row) and what
+    is allowed (was FileNotFoundError, KeyError 'rows', UnicodeDecodeError tracebacks)."""
+    good = json.loads(Path(GOOD).read_text())
+    row = good["rows"][0]
+    cases = {"notreport.json": ('{"a": 1}', "not a JSON object with a rows list"),
+             "broken.json": ('{"rows": [', "not JSON ("),
+             "list.json": ("[1, 2]", "a JSON list, not an object"),
+             "rowint.json": (json.dumps({"meta": {}, "rows": [row, 3]}), "row 2 is a JSON int, not an object"),
+             "nolabel.json": (json.dumps({"rows": [{**row, "label": None}]}), "row 1: label null is not a string"),
+             "negative.json": (json.dumps({"rows": [{**row, "ours_ms": -1}]}), "row 1: ours_ms -1 is not a positive"),
+             "ceil.json": (json.dumps({"meta": {"ceilings": {"fp16": [1]}}, "rows": []}), "meta.ceilings.fp16 [1]")}
+    for name, (text, why) in cases.items():
+        (tmp_path / name).write_text(text)
+        err = refused(capsys, ["--report", f"{GOOD},{tmp_path / name}"])
+        assert f"--report {tmp_path / name}: {why}" in err and "allowed: a compare.py --json file" in err
+    (tmp_path / "z.json.gz").write_bytes(gzip.compress(Path(GOOD).read_bytes()))
+    err = refused(capsys, ["--report", str(tmp_path / "z.json.gz")])
+    assert f"--report {tmp_path / 'z.json.gz'}: not UTF-8 text (byte 0x8b at offset 1)" in err
+    err = refused(capsys, ["--report", "/nonexistent.json"])
+    assert "--report /nonexistent.json: cannot read (No such file or directory); allowed:" in err
+
+
+def test_report_checks_its_outputs_before_printing(capsys, tmp_path, monkeypatch):
+    """--report X --out /nodir/z.md printed the report, then a FileError traceback; --plot
+    without matplotlib wrote the .md, then an ImportError traceback. Now: one line, nothing
+    printed or written."""
+    refused(capsys, ["--report", GOOD, "--out", "/nonexistent/dir/z.md"])
+    refused(capsys, ["--report", GOOD, "--json", str(tmp_path)])
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    md = tmp_path / "z.md"
+    err = refused(capsys, ["--report", GOOD, "--out", str(md), "--plot", str(tmp_path / "z.png")])
+    assert err == "compare.py: --plot needs matplotlib (pip install matplotlib)\n"
+    assert not md.exists() and not (tmp_path / "z.png").exists()
+
+
+@pytest.mark.parametrize("flag", [["--model-defaults"], ["--config", "128,64,64,2,1,64,64,0,0,0,1,-1,4,1"],
+                                  ["--layout", "NCHW"], ["--perfdb", "x.db"], ["--launches", "5"],
+                                  ["--suite", "bench/zoo.txt"], ["--only", "r50"], ["--shard", "1/2"]])
+def test_report_refuses_options_that_only_time(capsys, flag):
+    """--report renders saved rows: an option of a timing run was silently ignored."""
+    err = refused(capsys, ["--report", GOOD] + flag)
+    assert err.startswith(f"compare.py: --report renders saved rows; {flag[0]} ") and "allowed with --report" in err
+    if flag == ["--model-defaults"]:
+        assert "--report renders saved rows; --model-defaults times on a GPU" in err
+
+
+def test_report_json_writes_the_merged_rows_which_merge_again(capsys, tmp_path):
+    """--report a,b --json m.json wrote nothing; now the merged rows in compare.py's --json
+    format (the report of m.json has the same table)."""
+    merged, a, b = tmp_path / "m.json", tmp_path / "a.md", tmp_path / "b.md"
+    two = f"{GOOD},{S7 / 'zoo_2of2.json'}"
+    assert compare.main(["--report", two, "--json", str(merged), "--out", str(a)]) == 0
+    data = json.loads(merged.read_text())
+    rows = [r for f in (GOOD, S7 / "zoo_2of2.json") for r in json.loads(Path(f).read_text())["rows"]]
+    assert data["rows"] == rows and set(data["meta"]) == {"header", "ceilings"}
+    assert compare.main(["--report", str(merged), "--out", str(b)]) == 0
+    assert a.read_text().split("### as written")[1] == b.read_text().split("### as written")[1]
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    capsys.readouterr()
+
+
+def test_a_row_line_with_a_layout_tag_is_its_problem():
+    """--layout runs append ``[NCHW]`` to a row's line; row_problem reads it back."""
+    line = "convfp16 " + LINE
+    assert compare.row_problem(line) == parse(line).problem
+    p = compare.row_problem(line + " [NCHW]")
+    assert (p.in_layout, p.out_layout, p.fil_layout) == ("NCHW",) * 3 and p.N == 2
+    with pytest.raises(ValueError):
+        compare.row_problem("convfp16 -n x")
+
+
+def test_the_script_refuses_in_one_line_without_a_traceback(tmp_path):
+    """As a user runs it: ``python bench/compare.py ...`` with no PyTorch (an import that
+    fails, stood in by a torch module that raises ImportError), a bad --shard, a missing
+    --report: exit 2, one line on stderr."""
+    fake = tmp_path / "site"
+    fake.mkdir()
+    (fake / "torch.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), ROOT])}
+    for argv, part in ((["--only", "r50"], "compare.py: needs PyTorch with a CUDA GPU (No module named 'torch')"),
+                       (["--shard", "3/2"], "K/N with 1 <= K <= N"),
+                       (["--report", "/nonexistent.json"], "--report /nonexistent.json")):
+        r = subprocess.run([sys.executable, "bench/compare.py", *argv], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+        assert r.stderr.count("\n") == 1 and part in r.stderr

@@ -5,6 +5,8 @@ always a config the solver builds."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench import fit_cost_model as fit
+from conftest import refused_in_one_line
 from miopen_solver import cost_model as cm
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
@@ -150,7 +153,7 @@ def test_problems_outside_the_warpgroup_tiles_are_not_modelled():
 
 @pytest.mark.parametrize("argv,message", [
     (["--log", "/nonexistent/log.jsonl"], "No such file or directory"),
-    (["--report", "{bad}"], "not a compare.py --json file"),
+    (["--report", "{bad}"], "not JSON ("),
     (["--log", "{bad}"], "line 1 is not JSON"),
 ])
 def test_the_fit_script_rejects_bad_input_in_one_line(tmp_path, capsys, argv, message):
@@ -169,3 +172,88 @@ def test_the_fit_script_prints_the_literal_and_the_judgement(tmp_path, capsys):
     text = capsys.readouterr().out
     assert rc == 0 and "H200 = Coefficients(" in text and "model's pick within 10% of the best timed" in text
     assert out.read_text() == text
+
+
+def _refused(capsys, argv) -> str:
+    """fit.main(argv) refused in one line (exit 2, one stderr line, no traceback)."""
+    return refused_in_one_line(capsys, fit.main, argv, "fit_cost_model.py")
+
+
+def _ok_timing() -> dict:
+    """The first ok timing record of the committed campaign log."""
+    with gzip.open(RESULTS / "zoo_tune.jsonl.gz", "rt") as f:
+        return next(r for r in map(json.loads, f) if r.get("type") == "timing" and r.get("status") == "ok")
+
+
+LOG_ALLOWED = "allowed: a dgrad-driver tune --results log (JSON Lines"
+
+
+def test_bad_logs_are_refused_naming_the_flag_path_and_line(tmp_path, capsys):
+    """A truncated gzip (was EOFError), a non-gzip file named .gz, binary data
+    (UnicodeDecodeError), a line that is a JSON array, ok timing records whose median_ms is
+    null/0/negative/not a number or that lack perf_config/median_ms (TypeError, KeyError):
+    one line naming --log, the path, the line and what is allowed. A failed record is
+    skipped as before, whatever its times."""
+    rec = _ok_timing()
+    session = json.dumps({"type": "session"})
+    whole = (RESULTS / "zoo_tune.jsonl.gz").read_bytes()
+    cases = {"trunc.jsonl.gz": (whole[:len(whole) // 2], "not a whole gzip file (Compressed file ended"),
+             "plain.jsonl.gz": (b"{}\n", "named .gz but not gzip data"),
+             "binary.jsonl": (b"\x00\xff\xfe\x80garbage\n", "line 1 is not UTF-8 text"),
+             "array.jsonl": (f"{session}\n[1, 2]\n".encode(), "line 2 is a JSON list, not an object")}
+    for i, value in enumerate([None, 0, -1.5, "0.1", True, float("inf")]):
+        cases[f"ms{i}.jsonl"] = ((session + "\n" + json.dumps({**rec, "median_ms": value}) + "\n").encode(),
+                                 f"line 2: an ok timing record without a median_ms time, a finite number > 0 "
+                                 f"(median_ms: {json.dumps(value)})")
+    for key in ("median_ms", "perf_config", "problem_key"):
+        cases[f"no_{key}.jsonl"] = ((session + "\n\n" + json.dumps({k: v for k, v in rec.items() if k != key})).encode(),
+                                    f"line 3: an ok timing record without a {key} ")
+    for name, (data, why) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        err = _refused(capsys, ["--log", str(path)])
+        assert f"--log {path}: {why}" in err and LOG_ALLOWED in err, err
+    failed = tmp_path / "failed.jsonl"
+    failed.write_text(session + "\n" + json.dumps({**rec, "status": "failed", "median_ms": None}) + "\n")
+    assert fit.load([failed], "bench/zoo.txt", [], SM90) == []
+
+
+def test_a_missing_log_names_the_flag(capsys):
+    err = _refused(capsys, ["--log", "/x"])
+    assert err.startswith("fit_cost_model.py: --log /x: cannot read (No such file or directory); allowed: ")
+
+
+def test_bad_report_rows_are_refused_naming_the_flag_path_and_row(tmp_path, capsys):
+    """--report rows that are not a list, rows that are not objects, a line that is not a
+    string or not a MIOpenDriver line, ours_ms not a positive finite number: one line naming
+    --report, the path, the row and what is allowed (were KeyError/AttributeError/TypeError
+    tracebacks or a parser message without the file)."""
+    good = json.loads((RESULTS / "zoo_1of2.json").read_text())
+    row = good["rows"][0]
+    cases = {"notlist": ({"rows": {"a": 1}}, "not a JSON object with a rows list"),
+             "rowlist": ({"rows": [row, [row]]}, "row 2 is a JSON list, not an object"),
+             "linenum": ({"rows": [{**row, "line": 7}]}, "row 1: line 7 is not a string"),
+             "linebad": ({"rows": [row, {**row, "line": "convfp16 -n x"}]}, "row 2: line 'convfp16 -n x' does not parse")}
+    for i, value in enumerate([0, -1, "0.1", True]):
+        cases[f"ms{i}"] = ({"rows": [{**row, "ours_ms": value}]},
+                           f"row 1: ours_ms {json.dumps(value)} is not a positive finite number")
+    for name, (data, why) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        err = _refused(capsys, ["--report", str(path)])
+        assert f"--report {path}: {why}" in err and "allowed: a compare.py --json file" in err, err
+
+
+@pytest.mark.parametrize("value", ["-0.1", "nan", "inf", "abc", ""])
+def test_within_is_a_finite_number_at_least_zero(capsys, value):
+    err = _refused(capsys, ["--within", value])
+    assert "--within" in err and "allowed: a finite number >= 0" in err
+
+
+@pytest.mark.parametrize("out, why", [("", "--out '': empty (no file named)"),
+                                      ("/nonexistent/dir/fit.md", "--out /nonexistent/dir/fit.md: directory"),
+                                      ("{tmp}", "is a directory")])
+def test_out_is_checked_before_the_inputs_are_read(tmp_path, capsys, out, why):
+    """--out is refused before anything is loaded or fitted (a missing log comes after)."""
+    err = _refused(capsys, ["--log", "/nonexistent.jsonl", "--out", out.replace("{tmp}", str(tmp_path))])
+    assert why in err and "--log" not in err
