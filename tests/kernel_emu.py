@@ -417,40 +417,31 @@ static float emu_tf32_operand(const unsigned char* p) {
     std::memcpy(&f, &u, 4);
     return f;
 }
-static void emu_wgmma_tf32(float* d, unsigned long long ad, unsigned long long bd, int n) {
-    const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
-    const uint32_t b0 = (uint32_t)(bd & 0x3FFF) << 4, b_sbo = (uint32_t)((bd >> 32) & 0x3FFF) << 4;
-    const int T = emu_tid % 128;
-    for (int j = 0; j < n / 8; ++j)
-        for (int e = 0; e < 4; ++e) {
-            const int m = 16 * (T / 32) + (T % 32) / 4 + 8 * (e / 2);
-            const int col = 8 * j + 2 * (T % 4) + e % 2;
-            float acc = d[4 * j + e];
-            for (int k = 0; k < 8; ++k)
-                acc += emu_tf32_operand(dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 4 * k)) *
-                       emu_tf32_operand(dg_smem + emu_swz(b0 + (col / 8) * b_sbo + (col % 8) * 128 + 4 * k));
-            d[4 * j + e] = acc;
-        }
+// One element (row m, column col) of a wgmma operand pair at k: A K-major; B MN-major for
+// 16-bit types, K-major for .tf32 (then A's form with the columns as rows).
+static float emu_wgmma_product(uint32_t a0, uint32_t a_sbo, uint32_t b0, uint32_t b_lbo, uint32_t b_sbo,
+                               int m, int col, int k, int dtype) {
+    if (dtype == 0)
+        return emu_tf32_operand(dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 4 * k)) *
+               emu_tf32_operand(dg_smem + emu_swz(b0 + (col / 8) * b_sbo + (col % 8) * 128 + 4 * k));
+    uint16_t ua, ub;
+    std::memcpy(&ua, dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 2 * k), 2);
+    std::memcpy(&ub, dg_smem + emu_swz(b0 + (col / 64) * b_lbo + (k / 8) * b_sbo + (k % 8) * 128 + 2 * (col % 64)), 2);
+    return emu_b16_to_f(ua, dtype) * emu_b16_to_f(ub, dtype);
 }
 static void emu_wgmma(float* d, unsigned long long ad, unsigned long long bd, int n, int dtype) {
     if ((ad >> 62) != 1 || (bd >> 62) != 1) { fprintf(stderr, "wgmma: only 128-byte swizzle is emulated\n"); exit(4); }
-    if (dtype == 0) { emu_wgmma_tf32(d, ad, bd, n); return; }
     const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
     const uint32_t b0 = (uint32_t)(bd & 0x3FFF) << 4, b_lbo = (uint32_t)((bd >> 16) & 0x3FFF) << 4,
                    b_sbo = (uint32_t)((bd >> 32) & 0x3FFF) << 4;
     const int T = emu_tid % 128;
+    const int ksteps = dtype == 0 ? 8 : 16;       // m64nNk8 .tf32, m64nNk16 f16/bf16
     for (int j = 0; j < n / 8; ++j)
         for (int e = 0; e < 4; ++e) {
             const int m = 16 * (T / 32) + (T % 32) / 4 + 8 * (e / 2);
             const int col = 8 * j + 2 * (T % 4) + e % 2;
             float acc = d[4 * j + e];
-            for (int k = 0; k < 16; ++k) {
-                uint16_t ua, ub;
-                std::memcpy(&ua, dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 2 * k), 2);
-                std::memcpy(&ub, dg_smem + emu_swz(b0 + (col / 64) * b_lbo + (k / 8) * b_sbo + (k % 8) * 128 +
-                                                   2 * (col % 64)), 2);
-                acc += emu_b16_to_f(ua, dtype) * emu_b16_to_f(ub, dtype);
-            }
+            for (int k = 0; k < ksteps; ++k) acc += emu_wgmma_product(a0, a_sbo, b0, b_lbo, b_sbo, m, col, k, dtype);
             d[4 * j + e] = acc;
         }
 }
