@@ -473,12 +473,14 @@ def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> I
 
 def _pack_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
     """The group-pack schedules' candidates where they serve the problem: for each pack
-    ``P >= 2`` dividing G whose packed group is at most 128 channels, the warpgroup and
-    warp-MMA tiles of the packed problem exactly one packed group wide, without split K."""
-    if pack_reason(p, t) is not None or p.is_3d:
+    ``P >= 2`` dividing G whose packed width ``P*cpg`` is one of the generators' column
+    tiles, the warpgroup and warp-MMA tiles of the packed problem exactly one packed group
+    wide, without split K."""
+    if pack_reason(p, t) is not None:
         return
+    widths = set(_TILE_N) | set(_WGMMA_N)          # the column tiles the generators below make
     for pack in range(2, p.G + 1):
-        if p.G % pack or pack * p.cpg > 128:
+        if p.G % pack or pack * p.cpg not in widths:
             continue
         v = pack_virtual(p, pack)
         for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), max_k), _warp_mma_candidates(v, t, (1,), max_k)):
