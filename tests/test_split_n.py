@@ -263,6 +263,7 @@ CPU_CASES = [
     ("gfx942", SMALL, "64,64,16,2,2,32,32,0,0,0,2,-1,2"),          # split-K: memset per launch
     ("sm_90", f"convfp16 -n 6 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 8 {NHWC}", None),  # direct
     ("gfx942", f"convbfp16 -n 6 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -u 2 -v 2 {NHWC}", None),   # zero-fill blocks
+    ("sm_90", f"convfp16 -n 6 -c 64 -H 12 -W 12 -k 64 -y 3 -x 3 -p 1 -q 1 -g 8 {NHWC}", None),  # group pack (default)
 ]
 
 
@@ -275,6 +276,7 @@ def test_cpu_engine_runs_three_chunks_and_verifies(monkeypatch, arch, line, cfg)
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * per_image)
     sol = SOLVER.find_solution(p, get_target(arch), perf_config=cfg)
     assert sol.n_chunks == 3 and sol.spec.problem.N == 2
+    assert sol.schedule.group_pack is ("-c 64" in line)
     dx = CpuEngine(get_target(arch)).run(sol, dy, w)
     v = verify(p, dx, dgrad_reference(p, dy, w))
     assert v.ok and v.nonfinite == 0, v
