@@ -262,6 +262,16 @@ def test_split_n_chunks_on_the_emulator(monkeypatch, tmp_path):
     assert v.ok and v.nonfinite == 0, v
 
 
+def test_split_n_chunks_of_a_group_pack_on_the_emulator(monkeypatch, tmp_path):
+    """Three chunks of whole images on the group-pack default (sm_90 wgmma, 8 groups of cpg 8
+    as one, an NCHW dX stored by the packed kernel at each chunk's offset)."""
+    p = parse("convfp16 -n 6 -c 64 -H 12 -W 12 -k 64 -y 3 -x 3 -p 1 -q 1 -g 8 -F 2".split()).problem
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 2 * max(p.dy_elems, p.dx_elems) // p.N * p.elem_bytes)
+    sol, v = run_emulated(p, "sm_90", tmp_path)
+    assert sol.n_chunks == 3 and sol.schedule.group_pack and sol.spec.nchw_dx
+    assert v.ok and v.nonfinite == 0, v
+
+
 def test_split_n_chunks_with_the_workspace_on_the_emulator(monkeypatch, tmp_path):
     """Three chunks of whole images, each its kernel into the (reused) slices and then its
     reduction into its own images of an NCHW dX."""
