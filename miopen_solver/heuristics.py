@@ -224,7 +224,8 @@ def patch_config(problem: ConvProblem, target: Target) -> PerfConfig:
     pointwise rules), its tile run by the patch schedule with the same main loop (a
     persistent or TMA tile on the plain warpgroup one: :data:`~miopen_solver.patch.PATCH_OF`),
     ``split_k`` 1."""
-    base = heuristic_config(virtual_problem(problem), target, allow_direct=False, allow_patch=False)
+    base = heuristic_config(virtual_problem(problem), target, allow_direct=False, allow_patch=False,
+                            allow_pack=False)
     return base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
 
 
@@ -289,7 +290,8 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
     main loop (persistent and TMA tiles on the plain warpgroup one), ``split_k`` 1; rows
     (channels) halved down to 64 while a tile holds two or more times the power of two
     covering cpg (half of a 128-row tile would be padding when cpg <= 64)."""
-    base = heuristic_config(gemm_twin(problem), target, allow_direct=False, allow_patch=False, allow_nchw_pw=False)
+    base = heuristic_config(gemm_twin(problem), target, allow_direct=False, allow_patch=False, allow_nchw_pw=False,
+                            allow_pack=False)
     cfg = base.replace(schedule=NCHW_PW_OF[base.schedule], split_k=1)
     cover = 16
     while cover < problem.cpg:

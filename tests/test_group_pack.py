@@ -208,3 +208,27 @@ def test_the_gpu_default_packs_narrow_groups_of_matrix_types(arch, line, packed)
     else:
         assert not cfg.schedule.group_pack
     assert not SOLVER.get_default_performance_config(p, get_target("cpu")).schedule.group_pack
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(("sm_90", "sm_80", "gfx942", "gfx90a")), st.sampled_from(("convfp16", "convbfp16", "conv")),
+       st.sampled_from((1, 2, 4, 8, 16, 32)), st.sampled_from((1, 2, 4, 8, 16, 32)), st.sampled_from((1, 2, 8, 32)),
+       st.sampled_from(("1x1", "3x3", "2x2s2", "4x4s4", "3x3s2")), st.sampled_from(("NHWC", "NCHW")),
+       st.booleans())
+def test_every_family_default_of_a_grouped_problem_is_valid(arch, kind, cpg, kpg, g, shape, layout, tf32):
+    """The defaults of the families built on a virtual problem (patch GEMM, NCHW pointwise,
+    group packing) each take a main loop's tile from the dense rules; none may take another
+    family's schedule there (an NCHW pointwise twin is itself a grouped problem with narrow
+    groups). Over grouped patch, 1x1 NCHW and tilde problems on every target: the default
+    exists and builds."""
+    y, s = {"1x1": (1, 1), "3x3": (3, 1), "2x2s2": (2, 2), "4x4s4": (4, 4), "3x3s2": (3, 2)}[shape]
+    pad = 1 if shape.startswith("3x3") else 0
+    line = (f"{kind} -n 2 -c {g * cpg} -H 8 -W 8 -k {g * kpg} -y {y} -x {y} -p {pad} -q {pad} -u {s} -v {s} "
+            f"-g {g} -F 2 --in_layout {layout} --out_layout {layout} --fil_layout {layout}"
+            + (" -M 0" if tf32 and kind == "conv" else ""))
+    from miopen_solver.tf32 import resolve
+    t = get_target(arch)
+    p, _ = resolve(parse(line.split()).problem, t)         # TF32 where the target has it, as a run does
+    cfg = SOLVER.get_default_performance_config(p, t)
+    sol = SOLVER.find_solution(p, t)
+    assert sol.spec is not None and cfg is not None
