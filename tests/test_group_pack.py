@@ -88,25 +88,33 @@ def test_the_packed_kernel_verifies_on_the_emulator(tmp_path, line, arch, cfg):
 
 
 @pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
-def test_a_kernel_that_reads_w_densely_fails(tmp_path):
+@pytest.mark.parametrize("line,arch,cfg,mask", [
+    # kpg' = 64, a multiple of tile_k: the tap-uniform loader
+    (EMU_CASES[0][0], EMU_CASES[0][1], EMU_CASES[0][2], "(k0 + row) / DG_PACK_KPG == c / DG_PACK_CPG"),
+    # kpg' = 2*4 = 8 < tile_k 32: the general loader (dg_b_src)
+    ("convfp16 -n 2 -c 32 -H 5 -W 6 -k 16 -y 3 -x 3 -p 1 -q 1 -g 4", "sm_80", "64,16,32,2,1,32,16,0,0,0,1,-1,3,11",
+     "k / DG_PACK_KPG == c / DG_PACK_CPG"),
+])
+def test_a_kernel_that_reads_w_densely_fails(tmp_path, line, arch, cfg, mask):
     """Without the mask the packed kernel reads other groups' W rows into the off-diagonal
-    blocks: the result is wrong (the emulator runs what is emitted)."""
-    line, arch, cfg = EMU_CASES[0]
-    _, v = run_emulated(_p(line), arch, tmp_path, perf_config=cfg, seed=3,
-                        mangle=lambda t: t.replace("(k0 + row) / DG_PACK_KPG == c / DG_PACK_CPG", "true"))
+    blocks: the result is wrong (the emulator runs what is emitted), in either B loader."""
+    p = _p(line)
+    sol, v = run_emulated(p, arch, tmp_path, perf_config=cfg, seed=3)
+    assert v.ok and mask in sol.spec.emit().text
+    _, v = run_emulated(p, arch, tmp_path, perf_config=cfg, seed=3, mangle=lambda t: t.replace(mask, "true"))
     assert not v.ok
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from((2, 4, 8, 16)), st.sampled_from((2, 4, 8)), st.integers(2, 32), st.sampled_from((1, 3)),
        st.sampled_from((1, 2)), st.integers(1, 3), st.sampled_from(("conv", "convfp16", "convbfp16")),
-       st.integers(0, 2 ** 32 - 1))
-def test_the_cpu_engine_runs_packed_problems_like_the_reference(cpg, kpg, g, f, s, n, kind, seed):
+       st.integers(0, 2 ** 32 - 1), st.sampled_from((1, 2)))
+def test_the_cpu_engine_runs_packed_problems_like_the_reference(cpg, kpg, g, f, s, n, kind, seed, d):
     tile_n = next((t for t in (16, 32, 64) if t % cpg == 0 and t >= 2 * cpg and g % (t // cpg) == 0), None)
     if tile_n is None:
         return
-    p = _p(f"{kind} -n {n} -c {g * cpg} -H 5 -W 4 -k {g * kpg} -y {f} -x {f} -p {f // 2} -q {f // 2} "
-           f"-u {s} -v {s} -g {g}")
+    p = _p(f"{kind} -n {n} -c {g * cpg} -H 7 -W 6 -k {g * kpg} -y {f} -x {f} -p {f // 2} -q {f // 2} "
+           f"-u {s} -v {s} -l {d} -j {d} -g {g}")
     cfg = f"64,{tile_n},16,2,1,32,{tile_n},0,0,0,1,-1,2,11"
     sol = SOLVER.find_solution(p, get_target("gfx942"), perf_config=cfg)
     dy, w = _inputs(p, np.random.default_rng(seed))
