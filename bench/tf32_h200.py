@@ -30,7 +30,6 @@ Usage (on the GPU machine, from the repo root)::
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -40,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare import (BASES, _reason, geomean, git_commit, ours_or_error, read_suite, split_label,  # noqa: E402
-                     time_cudnn)
+from compare import (BASES, BadInput, OneLineParser, _reason, geomean, git_commit, gpu, ours_or_error,  # noqa: E402
+                     read_suite, split_label, time_cudnn)
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.fileio import write_text  # noqa: E402
 
@@ -155,7 +154,7 @@ def render(rows, header: str) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="tf32_h200.py", description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default=str(ROOT / "bench" / "suite.txt"))
     ap.add_argument("--zoo", default=str(ROOT / "bench" / "zoo.txt"))
     ap.add_argument("--only", default="", help="substring filter on row labels")
@@ -169,16 +168,54 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the markdown report here")
     ap.add_argument("--json", default=None, help="write every row here")
     args = ap.parse_args(argv)
-    rows = [r for r in plan(Path(args.suite), Path(args.zoo)) if args.only in r["label"]]
+    try:
+        return _main(args)
+    except BadInput as e:
+        print(f"tf32_h200.py: {e}", file=sys.stderr)
+        return 2
+
+
+def _checked_rows(args) -> list:
+    """The planned rows after every check that needs no GPU (files, ``--only``, ``--arch``
+    with ``--wgmma``, outputs), each failure a :class:`~compare.BadInput` naming the flag."""
+    from miopen_solver.errors import FileError
+    from miopen_solver.fileio import check_writable
+    from miopen_solver.target import get_target
+    for flag, value in (("--launches", args.launches), ("--replays", args.replays)):
+        if value < 1:
+            raise BadInput(f"{flag} {value}: allowed: an integer >= 1")
+    try:
+        target = get_target(args.arch)
+    except ValueError as e:
+        raise BadInput(f"--arch {e}") from None
+    if args.wgmma and not target.wgmma:
+        raise BadInput(f"--wgmma: {args.arch} has no warpgroup MMA; allowed: an sm_90 target (--arch sm_90)")
+    try:
+        rows = plan(Path(args.suite), Path(args.zoo))
+    except FileError as e:
+        raise BadInput(f"--suite/--zoo {e}") from None
+    chosen = [r for r in rows if args.only in r["label"]]
+    if not chosen:
+        raise BadInput(f"--only {args.only!r}: matches no row label ({len(rows)} rows); allowed: a substring of "
+                       f"one, e.g. {rows[0]['label']!r}" if rows else "--suite/--zoo: no fp32 rows to run")
+    for flag, path in (("--out", args.out), ("--json", args.json)):
+        if path is not None:
+            try:
+                check_writable(path)
+            except FileError as e:
+                raise BadInput(f"{flag} {e}") from None
+    return chosen
+
+
+def _main(args) -> int:
+    rows = _checked_rows(args)
     if args.dry_run:
         print("\n".join(dry_run(rows, args.arch, args.wgmma)))
         return 0
 
-    import torch
+    torch, eng = gpu()
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
-    from miopen_solver.runtime import get_engine
-    eng = get_engine("cuda")
     header = (f"## tf32_h200.py: {eng.rt.device_name()} ({eng.target.arch}), torch {torch.__version__}, "
               f"cuDNN {torch.backends.cudnn.version()}, commit {git_commit()}\n\n"
               f"CUDA graphs of {args.launches} launches, median of {args.replays} replays, per launch; "

@@ -1,12 +1,15 @@
 """bench/tf32_h200.py without a GPU: its plan (the suite re-based to fp32, the zoo's fp32 lines),
 the -M 0 lines it times, the --dry-run listing on sm_90 (every row's TF32 and IEEE kernels as
-the solver picks them), and the report on made-up times; bench/h200_check.sh names the step."""
+the solver picks them), the report on made-up times, bad input refused in one line before any
+GPU work; bench/h200_check.sh names the step."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ROOT
+import pytest
+
+from conftest import ROOT, refused_in_one_line
 from bench import tf32_h200
 from miopen_solver.command import parse
 
@@ -78,3 +81,31 @@ def test_h200_check_has_a_tf32_step():
     assert "step tf32 " in text and "tests/test_gpu_tf32.py" in text and "bench/tf32_h200.py" in text
     header = text.split("set -uo pipefail")[0]
     assert "tf32:" in header
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--suite", "/nonexistent/suite.txt", "--dry-run"], "--suite/--zoo /nonexistent/suite.txt: cannot read"),
+    (["--dry-run", "--arch", "nonsense"], "--arch unknown arch 'nonsense'"),
+    (["--arch", "nonsense"], "--arch unknown arch 'nonsense'"),                  # before any torch import
+    (["--dry-run", "--only", "zzz"], "--only 'zzz': matches no row label"),
+    (["--only", "zzz"], "--only 'zzz': matches no row label"),
+    (["--dry-run", "--arch", "sm_80", "--wgmma"], "--wgmma: sm_80 has no warpgroup MMA"),
+    (["--out", "/nonexistent/dir/t.md"], "--out /nonexistent/dir/t.md"),
+    (["--launches", "0"], "--launches 0: allowed: an integer >= 1"),
+    (["--launches", "x"], "argument --launches: invalid int value"),
+])
+def test_bad_input_is_one_line_before_any_gpu_work(capsys, argv, says):
+    assert says in refused_in_one_line(capsys, tf32_h200.main, argv, "tf32_h200.py")
+
+
+def test_a_timing_run_without_torch_says_so_in_one_line(capsys, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_torch(name, *a, **k):
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    err = refused_in_one_line(capsys, tf32_h200.main, ["--only", "r50_3x3_c64"], "tf32_h200.py")
+    assert "needs PyTorch with a CUDA GPU" in err
