@@ -49,7 +49,8 @@
 #      OUT_DIR/zoo_tune.jsonl, then bench/default_vs_tuned.py's table (is every default within
 #      10% of the best of its 40?). The campaign takes more than one device call: the step
 #      stops it after ZOO_TUNE_SECS (default 480; the log keeps every config timed) and
-#      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree) resumes it.
+#      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree; .gz is unpacked)
+#      resumes it.
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,patch_forms,tf32,
@@ -115,7 +116,11 @@ step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "
 step zoo_model 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --model-defaults \
     --out "$OUTDIR/${ZOO_TAG/zoo/zoo_model}.md" --json "$OUTDIR/${ZOO_TAG/zoo/zoo_model}.json" ${ZOO_ARGS:-}
 case ",$STEPS," in *",zoo_tune,"*)
-    [ -n "${ZOO_TUNE_LOG:-}" ] && cp "$ZOO_TUNE_LOG" "$OUTDIR/zoo_tune.jsonl"
+    case "${ZOO_TUNE_LOG:-}" in
+        "") ;;
+        *.gz) gunzip -c "$ZOO_TUNE_LOG" > "$OUTDIR/zoo_tune.jsonl" ;;
+        *) cp "$ZOO_TUNE_LOG" "$OUTDIR/zoo_tune.jsonl" ;;
+    esac
     RESUME=""; [ -s "$OUTDIR/zoo_tune.jsonl" ] && RESUME="--resume"
     echo "== zoo_tune ($RESUME)"
     timeout -s INT "${ZOO_TUNE_SECS:-480}" python -m driver tune --file bench/zoo.txt --max-configs 40 --gpus all \
