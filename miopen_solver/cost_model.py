@@ -118,8 +118,9 @@ def features(spec: DgradSpec) -> Features:
     tiles = k_steps = 0
     for s in spec.sub_gemms:
         n_tiles = (tma_box_tiles(p, s, box) if box is not None else -(-s.gemm_m // c.tile_m)) * col_tiles
+        k_per_split = -(-s.gemm_k // split)
         tiles += n_tiles
-        k_steps += n_tiles * -(-(-(-s.gemm_k // split)) // c.tile_k)
+        k_steps += n_tiles * -(-k_per_split // c.tile_k)
     blocks = tiles * p.G * split
     mean_k = k_steps / tiles
     busiest = -(-blocks // t.num_cus)
@@ -129,11 +130,8 @@ def features(spec: DgradSpec) -> Features:
     mma = busiest * 2.0 * c.tile_m * c.tile_n * c.tile_k * mean_k / NOMINAL_SM_FLOPS * us
     loads = busiest * (c.tile_m + c.tile_n) * c.tile_k * eb * mean_k / NOMINAL_SM_BYTES * us
     stores = busiest * c.tile_m * c.tile_n * eb / NOMINAL_SM_BYTES * us
-    dx = p.N * p.C * p.Hi * p.Wi
-    dy = p.N * p.K * p.Ho * p.Wo
-    w = p.K * p.cpg * p.Y * p.X
-    traffic = (dx + dy + w) * eb / NOMINAL_DEVICE_BYTES * us
-    atomics = 0.0 if split == 1 else (2 * split + 1) * dx * eb / NOMINAL_DEVICE_BYTES * us
+    traffic = (p.dx_elems + p.dy_elems + p.w_elems) * eb / NOMINAL_DEVICE_BYTES * us
+    atomics = 0.0 if split == 1 else (2 * split + 1) * p.dx_elems * eb / NOMINAL_DEVICE_BYTES * us
     steps = busiest * mean_k / min(spec.resident_blocks, busiest)
     return Features(spec.schedule, mma, loads, stores, float(-(-blocks // slots)), steps, traffic, atomics)
 

@@ -460,8 +460,9 @@ def _direct_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> 
 
 def _virtual_candidates(v: ConvProblem, t: Target, family: dict,
                         loops=(KernelSchedule.WARP_MMA, KernelSchedule.WGMMA)) -> Iterator[PerfConfig]:
-    """The warpgroup and warp-MMA tiles of the virtual pointwise problem ``v`` without split
-    K whose main loop is one of ``loops``, on that loop's schedule in ``family``."""
+    """The warpgroup and warp-MMA tiles of the virtual problem ``v`` (pointwise for the patch
+    and NCHW pointwise families, tilde for group packing) without split K whose main loop is
+    one of ``loops``, on that loop's schedule in ``family``."""
     for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), v.kpg), _warp_mma_candidates(v, t, (1,), v.kpg)):
         if cfg.schedule in loops:
             yield cfg.replace(schedule=family[cfg.schedule])
@@ -484,10 +485,7 @@ def _pack_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> It
     for pack in range(2, p.G + 1):
         if p.G % pack or pack * p.cpg not in widths:
             continue
-        v = pack_virtual(p, pack)
-        for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), max_k), _warp_mma_candidates(v, t, (1,), max_k)):
-            if cfg.tile_n == pack * p.cpg and cfg.schedule in (KernelSchedule.WARP_MMA, KernelSchedule.WGMMA):
-                yield cfg.replace(schedule=PACK_OF[cfg.schedule])
+        yield from (c for c in _virtual_candidates(pack_virtual(p, pack), t, PACK_OF) if c.tile_n == pack * p.cpg)
 
 
 def _nchw_pw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
