@@ -1,0 +1,113 @@
+"""Which kernels cuDNN (and, for 1x1 layers, cuBLAS) launch for each line of a suite, and how
+long each runs: the vendors' tile and algorithm choices, read from their kernel names, as
+evidence for our own defaults (NVIDIA GPU with PyTorch)::
+
+    python bench/vendor_kernels.py --suite bench/zoo.txt --out vendor.md --json vendor.json
+
+Each line runs its dgrad through ``torch.ops.aten.convolution_backward`` (cuDNN, the line's
+layouts) and, for 1x1 stride-1 lines, ``torch.matmul`` of ``dY[N*Ho*Wo, K] x W[K, C]``
+(cuBLAS), a few times warm, then once under ``torch.profiler``; every CUDA kernel of that
+launch is listed with its device time in microseconds (the profiler's, not a graph's: for
+times against ours use ``compare.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, _torch_dtype, dtypes_arg, gpu,  # noqa: E402
+                           plan_rows, read_suite, row_problem, select, shard_arg)
+from miopen_solver.errors import FileError  # noqa: E402
+from miopen_solver.fileio import check_writable, write_text  # noqa: E402
+
+
+def _kernels(torch, fn) -> list:
+    """``(name, device us)`` of every CUDA kernel one call of ``fn`` launches."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    out = []
+    for e in prof.events():
+        if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type):
+            out.append((e.name, round(e.device_time_total, 2) if hasattr(e, "device_time_total")
+                        else round(e.cuda_time_total, 2)))
+    return out
+
+
+def probe(torch, p) -> dict:
+    tdt = _torch_dtype(torch, p.dtype)
+
+    def fmt(layout):
+        return torch.channels_last if layout == "NHWC" else torch.contiguous_format
+    dy = torch.randn(p.N, p.K, p.Ho, p.Wo, device="cuda", dtype=tdt).to(memory_format=fmt(p.out_layout))
+    x = torch.empty(p.N, p.C, p.Hi, p.Wi, device="cuda", dtype=tdt).to(memory_format=fmt(p.in_layout))
+    w = torch.randn(p.K, p.cpg, p.Y, p.X, device="cuda", dtype=tdt).to(memory_format=fmt(p.fil_layout))
+    out = {"cudnn": _kernels(torch, lambda: torch.ops.aten.convolution_backward(
+        dy, x, w, None, [p.sH, p.sW], [p.pH, p.pW], [p.dH, p.dW], False, [0, 0], p.G, [True, False, False]))}
+    if p.Y == p.X == 1 and p.sH == p.sW == 1 and p.G == 1:
+        a = torch.randn(p.N * p.Ho * p.Wo, p.K, device="cuda", dtype=tdt)
+        b = torch.randn(p.K, p.C, device="cuda", dtype=tdt)
+        out["cublas"] = _kernels(torch, lambda: torch.matmul(a, b))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = OneLineParser(prog="vendor_kernels.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", default="bench/zoo.txt")
+    ap.add_argument("--dtypes", type=dtypes_arg, default=AS_WRITTEN)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--shard", type=shard_arg, default=None)
+    ap.add_argument("--out", default=None, help="markdown table here")
+    ap.add_argument("--json", default=None, help="rows here")
+    args = ap.parse_args(argv)
+    try:
+        for flag, path in (("--out", args.out), ("--json", args.json)):
+            if path is not None:
+                try:
+                    check_writable(path)
+                except FileError as e:
+                    raise BadInput(f"{flag} {e}") from None
+        try:
+            plan = select(plan_rows(read_suite(args.suite), args.dtypes), args.only, "", args.shard or "")
+        except FileError as e:
+            raise BadInput(f"--suite {e}") from None
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+        if not plan:
+            raise BadInput(f"--only {args.only!r}: selects no line of {args.suite}")
+        torch, _ = gpu()
+    except BadInput as e:
+        print(f"vendor_kernels.py: {e}", file=sys.stderr)
+        return 2
+    rows, lines = [], ["| layer | dtype | vendor | kernels (device us) |", "|---|---|---|---|"]
+    for item in plan:
+        r = {"label": item["label"], "cls": item["cls"], "dtype": item["dtype"], "line": item["cmd"]}
+        try:
+            r.update(probe(torch, row_problem(item["cmd"])))
+        except Exception as e:  # a vendor refusal is a row, not the end of the run
+            r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        rows.append(r)
+        for vendor in ("cudnn", "cublas"):
+            if vendor in r:
+                ks = "; ".join(f"`{n[:150]}` {us}" for n, us in r[vendor])
+                lines.append(f"| {item['label']} | {item['dtype']} | {vendor} | {ks} |")
+        if "error" in r:
+            lines.append(f"| {item['label']} | {item['dtype']} | error | {r['error']} |")
+        print(lines[-1], flush=True)
+        if args.json:
+            write_text(args.json, json.dumps(rows, indent=1) + "\n")
+    if args.out:
+        write_text(args.out, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
