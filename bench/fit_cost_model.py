@@ -10,7 +10,9 @@ time; one intercept per timing method, since an event-timed launch carries the l
 latency a graph hides). The judgement is leave-one-layer-out over the campaign's layers:
 refit without the layer, rank the layer's timed configs by the model, and ask whether the
 model's first is within ``--within`` of the best timed -- beside the same question for the
-current default::
+current default. Where two reports timed a layer at different configs (the rules' default in
+the earlier file, the model's pick in the later), the same refit judges the pair: does the
+model rank the faster first, and what would switching at each margin gain::
 
     python bench/fit_cost_model.py --log zoo_tune.jsonl.gz --suite bench/zoo.txt \\
         --report zoo_1of2.json,zoo_2of2.json --out fit.md
@@ -233,6 +235,42 @@ def judge(rows, min_configs: int = 5) -> list:
     return out
 
 
+MARGINS = (0.0, 0.05, 0.1, 0.2, 0.3)
+"""The predicted gains :func:`judge_pairs` tries as :data:`cost_model.MIN_GAIN`."""
+
+
+def judge_pairs(rows, margins=MARGINS) -> dict:
+    """Leave-one-layer-out over the layers that two reports timed at different configs: the
+    baseline is the config of the earlier ``--report`` file (the rules' default), the other the
+    later one's; the model, refitted without the layer, takes the other config where it
+    predicts the baseline at least ``margin`` slower. Returns ``{"pairs": n, "correct": the
+    pairs whose faster config the model ranks first, "oracle": geomean of baseline / faster,
+    margin: (pairs switched, geomean baseline / chosen, worst baseline / chosen)}``."""
+    first = {}
+    pairs = []
+    for r in rows:
+        if r["method"] != "graph":
+            continue
+        base = first.setdefault(r["layer"], r)
+        if base is not r and base["config"] != r["config"] and all(p[0] is not base for p in pairs):
+            pairs.append((base, r))
+    out = {"pairs": len(pairs), "correct": 0, "oracle": 1.0}
+    if not pairs:
+        return out
+    preds = []
+    for base, other in pairs:
+        coef = fit([r for r in rows if layer_of(r["layer"]) != layer_of(base["layer"])])
+        ratio = coef.time_us(base["f"]) / coef.time_us(other["f"])
+        out["correct"] += (ratio > 1) == (base["us"] > other["us"])
+        preds.append((ratio, base["us"], other["us"]))
+    out["oracle"] = math.exp(sum(math.log(b / min(b, o)) for _, b, o in preds) / len(preds))
+    for m in margins:
+        gains = [b / (o if ratio >= 1 + m else b) for ratio, b, o in preds]
+        out[m] = (sum(ratio >= 1 + m for ratio, _, _ in preds),
+                  math.exp(sum(map(math.log, gains)) / len(gains)), min(gains))
+    return out
+
+
 def coefficients_literal(c: cost_model.Coefficients) -> str:
     def per(d):
         return "{" + ", ".join(f"KernelSchedule.{s.name}: {v:.4g}" for s, v in d.items()) + "}"
@@ -290,6 +328,13 @@ def main(argv=None) -> int:
         gm = math.exp(sum(math.log(t["model_us"] / t["best_us"]) for t in table) / len(table))
         lines += ["", f"model's pick within {args.within:.0%} of the best timed: {m_ok}/{len(table)} "
                       f"(geomean model/best {gm:.3f}); default: {d_ok}/{d_n}"]
+    pairs = judge_pairs(rows)
+    if pairs["pairs"]:
+        lines += ["", f"pairs of report rows at two configs (baseline: the earlier --report file): {pairs['pairs']}; "
+                      f"the model (left out) orders {pairs['correct']} right; picking the faster of each would gain "
+                      f"{pairs['oracle']:.3f} (geomean)", "",
+                  "| margin (MIN_GAIN) | switched | geomean baseline/chosen | worst |", "|---|---|---|---|"]
+        lines += [f"| {m:.2f} | {pairs[m][0]} | {pairs[m][1]:.3f} | {pairs[m][2]:.2f} |" for m in MARGINS]
     text = "\n".join(lines)
     print(text)
     if args.out is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
-from . import vectors
+from . import cost_model, vectors
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
@@ -225,7 +225,7 @@ def patch_config(problem: ConvProblem, target: Target) -> PerfConfig:
     persistent or TMA tile on the plain warpgroup one: :data:`~miopen_solver.patch.PATCH_OF`),
     ``split_k`` 1."""
     base = heuristic_config(virtual_problem(problem), target, allow_direct=False, allow_patch=False,
-                            allow_pack=False)
+                            allow_pack=False, allow_model=False)
     return base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
 
 
@@ -261,7 +261,7 @@ def pack_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
     if p.G % pack or pack_reason(p, target) is not None:
         return None
     base = heuristic_config(pack_virtual(p, pack), target, allow_direct=False, allow_patch=False,
-                            allow_nchw_pw=False, allow_pack=False)
+                            allow_nchw_pw=False, allow_pack=False, allow_model=False)
     if base.tile_n != pack * p.cpg or base.schedule not in PACK_OF:
         return None
     return base.replace(schedule=PACK_OF[base.schedule], split_k=1)
@@ -291,7 +291,7 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
     (channels) halved down to 64 while a tile holds two or more times the power of two
     covering cpg (half of a 128-row tile would be padding when cpg <= 64)."""
     base = heuristic_config(gemm_twin(problem), target, allow_direct=False, allow_patch=False, allow_nchw_pw=False,
-                            allow_pack=False)
+                            allow_pack=False, allow_model=False)
     cfg = base.replace(schedule=NCHW_PW_OF[base.schedule], split_k=1)
     cover = 16
     while cover < problem.cpg:
@@ -305,7 +305,8 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
 
 def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
-                     allow_patch: bool = True, allow_nchw_pw: bool = True, allow_pack: bool = True) -> PerfConfig:
+                     allow_patch: bool = True, allow_nchw_pw: bool = True, allow_pack: bool = True,
+                     allow_model: bool = True) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
     GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
@@ -317,7 +318,12 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
     cpg), and a group-pack schedule for grouped problems with narrow groups
-    (:func:`pack_config`); else NVIDIA takes :func:`measured_nvidia_config` (fitted to H200 sweeps). Other
+    (:func:`pack_config`); else NVIDIA takes :func:`measured_nvidia_config` (fitted to H200 sweeps),
+    replaced on the problems the warpgroup cost model times (all-NHWC, :func:`cost_model.modelled
+    <miopen_solver.cost_model.modelled>`) by :func:`~miopen_solver.cost_model.default_config`
+    (the model's pick where it expects the rules' config to be clearly slower; ``allow_model=False``
+    keeps the rules: the virtual problems of the patch, group-pack and NCHW pointwise families,
+    whose kernels the model was not fitted on). Other
     targets (AMD, where nothing has been measured yet) use these rules, constant time in
     the problem size (they read sub-GEMM sizes, not data):
 
@@ -350,7 +356,10 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
         if packed is not None:
             return packed
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
-        return measured_nvidia_config(p, t)
+        rules = measured_nvidia_config(p, t)
+        if allow_model and p.all_nhwc and cost_model.modelled(p, t):
+            return cost_model.default_config(p, t, rules)
+        return rules
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
     tile_n = 16
     while tile_n < min(p.cpg, 128):
@@ -373,7 +382,7 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
 
 def default_performance_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
                                allow_patch: bool = True, allow_nchw_pw: bool = True,
-                               allow_pack: bool = True) -> PerfConfig:
+                               allow_pack: bool = True, allow_model: bool = True) -> PerfConfig:
     """MIOpen's GetDefaultPerformanceConfig: :func:`heuristic_config`, or the first of
     :data:`FALLBACK_CONFIGS` that validates (for a patch or NCHW pointwise default, first
     those tiles on its warp-MMA schedule). ``allow_direct=False``, ``allow_patch=False`` and
@@ -385,7 +394,7 @@ def default_performance_config(problem: ConvProblem, target: Target, *, allow_di
     """
     reasons = []
     first = heuristic_config(problem, target, allow_direct=allow_direct, allow_patch=allow_patch,
-                             allow_nchw_pw=allow_nchw_pw, allow_pack=allow_pack)
+                             allow_nchw_pw=allow_nchw_pw, allow_pack=allow_pack, allow_model=allow_model)
     fallbacks = FALLBACK_CONFIGS
     own = KernelSchedule.PATCH_GEMM if first.schedule.patch else \
         KernelSchedule.NCHW_POINTWISE if first.schedule.nchw_pointwise else None

@@ -25,6 +25,7 @@ from miopen_solver.target import get_target
 SM90 = get_target("sm_90")
 NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results" / "2026-12-01_s7"
+RESULTS8 = RESULTS.parent / "2026-12-02_s8"
 
 
 def _p(args: str):
@@ -41,6 +42,19 @@ def test_features_of_a_pointwise_launch_by_hand():
     assert math.isclose(f.stores, 128 * 128 * 2 / (2.72e12 / 132) * 1e6)
     assert f.waves == 1 and f.atomics == 0
     assert math.isclose(f.traffic, (256 * 256 + 64 * 256 + 64 * 256) * 2 / 2.72e12 * 1e6)
+    # 256 threads, 8-element vectors: per k-step (128*64 + 64*128) / 8 = 2048 loads, the C tile
+    # 128*128 / 8 = 2048 stores; one k-step; thousands per thread.
+    assert math.isclose(f.issue, (2048 + 2048) / 256 / 1e3)
+
+
+def test_narrow_vectors_multiply_the_issue_and_tma_issues_no_tile_loads():
+    cfg = PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1")
+    wide = cm.features(make_spec(_p("-n 1 -c 256 -H 16 -W 16 -k 256 -y 1 -x 1"), SM90, cfg))
+    odd = cm.features(make_spec(_p("-n 1 -c 256 -H 16 -W 16 -k 255 -y 1 -x 1"), SM90, cfg))   # A vector 1
+    assert odd.issue > 3 * wide.issue
+    p = _p("-n 8 -c 256 -H 16 -W 16 -k 256 -y 3 -x 3 -p 1 -q 1")
+    tma = cm.features(make_spec(p, SM90, PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,4,3")))
+    assert math.isclose(tma.issue * 1e3 * 128, -(-8 * 2 * 2 // 132) * 128 * 128 / 8)      # the dX tile only
 
 
 def test_one_block_past_a_full_device_doubles_the_busiest_multiprocessor():
@@ -105,7 +119,7 @@ def test_the_fit_recovers_known_weights():
     truth = cm.Coefficients(
         intercept={KernelSchedule.WGMMA: 3.0, KernelSchedule.WGMMA_PERSISTENT: 5.0, KernelSchedule.WGMMA_TMA: 7.0},
         mma={KernelSchedule.WGMMA: 1.5, KernelSchedule.WGMMA_PERSISTENT: 1.2, KernelSchedule.WGMMA_TMA: 1.1},
-        shared=(0.2, 0.4, 1.0, 0.05, 0.3, 0.6))
+        shared=(0.2, 0.4, 1.0, 0.05, 0.3, 0.6, 4.0))
     rows = _rows()
     for r in rows:
         r["us"] = truth.time_us(r["f"])
@@ -114,12 +128,16 @@ def test_the_fit_recovers_known_weights():
         assert math.isclose(got.time_us(r["f"]), r["us"], rel_tol=1e-6)
 
 
+SHIPPED_REPORTS = [RESULTS / "zoo_1of2.json", RESULTS / "zoo_2of2.json", RESULTS8 / "zoo_1of2.json",
+                   RESULTS8 / "zoo_2of2.json", RESULTS8 / "zoo_model.json"]
+
+
 def test_the_shipped_h200_weights_are_the_fit_of_the_committed_h200_data(tmp_path):
     """cost_model.H200 is what bench/fit_cost_model.py makes of the H200 timings under
-    bench/results/2026-12-01_s7 (a tune campaign slice and the zoo's default rows)."""
-    rows = fit.load([RESULTS / "zoo_tune.jsonl.gz"], "bench/zoo.txt",
-                    [RESULTS / "zoo_1of2.json", RESULTS / "zoo_2of2.json"], SM90)
-    assert len(rows) > 300
+    bench/results/2026-12-01_s7 and 2026-12-02_s8 (a tune campaign slice, the zoo's default
+    rows of both sessions, the model's picks of the second)."""
+    rows = fit.load([RESULTS / "zoo_tune.jsonl.gz"], "bench/zoo.txt", SHIPPED_REPORTS, SM90)
+    assert len(rows) > 450
     got = fit.fit(rows)
     for s in cm.MODELLED:
         assert math.isclose(got.intercept[s], cm.H200.intercept[s], rel_tol=1e-3, abs_tol=1e-3)
@@ -168,7 +186,7 @@ def test_the_fit_script_rejects_bad_input_in_one_line(tmp_path, capsys, argv, me
 def test_the_fit_script_prints_the_literal_and_the_judgement(tmp_path, capsys):
     out = tmp_path / "fit.md"
     rc = fit.main(["--log", str(RESULTS / "zoo_tune.jsonl.gz"), "--report",
-                   f"{RESULTS / 'zoo_1of2.json'},{RESULTS / 'zoo_2of2.json'}", "--out", str(out)])
+                   ",".join(map(str, SHIPPED_REPORTS)), "--out", str(out)])
     text = capsys.readouterr().out
     assert rc == 0 and "H200 = Coefficients(" in text and "model's pick within 10% of the best timed" in text
     assert out.read_text() == text
@@ -257,3 +275,29 @@ def test_out_is_checked_before_the_inputs_are_read(tmp_path, capsys, out, why):
     """--out is refused before anything is loaded or fitted (a missing log comes after)."""
     err = _refused(capsys, ["--log", "/nonexistent.jsonl", "--out", out.replace("{tmp}", str(tmp_path))])
     assert why in err and "--log" not in err
+
+
+def test_the_default_takes_the_pick_only_past_the_margin(monkeypatch):
+    p = _p("-n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1")
+    pick = cm.model_config(p, SM90)
+    rules = PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1")
+    gain = cm.estimate_us(p, SM90, rules) / cm.estimate_us(p, SM90, pick) - 1
+    assert pick != rules and gain > 0
+    monkeypatch.setattr(cm, "MIN_GAIN", gain * 0.99)
+    assert cm.default_config(p, SM90, rules) == pick
+    monkeypatch.setattr(cm, "MIN_GAIN", gain * 1.01)
+    assert cm.default_config(p, SM90, rules) == rules
+    assert cm.default_config(p, SM90, pick) == pick
+    bad = PerfConfig.parse("128,128,32,2,2,64,64,0,0,0,1,-1,3")           # not a modelled schedule
+    assert cm.default_config(p, SM90, bad) == bad
+
+
+def test_the_solver_default_is_the_model_default_on_modelled_nhwc_problems_only():
+    from miopen_solver.heuristics import default_performance_config
+    p = _p("-n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1")
+    rules = default_performance_config(p, SM90, allow_model=False)
+    assert default_performance_config(p, SM90) == cm.default_config(p, SM90, rules)
+    nchw = parse("convfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem
+    assert default_performance_config(nchw, SM90) == default_performance_config(nchw, SM90, allow_model=False)
+    sm80 = get_target("sm_80")
+    assert default_performance_config(p, sm80) == default_performance_config(p, sm80, allow_model=False)

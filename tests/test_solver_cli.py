@@ -11,6 +11,7 @@ from driver.solver_cmds import applicable_cmd, config_cmd, split_own_options
 from miopen_solver import SOLVER_NAME
 from miopen_solver.applicability import launch_problem
 from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule
 from miopen_solver.perfdb import ENV_VAR, PerfDb
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import PerfConfig, launch_spec, make_spec
@@ -235,16 +236,20 @@ def test_config_says_when_it_ignores_a_perfdb_record(tmp_path):
 
 PW256 = ("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -F 2 "
          "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
+TMA3X3 = ("convfp16 -n 32 -c 128 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 -F 2 "
+          "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
 
 
 def test_config_previews_the_run_settings():
     """config takes --kouter/--split-k as a run does and shows the same fallback note, so a
     user can see what a run will launch (second review)."""
-    r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--no-perfdb", "--split-k", "2", "--json"])
+    line = shlex.split(TMA3X3)
+    dflt = DgradSolver().get_default_performance_config(parse(line).problem, get_target("sm_90"))
+    assert dflt.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)  # cannot split
+    r = run(config_cmd, line + ["--arch", "sm_90", "--no-perfdb", "--split-k", "2", "--json"])
     doc = json.loads(r.stdout)
-    assert r.exit_code == 0 and doc["perf_config"] == "128,256,64,2,1,64,256,0,0,0,2,-1,3,1"
-    assert doc["notes"][0].startswith("--split-k 2: not possible with the warpgroup-MMA default "
-                                      "128,256,64,2,1,64,256,0,0,0,1,-1,3,2")
+    assert r.exit_code == 0 and doc["perf_config"] == dflt.replace(schedule=KernelSchedule.WGMMA, split_k=2).serialize()
+    assert doc["notes"][0].startswith(f"--split-k 2: not possible with the warpgroup-MMA default {dflt.serialize()}")
     assert doc["spec"]["split_k"] == 2 and doc["launch"]["grid"][2] == 2
     r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--no-perfdb", "--kouter", "off"])
     assert r.exit_code == 0 and "note: --kouter off: not possible" in r.stdout and "mma16816" in r.stdout

@@ -609,7 +609,7 @@ def test_the_splitk_bench_plans_every_variant_without_a_gpu(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[-1].endswith("variants planned for sm_90")
     labels = [line.split(" (")[0] for line in out if line and not line.startswith(" ") and "planned" not in line]
-    assert "suite/r50_3x3_c512_7_fp16" in labels and "resnet50/layer4.1.conv3_1x1_c512_k2048_7" in labels
+    assert "suite/r50_3x3_c512_7_fp32" in labels and "resnet50/layer4.1.conv3_1x1_c512_k2048_7" in labels
     assert not any(label.startswith("efficientnet_b0/features.5.1.se") for label in labels)   # 1x1 images: no
     cells = [line.split() for line in out if line.startswith("  ")]
     ws = [c for c in cells if c[0] in ("ws2", "ws4")]
