@@ -69,6 +69,7 @@ LAYERS = [
     ("effb0 dw5x5 s1 14 c672 n128", dw(128, 672, 14, 14, 5)),
     ("effb0 dw5x5 s2 14 c672 n128", dw(128, 672, 14, 14, 5, s=2)),
     ("convnext dw7x7 56 c96 n64", dw(64, 96, 56, 56, 7)),
+    ("convnext dw7x7 28 c192 n64", dw(64, 192, 28, 28, 7)),
     ("convnext dw7x7 14 c384 n64", dw(64, 384, 14, 14, 7)),
     ("resnext g32 cpg4 3x3 56 c128 n32",
      dict(N=32, C=128, Hi=56, Wi=56, K=128, Y=3, X=3, pH=1, pW=1, G=32)),

@@ -31,7 +31,13 @@ slot                meaning for ``direct``
                     2 = load row r+1 into registers while row r is computed
 ``warp_m``          unused, must be 1
 ``warp_n``          unused, must be 1
-``vector_size_a``   unused, must be 0
+``vector_size_a``   body form: 0 = the original body; 1 = the lean body, the same
+                    arithmetic in the same order with fewer issued non-FMA instructions
+                    (kernel ``lean`` section): each dY vector of the register window is
+                    zeroed whole before its predicated load (no per-element merge of the
+                    out-of-range columns), and, where the threads are a multiple of
+                    ``tile_n*kpg``, the filter is staged by fixed (channel, k) lanes over
+                    unrolled taps (no division per staged element)
 ``vector_size_b``   unused, must be 0
 ``split_k``         unused, must be 1 (every dX element is written once by one thread)
 ==================  ===================================================================
@@ -84,7 +90,7 @@ MAX_VK = 32
 """Most weights per tap per thread (V*kpg)."""
 WS_PAD_FLOATS = 4
 """Pad of each tap row of the staged filter, floats (keeps 16-byte alignment)."""
-FIXED_SLOTS = (("warp_m", 1), ("warp_n", 1), ("vector_size_a", 0), ("vector_size_b", 0),
+FIXED_SLOTS = (("warp_m", 1), ("warp_n", 1), ("vector_size_b", 0),
                ("split_k", 1))
 """Slots the direct schedule does not use and the one value each must hold."""
 DTYPES = ("fp32", "fp16", "bf16")
@@ -216,6 +222,7 @@ class DirectSpec:
     lds_bytes: int
     idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements: split-N keeps every
                              # launch below that, so False for every solution today)
+    lean: bool = False       # the lean body (vector_size_a=1; the kernel's ``lean`` section)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -282,7 +289,7 @@ class DirectSpec:
         path = "lds" if self.stage else "l1"
         return (f"dgrad_direct_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_p{self.tpw}x{self.tph}"
                 f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}_s{self.config.stages}"
-                f"{'_i64' if self.idx64 else ''}_{p.short_tag()}")
+                f"{'_i64' if self.idx64 else ''}{'_lean' if self.lean else ''}_{p.short_tag()}")
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready) describing the resolved spec."""
@@ -301,6 +308,7 @@ class DirectSpec:
             "vector_dx": self.lx,
             "dy_path": "lds" if self.stage else "l1",
             "dy_rows_in_flight": self.config.stages,
+            "body": "lean" if self.lean else "original",
             "phases": [self.nph_h, self.nph_w],
             "lds_bytes": self.lds_bytes,
             "accumulators_per_thread": self.tph * self.tpw * self.vec,
@@ -329,7 +337,8 @@ class DirectSpec:
         p, t = self.problem, self.target
         vendor = "amd" if t.vendor == "amd" else "nvidia"
         d = _problem_defines(p) + [("DG_KERNEL_NAME", self.kernel_name)] + self.defines()
-        return _make(self.kernel_name, vendor, t.arch, d, _read("direct.cu"), self.grid,
+        return _make(self.kernel_name, vendor, t.arch, d,
+                     _read("direct.cu", frozenset({"lean"}) if self.lean else frozenset()), self.grid,
                      (self.block_threads, 1, 1), self.lds_bytes)
 
 
@@ -368,6 +377,8 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     _check(c.lds_k_outer in (0, 1),
            f"lds_k_outer must be 0 (dY through L1) or 1 (dY staged in shared memory), got {c.lds_k_outer}")
     _check(c.stages in (1, 2), f"stages must be 1 (no dY row prefetch) or 2 (prefetch one row), got {c.stages}")
+    _check(c.vector_size_a in (0, 1),
+           f"vector_size_a must be 0 (original body) or 1 (lean body) for the direct schedule, got {c.vector_size_a}")
     _check(c.tile_m % c.warp_tile_m == 0,
            f"tile_m={c.tile_m} must be a multiple of warp_tile_m={c.warp_tile_m} (columns per thread)")
     _check(c.tile_k % c.warp_tile_n == 0,
@@ -427,7 +438,7 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
                       tpw=tpw, tph=tph, stage=stage, ct=ct, twt=twt, tht=tht, ny=ny, tny=tny, ly=ly,
                       lys=lys, lx=lx, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h, tiles_w=tiles_w,
                       cblocks=cblocks, ws_pitch=ws_pitch, ws_bytes=ws_bytes,
-                      stage_cols=scols, lds_bytes=lds, idx64=idx64)
+                      stage_cols=scols, lds_bytes=lds, idx64=idx64, lean=bool(c.vector_size_a))
 
 
 def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
@@ -443,7 +454,8 @@ def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfCon
 @dataclass(frozen=True)
 class Policy:
     """A rule that turns a problem into a config (constant time): channel-vector bytes,
-    thread tile, target threads per block, largest tile_n, dY path and dY rows in flight."""
+    thread tile, target threads per block, largest tile_n, dY path, dY rows in flight and
+    body form (``vector_size_a``: 0 original, 1 lean)."""
 
     vbytes: int = 16
     tpw: int = 4
@@ -452,6 +464,7 @@ class Policy:
     tn_max: int = 64
     stage: int = 0
     stages: int = 1
+    body: int = 0
 
 
 def _policies() -> dict:
@@ -461,12 +474,15 @@ def _policies() -> dict:
                                      (8, 4, 2, 128, 0, 1), (8, 2, 2, 256, 0, 1), (8, 8, 1, 128, 1, 1),
                                      (8, 4, 2, 256, 0, 2)):
         out[f"v{vb}_p{tpw}x{tph}_t{th}_{'lds' if st else 'l1'}_s{sg}"] = Policy(vb, tpw, tph, th, 64, st, sg)
+    for vb, tpw, tph, th, st, sg in ((8, 4, 2, 256, 0, 1), (8, 8, 1, 128, 0, 1), (8, 8, 2, 128, 0, 1)):
+        out[f"v{vb}_p{tpw}x{tph}_t{th}_{'lds' if st else 'l1'}_s{sg}_lean"] = Policy(vb, tpw, tph, th, 64, st, sg, 1)
     return out
 
 
 POLICIES = _policies()
 """Named policies the benchmark times on every layer (bench/direct_h200.py). Name:
-channel-vector bytes, thread tile TPWxTPH, threads per block, dY path, dY rows in flight."""
+channel-vector bytes, thread tile TPWxTPH, threads per block, dY path, dY rows in flight,
+and ``_lean`` for the lean body (``vector_size_a=1``)."""
 
 TINY_C_BYTES = 16
 """Below this many bytes of channels per pixel (C x element size) one thread's channel
@@ -547,7 +563,7 @@ def policy_config(problem: ConvProblem, target: Target, policy: Policy) -> PerfC
     while tht > 1 and (tht // 2) * tph >= hq:
         tht //= 2
     cfg = PerfConfig(tile_m=twt * tpw, tile_n=tn, tile_k=tht * tph, warp_m=1, warp_n=1,
-                     warp_tile_m=tpw, warp_tile_n=tph, vector_size_a=0, vector_size_b=0,
+                     warp_tile_m=tpw, warp_tile_n=tph, vector_size_a=policy.body, vector_size_b=0,
                      vector_size_c=v, split_k=1, lds_k_outer=policy.stage, stages=policy.stages,
                      schedule=KernelSchedule.DIRECT)
     return cfg
@@ -580,9 +596,11 @@ def default_direct_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
 
 def direct_search_space(problem: ConvProblem, target: Target):
-    """Candidate configs (unvalidated, a few dozen, no duplicates): the named policies and
-    their variations over channel-vector bytes, thread tile, threads per block, dY path
-    and dY rows in flight."""
+    """Candidate configs (unvalidated, at most a few hundred, no duplicates): the named
+    policies and their variations over channel-vector bytes, thread tile, threads per
+    block, dY path and dY rows in flight; then the lean body (``vector_size_a=1``) over the
+    thread tiles of 4 or more pixels (where its leaner loads and filter staging pay), one
+    dY row in flight, dY through L1 or staged."""
     seen = set()
     pols = list(POLICIES.values())
     for vb in (8, 16):
@@ -590,6 +608,11 @@ def direct_search_space(problem: ConvProblem, target: Target):
             for th in (128, 256):
                 for st, sg in ((0, 1), (0, 2), (1, 1)):
                     pols.append(Policy(vb, tpw, tph, th, 64, st, sg))
+    for vb in (8, 16):
+        for tpw, tph in ((4, 1), (8, 1), (4, 2), (8, 2), (4, 4)):
+            for th in (128, 256):
+                for st in (0, 1):
+                    pols.append(Policy(vb, tpw, tph, th, 64, st, 1, 1))
     for pol in pols:
         cfg = policy_config(problem, target, pol)
         if cfg not in seen:

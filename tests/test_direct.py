@@ -109,6 +109,7 @@ def test_w_phase_limit_counts_only_phases_that_exist():
 
 @pytest.mark.parametrize("changes, field", [
     (dict(warp_m=2), "warp_m"), (dict(warp_n=0), "warp_n"), (dict(vector_size_a=8), "vector_size_a"),
+    (dict(vector_size_a=-1), "vector_size_a"),
     (dict(vector_size_b=1), "vector_size_b"), (dict(split_k=2), "split_k"), (dict(split_k=-1), "split_k"),
     (dict(tile_m=0), "tile_m"), (dict(tile_n=-4), "tile_n"), (dict(tile_k=0), "tile_k"),
     (dict(warp_tile_m=0), "warp_tile_m"), (dict(warp_tile_n=0), "warp_tile_n"),
@@ -160,9 +161,12 @@ def test_not_applicable_problem_raises_config_error():
 
 
 def test_unused_slots_are_documented_fixed_values():
-    assert dict(FIXED_SLOTS) == {"warp_m": 1, "warp_n": 1, "vector_size_a": 0, "vector_size_b": 0, "split_k": 1}
+    assert dict(FIXED_SLOTS) == {"warp_m": 1, "warp_n": 1, "vector_size_b": 0, "split_k": 1}
+    bodies = set()
     for c in direct_search_space(dw(), SM90):
         assert all(getattr(c, k) == v for k, v in FIXED_SLOTS)
+        bodies.add(c.vector_size_a)
+    assert bodies == {0, 1}                        # tune and search() reach the lean body
 
 
 def test_auto_vector_is_widest_valid_up_to_16_bytes():
@@ -179,7 +183,7 @@ def test_defaults_and_search_space_are_valid():
         for t in (SM90, get_target("gfx942")):
             assert is_valid_direct_config(p, t, default_direct_config(p, t)) == (True, "")
         space = list(direct_search_space(p, SM90))
-        assert 12 <= len(space) <= 120 and len(set(space)) == len(space)
+        assert 12 <= len(space) <= 200 and len(set(space)) == len(space)
         assert sum(is_valid_direct_config(p, SM90, c)[0] for c in space) >= 1
 
 
@@ -366,3 +370,110 @@ def test_tap_phases_equal_the_phases_with_taps(pad, stride, dil, filt, size):
     from miopen_solver.direct import axis_taps, tap_phases
     want = [r for r in range(min(stride, size)) if axis_taps(r, pad, stride, dil, filt)]
     assert tap_phases(pad, stride, dil, filt, size) == want
+
+
+# ----------------------------------------------------------------------------- the lean body
+def test_lean_body_is_a_section_of_the_same_source():
+    """vector_size_a=1 keeps the kernel's ``lean`` sections (and drops the ``!lean`` ones);
+    the original body's text is the source with every lean section removed, and the kernel
+    names differ."""
+    p = dw(Y=7, X=7, pH=3, pW=3)
+    c = default_direct_config(p, SM90)
+    orig, lean = make_direct_spec(p, SM90, c), make_direct_spec(p, SM90, c.replace(vector_size_a=1))
+    assert not orig.lean and lean.lean and lean.kernel_name == orig.kernel_name.replace(
+        f"_{p.short_tag()}", f"_lean_{p.short_tag()}")
+    assert "dd_load_or_zero" in lean.emit().text and "dd_load_or_zero" not in orig.emit().text
+    assert "#section" not in lean.emit().text and "#section" not in orig.emit().text
+    assert lean.as_dict()["body"] == "lean" and orig.as_dict()["body"] == "original"
+    assert DirectSpec.from_record(lean.to_record()) == lean
+
+
+def lean_problems(seed: int, count: int):
+    """Random problems for the lean body: strides 1-3, dilations 1-2, odd channel counts,
+    cpg/kpg up to 3, filters up to 7x7 (5x5 and 7x7 often), with a random valid lean config
+    (its tile from the search space, so threads that are and are not a multiple of
+    tile_n*kpg both occur)."""
+    R = random.Random(seed)
+    out = []
+    while len(out) < count:
+        cpg, kpg = R.choice([1, 1, 1, 3]), R.choice([1, 1, 2, 3])
+        G = R.choice([1, 3, 5, 7, 12, 20, 36])
+        Y = R.choice([5, 7, 3, 2])
+        X = R.choice([5, 7, 3, 1])
+        d = R.choice([1, 1, 2])
+        try:
+            p = ConvProblem(N=R.randint(1, 2), C=cpg * G, Hi=R.randint(3, 16), Wi=R.randint(3, 16), K=kpg * G,
+                            Y=Y, X=X, pH=R.randint(0, Y // 2 * d), pW=R.randint(0, X // 2 * d),
+                            sH=R.randint(1, 3), sW=R.randint(1, 3), dH=d, dW=R.choice([1, d]), G=G,
+                            dtype=R.choice(["fp16", "bf16", "fp32"]), **NHWC)
+        except ValueError:
+            continue
+        if direct_reason(p, SM90) is not None:
+            continue
+        space = [c for c in direct_search_space(p, SM90) if c.vector_size_a == 1]
+        space = [c for c in space if is_valid_direct_config(p, SM90, c)[0]]
+        if space:
+            out.append((p, R.choice(space)))
+    return out
+
+
+LEAN_FIXED = [   # a padded last channel block (lanes past C), 7x7 s1, 5x5 s2, kpg 2 with dilation
+    (dw(C=20, K=20, G=20, Hi=11, Wi=13, Y=7, X=7, pH=3, pW=3), "16,16,4,1,1,8,2,1,0,4,1,0,1,4"),
+    (dw(C=12, K=12, G=12, Hi=13, Wi=12, Y=5, X=5, pH=2, pW=2, sH=2, sW=2, dtype="bf16"),
+     "16,8,4,1,1,8,2,1,0,4,1,0,1,4"),
+    (dw(C=6, K=12, G=6, Hi=10, Wi=9, Y=5, X=5, pH=4, pW=3, dH=2, dW=2, dtype="fp32"),
+     "8,6,4,1,1,4,2,1,0,2,1,1,1,4"),
+]
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("vendor", ["amd", "nvidia"])
+@pytest.mark.parametrize("case", range(8 + len(LEAN_FIXED)))
+def test_emulated_lean_body_matches_float64_reference(case, vendor, tmp_path):
+    """The lean body over fixed and random problems, both vendor flavours, dX NaN-poisoned
+    (every element must be written), against the float64 reference."""
+    if case < len(LEAN_FIXED):
+        p, c = LEAN_FIXED[case][0], PerfConfig.parse(LEAN_FIXED[case][1])
+    else:
+        p, c = lean_problems(case + 100 * (vendor == "nvidia"), 1)[0]
+    s = make_direct_spec(p, SM90, c)
+    assert s.lean
+    dy, w = fresh_inputs(p, np.random.default_rng(case))
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor=vendor)
+    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), c.serialize())
+    assert rms_range(dgrad_reference(p, dy, w), out) < tolerance(p.dtype), (p.short_tag(), p.dtype, c.serialize())
+
+
+LEAN_LAYERS = [   # the H200 table's large-filter layers, with the lean 8x2 tile
+    (dict(N=64, C=96, Hi=56, Wi=56, K=96, G=96, Y=7, X=7, pH=3, pW=3), "16,32,16,1,1,8,2,1,0,4,1,0,1,4"),
+    (dict(N=64, C=240, Hi=28, Wi=28, K=240, G=240, Y=5, X=5, pH=2, pW=2), "16,32,16,1,1,8,2,1,0,4,1,0,1,4"),
+    (dict(N=64, C=144, Hi=56, Wi=56, K=144, G=144, Y=5, X=5, pH=2, pW=2, sH=2, sW=2),
+     "16,32,16,1,1,8,2,1,0,4,1,0,1,4"),
+]
+
+
+@pytest.mark.skipif(not offline.shutil.which("nvcc"), reason="nvcc not on PATH")
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("case", range(len(LEAN_LAYERS)))
+def test_nvcc_builds_lean_body_without_spills(dtype, case, tmp_path):
+    kw, text = LEAN_LAYERS[case]
+    p = dw(**kw).replace(dtype=dtype)
+    c = PerfConfig.parse(text)
+    if dtype == "fp32":
+        c = c.replace(vector_size_c=0)
+    b = offline.inspect_nvidia(make_direct_spec(p, SM90, c).emit().text, "sm_90", tmp_path, "k")
+    assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.spill_load_bytes == 0 and b.stack_bytes == 0
+
+
+@pytest.mark.skipif(offline.find_amd_clang() is None, reason="no clang with AMDGPU targets")
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+def test_clang_builds_lean_body_without_scratch(arch, dtype, tmp_path):
+    t = get_target(arch)
+    for kw, text in LEAN_LAYERS:
+        p = dw(**kw).replace(dtype=dtype)
+        c = PerfConfig.parse(text)
+        if dtype == "fp32":
+            c = c.replace(vector_size_c=0)
+        co = offline.compile_amd(make_direct_spec(p, t, c).emit().text, arch, tmp_path)
+        assert co.data and co.resources.get("ScratchSize [bytes/lane]", 0) == 0, co.resources

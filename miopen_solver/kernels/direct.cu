@@ -216,6 +216,21 @@ DD_DEVICE void dd_zero(dd_t* e) {
 #pragma unroll
     for (int i = 0; i < L; ++i) e[i] = (dd_t)0;
 }
+// #section lean
+// L storage elements at p (aligned to L elements, read-only path) into e[0..L), or zeros
+// where !ok: the whole vector register is zeroed and the load predicated before the
+// elements are taken apart, so an out-of-range column costs one move per vector instead
+// of a merge per element.
+template <int L>
+DD_DEVICE void dd_load_or_zero(dd_t* e, const dd_t* p, bool ok) {
+    typedef typename dd_raw<L * DD_EB>::type R;
+    union { R r; dd_t e[L]; } u;
+    u.r = R{};
+    if (ok) u.r = dd_ldg<R>(reinterpret_cast<const R*>(p));
+#pragma unroll
+    for (int i = 0; i < L; ++i) e[i] = u.e[i];
+}
+// #end lean
 
 // N fp32 values from 16-byte aligned shared memory, in the widest aligned vectors.
 struct __attribute__((aligned(16))) dd_f4 { float v[4]; };
@@ -339,6 +354,7 @@ DD_DEVICE bool dd_row(dd_rawt (&raw)[WIN][DD_RAWN], const dd_t* __restrict__ dy,
         if (!dd_col_used(RW, m)) continue;
         const int wo = qw_t + MINX + m;
         dd_t e[DD_NY];
+// #section !lean
         if ((unsigned)wo < (unsigned)DG_WO) {
             const dd_t* src = row + (dd_idx)wo * DG_K;
 #pragma unroll
@@ -346,6 +362,13 @@ DD_DEVICE bool dd_row(dd_rawt (&raw)[WIN][DD_RAWN], const dd_t* __restrict__ dy,
         } else {
             dd_zero<DD_NY>(e);
         }
+// #end !lean
+// #section lean
+        const bool ok = (unsigned)wo < (unsigned)DG_WO;
+        const dd_t* src = row + (dd_idx)(qw_t + MINX) * DG_K + m * DG_K;
+#pragma unroll
+        for (int v = 0; v < DD_NY / DD_LY; ++v) dd_load_or_zero<DD_LY>(e + v * DD_LY, src + v * DD_LY, ok);
+// #end lean
         dd_pack(raw[m], e);
     }
 #endif
@@ -533,6 +556,7 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
             for (int v = 0; v < DD_NY / DD_LYS; ++v) dd_load<DD_LYS, false>(e + v * DD_LYS, src + v * DD_LYS);
 #else
             const int wo = qw_t + MINX + m;
+// #section !lean
             if ((unsigned)wo < (unsigned)DG_WO) {
                 const dd_t* src = dyrow + (dd_idx)wo * DG_K;
 #pragma unroll
@@ -540,6 +564,15 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
             } else {
                 dd_zero<DD_NY>(e);
             }
+// #end !lean
+// #section lean
+            // column m as a compile-time offset from the window's first column (which may
+            // lie left of the row: only in-range columns are read)
+            const bool ok = (unsigned)wo < (unsigned)DG_WO;
+            const dd_t* src = dyrow + (dd_idx)(qw_t + MINX) * DG_K + m * DG_K;
+#pragma unroll
+            for (int v = 0; v < DD_NY / DD_LY; ++v) dd_load_or_zero<DD_LY>(e + v * DD_LY, src + v * DD_LY, ok);
+// #end lean
 #endif
 #pragma unroll
             for (int v = 0; v < DD_NY; ++v) win[m][v] = dd_to_f(e[v]);
@@ -599,6 +632,35 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
 
     // Filter taps of the block's channels -> shared memory, fp32, [tap][channel][k]. The
     // block's groups own consecutive W rows; read them in memory order (coalesced).
+// #section lean
+    // Lean form, where the threads are a multiple of the TN*kpg staged floats of one tap: a
+    // thread owns one (channel, k) lane of every DD_THREADS/(TN*kpg)-th tap, so its source
+    // and destination advance by compile-time strides (no division per element); the
+    // reads are strided by Y*X*cpg elements (the filter is small and L2-resident).
+    if constexpr (DD_THREADS % (DD_TN * DG_KPG) == 0) {
+        constexpr int TAPS = DG_Y * DG_X;
+        constexpr int L = DD_TN * DG_KPG;                          // staged floats per tap
+        constexpr int TG = DD_THREADS >= L ? DD_THREADS / L : 1;   // taps staged at once
+        const int l = tid % L;
+        const int t0 = tid / L;
+        const int cl = l / DG_KPG;                                 // block-local dX channel
+        const int k = l % DG_KPG;
+        const int gl = DD_TN >= DG_CPG ? cl / DG_CPG : 0;
+        const int c = DD_TN >= DG_CPG ? cl % DG_CPG : (cb * DD_TN) % DG_CPG + cl;
+        const int g = cb * DD_TN / DG_CPG + gl;
+        // Lanes of channels past C (the last channel block) stage group G-1's taps: no
+        // thread that writes dX reads them (their chunks have cok false), and every load
+        // stays in the filter, so the unrolled loads need no predicate.
+        const dd_t* src = w + ((dd_idx)(g < DG_G ? g : DG_G - 1) * DG_KPG + k) * TAPS * DG_CPG + c;
+        float* dst = ws + l;
+#pragma unroll 16
+        for (int i = 0; i < TAPS / TG; ++i) dst[(t0 + i * TG) * DD_WSP] = dd_to_f(src[(t0 + i * TG) * DG_CPG]);
+        if constexpr (TAPS % TG != 0) {
+            const int tap = t0 + (TAPS / TG) * TG;
+            if (tap < TAPS) dst[tap * DD_WSP] = dd_to_f(src[tap * DG_CPG]);
+        }
+    } else
+// #end lean
     {
         constexpr int TAPS = DG_Y * DG_X;
         constexpr int NGB = DD_TN >= DG_CPG ? DD_TN / DG_CPG : 1;   // groups in the block

@@ -1,0 +1,266 @@
+"""Issue-slot model of the ``direct`` kernel from its sm_90 SASS, no GPU needed.
+
+For each layer x config: emit ``kernels/direct.cu`` (miopen_solver.direct), build a cubin
+with nvcc (``-arch=sm_90``, ptxas ``-v`` for registers and spills), disassemble it with
+``cuobjdump -sass`` and estimate the instructions one thread issues per dX element it
+owns, by class. The estimate is loop-aware but static:
+
+* a loop is a backward branch and the code between its target and it; a loop holding
+  FFMAs is a row loop (one trip per dY row of the thread's window), a loop holding STS and
+  no FFMA is the filter staging loop;
+* FFMA per thread is exact for an interior thread: ``TPW*TPH*V*kpg`` times the valid
+  (y, x) taps of the phase;
+* a row loop's other instructions count once per trip: ``nrows`` trips (the phase's dY rows,
+  ``TPH + spany``), divided by the loop's unroll factor (its static FFMAs over one row's);
+  every instruction of the body is counted as issued (the interior path: all columns in
+  bounds, every thread row with a tap), so rows where a thread row has no tap count the
+  skipped weight reads too;
+* the staging loop counts its body per staged unit (``units / threads`` per thread,
+  body / STS in the body);
+* code outside loops counts once; after the first barrier (the filter staging's), divided
+  by the W phases compiled (each block runs one of their bodies).
+
+W phases are averaged with the H phases (stride 2: four phases, the row loops matched to
+their W phase by their static FFMA count). ``ffma%`` is FFMA over all issued instructions,
+the share of issue slots that do math (the FMA pipe's peak is one warp instruction per
+SMSP per cycle, as is the issue rate).
+
+``SASS_DEBUG=1`` prints each row loop's static counts and the staging cost per unit.
+cuobjdump comes with the CUDA toolkit or the ``nvidia-cuda-cuobjdump`` wheel.
+
+Usage (repo root; cuobjdump on PATH or ``$CUOBJDUMP``)::
+
+    PYTHONPATH=. python bench/direct_sass.py                      # the table's layers, defaults
+    PYTHONPATH=. python bench/direct_sass.py --configs '16,32,8,1,1,8,1,0,0,4,1,0,1,4' --only dw7x7
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from miopen_solver.direct import (axis_span, axis_taps, default_direct_config,  # noqa: E402
+                                  make_direct_spec, tap_phases)
+from miopen_solver.problem import ConvProblem  # noqa: E402
+from miopen_solver.spec import PerfConfig  # noqa: E402
+from miopen_solver.target import get_target  # noqa: E402
+
+NHWC = dict(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+def dw(N, C, H, W, k, s=1, dtype="fp16"):
+    p = (k - 1) // 2
+    return ConvProblem(N=N, C=C, Hi=H, Wi=W, K=C, Y=k, X=k, pH=p, pW=p, sH=s, sW=s, G=C, dtype=dtype, **NHWC)
+
+
+# The layers of the H200 table (label, problem, the config measured there).
+LAYERS = [
+    ("convnext dw7x7 c96 56", dw(64, 96, 56, 56, 7), "16,32,8,1,1,8,1,0,0,4,1,0,1,4"),
+    ("convnext dw7x7 c192 28", dw(64, 192, 28, 28, 7), "8,64,8,1,1,8,1,0,0,4,1,0,1,4"),
+    ("convnext dw7x7 c384 14", dw(64, 384, 14, 14, 7), "8,64,8,1,1,8,1,0,0,4,1,0,1,4"),
+    ("effnet dw5x5 c240 28", dw(64, 240, 28, 28, 5), "8,64,8,1,1,8,1,0,0,4,1,0,1,4"),
+    ("effnet dw5x5 c672 14", dw(64, 672, 14, 14, 5), "8,64,8,1,1,8,1,0,0,4,1,0,1,4"),
+    ("effnet dw5x5s2 c144 56", dw(64, 144, 56, 56, 5, s=2), "16,32,8,1,1,8,1,0,0,4,1,0,1,4"),
+    ("mobilenet dw3x3 c144 56", dw(64, 144, 56, 56, 3), "16,32,16,1,1,4,2,0,0,4,1,0,1,4"),
+]
+
+CLASSES = (
+    ("ffma", ("FFMA",)),
+    ("cvt", ("HADD2", "F2F", "F2FP", "I2F", "F2I")),
+    ("lds", ("LDS",)),
+    ("ldg", ("LDG",)),
+    ("sts", ("STS",)),
+    ("stg", ("STG",)),
+    ("bits", ("PRMT", "SHF", "LOP3", "BMSK", "SGXT")),
+    ("int", ("IMAD", "IADD3", "LEA", "ISETP", "SEL", "IABS", "IMNMX", "VIADD", "I2I", "LOP", "FSEL", "FSETP",
+             "P2R", "R2P", "PLOP3", "S2R", "S2UR", "CS2R", "MOV", "UMOV", "ULEA", "UIADD3", "UIMAD", "ULDC",
+             "LDC", "ISCADD", "USHF", "ULOP3", "UISETP", "USEL", "R2UR", "FMUL", "FADD")),
+    ("ctl", ("BRA", "BSSY", "BSYNC", "BAR", "EXIT", "NOP", "RET", "CALL", "WARPSYNC", "DEPBAR", "YIELD")),
+)
+
+
+def klass(op: str) -> str:
+    base = op.split(".")[0]
+    for name, ops in CLASSES:
+        if base in ops:
+            return name
+    return "int"
+
+
+def find_tool(name: str) -> str:
+    env = os.environ.get(name.upper())
+    if env:
+        return env
+    exe = shutil.which(name)
+    if exe:
+        return exe
+    for base in sys.path:     # the pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm
+        for sub in ("nvidia/cu13/bin", "nvidia/cuda_cuobjdump/bin"):
+            cand = Path(base) / sub / name
+            if cand.exists():
+                return str(cand)
+    raise SystemExit(f"{name} not found: put it on PATH or set ${name.upper()}")
+
+
+def build(text: str, work: Path):
+    """(sass lines [(addr, op)], registers, spill bytes, stack bytes)."""
+    src, cubin = work / "k.cu", work / "k.cubin"
+    src.write_text(text)
+    r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-o", str(cubin), str(src)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(r.stderr)
+    rep = r.stdout + r.stderr
+    regs = int(re.search(r"Used (\d+) registers", rep).group(1))
+    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", rep)
+    sass = subprocess.run([find_tool("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+    ins = []
+    for line in sass.splitlines():
+        mm = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if not mm:
+            continue
+        words = mm.group(2).split()
+        if words[0].startswith("@"):
+            words = words[1:]
+        target = None
+        if words[0].startswith("BRA"):
+            t = re.search(r"0x([0-9a-f]+)", " ".join(words[1:]))
+            target = int(t.group(1), 16) if t else None
+        ins.append((int(mm.group(1), 16), words[0], target))
+    return ins, regs, int(m.group(2)) + int(m.group(3)), int(m.group(1))
+
+
+def loops(ins):
+    """Innermost-first list of (lo, hi) address ranges of backward branches."""
+    out = []
+    for a, op, t in ins:
+        if op.startswith("BRA") and t is not None and t <= a:
+            out.append((t, a))
+    return out
+
+
+def analyse(spec, ins):
+    """Per-thread issued instructions by class (dict) and the outputs one thread owns."""
+    p = spec.problem
+    per_out = spec.tpw * spec.tph * spec.vec
+    macs = per_out * p.kpg
+    ph_h = tap_phases(p.pH, p.sH, p.dH, p.Y, p.Hi)
+    ph_w = tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)
+    nx = {rw: len(axis_taps(rw, p.pW, p.sW, p.dW, p.X)) for rw in ph_w}
+    rows = {rh: spec.tph + axis_span(rh, p.pH, p.sH, p.dH, p.Y)[1] for rh in ph_h}
+    ny = {rh: len(axis_taps(rh, p.pH, p.sH, p.dH, p.Y)) for rh in ph_h}
+    lps = loops(ins)
+    inloop = set()
+    row_loops, stage_loops = [], []
+    for lo, hi in lps:
+        body = [(a, op) for a, op, _ in ins if lo <= a <= hi]
+        c = collections.Counter(klass(op) for _, op in body)
+        if c["ffma"]:
+            row_loops.append((lo, hi, c, body))
+        elif any(op.startswith("STS") for _, op in body):
+            stage_loops.append((lo, hi, c, body))
+    for lo, hi, *_ in row_loops + stage_loops:
+        inloop.update(a for a, _, _ in ins if lo <= a <= hi)
+    # drop loops nested in others (count the outer one) -- row loops are not nested
+    tot = collections.Counter()
+    # straight-line code: once per thread, shared among the compiled W phases
+    nph_w_compiled = max(1, len(row_loops))
+    first_bar = min((a for a, op, _ in ins if op.startswith("BAR")), default=0)
+    for a, op, _ in ins:
+        if a not in inloop:
+            tot[klass(op)] += 1.0 if a <= first_bar else 1.0 / nph_w_compiled
+    # filter staging: one body per staged unit
+    taps = p.Y * p.X
+    ngb = spec.tn // p.cpg if spec.tn >= p.cpg else 1
+    cpb = p.cpg if spec.tn >= p.cpg else spec.tn
+    units = ngb * p.kpg * taps * cpb / spec.block_threads
+    st_best = None
+    for lo, hi, c, body in stage_loops:
+        n_sts = sum(1 for _, op in body if op.startswith("STS"))
+        if st_best is None or n_sts > st_best[0]:
+            st_best = (n_sts, c)
+    if st_best:
+        for k, v in st_best[1].items():
+            tot[k] += v * units / st_best[0]
+    # row loops: match each to a W phase by its static FFMA count
+    phases = sorted(ph_w)
+    ffma_thread = 0.0
+    loop_other = collections.Counter()
+    matched = []
+    for i, (lo, hi, c, body) in enumerate(row_loops):
+        cands = [rw for rw in phases if c["ffma"] % (spec.tph * nx[rw] * macs // 1 // spec.tph) == 0] or phases
+        rw = phases[i] if len(row_loops) == len(phases) else cands[0]
+        one_row = spec.tph * nx[rw] * macs
+        unroll = max(1, c["ffma"] // one_row)
+        matched.append((rw, unroll))
+        for rh in ph_h:
+            w_ = 1.0 / len(ph_h)
+            for k, v in c.items():
+                if k != "ffma":
+                    loop_other[k] += w_ * v * rows[rh] / unroll
+            ffma_thread += w_ * ny[rh] * nx[rw] * macs
+    nrl = max(1, len(row_loops))
+    if os.environ.get("SASS_DEBUG"):
+        print("  once", {k: round(v, 1) for k, v in tot.items()}, "stage/unit",
+              st_best and {k: round(v / st_best[0], 1) for k, v in st_best[1].items()}, "units", units)
+        for lo, hi, c, body in row_loops:
+            print("  rowloop", hex(lo), hex(hi), dict(c))
+    for k, v in loop_other.items():
+        tot[k] += v / nrl
+    tot["ffma"] += ffma_thread / nrl
+    return tot, per_out, matched
+
+
+def report(label, spec, work):
+    ins, regs, spill, stack = build(spec.emit().text, work)
+    tot, per_out, matched = analyse(spec, ins)
+    n = sum(tot.values())
+    row = {k: tot.get(k, 0.0) / per_out for k, _ in CLASSES}
+    return dict(label=label, config=spec.config.serialize(), regs=regs, spill=spill, stack=stack,
+                per_out=row, total=n / per_out, ffma_pct=100.0 * tot["ffma"] / n, loops=matched)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default="", help="';'-separated configs to analyse on every layer "
+                                                   "(default: the table's config of each layer)")
+    ap.add_argument("--default", action="store_true", help="also the layer's default_direct_config")
+    ap.add_argument("--only", default="", help="comma-separated substrings of layer labels")
+    ap.add_argument("--dtype", default="fp16")
+    args = ap.parse_args(argv)
+    t = get_target("sm_90")
+    work = Path(tempfile.mkdtemp(prefix="direct-sass-"))
+    cols = [k for k, _ in CLASSES]
+    print(f"{'layer':26s} {'config':34s} {'regs':>4s} {'spill':>5s} " + " ".join(f"{c:>6s}" for c in cols)
+          + f" {'total':>7s} {'ffma%':>6s}")
+    for label, p, table_cfg in LAYERS:
+        if args.only and not any(o in label for o in args.only.split(",")):
+            continue
+        p = p.replace(dtype=args.dtype)
+        cfgs = [PerfConfig.parse(c) for c in args.configs.split(";") if c.strip()] or [PerfConfig.parse(table_cfg)]
+        if args.default:
+            cfgs.append(default_direct_config(p, t))
+        for c in cfgs:
+            try:
+                s = make_direct_spec(p, t, c)
+            except Exception as e:  # invalid for this layer
+                print(f"{label:26s} {c.serialize():34s} invalid: {e}")
+                continue
+            r = report(label, s, work)
+            print(f"{label:26s} {r['config']:34s} {r['regs']:4d} {r['spill']:5d} "
+                  + " ".join(f"{r['per_out'][k]:6.2f}" for k in cols) + f" {r['total']:7.2f} {r['ffma_pct']:5.1f}%")
+
+
+if __name__ == "__main__":
+    main()
