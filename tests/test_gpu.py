@@ -278,6 +278,22 @@ def test_direct_schedule_verifies(engine, dtype, line):
         assert _check(engine, p, cfg, rng) is not None
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", DIRECT_LINES)
+def test_direct_lean_body_verifies(engine, dtype, line):
+    """The direct schedule's lean body (``vector_size_a`` 1: whole-vector dY zeroing, filter
+    staged by fixed lanes) on the searched configs that take it."""
+    from miopen_solver.config import KernelSchedule
+    from miopen_solver.solver import DgradSolver
+    p = _nhwc_problem(dtype, line)
+    rng = np.random.default_rng(12)
+    cfgs = [c for c in DgradSolver().search(p, engine.target)
+            if c.schedule is KernelSchedule.DIRECT and c.vector_size_a == 1]
+    assert cfgs
+    for cfg in cfgs[:4]:
+        assert _check(engine, p, cfg, rng) is not None
+
+
 # ------------------------------------------------------------------ split-N (issue 16)
 SPLIT_LINES = [   # (line, config or None for the default): 3 launches of 2 images each, forced
     ("convfp16 -n 6 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", None),
