@@ -240,19 +240,20 @@ MARGINS = (0.0, 0.05, 0.1, 0.2, 0.3)
 
 
 def judge_pairs(rows, margins=MARGINS) -> dict:
-    """Leave-one-layer-out over the layers that two reports timed at different configs: the
-    baseline is the config of the earlier ``--report`` file (the rules' default), the other the
-    later one's; the model, refitted without the layer, takes the other config where it
+    """Leave-one-layer-out over the layers that reports timed at different configs: the
+    baseline is the config of the earliest ``--report`` file (the rules' default), paired with
+    each other config a later file timed; the model, refitted without the layer, takes the other config where it
     predicts the baseline at least ``margin`` slower. Returns ``{"pairs": n, "correct": the
     pairs whose faster config the model ranks first, "oracle": geomean of baseline / faster,
     margin: (pairs switched, geomean baseline / chosen, worst baseline / chosen)}``."""
     first = {}
-    pairs = []
+    pairs, seen = [], set()
     for r in rows:
         if r["method"] != "graph":
             continue
         base = first.setdefault(r["layer"], r)
-        if base is not r and base["config"] != r["config"] and all(p[0] is not base for p in pairs):
+        if base["config"] != r["config"] and (r["layer"], r["config"]) not in seen:
+            seen.add((r["layer"], r["config"]))
             pairs.append((base, r))
     out = {"pairs": len(pairs), "correct": 0, "oracle": 1.0}
     if not pairs:
