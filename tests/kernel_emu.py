@@ -447,7 +447,10 @@ static float emu_wgmma_product(uint32_t a0, uint32_t a_sbo, int a_mode, uint32_t
 static void emu_wgmma(float* d, unsigned long long ad, unsigned long long bd, int n, int dtype) {
     const int a_mode = (int)(ad >> 62), b_mode = (int)(bd >> 62);
     if (a_mode == 0 || b_mode == 0) { fprintf(stderr, "wgmma: the unswizzled layout is not emulated\n"); exit(4); }
-    if (((ad >> 49) & 7) || ((bd >> 49) & 7)) { fprintf(stderr, "wgmma: a nonzero base offset is not emulated\n"); exit(4); }
+    if (((ad >> 49) & 7) || ((bd >> 49) & 7)) {
+        fprintf(stderr, "wgmma: a nonzero base offset is not emulated\n");
+        exit(4);
+    }
     const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
     const uint32_t b0 = (uint32_t)(bd & 0x3FFF) << 4, b_lbo = (uint32_t)((bd >> 16) & 0x3FFF) << 4,
                    b_sbo = (uint32_t)((bd >> 32) & 0x3FFF) << 4;
