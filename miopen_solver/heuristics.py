@@ -21,7 +21,7 @@ from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
 from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
-from .spec import count_tiles, is_valid_performance_config, split_k_atomics_reason
+from .spec import WGMMA_NARROW, count_tiles, is_valid_performance_config, split_k_atomics_reason
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
 from .tma import TMA_MIN_FILL, tma_fill, tma_reason
@@ -428,15 +428,21 @@ def _cover_n(problem: ConvProblem) -> int:
 def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
     """The warpgroup schedules (sm_90a, fp16/bf16): warpgroups stacked along M, one
     warpgroup tile of 64 x tile_n each or two m64 instructions per warpgroup; the persistent
-    and TMA forms where they may run (no split K; TMA loads 64-wide k boxes)."""
+    and TMA forms where they may run (no split K; TMA loads 64-wide k boxes). fp16/bf16 also
+    get the narrow tiles of the plain and persistent schedules (64-byte swizzled rows,
+    :data:`~miopen_solver.spec.WGMMA_NARROW`): tile_k 32 where kpg is not a multiple of 64
+    (kpg 32: one filter tap per k-tile, where a 64-wide one would pad), and one 32-wide
+    warpgroup tile where cpg <= 32 (where a 64-wide one would pad)."""
     tf32 = p.compute_type == "tf32"     # fp32 with TF32 math: k8 instructions, the plain main loop
     if not (t.wgmma and (p.dtype in ("fp16", "bf16") or tf32)):
         return
     cover_n = _cover_n(p)
-    for tm, tn, tk, st, sk in itertools.product((64, 128, 256), _WGMMA_N, (32, 64) if tf32 else (64, 128),
-                                                (3, 4, 5), splits):
+    tile_ks = (32, 64) if tf32 else (64, 128) if p.kpg % 64 == 0 else (32, 64, 128)
+    tile_ns = _WGMMA_N if tf32 or cover_n > 32 else (32,) + _WGMMA_N
+    for tm, tn, tk, st, sk in itertools.product((64, 128, 256), tile_ns, tile_ks, (3, 4, 5), splits):
         if tn > max(64, cover_n) or (sk > 1 and sk * tk > max_k):
             continue
+        narrow = not tf32 and (tk == 32 or tn == 32)
         for wm in {tm // 64, max(1, tm // 128)}:
             base = PerfConfig(tm, tn, tk, wm, 1, tm // wm, tn, 0, 0, 0, sk, -1, st, KernelSchedule.WGMMA)
             yield base
@@ -444,7 +450,7 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
                 continue
             if sk == 1:
                 yield base.replace(schedule=KernelSchedule.WGMMA_PERSISTENT)
-            if sk == 1 and tk == 64:
+            if sk == 1 and tk == 64 and not narrow:
                 yield base.replace(schedule=KernelSchedule.WGMMA_TMA)
 
 
@@ -473,8 +479,15 @@ def _virtual_candidates(v: ConvProblem, t: Target, family: dict,
     and NCHW pointwise families, tilde for group packing) without split K whose main loop is
     one of ``loops``, on that loop's schedule in ``family``."""
     for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), v.kpg), _warp_mma_candidates(v, t, (1,), v.kpg)):
-        if cfg.schedule in loops:
+        if cfg.schedule in loops and not _narrow_warpgroup(v, cfg):
             yield cfg.replace(schedule=family[cfg.schedule])
+
+
+def _narrow_warpgroup(p: ConvProblem, cfg: PerfConfig) -> bool:
+    """A 16-bit warpgroup tile with a 32-wide side (tile_k or warp_tile_n: the 64-byte
+    swizzle), which the virtual-GEMM families' searches leave out (their kernels were not
+    verified on it)."""
+    return cfg.schedule.warpgroup and p.compute_type != "tf32" and WGMMA_NARROW in (cfg.tile_k, cfg.warp_tile_n)
 
 
 def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:

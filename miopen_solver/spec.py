@@ -29,8 +29,9 @@ notes dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
 
 Each :class:`~miopen_solver.config.KernelSchedule` adds its own rules
 (:data:`SCHEDULE_RULES`): the warpgroup schedules need sm_90a ``wgmma.mma_async`` shapes and
-the 128-byte swizzle layout (PTX ISA), the persistent one a single K slice, the TMA one the
-tensor-map rules of :mod:`miopen_solver.tma`.
+the 128-byte swizzle layout (PTX ISA; the 64-byte one for the narrow tiles, tile_k 32 or
+warp_tile_n 32 on fp16/bf16 and the plain or persistent schedule), the persistent one a
+single K slice, the TMA one the tensor-map rules of :mod:`miopen_solver.tma`.
 """
 
 from __future__ import annotations
@@ -50,7 +51,15 @@ from .tma import TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
 WGMMA_N = (64, 128, 256)
-"""warp_tile_n values a warpgroup config may use (the instruction's N)."""
+"""warp_tile_n values a warpgroup config may use (the instruction's N) on every warpgroup
+schedule and dtype."""
+WGMMA_NARROW = 32
+"""The narrow tile side of the 16-bit plain and persistent warpgroup schedules: tile_k 32 (a
+K-major A row of 64 bytes) and warp_tile_n 32 (an MN-major B row of 64 bytes, m64n32k16),
+both in the 64-byte swizzle (PTX ISA, "Shared Memory Matrix Layout")."""
+NARROW_SCHEDULES = frozenset({KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT})
+"""The warpgroup schedules whose cp.async loaders store the 64-byte swizzle (the TMA one's
+tensor maps are built for 128-byte rows and 64-wide boxes)."""
 WGMMA_GROUP = 128
 """Threads of one warpgroup."""
 REGISTER_RESERVE = 40
@@ -734,7 +743,10 @@ def paired_accumulators(atom: MmaAtom) -> bool:
 
 def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     """The warpgroup schedules: sm_90a ``wgmma.mma_async`` m64nNk16 from 128-byte-swizzled
-    shared memory; ``warp_m x warp_n`` warpgroups of ``warp_tile_m x warp_tile_n``."""
+    shared memory; ``warp_m x warp_n`` warpgroups of ``warp_tile_m x warp_tile_n``. For
+    fp16/bf16 the plain and persistent schedules (:data:`NARROW_SCHEDULES`) also take the
+    narrow side :data:`WGMMA_NARROW` as tile_k and as warp_tile_n, whose 64-byte rows use the
+    64-byte swizzle."""
     s = c.schedule.label
     require(t.wgmma, f"{s} needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
     tf32 = p.compute_type == "tf32"
@@ -750,15 +762,28 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
                 f"{s} needs fp16 or bf16 data (or fp32 with TF32 math, -M 0, on schedule 1), got {p.dtype}")
     require(c.warp_tile_m % 64 == 0, f"{s} needs warp_tile_m a multiple of 64 (m64 instructions), "
                                      f"got {c.warp_tile_m}")
-    require(c.warp_tile_n in WGMMA_N,
-            f"{s} needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}, got {c.warp_tile_n}")
+    narrow_ok = not tf32 and c.schedule in NARROW_SCHEDULES
+    if c.warp_tile_n == WGMMA_NARROW:
+        # m64n32k16: a k row of the warpgroup's 32 columns of W is 64 bytes, stored and read in
+        # the 64-byte swizzle; the cp.async loaders of the plain and persistent main loops store it.
+        require(narrow_ok, f"{s} takes warp_tile_n {WGMMA_NARROW} (64-byte swizzled W rows) only for fp16/bf16 "
+                           f"on the plain or persistent warpgroup schedule (1, 2)")
+    else:
+        require(c.warp_tile_n in WGMMA_N,
+                f"{s} needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}"
+                f"{f' (or {WGMMA_NARROW} for fp16/bf16 on schedules 1 and 2)' if narrow_ok else ''}, "
+                f"got {c.warp_tile_n}")
     # One instruction spans the warpgroup's whole column range (its N is warp_tile_n),
     # so the warpgroups along N must cover tile_n exactly.
     require(c.tile_n == c.warp_n * c.warp_tile_n,
             f"{s} needs tile_n = warp_n*warp_tile_n (one instruction spans a warpgroup's columns); "
             f"got tile_n {c.tile_n}, warp_n*warp_tile_n {c.warp_n * c.warp_tile_n}")
     if not tf32:
-        require(c.tile_k % 64 == 0, f"{s} needs tile_k a multiple of 64 (128-byte swizzled rows), got {c.tile_k}")
+        # tile_k 32: one 64-byte swizzled dY row per pixel, and with kpg 32 one filter tap per
+        # k-tile (the tap-uniform K loop); wider k-tiles are 128-byte swizzled rows.
+        require(c.tile_k % 64 == 0 or (c.tile_k == WGMMA_NARROW and narrow_ok),
+                f"{s} needs tile_k a multiple of 64 (128-byte swizzled rows)"
+                f"{f' or {WGMMA_NARROW} (one 64-byte swizzled row)' if narrow_ok else ''}, got {c.tile_k}")
         require(c.lds_k_outer != 0, f"{s} reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
 
 

@@ -309,15 +309,26 @@ static uint32_t emu_cvt_rna_tf32(float f) {
     return (u & 0x007fffffu) ? 0x7fffffffu : u;
 }
 
-// wgmma.mma_async.m64nNk16.f32 with A K-major and B MN-major in 128-byte swizzled shared
-// memory (PTX ISA "Matrix descriptor", "Shared memory matrix layout"): descriptor bits 0-13
-// start address, 16-29 leading-dimension byte offset, 32-45 stride byte offset (16-byte
-// units), 62-63 swizzle mode (1 = 128 bytes). The swizzle XORs address bits 4-6 with bits
-// 7-9. A(m, k) = start + (m/8)*SBO + (m%8)*128 + 2k; B(k, n) = start + (n/64)*LBO +
-// (k/8)*SBO + (k%8)*128 + 2(n%64). Thread T of the warpgroup holds, per 8-column chunk j,
+// wgmma.mma_async.m64nNk16.f32 with A K-major and B MN-major in swizzled shared memory
+// (PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout" and 9.7.15.5.1.2.2 "Matrix Descriptor
+// Format"): descriptor bits 0-13 start address, 16-29 leading-dimension byte offset, 32-45
+// stride byte offset (16-byte units), 49-51 base offset (0 here: every pattern starts on its
+// repeat boundary), 62-63 swizzle mode: 1 = 128 bytes, 2 = 64 bytes, 3 = 32 bytes. A swizzle
+// atom of S bytes (S = 128, 64, 32) is 8 rows of S bytes (8 x S/16 16-byte units K-major,
+// S/16 x 8 MN-major), repeating every 8*S bytes; the swizzle XORs the 16-byte unit index,
+// address bits 4 .. 3+log2(S/16), with the row bits 7 .. 6+log2(S/16): bits 4-6 with 7-9
+// (128B), 4-5 with 7-8 (64B), 4 with 7 (32B). With E-byte elements, A(m, k) = start +
+// (m/8)*SBO + (m%8)*S + E*k; B(k, n) = start + (n/(S/E))*LBO + (k/8)*SBO + (k%8)*S +
+// E*(n%(S/E)) (LBO: between S-byte-wide column blocks, SBO: between 8-row groups of k).
+// Thread T of the warpgroup holds, per 8-column chunk j,
 // D[16(T/32) + (T%32)/4 + 8(e/2)][8j + 2(T%4) + e%2] in d[4j + e]. Executed at issue: the
 // operands are read when the instruction is issued, the results are final at once.
-static uint32_t emu_swz(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
+static uint32_t emu_swz_mode(uint32_t a, int mode) {
+    const uint32_t mask = mode == 1 ? 7u : mode == 2 ? 3u : 1u;
+    return a ^ (((a >> 7) & mask) << 4);
+}
+static uint32_t emu_swz(uint32_t a) { return emu_swz_mode(a, 1); }   // 128-byte (TMA tensor maps)
+static uint32_t emu_swz_bytes(int mode) { return mode == 1 ? 128u : mode == 2 ? 64u : 32u; }
 
 // __shfl_xor_sync: every lane of the warp takes part.
 struct emu_shfl_buf { uint32_t v[32]; };
@@ -418,19 +429,28 @@ static float emu_tf32_operand(const unsigned char* p) {
     return f;
 }
 // One element (row m, column col) of a wgmma operand pair at k: A K-major; B MN-major for
-// 16-bit types, K-major for .tf32 (then A's form with the columns as rows).
-static float emu_wgmma_product(uint32_t a0, uint32_t a_sbo, uint32_t b0, uint32_t b_lbo, uint32_t b_sbo,
-                               int m, int col, int k, int dtype) {
+// 16-bit types, K-major for .tf32 (then A's form with the columns as rows). a_mode/b_mode:
+// each descriptor's swizzle mode.
+static float emu_wgmma_product(uint32_t a0, uint32_t a_sbo, int a_mode, uint32_t b0, uint32_t b_lbo, uint32_t b_sbo,
+                               int b_mode, int m, int col, int k, int dtype) {
+    const uint32_t sa = emu_swz_bytes(a_mode), sb = emu_swz_bytes(b_mode);
     if (dtype == 0)
-        return emu_tf32_operand(dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 4 * k)) *
-               emu_tf32_operand(dg_smem + emu_swz(b0 + (col / 8) * b_sbo + (col % 8) * 128 + 4 * k));
+        return emu_tf32_operand(dg_smem + emu_swz_mode(a0 + (m / 8) * a_sbo + (m % 8) * sa + 4 * k, a_mode)) *
+               emu_tf32_operand(dg_smem + emu_swz_mode(b0 + (col / 8) * b_sbo + (col % 8) * sb + 4 * k, b_mode));
+    const int b_cols = (int)sb / 2;               // 16-bit columns in one S-byte row of B
     uint16_t ua, ub;
-    std::memcpy(&ua, dg_smem + emu_swz(a0 + (m / 8) * a_sbo + (m % 8) * 128 + 2 * k), 2);
-    std::memcpy(&ub, dg_smem + emu_swz(b0 + (col / 64) * b_lbo + (k / 8) * b_sbo + (k % 8) * 128 + 2 * (col % 64)), 2);
+    std::memcpy(&ua, dg_smem + emu_swz_mode(a0 + (m / 8) * a_sbo + (m % 8) * sa + 2 * k, a_mode), 2);
+    std::memcpy(&ub, dg_smem + emu_swz_mode(b0 + (col / b_cols) * b_lbo + (k / 8) * b_sbo + (k % 8) * sb +
+                                                2 * (col % b_cols), b_mode), 2);
     return emu_b16_to_f(ua, dtype) * emu_b16_to_f(ub, dtype);
 }
 static void emu_wgmma(float* d, unsigned long long ad, unsigned long long bd, int n, int dtype) {
-    if ((ad >> 62) != 1 || (bd >> 62) != 1) { fprintf(stderr, "wgmma: only 128-byte swizzle is emulated\n"); exit(4); }
+    const int a_mode = (int)(ad >> 62), b_mode = (int)(bd >> 62);
+    if (a_mode == 0 || b_mode == 0) { fprintf(stderr, "wgmma: the unswizzled layout is not emulated\n"); exit(4); }
+    if (((ad >> 49) & 7) || ((bd >> 49) & 7)) {
+        fprintf(stderr, "wgmma: a nonzero base offset is not emulated\n");
+        exit(4);
+    }
     const uint32_t a0 = (uint32_t)(ad & 0x3FFF) << 4, a_sbo = (uint32_t)((ad >> 32) & 0x3FFF) << 4;
     const uint32_t b0 = (uint32_t)(bd & 0x3FFF) << 4, b_lbo = (uint32_t)((bd >> 16) & 0x3FFF) << 4,
                    b_sbo = (uint32_t)((bd >> 32) & 0x3FFF) << 4;
@@ -441,7 +461,8 @@ static void emu_wgmma(float* d, unsigned long long ad, unsigned long long bd, in
             const int m = 16 * (T / 32) + (T % 32) / 4 + 8 * (e / 2);
             const int col = 8 * j + 2 * (T % 4) + e % 2;
             float acc = d[4 * j + e];
-            for (int k = 0; k < ksteps; ++k) acc += emu_wgmma_product(a0, a_sbo, b0, b_lbo, b_sbo, m, col, k, dtype);
+            for (int k = 0; k < ksteps; ++k)
+                acc += emu_wgmma_product(a0, a_sbo, a_mode, b0, b_lbo, b_sbo, b_mode, m, col, k, dtype);
             d[4 * j + e] = acc;
         }
 }
@@ -478,6 +499,9 @@ NVIDIA_WRAPPERS = {
     "dg_ldmatrix_x2_t": "DG_DEVICE void dg_ldmatrix_x2_t(dg_u32 (&r)[2], dg_u32 p) { emu_ldmatrix(r, 2, true, p); }",
     "dg_mma": """DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
     emu_mma16816(c, a, b0, b1, DG_DTYPE);
+}""",
+    "dg_wgmma_n32": """DG_DEVICE void dg_wgmma_n32(float* d, unsigned long long a, unsigned long long b) {
+    emu_wgmma(d, a, b, 32, DG_DTYPE);
 }""",
     "dg_wgmma_n64": """DG_DEVICE void dg_wgmma_n64(float* d, unsigned long long a, unsigned long long b) {
     emu_wgmma(d, a, b, 64, DG_DTYPE);

@@ -408,3 +408,103 @@ def test_tf32_kernels_match_the_cpu_engine_s_tf32(tmp_path, line, arch, cfg):
     assert rms_range(CpuEngine(get_target(arch)).run(sol, dy, w).astype(np.float64), dx) < 1.5e-5
     v = verify(p, dx, dgrad_reference(p, dy, w))
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+# ---------------------------------------------------------------- narrow warpgroup tiles
+# tile_k 32 (A: 64-byte swizzled dY rows) and warp_tile_n 32 (m64n32k16, B: 64-byte swizzled
+# W rows), on the plain (1) and persistent (2) warpgroup schedules. The emulator reads each
+# operand through its descriptor's swizzle mode (kernel_emu.py, PTX ISA 9.7.15.5.1.2).
+NARROW_CASES = [
+    # kpg 32, 3x3 pad 1: one tap per k-tile (tap-uniform K loop), two m64 per warpgroup
+    (f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,64,32,2,1,64,64,0,0,0,1,-1,4,1"),
+    (f"convbfp16 -n 2 -c 128 -H 5 -W 7 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,128,32,1,1,128,128,0,0,0,1,-1,3,1"),
+    # cpg 32, 3x3 stride 2 (the YOLOv5 stem's shape: four tilde sub-GEMMs)
+    (f"convfp16 -n 2 -c 32 -H 9 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "128,32,64,2,1,64,32,0,0,0,1,-1,4,1"),
+    # cpg 32, 1x1 (MobileNetV2's expand): pointwise, three 64-wide k-tiles
+    (f"convbfp16 -n 2 -c 32 -H 7 -W 6 -k 192 -y 1 -x 1 {NHWC}", "128,32,64,2,1,64,32,0,0,0,1,-1,3,1"),
+    # both narrow; two 32-wide warpgroups side by side (two B blocks); groups
+    (f"convfp16 -n 2 -c 32 -H 6 -W 5 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,32,32,2,1,64,32,0,0,0,1,-1,3,1"),
+    (f"convfp16 -n 1 -c 128 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 -g 2 {NHWC}", "128,64,32,2,2,64,32,0,0,0,1,-1,4,1"),
+    # kpg 48: 32-wide k-tiles straddle taps (per-vector tap decode); odd cpg (register B path)
+    (f"convfp16 -n 2 -c 30 -H 5 -W 6 -k 48 -y 3 -x 3 -p 1 -q 1 {NHWC}", "64,32,32,1,1,64,32,0,0,0,1,-1,3,1"),
+    # one stage, two stages (no lag), 1x1 stride 2 with zero-fill blocks, NCHW dX
+    (f"convbfp16 -n 2 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "64,32,32,1,1,64,32,0,0,0,1,-1,1,1"),
+    (f"convfp16 -n 2 -c 32 -H 7 -W 8 -k 32 -y 1 -x 1 -u 2 -v 2 {NHWC}", "128,32,32,2,1,64,32,0,0,0,1,-1,2,1"),
+    ("convfp16 -n 2 -c 32 -H 6 -W 8 -k 32 -y 3 -x 3 -p 1 -q 1 -F 2", "128,32,32,2,1,64,32,0,0,0,1,-1,4,1"),
+    # split-K: packed-pair atomics, and the fp32 workspace
+    (f"convfp16 -n 1 -c 32 -H 5 -W 4 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,32,32,2,1,64,32,0,0,0,3,-1,4,1"),
+    (f"convbfp16 -n 1 -c 64 -H 5 -W 4 -k 96 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,64,32,2,1,64,64,0,0,0,3,-1,4,1,2"),
+    # persistent: tile_k 32, warp_tile_n 32, both (with zero-fill blocks)
+    (f"convfp16 -n 2 -c 128 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,128,32,2,1,64,128,0,0,0,1,-1,3,2"),
+    (f"convbfp16 -n 2 -c 32 -H 6 -W 8 -k 64 -y 1 -x 1 {NHWC}", "64,32,64,1,1,64,32,0,0,0,1,-1,2,2"),
+    (f"convfp16 -n 2 -c 32 -H 7 -W 7 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
+     "128,32,32,1,1,128,32,0,0,0,1,-1,3,2"),
+]
+
+
+@pytest.mark.parametrize("line,cfg", NARROW_CASES, ids=[f"narrow{i}-{c[1]}" for i, c in enumerate(NARROW_CASES)])
+def test_narrow_wgmma_kernels_match_the_reference(tmp_path, line, cfg):
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg)
+    c = sol.spec.config
+    assert sol.spec.wgmma and 32 in (c.tile_k, c.warp_tile_n), sol.kernel_name
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+NARROW_MUTANTS = {
+    # each a kernel that disagrees with the documented 64-byte layout somewhere: the store
+    # pattern, or the swizzle mode / stride a descriptor announces
+    "store pattern": ("((((col >> 3) ^ (row >> 1)) & 3) << 3)", "((((col >> 3) ^ row) & 3) << 3)"),
+    "A mode": ("(kk) * 2, 16, 512, 2)", "(kk) * 2, 16, 512, 1)"),
+    "A stride": ("(kk) * 2, 16, 512, 2)", "(kk) * 2, 16, 1024, 2)"),
+    "B mode": ("DG_TILE_K * 64, 512, 2)", "DG_TILE_K * 64, 512, 1)"),
+    "B stride": ("DG_TILE_K * 64, 512, 2)", "DG_TILE_K * 64, 1024, 2)"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(NARROW_MUTANTS))
+def test_narrow_wgmma_layout_mistakes_fail(tmp_path, mutant):
+    """The emulator's 64-byte swizzle is the documented one, not the kernel's: a kernel whose
+    store pattern or descriptors differ from it does not verify."""
+    a, b = NARROW_MUTANTS[mutant]
+    p = parse(f"convfp16 -n 2 -c 32 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 {NHWC}".split()).problem
+
+    def mangle(text):
+        assert a in text
+        return text.replace(a, b)
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config="128,32,32,2,1,64,32,0,0,0,1,-1,3,1", mangle=mangle)
+    assert not v.ok, sol.kernel_name
+
+
+@st.composite
+def narrow_problems(draw):
+    """Problems with kpg 32 or cpg 32 (the other side 16..96), 1x1 or 3x3 filters, strides
+    1-2, pads, groups, fp16 and bf16."""
+    dtype = draw(st.sampled_from(["fp16", "bf16"]))
+    g = draw(st.sampled_from([1, 1, 2]))
+    side = draw(st.sampled_from(["k", "c", "both"]))
+    other = draw(st.sampled_from([16, 24, 32, 40, 64, 96]))
+    cpg = 32 if side in ("c", "both") else other
+    kpg = 32 if side in ("k", "both") else other
+    y = x = draw(st.sampled_from([1, 3]))
+    s_h, s_w = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    p_h, p_w = (draw(st.integers(0, 1)), draw(st.integers(0, 1))) if y == 3 else (0, 0)
+    hi, wi = draw(st.integers(3, 9)), draw(st.integers(3, 9))
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    return (f"{base} -n {draw(st.integers(1, 2))} -c {g * cpg} -H {hi} -W {wi} -k {g * kpg} -y {y} -x {x} "
+            f"-p {p_h} -q {p_w} -u {s_h} -v {s_w} -g {g} {NHWC}")
+
+
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=narrow_problems(), pick=st.integers(0, 10 ** 6))
+def test_random_narrow_wgmma_configs_on_the_emulated_kernel(tmp_path, line, pick):
+    """Any narrow warpgroup config ``search()`` offers for a random kpg-32 / cpg-32 problem
+    (tile shapes, warpgroups, stages, split-K, plain and persistent) runs correctly against
+    the float64 reference with NaN-poisoned dX."""
+    p = parse(line.split()).problem
+    configs = [c for c in SOLVER.search(p, get_target("sm_90"))
+               if c.schedule.warpgroup and 32 in (c.tile_k, c.warp_tile_n)]
+    assert configs, line
+    cfg = configs[pick % len(configs)]
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=str(cfg))
+    assert v.ok and v.nonfinite == 0, (line, str(cfg), sol.kernel_name, v)

@@ -150,6 +150,93 @@ def test_persistent_blocks_walk_many_tiles(engine, line, cfg):
         pytest.skip("config not valid for this problem")
 
 
+# Narrow warpgroup tiles (64-byte swizzled rows, PTX ISA "Shared Memory Matrix Layout"):
+# tile_k 32 (A rows of 32 dY channels: kpg 32, one tap per k-tile) and warp_tile_n 32
+# (m64n32k16, B rows of 32 W channels: cpg 32), on the plain and persistent schedules, over
+# the zoo layers they are for (DenseNet-121 3x3 k32, the YOLOv5s stem 3x3/s2 c32, the
+# MobileNetV2 1x1 c32 expand) at a small N, and their tails, groups and splits.
+NARROW_LINES = [
+    "-n 2 -c 128 -H 56 -W 56 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",      # DenseNet 3x3, kpg 32
+    "-n 4 -c 128 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
+    "-n 2 -c 32 -H 320 -W 320 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",     # YOLOv5s stem, cpg 32
+    "-n 4 -c 32 -H 28 -W 28 -k 192 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",     # MobileNetV2 expand, cpg 32
+    "-n 2 -c 32 -H 17 -W 19 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",       # both 32, GemmM tail
+    "-n 2 -c 64 -H 15 -W 15 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2",  # groups of 32 and 32
+    "-n 2 -c 30 -H 13 -W 11 -k 48 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",       # k-tiles across taps, odd cpg
+    "-n 2 -c 32 -H 14 -W 14 -k 96 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2",       # zero-fill blocks
+]
+CONFIGS_NARROW = [
+    PerfConfig(128, 128, 32, 2, 1, 64, 128, stages=4, schedule=1),     # tile_k 32
+    PerfConfig(256, 128, 32, 2, 1, 128, 128, stages=4, schedule=1),
+    PerfConfig(128, 64, 32, 2, 1, 64, 64, stages=1, schedule=1),
+    PerfConfig(128, 128, 32, 2, 1, 64, 128, split_k=3, stages=4, schedule=1),
+    PerfConfig(128, 32, 64, 2, 1, 64, 32, stages=4, schedule=1),       # warp_tile_n 32
+    PerfConfig(256, 32, 64, 2, 1, 128, 32, stages=3, schedule=1),
+    PerfConfig(128, 32, 32, 2, 1, 64, 32, stages=4, schedule=1),       # both
+    PerfConfig(128, 64, 32, 2, 2, 64, 32, stages=2, schedule=1),
+    PerfConfig(128, 32, 32, 2, 1, 64, 32, split_k=2, stages=3, schedule=1, split_k_reduce=2),
+    PerfConfig(128, 128, 32, 2, 1, 64, 128, stages=3, schedule=2),     # persistent
+    PerfConfig(128, 32, 64, 2, 1, 64, 32, stages=3, schedule=2),
+    PerfConfig(64, 32, 32, 1, 1, 64, 32, stages=2, schedule=2),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_NARROW, ids=lambda c: c.serialize())
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", NARROW_LINES)
+def test_narrow_wgmma_tiles_verify(engine, dtype, line, cfg):
+    """tile_k 32 / warp_tile_n 32 warpgroup kernels (64-byte swizzle) against the float64
+    reference, NaN-poisoned dX."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem(dtype, line)
+    if _check(engine, p, cfg, np.random.default_rng(13)) is None:
+        pytest.skip("config not valid for this problem")
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_NARROW if c.schedule == 2], ids=lambda c: c.serialize())
+@pytest.mark.parametrize("line", NARROW_LINES)
+def test_narrow_persistent_blocks_walk_many_tiles(engine, line, cfg):
+    """The narrow persistent kernels with the grid sized for a 3-SM device: every block
+    loops over many tiles."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem("fp16", line)
+    small = engine.target.with_(num_cus=3)
+    try:
+        make_spec(p, small, cfg)
+    except PerfConfigError:
+        pytest.skip("config not valid for this problem")
+    assert _check(engine, p, cfg, np.random.default_rng(19), target=small) is not None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_narrow_wgmma_search_configs_match_reference(engine, data):
+    """Random kpg-32 / cpg-32 problems (1x1 and 3x3, strides 1-2, pads, groups, fp16/bf16),
+    each on a random narrow warpgroup config of ``search()``."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    from miopen_solver.solver import DgradSolver
+    dtype = data.draw(st.sampled_from(["fp16", "bf16"]))
+    g = data.draw(st.sampled_from([1, 1, 2]))
+    side = data.draw(st.sampled_from(["k", "c", "both"]))
+    other = data.draw(st.sampled_from([16, 24, 40, 64, 96, 128]))
+    cpg, kpg = (32 if side != "k" else other), (32 if side != "c" else other)
+    f = data.draw(st.sampled_from([1, 3]))
+    pad = data.draw(st.integers(0, 1)) if f == 3 else 0
+    u, v = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    h, w = data.draw(st.integers(3, 40)), data.draw(st.integers(3, 40))
+    n = data.draw(st.integers(1, 3))
+    p = _nhwc_problem(dtype, f"-n {n} -c {g * cpg} -H {h} -W {w} -k {g * kpg} -y {f} -x {f} -p {pad} -q {pad} "
+                             f"-u {u} -v {v} -g {g}")
+    configs = [c for c in DgradSolver().search(p, engine.target)
+               if c.schedule.warpgroup and 32 in (c.tile_k, c.warp_tile_n)]
+    assume(configs)
+    cfg = configs[data.draw(st.integers(0, len(configs) - 1))]
+    assert _check(engine, p, cfg, np.random.default_rng(data.draw(st.integers(0, 2 ** 31)))) is not None
+
+
 # Shapes for the TMA kernel. Pointwise (flat GEMM rows): GemmM, cpg and K tails
 # (boxes that leave the tensor read zeros), one tile, groups, the suite's 1x1 lines at small
 # N. With filter taps (dX pixel boxes): whole rows with an H tail, whole images with an N

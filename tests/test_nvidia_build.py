@@ -148,3 +148,42 @@ def test_tf32_search_configs_build(tmp_path, cfg):
               + " --in_layout NHWC --out_layout NHWC --fil_layout NHWC -F 2").problem
     spec = make_spec(p, SM90, cfg)
     _check_tf32_binary(inspect_nvidia(emit(spec).text, "sm_90", tmp_path, "k"), spec)
+
+
+# Narrow warpgroup tiles (tile_k 32 and warp_tile_n 32, the 64-byte swizzle) on the three zoo
+# layers they are for (bench/zoo.txt: DenseNet-121 3x3 k32 at 56 and 14, the YOLOv5s stem
+# 3x3/s2 c32, the MobileNetV2 1x1 c32 expand) and every narrow config of tests/test_gpu.py:
+# m64n32k16 where warp_tile_n is 32, one wgmma per m64 per k16 step, 16-byte cp.async of
+# both tiles, no spills, within the register cap the spec assumed.
+_ZOO_NARROW = {
+    "dense56": "-n 64 -c 128 -H 56 -W 56 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
+    "dense14": "-n 64 -c 128 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
+    "yolo_stem": "-n 16 -c 32 -H 320 -W 320 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+    "mbv2_expand": "-n 64 -c 32 -H 28 -W 28 -k 192 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+}
+_NARROW_BUILDS = [(label, cfg) for label in _ZOO_NARROW for cfg in (
+    "128,128,32,2,1,64,128,0,0,0,1,-1,4,1", "256,128,32,2,1,128,128,0,0,0,1,-1,4,1",
+    "128,128,32,2,1,64,128,0,0,0,1,-1,4,2", "128,128,32,2,1,64,128,0,0,0,3,-1,4,1",
+    "128,32,64,2,1,64,32,0,0,0,1,-1,4,1", "256,32,64,2,1,128,32,0,0,0,1,-1,3,1",
+    "128,32,64,2,1,64,32,0,0,0,1,-1,3,2", "128,32,32,2,1,64,32,0,0,0,1,-1,4,1",
+    "128,64,32,2,2,64,32,0,0,0,1,-1,2,1", "128,32,32,2,1,64,32,0,0,0,2,-1,3,1,2")]
+
+
+@pytest.mark.parametrize("label,cfg", _NARROW_BUILDS, ids=[f"narrow-{l}-{c}" for l, c in _NARROW_BUILDS])
+def test_narrow_wgmma_configs_build(tmp_path, label, cfg):
+    from miopen_solver.errors import PerfConfigError
+    from miopen_solver.spec import register_cap
+    p = parse(f"convfp16 {_ZOO_NARROW[label]} -F 2 --in_layout NHWC --out_layout NHWC "
+              "--fil_layout NHWC".split()).problem
+    try:
+        spec = make_spec(p, SM90, PerfConfig.parse(cfg))
+    except PerfConfigError:
+        pytest.skip("config not valid for this layer")
+    c = spec.config
+    b = inspect_nvidia(emit(spec).text, "sm_90", tmp_path, "k")
+    assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
+    assert b.registers <= register_cap(SM90, spec.block_threads), (spec.kernel_name, b.registers)
+    assert b.count(f"wgmma.mma_async.sync.aligned.m64n{c.warp_tile_n}k16") >= spec.mma_m * c.tile_k // 16
+    assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0 and b.count("fence.proxy.async") >= 1
+    if spec.vec_a == 8 or spec.vec_b == 8:
+        assert CP16.search(b.ptx), f"{spec.kernel_name}: no 16-byte cp.async"

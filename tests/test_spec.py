@@ -672,6 +672,20 @@ def test_valid_configs_compile_offline(tmp_path, arch, problem, data):
         assert off.compile_amd(src.text, arch, out_dir=tmp_path, name="k").data
 
 
+NARROW_CASES = [
+    # (problem, config, sections): tile_k 32 (A in 64-byte swizzled rows), warp_tile_n 32 (B
+    # in 64-byte swizzled rows, m64n32k16), both; plain and persistent; 1..4 warpgroups
+    (nhwc(N=2, C=128, K=32, Hi=14, Wi=14), "128,128,32,2,1,64,128,0,0,0,1,-1,4,1", {"wgk32"}),
+    (nhwc(N=2, C=32, K=64, Hi=14, Wi=14, sH=2, sW=2), "128,32,64,2,1,64,32,0,0,0,1,-1,4,1", {"wgn32"}),
+    (nhwc(N=2, C=32, K=192, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0, dtype="bf16"), "128,32,64,2,1,64,32,0,0,0,1,-1,3,1",
+     {"wgn32"}),
+    (nhwc(N=2, C=32, K=32, Hi=9, Wi=9), "128,32,32,2,1,64,32,0,0,0,1,-1,3,1", {"wgk32", "wgn32"}),
+    (nhwc(N=2, C=64, K=32, Hi=9, Wi=9), "128,64,32,2,2,64,32,0,0,0,1,-1,4,1", {"wgk32", "wgn32"}),
+    (nhwc(N=2, C=128, K=32, Hi=9, Wi=9), "256,128,32,2,1,128,128,0,0,0,1,-1,4,2", {"wgk32"}),
+    (nhwc(N=2, C=32, K=96, Hi=9, Wi=9, dtype="bf16"), "128,32,32,1,1,128,32,0,0,0,-1,-1,3,2", {"wgk32", "wgn32"}),
+]
+
+
 WGMMA_COMPILE_CASES = [
     # (problem, config): one and two m64 per warpgroup, N 64/128/256, 1..4 warpgroups,
     # tile_k 64 and 128, stages 1..5 (lag-1 pipeline from 3), split-K, odd cpg (register
@@ -696,7 +710,8 @@ WGMMA_COMPILE_CASES = [
     # TMA, strided: four tilde sub-GEMMs from the record table; 1x1 stride 2 with zero-fill blocks
     (nhwc(N=2, C=128, K=128, Hi=15, Wi=15, sH=2, sW=2), "128,128,64,1,1,128,128,0,0,0,1,-1,4,3"),
     (nhwc(N=2, C=64, K=64, Hi=14, Wi=14, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "128,64,64,2,1,64,64,0,0,0,1,-1,3,3"),
-]
+    # narrow tiles in the 64-byte swizzle (tile_k 32, warp_tile_n 32): plain and persistent
+] + [(p, c) for p, c, _ in NARROW_CASES]
 
 
 @pytest.mark.parametrize("problem,cfg", WGMMA_COMPILE_CASES, ids=[c for _, c in WGMMA_COMPILE_CASES])
@@ -730,13 +745,48 @@ def test_wgmma_needs_a_warpgroup_mma_target(arch):
     ("128,256,64,2,1,64,128,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
     ("128,128,64,2,1,64,64,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
     ("128,256,64,1,2,128,64,0,0,0,1,-1,3,1", "tile_n = warp_n*warp_tile_n"),
-    ("128,128,32,2,1,64,128,0,0,0,1,-1,3,1", "tile_k a multiple of 64"),
+    ("128,128,48,2,1,64,128,0,0,0,1,-1,3,1", "tile_k a multiple of 64"),
+    ("128,128,16,2,1,64,128,0,0,0,1,-1,3,1", "or 32 (one 64-byte swizzled row)"),
+    ("128,32,64,2,1,64,16,0,0,0,1,-1,3,1", "(or 32 for fp16/bf16 on schedules 1 and 2)"),
     ("128,128,64,2,1,64,128,0,0,0,1,0,3,1", "lds_k_outer must be -1 or 1"),
     ("128,128,64,2,1,64,128,0,0,0,2,-1,3,2", "split_k must be 1 or -1"),
     ("128,128,64,2,1,64,128,0,0,0,1,-1,1,2", "stages must be >= 2"),
 ])
 def test_wgmma_shape_rules(cfg, reason):
     ok, why = is_valid_performance_config(nhwc(C=128, K=128), SM90, PerfConfig.parse(cfg))
+    assert not ok and reason in why, why
+
+
+@pytest.mark.parametrize("problem,cfg,sections", NARROW_CASES, ids=[c for _, c, _ in NARROW_CASES])
+def test_narrow_wgmma_tiles_validate_and_keep_their_sections(problem, cfg, sections):
+    """The narrow warpgroup tiles (tile_k 32, warp_tile_n 32) of the plain and persistent
+    schedules validate and emit the 64-byte swizzle sections they need, and no other."""
+    spec = make_spec(problem, SM90, PerfConfig.parse(cfg))
+    c = spec.config
+    assert spec.wgmma and spec.atom.name == f"wgmma64x{c.warp_tile_n}x16"
+    assert spec.lds_bytes >= c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2 + 1024
+    text = emit(spec).text
+    assert ("dg_sw64(" in text) and ("#section" not in text)
+    assert ("dg_wgmma_n32(" in text) == ("wgn32" in sections)
+    assert ("#define DG_A_OFF(row, col) dg_sw64" in text) == ("wgk32" in sections)
+    assert ("DG_TILE_K % 64 == 0" in text) == ("wgk32" not in sections)
+    assert ("wgmma N is 64, 128 or 256" in text) == ("wgn32" not in sections)
+
+
+@pytest.mark.parametrize("problem,cfg,reason", [
+    # the TMA schedule's tensor maps are built for 128-byte rows and 64-wide boxes
+    (nhwc(N=2, C=128, K=32, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,32,2,1,64,128,0,0,0,1,-1,4,3",
+     "tile_k a multiple of 64 (128-byte swizzled rows), got 32"),
+    (nhwc(N=2, C=32, K=64, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,32,64,2,1,64,32,0,0,0,1,-1,4,3",
+     "warp_tile_n 32 (64-byte swizzled W rows) only for fp16/bf16 on the plain or persistent"),
+    # TF32 (fp32 data, -M 0): K-major .tf32 operands in 128-byte rows only
+    (nhwc(N=2, C=32, K=64, Hi=9, Wi=9, dtype="fp32", tf32=True), "128,32,32,2,1,64,32,0,0,0,1,-1,3,1",
+     "warp_tile_n 32 (64-byte swizzled W rows) only for fp16/bf16"),
+    # one instruction still spans a warpgroup's columns
+    (nhwc(N=2, C=64, K=64, Hi=9, Wi=9), "128,64,64,2,1,64,32,0,0,0,1,-1,4,1", "tile_n = warp_n*warp_tile_n"),
+])
+def test_narrow_wgmma_rules(problem, cfg, reason):
+    ok, why = is_valid_performance_config(problem, SM90, PerfConfig.parse(cfg))
     assert not ok and reason in why, why
 
 

@@ -51,10 +51,20 @@ static_assert(DG_VEC_C == 1 || (DG_VEC_C == 2 && DG_CPG % 2 == 0), "fp32 pairs o
 // #end skws
 static_assert(DG_STAGES >= 1 && DG_STAGES <= 6, "stages 1..6");
 #if DG_WGMMA
-// #section !wgtf32
+// #section !wgtf32|wgk32
 static_assert(DG_TILE_K % 64 == 0, "warpgroup schedules read 128-byte swizzled rows: tile_k % 64 == 0");
-// #end !wgtf32
+// #end !wgtf32|wgk32
+// #section wgk32
+static_assert(DG_TILE_K == 32 && DG_DTYPE != 0 && !DG_TMA,
+              "a 32-wide k-tile of 16-bit elements is one 64-byte swizzled row (cp.async loaders only)");
+// #end wgk32
+// #section !wgn32
 static_assert(DG_WG_N == 64 || DG_WG_N == 128 || DG_WG_N == 256, "wgmma N is 64, 128 or 256");
+// #end !wgn32
+// #section wgn32
+static_assert(DG_WG_N == 32 && DG_DTYPE != 0 && !DG_TMA,
+              "wgmma N 32: a k row of the 16-bit W tile is one 64-byte swizzled row (cp.async loaders only)");
+// #end wgn32
 static_assert(DG_TILE_N == DG_WARP_N * DG_WG_N, "one wgmma instruction spans a warpgroup's columns");
 // #section !wgtf32
 static_assert(DG_K_OUTER == 1, "warpgroup schedules read W k-outer");
@@ -455,9 +465,29 @@ DG_DEVICE int dg_tma_pixel(const dg_tma_tile& tt, int row) {
 DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row) & 7) << 3) + (col & 7); }
 #define DG_A_STAGE (DG_TILE_M * DG_TILE_K)
 #define DG_B_STAGE (DG_TILE_K * DG_TILE_N)
-#define DG_A_OFF(row, col) (((col) >> 6) * (DG_TILE_M * 64) + dg_sw128((row), (col) & 63))
-#define DG_B_OFF(row, col) (((col) >> 6) * (DG_TILE_K * 64) + dg_sw128((row), (col) & 63))
 // #end !wgtf32
+// #section !wgtf32|wgk32
+#define DG_A_OFF(row, col) (((col) >> 6) * (DG_TILE_M * 64) + dg_sw128((row), (col) & 63))
+// #end !wgtf32|wgk32
+// #section !wgtf32|wgn32
+#define DG_B_OFF(row, col) (((col) >> 6) * (DG_TILE_K * 64) + dg_sw128((row), (col) & 63))
+// #end !wgtf32|wgn32
+// #section wgk32|wgn32
+// Narrow tiles in the 64-byte swizzle (PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout":
+// the 64B swizzle atom is 8 x 4 16-byte units K-major, 4 x 8 MN-major; the swizzle XORs
+// address bits 4-5 with bits 7-8, and its pattern repeats every 512 bytes, "Matrix
+// Descriptor Format"): a row is 32 16-bit elements (64 bytes) at r*64, and its 16-byte
+// chunk j is stored at chunk j ^ ((r / 2) % 4); 8 rows = one 512-byte atom, 512-aligned.
+//   tile_k 32 (wgk32):        A (dY, K-major):  [TILE_M rows][32 k]
+//   warp_tile_n 32 (wgn32):   B (W, MN-major):  [TILE_N/32 blocks][TILE_K rows][32 c]
+DG_DEVICE int dg_sw64(int row, int col) { return row * 32 + ((((col >> 3) ^ (row >> 1)) & 3) << 3) + (col & 7); }
+// #end wgk32|wgn32
+// #section wgk32
+#define DG_A_OFF(row, col) dg_sw64((row), (col))
+// #end wgk32
+// #section wgn32
+#define DG_B_OFF(row, col) (((col) >> 5) * (DG_TILE_K * 32) + dg_sw64((row), (col) & 31))
+// #end wgn32
 // #section wgtf32
 // TF32 (fp32 elements): a 128-byte row holds 32 k, a 16-byte chunk 4. wgmma takes .tf32
 // operands K-major only, so B is stored like A, transposed by the register-staged loader:
@@ -962,6 +992,23 @@ DG_DEVICE void dg_wgmma_n256(float* d, unsigned long long a_desc, unsigned long 
 }
 
 // #end wgtf32
+// #section wgn32
+DG_DEVICE void dg_wgmma_n32(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+                 "}, %16, %17, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : DG_ACC8(0), DG_ACC8(8)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+#define dg_wgmma dg_wgmma_n32
+// #end wgn32
+// #section !wgn32
 #if DG_WG_N == 64
 #define dg_wgmma dg_wgmma_n64
 #elif DG_WG_N == 128
@@ -969,6 +1016,7 @@ DG_DEVICE void dg_wgmma_n256(float* d, unsigned long long a_desc, unsigned long 
 #else
 #define dg_wgmma dg_wgmma_n256
 #endif
+// #end !wgn32
 
 // Shared-memory matrix descriptor, 128-byte swizzle: start address, leading-dimension byte
 // offset (MN-major: between 64-wide blocks; unused by K-major swizzled operands), stride
@@ -978,7 +1026,7 @@ DG_DEVICE unsigned long long dg_wg_desc(dg_u32 addr, dg_u32 lbo, dg_u32 sbo) {
            ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
 
-// #section !wgtf32
+// #section !wgtf32|wgk32|wgn32
 DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                           int wm, int wn, int) {
     const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
@@ -1001,7 +1049,47 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
     // barrier and copies; the previous tile's group is complete past this wait.
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
 }
-// #end !wgtf32
+// #end !wgtf32|wgk32|wgn32
+// #section wgk32|wgn32
+// Narrow tiles: descriptors with their swizzle mode (1 = 128-byte, 2 = 64-byte; PTX ISA
+// "Matrix Descriptor Format"), LBO and SBO as above. A with tile_k 32: 64-byte rows, the
+// 32-byte k slice kk .. kk+15 at byte kk*2 of each row, 8-row groups 512 bytes apart. B with
+// warp_tile_n 32: the warpgroup's own 32-wide block, rows kk .. kk+15 (two 8-row groups 512
+// bytes apart; LBO, between 32-wide blocks, is not crossed by an n32 instruction).
+DG_DEVICE unsigned long long dg_wg_desc_sw(dg_u32 addr, dg_u32 lbo, dg_u32 sbo, unsigned long long mode) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);
+}
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int) {
+#if DG_TILE_K == 32
+    const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 64;
+#define DG_A_DESC(kk, i) dg_wg_desc_sw(a0 + (i) * 64 * 64 + (kk) * 2, 16, 512, 2)
+#else
+    const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
+#define DG_A_DESC(kk, i) \
+    dg_wg_desc_sw(a0 + ((kk) >> 6) * (DG_TILE_M * 128) + (i) * 64 * 128 + ((kk) & 63) * 2, 16, 1024, 1)
+#endif
+#if DG_WG_N == 32
+    const dg_u32 b0 = dg_smem_addr(Bs) + wn * (DG_TILE_K * 64);
+#define DG_B_DESC(kk) dg_wg_desc_sw(b0 + (kk) * 64, DG_TILE_K * 64, 512, 2)
+#else
+    const dg_u32 b0 = dg_smem_addr(Bs) + (wn * DG_WARP_COLS / 64) * (DG_TILE_K * 128);
+#define DG_B_DESC(kk) dg_wg_desc_sw(b0 + (kk) * 128, DG_TILE_K * 128, 1024, 1)
+#endif
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += 16) {
+        const unsigned long long bd = DG_B_DESC(kk);
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) dg_wgmma(&acc[i][0][0], DG_A_DESC(kk, i), bd);
+    }
+#undef DG_A_DESC
+#undef DG_B_DESC
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
+}
+// #end wgk32|wgn32
 // #section wgtf32
 // TF32: k8 instructions, 32 bytes of each 128-byte row per step; B K-major like A (its rows
 // are the warpgroup's columns, 8-row groups 1024 bytes apart).

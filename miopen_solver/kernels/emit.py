@@ -44,9 +44,11 @@ SUB_FIELDS = ("block_start", "n_tiles", "gemm_m", "gemm_k", "h_slice", "w_slice"
 
 
 
-SECTION = re.compile(r"^// #section (!?\w+)\n(.*?)^// #end \1\n", re.M | re.S)
+SECTION = re.compile(r"^// #section (!?\w+(?:\|\w+)*)\n(.*?)^// #end \1\n", re.M | re.S)
 """An optional block of a kernel source: ``// #section NAME`` ... ``// #end NAME`` lines;
-``!NAME`` marks the block that section ``NAME`` replaces (kept unless ``NAME`` is asked)."""
+``!NAME`` marks the block that section ``NAME`` replaces (kept unless ``NAME`` is asked).
+A tag may list alternatives, ``A|B``: the block is kept when any of them is asked, and a
+``!A|B`` block unless any of them is (blocks do not nest)."""
 BLOCK = re.compile(r"^// #block (\w+)\n(.*?)^// #end block \1\n", re.M | re.S)
 """A shared block of a kernel source: ``// #block NAME`` ... ``// #end block NAME`` lines; it is
 kept in place (marker lines dropped), and another source takes the same text with a line
@@ -79,7 +81,8 @@ def _read(name: str, sections: frozenset = frozenset()) -> str:
 
     def keep(m) -> str:
         tag = m.group(1)
-        wanted = tag[1:] not in sections if tag.startswith("!") else tag in sections
+        asked = any(name in sections for name in tag.lstrip("!").split("|"))
+        wanted = not asked if tag.startswith("!") else asked
         return m.group(2) if wanted else ""
     return BLOCK.sub(lambda m: m.group(2), SECTION.sub(keep, text))
 
@@ -219,8 +222,10 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW``; one whose
     split-K goes through the workspace (``spec.workspace_reduce``) keeps the ``skws`` sections
     and defines ``DG_WS_SLICE`` (fp32 elements from one slice to the next); a spec on a TF32
-    atom (``spec.math == "tf32"``) keeps the ``tf32`` sections (its atom and A/B row padding),
-    so every other kernel's text is unchanged."""
+    atom (``spec.math == "tf32"``) keeps the ``tf32`` sections (its atom and A/B row padding);
+    a 16-bit warpgroup spec with tile_k 32 keeps the ``wgk32`` sections (A in 64-byte
+    swizzled rows), one with warp_tile_n 32 the ``wgn32`` sections (B in 64-byte swizzled
+    rows, the m64n32k16 instruction), so every other kernel's text is unchanged."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -259,6 +264,11 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         sections = tuple(sections) + ("tf32",)
         if spec.wgmma:          # wgmma .tf32: fp32 swizzled rows, K-major B, rounding loaders
             sections = tuple(sections) + ("wgtf32",)
+    elif spec.wgmma:            # narrow 16-bit warpgroup tiles in the 64-byte swizzle
+        if c.tile_k == 32:
+            sections = tuple(sections) + ("wgk32",)
+        if c.warp_tile_n == 32:
+            sections = tuple(sections) + ("wgn32",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
