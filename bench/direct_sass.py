@@ -36,7 +36,6 @@ Usage (repo root; cuobjdump on PATH or ``$CUOBJDUMP``)::
 
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import re
@@ -49,10 +48,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.compare import BadInput, OneLineParser  # noqa: E402
 from miopen_solver.direct import (axis_span, axis_taps, default_direct_config,  # noqa: E402
                                   make_direct_spec, tap_phases)
 from miopen_solver.problem import ConvProblem  # noqa: E402
+from miopen_solver.errors import PerfConfigError  # noqa: E402
 from miopen_solver.spec import PerfConfig  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.target import get_target  # noqa: E402
 
 NHWC = dict(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
@@ -109,7 +111,12 @@ def find_tool(name: str) -> str:
             cand = Path(base) / sub / name
             if cand.exists():
                 return str(cand)
-    raise SystemExit(f"{name} not found: put it on PATH or set ${name.upper()}")
+    raise ToolMissing(f"{name} not found; allowed: {name} on PATH or its path in ${name.upper()} "
+                      f"(CUDA toolkit, or the nvidia-cuda-{name} wheel)")
+
+
+class ToolMissing(Exception):
+    """A CUDA tool this script runs is not installed (the message says which and how)."""
 
 
 def build(text: str, work: Path):
@@ -231,16 +238,37 @@ def report(label, spec, work):
                 per_out=row, total=n / per_out, ffma_pct=100.0 * tot["ffma"] / n, loops=matched)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> int:
+    ap = OneLineParser(prog="direct_sass.py", description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default="", help="';'-separated configs to analyse on every layer "
                                                    "(default: the table's config of each layer)")
     ap.add_argument("--default", action="store_true", help="also the layer's default_direct_config")
     ap.add_argument("--only", default="", help="comma-separated substrings of layer labels")
     ap.add_argument("--dtype", default="fp16")
     args = ap.parse_args(argv)
+    try:
+        if args.dtype not in ("fp16", "bf16", "fp32"):
+            raise BadInput(f"--dtype {shorten(args.dtype)!r}: allowed: fp16, bf16, fp32")
+        try:
+            given = [PerfConfig.parse(c) for c in args.configs.split(";") if c.strip()]
+        except PerfConfigError as e:
+            raise BadInput(f"--configs {shorten(args.configs)!r}: {e}") from None
+        if not shutil.which("nvcc"):
+            raise BadInput("nvcc not found; allowed: nvcc (CUDA toolkit) on PATH")
+        try:
+            find_tool("cuobjdump")
+        except ToolMissing as e:
+            raise BadInput(str(e)) from None
+    except BadInput as e:
+        print(f"direct_sass.py: {e}", file=sys.stderr)
+        return 2
     t = get_target("sm_90")
-    work = Path(tempfile.mkdtemp(prefix="direct-sass-"))
+    with tempfile.TemporaryDirectory(prefix="direct-sass-") as tmp:
+        _table(args, given, t, Path(tmp))
+    return 0
+
+
+def _table(args, given, t, work: Path) -> None:
     cols = [k for k, _ in CLASSES]
     print(f"{'layer':26s} {'config':34s} {'regs':>4s} {'spill':>5s} " + " ".join(f"{c:>6s}" for c in cols)
           + f" {'total':>7s} {'ffma%':>6s}")
@@ -248,7 +276,7 @@ def main(argv=None):
         if args.only and not any(o in label for o in args.only.split(",")):
             continue
         p = p.replace(dtype=args.dtype)
-        cfgs = [PerfConfig.parse(c) for c in args.configs.split(";") if c.strip()] or [PerfConfig.parse(table_cfg)]
+        cfgs = list(given) or [PerfConfig.parse(table_cfg)]
         if args.default:
             cfgs.append(default_direct_config(p, t))
         for c in cfgs:
@@ -263,4 +291,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

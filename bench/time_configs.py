@@ -1,0 +1,107 @@
+"""Time several perf configs on chosen suite lines in one process (NVIDIA GPU with PyTorch):
+the default, each ``--configs`` entry the solver takes for the line, and cuDNN once, all in
+CUDA graphs as ``bench/compare.py`` times them -- to decide a default between candidates::
+
+    python bench/time_configs.py --suite bench/zoo.txt --only "k32_,c32_k" \\
+        --configs "128,128,32,2,1,64,128,0,0,0,1,-1,4,1;128,32,64,2,1,64,32,0,0,0,1,-1,4,1" \\
+        --out configs.md --json configs.json
+
+A config the solver refuses for a line is a row saying why (not an error); lines are the
+suite's as written (``--dtypes line``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, count_arg, gpu, ours_or_error,  # noqa: E402
+                           plan_rows, read_suite, row_problem, select, time_cudnn)
+from miopen_solver.config import PerfConfig  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
+from miopen_solver.fileio import check_writable, write_text  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
+
+MAX_CONFIGS = 64
+"""At most this many ``--configs`` entries (each is a build and a timing per line)."""
+
+
+def parse_configs(text: str) -> list:
+    """``--configs``: perf-config strings separated by ``;``. Raises BadInput naming the bad
+    entry and what is allowed."""
+    entries = [c.strip() for c in text.split(";") if c.strip()]
+    if not entries or len(entries) > MAX_CONFIGS:
+        raise BadInput(f"--configs {shorten(text)!r}: allowed: 1 to {MAX_CONFIGS} perf configs separated by ';'")
+    for c in entries:
+        try:
+            PerfConfig.parse(c)
+        except PerfConfigError as e:
+            raise BadInput(f"--configs entry {shorten(c)!r}: {e}") from None
+    return entries
+
+
+def main(argv=None) -> int:
+    ap = OneLineParser(prog="time_configs.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", default="bench/zoo.txt")
+    ap.add_argument("--only", required=True, help="comma list of label substrings (a line matching any is timed)")
+    ap.add_argument("--configs", required=True, help="perf configs separated by ';'")
+    ap.add_argument("--launches", type=count_arg, default=20)
+    ap.add_argument("--replays", type=count_arg, default=15)
+    ap.add_argument("--out", default=None, help="markdown table here")
+    ap.add_argument("--json", default=None, help="rows here")
+    args = ap.parse_args(argv)
+    try:
+        configs = parse_configs(args.configs)
+        for flag, path in (("--out", args.out), ("--json", args.json)):
+            if path is not None:
+                try:
+                    check_writable(path)
+                except FileError as e:
+                    raise BadInput(f"{flag} {e}") from None
+        try:
+            plan = plan_rows(read_suite(args.suite), AS_WRITTEN)
+        except FileError as e:
+            raise BadInput(f"--suite {e}") from None
+        except ValueError as e:
+            raise BadInput(f"--suite {args.suite}: {e}") from None
+        chosen, seen = [], set()
+        for sub in (s for s in args.only.split(",") if s):
+            for item in select(plan, sub):
+                if item["label"] not in seen:
+                    seen.add(item["label"])
+                    chosen.append(item)
+        if not chosen:
+            raise BadInput(f"--only {shorten(args.only)!r}: selects no line of {args.suite}; allowed: a comma list "
+                           f"of label substrings (e.g. {plan[0]['label']!r})" if plan else f"--suite {args.suite}: no lines")
+        torch, eng = gpu()
+    except BadInput as e:
+        print(f"time_configs.py: {e}", file=sys.stderr)
+        return 2
+    rows = []
+    lines = ["| layer | dtype | config | ours us | cuDNN us | cuDNN/ours |", "|---|---|---|---|---|---|"]
+    for item in chosen:
+        p = row_problem(item["cmd"])
+        cudnn = time_cudnn(torch, p, args.launches, args.replays)
+        for cfg in [None] + configs:
+            r = {"label": item["label"], "dtype": item["dtype"], "line": item["cmd"], "asked": cfg or "default",
+                 "cudnn_ms": cudnn, **ours_or_error(eng, p, args.launches, args.replays, cfg)}
+            rows.append(r)
+            if r.get("ours_ms"):
+                lines.append(f"| {r['label']} | {r['dtype']} | `{r['config']}`{'' if cfg else ' (default)'} | "
+                             f"{r['ours_ms'] * 1e3:.1f} | {cudnn * 1e3:.1f} | {cudnn / r['ours_ms']:.2f} |")
+            else:
+                lines.append(f"| {r['label']} | {r['dtype']} | `{r['asked']}` | {r['ours_error'][:120]} | "
+                             f"{cudnn * 1e3:.1f} | |")
+            print(lines[-1], flush=True)
+            if args.json:
+                write_text(args.json, json.dumps(rows, indent=1) + "\n")
+    if args.out:
+        write_text(args.out, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The GPU-only bench scripts of the eighth session (bench/time_configs.py,
+bench/vendor_kernels.py) refuse bad input in one line before any GPU work, and need a GPU
+(PyTorch with CUDA) only after their input checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import time_configs, vendor_kernels
+from conftest import refused_in_one_line
+
+CFG = "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "k32_", "--configs", "1,2"], "--configs entry '1,2': perf config has 2 fields"),
+    (["--only", "k32_", "--configs", f"{CFG};x"], "--configs entry 'x': perf config field tile_m='x'"),
+    (["--only", "k32_", "--configs", ";;"], "--configs ';;': allowed: 1 to 64 perf configs"),
+    (["--only", "k32_", "--configs", ";".join([CFG] * 65)], "allowed: 1 to 64 perf configs"),
+    (["--only", "no_such_layer", "--configs", CFG], "--only 'no_such_layer': selects no line"),
+    (["--only", "k32_", "--configs", CFG, "--suite", "/nonexistent/zoo.txt"], "--suite "),
+    (["--only", "k32_", "--configs", CFG, "--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--only", "k32_", "--configs", CFG, "--launches", "0"], "--launches"),
+    (["--configs", CFG], "--only"),
+])
+def test_time_configs_refuses_bad_input_in_one_line(capsys, argv, says):
+    assert says in refused_in_one_line(capsys, time_configs.main, argv, "time_configs.py")
+
+
+def test_time_configs_needs_a_gpu_only_after_the_checks(capsys, monkeypatch):
+    import bench.compare as compare
+    monkeypatch.setattr(time_configs, "gpu", lambda: (_ for _ in ()).throw(compare.BadInput("needs PyTorch")))
+    err = refused_in_one_line(capsys, time_configs.main, ["--only", "k32_,c32_k", "--configs", CFG],
+                              "time_configs.py")
+    assert "needs PyTorch" in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_layer"], "--only 'no_such_layer': selects no line"),
+    (["--shard", "3/2"], "--shard"),
+    (["--dtypes", "fp8"], "--dtypes"),
+    (["--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--suite", "/nonexistent/zoo.txt"], "--suite "),
+])
+def test_vendor_kernels_refuses_bad_input_in_one_line(capsys, argv, says):
+    assert says in refused_in_one_line(capsys, vendor_kernels.main, argv, "vendor_kernels.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--dtype", "fp8"], "--dtype 'fp8': allowed: fp16, bf16, fp32"),
+    (["--configs", "1,2"], "--configs '1,2': perf config has 2 fields"),
+    (["--nope"], "unrecognized arguments"),
+])
+def test_direct_sass_refuses_bad_input_in_one_line(capsys, argv, says):
+    from bench import direct_sass
+    assert says in refused_in_one_line(capsys, direct_sass.main, argv, "direct_sass.py")
+
+
+@pytest.mark.parametrize("missing", ["nvcc", "cuobjdump"])
+def test_direct_sass_names_a_missing_tool_in_one_line(capsys, monkeypatch, missing):
+    from bench import direct_sass
+    monkeypatch.delenv("CUOBJDUMP", raising=False)
+    monkeypatch.setattr(direct_sass.shutil, "which", lambda name: None if name == missing else f"/usr/bin/{name}")
+    monkeypatch.setattr(direct_sass.sys, "path", [])       # no pip wheel of the tool either
+    err = refused_in_one_line(capsys, direct_sass.main, [], "direct_sass.py")
+    assert f"{missing} not found; allowed: " in err
