@@ -15,8 +15,13 @@ owns, by class. The estimate is loop-aware but static:
   every instruction of the body is counted as issued (the interior path: all columns in
   bounds, every thread row with a tap), so rows where a thread row has no tap count the
   skipped weight reads too;
-* the staging loop counts its body per staged unit (``units / threads`` per thread,
+* the filter staging loop counts its body per staged unit (``units / threads`` per thread,
   body / STS in the body);
+* with a staged dY window (``lds_k_outer`` 1 or 2) a loop holding STS wider than 32 bits is
+  the dY staging loop: its body counts once per ``elements / threads`` staged elements per
+  thread, divided by the elements its STS store per trip (``elements`` = the block's window,
+  ``(TQH + spany) x (TQW + spanx) x TNY``, averaged over the phases; the widest such loop,
+  i.e. the unrolled one, stands for all);
 * code outside loops counts once; after the first barrier (the filter staging's), divided
   by the W phases compiled (each block runs one of their bodies).
 
@@ -32,6 +37,7 @@ Usage (repo root; cuobjdump on PATH or ``$CUOBJDUMP``)::
 
     PYTHONPATH=. python bench/direct_sass.py                      # the table's layers, defaults
     PYTHONPATH=. python bench/direct_sass.py --configs '16,32,8,1,1,8,1,0,0,4,1,0,1,4' --only dw7x7
+    PYTHONPATH=. python bench/direct_sass.py --policies v8_p8x1_t128_l1_s1_lean --default
 """
 
 from __future__ import annotations
@@ -49,8 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.compare import BadInput, OneLineParser  # noqa: E402
-from miopen_solver.direct import (axis_span, axis_taps, default_direct_config,  # noqa: E402
-                                  make_direct_spec, tap_phases)
+from miopen_solver.direct import (POLICIES, axis_span, axis_taps, default_direct_config,  # noqa: E402
+                                  make_direct_spec, policy_config, tap_phases)
 from miopen_solver.problem import ConvProblem  # noqa: E402
 from miopen_solver.errors import PerfConfigError  # noqa: E402
 from miopen_solver.spec import PerfConfig  # noqa: E402
@@ -169,15 +175,17 @@ def analyse(spec, ins):
     ny = {rh: len(axis_taps(rh, p.pH, p.sH, p.dH, p.Y)) for rh in ph_h}
     lps = loops(ins)
     inloop = set()
-    row_loops, stage_loops = [], []
+    row_loops, stage_loops, dy_loops = [], [], []
     for lo, hi in lps:
         body = [(a, op) for a, op, _ in ins if lo <= a <= hi]
         c = collections.Counter(klass(op) for _, op in body)
         if c["ffma"]:
             row_loops.append((lo, hi, c, body))
+        elif spec.stage and any(op.startswith("STS.") for _, op in body):
+            dy_loops.append((lo, hi, c, body))
         elif any(op.startswith("STS") for _, op in body):
             stage_loops.append((lo, hi, c, body))
-    for lo, hi, *_ in row_loops + stage_loops:
+    for lo, hi, *_ in row_loops + stage_loops + dy_loops:
         inloop.update(a for a, _, _ in ins if lo <= a <= hi)
     # drop loops nested in others (count the outer one) -- row loops are not nested
     tot = collections.Counter()
@@ -200,6 +208,22 @@ def analyse(spec, ins):
     if st_best:
         for k, v in st_best[1].items():
             tot[k] += v * units / st_best[0]
+    # dY staging: the loop that stores the most elements per trip, per staged element
+    if dy_loops:
+        ebytes = 4 if getattr(spec, "stage32", False) else p.elem_bytes
+        width = {"STS": 4, "STS.64": 8, "STS.128": 16, "STS.U16": 2, "STS.U8": 1}
+
+        def per_trip(body):
+            return sum(width.get(op, 4) for _, op in body if op.startswith("STS")) / ebytes
+        best = max(dy_loops, key=lambda L: per_trip(L[3]))
+        elems = sum((spec.tqh + axis_span(rh, p.pH, p.sH, p.dH, p.Y)[1])
+                    * (spec.tqw + axis_span(rw, p.pW, p.sW, p.dW, p.X)[1])
+                    for rh in ph_h for rw in ph_w) / (len(ph_h) * len(ph_w)) * spec.tny / spec.block_threads
+        for k, v in best[2].items():
+            tot[k] += v * elems / per_trip(best[3])
+        if os.environ.get("SASS_DEBUG"):
+            print("  dY staging per element", {k: round(v / per_trip(best[3]), 2) for k, v in best[2].items()},
+                  "elements/thread", round(elems, 1))
     # row loops: match each to a W phase by its static FFMA count
     phases = sorted(ph_w)
     ffma_thread = 0.0
@@ -243,6 +267,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="", help="';'-separated configs to analyse on every layer "
                                                    "(default: the table's config of each layer)")
     ap.add_argument("--default", action="store_true", help="also the layer's default_direct_config")
+    ap.add_argument("--policies", default="", help="comma-separated names of direct.POLICIES to analyse on "
+                                                    "every layer (their configs for the layer)")
     ap.add_argument("--only", default="", help="comma-separated substrings of layer labels")
     ap.add_argument("--dtype", default="fp16")
     args = ap.parse_args(argv)
@@ -253,6 +279,10 @@ def main(argv=None) -> int:
             given = [PerfConfig.parse(c) for c in args.configs.split(";") if c.strip()]
         except PerfConfigError as e:
             raise BadInput(f"--configs {shorten(args.configs)!r}: {e}") from None
+        unknown = [n for n in args.policies.split(",") if n and n not in POLICIES]
+        if unknown:
+            raise BadInput(f"--policies {shorten(unknown[0])!r}: unknown; allowed: a comma list of "
+                           + ", ".join(POLICIES))
         if not shutil.which("nvcc"):
             raise BadInput("nvcc not found; allowed: nvcc (CUDA toolkit) on PATH")
         try:
@@ -276,7 +306,8 @@ def _table(args, given, t, work: Path) -> None:
         if args.only and not any(o in label for o in args.only.split(",")):
             continue
         p = p.replace(dtype=args.dtype)
-        cfgs = list(given) or [PerfConfig.parse(table_cfg)]
+        cfgs = list(given) + [policy_config(p, t, POLICIES[n]) for n in args.policies.split(",") if n]
+        cfgs = cfgs or [PerfConfig.parse(table_cfg)]
         if args.default:
             cfgs.append(default_direct_config(p, t))
         for c in cfgs:

@@ -26,7 +26,12 @@ slot                meaning for ``direct``
                     most 16 bytes); V divides C and nests with cpg (``V % cpg == 0`` or
                     ``cpg % V == 0``); need not be a power of two (odd cpg)
 ``lds_k_outer``     dY path: 0 = read through the read-only cache (L1/L2), 1 = stage the
-                    block's dY window in shared memory
+                    block's dY window in shared memory (storage type; each thread converts
+                    its window), 2 = stage it in shared memory already converted to fp32
+                    (kernel ``stage32`` section: one conversion per dY element per block,
+                    16-byte staging loads where ``K`` and the block's dY channels allow, the
+                    row loop reads fp32 columns with 128-bit shared loads and tests no
+                    bounds); 2 needs ``stages`` 1 and twice the 16-bit staging bytes
 ``stages``          dY rows in flight per thread: 1 = load a row, then compute it;
                     2 = load row r+1 into registers while row r is computed
 ``warp_m``          unused, must be 1
@@ -49,9 +54,9 @@ phases ``min(sH, Hi) * min(sW, Wi)``, channel blocks ``ceil(C/TN)``.
 
 Shared memory (all dynamic, passed at launch as the KernelSource's ``shared_bytes``): the
 block's filter taps in fp32, ``Y*X`` rows of ``TN*kpg`` floats rounded up to 4, plus 4, then with
-``lds_k_outer=1`` the staged dY window, ``(TQH + spany) x (TQW + spanx) x TNY`` storage
-elements (span = the largest tap-offset spread over the phases, TNY = the block's dY
-channels).
+``lds_k_outer`` 1 or 2 the staged dY window, ``(TQH + spany) x (TQW + spanx) x TNY`` storage
+elements (1) or floats (2) (span = the largest tap-offset spread over the phases, TNY = the
+block's dY channels). A config whose total exceeds the target's shared memory is refused.
 """
 
 from __future__ import annotations
@@ -223,6 +228,8 @@ class DirectSpec:
     idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements: split-N keeps every
                              # launch below that, so False for every solution today)
     lean: bool = False       # the lean body (vector_size_a=1; the kernel's ``lean`` section)
+    stage32: bool = False    # dY staged as fp32 (lds_k_outer=2; the kernel's ``stage32`` section)
+    lyg: int = 0             # dY staging load width with stage32, elements (0 otherwise)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -286,7 +293,7 @@ class DirectSpec:
         widths, threads, dY path, index width and the problem (``short_tag``)."""
         p = self.problem
         arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
-        path = "lds" if self.stage else "l1"
+        path = ("lds32" if self.stage32 else "lds") if self.stage else "l1"
         return (f"dgrad_direct_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_p{self.tpw}x{self.tph}"
                 f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}_s{self.config.stages}"
                 f"{'_i64' if self.idx64 else ''}{'_lean' if self.lean else ''}_{p.short_tag()}")
@@ -306,7 +313,7 @@ class DirectSpec:
             "thread_tile": {"rows": self.tph, "columns": self.tpw, "channels": self.vec},
             "vector_dy": self.ly,
             "vector_dx": self.lx,
-            "dy_path": "lds" if self.stage else "l1",
+            "dy_path": ("lds32" if self.stage32 else "lds") if self.stage else "l1",
             "dy_rows_in_flight": self.config.stages,
             "body": "lean" if self.lean else "original",
             "phases": [self.nph_h, self.nph_w],
@@ -320,7 +327,8 @@ class DirectSpec:
         }
 
     def defines(self) -> list:
-        """The ``DD_*`` defines of ``kernels/direct.cu`` (problem ``DG_*`` defines apart)."""
+        """The ``DD_*`` defines of ``kernels/direct.cu`` (problem ``DG_*`` defines apart);
+        ``DD_LYG`` (the fp32 staging's load width) only with ``stage32``."""
         return [("DD_THREADS", self.block_threads), ("DD_TN", self.tn), ("DD_V", self.vec),
                 ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_TPW", self.tpw), ("DD_TPH", self.tph),
                 ("DD_CT", self.ct), ("DD_TWT", self.twt), ("DD_THT", self.tht),
@@ -329,7 +337,7 @@ class DirectSpec:
                 ("DD_NPH_H", self.nph_h), ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h),
                 ("DD_TILES_W", self.tiles_w), ("DD_CB", self.cblocks), ("DD_WSP", self.ws_pitch),
                 ("DD_WS_BYTES", self.ws_bytes), ("DD_IDX64", int(self.idx64)),
-                ("DD_PREFETCH", int(self.config.stages == 2))]
+                ("DD_PREFETCH", int(self.config.stages == 2))] + ([("DD_LYG", self.lyg)] if self.stage32 else [])
 
     def emit(self) -> KernelSource:
         """The specialised ``direct.cu`` as a KernelSource (pointer args dY, W, dX; all shared
@@ -338,7 +346,8 @@ class DirectSpec:
         vendor = "amd" if t.vendor == "amd" else "nvidia"
         d = _problem_defines(p) + [("DG_KERNEL_NAME", self.kernel_name)] + self.defines()
         return _make(self.kernel_name, vendor, t.arch, d,
-                     _read("direct.cu", frozenset({"lean"}) if self.lean else frozenset()), self.grid,
+                     _read("direct.cu", frozenset({"lean"} if self.lean else ()) | frozenset(
+                         {"stage32"} if self.stage32 else ())), self.grid,
                      (self.block_threads, 1, 1), self.lds_bytes)
 
 
@@ -374,9 +383,12 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     for name in ("tile_m", "tile_n", "tile_k", "warp_tile_m", "warp_tile_n"):
         _check(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     _check(c.vector_size_c >= 0, f"vector_size_c must be 0 (auto) or >= 1, got {c.vector_size_c}")
-    _check(c.lds_k_outer in (0, 1),
-           f"lds_k_outer must be 0 (dY through L1) or 1 (dY staged in shared memory), got {c.lds_k_outer}")
+    _check(c.lds_k_outer in (0, 1, 2),
+           f"lds_k_outer must be 0 (dY through L1), 1 (dY staged in shared memory) or 2 (dY staged in shared "
+           f"memory as fp32), got {c.lds_k_outer}")
     _check(c.stages in (1, 2), f"stages must be 1 (no dY row prefetch) or 2 (prefetch one row), got {c.stages}")
+    _check(not (c.lds_k_outer == 2 and c.stages == 2),
+           "lds_k_outer=2 (dY staged as fp32) needs stages=1: the row prefetch holds raw dY rows in registers")
     _check(c.vector_size_a in (0, 1),
            f"vector_size_a must be 0 (original body) or 1 (lean body) for the direct schedule, got {c.vector_size_a}")
     _check(c.tile_m % c.warp_tile_m == 0,
@@ -420,11 +432,14 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     ws_pitch = _cdiv(c.tile_n * p.kpg, 4) * 4 + WS_PAD_FLOATS
     ws_bytes = p.Y * p.X * ws_pitch * 4
     stage = bool(c.lds_k_outer)
+    stage32 = c.lds_k_outer == 2
+    lyg = _pow2_div(gcd(tny, p.K), cap) if stage32 else 0
     srows, scols = (c.tile_k + spany, c.tile_m + spanx) if stage else (0, 0)
-    stage_bytes = srows * scols * tny * eb
+    stage_bytes = srows * scols * tny * (4 if stage32 else eb)
     lds = ws_bytes + _cdiv(stage_bytes, 16) * 16
     _check(lds <= t.lds_bytes, f"{lds} bytes of shared memory (filter taps {ws_bytes}, staged dY "
-                               f"{stage_bytes}) exceed {t.arch}'s {t.lds_bytes}; lower tile_n, tile_m or tile_k")
+                               f"{stage_bytes}{' in fp32' if stage32 else ''}) exceed {t.arch}'s {t.lds_bytes}; "
+                               f"lower tile_n, tile_m or tile_k")
     tiles_h = _cdiv(_cdiv(p.Hi, p.sH), c.tile_k)
     tiles_w = _cdiv(_cdiv(p.Wi, p.sW), c.tile_m)
     cblocks = _cdiv(p.C, c.tile_n)
@@ -438,7 +453,8 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
                       tpw=tpw, tph=tph, stage=stage, ct=ct, twt=twt, tht=tht, ny=ny, tny=tny, ly=ly,
                       lys=lys, lx=lx, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h, tiles_w=tiles_w,
                       cblocks=cblocks, ws_pitch=ws_pitch, ws_bytes=ws_bytes,
-                      stage_cols=scols, lds_bytes=lds, idx64=idx64, lean=bool(c.vector_size_a))
+                      stage_cols=scols, lds_bytes=lds, idx64=idx64, lean=bool(c.vector_size_a),
+                      stage32=stage32, lyg=lyg)
 
 
 def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
@@ -454,8 +470,9 @@ def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfCon
 @dataclass(frozen=True)
 class Policy:
     """A rule that turns a problem into a config (constant time): channel-vector bytes,
-    thread tile, target threads per block, largest tile_n, dY path, dY rows in flight and
-    body form (``vector_size_a``: 0 original, 1 lean)."""
+    thread tile, target threads per block, largest tile_n, dY path (``lds_k_outer``: 0 L1,
+    1 staged, 2 staged as fp32), dY rows in flight and body form (``vector_size_a``: 0
+    original, 1 lean)."""
 
     vbytes: int = 16
     tpw: int = 4
@@ -476,13 +493,16 @@ def _policies() -> dict:
         out[f"v{vb}_p{tpw}x{tph}_t{th}_{'lds' if st else 'l1'}_s{sg}"] = Policy(vb, tpw, tph, th, 64, st, sg)
     for vb, tpw, tph, th, st, sg in ((8, 4, 2, 256, 0, 1), (8, 8, 1, 128, 0, 1), (8, 8, 2, 128, 0, 1)):
         out[f"v{vb}_p{tpw}x{tph}_t{th}_{'lds' if st else 'l1'}_s{sg}_lean"] = Policy(vb, tpw, tph, th, 64, st, sg, 1)
+    for vb, tpw, tph, th in ((8, 8, 1, 128), (8, 8, 2, 128), (8, 4, 2, 256)):   # dY staged as fp32
+        out[f"v{vb}_p{tpw}x{tph}_t{th}_lds32_s1_lean"] = Policy(vb, tpw, tph, th, 64, 2, 1, 1)
     return out
 
 
 POLICIES = _policies()
 """Named policies the benchmark times on every layer (bench/direct_h200.py). Name:
-channel-vector bytes, thread tile TPWxTPH, threads per block, dY path, dY rows in flight,
-and ``_lean`` for the lean body (``vector_size_a=1``)."""
+channel-vector bytes, thread tile TPWxTPH, threads per block, dY path (``l1``, ``lds``, or
+``lds32``: staged as fp32, ``lds_k_outer=2``), dY rows in flight, and ``_lean`` for the lean
+body (``vector_size_a=1``)."""
 
 TINY_C_BYTES = 16
 """Below this many bytes of channels per pixel (C x element size) one thread's channel
@@ -602,7 +622,7 @@ def direct_search_space(problem: ConvProblem, target: Target):
     policies and their variations over channel-vector bytes, thread tile, threads per
     block, dY path and dY rows in flight; then the lean body (``vector_size_a=1``) over the
     thread tiles of 4 or more pixels (where its leaner loads and filter staging pay), one
-    dY row in flight, dY through L1 or staged."""
+    dY row in flight, dY through L1, staged, or staged as fp32 (``lds_k_outer=2``)."""
     seen = set()
     pols = list(POLICIES.values())
     for vb in (8, 16):
@@ -613,7 +633,7 @@ def direct_search_space(problem: ConvProblem, target: Target):
     for vb in (8, 16):
         for tpw, tph in ((4, 1), (8, 1), (4, 2), (8, 2), (4, 4)):
             for th in (128, 256):
-                for st in (0, 1):
+                for st in (0, 1, 2):
                     pols.append(Policy(vb, tpw, tph, th, 64, st, 1, 1))
     for pol in pols:
         cfg = policy_config(problem, target, pol)

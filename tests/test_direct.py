@@ -114,7 +114,7 @@ def test_w_phase_limit_counts_only_phases_that_exist():
     (dict(tile_m=0), "tile_m"), (dict(tile_n=-4), "tile_n"), (dict(tile_k=0), "tile_k"),
     (dict(warp_tile_m=0), "warp_tile_m"), (dict(warp_tile_n=0), "warp_tile_n"),
     (dict(vector_size_c=-1), "vector_size_c"), (dict(lds_k_outer=-1), "lds_k_outer"),
-    (dict(lds_k_outer=2), "lds_k_outer"), (dict(stages=3), "stages"), (dict(stages=0), "stages"),
+    (dict(lds_k_outer=3), "lds_k_outer"), (dict(stages=3), "stages"), (dict(stages=0), "stages"),
     (dict(tile_m=6), "tile_m=6 must be a multiple of warp_tile_m"),
     (dict(tile_k=3), "tile_k=3 must be a multiple of warp_tile_n"),
     (dict(vector_size_c=3), "vector_size_c=3 must divide C"),
@@ -378,7 +378,7 @@ def test_lean_body_is_a_section_of_the_same_source():
     the original body's text is the source with every lean section removed, and the kernel
     names differ."""
     p = dw(Y=7, X=7, pH=3, pW=3)
-    c = default_direct_config(p, SM90)
+    c = default_direct_config(p, SM90).replace(vector_size_a=0)   # the default is the lean body now
     orig, lean = make_direct_spec(p, SM90, c), make_direct_spec(p, SM90, c.replace(vector_size_a=1))
     assert not orig.lean and lean.lean and lean.kernel_name == orig.kernel_name.replace(
         f"_{p.short_tag()}", f"_lean_{p.short_tag()}")
@@ -477,3 +477,120 @@ def test_clang_builds_lean_body_without_scratch(arch, dtype, tmp_path):
             c = c.replace(vector_size_c=0)
         co = offline.compile_amd(make_direct_spec(p, t, c).emit().text, arch, tmp_path)
         assert co.data and co.resources.get("ScratchSize [bytes/lane]", 0) == 0, co.resources
+
+
+# ----------------------------------------------------------------------------- dY staged as fp32
+def test_stage32_is_a_section_of_the_same_source():
+    """lds_k_outer=2 keeps the kernel's ``stage32`` sections (dY staged as fp32) and drops the
+    ``!stage32`` ones; the name says ``lds32``; prefetch is refused, and a window that does
+    not fit shared memory is refused naming the fp32 staging."""
+    p = dw(Y=7, X=7, pH=3, pW=3)
+    c = default_direct_config(p, SM90).replace(lds_k_outer=1)
+    raw, f32 = make_direct_spec(p, SM90, c), make_direct_spec(p, SM90, c.replace(lds_k_outer=2))
+    assert raw.stage and not raw.stage32 and f32.stage and f32.stage32 and f32.lyg > 0
+    assert f32.kernel_name == raw.kernel_name.replace("_lds_", "_lds32_")
+    assert "dd_sts_f" in f32.emit().text and "dd_sts_f" not in raw.emit().text
+    assert "#section" not in f32.emit().text and ("DD_LYG", f32.lyg) in f32.defines()
+    assert f32.lds_bytes - f32.ws_bytes == 2 * (raw.lds_bytes - raw.ws_bytes)        # fp16 -> fp32
+    assert f32.as_dict()["dy_path"] == "lds32" and DirectSpec.from_record(f32.to_record()) == f32
+    ok, why = is_valid_direct_config(p, SM90, c.replace(lds_k_outer=2, stages=2))
+    assert not ok and "stages=1" in why
+    big = dw(N=1, C=256, K=256, G=256, Hi=64, Wi=64, Y=7, X=7, pH=3, pW=3)
+    ok, why = is_valid_direct_config(big, SM90, cfg(tile_m=64, tile_n=64, tile_k=16, warp_tile_m=8,
+                                                    warp_tile_n=2, vector_size_c=4, lds_k_outer=2))
+    assert not ok and "in fp32" in why and "shared memory" in why
+    names = [n for n in POLICIES if "lds32" in n]
+    assert names and all(policy_config(p, SM90, POLICIES[n]).lds_k_outer == 2 for n in names)
+    assert any(c.lds_k_outer == 2 for c in direct_search_space(p, SM90))
+
+
+def stage32_problems(seed: int, count: int):
+    """Random problems as :func:`lean_problems`, with a random valid stage32 config of the
+    search space (lds_k_outer=2, lean or original body)."""
+    R = random.Random(seed)
+    out = []
+    for p, _ in lean_problems(seed, 4 * count):
+        space = [c for c in direct_search_space(p, SM90) if c.lds_k_outer == 2]
+        space = [c for c in space if is_valid_direct_config(p, SM90, c)[0]]
+        if space:
+            c = R.choice(space)
+            out.append((p, c.replace(vector_size_a=R.choice([0, 1])) if R.random() < 0.3 else c))
+        if len(out) == count:
+            break
+    return out
+
+
+STAGE32_FIXED = [   # a padded last channel block, 7x7 s1 8x2, 5x5 s2, kpg 2 with dilation, cpg 3, fp32
+    (dw(C=20, K=20, G=20, Hi=11, Wi=13, Y=7, X=7, pH=3, pW=3), "16,16,4,1,1,8,2,1,0,4,1,2,1,4"),
+    (dw(C=24, K=24, G=24, Hi=13, Wi=17, Y=7, X=7, pH=3, pW=3), "16,8,8,1,1,8,2,1,0,4,1,2,1,4"),
+    (dw(C=12, K=12, G=12, Hi=13, Wi=12, Y=5, X=5, pH=2, pW=2, sH=2, sW=2, dtype="bf16"),
+     "16,8,4,1,1,8,2,1,0,4,1,2,1,4"),
+    (dw(C=6, K=12, G=6, Hi=10, Wi=9, Y=5, X=5, pH=4, pW=3, dH=2, dW=2, dtype="fp32"),
+     "8,6,4,1,1,4,2,1,0,2,1,2,1,4"),
+    (dw(C=9, K=9, G=3, Hi=9, Wi=11, Y=5, X=5, pH=2, pW=2, dtype="fp16"), "8,9,4,1,1,4,1,0,0,9,1,2,1,4"),
+    (dw(C=40, K=40, G=40, Hi=14, Wi=14, Y=5, X=5, pH=2, pW=2, dtype="fp32"), "8,8,8,1,1,8,1,1,0,4,1,2,1,4"),
+]
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("vendor", ["amd", "nvidia"])
+@pytest.mark.parametrize("case", range(8 + len(STAGE32_FIXED)))
+def test_emulated_stage32_matches_float64_reference(case, vendor, tmp_path):
+    """dY staged as fp32 (stage32) over fixed and random problems (strides, dilation, odd
+    channels, cpg/kpg > 1, 5x5/7x7, three types), both vendor flavours, dX NaN-poisoned
+    (every element must be written), against the float64 reference."""
+    if case < len(STAGE32_FIXED):
+        p, c = STAGE32_FIXED[case][0], PerfConfig.parse(STAGE32_FIXED[case][1])
+    else:
+        p, c = stage32_problems(case + 100 * (vendor == "nvidia"), 1)[0]
+    s = make_direct_spec(p, SM90, c)
+    assert s.stage32
+    dy, w = fresh_inputs(p, np.random.default_rng(case))
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor=vendor)
+    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), c.serialize())
+    assert rms_range(dgrad_reference(p, dy, w), out) < tolerance(p.dtype), (p.short_tag(), p.dtype, c.serialize())
+
+
+STAGE32_LAYERS = [   # the H200 table's large-filter layers, dY staged as fp32 (8x2 and 8x1 tiles)
+    (dict(N=64, C=96, Hi=56, Wi=56, K=96, G=96, Y=7, X=7, pH=3, pW=3), "16,32,16,1,1,8,2,1,0,4,1,2,1,4"),
+    (dict(N=64, C=96, Hi=56, Wi=56, K=96, G=96, Y=7, X=7, pH=3, pW=3), "16,32,8,1,1,8,1,1,0,4,1,2,1,4"),
+    (dict(N=64, C=240, Hi=28, Wi=28, K=240, G=240, Y=5, X=5, pH=2, pW=2), "16,32,16,1,1,8,2,1,0,4,1,2,1,4"),
+    (dict(N=64, C=144, Hi=56, Wi=56, K=144, G=144, Y=5, X=5, pH=2, pW=2, sH=2, sW=2),
+     "16,32,16,1,1,8,2,1,0,4,1,2,1,4"),
+]
+
+
+@pytest.mark.skipif(not offline.shutil.which("nvcc"), reason="nvcc not on PATH")
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("case", range(len(STAGE32_LAYERS)))
+def test_nvcc_builds_stage32_without_spills(dtype, case, tmp_path):
+    kw, text = STAGE32_LAYERS[case]
+    p = dw(**kw).replace(dtype=dtype)
+    c = PerfConfig.parse(text)
+    if dtype == "fp32":
+        c = c.replace(vector_size_c=0)
+    b = offline.inspect_nvidia(make_direct_spec(p, SM90, c).emit().text, "sm_90", tmp_path, "k")
+    assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.spill_load_bytes == 0 and b.stack_bytes == 0
+
+
+@pytest.mark.skipif(offline.find_amd_clang() is None, reason="no clang with AMDGPU targets")
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+def test_clang_builds_stage32_without_scratch(arch, dtype, tmp_path):
+    """The layers whose fp32 window fits the 64 KiB LDS (the 16x16-pixel 7x7 window does not:
+    refused, naming the fp32 staging) build without scratch."""
+    t = get_target(arch)
+    built = 0
+    for kw, text in STAGE32_LAYERS:
+        p = dw(**kw).replace(dtype=dtype)
+        c = PerfConfig.parse(text)
+        if dtype == "fp32":
+            c = c.replace(vector_size_c=0)
+        ok, why = is_valid_direct_config(p, t, c)
+        if not ok:
+            assert "in fp32" in why and "shared memory" in why, why
+            continue
+        co = offline.compile_amd(make_direct_spec(p, t, c).emit().text, arch, tmp_path)
+        assert co.data and co.resources.get("ScratchSize [bytes/lane]", 0) == 0, co.resources
+        built += 1
+    assert built >= 2

@@ -381,6 +381,25 @@ def test_direct_lean_body_verifies(engine, dtype, line):
         assert _check(engine, p, cfg, rng) is not None
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", DIRECT_LINES)
+def test_direct_stage32_verifies(engine, dtype, line):
+    """The direct schedule with dY staged in shared memory as fp32 (``lds_k_outer`` 2, kernel
+    section ``stage32``) on the searched configs that take it, and the named lds32 policies."""
+    from miopen_solver.config import KernelSchedule
+    from miopen_solver.direct import POLICIES, is_valid_direct_config, policy_config
+    from miopen_solver.solver import DgradSolver
+    p = _nhwc_problem(dtype, line)
+    rng = np.random.default_rng(13)
+    cfgs = [c for c in DgradSolver().search(p, engine.target)
+            if c.schedule is KernelSchedule.DIRECT and c.lds_k_outer == 2]
+    pols = [policy_config(p, engine.target, POLICIES[n]) for n in POLICIES if "lds32" in n]
+    pols = [c for c in pols if is_valid_direct_config(p, engine.target, c)[0] and c not in cfgs[:4]]
+    assert cfgs
+    for cfg in cfgs[:4] + pols:
+        assert _check(engine, p, cfg, rng) is not None
+
+
 # ------------------------------------------------------------------ split-N (issue 16)
 SPLIT_LINES = [   # (line, config or None for the default): 3 launches of 2 images each, forced
     ("convfp16 -n 6 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", None),

@@ -216,7 +216,7 @@ DD_DEVICE void dd_zero(dd_t* e) {
 #pragma unroll
     for (int i = 0; i < L; ++i) e[i] = (dd_t)0;
 }
-// #section lean
+// #section lean|stage32
 // L storage elements at p (aligned to L elements, read-only path) into e[0..L), or zeros
 // where !ok: the whole vector register is zeroed and the load predicated before the
 // elements are taken apart, so an out-of-range column costs one move per vector instead
@@ -230,7 +230,7 @@ DD_DEVICE void dd_load_or_zero(dd_t* e, const dd_t* p, bool ok) {
 #pragma unroll
     for (int i = 0; i < L; ++i) e[i] = u.e[i];
 }
-// #end lean
+// #end lean|stage32
 
 // N fp32 values from 16-byte aligned shared memory, in the widest aligned vectors.
 struct __attribute__((aligned(16))) dd_f4 { float v[4]; };
@@ -256,6 +256,33 @@ DD_DEVICE void dd_lds_f(float* out, const float* p) {
         for (int i = 0; i < N; ++i) out[i] = p[i];
     }
 }
+// #section stage32
+
+// N fp32 values to 16-byte aligned shared memory, in the widest aligned vectors.
+template <int N>
+DD_DEVICE void dd_sts_f(float* p, const float* in) {
+    if (N % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < N / 4; ++i) {
+            dd_f4 t;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) t.v[j] = in[4 * i + j];
+            reinterpret_cast<dd_f4*>(p)[i] = t;
+        }
+    } else if (N % 2 == 0) {
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) {
+            dd_f2 t;
+            t.v[0] = in[2 * i];
+            t.v[1] = in[2 * i + 1];
+            reinterpret_cast<dd_f2*>(p)[i] = t;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) p[i] = in[i];
+    }
+}
+// #end stage32
 
 // Raw dY window registers: 16-bit values two to a 32-bit word where the thread's dY
 // channels come in pairs (halves the registers of the prefetched row), else one a register.
@@ -446,6 +473,71 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
     const dd_idx dy_img = (dd_idx)n * DG_HO * DG_WO * DG_K;
 
 #if DD_STAGE
+// #section stage32
+    // Section stage32 (lds_k_outer 2): the window is staged already converted to fp32, one
+    // conversion per dY element per block instead of one per overlapping thread window, and
+    // the row loop reads it with 128-bit shared loads and no bounds test.
+    // The block's dY window in fp32: rows qh_blk + miny + [0, TQH + spany), columns
+    // qw_blk + MINX + [0, SCW), its DD_TNY channels, [row][column][channel]; zeros outside
+    // dY. Units of DD_LYG channels (16-byte loads where K allows), row-major; a thread's
+    // unit index advances by DD_THREADS, so its channel offset is fixed where DD_THREADS is
+    // a multiple of the units per pixel and its (row, column) steps by constants.
+    {
+        static_assert(DD_PREFETCH == 0, "stage32 keeps no raw rows in registers");
+        static_assert(DD_TNY % DD_LYG == 0 && DG_K % DD_LYG == 0, "staging vector width");
+        const int srows = anyy ? DD_TQH + (maxy - miny) : 0;
+        constexpr int VPP = DD_TNY / DD_LYG;                   // units per staged pixel
+        constexpr int PSTEP = DD_THREADS / VPP;                // pixels a unit index step moves
+        float* ysf = reinterpret_cast<float*>(ys);
+        const dd_t* src0 = dy + dy_img + dyb;
+        const int ho0 = qh_blk + miny;
+        const int wo0 = qw_blk + MINX;
+        if constexpr (DD_THREADS % VPP == 0) {
+            const int v = tid % VPP;
+            const bool chok = dyb + v * DD_LYG < DG_K;
+            const int pix = tid / VPP;
+            int lc = pix % SCW;
+            int lr = pix / SCW;
+            const int npix = srows * SCW;
+            const int trips = pix < npix ? (npix - 1 - pix) / PSTEP + 1 : 0;
+            const dd_t* src = src0 + v * DD_LYG;
+            float* dst = ysf + pix * DD_TNY + v * DD_LYG;
+#pragma unroll 2
+            for (int it = 0; it < trips; ++it) {
+                const int ho = ho0 + lr;
+                const int wo = wo0 + lc;
+                const bool ok = chok && (unsigned)ho < (unsigned)DG_HO && (unsigned)wo < (unsigned)DG_WO;
+                dd_t e[DD_LYG];
+                dd_load_or_zero<DD_LYG>(e, src + ((dd_idx)ho * DG_WO + wo) * DG_K, ok);
+                float f[DD_LYG];
+#pragma unroll
+                for (int i = 0; i < DD_LYG; ++i) f[i] = dd_to_f(e[i]);
+                dd_sts_f<DD_LYG>(dst, f);
+                dst += PSTEP * DD_TNY;
+                lc += PSTEP % SCW;
+                lr += PSTEP / SCW;
+                if (lc >= SCW) { lc -= SCW; ++lr; }
+            }
+        } else {
+            const int units = srows * SCW * VPP;
+            for (int u = tid; u < units; u += DD_THREADS) {
+                const int v = u % VPP;
+                const int pix = u / VPP;
+                const int ho = ho0 + pix / SCW;
+                const int wo = wo0 + pix % SCW;
+                const bool ok = dyb + v * DD_LYG < DG_K && (unsigned)ho < (unsigned)DG_HO &&
+                                (unsigned)wo < (unsigned)DG_WO;
+                dd_t e[DD_LYG];
+                dd_load_or_zero<DD_LYG>(e, src0 + ((dd_idx)ho * DG_WO + wo) * DG_K + v * DD_LYG, ok);
+                float f[DD_LYG];
+#pragma unroll
+                for (int i = 0; i < DD_LYG; ++i) f[i] = dd_to_f(e[i]);
+                dd_sts_f<DD_LYG>(ysf + pix * DD_TNY + v * DD_LYG, f);
+            }
+        }
+    }
+// #end stage32
+// #section !stage32
     // The block's dY window: rows qh_blk + miny + [0, TQH + spany), columns
     // qw_blk + MINX + [0, SCW), its DD_TNY channels; zeros outside dY.
     {
@@ -468,6 +560,7 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
             dd_store<DD_LY>(ys + (lr * SCW + lc) * DD_TNY + v * DD_LY, e);
         }
     }
+// #end !stage32
     DD_SYNC();
 #endif
 
@@ -538,6 +631,19 @@ DD_DEVICE void dd_phase(const dd_t* __restrict__ dy, const float* ws, dd_t* ys, 
             use = use || yj[j] >= 0;
         }
         if (!use) continue;
+// #section stage32
+        {
+            // the thread's window of this row, fp32, 128-bit shared loads, no bounds test
+            const float* frow = reinterpret_cast<const float*>(ys) + (trow * DD_TPH + r) * (SCW * DD_TNY) +
+                                tcol * DD_TPW * DD_TNY + (dyc - dyb);
+            float fwin[WIN][DD_NY];
+#pragma unroll
+            for (int m = 0; m < WIN; ++m)
+                if (dd_col_used(RW, m)) dd_lds_f<DD_NY>(fwin[m], frow + m * DD_TNY);
+            dd_apply<RW, WIN>(acc, fwin, wchunk, yj);
+            continue;
+        }
+// #end stage32
         const int ho = qh_t + miny + r;
 #if !DD_STAGE
         if (!((unsigned)ho < (unsigned)DG_HO) || !cok) continue;   // contributes zeros
