@@ -11,7 +11,6 @@ min and median milliseconds of each and the ratio engine/matmul.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -22,12 +21,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from miopen_solver import prng  # noqa: E402
+from bench.compare import BadInput, OneLineParser, count_arg  # noqa: E402
+from miopen_solver import memory, prng  # noqa: E402
+from miopen_solver.applicability import NotApplicableError  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.runtime.cpu import CpuEngine  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
 from miopen_solver.spec import make_spec  # noqa: E402
 from miopen_solver.target import get_target  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 
 MAIN_LINE = ("convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 "
              "-F 2 -t 1 -V 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC")
@@ -45,14 +47,29 @@ def cpu_name() -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="cpu_engine.py", description=__doc__.splitlines()[0])
     ap.add_argument("line", nargs="?", default=MAIN_LINE, help="MIOpenDriver line (-F 2)")
-    ap.add_argument("--iters", type=int, default=10, help="timed runs of each (default 10)")
+    ap.add_argument("--iters", type=count_arg, default=10, help="timed runs of each (default 10)")
     args = ap.parse_args(argv)
 
-    problem = parse(args.line).problem
     target = get_target("cpu")
-    spec = make_spec(problem, target, DgradSolver().get_default_performance_config(problem, target))
+    try:
+        try:
+            problem = parse(args.line).problem
+        except ValueError as e:
+            raise BadInput(f"line {shorten(args.line)!r}: {e}") from None
+        verdict = DgradSolver().is_applicable(problem, target)
+        if not verdict.ok:
+            raise BadInput(f"line {shorten(args.line)!r}: {NotApplicableError(verdict)}")
+        spec = make_spec(problem, target, DgradSolver().get_default_performance_config(problem, target))
+        need = memory.timing_need(problem, memory.engine_plan(spec), "cpu")    # inputs + the engine's arrays
+        baseline = 4 * problem.G * sum(s.gemm_m * s.gemm_k + s.gemm_k * s.gemm_n for s in spec.sub_gemms)
+        short = memory.shortfall(memory.host_memory(), need.host + baseline, [need])     # + the matmul operands
+        if short:
+            raise BadInput(f"line {shorten(args.line)!r}: {short}; allowed: a smaller -n")
+    except (BadInput, ValueError) as e:
+        print(f"cpu_engine.py: {e}", file=sys.stderr)
+        return 2
     inputs = prng.generate_inputs(problem)
     engine = CpuEngine()
 

@@ -33,7 +33,10 @@ SMSP per cycle, as is the issue rate).
 ``SASS_DEBUG=1`` prints each row loop's static counts and the staging cost per unit.
 cuobjdump comes with the CUDA toolkit or the ``nvidia-cuda-cuobjdump`` wheel.
 
-Usage (repo root; cuobjdump on PATH or ``$CUOBJDUMP``)::
+Bad options, and nvcc or cuobjdump missing, are one ``direct_sass.py: ...`` line on stderr,
+exit 2, before any output; a tool that fails on a kernel is one line, exit 3.
+
+Usage (repo root; nvcc and cuobjdump on PATH or ``$NVCC``/``$CUOBJDUMP``)::
 
     PYTHONPATH=. python bench/direct_sass.py                      # the table's layers, defaults
     PYTHONPATH=. python bench/direct_sass.py --configs '16,32,8,1,1,8,1,0,0,4,1,0,1,4' --only dw7x7
@@ -106,8 +109,15 @@ def klass(op: str) -> str:
 
 
 def find_tool(name: str) -> str:
-    env = os.environ.get(name.upper())
+    """The path of ``name`` (``cuobjdump``, ``nvcc``): ``$NAME``, else PATH, else the CUDA pip
+    wheels. Raises BadInput naming what was looked at when there is none (no GPU needed, but
+    the CUDA toolkit's binaries are)."""
+    var = name.upper()
+    env = os.environ.get(var)
     if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise BadInput(f"${var} {shorten(env)!r}: not an executable file; allowed: the path of {name} "
+                           f"(CUDA toolkit)")
         return env
     exe = shutil.which(name)
     if exe:
@@ -117,27 +127,34 @@ def find_tool(name: str) -> str:
             cand = Path(base) / sub / name
             if cand.exists():
                 return str(cand)
-    raise ToolMissing(f"{name} not found; allowed: {name} on PATH or its path in ${name.upper()} "
-                      f"(CUDA toolkit, or the nvidia-cuda-{name} wheel)")
+    raise BadInput(f"{name} not found: put it on PATH or set ${var} (CUDA toolkit"
+                   + (", or the nvidia-cuda-cuobjdump wheel)" if name == "cuobjdump" else ")"))
 
 
-class ToolMissing(Exception):
-    """A CUDA tool this script runs is not installed (the message says which and how)."""
+class ToolFailed(Exception):
+    """nvcc or cuobjdump failed on a kernel (the message is one line)."""
 
 
-def build(text: str, work: Path):
-    """(sass lines [(addr, op)], registers, spill bytes, stack bytes)."""
+def _first_line(text: str) -> str:
+    return shorten(next((l.strip() for l in text.splitlines() if l.strip()), "no output"), 200)
+
+
+def build(text: str, work: Path, tools: dict):
+    """(sass lines [(addr, op)], registers, spill bytes, stack bytes). ``tools``: the paths of
+    ``nvcc`` and ``cuobjdump`` (:func:`find_tool`). Raises ToolFailed."""
     src, cubin = work / "k.cu", work / "k.cubin"
     src.write_text(text)
-    r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-o", str(cubin), str(src)],
-                       capture_output=True, text=True)
+    r = subprocess.run([tools["nvcc"], "-cubin", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-o", str(cubin),
+                        str(src)], capture_output=True, text=True)
     if r.returncode:
-        raise SystemExit(r.stderr)
+        raise ToolFailed(f"nvcc exited {r.returncode}: {_first_line(r.stderr + r.stdout)}")
     rep = r.stdout + r.stderr
     regs = int(re.search(r"Used (\d+) registers", rep).group(1))
     m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", rep)
-    sass = subprocess.run([find_tool("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
-                          check=True).stdout
+    d = subprocess.run([tools["cuobjdump"], "-sass", str(cubin)], capture_output=True, text=True)
+    if d.returncode:
+        raise ToolFailed(f"cuobjdump exited {d.returncode}: {_first_line(d.stderr + d.stdout)}")
+    sass = d.stdout
     ins = []
     for line in sass.splitlines():
         mm = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
@@ -253,13 +270,44 @@ def analyse(spec, ins):
     return tot, per_out, matched
 
 
-def report(label, spec, work):
-    ins, regs, spill, stack = build(spec.emit().text, work)
+def report(label, spec, work, tools):
+    ins, regs, spill, stack = build(spec.emit().text, work, tools)
     tot, per_out, matched = analyse(spec, ins)
     n = sum(tot.values())
     row = {k: tot.get(k, 0.0) / per_out for k, _ in CLASSES}
     return dict(label=label, config=spec.config.serialize(), regs=regs, spill=spill, stack=stack,
                 per_out=row, total=n / per_out, ffma_pct=100.0 * tot["ffma"] / n, loops=matched)
+
+
+DTYPES = ("fp16", "bf16", "fp32")
+
+
+def _checked(args) -> tuple:
+    """``(layers, configs, tools)`` from the options, every one checked before any output.
+
+    Raises:
+        BadInput: a --dtype the direct kernel does not take, a --configs entry that is not a
+            perf config, a --policies name that is not one of direct.POLICIES, an --only that selects no layer, or nvcc/cuobjdump missing.
+    """
+    if args.dtype not in DTYPES:
+        raise BadInput(f"--dtype {shorten(args.dtype)!r}: allowed: {', '.join(DTYPES)}")
+    configs = []
+    for c in args.configs.split(";"):
+        if c.strip():
+            try:
+                configs.append(PerfConfig.parse(c))
+            except PerfConfigError as e:
+                raise BadInput(f"--configs {shorten(c)!r}: {e}") from None
+    unknown = [n for n in args.policies.split(",") if n and n not in POLICIES]
+    if unknown:
+        raise BadInput(f"--policies {shorten(unknown[0])!r}: unknown; allowed: a comma list of " + ", ".join(POLICIES))
+    layers = [(label, p, cfg) for label, p, cfg in LAYERS
+              if not args.only or any(o in label for o in args.only.split(",") if o)]
+    if not layers:
+        raise BadInput(f"--only {shorten(args.only)!r}: selects no layer; allowed: comma-separated substrings of "
+                       + ", ".join(repr(label) for label, _, _ in LAYERS))
+    tools = {name: find_tool(name) for name in ("nvcc", "cuobjdump")}
+    return layers, configs, tools
 
 
 def main(argv=None) -> int:
@@ -270,55 +318,40 @@ def main(argv=None) -> int:
     ap.add_argument("--policies", default="", help="comma-separated names of direct.POLICIES to analyse on "
                                                     "every layer (their configs for the layer)")
     ap.add_argument("--only", default="", help="comma-separated substrings of layer labels")
-    ap.add_argument("--dtype", default="fp16")
+    ap.add_argument("--dtype", default="fp16", help=f"{', '.join(DTYPES)} (default fp16)")
     args = ap.parse_args(argv)
     try:
-        if args.dtype not in ("fp16", "bf16", "fp32"):
-            raise BadInput(f"--dtype {shorten(args.dtype)!r}: allowed: fp16, bf16, fp32")
-        try:
-            given = [PerfConfig.parse(c) for c in args.configs.split(";") if c.strip()]
-        except PerfConfigError as e:
-            raise BadInput(f"--configs {shorten(args.configs)!r}: {e}") from None
-        unknown = [n for n in args.policies.split(",") if n and n not in POLICIES]
-        if unknown:
-            raise BadInput(f"--policies {shorten(unknown[0])!r}: unknown; allowed: a comma list of "
-                           + ", ".join(POLICIES))
-        if not shutil.which("nvcc"):
-            raise BadInput("nvcc not found; allowed: nvcc (CUDA toolkit) on PATH")
-        try:
-            find_tool("cuobjdump")
-        except ToolMissing as e:
-            raise BadInput(str(e)) from None
+        layers, configs, tools = _checked(args)
     except BadInput as e:
         print(f"direct_sass.py: {e}", file=sys.stderr)
         return 2
     t = get_target("sm_90")
-    with tempfile.TemporaryDirectory(prefix="direct-sass-") as tmp:
-        _table(args, given, t, Path(tmp))
-    return 0
-
-
-def _table(args, given, t, work: Path) -> None:
     cols = [k for k, _ in CLASSES]
     print(f"{'layer':26s} {'config':34s} {'regs':>4s} {'spill':>5s} " + " ".join(f"{c:>6s}" for c in cols)
-          + f" {'total':>7s} {'ffma%':>6s}")
-    for label, p, table_cfg in LAYERS:
-        if args.only and not any(o in label for o in args.only.split(",")):
-            continue
-        p = p.replace(dtype=args.dtype)
-        cfgs = list(given) + [policy_config(p, t, POLICIES[n]) for n in args.policies.split(",") if n]
-        cfgs = cfgs or [PerfConfig.parse(table_cfg)]
-        if args.default:
-            cfgs.append(default_direct_config(p, t))
-        for c in cfgs:
-            try:
-                s = make_direct_spec(p, t, c)
-            except Exception as e:  # invalid for this layer
-                print(f"{label:26s} {c.serialize():34s} invalid: {e}")
-                continue
-            r = report(label, s, work)
-            print(f"{label:26s} {r['config']:34s} {r['regs']:4d} {r['spill']:5d} "
-                  + " ".join(f"{r['per_out'][k]:6.2f}" for k in cols) + f" {r['total']:7.2f} {r['ffma_pct']:5.1f}%")
+          + f" {'total':>7s} {'ffma%':>6s}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="direct-sass-") as tmp:
+        work = Path(tmp)
+        for label, p, table_cfg in layers:
+            p = p.replace(dtype=args.dtype)
+            cfgs = list(configs) + [policy_config(p, t, POLICIES[n]) for n in args.policies.split(",") if n]
+            cfgs = cfgs or [PerfConfig.parse(table_cfg)]
+            if args.default:
+                cfgs.append(default_direct_config(p, t))
+            for c in cfgs:
+                try:
+                    s = make_direct_spec(p, t, c)
+                except Exception as e:  # invalid for this layer
+                    print(f"{label:26s} {c.serialize():34s} invalid: {e}")
+                    continue
+                try:
+                    r = report(label, s, work, tools)
+                except ToolFailed as e:
+                    print(f"direct_sass.py: {label} {c.serialize()}: {e}", file=sys.stderr)
+                    return 3
+                print(f"{label:26s} {r['config']:34s} {r['regs']:4d} {r['spill']:5d} "
+                      + " ".join(f"{r['per_out'][k]:6.2f}" for k in cols) + f" {r['total']:7.2f} {r['ffma_pct']:5.1f}%",
+                      flush=True)
+    return 0
 
 
 if __name__ == "__main__":

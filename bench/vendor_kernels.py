@@ -13,6 +13,7 @@ times against ours use ``compare.py``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, _torch_dtype, dtypes_arg, gpu,  # noqa: E402
-                           plan_rows, read_suite, row_problem, select, shard_arg)
+                           plan_of, row_problem, shard_arg)
 from miopen_solver.errors import FileError  # noqa: E402
 from miopen_solver.fileio import check_writable, write_text  # noqa: E402
 
@@ -60,7 +61,7 @@ def probe(torch, p) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(prog="vendor_kernels.py", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="vendor_kernels.py", description=__doc__.split("\n\n")[0].rstrip(":") + ".")
     ap.add_argument("--suite", default="bench/zoo.txt")
     ap.add_argument("--dtypes", type=dtypes_arg, default=AS_WRITTEN)
     ap.add_argument("--only", default="")
@@ -75,14 +76,9 @@ def main(argv=None) -> int:
                     check_writable(path)
                 except FileError as e:
                     raise BadInput(f"{flag} {e}") from None
-        try:
-            plan = select(plan_rows(read_suite(args.suite), args.dtypes), args.only, "", args.shard or "")
-        except FileError as e:
-            raise BadInput(f"--suite {e}") from None
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-        if not plan:
-            raise BadInput(f"--only {args.only!r}: selects no line of {args.suite}")
+        # compare.py's checks: an empty suite names --suite, an empty selection the flags that made it
+        plan = plan_of(argparse.Namespace(suite=args.suite, dtypes=args.dtypes, only=args.only, classes="",
+                                          shard=args.shard or ""))
         torch, _ = gpu()
     except BadInput as e:
         print(f"vendor_kernels.py: {e}", file=sys.stderr)

@@ -30,9 +30,12 @@ import sys
 import click
 
 from miopen_solver import __version__
+from miopen_solver.command import BASE_DTYPES, REJECTED_BASES
+from miopen_solver.errors import MiopenCommandError
 
-from .options import (EXIT_INTERRUPTED, LINE_SETTINGS, PROG, arch_option, backend_option, error_line, json_option,
-                      perfdb_options, ref_option, run_and_print, split_line, timeout_option, warmup_option)
+from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, arch_option, backend_option,
+                      error_line, json_option, perfdb_options, ref_option, run_and_print, split_line, timeout_option,
+                      warmup_option)
 from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, run_line
 
 __all__ = ["cli", "main", "run_line", "RunOptions"]
@@ -158,6 +161,10 @@ def main(argv=None) -> int:
         return 0
     if _wants_conv_help(args):
         base = next((a for a in args if not a.startswith("-") and "MIOpenDriver" not in a), args[0])
+        if base not in BASE_DTYPES:    # MIOpenDriver: "Incorrect BaseArg"; the error a run of the line gives
+            why = REJECTED_BASES.get(base, "unknown base argument")
+            click.echo(error_line(MiopenCommandError("<base>", base, ", ".join(BASE_DTYPES), why)), err=True)
+            return EXIT_USER_ERROR
         click.echo("\n".join(conv_help_lines(base)))
         return 0
     if not args:

@@ -46,21 +46,8 @@ def test_vendor_kernels_refuses_bad_input_in_one_line(capsys, argv, says):
     assert says in refused_in_one_line(capsys, vendor_kernels.main, argv, "vendor_kernels.py")
 
 
-@pytest.mark.parametrize("argv,says", [
-    (["--dtype", "fp8"], "--dtype 'fp8': allowed: fp16, bf16, fp32"),
-    (["--configs", "1,2"], "--configs '1,2': perf config has 2 fields"),
-    (["--nope"], "unrecognized arguments"),
-])
-def test_direct_sass_refuses_bad_input_in_one_line(capsys, argv, says):
+def test_direct_sass_refuses_an_unknown_policy_in_one_line(capsys):
+    """(its other bad input: tests/test_bench_cli.py)"""
     from bench import direct_sass
-    assert says in refused_in_one_line(capsys, direct_sass.main, argv, "direct_sass.py")
-
-
-@pytest.mark.parametrize("missing", ["nvcc", "cuobjdump"])
-def test_direct_sass_names_a_missing_tool_in_one_line(capsys, monkeypatch, missing):
-    from bench import direct_sass
-    monkeypatch.delenv("CUOBJDUMP", raising=False)
-    monkeypatch.setattr(direct_sass.shutil, "which", lambda name: None if name == missing else f"/usr/bin/{name}")
-    monkeypatch.setattr(direct_sass.sys, "path", [])       # no pip wheel of the tool either
-    err = refused_in_one_line(capsys, direct_sass.main, [], "direct_sass.py")
-    assert f"{missing} not found; allowed: " in err
+    err = refused_in_one_line(capsys, direct_sass.main, ["--policies", "v8_nope"], "direct_sass.py")
+    assert "--policies 'v8_nope': unknown; allowed: a comma list of v8_p4x2_t256_l1_s1" in err

@@ -39,3 +39,18 @@ def test_shell_completion_prints_a_script_not_help():
     assert proc.returncode == 0, proc.stderr
     assert "_dgrad_driver_completion()" in proc.stdout and "complete " in proc.stdout
     assert "Usage:" not in proc.stdout
+
+
+@pytest.mark.parametrize("args,says", [
+    (["foo", "--help"], "<base> 'foo': unknown base argument; allowed: conv, convfp32, convfp16, convbfp16"),
+    (["search", "-h"], "<base> 'search': unknown base argument"),
+    (["./bin/MIOpenDriver", "convfp64", "-?"], "<base> 'convfp64': unknown base argument"),
+    (["convint8", "--help"], "<base> 'convint8': int8 has no backward-data pass in MIOpen"),
+    (["-n", "4", "--help"], "<base> '4': unknown base argument"),
+])
+def test_conv_help_of_a_base_no_line_takes_is_the_lines_error(capsys, args, says):
+    """As MIOpenDriver ("Incorrect BaseArg"), help is only for a base argument a line takes:
+    any other is the one error line a run of it gives, exit 2, not a flag list under its name."""
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("dgrad-driver: error: ") and says in err

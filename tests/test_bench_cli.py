@@ -1,0 +1,104 @@
+"""The bench scripts a user runs without a GPU refuse bad input as the project asks (exit 2,
+nothing on stdout, one stderr line naming the option, the value and what is allowed, no
+traceback), before any output or work: bench/direct_sass.py (its CUDA tools included),
+bench/cpu_engine.py (its line, --iters, applicability and host memory) and
+bench/vendor_kernels.py (its suite and selection)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import refused_in_one_line
+from bench import cpu_engine, direct_sass, vendor_kernels
+from miopen_solver import memory
+
+SMALL = "convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2"
+
+
+@pytest.fixture
+def no_cuda_tools(monkeypatch, tmp_path):
+    """Neither nvcc nor cuobjdump anywhere the script looks."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CUOBJDUMP", raising=False)
+    monkeypatch.delenv("NVCC", raising=False)
+    monkeypatch.setattr(direct_sass.sys, "path", [p for p in direct_sass.sys.path if "site-packages" not in p])
+
+
+@pytest.mark.parametrize("argv,says", [
+    ([], "nvcc not found: put it on PATH or set $NVCC"),
+    (["--default"], "nvcc not found"),
+    (["--configs", "16,32,16,1,1,4,2,1,0,4,1,0,1,4"], "nvcc not found"),
+    (["--configs", "abc"], "--configs 'abc': perf config field tile_m='abc' is not an integer"),
+    (["--configs", "16,32,16,1,1,4,2,1,0,4,1,0,1,4;1,2"], "--configs '1,2': perf config has 2 fields"),
+    (["--dtype", "fp64"], "--dtype 'fp64': allowed: fp16, bf16, fp32"),
+    (["--only", "zzz"], "--only 'zzz': selects no layer; allowed: comma-separated substrings of"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_direct_sass_refuses_in_one_line_before_any_output(capsys, no_cuda_tools, argv, says):
+    assert says in refused_in_one_line(capsys, direct_sass.main, argv, "direct_sass.py")
+
+
+def test_direct_sass_names_a_missing_cuobjdump_and_a_bad_tool_variable(capsys, no_cuda_tools, monkeypatch, tmp_path):
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/bin/sh\nexit 1\n")
+    nvcc.chmod(0o755)
+    err = refused_in_one_line(capsys, direct_sass.main, [], "direct_sass.py")
+    assert "cuobjdump not found: put it on PATH or set $CUOBJDUMP" in err
+    monkeypatch.setenv("CUOBJDUMP", str(tmp_path / "missing"))
+    err = refused_in_one_line(capsys, direct_sass.main, [], "direct_sass.py")
+    assert "$CUOBJDUMP" in err and "missing" in err and "not an executable file" in err
+
+
+def test_direct_sass_a_failing_tool_is_one_line_exit_3(capsys, no_cuda_tools, tmp_path):
+    for name, script in (("nvcc", "echo 'fatal: broken nvcc' >&2\nexit 4"), ("cuobjdump", "exit 0")):
+        tool = tmp_path / name
+        tool.write_text(f"#!/bin/sh\n{script}\n")
+        tool.chmod(0o755)
+    assert direct_sass.main(["--only", "mobilenet"]) == 3
+    out, err = capsys.readouterr()
+    assert out.count("\n") == 1 and out.startswith("layer ")          # the heading only
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("direct_sass.py: mobilenet dw3x3 c144 56 ") and "nvcc exited 4: fatal: broken nvcc" in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--iters", "0", SMALL], "argument --iters: '0': allowed: an integer >= 1"),
+    (["--iters", "-3", SMALL], "argument --iters: '-3': allowed: an integer >= 1"),
+    (["--iters", "nan", SMALL], "argument --iters: 'nan': allowed: an integer >= 1"),
+    (["--iters", "1", "bogus -n 2"], "<base> 'bogus': unknown base argument"),
+    (["--iters", "1", "convfp16 -n abc"], "-n 'abc': allowed: an integer"),
+    (["--iters", "1", SMALL.replace("-F 2", "-F 1")], "-F '1': the line asks for forward"),
+    (["--iters", "1", SMALL + " -I CHWN"], "not applicable: LAYOUT"),
+    (["--iters", "1", SMALL.replace("-H 8 -W 8", "-H 99999 -W 99999")], "not applicable: INDEX_OVERFLOW"),
+])
+def test_cpu_engine_refuses_in_one_line(capsys, argv, says):
+    err = refused_in_one_line(capsys, cpu_engine.main, argv, "cpu_engine.py")
+    assert says in err
+
+
+def test_cpu_engine_refuses_a_line_the_host_cannot_hold_before_allocating(capsys, monkeypatch):
+    monkeypatch.setattr(memory, "host_memory", lambda: memory.HostMemory(64 << 20, "MemAvailable", None, 0))
+
+    def no_inputs(*a, **k):
+        raise AssertionError("inputs were generated")
+    monkeypatch.setattr(cpu_engine.prng, "generate_inputs", no_inputs)
+    err = refused_in_one_line(capsys, cpu_engine.main, ["--iters", "1", SMALL], "cpu_engine.py")
+    assert "host memory: needs" in err and "allowed: a smaller -n" in err
+
+
+def test_cpu_engine_still_times_a_small_line(capsys):
+    assert cpu_engine.main(["--iters", "1", SMALL]) == 0
+    assert "ratio engine/matmul" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("suite,argv,says", [
+    ("", [], "--suite {suite}: no lines; allowed: a suite file"),
+    ("# only a comment\n", [], "--suite {suite}: no lines"),
+    (SMALL + " # a\n", ["--only", "zzz"], "--only 'zzz': selects no line of {suite} (1 rows)"),
+    (SMALL + " # a\n", ["--shard", "2/2"], "--shard '2/2': selects no line of {suite} (1 rows)"),
+])
+def test_vendor_kernels_names_the_flag_that_left_no_line(capsys, tmp_path, suite, argv, says):
+    path = tmp_path / "suite.txt"
+    path.write_text(suite)
+    err = refused_in_one_line(capsys, vendor_kernels.main, ["--suite", str(path)] + argv, "vendor_kernels.py")
+    assert says.format(suite=path) in err
