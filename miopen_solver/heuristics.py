@@ -56,7 +56,8 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
     (bench/sweep.py over the 14 suite rows, recorded in bench/RESULTS.md):
 
     fp16/bf16 on a target with warpgroup MMA (sm_90a), cpg > 32 and kpg >= 64:
-    :func:`wgmma_config`. Otherwise, fp16/bf16 (mma.sync atoms):
+    :func:`wgmma_config`; 32 channels on one side: :func:`narrow_wgmma_config`. Otherwise,
+    fp16/bf16 (mma.sync atoms):
 
     * cpg <= 16 (grouped, depthwise-like): one narrow column tile (8 or 16) and four warps
       stacked along M; when the whole GemmK fits one tile (<= 128), tile_k covers it and
@@ -81,6 +82,10 @@ def measured_nvidia_config(problem: ConvProblem, target: Target) -> PerfConfig:
         return tf32_nvidia_config(p, t)
     if p.dtype in ("fp16", "bf16") and t.wgmma and p.cpg > 32 and p.kpg >= 64:
         return wgmma_config(p, t)
+    if p.dtype in ("fp16", "bf16") and t.wgmma:
+        narrow = narrow_wgmma_config(p, t)
+        if narrow is not None:
+            return narrow
     if p.dtype in ("fp16", "bf16"):
         if p.cpg <= 16:
             tn = 8 if p.cpg <= 8 else 16
@@ -156,6 +161,32 @@ def tf32_wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig | None
         return None
     tn = 64 if p.cpg <= 64 else 128
     return PerfConfig(128, tn, 32, 2, 1, 64, tn, 0, 0, 0, 1, -1, 4, KernelSchedule.WGMMA)
+
+
+NARROW_K_DEFAULT = PerfConfig(128, 128, 32, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4, 1)
+"""The warpgroup tile for kpg 32 (cpg > 32): tile_k 32, one filter tap per k-tile (64-byte
+swizzled A rows)."""
+NARROW_N_DEFAULT = PerfConfig(128, 32, 64, 2, 1, 64, 32, 0, 0, 0, 1, -1, 4, 1)
+"""The warpgroup tile for cpg 32 (kpg >= 64): m64n32k16 instructions, a 32-wide column tile
+(64-byte swizzled B rows)."""
+
+
+def narrow_wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
+    """The sm_90a default for fp16/bf16 layers with 32 channels on one side, where the
+    128-byte-swizzled warpgroup tiles do not serve them: kpg 32 with cpg > 32 takes
+    :data:`NARROW_K_DEFAULT`, cpg 32 with kpg >= 64 :data:`NARROW_N_DEFAULT`; None elsewhere
+    or where the tile does not validate (the mma.sync rules then). On the H200 they ran
+    DenseNet-121's two 3x3 k32 layers 1.40-1.41x, MobileNetV2's 1x1 c32 1.44x and YOLOv5s's
+    3x3/s2 c32 stem 1.16x faster than the mma.sync defaults (bench/RESULTS.md); cpg = kpg = 32
+    is not measured and keeps those rules."""
+    p = problem
+    if p.kpg == 32 and p.cpg > 32:
+        cfg = NARROW_K_DEFAULT
+    elif p.cpg == 32 and p.kpg >= 64:
+        cfg = NARROW_N_DEFAULT
+    else:
+        return None
+    return cfg if is_valid_performance_config(p, target, cfg)[0] else None
 
 
 def wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig:

@@ -1035,3 +1035,29 @@ def test_zero_fill_analysis_scales_with_the_image_side():
     assert decompose(p).needs_zero_fill is False
     assert decompose(p.replace(sH=2, sW=2)).needs_zero_fill is True
     assert time.perf_counter() - t0 < 2.0          # 2^30 pixels: rows x columns, never pixel sets
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from((16, 32, 48, 64, 96, 128)), st.sampled_from((16, 32, 48, 64, 192)),
+       st.sampled_from((1, 2)), st.sampled_from(((1, 0, 1), (3, 1, 1), (3, 1, 2))),
+       st.sampled_from((7, 14, 28)), st.sampled_from(("fp16", "bf16", "fp32")))
+def test_narrow_warpgroup_default_only_for_32_channels_on_one_side(c, k, g, fps, hw, dtype):
+    """sm_90: kpg 32 with cpg > 32 takes the tile_k-32 warpgroup tile, cpg 32 with kpg >= 64 the
+    32-wide one (H200: 1.16-1.44x the mma.sync defaults on four zoo layers); every other
+    problem keeps the rules it had, and the default always validates."""
+    from miopen_solver.heuristics import NARROW_K_DEFAULT, NARROW_N_DEFAULT, narrow_wgmma_config
+    f, pad, s = fps
+    p = nhwc(N=2, C=c * g, K=k * g, G=g, Hi=hw, Wi=hw, Y=f, X=f, pH=pad, pW=pad, sH=s, sW=s, dtype=dtype)
+    got = narrow_wgmma_config(p, SM90)
+    if got is not None:
+        assert (p.kpg == 32 and p.cpg > 32 and got == NARROW_K_DEFAULT) or \
+               (p.cpg == 32 and p.kpg >= 64 and got == NARROW_N_DEFAULT)
+        assert is_valid_performance_config(p, SM90, got)[0]
+    else:
+        assert not ((p.kpg == 32 and p.cpg > 32) or (p.cpg == 32 and p.kpg >= 64)) \
+            or not is_valid_performance_config(p, SM90, NARROW_K_DEFAULT if p.kpg == 32 else NARROW_N_DEFAULT)[0]
+    dflt = default_performance_config(p, SM90)
+    assert is_valid_performance_config(p, SM90, dflt)[0]
+    assert narrow_wgmma_config(p, SM80) is None                       # no warpgroup MMA
+    if dtype == "fp32":
+        assert got is None                                              # FFMA: no warpgroup tile
