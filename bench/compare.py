@@ -462,9 +462,10 @@ def _torch_dtype(torch, dtype):
     return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
 
 
-def time_cudnn(torch, p, launches, replays):
-    """cuDNN's dgrad of ``p`` with each tensor in the line's layout (NHWC: channels_last,
-    NCHW: contiguous)."""
+def cudnn_dgrad(torch, p):
+    """A callable running cuDNN's dgrad of ``p`` (``aten.convolution_backward``, dX only) on
+    random operands with each tensor in the line's layout (NHWC: channels_last, NCHW:
+    contiguous)."""
     tdt = _torch_dtype(torch, p.dtype)
 
     def fmt(layout):
@@ -477,8 +478,23 @@ def time_cudnn(torch, p, launches, replays):
         return torch.ops.aten.convolution_backward(
             dy, x, w, None, [p.sH, p.sW], [p.pH, p.pW], [p.dH, p.dW], False, [0, 0], p.G,
             [True, False, False])
+    return fn
 
-    return graph_time_ms(torch, fn, launches, replays)
+
+def time_cudnn(torch, p, launches, replays):
+    """cuDNN's dgrad of ``p`` (:func:`cudnn_dgrad`) timed from a CUDA graph, ms per call."""
+    return graph_time_ms(torch, cudnn_dgrad(torch, p), launches, replays)
+
+
+def check_outputs(**paths) -> None:
+    """Each output ``--flag`` (keyword ``flag`` with ``-`` as ``_``) whose path is not None
+    is writable. Raises BadInput naming the flag and the path."""
+    for name, path in paths.items():
+        if path is not None:
+            try:
+                check_writable(path)
+            except FileError as e:
+                raise BadInput(f"--{name.replace('_', '-')} {e}") from None
 
 
 def time_cublas(torch, p, launches, replays):

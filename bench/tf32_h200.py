@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare import (BASES, BadInput, OneLineParser, _reason, geomean, git_commit, gpu, ours_or_error,  # noqa: E402
-                     read_suite, split_label, time_cudnn)
+from compare import (BASES, BadInput, OneLineParser, _reason, check_outputs, geomean, git_commit,  # noqa: E402
+                     gpu, ours_or_error, read_suite, split_label, time_cudnn)
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.fileio import write_text  # noqa: E402
 
@@ -179,7 +179,6 @@ def _checked_rows(args) -> list:
     """The planned rows after every check that needs no GPU (files, ``--only``, ``--arch``
     with ``--wgmma``, outputs), each failure a :class:`~compare.BadInput` naming the flag."""
     from miopen_solver.errors import FileError
-    from miopen_solver.fileio import check_writable
     from miopen_solver.target import get_target
     for flag, value in (("--launches", args.launches), ("--replays", args.replays)):
         if value < 1:
@@ -198,12 +197,7 @@ def _checked_rows(args) -> list:
     if not chosen:
         raise BadInput(f"--only {args.only!r}: matches no row label ({len(rows)} rows); allowed: a substring of "
                        f"one, e.g. {rows[0]['label']!r}" if rows else "--suite/--zoo: no fp32 rows to run")
-    for flag, path in (("--out", args.out), ("--json", args.json)):
-        if path is not None:
-            try:
-                check_writable(path)
-            except FileError as e:
-                raise BadInput(f"{flag} {e}") from None
+    check_outputs(out=args.out, json=args.json)
     return chosen
 
 

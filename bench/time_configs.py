@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, count_arg, gpu, ours_or_error,  # noqa: E402
-                           plan_rows, read_suite, row_problem, select, time_cudnn)
+from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, check_outputs, count_arg, gpu,  # noqa: E402
+                           ours_or_error, plan_rows, read_suite, row_problem, select, time_cudnn)
 from miopen_solver.config import PerfConfig  # noqa: E402
 from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
-from miopen_solver.fileio import check_writable, write_text  # noqa: E402
+from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 MAX_CONFIGS = 64
@@ -55,12 +55,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         configs = parse_configs(args.configs)
-        for flag, path in (("--out", args.out), ("--json", args.json)):
-            if path is not None:
-                try:
-                    check_writable(path)
-                except FileError as e:
-                    raise BadInput(f"{flag} {e}") from None
+        check_outputs(out=args.out, json=args.json)
         try:
             plan = plan_rows(read_suite(args.suite), AS_WRITTEN)
         except FileError as e:

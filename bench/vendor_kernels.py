@@ -20,10 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, _torch_dtype, dtypes_arg, gpu,  # noqa: E402
-                           plan_of, row_problem, shard_arg)
-from miopen_solver.errors import FileError  # noqa: E402
-from miopen_solver.fileio import check_writable, write_text  # noqa: E402
+from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, _torch_dtype, check_outputs,  # noqa: E402
+                           cudnn_dgrad, dtypes_arg, gpu, plan_of, row_problem, shard_arg)
+from miopen_solver.fileio import write_text  # noqa: E402
 
 
 def _kernels(torch, fn) -> list:
@@ -44,16 +43,9 @@ def _kernels(torch, fn) -> list:
 
 
 def probe(torch, p) -> dict:
-    tdt = _torch_dtype(torch, p.dtype)
-
-    def fmt(layout):
-        return torch.channels_last if layout == "NHWC" else torch.contiguous_format
-    dy = torch.randn(p.N, p.K, p.Ho, p.Wo, device="cuda", dtype=tdt).to(memory_format=fmt(p.out_layout))
-    x = torch.empty(p.N, p.C, p.Hi, p.Wi, device="cuda", dtype=tdt).to(memory_format=fmt(p.in_layout))
-    w = torch.randn(p.K, p.cpg, p.Y, p.X, device="cuda", dtype=tdt).to(memory_format=fmt(p.fil_layout))
-    out = {"cudnn": _kernels(torch, lambda: torch.ops.aten.convolution_backward(
-        dy, x, w, None, [p.sH, p.sW], [p.pH, p.pW], [p.dH, p.dW], False, [0, 0], p.G, [True, False, False]))}
+    out = {"cudnn": _kernels(torch, cudnn_dgrad(torch, p))}
     if p.Y == p.X == 1 and p.sH == p.sW == 1 and p.G == 1:
+        tdt = _torch_dtype(torch, p.dtype)
         a = torch.randn(p.N * p.Ho * p.Wo, p.K, device="cuda", dtype=tdt)
         b = torch.randn(p.K, p.C, device="cuda", dtype=tdt)
         out["cublas"] = _kernels(torch, lambda: torch.matmul(a, b))
@@ -70,12 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="rows here")
     args = ap.parse_args(argv)
     try:
-        for flag, path in (("--out", args.out), ("--json", args.json)):
-            if path is not None:
-                try:
-                    check_writable(path)
-                except FileError as e:
-                    raise BadInput(f"{flag} {e}") from None
+        check_outputs(out=args.out, json=args.json)
         # compare.py's checks: an empty suite names --suite, an empty selection the flags that made it
         plan = plan_of(argparse.Namespace(suite=args.suite, dtypes=args.dtypes, only=args.only, classes="",
                                           shard=args.shard or ""))

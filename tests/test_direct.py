@@ -417,6 +417,16 @@ def lean_problems(seed: int, count: int):
     return out
 
 
+def _emulated_matches_reference(s, seed, vendor, tmp_path):
+    """Run the direct spec ``s`` on the kernel emulator with fresh inputs into a NaN-poisoned
+    dX: every element written, within MIOpen's tolerance of the float64 reference."""
+    p, c = s.problem, s.config
+    dy, w = fresh_inputs(p, np.random.default_rng(seed))
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor=vendor)
+    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), c.serialize())
+    assert rms_range(dgrad_reference(p, dy, w), out) < tolerance(p.dtype), (p.short_tag(), p.dtype, c.serialize())
+
+
 LEAN_FIXED = [   # a padded last channel block (lanes past C), 7x7 s1, 5x5 s2, kpg 2 with dilation
     (dw(C=20, K=20, G=20, Hi=11, Wi=13, Y=7, X=7, pH=3, pW=3), "16,16,4,1,1,8,2,1,0,4,1,0,1,4"),
     (dw(C=12, K=12, G=12, Hi=13, Wi=12, Y=5, X=5, pH=2, pW=2, sH=2, sW=2, dtype="bf16"),
@@ -438,10 +448,7 @@ def test_emulated_lean_body_matches_float64_reference(case, vendor, tmp_path):
         p, c = lean_problems(case + 100 * (vendor == "nvidia"), 1)[0]
     s = make_direct_spec(p, SM90, c)
     assert s.lean
-    dy, w = fresh_inputs(p, np.random.default_rng(case))
-    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor=vendor)
-    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), c.serialize())
-    assert rms_range(dgrad_reference(p, dy, w), out) < tolerance(p.dtype), (p.short_tag(), p.dtype, c.serialize())
+    _emulated_matches_reference(s, case, vendor, tmp_path)
 
 
 LEAN_LAYERS = [   # the H200 table's large-filter layers, with the lean 8x2 tile
@@ -450,19 +457,6 @@ LEAN_LAYERS = [   # the H200 table's large-filter layers, with the lean 8x2 tile
     (dict(N=64, C=144, Hi=56, Wi=56, K=144, G=144, Y=5, X=5, pH=2, pW=2, sH=2, sW=2),
      "16,32,16,1,1,8,2,1,0,4,1,0,1,4"),
 ]
-
-
-@pytest.mark.skipif(not offline.shutil.which("nvcc"), reason="nvcc not on PATH")
-@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("case", range(len(LEAN_LAYERS)))
-def test_nvcc_builds_lean_body_without_spills(dtype, case, tmp_path):
-    kw, text = LEAN_LAYERS[case]
-    p = dw(**kw).replace(dtype=dtype)
-    c = PerfConfig.parse(text)
-    if dtype == "fp32":
-        c = c.replace(vector_size_c=0)
-    b = offline.inspect_nvidia(make_direct_spec(p, SM90, c).emit().text, "sm_90", tmp_path, "k")
-    assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.spill_load_bytes == 0 and b.stack_bytes == 0
 
 
 @pytest.mark.skipif(offline.find_amd_clang() is None, reason="no clang with AMDGPU targets")
@@ -545,10 +539,7 @@ def test_emulated_stage32_matches_float64_reference(case, vendor, tmp_path):
         p, c = stage32_problems(case + 100 * (vendor == "nvidia"), 1)[0]
     s = make_direct_spec(p, SM90, c)
     assert s.stage32
-    dy, w = fresh_inputs(p, np.random.default_rng(case))
-    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor=vendor)
-    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), c.serialize())
-    assert rms_range(dgrad_reference(p, dy, w), out) < tolerance(p.dtype), (p.short_tag(), p.dtype, c.serialize())
+    _emulated_matches_reference(s, case, vendor, tmp_path)
 
 
 STAGE32_LAYERS = [   # the H200 table's large-filter layers, dY staged as fp32 (8x2 and 8x1 tiles)
@@ -562,9 +553,9 @@ STAGE32_LAYERS = [   # the H200 table's large-filter layers, dY staged as fp32 (
 
 @pytest.mark.skipif(not offline.shutil.which("nvcc"), reason="nvcc not on PATH")
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("case", range(len(STAGE32_LAYERS)))
-def test_nvcc_builds_stage32_without_spills(dtype, case, tmp_path):
-    kw, text = STAGE32_LAYERS[case]
+@pytest.mark.parametrize("case", range(len(LEAN_LAYERS) + len(STAGE32_LAYERS)))
+def test_nvcc_builds_lean_and_stage32_bodies_without_spills(dtype, case, tmp_path):
+    kw, text = (LEAN_LAYERS + STAGE32_LAYERS)[case]
     p = dw(**kw).replace(dtype=dtype)
     c = PerfConfig.parse(text)
     if dtype == "fp32":
