@@ -486,6 +486,22 @@ def time_cudnn(torch, p, launches, replays):
     return graph_time_ms(torch, cudnn_dgrad(torch, p), launches, replays)
 
 
+def stream_table(results, header: list, json_path=None, out_path=None) -> None:
+    """Print a markdown table as its rows are done: ``results`` yields ``(row dict, table
+    lines)``; each line is printed at once, ``json_path`` is rewritten with every row so far
+    after each one, ``out_path`` gets the header and all lines at the end."""
+    rows, lines = [], list(header)
+    for row, new in results:
+        rows.append(row)
+        lines += new
+        for line in new:
+            print(line, flush=True)
+        if json_path:
+            write_text(json_path, json.dumps(rows, indent=1) + "\n")
+    if out_path:
+        write_text(out_path, "\n".join(lines) + "\n")
+
+
 def check_outputs(**paths) -> None:
     """Each output ``--flag`` (keyword ``flag`` with ``-`` as ``_``) whose path is not None
     is writable. Raises BadInput naming the flag and the path."""

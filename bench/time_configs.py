@@ -12,17 +12,16 @@ suite's as written (``--dtypes line``).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, check_outputs, count_arg, gpu,  # noqa: E402
-                           ours_or_error, plan_rows, read_suite, row_problem, select, time_cudnn)
+                           ours_or_error, plan_rows, read_suite, row_problem, select, stream_table,
+                           time_cudnn)
 from miopen_solver.config import PerfConfig  # noqa: E402
 from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
-from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 MAX_CONFIGS = 64
@@ -41,6 +40,22 @@ def parse_configs(text: str) -> list:
         except PerfConfigError as e:
             raise BadInput(f"--configs entry {shorten(c)!r}: {e}") from None
     return entries
+
+
+def _timed(torch, eng, chosen, configs, args):
+    """``(row, [table line])`` per line and config: the default first, then ``configs``."""
+    for item in chosen:
+        p = row_problem(item["cmd"])
+        cudnn = time_cudnn(torch, p, args.launches, args.replays)
+        for cfg in [None] + configs:
+            r = {"label": item["label"], "dtype": item["dtype"], "line": item["cmd"], "asked": cfg or "default",
+                 "cudnn_ms": cudnn, **ours_or_error(eng, p, args.launches, args.replays, cfg)}
+            if r.get("ours_ms"):
+                line = (f"| {r['label']} | {r['dtype']} | `{r['config']}`{'' if cfg else ' (default)'} | "
+                        f"{r['ours_ms'] * 1e3:.1f} | {cudnn * 1e3:.1f} | {cudnn / r['ours_ms']:.2f} |")
+            else:
+                line = f"| {r['label']} | {r['dtype']} | `{r['asked']}` | {r['ours_error'][:120]} | {cudnn * 1e3:.1f} | |"
+            yield r, [line]
 
 
 def main(argv=None) -> int:
@@ -75,26 +90,9 @@ def main(argv=None) -> int:
     except BadInput as e:
         print(f"time_configs.py: {e}", file=sys.stderr)
         return 2
-    rows = []
-    lines = ["| layer | dtype | config | ours us | cuDNN us | cuDNN/ours |", "|---|---|---|---|---|---|"]
-    for item in chosen:
-        p = row_problem(item["cmd"])
-        cudnn = time_cudnn(torch, p, args.launches, args.replays)
-        for cfg in [None] + configs:
-            r = {"label": item["label"], "dtype": item["dtype"], "line": item["cmd"], "asked": cfg or "default",
-                 "cudnn_ms": cudnn, **ours_or_error(eng, p, args.launches, args.replays, cfg)}
-            rows.append(r)
-            if r.get("ours_ms"):
-                lines.append(f"| {r['label']} | {r['dtype']} | `{r['config']}`{'' if cfg else ' (default)'} | "
-                             f"{r['ours_ms'] * 1e3:.1f} | {cudnn * 1e3:.1f} | {cudnn / r['ours_ms']:.2f} |")
-            else:
-                lines.append(f"| {r['label']} | {r['dtype']} | `{r['asked']}` | {r['ours_error'][:120]} | "
-                             f"{cudnn * 1e3:.1f} | |")
-            print(lines[-1], flush=True)
-            if args.json:
-                write_text(args.json, json.dumps(rows, indent=1) + "\n")
-    if args.out:
-        write_text(args.out, "\n".join(lines) + "\n")
+    stream_table(_timed(torch, eng, chosen, configs, args),
+                 ["| layer | dtype | config | ours us | cuDNN us | cuDNN/ours |", "|---|---|---|---|---|---|"],
+                 args.json, args.out)
     return 0
 
 

@@ -14,15 +14,13 @@ times against ours use ``compare.py``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, _torch_dtype, check_outputs,  # noqa: E402
-                           cudnn_dgrad, dtypes_arg, gpu, plan_of, row_problem, shard_arg)
-from miopen_solver.fileio import write_text  # noqa: E402
+                           cudnn_dgrad, dtypes_arg, gpu, plan_of, row_problem, shard_arg, stream_table)
 
 
 def _kernels(torch, fn) -> list:
@@ -52,6 +50,22 @@ def probe(torch, p) -> dict:
     return out
 
 
+def _probed(torch, plan):
+    """``(row, table lines)`` per planned line: its vendor kernels, or the error it raised."""
+    for item in plan:
+        r = {"label": item["label"], "cls": item["cls"], "dtype": item["dtype"], "line": item["cmd"]}
+        try:
+            r.update(probe(torch, row_problem(item["cmd"])))
+        except Exception as e:  # a vendor refusal is a row, not the end of the run
+            r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        lines = [f"| {item['label']} | {item['dtype']} | {vendor} | "
+                 + "; ".join(f"`{n[:150]}` {us}" for n, us in r[vendor]) + " |"
+                 for vendor in ("cudnn", "cublas") if vendor in r]
+        if "error" in r:
+            lines.append(f"| {item['label']} | {item['dtype']} | error | {r['error']} |")
+        yield r, lines
+
+
 def main(argv=None) -> int:
     ap = OneLineParser(prog="vendor_kernels.py", description=__doc__.split("\n\n")[0].rstrip(":") + ".")
     ap.add_argument("--suite", default="bench/zoo.txt")
@@ -70,25 +84,8 @@ def main(argv=None) -> int:
     except BadInput as e:
         print(f"vendor_kernels.py: {e}", file=sys.stderr)
         return 2
-    rows, lines = [], ["| layer | dtype | vendor | kernels (device us) |", "|---|---|---|---|"]
-    for item in plan:
-        r = {"label": item["label"], "cls": item["cls"], "dtype": item["dtype"], "line": item["cmd"]}
-        try:
-            r.update(probe(torch, row_problem(item["cmd"])))
-        except Exception as e:  # a vendor refusal is a row, not the end of the run
-            r["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-        rows.append(r)
-        for vendor in ("cudnn", "cublas"):
-            if vendor in r:
-                ks = "; ".join(f"`{n[:150]}` {us}" for n, us in r[vendor])
-                lines.append(f"| {item['label']} | {item['dtype']} | {vendor} | {ks} |")
-        if "error" in r:
-            lines.append(f"| {item['label']} | {item['dtype']} | error | {r['error']} |")
-        print(lines[-1], flush=True)
-        if args.json:
-            write_text(args.json, json.dumps(rows, indent=1) + "\n")
-    if args.out:
-        write_text(args.out, "\n".join(lines) + "\n")
+    stream_table(_probed(torch, plan), ["| layer | dtype | vendor | kernels (device us) |", "|---|---|---|---|"],
+                 args.json, args.out)
     return 0
 
 

@@ -51,3 +51,13 @@ def test_direct_sass_refuses_an_unknown_policy_in_one_line(capsys):
     from bench import direct_sass
     err = refused_in_one_line(capsys, direct_sass.main, ["--policies", "v8_nope"], "direct_sass.py")
     assert "--policies 'v8_nope': unknown; allowed: a comma list of v8_p4x2_t256_l1_s1" in err
+
+
+def test_stream_table_prints_each_row_and_writes_both_outputs(tmp_path, capsys):
+    import json
+    from bench.compare import stream_table
+    rows = iter([({"a": 1}, ["| x |"]), ({"a": 2}, ["| y |", "| z |"])])
+    stream_table(rows, ["| h |", "|---|"], tmp_path / "r.json", tmp_path / "r.md")
+    assert capsys.readouterr().out == "| x |\n| y |\n| z |\n"
+    assert (tmp_path / "r.md").read_text() == "| h |\n|---|\n| x |\n| y |\n| z |\n"
+    assert json.loads((tmp_path / "r.json").read_text()) == [{"a": 1}, {"a": 2}]
