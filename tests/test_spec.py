@@ -473,8 +473,10 @@ def test_same_name_same_source(problem, arch):
     (nhwc(N=32, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"),
     # the same with 8x smaller images: 98 tiles < 2 waves -> not persistent: 128x128x64, 3 stages.
     (nhwc(N=4, C=256, K=64, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,64,2,1,64,128,0,0,0,1,-1,3,1"),
-    # kpg 32 < 64 -> no wgmma: the mma.sync rules.
-    (nhwc(N=32, C=256, K=32, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,32,2,4,64,32,0,0,0,1,-1,4"),
+    # kpg 32 with cpg > 32 -> the narrow warpgroup tile (tile_k 32, one tap per k-tile).
+    (nhwc(N=32, C=256, K=32, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"),
+    # kpg 16 < 32 -> no warpgroup tile: the mma.sync rules.
+    (nhwc(N=32, C=256, K=16, Hi=56, Wi=56, Y=1, X=1, pH=0, pW=0), "sm_90", "128,128,32,2,4,64,32,0,0,0,1,-1,4"),
     # ResNet 3x3 c64 56x56 N32: 100352 rows / 128 = 784 tiles >= 304 CUs -> tile_m 128.
     (nhwc(N=32, Hi=56, Wi=56), "gfx942", "128,64,32,2,2,64,32,0,0,0,1,-1,2"),
     # 3x3, cpg 256: 6272 rows -> 49 x 2 = 98 tiles of 128x128 < 2 waves (264) -> 128x64;
