@@ -21,10 +21,10 @@ from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
 from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
-from .spec import WGMMA_NARROW, count_tiles, is_valid_performance_config, split_k_atomics_reason
+from .spec import WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance_config, split_k_atomics_reason
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
-from .tma import TMA_MIN_FILL, tma_fill, tma_reason
+from .tma import TMA_MAX_STAGES, TMA_MIN_FILL, tma_fill, tma_reason
 from .transpose import native_problem
 
 TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
@@ -463,13 +463,18 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
     get the narrow tiles of the plain and persistent schedules (64-byte swizzled rows,
     :data:`~miopen_solver.spec.WGMMA_NARROW`): tile_k 32 where kpg is not a multiple of 64
     (kpg 32: one filter tap per k-tile, where a 64-wide one would pad), and one 32-wide
-    warpgroup tile where cpg <= 32 (where a 64-wide one would pad)."""
+    warpgroup tile where cpg <= 32 (where a 64-wide one would pad). fp16/bf16 also get
+    warp_tile_n 96 and 192 (:data:`~miopen_solver.spec.WGMMA_N_WIDE`: the vendor libraries'
+    128x96 / 128x192 tiles on small images with many channels) on every warpgroup schedule,
+    and the TMA schedule 6 to 8 stages (its limit, where shared memory holds them)."""
     tf32 = p.compute_type == "tf32"     # fp32 with TF32 math: k8 instructions, the plain main loop
     if not (t.wgmma and (p.dtype in ("fp16", "bf16") or tf32)):
         return
     cover_n = _cover_n(p)
     tile_ks = (32, 64) if tf32 else (64, 128) if p.kpg % 64 == 0 else (32, 64, 128)
     tile_ns = _WGMMA_N if tf32 or cover_n > 32 else (32,) + _WGMMA_N
+    if not tf32:
+        tile_ns = tile_ns + WGMMA_N_WIDE
     for tm, tn, tk, st, sk in itertools.product((64, 128, 256), tile_ns, tile_ks, (3, 4, 5), splits):
         if tn > max(64, cover_n) or (sk > 1 and sk * tk > max_k):
             continue
@@ -483,6 +488,9 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
                 yield base.replace(schedule=KernelSchedule.WGMMA_PERSISTENT)
             if sk == 1 and tk == 64 and not narrow:
                 yield base.replace(schedule=KernelSchedule.WGMMA_TMA)
+                if st == 5:     # deeper mbarrier pipelines (the TMA schedule only)
+                    for deep in range(6, TMA_MAX_STAGES + 1):
+                        yield base.replace(schedule=KernelSchedule.WGMMA_TMA, stages=deep)
 
 
 def _warp_mma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
@@ -516,9 +524,10 @@ def _virtual_candidates(v: ConvProblem, t: Target, family: dict,
 
 def _narrow_warpgroup(p: ConvProblem, cfg: PerfConfig) -> bool:
     """A 16-bit warpgroup tile with a 32-wide side (tile_k or warp_tile_n: the 64-byte
-    swizzle), which the virtual-GEMM families' searches leave out (their kernels were not
-    verified on it)."""
-    return cfg.schedule.warpgroup and p.compute_type != "tf32" and WGMMA_NARROW in (cfg.tile_k, cfg.warp_tile_n)
+    swizzle) or a warp_tile_n of 96 or 192, which the virtual-GEMM families' searches leave
+    out (their kernels were not verified on it)."""
+    return cfg.schedule.warpgroup and p.compute_type != "tf32" and (
+        WGMMA_NARROW in (cfg.tile_k, cfg.warp_tile_n) or cfg.warp_tile_n in WGMMA_N_WIDE)
 
 
 def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:

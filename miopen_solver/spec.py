@@ -47,7 +47,7 @@ from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import TF32_ATOMS, MmaAtom, Target
 from .tilde import AxisTilde, Decomposition, SubGemm, cached_decompose
-from .tma import TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
+from .tma import TMA_MAX_STAGES, TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
 WGMMA_N = (64, 128, 256)
@@ -57,6 +57,11 @@ WGMMA_NARROW = 32
 """The narrow tile side of the 16-bit plain and persistent warpgroup schedules: tile_k 32 (a
 K-major A row of 64 bytes) and warp_tile_n 32 (an MN-major B row of 64 bytes, m64n32k16),
 both in the 64-byte swizzle (PTX ISA, "Shared Memory Matrix Layout")."""
+WGMMA_N_WIDE = (96, 192)
+"""warp_tile_n values of the 16-bit warpgroup schedules (plain, persistent and TMA) beyond
+:data:`WGMMA_N`, tile_n not a power of two: m64n96k16 (W in 64-byte swizzled blocks of 32
+columns, three per warpgroup; 32-wide TMA boxes) and m64n192k16 (three 128-byte swizzled
+blocks of 64 columns). tile_k is a multiple of 64 with them."""
 NARROW_SCHEDULES = frozenset({KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT})
 """The warpgroup schedules whose cp.async loaders store the 64-byte swizzle (the TMA one's
 tensor maps are built for 128-byte rows and 64-wide boxes)."""
@@ -663,7 +668,11 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     require(block <= t.max_threads, f"block of {block} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
         require(c.stages <= 2, f"stages {c.stages} > 2 needs asynchronous copies, which {t.arch} lacks")
-    require(c.stages <= MAX_STAGES, f"stages must be <= {MAX_STAGES}, got {c.stages}")
+    if c.schedule.tma:      # mbarrier stages: no cp.async group counts to bound them
+        require(c.stages <= TMA_MAX_STAGES, f"{c.schedule.label} stages must be <= {TMA_MAX_STAGES}, got {c.stages}")
+    else:
+        more = f" ({KernelSchedule.WGMMA_TMA.label} takes up to {TMA_MAX_STAGES})" if c.stages <= TMA_MAX_STAGES else ""
+        require(c.stages <= MAX_STAGES, f"stages must be <= {MAX_STAGES}, got {c.stages}{more}")
 
     decomp = cached_decompose(p)
     require(len(decomp.sub_gemms) > 0, "the problem has no non-empty sub-GEMM")
@@ -721,6 +730,12 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
                f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
                f"addresses and loads exceed the {cap} registers a thread of a {block}-thread block may use "
                f"({t.regs_per_cu} per multiprocessor in 4 partitions, 255 per thread)")
+    if c.schedule.tma and spec.lds_bytes > t.lds_bytes:
+        per = (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * eb + 16
+        raise PerfConfigError(
+            f"{c.schedule.label}: {c.stages} stages of {per} bytes (A {c.tile_m}x{c.tile_k}, B {c.tile_k}x{c.tile_n} "
+            f"and two mbarriers) plus 1024 bytes of alignment slack need {spec.lds_bytes} bytes of shared memory, "
+            f"more than {t.arch}'s {t.lds_bytes}; at most {max(0, (t.lds_bytes - 1024) // per)} stages of this tile fit")
     require(spec.lds_bytes <= t.lds_bytes,
            f"{spec.lds_bytes} bytes of shared memory exceed {t.arch}'s {t.lds_bytes}")
     gx, gy, gz = t.max_grid
@@ -746,7 +761,8 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     shared memory; ``warp_m x warp_n`` warpgroups of ``warp_tile_m x warp_tile_n``. For
     fp16/bf16 the plain and persistent schedules (:data:`NARROW_SCHEDULES`) also take the
     narrow side :data:`WGMMA_NARROW` as tile_k and as warp_tile_n, whose 64-byte rows use the
-    64-byte swizzle."""
+    64-byte swizzle. fp16/bf16 on every warpgroup schedule also take warp_tile_n 96 and 192
+    (:data:`WGMMA_N_WIDE`)."""
     s = c.schedule.label
     require(t.wgmma, f"{s} needs warpgroup MMA (sm_90a wgmma), which {t.arch} lacks")
     tf32 = p.compute_type == "tf32"
@@ -768,6 +784,13 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
         # the 64-byte swizzle; the cp.async loaders of the plain and persistent main loops store it.
         require(narrow_ok, f"{s} takes warp_tile_n {WGMMA_NARROW} (64-byte swizzled W rows) only for fp16/bf16 "
                            f"on the plain or persistent warpgroup schedule (1, 2)")
+    elif c.warp_tile_n in WGMMA_N_WIDE:
+        # m64n96k16 (W in 64-byte swizzled 32-wide blocks) and m64n192k16 (128-byte swizzled
+        # 64-wide blocks): 16-bit operands, k-tiles of 128-byte swizzled dY rows.
+        require(not tf32, f"{s} takes warp_tile_n {c.warp_tile_n} only for fp16/bf16 "
+                          f"(TF32 runs m64nNk8 with N in {{{', '.join(map(str, WGMMA_N))}}})")
+        require(c.tile_k % 64 == 0, f"{s} with warp_tile_n {c.warp_tile_n} needs tile_k a multiple of 64 "
+                                    f"(128-byte swizzled dY rows), got {c.tile_k}")
     else:
         require(c.warp_tile_n in WGMMA_N,
                 f"{s} needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}"

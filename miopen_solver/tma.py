@@ -22,6 +22,9 @@ TMA_PRODUCER_THREADS = 32
 """The producer warp of a TMA block."""
 TMA_BOX_K = 64
 """k extent of a TMA box: one 128-byte swizzled row of fp16/bf16."""
+TMA_MAX_STAGES = 8
+"""Most pipeline stages of the TMA schedule (mbarrier pairs; the cp.async schedules stop at
+:data:`miopen_solver.spec.MAX_STAGES`), where shared memory holds them."""
 TMA_MAX_BOX = 256
 """Largest box side a tensor map takes (CUDA driver API, cuTensorMapEncodeTiled)."""
 

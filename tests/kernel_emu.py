@@ -327,7 +327,6 @@ static uint32_t emu_swz_mode(uint32_t a, int mode) {
     const uint32_t mask = mode == 1 ? 7u : mode == 2 ? 3u : 1u;
     return a ^ (((a >> 7) & mask) << 4);
 }
-static uint32_t emu_swz(uint32_t a) { return emu_swz_mode(a, 1); }   // 128-byte (TMA tensor maps)
 static uint32_t emu_swz_bytes(int mode) { return mode == 1 ? 128u : mode == 2 ? 64u : 32u; }
 
 // __shfl_xor_sync: every lane of the warp takes part.
@@ -393,10 +392,11 @@ static void emu_mbar_wait(uint32_t bar, unsigned parity) {
     }
 }
 
-// Tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle, zeros outside the tensor): the
+// Tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle or the map's own, swz = the
+// descriptor mode: 1 = 128 bytes, 2 = 64; zeros outside the tensor): the
 // kernel's opaque map holds an index into emu_maps, which the launch fills from the
 // solution's TensorMapDesc. A box lands row-major (dim 0 innermost) at dst, swizzled.
-struct emu_tmap_info { const unsigned char* base; int rank, eb; long long dims[5], strides[5]; int box[5]; };
+struct emu_tmap_info { const unsigned char* base; int rank, eb; long long dims[5], strides[5]; int box[5]; int swz = 1; };
 static emu_tmap_info emu_maps[2];
 static void emu_tma_load(uint32_t dst, unsigned long long map, const int* c, uint32_t bar) {
     const emu_tmap_info& m = emu_maps[*reinterpret_cast<const unsigned long long*>(map)];
@@ -411,7 +411,7 @@ static void emu_tma_load(uint32_t dst, unsigned long long map, const int* c, uin
             inside = inside && i >= 0 && i < m.dims[d];
             off += i * (d == 0 ? m.eb : m.strides[d - 1]);
         }
-        unsigned char* to = dg_smem + emu_swz(dst + (uint32_t)(e * m.eb));
+        unsigned char* to = dg_smem + emu_swz_mode(dst + (uint32_t)(e * m.eb), m.swz);
         if (inside) std::memcpy(to, m.base + off, m.eb);
         else std::memset(to, 0, m.eb);
     }
@@ -502,6 +502,12 @@ NVIDIA_WRAPPERS = {
 }""",
     "dg_wgmma_n32": """DG_DEVICE void dg_wgmma_n32(float* d, unsigned long long a, unsigned long long b) {
     emu_wgmma(d, a, b, 32, DG_DTYPE);
+}""",
+    "dg_wgmma_n96": """DG_DEVICE void dg_wgmma_n96(float* d, unsigned long long a, unsigned long long b) {
+    emu_wgmma(d, a, b, 96, DG_DTYPE);
+}""",
+    "dg_wgmma_n192": """DG_DEVICE void dg_wgmma_n192(float* d, unsigned long long a, unsigned long long b) {
+    emu_wgmma(d, a, b, 192, DG_DTYPE);
 }""",
     "dg_wgmma_n64": """DG_DEVICE void dg_wgmma_n64(float* d, unsigned long long a, unsigned long long b) {
     emu_wgmma(d, a, b, 64, DG_DTYPE);
@@ -674,6 +680,10 @@ GEMM_TMA_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(d
 DIRECT_LAUNCH = "DG_KERNEL_NAME((const dd_t*)(dy), (const dd_t*)(w), (dd_t*)(dx))"
 
 
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+"""A tensor map's swizzle in bytes -> the matching wgmma descriptor mode (emu_swz_mode)."""
+
+
 def _map_setup(maps) -> str:
     """C++ that fills ``emu_maps`` from TensorMapDescs (dY's over the dy buffer, W's over w)
     and passes each kernel its map index, after the kernel's own three pointers."""
@@ -684,7 +694,7 @@ def _map_setup(maps) -> str:
         eb = 2 if m.dtype in ("fp16", "bf16") else 4
         fill = lambda v, n=5: "{" + ", ".join(str(x) for x in (list(v) + [0] * n)[:n]) + "}"
         rows.append(f"emu_maps[{i}] = emu_tmap_info{{({m.operand}), {len(m.dims)}, {eb}, {fill(m.dims)}, "
-                    f"{fill(m.strides)}, {fill(m.box)}}};")
+                    f"{fill(m.strides)}, {fill(m.box)}, {_SWIZZLE_MODE[getattr(m, 'swizzle', 128)]}}};")
     args = ", ".join(f"emu_tmap_arg({i})" for i in range(len(maps)))
     return ("static dg_tmap emu_tmap_arg(unsigned long long i) { dg_tmap m = {}; m.opaque[0] = i; return m; }\n"
             "#define EMU_SETUP(dy, w) do { " + " ".join(rows) + " } while (0)\n"

@@ -95,9 +95,10 @@ def _inputs(p, rng):
     return (rng.uniform(-1, 1, layouts.dy_shape(p)).astype(st_), rng.uniform(-1, 1, layouts.w_shape(p)).astype(st_))
 
 
-def run_emulated(p, arch, tmp_path, perf_config=None, mangle=None, seed=None):
-    """(Solution, verdict) of one emulated run of ``p`` on ``arch`` with fresh inputs."""
-    sol = SOLVER.find_solution(p, get_target(arch), perf_config=perf_config)
+def run_emulated(p, arch, tmp_path, perf_config=None, mangle=None, seed=None, target=None):
+    """(Solution, verdict) of one emulated run of ``p`` on ``arch`` (or ``target``) with fresh
+    inputs."""
+    sol = SOLVER.find_solution(p, target or get_target(arch), perf_config=perf_config)
     rt = EmuRuntime(sol, tmp_path / "emu", mangle=mangle)
     dy, w = _inputs(p, np.random.default_rng(seed))
     dx = GpuEngine(rt, BinaryCache(tmp_path / "cache")).run(sol, dy, w)
@@ -504,6 +505,127 @@ def test_random_narrow_wgmma_configs_on_the_emulated_kernel(tmp_path, line, pick
     p = parse(line.split()).problem
     configs = [c for c in SOLVER.search(p, get_target("sm_90"))
                if c.schedule.warpgroup and 32 in (c.tile_k, c.warp_tile_n)]
+    assert configs, line
+    cfg = configs[pick % len(configs)]
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=str(cfg))
+    assert v.ok and v.nonfinite == 0, (line, str(cfg), sol.kernel_name, v)
+
+
+# ---------------------------------------------------------------- warp_tile_n 96 and 192
+# m64n96k16 (B: 64-byte swizzled blocks of 32 W columns, three per warpgroup; TMA boxes of
+# 32 columns in a 64-byte-swizzled tensor map) and m64n192k16 (B: three 128-byte swizzled
+# blocks of 64), on the plain (1), persistent (2) and TMA (3) schedules, tile_n not a power
+# of two and cpg not a multiple of it (column tails), and the TMA schedule's 7-8 stages.
+N96_CASES = [
+    # 1x1: cpg 200 = 96 + 96 + 8 and 320 = 192 + 128 (column tails), GemmM tails
+    (f"convfp16 -n 2 -c 200 -H 5 -W 7 -k 128 -y 1 -x 1 {NHWC}", "128,96,64,2,1,64,96,0,0,0,1,-1,4,1"),
+    (f"convbfp16 -n 2 -c 320 -H 5 -W 6 -k 128 -y 1 -x 1 {NHWC}", "128,192,64,2,1,64,192,0,0,0,1,-1,4,1"),
+    # 3x3 pad 1, stride 1 and 2 (tilde sub-GEMMs), odd-ish cpg (4-wide B/C vectors)
+    (f"convbfp16 -n 2 -c 100 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,96,64,2,1,64,96,0,0,0,1,-1,3,1"),
+    (f"convfp16 -n 2 -c 200 -H 7 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
+     "128,192,64,2,1,64,192,0,0,0,1,-1,5,1"),
+    # 1x1 stride 2 (zero-fill blocks); one warpgroup; groups, two 96-wide warpgroups side by side
+    (f"convfp16 -n 2 -c 96 -H 7 -W 8 -k 64 -y 1 -x 1 -u 2 -v 2 {NHWC}", "64,96,64,1,1,64,96,0,0,0,1,-1,2,1"),
+    (f"convfp16 -n 1 -c 384 -H 5 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 {NHWC}", "128,192,64,2,2,64,96,0,0,0,1,-1,4,1"),
+    # split-K: packed-pair atomics, the fp32 workspace; NCHW dX
+    (f"convfp16 -n 1 -c 200 -H 5 -W 4 -k 192 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,96,64,2,1,64,96,0,0,0,3,-1,4,1"),
+    (f"convbfp16 -n 1 -c 200 -H 5 -W 4 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,192,64,2,1,64,192,0,0,0,2,-1,4,1,2"),
+    ("convfp16 -n 2 -c 200 -H 6 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "128,96,64,2,1,64,96,0,0,0,1,-1,4,1"),
+    # persistent
+    (f"convfp16 -n 2 -c 200 -H 6 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,96,64,2,1,64,96,0,0,0,1,-1,4,2"),
+    (f"convbfp16 -n 2 -c 320 -H 5 -W 7 -k 128 -y 1 -x 1 {NHWC}", "128,192,64,2,1,64,192,0,0,0,1,-1,3,2"),
+    # TMA: pointwise (2-D boxes) at 7 and 8 stages over 10 k-tiles; 3x3 (4-D boxes) with groups,
+    # strided, NCHW dX
+    (f"convfp16 -n 2 -c 200 -H 6 -W 7 -k 640 -y 1 -x 1 {NHWC}", "128,96,64,2,1,64,96,0,0,0,1,-1,7,3"),
+    (f"convbfp16 -n 2 -c 200 -H 6 -W 7 -k 640 -y 1 -x 1 {NHWC}", "128,96,64,2,1,64,96,0,0,0,1,-1,8,3"),
+    (f"convfp16 -n 2 -c 320 -H 5 -W 7 -k 512 -y 1 -x 1 {NHWC}", "128,192,64,2,1,64,192,0,0,0,1,-1,5,3"),
+    (f"convfp16 -n 2 -c 384 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 {NHWC}", "128,96,64,2,1,64,96,0,0,0,1,-1,8,3"),
+    (f"convbfp16 -n 2 -c 200 -H 9 -W 10 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
+     "128,192,64,2,1,64,192,0,0,0,1,-1,4,3"),
+    ("convfp16 -n 1 -c 200 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -F 2", "128,96,64,2,1,64,96,0,0,0,1,-1,7,3"),
+]
+
+
+@pytest.mark.parametrize("line,cfg", N96_CASES, ids=[f"n96-{i}-{c[1]}" for i, c in enumerate(N96_CASES)])
+def test_n96_n192_wgmma_kernels_match_the_reference(tmp_path, line, cfg):
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg)
+    c = sol.spec.config
+    assert sol.spec.wgmma and str(c) == cfg and c.warp_tile_n in (96, 192), sol.kernel_name
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("cfg", ["128,96,64,2,1,64,96,0,0,0,1,-1,7,3", "128,192,64,2,1,64,192,0,0,0,1,-1,5,3",
+                                 "128,96,64,2,1,64,96,0,0,0,1,-1,3,2"])
+def test_n96_persistent_blocks_walk_many_tiles(tmp_path, cfg):
+    """The persistent and TMA kernels with the grid sized for a 3-SM device: every block
+    loops over several tiles, the mbarrier stages wrap across tiles."""
+    p = parse(f"convfp16 -n 2 -c 200 -H 14 -W 9 -k 640 -y 1 -x 1 {NHWC}".split()).problem
+    small = get_target("sm_90").with_(num_cus=3)
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg, target=small)
+    assert sol.spec.tiles_per_group > sol.spec.tile_blocks, (sol.kernel_name, sol.spec.tile_blocks)
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+N96_MUTANTS = {
+    # kernels that disagree with the documented layouts: the n96 B descriptor's swizzle mode,
+    # its 8-row stride or block stride (LBO), its per-warpgroup block offset, the n96 TMA box
+    # placement, and the n192 B descriptor's block stride
+    "n96 B mode": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + kk * 64, DG_TILE_K * 64, 512, 2)",
+                   "b0 + kk * 64, DG_TILE_K * 64, 512, 1)"),
+    "n96 B stride": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + kk * 64, DG_TILE_K * 64, 512, 2)",
+                     "b0 + kk * 64, DG_TILE_K * 64, 1024, 2)"),
+    "n96 B blocks": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + kk * 64, DG_TILE_K * 64, 512, 2)",
+                     "b0 + kk * 64, DG_TILE_K * 128, 512, 2)"),
+    "n96 warpgroup": ("128,192,64,2,2,64,96,0,0,0,1,-1,4,1", "(wn * DG_WARP_COLS / 32) * (DG_TILE_K * 64)",
+                      "(wn * DG_WARP_COLS / 64) * (DG_TILE_K * 64)"),
+    "n96 TMA box": ("128,96,64,2,1,64,96,0,0,0,1,-1,7,3", "b * (DG_TILE_K * 32)), &tm_w",
+                    "b * (DG_TILE_K * 64)), &tm_w"),
+    "n192 B blocks": ("128,192,64,2,1,64,192,0,0,0,1,-1,4,1", "dg_wg_desc(b0 + kk * 128, DG_TILE_K * 128, 1024)",
+                      "dg_wg_desc(b0 + kk * 128, DG_TILE_K * 64, 1024)"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(N96_MUTANTS))
+def test_n96_n192_layout_mistakes_fail(tmp_path, mutant):
+    """The emulator reads the documented layouts, not the kernel's: an n96/n192 kernel whose
+    descriptors or TMA placement differ from them does not verify."""
+    cfg, a, b = N96_MUTANTS[mutant]
+    p = parse(f"convfp16 -n 2 -c 384 -H 5 -W 6 -k 128 -y 1 -x 1 {NHWC}".split()).problem
+
+    def mangle(text):
+        assert a in text
+        return text.replace(a, b)
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg, mangle=mangle)
+    assert not v.ok, sol.kernel_name
+
+
+@st.composite
+def n96_problems(draw):
+    """Problems with many channels for the wide tiles: cpg 72..400 (multiples of 8 and not),
+    kpg 64..256, 1x1 or 3x3, strides 1-2, pads, groups, fp16 and bf16."""
+    dtype = draw(st.sampled_from(["fp16", "bf16"]))
+    g = draw(st.sampled_from([1, 1, 2]))
+    cpg = draw(st.sampled_from([72, 96, 100, 192, 200, 320, 400]))
+    kpg = draw(st.sampled_from([64, 128, 192, 256]))
+    y = x = draw(st.sampled_from([1, 3]))
+    s_h, s_w = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    p_h, p_w = (draw(st.integers(0, 1)), draw(st.integers(0, 1))) if y == 3 else (0, 0)
+    hi, wi = draw(st.integers(3, 8)), draw(st.integers(3, 8))
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    return (f"{base} -n {draw(st.integers(1, 2))} -c {g * cpg} -H {hi} -W {wi} -k {g * kpg} -y {y} -x {x} "
+            f"-p {p_h} -q {p_w} -u {s_h} -v {s_w} -g {g} {NHWC}")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=n96_problems(), pick=st.integers(0, 10 ** 6))
+def test_random_n96_n192_configs_on_the_emulated_kernel(tmp_path, line, pick):
+    """Any warp_tile_n 96/192 config ``search()`` offers for a random many-channel problem
+    (tiles, warpgroups, stages up to 8 on TMA, split-K, the three warpgroup schedules) runs
+    correctly against the float64 reference with NaN-poisoned dX."""
+    p = parse(line.split()).problem
+    configs = [c for c in SOLVER.search(p, get_target("sm_90"))
+               if c.schedule.warpgroup and c.warp_tile_n in (96, 192)]
     assert configs, line
     cfg = configs[pick % len(configs)]
     sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=str(cfg))

@@ -237,6 +237,92 @@ def test_random_narrow_wgmma_search_configs_match_reference(engine, data):
     assert _check(engine, p, cfg, np.random.default_rng(data.draw(st.integers(0, 2 ** 31)))) is not None
 
 
+# warp_tile_n 96 and 192 (m64n96k16 with W in 64-byte swizzled 32-wide blocks and 32-wide TMA
+# boxes; m64n192k16 in 128-byte swizzled 64-wide blocks), tile_n not a power of two, on the
+# plain, persistent and TMA schedules, the TMA schedule at 7-8 stages: the zoo's small-image
+# 1x1 layers they are for (ResNet-50 layer4.1.conv3 / layer3.1.conv3, MobileNetV2
+# features.18) at a small N, and column tails (cpg 200, 400 per group), 3x3, strides, groups.
+# Select with ``-k n96``.
+N96_LINES = [
+    "-n 4 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",       # layer4.1.conv3
+    "-n 4 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",     # layer3.1.conv3
+    "-n 4 -c 320 -H 7 -W 7 -k 1280 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",       # features.18
+    "-n 2 -c 200 -H 13 -W 11 -k 192 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",      # column tails, 3x3
+    "-n 2 -c 400 -H 15 -W 15 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2", # groups of 200, strided
+    "-n 2 -c 96 -H 14 -W 14 -k 128 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2",       # zero-fill blocks
+]
+CONFIGS_N96 = [
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, stages=4, schedule=1),
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, stages=6, schedule=1),
+    PerfConfig(128, 192, 64, 2, 1, 64, 192, stages=4, schedule=1),
+    PerfConfig(64, 96, 64, 1, 1, 64, 96, stages=3, schedule=1),
+    PerfConfig(128, 192, 64, 2, 2, 64, 96, stages=4, schedule=1),      # two 96-wide warpgroups along N
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, split_k=3, stages=4, schedule=1),
+    PerfConfig(128, 192, 64, 2, 1, 64, 192, split_k=2, stages=4, schedule=1, split_k_reduce=2),
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, stages=4, schedule=2),       # persistent
+    PerfConfig(128, 192, 64, 2, 1, 64, 192, stages=3, schedule=2),
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, stages=4, schedule=3),       # TMA
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, stages=7, schedule=3),
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, stages=8, schedule=3),
+    PerfConfig(128, 192, 64, 2, 1, 64, 192, stages=4, schedule=3),
+    PerfConfig(128, 192, 64, 2, 1, 64, 192, stages=5, schedule=3),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_N96, ids=lambda c: "n96-" + c.serialize())
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", N96_LINES)
+def test_n96_wgmma_tiles_verify(engine, dtype, line, cfg):
+    """warp_tile_n 96 / 192 warpgroup kernels against the float64 reference, NaN-poisoned dX."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem(dtype, line)
+    if _check(engine, p, cfg, np.random.default_rng(17)) is None:
+        pytest.skip("config not valid for this problem")
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_N96 if c.schedule in (2, 3)], ids=lambda c: "n96-" + c.serialize())
+@pytest.mark.parametrize("line", N96_LINES)
+def test_n96_persistent_blocks_walk_many_tiles(engine, line, cfg):
+    """The n96/n192 persistent and TMA kernels with the grid sized for a 3-SM device: every
+    block loops over many tiles (the mbarrier stages wrap across tiles)."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem("fp16", line)
+    small = engine.target.with_(num_cus=3)
+    try:
+        make_spec(p, small, cfg)
+    except PerfConfigError:
+        pytest.skip("config not valid for this problem")
+    assert _check(engine, p, cfg, np.random.default_rng(23), target=small) is not None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_n96_wgmma_search_configs_match_reference(engine, data):
+    """Random many-channel problems (cpg 72..400, 1x1 and 3x3, strides 1-2, pads, groups,
+    fp16/bf16), each on a random warp_tile_n 96/192 config of ``search()``."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    from miopen_solver.solver import DgradSolver
+    dtype = data.draw(st.sampled_from(["fp16", "bf16"]))
+    g = data.draw(st.sampled_from([1, 1, 2]))
+    cpg = data.draw(st.sampled_from([72, 96, 100, 192, 200, 320, 400, 512]))
+    kpg = data.draw(st.sampled_from([64, 128, 192, 256, 512]))
+    f = data.draw(st.sampled_from([1, 3]))
+    pad = data.draw(st.integers(0, 1)) if f == 3 else 0
+    u, v = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    h, w = data.draw(st.integers(3, 30)), data.draw(st.integers(3, 30))
+    n = data.draw(st.integers(1, 4))
+    p = _nhwc_problem(dtype, f"-n {n} -c {g * cpg} -H {h} -W {w} -k {g * kpg} -y {f} -x {f} -p {pad} -q {pad} "
+                             f"-u {u} -v {v} -g {g}")
+    configs = [c for c in DgradSolver().search(p, engine.target)
+               if c.schedule.warpgroup and c.warp_tile_n in (96, 192)]
+    assume(configs)
+    cfg = configs[data.draw(st.integers(0, len(configs) - 1))]
+    assert _check(engine, p, cfg, np.random.default_rng(data.draw(st.integers(0, 2 ** 31)))) is not None
+
+
 # Shapes for the TMA kernel. Pointwise (flat GEMM rows): GemmM, cpg and K tails
 # (boxes that leave the tensor read zeros), one tile, groups, the suite's 1x1 lines at small
 # N. With filter taps (dX pixel boxes): whole rows with an H tail, whole images with an N

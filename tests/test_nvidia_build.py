@@ -187,3 +187,47 @@ def test_narrow_wgmma_configs_build(tmp_path, label, cfg):
     assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0 and b.count("fence.proxy.async") >= 1
     if spec.vec_a == 8 or spec.vec_b == 8:
         assert CP16.search(b.ptx), f"{spec.kernel_name}: no 16-byte cp.async"
+
+
+# warp_tile_n 96 and 192 (m64n96k16 with 64-byte swizzled W blocks, m64n192k16) on the zoo's
+# small-image 1x1 layers they are for (bench/zoo.txt: ResNet-50 layer4.1.conv3 and
+# layer3.1.conv3, MobileNetV2 features.18) and a 3x3: 128x96 and 128x192 tiles (two
+# warpgroups of 64 x N) on the plain, persistent and TMA schedules, 4 stages and the deepest
+# that fits (TMA: 7-8 for 128x96, 5 for 128x192; cp.async: 6); no spills, within the register
+# cap, one wgmma per k16 step, TMA boxes and no per-thread copies on the TMA schedule.
+_ZOO_N96 = {
+    "layer4.1.conv3": "-n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "layer3.1.conv3": "-n 64 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "features.18": "-n 64 -c 320 -H 7 -W 7 -k 1280 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "3x3": "-n 64 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
+}
+N96_BUILD_CONFIGS = (
+    "128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "128,96,64,2,1,64,96,0,0,0,1,-1,6,1",
+    "128,192,64,2,1,64,192,0,0,0,1,-1,4,1", "128,192,64,2,1,64,192,0,0,0,1,-1,5,1",
+    "128,96,64,2,1,64,96,0,0,0,1,-1,4,2", "128,192,64,2,1,64,192,0,0,0,1,-1,3,2",
+    "128,96,64,2,1,64,96,0,0,0,1,-1,4,3", "128,96,64,2,1,64,96,0,0,0,1,-1,7,3",
+    "128,96,64,2,1,64,96,0,0,0,1,-1,8,3", "128,192,64,2,1,64,192,0,0,0,1,-1,4,3",
+    "128,192,64,2,1,64,192,0,0,0,1,-1,5,3", "128,96,64,2,1,64,96,0,0,0,2,-1,4,1")
+_N96_BUILDS = [(label, cfg) for label in _ZOO_N96 for cfg in N96_BUILD_CONFIGS]
+
+
+@pytest.mark.parametrize("label,cfg", _N96_BUILDS, ids=[f"n96-{l}-{c}" for l, c in _N96_BUILDS])
+def test_n96_n192_wgmma_configs_build(tmp_path, label, cfg):
+    from miopen_solver.errors import PerfConfigError
+    from miopen_solver.spec import register_cap
+    p = parse(f"convfp16 {_ZOO_N96[label]} -F 2 --in_layout NHWC --out_layout NHWC "
+              "--fil_layout NHWC".split()).problem
+    try:
+        spec = make_spec(p, SM90, PerfConfig.parse(cfg))
+    except PerfConfigError:
+        pytest.skip("config not valid for this layer")
+    c = spec.config
+    b = inspect_nvidia(emit(spec).text, "sm_90", tmp_path, "k")
+    assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
+    assert b.registers <= register_cap(SM90, spec.block_threads), (spec.kernel_name, b.registers)
+    assert b.count(f"wgmma.mma_async.sync.aligned.m64n{c.warp_tile_n}k16") >= spec.mma_m * c.tile_k // 16
+    assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0
+    if spec.tma:
+        assert b.count("cp.async.bulk.tensor") >= 2 and b.count("cp.async.cg") + b.count("cp.async.ca") == 0
+    else:
+        assert CP16.search(b.ptx), f"{spec.kernel_name}: no 16-byte cp.async"

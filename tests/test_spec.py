@@ -739,7 +739,7 @@ def test_wgmma_needs_a_warpgroup_mma_target(arch):
 @pytest.mark.parametrize("cfg,reason", [
     ("128,128,64,3,1,64,128,0,0,0,1,-1,3,1", "tile_m 128 is not a multiple"),
     ("64,128,64,2,1,32,128,0,0,0,1,-1,3,1", "warp_tile_m a multiple of 64"),
-    ("128,96,64,2,1,64,96,0,0,0,1,-1,3,1", "warp_tile_n in {64, 128, 256}"),
+    ("128,160,64,2,1,64,160,0,0,0,1,-1,3,1", "warp_tile_n in {64, 128, 256}"),
     # one instruction per warpgroup spans warp_tile_n columns: tile_n wider than the
     # warpgroups' columns would leave accumulators unwritten (a fresh-user review found
     # these validating): every such shape is rejected
@@ -790,6 +790,77 @@ def test_narrow_wgmma_tiles_validate_and_keep_their_sections(problem, cfg, secti
 def test_narrow_wgmma_rules(problem, cfg, reason):
     ok, why = is_valid_performance_config(problem, SM90, PerfConfig.parse(cfg))
     assert not ok and reason in why, why
+
+
+N96_CASES = [
+    # (problem, config, sections): warp_tile_n 96 (B in 64-byte swizzled 32-wide blocks,
+    # m64n96k16) and 192 (m64n192k16) on the three warpgroup schedules; 7-8 TMA stages (st8)
+    (nhwc(N=2, C=200, K=128, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,4,1", {"wgn96"}),
+    (nhwc(N=2, C=320, K=128, Hi=7, Wi=7), "128,192,64,2,1,64,192,0,0,0,1,-1,5,1", {"wgn192"}),
+    (nhwc(N=2, C=192, K=128, Hi=7, Wi=7), "128,192,64,2,2,64,96,0,0,0,1,-1,4,1", {"wgn96"}),
+    (nhwc(N=2, C=200, K=128, Hi=7, Wi=7, dtype="bf16"), "128,96,64,2,1,64,96,0,0,0,1,-1,4,2", {"wgn96"}),
+    (nhwc(N=2, C=320, K=128, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,192,64,2,1,64,192,0,0,0,1,-1,3,2", {"wgn192"}),
+    (nhwc(N=2, C=200, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,4,3", {"wgn96"}),
+    (nhwc(N=2, C=200, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,8,3",
+     {"wgn96", "st8"}),
+    (nhwc(N=2, C=320, K=256, Hi=7, Wi=7), "128,192,64,2,1,64,192,0,0,0,1,-1,5,3", {"wgn192"}),
+    (nhwc(N=2, C=256, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,128,64,2,1,64,128,0,0,0,1,-1,7,3", {"st8"}),
+]
+
+
+@pytest.mark.parametrize("problem,cfg,sections", N96_CASES, ids=[c for _, c, _ in N96_CASES])
+def test_n96_n192_tiles_validate_and_keep_their_sections(problem, cfg, sections):
+    """warp_tile_n 96 / 192 and 7-8 TMA stages validate and emit the sections they need
+    (and no other); the n96 TMA kernel's W map has 32-wide boxes in the 64-byte swizzle."""
+    spec = make_spec(problem, SM90, PerfConfig.parse(cfg))
+    c = spec.config
+    assert spec.wgmma and spec.atom.name == f"wgmma64x{c.warp_tile_n}x16"
+    src = emit(spec)
+    text = src.text
+    assert "#section" not in text
+    assert ("dg_wgmma_n96(" in text) == ("wgn96" in sections)
+    assert ("dg_wgmma_n192(" in text) == ("wgn192" in sections)
+    assert ("dg_sw64(" in text) == ("wgn96" in sections)
+    assert ("wgmma N is 64, 128 or 256" in text) == (c.warp_tile_n in (64, 128, 256))
+    assert ("stages 7..8: the TMA schedule only" in text) == ("st8" in sections)
+    assert ('"stages 1..6"' in text) == ("st8" not in sections)
+    if spec.tma:
+        w = src.tensor_maps[1]
+        assert (w.box[0], w.swizzle) == ((32, 64) if c.warp_tile_n == 96 else (64, 128))
+
+
+@pytest.mark.parametrize("problem,cfg,reason", [
+    # TF32 runs m64nNk8 with N 64/128/256 only
+    (nhwc(N=2, C=200, K=64, Hi=9, Wi=9, dtype="fp32", tf32=True), "128,96,32,2,1,64,96,0,0,0,1,-1,3,1",
+     "warp_tile_n 96 only for fp16/bf16"),
+    (nhwc(N=2, C=200, K=32, Hi=9, Wi=9), "128,96,32,2,1,64,96,0,0,0,1,-1,3,1",
+     "with warp_tile_n 96 needs tile_k a multiple of 64"),
+    (nhwc(N=2, C=200, K=32, Hi=9, Wi=9), "128,192,32,2,1,64,192,0,0,0,1,-1,3,2",
+     "with warp_tile_n 192 needs tile_k a multiple of 64"),
+    # stages: 7-8 on the TMA schedule only, where shared memory holds them
+    (nhwc(N=2, C=200, K=64, Hi=9, Wi=9), "128,96,64,2,1,64,96,0,0,0,1,-1,7,1",
+     "stages must be <= 6, got 7 (schedule 3 (wgmma-tma) takes up to 8)"),
+    (nhwc(N=2, C=200, K=64, Hi=9, Wi=9), "128,96,64,2,1,64,96,0,0,0,1,-1,9,3", "stages must be <= 8, got 9"),
+    (nhwc(N=2, C=320, K=64, Hi=9, Wi=9), "128,192,64,2,1,64,192,0,0,0,1,-1,7,3",
+     "7 stages of 40976 bytes (A 128x64, B 64x192 and two mbarriers)"),
+    (nhwc(N=2, C=320, K=64, Hi=9, Wi=9), "128,192,64,2,1,64,192,0,0,0,1,-1,6,3", "at most 5 stages of this tile fit"),
+    (nhwc(N=2, C=256, K=64, Hi=9, Wi=9), "128,256,64,2,1,64,256,0,0,0,1,-1,8,3", "at most 4 stages of this tile fit"),
+])
+def test_n96_n192_and_deep_stage_rules(problem, cfg, reason):
+    ok, why = is_valid_performance_config(problem, SM90, PerfConfig.parse(cfg))
+    assert not ok and reason in why, why
+
+
+def test_search_offers_n96_n192_and_deep_tma_stages():
+    """The warpgroup search space reaches warp_tile_n 96 and 192 on the three schedules and
+    7-8 TMA stages (for a many-channel small-image 1x1: ResNet-50 layer4.1.conv3)."""
+    from miopen_solver.solver import DgradSolver
+    p = nhwc(N=64, C=512, K=2048, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0)
+    got = {str(c) for c in DgradSolver().search(p, SM90)}
+    for cfg in ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "128,192,64,2,1,64,192,0,0,0,1,-1,4,1",
+                "128,96,64,2,1,64,96,0,0,0,1,-1,4,2", "128,96,64,2,1,64,96,0,0,0,1,-1,7,3",
+                "128,96,64,2,1,64,96,0,0,0,1,-1,8,3", "128,192,64,2,1,64,192,0,0,0,1,-1,5,3"):
+        assert cfg in got, cfg
 
 
 PW = nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0)

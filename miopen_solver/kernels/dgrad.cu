@@ -49,7 +49,13 @@ static_assert(DG_VEC_C == 1 || (DG_VEC_C == 2 && DG_CPG % 2 == 0), "fp32 pairs o
 #error "with the workspace reduction the kernel stores NHWC partial sums; the reduction kernel stores an NCHW dX"
 #endif
 // #end skws
+// #section !st8
 static_assert(DG_STAGES >= 1 && DG_STAGES <= 6, "stages 1..6");
+// #end !st8
+// #section st8
+static_assert(DG_TMA && DG_STAGES >= 7 && DG_STAGES <= 8,
+              "stages 7..8: the TMA schedule only (mbarrier stages, no cp.async group waits)");
+// #end st8
 #if DG_WGMMA
 // #section !wgtf32|wgk32
 static_assert(DG_TILE_K % 64 == 0, "warpgroup schedules read 128-byte swizzled rows: tile_k % 64 == 0");
@@ -58,9 +64,17 @@ static_assert(DG_TILE_K % 64 == 0, "warpgroup schedules read 128-byte swizzled r
 static_assert(DG_TILE_K == 32 && DG_DTYPE != 0 && !DG_TMA,
               "a 32-wide k-tile of 16-bit elements is one 64-byte swizzled row (cp.async loaders only)");
 // #end wgk32
-// #section !wgn32
+// #section !wgn32|wgn96|wgn192
 static_assert(DG_WG_N == 64 || DG_WG_N == 128 || DG_WG_N == 256, "wgmma N is 64, 128 or 256");
-// #end !wgn32
+// #end !wgn32|wgn96|wgn192
+// #section wgn96
+static_assert(DG_WG_N == 96 && DG_DTYPE != 0 && DG_TILE_K % 64 == 0,
+              "wgmma N 96: 16-bit W in 64-byte swizzled rows of 32 columns (3 blocks per warpgroup)");
+// #end wgn96
+// #section wgn192
+static_assert(DG_WG_N == 192 && DG_DTYPE != 0 && DG_TILE_K % 64 == 0,
+              "wgmma N 192: 16-bit W in 128-byte swizzled rows of 64 columns (3 blocks per warpgroup)");
+// #end wgn192
 // #section wgn32
 static_assert(DG_WG_N == 32 && DG_DTYPE != 0 && !DG_TMA,
               "wgmma N 32: a k row of the 16-bit W tile is one 64-byte swizzled row (cp.async loaders only)");
@@ -469,10 +483,10 @@ DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row
 // #section !wgtf32|wgk32
 #define DG_A_OFF(row, col) (((col) >> 6) * (DG_TILE_M * 64) + dg_sw128((row), (col) & 63))
 // #end !wgtf32|wgk32
-// #section !wgtf32|wgn32
+// #section !wgtf32|wgn32|wgn96
 #define DG_B_OFF(row, col) (((col) >> 6) * (DG_TILE_K * 64) + dg_sw128((row), (col) & 63))
-// #end !wgtf32|wgn32
-// #section wgk32|wgn32
+// #end !wgtf32|wgn32|wgn96
+// #section wgk32|wgn32|wgn96
 // Narrow tiles in the 64-byte swizzle (PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout":
 // the 64B swizzle atom is 8 x 4 16-byte units K-major, 4 x 8 MN-major; the swizzle XORs
 // address bits 4-5 with bits 7-8, and its pattern repeats every 512 bytes, "Matrix
@@ -481,13 +495,18 @@ DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row
 //   tile_k 32 (wgk32):        A (dY, K-major):  [TILE_M rows][32 k]
 //   warp_tile_n 32 (wgn32):   B (W, MN-major):  [TILE_N/32 blocks][TILE_K rows][32 c]
 DG_DEVICE int dg_sw64(int row, int col) { return row * 32 + ((((col >> 3) ^ (row >> 1)) & 3) << 3) + (col & 7); }
-// #end wgk32|wgn32
+// #end wgk32|wgn32|wgn96
 // #section wgk32
 #define DG_A_OFF(row, col) dg_sw64((row), (col))
 // #end wgk32
-// #section wgn32
+// #section wgn32|wgn96
 #define DG_B_OFF(row, col) (((col) >> 5) * (DG_TILE_K * 32) + dg_sw64((row), (col) & 31))
-// #end wgn32
+// #end wgn32|wgn96
+// #section wgn96
+// warp_tile_n 96 (wgn96): B (W, MN-major) in the wgn32 layout, [TILE_N/32 blocks][TILE_K rows]
+// [32 c]; a warpgroup's 96 columns are 3 consecutive blocks (LBO apart), and with the TMA
+// schedule each block is one box of a 64-byte-swizzled tensor map.
+// #end wgn96
 // #section wgtf32
 // TF32 (fp32 elements): a 128-byte row holds 32 k, a 16-byte chunk 4. wgmma takes .tf32
 // operands K-major only, so B is stored like A, transposed by the register-staged loader:
@@ -1008,7 +1027,46 @@ DG_DEVICE void dg_wgmma_n32(float* d, unsigned long long a_desc, unsigned long l
 }
 #define dg_wgmma dg_wgmma_n32
 // #end wgn32
-// #section !wgn32
+// #section wgn96
+DG_DEVICE void dg_wgmma_n96(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %50, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n96k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+                 "}, %48, %49, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : DG_ACC32(0), DG_ACC8(32), DG_ACC8(40)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+#define dg_wgmma dg_wgmma_n96
+// #end wgn96
+// #section wgn192
+DG_DEVICE void dg_wgmma_n192(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %98, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+                 "}, %96, %97, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : DG_ACC32(0), DG_ACC32(32), DG_ACC32(64)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+#define dg_wgmma dg_wgmma_n192
+// #end wgn192
+// #section !wgn32|wgn96|wgn192
 #if DG_WG_N == 64
 #define dg_wgmma dg_wgmma_n64
 #elif DG_WG_N == 128
@@ -1016,7 +1074,7 @@ DG_DEVICE void dg_wgmma_n32(float* d, unsigned long long a_desc, unsigned long l
 #else
 #define dg_wgmma dg_wgmma_n256
 #endif
-// #end !wgn32
+// #end !wgn32|wgn96|wgn192
 
 // Shared-memory matrix descriptor, 128-byte swizzle: start address, leading-dimension byte
 // offset (MN-major: between 64-wide blocks; unused by K-major swizzled operands), stride
@@ -1026,7 +1084,7 @@ DG_DEVICE unsigned long long dg_wg_desc(dg_u32 addr, dg_u32 lbo, dg_u32 sbo) {
            ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
 
-// #section !wgtf32|wgk32|wgn32
+// #section !wgtf32|wgk32|wgn32|wgn96
 DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                           int wm, int wn, int) {
     const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
@@ -1049,7 +1107,35 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
     // barrier and copies; the previous tile's group is complete past this wait.
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
 }
-// #end !wgtf32|wgk32|wgn32
+// #end !wgtf32|wgk32|wgn32|wgn96
+// #section wgn96
+// warp_tile_n 96: A in 128-byte swizzled rows (tile_k % 64 == 0) as above; B from the
+// warpgroup's first 32-wide block (64-byte swizzle, mode 2; PTX ISA "Matrix Descriptor
+// Format"): LBO = TILE_K*64 bytes to the next 32-wide block (an n96 instruction spans 3),
+// SBO = 512 bytes between 8-row groups of k.
+DG_DEVICE unsigned long long dg_wg_desc_sw(dg_u32 addr, dg_u32 lbo, dg_u32 sbo, unsigned long long mode) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);
+}
+DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                          int wm, int wn, int) {
+    const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
+    const dg_u32 b0 = dg_smem_addr(Bs) + (wn * DG_WARP_COLS / 32) * (DG_TILE_K * 64);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < DG_TILE_K; kk += 16) {
+        const unsigned long long bd = dg_wg_desc_sw(b0 + kk * 64, DG_TILE_K * 64, 512, 2);
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i) {
+            const unsigned long long ad =
+                dg_wg_desc(a0 + (kk >> 6) * (DG_TILE_M * 128) + i * 64 * 128 + (kk & 63) * 2, 16, 1024);
+            dg_wgmma(&acc[i][0][0], ad, bd);
+        }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
+}
+// #end wgn96
 // #section wgk32|wgn32
 // Narrow tiles: descriptors with their swizzle mode (1 = 128-byte, 2 = 64-byte; PTX ISA
 // "Matrix Descriptor Format"), LBO and SBO as above. A with tile_k 32: 64-byte rows, the
@@ -1891,10 +1977,19 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
                     dg_tma_load_2d(a_dst, &tm_dy, k0, tt.n0, full);
 #endif
                     const int wtap = (ydot * tt.s.y_stride + tt.s.y_offset) * DG_X + xdot * tt.s.x_stride + tt.s.x_offset;
+// #section !wgn96
 #pragma unroll
                     for (int b = 0; b < DG_TILE_N / 64; ++b)
                         dg_tma_load_3d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_w,
                                        tt.n_tile * DG_TILE_N + b * 64, wtap, k0, full);
+// #end !wgn96
+// #section wgn96
+                    // warp_tile_n 96: TILE_N/32 boxes of 32 c x 64 k (64-byte swizzled rows)
+#pragma unroll
+                    for (int b = 0; b < DG_TILE_N / 32; ++b)
+                        dg_tma_load_3d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 32)), &tm_w,
+                                       tt.n_tile * DG_TILE_N + b * 32, wtap, k0, full);
+// #end wgn96
                 }
             }
         }

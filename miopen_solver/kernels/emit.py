@@ -95,8 +95,9 @@ class TensorMapDesc:
     ``operand`` is ``"dy"`` or ``"w"`` (which buffer), ``dims`` the tensor's extents in
     elements, innermost first, ``strides`` the byte strides of dims 1.. (dim 0 is
     contiguous), ``box`` the tile one copy moves (elements, innermost first), ``dtype``
-    ``"fp16"`` or ``"bf16"``; the swizzle is always 128 bytes (the wgmma operand layout)
-    and elements outside the tensor read as zero.
+    ``"fp16"`` or ``"bf16"``; ``swizzle`` the shared-memory swizzle in bytes (128, or 64 for
+    the 32-wide W boxes of warp_tile_n 96: the wgmma operand layouts), and elements
+    outside the tensor read as zero.
     """
 
     operand: str
@@ -104,6 +105,7 @@ class TensorMapDesc:
     dims: tuple
     strides: tuple
     box: tuple
+    swizzle: int = 128
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,8 @@ class KernelSource:
         text = rec["text"]
         if hashlib.sha256(text.encode()).hexdigest() != rec["sha256"]:
             raise ValueError(f"kernel source record {rec['name']}: the text does not match its sha256")
-        maps = tuple(TensorMapDesc(m["operand"], m["dtype"], tuple(m["dims"]), tuple(m["strides"]), tuple(m["box"]))
+        maps = tuple(TensorMapDesc(m["operand"], m["dtype"], tuple(m["dims"]), tuple(m["strides"]), tuple(m["box"]),
+                                   int(m.get("swizzle", 128)))
                      for m in rec["tensor_maps"])
         return cls(name=rec["name"], vendor=rec["vendor"], arch=rec["arch"],
                    defines=tuple(tuple(d) for d in rec["defines"]), text=text, sha256=rec["sha256"],
@@ -225,7 +228,10 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     atom (``spec.math == "tf32"``) keeps the ``tf32`` sections (its atom and A/B row padding);
     a 16-bit warpgroup spec with tile_k 32 keeps the ``wgk32`` sections (A in 64-byte
     swizzled rows), one with warp_tile_n 32 the ``wgn32`` sections (B in 64-byte swizzled
-    rows, the m64n32k16 instruction), so every other kernel's text is unchanged."""
+    rows, the m64n32k16 instruction), warp_tile_n 96 the ``wgn96`` sections (B in 64-byte
+    swizzled 32-wide blocks, m64n96k16, 32-wide TMA boxes), warp_tile_n 192 the ``wgn192``
+    sections (m64n192k16), and a TMA spec of 7 or 8 stages the ``st8`` sections, so every
+    other kernel's text is unchanged."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -269,6 +275,10 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
             sections = tuple(sections) + ("wgk32",)
         if c.warp_tile_n == 32:
             sections = tuple(sections) + ("wgn32",)
+        if c.warp_tile_n in (96, 192):   # m64n96k16 (B in 64-byte swizzled 32-wide blocks), m64n192k16
+            sections = tuple(sections) + (f"wgn{c.warp_tile_n}",)
+    if spec.tma and c.stages > 6:       # 7-8 mbarrier stages (the TMA schedule only)
+        sections = tuple(sections) + ("st8",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
@@ -282,7 +292,8 @@ def tensor_maps(spec) -> tuple:
     in boxes of tile_m rows x 64 channels; with a filter, the NHWC tensor (K, Wo, Ho, N
     innermost first) in boxes of 64 channels x the tile's pixel box (``spec.tma_box``),
     placed per filter tap so that pixels outside dY read as zero (the padding). W: the
-    (cpg, Y*X, K) view of the (K, Y, X, cpg) filter in boxes of 64 c x one tap x 64 k. Both
+    (cpg, Y*X, K) view of the (K, Y, X, cpg) filter in boxes of 64 c x one tap x 64 k (32 c in
+    the 64-byte swizzle for warp_tile_n 96). Both
     land in the 128-byte swizzled layouts of ``dgrad.cu`` (A K-major, B MN-major).
     """
     if not spec.tma:
@@ -290,7 +301,10 @@ def tensor_maps(spec) -> tuple:
     p, c = spec.problem, spec.config
     eb = p.elem_bytes
     taps = p.Y * p.X
-    w = TensorMapDesc("w", p.dtype, (p.cpg, taps, p.K), (p.cpg * eb, taps * p.cpg * eb), (64, 1, c.tile_k))
+    if c.warp_tile_n == 96:     # 32-wide W blocks in the 64-byte swizzle (dgrad.cu wgn96)
+        w = TensorMapDesc("w", p.dtype, (p.cpg, taps, p.K), (p.cpg * eb, taps * p.cpg * eb), (32, 1, c.tile_k), 64)
+    else:
+        w = TensorMapDesc("w", p.dtype, (p.cpg, taps, p.K), (p.cpg * eb, taps * p.cpg * eb), (64, 1, c.tile_k))
     if spec.tma_box is None:
         dy = TensorMapDesc("dy", p.dtype, (p.K, p.N * p.Ho * p.Wo), (p.K * eb,), (c.tile_k, c.tile_m))
     else:
