@@ -194,11 +194,10 @@ def test_narrow_wgmma_tiles_verify(engine, dtype, line, cfg):
         pytest.skip("config not valid for this problem")
 
 
-@pytest.mark.parametrize("cfg", [c for c in CONFIGS_NARROW if c.schedule == 2], ids=lambda c: c.serialize())
-@pytest.mark.parametrize("line", NARROW_LINES)
-def test_narrow_persistent_blocks_walk_many_tiles(engine, line, cfg):
-    """The narrow persistent kernels with the grid sized for a 3-SM device: every block
-    loops over many tiles."""
+def _check_on_three_sms(engine, line, cfg, seed):
+    """``cfg`` on the fp16 NHWC ``line`` with the grid sized for a 3-SM device (persistent
+    blocks loop over many tiles), against the reference; skips without warpgroup MMA or where
+    the config is not valid for the line."""
     if not engine.target.wgmma:
         pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
     p = _nhwc_problem("fp16", line)
@@ -207,7 +206,15 @@ def test_narrow_persistent_blocks_walk_many_tiles(engine, line, cfg):
         make_spec(p, small, cfg)
     except PerfConfigError:
         pytest.skip("config not valid for this problem")
-    assert _check(engine, p, cfg, np.random.default_rng(19), target=small) is not None
+    assert _check(engine, p, cfg, np.random.default_rng(seed), target=small) is not None
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_NARROW if c.schedule == 2], ids=lambda c: c.serialize())
+@pytest.mark.parametrize("line", NARROW_LINES)
+def test_narrow_persistent_blocks_walk_many_tiles(engine, line, cfg):
+    """The narrow persistent kernels with the grid sized for a 3-SM device: every block
+    loops over many tiles."""
+    _check_on_three_sms(engine, line, cfg, 19)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -286,15 +293,7 @@ def test_n96_wgmma_tiles_verify(engine, dtype, line, cfg):
 def test_n96_persistent_blocks_walk_many_tiles(engine, line, cfg):
     """The n96/n192 persistent and TMA kernels with the grid sized for a 3-SM device: every
     block loops over many tiles (the mbarrier stages wrap across tiles)."""
-    if not engine.target.wgmma:
-        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
-    p = _nhwc_problem("fp16", line)
-    small = engine.target.with_(num_cus=3)
-    try:
-        make_spec(p, small, cfg)
-    except PerfConfigError:
-        pytest.skip("config not valid for this problem")
-    assert _check(engine, p, cfg, np.random.default_rng(23), target=small) is not None
+    _check_on_three_sms(engine, line, cfg, 23)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -169,12 +169,13 @@ _NARROW_BUILDS = [(label, cfg) for label in _ZOO_NARROW for cfg in (
     "128,64,32,2,2,64,32,0,0,0,1,-1,2,1", "128,32,32,2,1,64,32,0,0,0,2,-1,3,1,2")]
 
 
-@pytest.mark.parametrize("label,cfg", _NARROW_BUILDS, ids=[f"narrow-{l}-{c}" for l, c in _NARROW_BUILDS])
-def test_narrow_wgmma_configs_build(tmp_path, label, cfg):
+def _warpgroup_build(tmp_path, args: str, cfg: str):
+    """``(spec, built)`` of an fp16 NHWC line (``args`` after the base) at ``cfg`` on sm_90,
+    checked: no spills, within the register cap, one wgmma of the tile's N per k16 step, no
+    warp-MMA instruction. Skips where the config is not valid for the line."""
     from miopen_solver.errors import PerfConfigError
     from miopen_solver.spec import register_cap
-    p = parse(f"convfp16 {_ZOO_NARROW[label]} -F 2 --in_layout NHWC --out_layout NHWC "
-              "--fil_layout NHWC".split()).problem
+    p = parse(f"convfp16 {args} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()).problem
     try:
         spec = make_spec(p, SM90, PerfConfig.parse(cfg))
     except PerfConfigError:
@@ -184,7 +185,14 @@ def test_narrow_wgmma_configs_build(tmp_path, label, cfg):
     assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
     assert b.registers <= register_cap(SM90, spec.block_threads), (spec.kernel_name, b.registers)
     assert b.count(f"wgmma.mma_async.sync.aligned.m64n{c.warp_tile_n}k16") >= spec.mma_m * c.tile_k // 16
-    assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0 and b.count("fence.proxy.async") >= 1
+    assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0
+    return spec, b
+
+
+@pytest.mark.parametrize("label,cfg", _NARROW_BUILDS, ids=[f"narrow-{l}-{c}" for l, c in _NARROW_BUILDS])
+def test_narrow_wgmma_configs_build(tmp_path, label, cfg):
+    spec, b = _warpgroup_build(tmp_path, _ZOO_NARROW[label], cfg)
+    assert b.count("fence.proxy.async") >= 1
     if spec.vec_a == 8 or spec.vec_b == 8:
         assert CP16.search(b.ptx), f"{spec.kernel_name}: no 16-byte cp.async"
 
@@ -213,20 +221,7 @@ _N96_BUILDS = [(label, cfg) for label in _ZOO_N96 for cfg in N96_BUILD_CONFIGS]
 
 @pytest.mark.parametrize("label,cfg", _N96_BUILDS, ids=[f"n96-{l}-{c}" for l, c in _N96_BUILDS])
 def test_n96_n192_wgmma_configs_build(tmp_path, label, cfg):
-    from miopen_solver.errors import PerfConfigError
-    from miopen_solver.spec import register_cap
-    p = parse(f"convfp16 {_ZOO_N96[label]} -F 2 --in_layout NHWC --out_layout NHWC "
-              "--fil_layout NHWC".split()).problem
-    try:
-        spec = make_spec(p, SM90, PerfConfig.parse(cfg))
-    except PerfConfigError:
-        pytest.skip("config not valid for this layer")
-    c = spec.config
-    b = inspect_nvidia(emit(spec).text, "sm_90", tmp_path, "k")
-    assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
-    assert b.registers <= register_cap(SM90, spec.block_threads), (spec.kernel_name, b.registers)
-    assert b.count(f"wgmma.mma_async.sync.aligned.m64n{c.warp_tile_n}k16") >= spec.mma_m * c.tile_k // 16
-    assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0
+    spec, b = _warpgroup_build(tmp_path, _ZOO_N96[label], cfg)
     if spec.tma:
         assert b.count("cp.async.bulk.tensor") >= 2 and b.count("cp.async.cg") + b.count("cp.async.ca") == 0
     else:
