@@ -283,7 +283,8 @@ def coefficients_literal(c: cost_model.Coefficients) -> str:
 def main(argv=None) -> int:
     ap = OneLineParser(prog="fit_cost_model.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--log", action="append", default=[], help="a tune campaign log (repeatable)")
-    ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
+    ap.add_argument("--suite", default=None, help="the suite file the campaign tuned (with --log; default "
+                                                   "bench/zoo.txt)")
     ap.add_argument("--report", default="", help="comma list of compare.py --json files")
     ap.add_argument("--within", type=number_arg(0, math.inf, "a finite number >= 0"), default=0.10,
                     help="a pick counts as good within this fraction of the best timed (default 0.10)")
@@ -300,7 +301,10 @@ def main(argv=None) -> int:
             target = get_target(args.arch)
         except ValueError as e:
             raise ValueError(f"--arch: {e}") from None
-        rows = load(args.log, args.suite, [p for p in args.report.split(",") if p], target)
+        if args.suite is not None and not args.log:
+            raise ValueError(f"--suite {shorten(args.suite)!r}: read only with --log (it joins a campaign's records "
+                             "to layers); allowed: --suite with one or more --log")
+        rows = load(args.log, args.suite or "bench/zoo.txt", [p for p in args.report.split(",") if p], target)
     except (OSError, ValueError) as e:
         print(f"fit_cost_model.py: {e}", file=sys.stderr)
         return 2

@@ -209,7 +209,9 @@ def replay_cmd(paths, backend, pattern, update, failures_only, timeout):
         _fail(str(e))
     chosen = fx.select(fixtures, pattern)
     if not chosen:
-        _fail(f"no fixture id matches {pattern!r}" if pattern else "the fixture files hold no fixtures")
+        where = ", ".join(str(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        _fail(f"no fixture id matches {pattern!r} in {where}" if pattern else
+              f"{where}: no fixtures; allowed: fixture files of JSON Lines, one fixture per line (fixtures/README.md)")
     try:
         engine = _engine(backend, timeout)
     except (RuntimeUnavailable, UserError, ValueError) as e:

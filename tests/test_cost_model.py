@@ -171,6 +171,7 @@ def test_problems_outside_the_warpgroup_tiles_are_not_modelled():
 
 @pytest.mark.parametrize("argv,message", [
     (["--log", "/nonexistent/log.jsonl"], "No such file or directory"),
+    (["--suite", "/nonexistent/zoo.txt", "--report", "{bad}"], "--suite '/nonexistent/zoo.txt': read only with --log"),
     (["--report", "{bad}"], "not JSON ("),
     (["--log", "{bad}"], "line 1 is not JSON"),
 ])

@@ -250,3 +250,12 @@ def test_every_computed_golden_has_the_checked_shape():
     """What update writes, load accepts: parse errors, applicable and not, numerics run or skipped."""
     for line in list(LINES.values()) + ["conv -n 2 -F 1", "convfp16 -n 1 -c 8 -H 4 -W 4 -k 8 -y 1 -x 1 -F 2"]:
         fx.check_expect(fx.compute(line))
+
+
+def test_files_without_fixtures_are_named_in_one_line(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n\n")
+    for paths in ([empty], [empty, blank]):
+        one_line_error(invoke(*paths), "no fixtures; allowed: fixture files of JSON Lines", *map(str, paths))
