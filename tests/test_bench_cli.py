@@ -102,3 +102,42 @@ def test_vendor_kernels_names_the_flag_that_left_no_line(capsys, tmp_path, suite
     path.write_text(suite)
     err = refused_in_one_line(capsys, vendor_kernels.main, ["--suite", str(path)] + argv, "vendor_kernels.py")
     assert says.format(suite=path) in err
+
+
+# ----------------------------------------------------------------- the GPU timing scripts
+# (bench/sweep.py, profile_one.py, first_launch.py, big_tensors.py, patch_h200.py,
+# direct_h200.py, direct_threshold.py, splitk_h200.py): one line, exit 2, before any GPU work.
+
+def _no_gpu_work(monkeypatch, module):
+    """Fail the test when ``module`` reaches for a GPU (``gpu()`` or ``cuda_engine()``)."""
+    def no(*a, **k):
+        raise AssertionError("GPU work started")
+    for name in ("gpu", "cuda_engine"):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, no)
+
+
+@pytest.mark.parametrize("argv,says", [
+    ([], "the following arguments are required: --rows"),
+    (["--rows", "no_such_row"], "--rows 'no_such_row': selects no line of bench/suite.txt; allowed:"),
+    (["--rows", "big_3x3", "--dtype", "fp8"], "argument --dtype: invalid choice: 'fp8'"),
+    (["--rows", "big_3x3", "--top", "0"], "argument --top: '0': allowed: an integer >= 1"),
+    (["--rows", "big_3x3", "--replays", "nan"], "argument --replays: 'nan': allowed: an integer >= 1"),
+    (["--rows", "big_3x3", "--csv", "/nonexistent/dir/x.csv"], "--csv "),
+    (["--rows", "big_3x3", "--configs", "/nonexistent/cfgs.txt"], "--configs "),
+    (["--rows", "big_3x3", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_sweep_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import sweep
+    _no_gpu_work(monkeypatch, sweep)
+    assert says in refused_in_one_line(capsys, sweep.main, argv, "sweep.py")
+
+
+@pytest.mark.parametrize("text,says", [("", "no perf configs"), ("1,2\n", "entry '1,2': perf config has 2 fields")])
+def test_sweep_refuses_a_bad_config_file(capsys, monkeypatch, tmp_path, text, says):
+    from bench import sweep
+    _no_gpu_work(monkeypatch, sweep)
+    (tmp_path / "c.txt").write_text(text)
+    err = refused_in_one_line(capsys, sweep.main, ["--rows", "big_3x3", "--configs", str(tmp_path / "c.txt")],
+                              "sweep.py")
+    assert "--configs " in err and says in err
