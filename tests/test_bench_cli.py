@@ -141,3 +141,90 @@ def test_sweep_refuses_a_bad_config_file(capsys, monkeypatch, tmp_path, text, sa
     err = refused_in_one_line(capsys, sweep.main, ["--rows", "big_3x3", "--configs", str(tmp_path / "c.txt")],
                               "sweep.py")
     assert "--configs " in err and says in err
+
+
+LINE = "convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+
+
+@pytest.mark.parametrize("argv,says", [
+    ([], "the following arguments are required: line"),
+    (["bogus -n 2"], "line 'bogus -n 2': "),
+    ([LINE.replace("-F 2", "-F 1")], "-F '1'"),
+    ([LINE, "--perf-config", "1,2"], "--perf-config '1,2': perf config has 2 fields"),
+    ([LINE, "--backend", "rocm"], "argument --backend: invalid choice: 'rocm'"),
+    ([LINE, "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_profile_one_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import profile_one
+    monkeypatch.setattr(profile_one, "get_engine", lambda *a: (_ for _ in ()).throw(AssertionError("GPU")))
+    assert says in refused_in_one_line(capsys, profile_one.main, argv, "profile_one.py")
+
+
+def test_profile_one_refuses_a_config_the_line_cannot_take(capsys):
+    from bench import profile_one
+    err = refused_in_one_line(capsys, profile_one.main, [LINE, "--backend", "cpu", "--perf-config",
+                                                         "16,32,16,1,1,4,2,1,0,4,1,0,1,4"], "profile_one.py")
+    assert "--perf-config '16,32,16,1,1,4,2,1,0,4,1,0,1,4': " in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--rows", "no_such_row"], "--rows 'no_such_row': selects no line of bench/suite.txt; allowed:"),
+    (["--dtype", "fp8"], "argument --dtype: invalid choice: 'fp8'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_first_launch_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import first_launch
+    monkeypatch.setattr(first_launch.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    assert says in refused_in_one_line(capsys, first_launch.main, argv, "first_launch.py")
+
+
+def test_first_launch_without_a_gpu_is_one_line(capsys, monkeypatch):
+    import subprocess
+
+    from bench import first_launch
+    from miopen_solver import runtime
+    from miopen_solver.errors import RuntimeUnavailable
+
+    def no_cuda(*a, **k):
+        raise RuntimeUnavailable("no CUDA runtime found (test)")
+    monkeypatch.setattr(runtime, "get_engine", no_cuda)
+    assert "needs a CUDA GPU (no CUDA runtime found (test))" in refused_in_one_line(
+        capsys, first_launch.main, ["--child", LINE], "first_launch.py")
+    child_says = "first_launch.py: needs a CUDA GPU (no CUDA runtime found (test))\n"
+    monkeypatch.setattr(first_launch.subprocess, "run",
+                        lambda argv, **k: subprocess.CompletedProcess(argv, 2, "", child_says))
+    assert refused_in_one_line(capsys, first_launch.main, ["--rows", "big_3x3"], "first_launch.py") == child_says
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """No PyTorch and no CUDA runtime, whatever this machine has."""
+    import sys
+
+    from miopen_solver import runtime
+    from miopen_solver.errors import RuntimeUnavailable
+
+    def no_cuda(*a, **k):
+        raise RuntimeUnavailable("no CUDA runtime found (test)")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(runtime, "get_engine", no_cuda)
+
+
+@pytest.mark.parametrize("script,argv,says", [
+    ("sweep", ["--rows", "big_3x3"], "needs a CUDA GPU (no CUDA runtime found (test))"),
+])
+def test_a_valid_run_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch, script, argv, says):
+    import importlib
+    module = importlib.import_module(f"bench.{script}")
+    if hasattr(module, "get_engine"):
+        from miopen_solver import runtime
+        monkeypatch.setattr(module, "get_engine", runtime.get_engine)
+    assert says in refused_in_one_line(capsys, module.main, argv, f"{script}.py")
+
+
+def test_profile_one_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch):
+    from bench import profile_one
+    from miopen_solver import runtime
+    monkeypatch.setattr(profile_one, "get_engine", runtime.get_engine)
+    err = refused_in_one_line(capsys, profile_one.main, [LINE], "profile_one.py")
+    assert "--backend cuda: needs a GPU (no CUDA runtime found (test))" in err
