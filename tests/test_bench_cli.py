@@ -212,6 +212,8 @@ def no_gpu(monkeypatch):
 
 @pytest.mark.parametrize("script,argv,says", [
     ("sweep", ["--rows", "big_3x3"], "needs a CUDA GPU (no CUDA runtime found (test))"),
+    ("big_tensors", ["--only", "1x1_2^32"], "needs a CUDA GPU (no CUDA runtime found (test))"),
+    ("patch_h200", ["--only", "vit"], "needs PyTorch with a CUDA GPU ("),
 ])
 def test_a_valid_run_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch, script, argv, says):
     import importlib
@@ -228,3 +230,31 @@ def test_profile_one_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch):
     monkeypatch.setattr(profile_one, "get_engine", runtime.get_engine)
     err = refused_in_one_line(capsys, profile_one.main, [LINE], "profile_one.py")
     assert "--backend cuda: needs a GPU (no CUDA runtime found (test))" in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_line"], "--only 'no_such_line': selects no line; allowed: a substring of one of 1x1_2^32"),
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "1e9x"], "argument --replays: '1e9x': allowed: an integer >= 1"),
+    (["--json", "/nonexistent/dir/x.json"], "--json "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_big_tensors_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import big_tensors
+    _no_gpu_work(monkeypatch, big_tensors)
+    assert says in refused_in_one_line(capsys, big_tensors.main, argv, "big_tensors.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_line"], "--only 'no_such_line': selects no line; allowed: a substring of a patch line"),
+    (["--config", "1,2"], "--config '1,2': perf config has 2 fields"),
+    (["--zoo", "/nonexistent/zoo.txt"], "--zoo "),
+    (["--launches", "-1"], "argument --launches: '-1': allowed: an integer >= 1"),
+    (["--replays", "0"], "argument --replays: '0': allowed: an integer >= 1"),
+    (["--json", "/nonexistent/dir/x.json"], "--json "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_patch_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import patch_h200
+    _no_gpu_work(monkeypatch, patch_h200)
+    assert says in refused_in_one_line(capsys, patch_h200.main, argv, "patch_h200.py")
