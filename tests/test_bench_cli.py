@@ -199,7 +199,9 @@ def test_first_launch_without_a_gpu_is_one_line(capsys, monkeypatch):
 @pytest.fixture
 def no_gpu(monkeypatch):
     """No PyTorch and no CUDA runtime, whatever this machine has."""
+    import importlib.util
     import sys
+    find_spec = importlib.util.find_spec
 
     from miopen_solver import runtime
     from miopen_solver.errors import RuntimeUnavailable
@@ -207,6 +209,7 @@ def no_gpu(monkeypatch):
     def no_cuda(*a, **k):
         raise RuntimeUnavailable("no CUDA runtime found (test)")
     monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else find_spec(name, *a))
     monkeypatch.setattr(runtime, "get_engine", no_cuda)
 
 
@@ -214,6 +217,7 @@ def no_gpu(monkeypatch):
     ("sweep", ["--rows", "big_3x3"], "needs a CUDA GPU (no CUDA runtime found (test))"),
     ("big_tensors", ["--only", "1x1_2^32"], "needs a CUDA GPU (no CUDA runtime found (test))"),
     ("patch_h200", ["--only", "vit"], "needs PyTorch with a CUDA GPU ("),
+    ("direct_h200", ["--only", "mbv2", "--random", "0"], "needs PyTorch with a CUDA GPU (no module named 'torch')"),
 ])
 def test_a_valid_run_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch, script, argv, says):
     import importlib
@@ -258,3 +262,25 @@ def test_patch_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, say
     from bench import patch_h200
     _no_gpu_work(monkeypatch, patch_h200)
     assert says in refused_in_one_line(capsys, patch_h200.main, argv, "patch_h200.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--policies", "v8_nope"], "--policies 'v8_nope': unknown; allowed: a comma list of "),
+    (["--only", "no_such_layer"], "--only 'no_such_layer': selects no layer; allowed:"),
+    (["--dtypes", "fp8"], "--dtypes 'fp8': allowed: a comma list of fp16, bf16, fp32"),
+    (["--configs", "1,2"], "--configs entry '1,2': perf config has 2 fields"),
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "x"], "argument --replays: 'x': allowed: an integer >= 1"),
+    (["--rotate-mb", "0"], "argument --rotate-mb: 0: allowed: a finite number of MB > 0"),
+    (["--rotate-mb", "inf"], "argument --rotate-mb: inf: allowed: a finite number of MB > 0"),
+    (["--rotate-mb", "nan"], "argument --rotate-mb: nan: allowed"),
+    (["--random", "-1"], "argument --random: '-1': allowed: an integer from 0 to 100000"),
+    (["--seed", "-5"], "argument --seed: '-5': allowed: an integer from 0 to"),
+    (["--jobs", "0"], "argument --jobs: '0': allowed: an integer from 1 to 1024"),
+    (["--out", "/dev/null/x"], "--out "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_direct_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import direct_h200
+    monkeypatch.setattr(direct_h200, "random_problems", lambda *a: (_ for _ in ()).throw(AssertionError("planned")))
+    assert says in refused_in_one_line(capsys, direct_h200.main, argv, "direct_h200.py")
