@@ -218,6 +218,7 @@ def no_gpu(monkeypatch):
     ("big_tensors", ["--only", "1x1_2^32"], "needs a CUDA GPU (no CUDA runtime found (test))"),
     ("patch_h200", ["--only", "vit"], "needs PyTorch with a CUDA GPU ("),
     ("direct_h200", ["--only", "mbv2", "--random", "0"], "needs PyTorch with a CUDA GPU (no module named 'torch')"),
+    ("direct_threshold", [], "needs PyTorch with a CUDA GPU ("),
 ])
 def test_a_valid_run_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch, script, argv, says):
     import importlib
@@ -284,3 +285,15 @@ def test_direct_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, sa
     from bench import direct_h200
     monkeypatch.setattr(direct_h200, "random_problems", lambda *a: (_ for _ in ()).throw(AssertionError("planned")))
     assert says in refused_in_one_line(capsys, direct_h200.main, argv, "direct_h200.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "inf"], "argument --replays: 'inf': allowed: an integer >= 1"),
+    (["--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_direct_threshold_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import direct_threshold
+    monkeypatch.setattr(direct_threshold.compare, "gpu", lambda: (_ for _ in ()).throw(AssertionError("GPU")))
+    assert says in refused_in_one_line(capsys, direct_threshold.main, argv, "direct_threshold.py")
