@@ -219,6 +219,7 @@ def no_gpu(monkeypatch):
     ("patch_h200", ["--only", "vit"], "needs PyTorch with a CUDA GPU ("),
     ("direct_h200", ["--only", "mbv2", "--random", "0"], "needs PyTorch with a CUDA GPU (no module named 'torch')"),
     ("direct_threshold", [], "needs PyTorch with a CUDA GPU ("),
+    ("splitk_h200", ["--max-seconds", "200"], "needs PyTorch with a CUDA GPU ("),
 ])
 def test_a_valid_run_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch, script, argv, says):
     import importlib
@@ -297,3 +298,20 @@ def test_direct_threshold_refuses_bad_input_in_one_line(capsys, monkeypatch, arg
     from bench import direct_threshold
     monkeypatch.setattr(direct_threshold.compare, "gpu", lambda: (_ for _ in ()).throw(AssertionError("GPU")))
     assert says in refused_in_one_line(capsys, direct_threshold.main, argv, "direct_threshold.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_line"], "--only 'no_such_line': selects no line; allowed:"),
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "-2"], "argument --replays: '-2': allowed: an integer >= 1"),
+    (["--max-seconds", "0"], "argument --max-seconds: 0: allowed: a finite number of seconds > 0"),
+    (["--max-seconds", "nan"], "argument --max-seconds: nan: allowed"),
+    (["--zoo", "/nonexistent/zoo.txt"], "--zoo "),
+    (["--json", "/nonexistent/dir/x.json"], "--json "),
+    (["--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_splitk_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import splitk_h200
+    _no_gpu_work(monkeypatch, splitk_h200)
+    assert says in refused_in_one_line(capsys, splitk_h200.main, argv, "splitk_h200.py")
