@@ -15,7 +15,6 @@ offset is wrong reads other values than the reference.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -26,10 +25,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.compare import BadInput, OneLineParser, check_outputs, count_arg, cuda_engine  # noqa: E402
 from miopen_solver import layouts  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.reference import verify  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 
 NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 LINES = [
@@ -78,14 +79,21 @@ def one(eng, label, line, launches, replays):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="")
-    ap.add_argument("--launches", type=int, default=3)
-    ap.add_argument("--replays", type=int, default=5)
+    ap = OneLineParser(prog="big_tensors.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="substring of a line's label")
+    ap.add_argument("--launches", type=count_arg, default=3)
+    ap.add_argument("--replays", type=count_arg, default=5)
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
-    from miopen_solver.runtime import get_engine
-    eng = get_engine("cuda")
+    try:
+        if not any(a.only in label for label, _ in LINES):
+            raise BadInput(f"--only {shorten(a.only)!r}: selects no line; allowed: a substring of one of "
+                           f"{', '.join(label for label, _ in LINES)}")
+        check_outputs(json=a.json)
+        eng = cuda_engine()
+    except BadInput as e:
+        print(f"big_tensors.py: {e}", file=sys.stderr)
+        return 2
     print(f"device: {eng.rt.device_name()} ({eng.target.arch})")
     print("| line | dX elements | launches | verified (rms / tol) | ms | half-batch ms | per-image ratio |")
     print("|---|---|---|---|---|---|---|")

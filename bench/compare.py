@@ -847,6 +847,37 @@ def gpu():
         raise need(e) from None
 
 
+def cuda_engine():
+    """Our CUDA engine (no PyTorch) for a script that times only our kernels.
+
+    Raises:
+        BadInput: ``needs a CUDA GPU (<why>)``: no CUDA runtime or no device.
+    """
+    from miopen_solver.runtime import get_engine
+    try:
+        return get_engine("cuda")
+    except RuntimeUnavailable as e:
+        raise BadInput(f"needs a CUDA GPU ({shorten(str(e), 200)})") from None
+
+
+def label_filter(flag: str, text: str, labels, where: str, drop_empty: bool = True) -> list:
+    """The comma list ``text`` of label substrings of ``flag`` (empty parts dropped unless
+    ``drop_empty`` is false, when an empty part matches every label); a label is kept when
+    it contains any of them.
+
+    Raises:
+        BadInput: ``text`` selects none of ``labels`` (or ``labels`` is empty).
+    """
+    labels = list(labels)
+    wanted = [w for w in text.split(",") if w or not drop_empty]
+    if not labels:
+        raise BadInput(f"{where}: no lines")
+    if not any(any(w in lab for w in wanted) for lab in labels):
+        raise BadInput(f"{flag} {shorten(text)!r}: selects no line of {where}; allowed: a comma list of label "
+                       f"substrings (e.g. {labels[0]!r})")
+    return wanted
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     command = f"python bench/compare.py {' '.join(argv if argv is not None else sys.argv[1:])}"

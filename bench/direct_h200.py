@@ -26,6 +26,7 @@ Usage (GPU machine, repo root): ``PYTHONPATH=. python bench/direct_h200.py --out
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import multiprocessing as mp
@@ -42,7 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from compare import BadInput, OneLineParser, count_arg, number_arg  # noqa: E402
 from miopen_solver import layouts  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError, RuntimeUnavailable, shown_path  # noqa: E402
+from miopen_solver.fileio import check_writable  # noqa: E402
+from miopen_solver.spec import PerfConfig  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.direct import (POLICIES, default_direct_config, direct_reason,  # noqa: E402
                                   direct_search_space, is_valid_direct_config, make_direct_spec,
                                   policy_config)
@@ -260,23 +266,94 @@ def smi() -> str:
 
 
 # ----------------------------------------------------------------------------- main
+DTYPES = ("fp16", "bf16", "fp32")
+MAX_RANDOM = 100_000
+MAX_JOBS = 1024
+
+
+def _int_in(low: int, high: int):
+    """An argparse ``type``: an integer with ``low <= value <= high``."""
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{shorten(text)!r}: allowed: an integer from {low} to {high}")
+        return value
+    return check
+
+
+def _megabytes(text: str) -> float:
+    """``--rotate-mb``: a finite number > 0."""
+    value = number_arg(0, math.inf, "a finite number of MB > 0")(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{shorten(text)}: allowed: a finite number of MB > 0")
+    return value
+
+
+def check_args(args) -> tuple:
+    """``(policy names, extra configs, out folder or None)`` from ``args``, every value checked.
+    Creates ``--out`` (as the run always did). Raises BadInput naming the flag."""
+    dtypes = args.dtypes.split(",")
+    if not all(d in DTYPES for d in dtypes):
+        raise BadInput(f"--dtypes {shorten(args.dtypes)!r}: allowed: a comma list of {', '.join(DTYPES)}")
+    only = args.only.split(",")
+    if not any(o in label for label, _ in LAYERS for o in only):
+        raise BadInput(f"--only {shorten(args.only)!r}: selects no layer; allowed: comma-separated substrings "
+                       f"of layer labels (e.g. {LAYERS[0][0]!r})")
+    pols = [x for x in args.policies.split(",") if x]
+    unknown = [x for x in pols if x not in POLICIES]
+    if unknown:
+        raise BadInput(f"--policies {shorten(unknown[0])!r}: unknown; allowed: a comma list of "
+                       f"{', '.join(POLICIES)}")
+    extra = []
+    for c in (c.strip() for c in args.configs.split(";")):
+        if c:
+            try:
+                extra.append(PerfConfig.parse(c))
+            except PerfConfigError as e:
+                raise BadInput(f"--configs entry {shorten(c)!r}: {e}") from None
+    out_dir = Path(args.out) if args.out else None
+    if out_dir:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BadInput(f"--out {shown_path(args.out)}: cannot make the folder ({e.strerror}); allowed: a "
+                           "writable folder") from None
+        for name in ("results.json", "table.md"):
+            try:
+                check_writable(out_dir / name)
+            except FileError as e:
+                raise BadInput(f"--out {e}") from None
+    if not args.dry and importlib.util.find_spec("torch") is None:
+        raise BadInput("needs PyTorch with a CUDA GPU (no module named 'torch'); allowed without it: --dry")
+    return pols, extra, out_dir
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="direct_h200.py", description=__doc__.splitlines()[0])
     ap.add_argument("--dtypes", default="fp16,bf16")
     ap.add_argument("--only", default="", help="comma-separated substrings of layer labels to keep")
     ap.add_argument("--policies", default=",".join(POLICIES), help="named policies to time")
     ap.add_argument("--configs", default="", help="extra explicit configs 'a,b,...;a,b,...' timed on every layer")
-    ap.add_argument("--launches", type=int, default=10)
-    ap.add_argument("--replays", type=int, default=10)
-    ap.add_argument("--rotate-mb", type=float, default=200.0)
-    ap.add_argument("--random", type=int, default=0, help="random small GPU correctness checks first")
-    ap.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
-    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    ap.add_argument("--launches", type=count_arg, default=10)
+    ap.add_argument("--replays", type=count_arg, default=10)
+    ap.add_argument("--rotate-mb", type=_megabytes, default=200.0)
+    ap.add_argument("--random", type=_int_in(0, MAX_RANDOM), default=0,
+                    help="random small GPU correctness checks first")
+    ap.add_argument("--seed", type=_int_in(0, 2**64 - 1), default=None, help="input seed (default: fresh)")
+    ap.add_argument("--jobs", type=_int_in(1, MAX_JOBS), default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument("--out", default=None, help="folder for results.json / table.md")
     ap.add_argument("--dry", action="store_true", help="no GPU: emit sources and references only")
     ap.add_argument("--profile", action="store_true",
                     help="only one verified launch per config (for ncu): no ceilings, timing or cuDNN")
     args = ap.parse_args(argv)
+    try:
+        pols, extra, out_dir = check_args(args)
+    except BadInput as e:
+        print(f"direct_h200.py: {e}", file=sys.stderr)
+        return 2
 
     t_start = time.time()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -284,12 +361,6 @@ def main(argv=None):
     arch = "sm_90"
     target = get_target(arch)
     cache_dir = os.environ.get("DIRECT_CACHE", "/tmp/direct-kcache")
-    out_dir = Path(args.out) if args.out else None
-    if out_dir:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    pols = [x for x in args.policies.split(",") if x]
-    from miopen_solver.spec import PerfConfig
-    extra = [PerfConfig.parse(c) for c in args.configs.split(";") if c.strip()]
 
     # ---- plan: problems, configs, inputs, reference jobs, compile jobs (all before CUDA)
     plan = []
@@ -360,8 +431,14 @@ def main(argv=None):
     from miopen_solver.runtime.cache import BinaryCache
     from miopen_solver.runtime.cuda import CudaRuntime
     from miopen_solver.runtime.gpu import GpuEngine
-    torch.zeros(1, device="cuda")
-    eng = GpuEngine(CudaRuntime(), BinaryCache(cache_dir))
+    try:
+        if not torch.cuda.is_available():
+            raise RuntimeUnavailable(f"torch {torch.__version__} sees no CUDA device")
+        torch.zeros(1, device="cuda")
+        eng = GpuEngine(CudaRuntime(), BinaryCache(cache_dir))
+    except RuntimeUnavailable as e:
+        print(f"direct_h200.py: needs PyTorch with a CUDA GPU ({shorten(str(e), 200)})", file=sys.stderr)
+        return 2
     dev = eng.rt.device_name()
     tgt = eng.target
     if tgt.arch != arch:

@@ -18,7 +18,6 @@ Usage (GPU machine, repo root)::
 
 from __future__ import annotations
 
-import argparse
 import collections
 import math
 import sys
@@ -58,16 +57,19 @@ def layers():
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--launches", type=int, default=20)
-    ap.add_argument("--replays", type=int, default=15)
+    ap = compare.OneLineParser(prog="direct_threshold.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--launches", type=compare.count_arg, default=20)
+    ap.add_argument("--replays", type=compare.count_arg, default=15)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    import torch
-    from miopen_solver.runtime import get_engine
+    try:
+        compare.check_outputs(out=args.out)
+        torch, eng = compare.gpu()
+    except compare.BadInput as e:
+        print(f"direct_threshold.py: {e}", file=sys.stderr)
+        return 2
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
-    eng = get_engine("cuda")
     t = eng.target
     lines = ["| layer | dtype | cpg | kpg | direct us | gemm us | cuDNN us | gemm/direct | cuDNN/direct |",
              "|---|---|---|---|---|---|---|---|---|"]

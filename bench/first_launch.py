@@ -26,7 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.compare import BASES, read_suite  # noqa: E402
+from bench.compare import BASES, BadInput, OneLineParser, label_filter, read_suite  # noqa: E402
+from miopen_solver.errors import RuntimeUnavailable  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
+
+SUITE = ROOT / "bench" / "suite.txt"
 
 
 def child(line: str) -> dict:
@@ -55,20 +59,33 @@ def child(line: str) -> dict:
     return {"kernel": spec.kernel_name, "cache_hit": k.cache_hit, "compile_ms": k.compile_ms, "total_ms": total}
 
 
+NEEDS_GPU = 2
+"""The child's exit status when there is no CUDA runtime or device (its stderr says why)."""
+HEAD = ("| row | cold: compile ms | cold: compile + load + first launch ms | warm: first launch ms (cache hit) |\n"
+        "|---|---|---|---|")
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser()
+    ap = OneLineParser(prog="first_launch.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--dtype", default="fp16", choices=sorted(BASES))
     ap.add_argument("--rows", default="", help="comma-separated substrings of suite labels")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        print(json.dumps(child(a.child)))
+        try:
+            print(json.dumps(child(a.child)))
+        except RuntimeUnavailable as e:
+            print(f"first_launch.py: needs a CUDA GPU ({shorten(str(e), 200)})", file=sys.stderr)
+            return NEEDS_GPU
         return 0
-    wanted = [r for r in a.rows.split(",") if r]
-    print("| row | cold: compile ms | cold: compile + load + first launch ms | warm: first launch ms (cache hit) |")
-    print("|---|---|---|---|")
-    worst = 0.0
-    for label, cmd in read_suite(ROOT / "bench" / "suite.txt"):
+    suite = read_suite(SUITE)
+    try:
+        wanted = label_filter("--rows", a.rows, (label for label, _ in suite), "bench/suite.txt") if a.rows else []
+    except BadInput as e:
+        print(f"first_launch.py: {e}", file=sys.stderr)
+        return 2
+    worst, head = 0.0, HEAD
+    for label, cmd in suite:
         if wanted and not any(w in label for w in wanted):
             continue
         line = " ".join([BASES[a.dtype]] + cmd.split()[1:])
@@ -80,6 +97,9 @@ def main(argv=None):
                                    capture_output=True, text=True)
                 if r.returncode != 0:
                     last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+                    if r.returncode == NEEDS_GPU and last.startswith("first_launch.py: needs "):
+                        print(last, file=sys.stderr)
+                        return 2
                     print(f"first_launch.py: {label} ({phase}): the measuring process failed: {last}",
                           file=sys.stderr)
                     return 1
@@ -87,7 +107,12 @@ def main(argv=None):
         cold, warm = runs
         assert not cold["cache_hit"] and warm["cache_hit"], (label, cold, warm)
         worst = max(worst, warm["total_ms"])
+        if head:
+            print(head)
+            head = ""
         print(f"| {label} | {cold['compile_ms']:.0f} | {cold['total_ms']:.0f} | {warm['total_ms']:.1f} |")
+    if head:
+        print(head)
     print(f"\nworst warm first launch: {worst:.1f} ms")
     return 0
 

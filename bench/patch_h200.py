@@ -16,7 +16,6 @@ Usage (on the GPU machine, from the repo root; needs torch, cuda-python, numpy):
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,9 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare import (_reason, _torch_dtype, git_commit, graph_time_ms, ours_or_error, read_suite,  # noqa: E402
-                     split_label, time_cudnn)
+from compare import (BadInput, OneLineParser, _reason, _torch_dtype, check_outputs, count_arg,  # noqa: E402
+                     git_commit, gpu, graph_time_ms, ours_or_error, read_suite, split_label, time_cudnn)
 from miopen_solver.command import parse  # noqa: E402
+from miopen_solver.config import PerfConfig  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 
 NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 EXTRA = [
@@ -107,23 +109,37 @@ def markdown(results: list) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="patch_h200.py", description=__doc__.splitlines()[0])
     ap.add_argument("--zoo", default=str(ROOT / "bench" / "zoo.txt"))
     ap.add_argument("--only", default="", help="substring filter on labels")
     ap.add_argument("--config", default=None, help="one perf config for every row (default: the solver's)")
-    ap.add_argument("--launches", type=int, default=20)
-    ap.add_argument("--replays", type=int, default=15)
+    ap.add_argument("--launches", type=count_arg, default=20)
+    ap.add_argument("--replays", type=count_arg, default=15)
     ap.add_argument("--json", default=None, help="write the rows and the run's context here")
     args = ap.parse_args(argv)
-
-    import torch
+    try:
+        if args.config is not None:
+            try:
+                PerfConfig.parse(args.config)
+            except PerfConfigError as e:
+                raise BadInput(f"--config {shorten(args.config)!r}: {e}") from None
+        try:
+            planned = rows(Path(args.zoo))
+        except FileError as e:
+            raise BadInput(f"--zoo {e}") from None
+        if not any(args.only in label for label, _ in planned):
+            raise BadInput(f"--only {shorten(args.only)!r}: selects no line; allowed: a substring of a patch "
+                           f"line's label (e.g. {planned[0][0]!r})")
+        check_outputs(json=args.json)
+        torch, eng = gpu()
+    except BadInput as e:
+        print(f"patch_h200.py: {e}", file=sys.stderr)
+        return 2
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    from miopen_solver.runtime import get_engine
-    eng = get_engine("cuda")
     results = []
-    for label, line in rows(Path(args.zoo)):
+    for label, line in planned:
         if args.only in label:
             results.append(measure(torch, eng, label, line, args))
             print(markdown(results[-1:]).splitlines()[2], flush=True)

@@ -29,7 +29,7 @@ Usage (on the GPU machine, from the repo root; torch, cuda-python, numpy)::
 
 from __future__ import annotations
 
-import argparse
+import math
 import json
 import sys
 import time
@@ -39,9 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare import (BASES, _reason, git_commit, read_suite, split_label, time_cudnn,  # noqa: E402
+from compare import (BASES, BadInput, OneLineParser, check_outputs, count_arg, gpu, number_arg,  # noqa: E402
+                     _reason, git_commit, read_suite, split_label, time_cudnn,  # noqa: E402
                      time_solution)
 from miopen_solver.command import parse  # noqa: E402
+from miopen_solver.errors import FileError  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 
 VARIANTS = (("default", {}), ("sk1", {"split_k": 1}),
             ("atomic2", {"split_k": 2, "split_k_reduce": "atomic"}),
@@ -172,38 +175,46 @@ def _plan_text(rows_: list) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="splitk_h200.py", description=__doc__.splitlines()[0])
     ap.add_argument("--zoo", default=str(ROOT / "bench" / "zoo.txt"))
     ap.add_argument("--suite", default=str(ROOT / "bench" / "suite.txt"))
     ap.add_argument("--only", default="", help="substring filter on labels")
-    ap.add_argument("--launches", type=int, default=20)
-    ap.add_argument("--replays", type=int, default=15)
-    ap.add_argument("--max-seconds", type=float, default=250.0,
-                    help="start no new line after this many seconds (the run stays under 5 minutes)")
+    ap.add_argument("--launches", type=count_arg, default=20)
+    ap.add_argument("--replays", type=count_arg, default=15)
+    ap.add_argument("--max-seconds", type=number_arg(1e-9, math.inf, "a finite number of seconds > 0"),
+                    default=250.0, help="start no new line after this many seconds (the run stays under 5 minutes)")
     ap.add_argument("--json", default=None, help="write the rows and the run's context here")
     ap.add_argument("--out", default=None, help="write the markdown table here")
     ap.add_argument("--dry-run", action="store_true",
                     help="print every line's variants (configs, kernels, workspaces) for sm_90; no GPU")
     args = ap.parse_args(argv)
-    for flag, value in (("--launches", args.launches), ("--replays", args.replays)):
-        if value < 1:
-            ap.error(f"{flag} {value}: allowed: an integer >= 1")
-    if not args.max_seconds > 0:
-        ap.error(f"--max-seconds {args.max_seconds:g}: allowed: a number of seconds > 0")
+    from miopen_solver.target import get_target
+    try:
+        for flag in ("zoo", "suite"):
+            try:
+                read_suite(getattr(args, flag))
+            except FileError as e:
+                raise BadInput(f"--{flag} {e}") from None
+        labels = [label for label, _ in rows(Path(args.zoo), Path(args.suite), get_target("sm_90"))]
+        if not any(args.only in label for label in labels):
+            raise BadInput(f"--only {shorten(args.only)!r}: selects no line; allowed: a substring of a line's label"
+                           + (f" (e.g. {labels[0]!r})" if labels else ""))
+        if not args.dry_run:
+            check_outputs(json=args.json, out=args.out)
+            torch, eng = gpu()
+    except (BadInput, ValueError) as e:
+        print(f"splitk_h200.py: {e}", file=sys.stderr)
+        return 2
 
     if args.dry_run:
-        from miopen_solver.target import get_target
         rows_ = [r for r in plan(Path(args.zoo), Path(args.suite), get_target("sm_90")) if args.only in r["label"]]
         print(_plan_text(rows_))
         print(f"\n{len(rows_)} lines, {sum(len(r['variants']) for r in rows_)} variants planned for sm_90")
         return 0
 
-    import torch
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    from miopen_solver.runtime import get_engine
-    eng = get_engine("cuda")
     t0, results = time.monotonic(), []
     for label, line in rows(Path(args.zoo), Path(args.suite), eng.target):
         if args.only not in label:

@@ -9,7 +9,6 @@ sweep (isolated workers, perf-db); this one is quicker to read and to hack.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -19,33 +18,56 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.compare import BASES, read_suite  # noqa: E402
+from bench.compare import (BASES, BadInput, OneLineParser, check_outputs, count_arg, cuda_engine,  # noqa: E402
+                           label_filter, read_suite)
 from miopen_solver.command import parse  # noqa: E402
-from miopen_solver.errors import PerfConfigError  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError, shown_path  # noqa: E402
+from miopen_solver.fileio import read_text  # noqa: E402
 from miopen_solver.layouts import storage_dtype  # noqa: E402
 from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 
 CONFIG_DIR = ROOT / "bench" / "configs"
 """Default candidate lists, one perf config per line: ``fp16_dev.txt`` (also used for bf16)
 and ``fp32_dev.txt``."""
+SUITE = ROOT / "bench" / "suite.txt"
+MAX_CONFIG_BYTES = 16 << 20
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
+    ap = OneLineParser(prog="sweep.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", required=True, help="comma-separated substrings of suite labels")
-    ap.add_argument("--dtype", default="fp16")
+    ap.add_argument("--dtype", default="fp16", choices=sorted(BASES))
     ap.add_argument("--configs", default=None, help="file with one perf config per line")
-    ap.add_argument("--top", type=int, default=6)
-    ap.add_argument("--replays", type=int, default=7)
+    ap.add_argument("--top", type=count_arg, default=6)
+    ap.add_argument("--replays", type=count_arg, default=7)
     ap.add_argument("--csv", default=None, help="append every timed row here (label,dtype,config,us)")
     args = ap.parse_args(argv)
-    from miopen_solver.runtime import get_engine
-    eng = get_engine("cuda")
-    default = CONFIG_DIR / ("fp32_dev.txt" if args.dtype == "fp32" else "fp16_dev.txt")
-    text = Path(args.configs or default).read_text()
-    cfgs = [PerfConfig.parse(x) for x in text.split() if x.strip()]
-    wanted = args.rows.split(",")
-    for label, cmd in read_suite(ROOT / "bench" / "suite.txt"):
+    try:
+        check_outputs(csv=args.csv)
+        default = CONFIG_DIR / ("fp32_dev.txt" if args.dtype == "fp32" else "fp16_dev.txt")
+        path = args.configs or default
+        try:
+            text = read_text(path, MAX_CONFIG_BYTES, "perf-config file")
+        except FileError as e:
+            raise BadInput(f"--configs {e}") from None
+        cfgs = []
+        for x in text.split():
+            try:
+                cfgs.append(PerfConfig.parse(x))
+            except PerfConfigError as e:
+                raise BadInput(f"--configs {shown_path(path)} entry {shorten(x)!r}: {e}") from None
+        if not cfgs:
+            raise BadInput(f"--configs {shown_path(path)}: no perf configs; allowed: a file of perf configs, "
+                           "one a line")
+        suite = read_suite(SUITE)
+        wanted = label_filter("--rows", args.rows, (label for label, _ in suite), "bench/suite.txt",
+                              drop_empty=False)
+        eng = cuda_engine()
+    except BadInput as e:
+        print(f"sweep.py: {e}", file=sys.stderr)
+        return 2
+    for label, cmd in suite:
         if not any(w in label for w in wanted):
             continue
         words = cmd.split()
@@ -80,7 +102,8 @@ def main(argv=None):
         bad = [r for r in rows if r[0] == float("inf")]
         for _, c, note in bad[:3]:
             print(f"  -- {c}: {note}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

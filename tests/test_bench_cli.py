@@ -102,3 +102,216 @@ def test_vendor_kernels_names_the_flag_that_left_no_line(capsys, tmp_path, suite
     path.write_text(suite)
     err = refused_in_one_line(capsys, vendor_kernels.main, ["--suite", str(path)] + argv, "vendor_kernels.py")
     assert says.format(suite=path) in err
+
+
+# ----------------------------------------------------------------- the GPU timing scripts
+# (bench/sweep.py, profile_one.py, first_launch.py, big_tensors.py, patch_h200.py,
+# direct_h200.py, direct_threshold.py, splitk_h200.py): one line, exit 2, before any GPU work.
+
+def _no_gpu_work(monkeypatch, module):
+    """Fail the test when ``module`` reaches for a GPU (``gpu()`` or ``cuda_engine()``)."""
+    def no(*a, **k):
+        raise AssertionError("GPU work started")
+    for name in ("gpu", "cuda_engine"):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, no)
+
+
+@pytest.mark.parametrize("argv,says", [
+    ([], "the following arguments are required: --rows"),
+    (["--rows", "no_such_row"], "--rows 'no_such_row': selects no line of bench/suite.txt; allowed:"),
+    (["--rows", "big_3x3", "--dtype", "fp8"], "argument --dtype: invalid choice: 'fp8'"),
+    (["--rows", "big_3x3", "--top", "0"], "argument --top: '0': allowed: an integer >= 1"),
+    (["--rows", "big_3x3", "--replays", "nan"], "argument --replays: 'nan': allowed: an integer >= 1"),
+    (["--rows", "big_3x3", "--csv", "/nonexistent/dir/x.csv"], "--csv "),
+    (["--rows", "big_3x3", "--configs", "/nonexistent/cfgs.txt"], "--configs "),
+    (["--rows", "big_3x3", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_sweep_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import sweep
+    _no_gpu_work(monkeypatch, sweep)
+    assert says in refused_in_one_line(capsys, sweep.main, argv, "sweep.py")
+
+
+@pytest.mark.parametrize("text,says", [("", "no perf configs"), ("1,2\n", "entry '1,2': perf config has 2 fields")])
+def test_sweep_refuses_a_bad_config_file(capsys, monkeypatch, tmp_path, text, says):
+    from bench import sweep
+    _no_gpu_work(monkeypatch, sweep)
+    (tmp_path / "c.txt").write_text(text)
+    err = refused_in_one_line(capsys, sweep.main, ["--rows", "big_3x3", "--configs", str(tmp_path / "c.txt")],
+                              "sweep.py")
+    assert "--configs " in err and says in err
+
+
+LINE = "convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+
+
+@pytest.mark.parametrize("argv,says", [
+    ([], "the following arguments are required: line"),
+    (["bogus -n 2"], "line 'bogus -n 2': "),
+    ([LINE.replace("-F 2", "-F 1")], "-F '1'"),
+    ([LINE, "--perf-config", "1,2"], "--perf-config '1,2': perf config has 2 fields"),
+    ([LINE, "--backend", "rocm"], "argument --backend: invalid choice: 'rocm'"),
+    ([LINE, "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_profile_one_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import profile_one
+    monkeypatch.setattr(profile_one, "get_engine", lambda *a: (_ for _ in ()).throw(AssertionError("GPU")))
+    assert says in refused_in_one_line(capsys, profile_one.main, argv, "profile_one.py")
+
+
+def test_profile_one_refuses_a_config_the_line_cannot_take(capsys):
+    from bench import profile_one
+    err = refused_in_one_line(capsys, profile_one.main, [LINE, "--backend", "cpu", "--perf-config",
+                                                         "16,32,16,1,1,4,2,1,0,4,1,0,1,4"], "profile_one.py")
+    assert "--perf-config '16,32,16,1,1,4,2,1,0,4,1,0,1,4': " in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--rows", "no_such_row"], "--rows 'no_such_row': selects no line of bench/suite.txt; allowed:"),
+    (["--dtype", "fp8"], "argument --dtype: invalid choice: 'fp8'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_first_launch_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import first_launch
+    monkeypatch.setattr(first_launch.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    assert says in refused_in_one_line(capsys, first_launch.main, argv, "first_launch.py")
+
+
+def test_first_launch_without_a_gpu_is_one_line(capsys, monkeypatch):
+    import subprocess
+
+    from bench import first_launch
+    from miopen_solver import runtime
+    from miopen_solver.errors import RuntimeUnavailable
+
+    def no_cuda(*a, **k):
+        raise RuntimeUnavailable("no CUDA runtime found (test)")
+    monkeypatch.setattr(runtime, "get_engine", no_cuda)
+    assert "needs a CUDA GPU (no CUDA runtime found (test))" in refused_in_one_line(
+        capsys, first_launch.main, ["--child", LINE], "first_launch.py")
+    child_says = "first_launch.py: needs a CUDA GPU (no CUDA runtime found (test))\n"
+    monkeypatch.setattr(first_launch.subprocess, "run",
+                        lambda argv, **k: subprocess.CompletedProcess(argv, 2, "", child_says))
+    assert refused_in_one_line(capsys, first_launch.main, ["--rows", "big_3x3"], "first_launch.py") == child_says
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """No PyTorch and no CUDA runtime, whatever this machine has."""
+    import importlib.util
+    import sys
+    find_spec = importlib.util.find_spec
+
+    from miopen_solver import runtime
+    from miopen_solver.errors import RuntimeUnavailable
+
+    def no_cuda(*a, **k):
+        raise RuntimeUnavailable("no CUDA runtime found (test)")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else find_spec(name, *a))
+    monkeypatch.setattr(runtime, "get_engine", no_cuda)
+
+
+@pytest.mark.parametrize("script,argv,says", [
+    ("sweep", ["--rows", "big_3x3"], "needs a CUDA GPU (no CUDA runtime found (test))"),
+    ("big_tensors", ["--only", "1x1_2^32"], "needs a CUDA GPU (no CUDA runtime found (test))"),
+    ("patch_h200", ["--only", "vit"], "needs PyTorch with a CUDA GPU ("),
+    ("direct_h200", ["--only", "mbv2", "--random", "0"], "needs PyTorch with a CUDA GPU (no module named 'torch')"),
+    ("direct_threshold", [], "needs PyTorch with a CUDA GPU ("),
+    ("splitk_h200", ["--max-seconds", "200"], "needs PyTorch with a CUDA GPU ("),
+])
+def test_a_valid_run_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch, script, argv, says):
+    import importlib
+    module = importlib.import_module(f"bench.{script}")
+    if hasattr(module, "get_engine"):
+        from miopen_solver import runtime
+        monkeypatch.setattr(module, "get_engine", runtime.get_engine)
+    assert says in refused_in_one_line(capsys, module.main, argv, f"{script}.py")
+
+
+def test_profile_one_without_a_gpu_is_one_line(capsys, no_gpu, monkeypatch):
+    from bench import profile_one
+    from miopen_solver import runtime
+    monkeypatch.setattr(profile_one, "get_engine", runtime.get_engine)
+    err = refused_in_one_line(capsys, profile_one.main, [LINE], "profile_one.py")
+    assert "--backend cuda: needs a GPU (no CUDA runtime found (test))" in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_line"], "--only 'no_such_line': selects no line; allowed: a substring of one of 1x1_2^32"),
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "1e9x"], "argument --replays: '1e9x': allowed: an integer >= 1"),
+    (["--json", "/nonexistent/dir/x.json"], "--json "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_big_tensors_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import big_tensors
+    _no_gpu_work(monkeypatch, big_tensors)
+    assert says in refused_in_one_line(capsys, big_tensors.main, argv, "big_tensors.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_line"], "--only 'no_such_line': selects no line; allowed: a substring of a patch line"),
+    (["--config", "1,2"], "--config '1,2': perf config has 2 fields"),
+    (["--zoo", "/nonexistent/zoo.txt"], "--zoo "),
+    (["--launches", "-1"], "argument --launches: '-1': allowed: an integer >= 1"),
+    (["--replays", "0"], "argument --replays: '0': allowed: an integer >= 1"),
+    (["--json", "/nonexistent/dir/x.json"], "--json "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_patch_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import patch_h200
+    _no_gpu_work(monkeypatch, patch_h200)
+    assert says in refused_in_one_line(capsys, patch_h200.main, argv, "patch_h200.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--policies", "v8_nope"], "--policies 'v8_nope': unknown; allowed: a comma list of "),
+    (["--only", "no_such_layer"], "--only 'no_such_layer': selects no layer; allowed:"),
+    (["--dtypes", "fp8"], "--dtypes 'fp8': allowed: a comma list of fp16, bf16, fp32"),
+    (["--configs", "1,2"], "--configs entry '1,2': perf config has 2 fields"),
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "x"], "argument --replays: 'x': allowed: an integer >= 1"),
+    (["--rotate-mb", "0"], "argument --rotate-mb: 0: allowed: a finite number of MB > 0"),
+    (["--rotate-mb", "inf"], "argument --rotate-mb: inf: allowed: a finite number of MB > 0"),
+    (["--rotate-mb", "nan"], "argument --rotate-mb: nan: allowed"),
+    (["--random", "-1"], "argument --random: '-1': allowed: an integer from 0 to 100000"),
+    (["--seed", "-5"], "argument --seed: '-5': allowed: an integer from 0 to"),
+    (["--jobs", "0"], "argument --jobs: '0': allowed: an integer from 1 to 1024"),
+    (["--out", "/dev/null/x"], "--out "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_direct_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import direct_h200
+    monkeypatch.setattr(direct_h200, "random_problems", lambda *a: (_ for _ in ()).throw(AssertionError("planned")))
+    assert says in refused_in_one_line(capsys, direct_h200.main, argv, "direct_h200.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "inf"], "argument --replays: 'inf': allowed: an integer >= 1"),
+    (["--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_direct_threshold_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import direct_threshold
+    monkeypatch.setattr(direct_threshold.compare, "gpu", lambda: (_ for _ in ()).throw(AssertionError("GPU")))
+    assert says in refused_in_one_line(capsys, direct_threshold.main, argv, "direct_threshold.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_line"], "--only 'no_such_line': selects no line; allowed:"),
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--replays", "-2"], "argument --replays: '-2': allowed: an integer >= 1"),
+    (["--max-seconds", "0"], "argument --max-seconds: 0: allowed: a finite number of seconds > 0"),
+    (["--max-seconds", "nan"], "argument --max-seconds: nan: allowed"),
+    (["--zoo", "/nonexistent/zoo.txt"], "--zoo "),
+    (["--json", "/nonexistent/dir/x.json"], "--json "),
+    (["--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_splitk_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+    from bench import splitk_h200
+    _no_gpu_work(monkeypatch, splitk_h200)
+    assert says in refused_in_one_line(capsys, splitk_h200.main, argv, "splitk_h200.py")
