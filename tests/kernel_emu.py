@@ -500,25 +500,11 @@ NVIDIA_WRAPPERS = {
     "dg_mma": """DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
     emu_mma16816(c, a, b0, b1, DG_DTYPE);
 }""",
-    "dg_wgmma_n32": """DG_DEVICE void dg_wgmma_n32(float* d, unsigned long long a, unsigned long long b) {
-    emu_wgmma(d, a, b, 32, DG_DTYPE);
-}""",
-    "dg_wgmma_n96": """DG_DEVICE void dg_wgmma_n96(float* d, unsigned long long a, unsigned long long b) {
-    emu_wgmma(d, a, b, 96, DG_DTYPE);
-}""",
-    "dg_wgmma_n192": """DG_DEVICE void dg_wgmma_n192(float* d, unsigned long long a, unsigned long long b) {
-    emu_wgmma(d, a, b, 192, DG_DTYPE);
-}""",
-    "dg_wgmma_n64": """DG_DEVICE void dg_wgmma_n64(float* d, unsigned long long a, unsigned long long b) {
-    emu_wgmma(d, a, b, 64, DG_DTYPE);
-}""",
-    "dg_wgmma_n128": """DG_DEVICE void dg_wgmma_n128(float* d, unsigned long long a, unsigned long long b) {
-    emu_wgmma(d, a, b, 128, DG_DTYPE);
-}""",
-    "dg_wgmma_n256": """DG_DEVICE void dg_wgmma_n256(float* d, unsigned long long a, unsigned long long b) {
-    emu_wgmma(d, a, b, 256, DG_DTYPE);
-}""",
 }
+NVIDIA_WRAPPERS.update({       # one wgmma wrapper per instruction N the kernels use
+    f"dg_wgmma_n{n}": f"""DG_DEVICE void dg_wgmma_n{n}(float* d, unsigned long long a, unsigned long long b) {{
+    emu_wgmma(d, a, b, {n}, DG_DTYPE);
+}}""" for n in (32, 64, 96, 128, 192, 256)})
 NVIDIA_WRAPPERS.update({
     "dg_mbar_init": "DG_DEVICE void dg_mbar_init(dg_u32 bar, dg_u32 count) { emu_mbar_init(bar, (int)count); }",
     "dg_mbar_wait": "DG_DEVICE void dg_mbar_wait(dg_u32 bar, dg_u32 parity) { emu_mbar_wait(bar, parity); }",
