@@ -571,12 +571,12 @@ N96_MUTANTS = {
     # kernels that disagree with the documented layouts: the n96 B descriptor's swizzle mode,
     # its 8-row stride or block stride (LBO), its per-warpgroup block offset, the n96 TMA box
     # placement, and the n192 B descriptor's block stride
-    "n96 B mode": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + kk * 64, DG_TILE_K * 64, 512, 2)",
-                   "b0 + kk * 64, DG_TILE_K * 64, 512, 1)"),
-    "n96 B stride": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + kk * 64, DG_TILE_K * 64, 512, 2)",
-                     "b0 + kk * 64, DG_TILE_K * 64, 1024, 2)"),
-    "n96 B blocks": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + kk * 64, DG_TILE_K * 64, 512, 2)",
-                     "b0 + kk * 64, DG_TILE_K * 128, 512, 2)"),
+    "n96 B mode": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + (kk) * 64, DG_TILE_K * 64, 512, 2)",
+                   "b0 + (kk) * 64, DG_TILE_K * 64, 512, 1)"),
+    "n96 B stride": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + (kk) * 64, DG_TILE_K * 64, 512, 2)",
+                     "b0 + (kk) * 64, DG_TILE_K * 64, 1024, 2)"),
+    "n96 B blocks": ("128,96,64,2,1,64,96,0,0,0,1,-1,4,1", "b0 + (kk) * 64, DG_TILE_K * 64, 512, 2)",
+                     "b0 + (kk) * 64, DG_TILE_K * 128, 512, 2)"),
     "n96 warpgroup": ("128,192,64,2,2,64,96,0,0,0,1,-1,4,1", "(wn * DG_WARP_COLS / 32) * (DG_TILE_K * 64)",
                       "(wn * DG_WARP_COLS / 64) * (DG_TILE_K * 64)"),
     "n96 TMA box": ("128,96,64,2,1,64,96,0,0,0,1,-1,7,3", "b * (DG_TILE_K * 32)), &tm_w",

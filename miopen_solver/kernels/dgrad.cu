@@ -1108,40 +1108,13 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
 }
 // #end !wgtf32|wgk32|wgn32|wgn96
-// #section wgn96
-// warp_tile_n 96: A in 128-byte swizzled rows (tile_k % 64 == 0) as above; B from the
-// warpgroup's first 32-wide block (64-byte swizzle, mode 2; PTX ISA "Matrix Descriptor
-// Format"): LBO = TILE_K*64 bytes to the next 32-wide block (an n96 instruction spans 3),
-// SBO = 512 bytes between 8-row groups of k.
-DG_DEVICE unsigned long long dg_wg_desc_sw(dg_u32 addr, dg_u32 lbo, dg_u32 sbo, unsigned long long mode) {
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
-           ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);
-}
-DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
-                          int wm, int wn, int) {
-    const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
-    const dg_u32 b0 = dg_smem_addr(Bs) + (wn * DG_WARP_COLS / 32) * (DG_TILE_K * 64);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < DG_TILE_K; kk += 16) {
-        const unsigned long long bd = dg_wg_desc_sw(b0 + kk * 64, DG_TILE_K * 64, 512, 2);
-#pragma unroll
-        for (int i = 0; i < DG_MMA_M; ++i) {
-            const unsigned long long ad =
-                dg_wg_desc(a0 + (kk >> 6) * (DG_TILE_M * 128) + i * 64 * 128 + (kk & 63) * 2, 16, 1024);
-            dg_wgmma(&acc[i][0][0], ad, bd);
-        }
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
-}
-// #end wgn96
-// #section wgk32|wgn32
+// #section wgk32|wgn32|wgn96
 // Narrow tiles: descriptors with their swizzle mode (1 = 128-byte, 2 = 64-byte; PTX ISA
 // "Matrix Descriptor Format"), LBO and SBO as above. A with tile_k 32: 64-byte rows, the
 // 32-byte k slice kk .. kk+15 at byte kk*2 of each row, 8-row groups 512 bytes apart. B with
-// warp_tile_n 32: the warpgroup's own 32-wide block, rows kk .. kk+15 (two 8-row groups 512
-// bytes apart; LBO, between 32-wide blocks, is not crossed by an n32 instruction).
+// warp_tile_n 32 or 96: from the warpgroup's first 32-wide block, rows kk .. kk+15 (two 8-row
+// groups 512 bytes apart); LBO = TILE_K*64 bytes to the next 32-wide block (an n96
+// instruction spans 3, an n32 one none).
 DG_DEVICE unsigned long long dg_wg_desc_sw(dg_u32 addr, dg_u32 lbo, dg_u32 sbo, unsigned long long mode) {
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
            ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);
@@ -1156,8 +1129,8 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
 #define DG_A_DESC(kk, i) \
     dg_wg_desc_sw(a0 + ((kk) >> 6) * (DG_TILE_M * 128) + (i) * 64 * 128 + ((kk) & 63) * 2, 16, 1024, 1)
 #endif
-#if DG_WG_N == 32
-    const dg_u32 b0 = dg_smem_addr(Bs) + wn * (DG_TILE_K * 64);
+#if DG_WG_N == 32 || DG_WG_N == 96
+    const dg_u32 b0 = dg_smem_addr(Bs) + (wn * DG_WARP_COLS / 32) * (DG_TILE_K * 64);
 #define DG_B_DESC(kk) dg_wg_desc_sw(b0 + (kk) * 64, DG_TILE_K * 64, 512, 2)
 #else
     const dg_u32 b0 = dg_smem_addr(Bs) + (wn * DG_WARP_COLS / 64) * (DG_TILE_K * 128);
@@ -1175,7 +1148,7 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
 }
-// #end wgk32|wgn32
+// #end wgk32|wgn32|wgn96
 // #section wgtf32
 // TF32: k8 instructions, 32 bytes of each 128-byte row per step; B K-major like A (its rows
 // are the warpgroup's columns, 8-row groups 1024 bytes apart).
