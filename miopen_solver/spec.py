@@ -85,9 +85,13 @@ over banks)."""
 
 ZERO_FILL_TAGS = {"memset": "_zfm", "blocks": "_zfb", "reduce": "", "none": ""}
 """How a kernel name spells its zero-fill kind (``reduce``: the name's ``_skws`` says it)."""
-WORKSPACE_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA})
+WORKSPACE_SCHEDULES = frozenset({KernelSchedule.WARP_MMA, KernelSchedule.WGMMA, KernelSchedule.WGMMA_TMA})
 """The schedules whose split-K launches may sum through the fp32 workspace (the persistent
-and TMA schedules do not split K)."""
+cp.async schedule does not split K)."""
+SPLIT_PERSISTENT = frozenset({KernelSchedule.WGMMA_TMA})
+"""Persistent schedules that split K (:func:`_persistent_rules`): their blocks walk
+``tiles x split_k`` work units, one k-slice of one tile each (``dgrad.cu``'s ``tmask``
+sections), instead of a grid z of slices."""
 SKWS_TAG = "_skws"
 """How a kernel name says that its split-K partial sums go to the workspace."""
 
@@ -270,7 +274,8 @@ class DgradSpec:
         if not (self.persistent or self.tma):
             return self.tiles_per_group
         slots = self.target.num_cus * self.resident_blocks
-        return max(1, min(self.tiles_per_group, slots // self.problem.G))
+        units = self.tiles_per_group * (self.split_k if self.config.schedule in SPLIT_PERSISTENT else 1)
+        return max(1, min(units, slots // self.problem.G))
 
     @property
     def resident_blocks(self) -> int:
@@ -458,7 +463,8 @@ class DgradSpec:
         """Blocks along x, y, z: tile blocks (every tile, or the persistent blocks) plus the
         zero-fill blocks, G, the resolved split_k. The one place the launch shape is
         computed; the emitter and the solution take it from here."""
-        return (self.tile_blocks + self.zero_fill_blocks, self.problem.G, self.split_k)
+        z = 1 if self.config.schedule in SPLIT_PERSISTENT else self.split_k
+        return (self.tile_blocks + self.zero_fill_blocks, self.problem.G, z)
 
     @property
     def block(self) -> tuple:
@@ -677,7 +683,10 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     decomp = cached_decompose(p)
     require(len(decomp.sub_gemms) > 0, "the problem has no non-empty sub-GEMM")
 
-    split = 1 if c.schedule.persistent else resolve_split_k(p, t, c, decomp)
+    if c.schedule in SPLIT_PERSISTENT:    # only an explicit split_k > 1 splits a persistent grid
+        split = max(1, c.split_k)
+    else:
+        split = 1 if c.schedule.persistent else resolve_split_k(p, t, c, decomp)
     reduce = split_k_reduce_mode(p, t, c, split)
 
     if c.schedule.warpgroup:
@@ -696,7 +705,9 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
         # rule), or with an NCHW dX single elements: the widths are fixed, the caps do not
         # apply, no tile spreads over threads.
         va = vb = vc = 16 // eb
-        if nchw_dx_rule(p, c.schedule, split):
+        if split > 1:       # the split epilogue adds or stores adjacent column pairs
+            vc = 2
+        if nchw_dx_rule(p, c.schedule, split, reduce == "workspace"):
             vc = 1
     else:
         va = vectors.clamp_to_tile(vectors.choose(c.vector_size_a, p.kpg, eb), c.tile_k, c.tile_m, threads)
@@ -811,10 +822,20 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
 
 
 def _persistent_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
-    """The persistent schedules store each tile once (no split K) and overlap a tile's
-    loads with the previous tile's epilogue (at least two stages)."""
+    """The persistent schedules overlap a tile's loads with the previous tile's epilogue (at
+    least two stages). The cp.async one stores each tile once (no split K); the TMA one
+    (:data:`SPLIT_PERSISTENT`) walks ``tiles x split_k`` work units, k-slice z of a tile
+    holding k-tiles ``[z*kt/split_k, (z+1)*kt/split_k)`` of its ``kt``, so ``split_k`` may not
+    exceed the k-tiles of the shortest sub-GEMM (every slice non-empty)."""
     s = c.schedule.label
-    require(c.split_k in (-1, 1), f"{s} stores each dX tile once; split_k must be 1 or -1, got {c.split_k}")
+    if c.schedule in SPLIT_PERSISTENT:
+        if c.split_k > 1:
+            shortest = min(-(-sg.gemm_k // c.tile_k) for sg in cached_decompose(p).sub_gemms)
+            require(c.split_k <= shortest,
+                    f"{s}: split_k {c.split_k} exceeds the {shortest} k-tiles of the shortest sub-GEMM "
+                    f"(GemmK / tile_k); every k-slice must be non-empty")
+    else:
+        require(c.split_k in (-1, 1), f"{s} stores each dX tile once; split_k must be 1 or -1, got {c.split_k}")
     require(c.stages >= 2, f"{s} prefetches the next tile; stages must be >= 2, got {c.stages}")
 
 

@@ -203,6 +203,17 @@ CASES = [
      "128,64,64,2,1,64,64,0,0,0,3,-1,4,1,2", "wgmma"),
     (f"conv -n 2 -c 16 -H 5 -W 6 -k 48 -y 3 -x 3 -p 1 -q 1 -M 0 {NHWC}", "sm_80",
      "64,16,16,2,1,32,16,0,0,0,3,-1,2,0,2", "warp-mma"),                   # TF32 atom, fp32 pairs
+    # split-K on the TMA schedule (work units of one k-slice): packed atomics into dX (uneven
+    # slices: 4 k-tiles in 3), the workspace with a filter, 4 strided sub-GEMMs of different
+    # K with memset zeros, an NCHW dX with groups (element adds)
+    (f"convfp16 -n 2 -c 64 -H 4 -W 8 -k 256 -y 1 -x 1 {NHWC}", "sm_90", "128,64,64,2,1,64,64,0,0,0,3,-1,4,3",
+     "wgmma-tma"),
+    (f"convfp16 -n 2 -c 128 -H 8 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "sm_90",
+     "128,128,64,1,1,128,128,0,0,0,2,-1,4,3,2", "wgmma-tma"),
+    (f"convbfp16 -n 2 -c 128 -H 9 -W 14 -k 192 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90",
+     "256,128,64,2,1,128,128,0,0,0,2,-1,4,3", "wgmma-tma"),
+    ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "sm_90",
+     "128,64,64,1,1,128,64,0,0,0,4,-1,4,3", "wgmma-tma"),
     # NCHW pointwise: per-image GEMMs reading dY and writing dX NCHW in place
     ("convfp16 -n 2 -c 24 -H 4 -W 4 -k 32 -y 1 -x 1 -F 2", "gfx942", "64,32,32,2,1,32,32,0,0,0,1,-1,2,7",
      "nchw-pointwise"),
@@ -630,3 +641,32 @@ def test_random_n96_n192_configs_on_the_emulated_kernel(tmp_path, line, pick):
     cfg = configs[pick % len(configs)]
     sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=str(cfg))
     assert v.ok and v.nonfinite == 0, (line, str(cfg), sol.kernel_name, v)
+
+
+TMASK_MUTANTS = {
+    # each k-slice reads the first k-tiles of its tile (the right count, the wrong range)
+    "slice start": ("for (int kt = z * k_tiles / DG_SPLIT_K; kt < (z + 1) * k_tiles / DG_SPLIT_K;",
+                    "for (int kt = 0; kt < (z + 1) * k_tiles / DG_SPLIT_K - z * k_tiles / DG_SPLIT_K;"),
+    # every unit's partial sums land in workspace slice 0
+    "workspace slice": ("(long long)z * DG_WS_SLICE", "(long long)0 * DG_WS_SLICE"),
+    # the unit's tile is taken from the wrong end of the index
+    "unit tile": ("dg_tma_tile_at(u - z * DG_TILES)", "dg_tma_tile_at(u % DG_SPLIT_K)"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(TMASK_MUTANTS))
+@pytest.mark.parametrize("reduce", ["1", "2"])
+def test_tma_split_k_mistakes_fail(tmp_path, mutant, reduce):
+    """A TMA split-K kernel whose work units read the wrong k-slice, land in the wrong
+    workspace slice or take the wrong tile does not verify."""
+    a, b = TMASK_MUTANTS[mutant]
+    if mutant == "workspace slice" and reduce == "1":
+        pytest.skip("atomics have no slices")
+    p = parse(f"convfp16 -n 2 -c 128 -H 6 -W 8 -k 320 -y 3 -x 3 -p 1 -q 1 {NHWC}".split()).problem
+
+    def mangle(text):
+        assert a in text
+        return text.replace(a, b)
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=f"128,64,64,2,1,64,64,0,0,0,3,-1,4,3,{reduce}",
+                          mangle=mangle)
+    assert not v.ok, sol.kernel_name

@@ -322,6 +322,59 @@ def test_random_n96_wgmma_search_configs_match_reference(engine, data):
     assert _check(engine, p, cfg, np.random.default_rng(data.draw(st.integers(0, 2 ** 31)))) is not None
 
 
+# Split-K on the TMA schedule (dgrad.cu's tmask sections): work units of one k-slice of
+# one tile; partial sums added into dX (packed atomics, dX zeroed) or stored into the fp32
+# workspace and summed by the reduction kernel. The small-image lines the split serves
+# (layer4.1.conv3, sd15's 3x3 c1280 at 8x8), uneven slices (k-tiles not a multiple of
+# split_k), tilde sub-GEMMs of different K (stride 2), zero-fill pixels (1x1 stride 2), an
+# NCHW dX (atomics one element at a time, or stored by the reduction), groups.
+TMASK_LINES = [
+    "-n 4 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -p 0 -q 0",
+    "-n 2 -c 256 -H 8 -W 8 -k 320 -y 3 -x 3 -p 1 -q 1",
+    "-n 2 -c 128 -H 9 -W 14 -k 448 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+    "-n 2 -c 64 -H 14 -W 14 -k 512 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2",
+    "-n 2 -c 256 -H 10 -W 12 -k 512 -y 3 -x 3 -p 1 -q 1 -g 2",
+]
+CONFIGS_TMASK = [
+    PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=2, stages=4, schedule=3),
+    PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=3, stages=4, schedule=3, split_k_reduce=2),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, split_k=4, stages=4, schedule=3),
+    PerfConfig(64, 128, 64, 1, 1, 64, 128, split_k=5, stages=6, schedule=3, split_k_reduce=2),
+    PerfConfig(128, 64, 64, 2, 1, 64, 64, split_k=2, stages=8, schedule=3),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_TMASK, ids=lambda c: "tmask-" + c.serialize())
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", TMASK_LINES)
+def test_tma_split_k_verifies(engine, dtype, layout, line, cfg):
+    """TMA split-K kernels against the float64 reference (NaN-poisoned dX where no memset
+    zeroes it), NHWC and all-NCHW (dY through the transform, dX by the atomic NCHW epilogue or
+    the reduction)."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem(dtype, line)
+    if layout == "NCHW":
+        base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+        p = parse(f"{base} {line} -F 2".split()).problem
+    from miopen_solver.solver import DgradSolver
+    try:
+        sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg.serialize())
+    except PerfConfigError:
+        pytest.skip("config not valid for this problem")
+    assert sol.spec.tma and sol.spec.split_k == cfg.split_k
+    _verify_solution(engine, sol, 29)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_TMASK, ids=lambda c: "tmask-" + c.serialize())
+@pytest.mark.parametrize("line", TMASK_LINES[:3])
+def test_tma_split_k_blocks_walk_many_units(engine, line, cfg):
+    """TMA split-K with the grid sized for a 3-SM device: every block walks many work units
+    of different tiles and k-slices (the mbarrier stages wrap across units)."""
+    _check_on_three_sms(engine, line, cfg, 31)
+
+
 # Shapes for the TMA kernel. Pointwise (flat GEMM rows): GemmM, cpg and K tails
 # (boxes that leave the tensor read zeros), one tile, groups, the suite's 1x1 lines at small
 # N. With filter taps (dX pixel boxes): whole rows with an H tail, whole images with an N

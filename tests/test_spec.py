@@ -712,6 +712,10 @@ WGMMA_COMPILE_CASES = [
     # TMA, strided: four tilde sub-GEMMs from the record table; 1x1 stride 2 with zero-fill blocks
     (nhwc(N=2, C=128, K=128, Hi=15, Wi=15, sH=2, sW=2), "128,128,64,1,1,128,128,0,0,0,1,-1,4,3"),
     (nhwc(N=2, C=64, K=64, Hi=14, Wi=14, Y=1, X=1, pH=0, pW=0, sH=2, sW=2), "128,64,64,2,1,64,64,0,0,0,1,-1,3,3"),
+    # TMA split-K (tmask): atomics and the workspace, pointwise and strided, 8 stages
+    (nhwc(N=2, C=256, K=1024, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,128,64,2,1,64,128,0,0,0,4,-1,4,3"),
+    (nhwc(N=2, C=256, K=512, Hi=8, Wi=8), "128,256,64,2,1,64,256,0,0,0,3,-1,4,3,2"),
+    (nhwc(N=2, C=128, K=256, Hi=15, Wi=15, sH=2, sW=2, dtype="bf16"), "128,64,64,2,1,64,64,0,0,0,2,-1,8,3"),
     # narrow tiles in the 64-byte swizzle (tile_k 32, warp_tile_n 32): plain and persistent
 ] + [(p, c) for p, c, _ in NARROW_CASES]
 
@@ -868,7 +872,9 @@ PW = nhwc(N=2, C=256, K=256, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0)
 
 @pytest.mark.parametrize("problem,cfg,reason", [
     (PW, "128,256,128,2,1,64,256,0,0,0,1,-1,3,3", "tile_k must be 64"),
-    (PW, "128,256,64,2,1,64,256,0,0,0,2,-1,3,3", "split_k must be 1 or -1"),
+    (PW, "128,256,64,2,1,64,256,0,0,0,5,-1,3,3", "split_k 5 exceeds the 4 k-tiles of the shortest sub-GEMM"),
+    (nhwc(N=2, C=128, K=128, Hi=15, Wi=15, sH=2, sW=2), "128,128,64,1,1,128,128,0,0,0,3,-1,4,3",
+     "split_k 3 exceeds the 2 k-tiles of the shortest sub-GEMM"),
     (PW, "128,256,64,2,1,64,256,0,0,0,1,-1,1,3", "stages must be >= 2"),
     (nhwc(N=2, C=256, K=252, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,256,64,2,1,64,256,0,0,0,1,-1,3,3",
      "K and cpg multiples of 8"),
@@ -1134,3 +1140,26 @@ def test_narrow_warpgroup_default_only_for_32_channels_on_one_side(c, k, g, fps,
     assert narrow_wgmma_config(p, SM80) is None                       # no warpgroup MMA
     if dtype == "fp32":
         assert got is None                                              # FFMA: no warpgroup tile
+
+
+@needs_emit
+def test_tma_split_k_walks_work_units_on_a_grid_of_one_slice():
+    """Split-K on the TMA schedule: grid z is 1 and the persistent grid is sized by the work
+    units (tiles x split_k), at most what fits on the device; the kernel keeps its tmask
+    sections (the split epilogue) and a TMA kernel without a split keeps none."""
+    p = nhwc(N=2, C=256, K=1024, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0)
+    plain = make_spec(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,3"))
+    for split, reduce in ((2, "atomic"), (4, "atomic"), (3, "workspace")):
+        cfg = PerfConfig.parse(f"128,128,64,2,1,64,128,0,0,0,{split},-1,4,3,{2 if reduce == 'workspace' else 0}")
+        spec = make_spec(p, SM90, cfg)
+        assert spec.split_k == split and spec.split_k_reduce == reduce and spec.grid[2] == 1
+        assert spec.tile_blocks == min(plain.tiles_per_group * split, SM90.num_cus * spec.resident_blocks)
+        assert spec.workspace_bytes == (split * spec.workspace_slice_elems * 4 if reduce == "workspace" else 0)
+        assert spec.zero_fill == ("memset" if reduce == "atomic" else "none")
+        text = emit(spec).text
+        assert "dg_epilogue_split" in text and "u < DG_TILES * DG_SPLIT_K" in text
+    assert "dg_epilogue_split" not in emit(plain).text
+    # -1 keeps a persistent grid unsplit; the cp.async persistent schedule never splits
+    assert make_spec(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,-1,-1,4,3")).split_k == 1
+    ok, why = is_valid_performance_config(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,2,-1,4,2"))
+    assert not ok and "split_k must be 1 or -1" in why

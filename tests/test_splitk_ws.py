@@ -88,8 +88,7 @@ def test_atomics_asked_for_where_refused_say_why_and_what_works(line, target, ne
 
 def test_schedules_without_the_workspace_refuse_it():
     p = _p(f"convfp16 -n 2 -c 256 -H 9 -W 9 -k 128 -y 1 -x 1 {NHWC}")
-    for cfg, needle in [("128,256,64,2,1,64,256,0,0,0,2,-1,4,3,2", "split_k must be 1 or -1"),   # TMA
-                        ("128,256,64,2,1,64,256,0,0,0,2,-1,3,2,2", "split_k must be 1 or -1"),   # persistent
+    for cfg, needle in [("128,256,64,2,1,64,256,0,0,0,2,-1,3,2,2", "split_k must be 1 or -1"),   # persistent
                         ("64,64,32,2,2,32,32,0,0,0,2,-1,3,7,2", "split_k must be 1 or -1")]:     # nchw-pw
         with pytest.raises(PerfConfigError, match=needle):
             launch_spec(p.replace(in_layout="NCHW", out_layout="NCHW") if cfg.endswith(",7,2") else p, SM90,

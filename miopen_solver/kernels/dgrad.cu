@@ -39,8 +39,8 @@ static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || DG_CPG % 2 == 0, "16-bit split
 // kernel (kernels/splitk_reduce.cu) then sums the slices in order and stores dX, and zeros
 // where no sub-GEMM writes (those pixels are never written here nor read there). No atomics,
 // no dX memset.
-static_assert(DG_SPLIT_K > 1 && !DG_PERSIST && !DG_TMA,
-              "the workspace reduction serves split-K launches of the warp-MMA and plain wgmma schedules");
+static_assert(DG_SPLIT_K > 1 && !DG_PERSIST,
+              "the workspace reduction serves split-K launches of the warp-MMA, plain wgmma and TMA schedules");
 static_assert(DG_ZF_BLOCKS == 0, "the reduction kernel stores the zeros of pixels no sub-GEMM writes");
 static_assert(DG_WS_SLICE % 64 == 0 && DG_WS_SLICE >= (long long)DG_N * DG_HI * DG_WI * DG_C,
               "a workspace slice holds the launch's dX in fp32, 256-byte aligned");
@@ -84,9 +84,20 @@ static_assert(DG_TILE_N == DG_WARP_N * DG_WG_N, "one wgmma instruction spans a w
 static_assert(DG_K_OUTER == 1, "warpgroup schedules read W k-outer");
 // #end !wgtf32
 #endif
+// #section !tmask
 #if DG_PERSIST || DG_TMA
 static_assert(DG_SPLIT_K == 1 && DG_STAGES >= 2, "persistent schedules store each tile once and prefetch");
 #endif
+// #end !tmask
+// #section tmask
+// Split-K on the TMA schedule (spec.SPLIT_PERSISTENT): the persistent blocks walk DG_TILES x
+// DG_SPLIT_K work units u = z*DG_TILES + t, k-slice z of tile t (k-tiles [z*kt/S, (z+1)*kt/S)
+// of its kt, never empty: split_k <= the shortest sub-GEMM's k-tiles); the split epilogue
+// adds the slice's partial sums into dX (packed atomics, dX zeroed first) or stores them
+// into workspace slice z (skws). Grid z is 1.
+static_assert(DG_TMA && !DG_PERSIST && DG_SPLIT_K > 1 && DG_STAGES >= 2,
+              "split-K work units are a TMA-schedule feature");
+// #end tmask
 #if DG_TMA
 static_assert(DG_WGMMA && DG_TILE_K == 64 && DG_TILE_M <= 256, "TMA boxes: 64-wide k rows, at most 256 rows");
 static_assert(DG_K % 8 == 0 && DG_CPG % 8 == 0, "TMA tensor strides are multiples of 16 bytes");
@@ -1738,6 +1749,37 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
             }
         }
 }
+// #section tmask
+// Split epilogue of work unit (tile tt, k-slice z): adjacent column pairs of the fragment
+// (cpg % 8 == 0: a pair never leaves the group) go as fp32 pairs into workspace slice z
+// (skws; dx is the slices' base, NHWC), or are added into dX: packed 16-bit atomics (NHWC),
+// or one element at a time as half of its aligned pair (NCHW dX, Hi*Wi even).
+DG_DEVICE void dg_epilogue_split(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                                 int g, const dg_tma_tile& tt, int z, int wm, int wn, int lane) {
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int e = 0; e < DG_ACC_PER_ATOM; e += 2) {
+            const int pix = dg_tma_pixel(tt, dg_acc_row(wm, i, lane, e));
+            if (pix < 0) continue;
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j) {
+                const int c = tt.n_tile * DG_TILE_N + dg_acc_col(wn, j, lane, e);
+                if (c >= DG_CPG) continue;
+#if defined(DG_WS_SLICE)
+                dg_store_f32x2(reinterpret_cast<float*>(dx) + ((long long)z * DG_WS_SLICE + (long long)pix * DG_C + g * DG_CPG + c),
+                               acc[i][j][e], acc[i][j][e + 1]);
+#elif defined(DG_DX_NCHW)
+                const long long o = dg_nchw_offset(pix, g * DG_CPG + c);
+                dg_nchw_add16(dx, o, acc[i][j][e]);
+                dg_nchw_add16(dx, o + DG_HI * DG_WI, acc[i][j][e + 1]);
+#else
+                dg_atomic_add2(dx + (long long)pix * DG_C + g * DG_CPG + c, acc[i][j][e], acc[i][j][e + 1]);
+#endif
+            }
+        }
+}
+// #end tmask
 #endif
 
 // ------------------------------------------------------------------ zero fill
@@ -1929,10 +1971,19 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     if (tid >= DG_THREADS) {
         if (tid == DG_THREADS) {
             int it = 0;
+// #section !tmask
             for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
                 const dg_tma_tile tt = dg_tma_tile_at(t);
                 const int k_tiles = chunks * tt.taps;
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+// #end !tmask
+// #section tmask
+            for (int u = bid; u < DG_TILES * DG_SPLIT_K; u += DG_TILE_BLOCKS) {
+                const int z = u / DG_TILES;
+                const dg_tma_tile tt = dg_tma_tile_at(u - z * DG_TILES);
+                const int k_tiles = chunks * tt.taps;
+                for (int kt = z * k_tiles / DG_SPLIT_K; kt < (z + 1) * k_tiles / DG_SPLIT_K; ++kt, ++it) {
+// #end tmask
                     const int st = it % DG_STAGES;
                     dg_mbar_wait(empty0 + 8 * st, ((it / DG_STAGES) & 1) ^ 1);
                     const dg_u32 full = full0 + 8 * st;
@@ -1969,9 +2020,17 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         return;
     }
     int it = 0;
+// #section !tmask
     for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
         const dg_tma_tile tt = dg_tma_tile_at(t);
         const int k_tiles = chunks * tt.taps;
+// #end !tmask
+// #section tmask
+    for (int u = bid; u < DG_TILES * DG_SPLIT_K; u += DG_TILE_BLOCKS) {
+        const int z = u / DG_TILES;
+        const dg_tma_tile tt = dg_tma_tile_at(u - z * DG_TILES);
+        const int k_tiles = (z + 1) * (chunks * tt.taps) / DG_SPLIT_K - z * (chunks * tt.taps) / DG_SPLIT_K;
+// #end tmask
         dg_zero_acc(acc);
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
             const int st = it % DG_STAGES;
@@ -1982,7 +2041,12 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         }
         dg_mma_drain();
         if ((tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
+// #section !tmask
         dg_epilogue_direct(dx, acc, g, tt, tt.n_tile, wm, wn, lane);
+// #end !tmask
+// #section tmask
+        dg_epilogue_split(dx, acc, g, tt, z, wm, wn, lane);
+// #end tmask
     }
 #elif DG_PERSIST
     // Persistent blocks (DG_TILE_BLOCKS of them) walk the tiles t = bid, bid + DG_TILE_BLOCKS, ...

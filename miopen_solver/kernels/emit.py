@@ -230,8 +230,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     swizzled rows), one with warp_tile_n 32 the ``wgn32`` sections (B in 64-byte swizzled
     rows, the m64n32k16 instruction), warp_tile_n 96 the ``wgn96`` sections (B in 64-byte
     swizzled 32-wide blocks, m64n96k16, 32-wide TMA boxes), warp_tile_n 192 the ``wgn192``
-    sections (m64n192k16), and a TMA spec of 7 or 8 stages the ``st8`` sections, so every
-    other kernel's text is unchanged."""
+    sections (m64n192k16), a TMA spec of 7 or 8 stages the ``st8`` sections and a TMA spec
+    with split_k > 1 the ``tmask`` sections (work units of one k-slice, the split epilogue),
+    so every other kernel's text is unchanged."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -279,6 +280,8 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
             sections = tuple(sections) + (f"wgn{c.warp_tile_n}",)
     if spec.tma and c.stages > 6:       # 7-8 mbarrier stages (the TMA schedule only)
         sections = tuple(sections) + ("st8",)
+    if spec.tma and spec.split_k > 1:   # split-K work units of the TMA schedule
+        sections = tuple(sections) + ("tmask",)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
