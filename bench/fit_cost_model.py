@@ -128,6 +128,38 @@ def _report_rows(path):
         yield n, r, p
 
 
+CONFIGS_ALLOWED = ("a time_configs.py --json file (a JSON list of row objects with line, label and config "
+                   "strings and ours_ms a positive finite number or null)")
+
+
+def _configs_rows(path):
+    """``(row number, row, problem)`` per timed row of a ``bench/time_configs.py --json`` file
+    (several configs of one line, CUDA-graph times like compare.py's). Raises FileError: not
+    such a file, naming the row at fault."""
+    from miopen_solver.fileio import read_text
+    text = read_text(path, MAX_LOG_BYTES, CONFIGS_ALLOWED[len("a "):])
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise FileError(path, f"not JSON ({shorten(e)})", CONFIGS_ALLOWED) from None
+    if not isinstance(data, list):
+        raise FileError(path, f"a JSON {type(data).__name__}, not a list of rows", CONFIGS_ALLOWED)
+    for n, r in enumerate(data, 1):
+        if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("line", "label")):
+            raise FileError(path, f"row {n} is not an object with line and label strings", CONFIGS_ALLOWED)
+        if r.get("ours_ms") is None or r.get("config") is None:
+            continue
+        if not isinstance(r["config"], str) or not positive_number(r["ours_ms"]):
+            raise FileError(path, f"row {n}: config {_shown(r, 'config')} / ours_ms {_shown(r, 'ours_ms')} is not "
+                                  "a string / a positive finite number", CONFIGS_ALLOWED)
+        try:
+            p = row_problem(r["line"])
+        except ValueError as e:
+            raise FileError(path, f"row {n}: line {shorten(r['line'])!r} does not parse ({shorten(e, 160)})",
+                            CONFIGS_ALLOWED) from None
+        yield n, r, p
+
+
 def _row(problem, config: str, us: float, method: str, layer: str, default: bool, target):
     if not cost_model.modelled(problem, target) or not problem.all_nhwc:
         return None
@@ -140,8 +172,10 @@ def _row(problem, config: str, us: float, method: str, layer: str, default: bool
     return {"layer": layer, "config": cfg, "us": us, "method": method, "default": default, "f": f}
 
 
-def load(logs, suite: str, reports, target) -> list:
-    """Rows ``{layer, config, us, method, default, f}`` from campaign logs and compare reports.
+def load(logs, suite: str, reports, target, configs=()) -> list:
+    """Rows ``{layer, config, us, method, default, f}`` from campaign logs, compare reports
+    and ``time_configs.py`` files (``configs``: each row its own config, ``default`` where the
+    row says its config is the default).
 
     Raises:
         ValueError: a suite, log or report that cannot be read or is not one (the message
@@ -168,6 +202,15 @@ def load(logs, suite: str, reports, target) -> list:
                     rows.append(row)
         except FileError as e:
             raise ValueError(f"--report {e}") from None
+    for path in configs or ():
+        try:
+            for _, r, p in _configs_rows(path):
+                row = _row(p, r["config"], r["ours_ms"] * 1e3, "graph", "report:" + r["label"],
+                           r.get("config_source") == "default", target)
+                if row:
+                    rows.append(row)
+        except FileError as e:
+            raise ValueError(f"--configs {e}") from None
     return rows
 
 
@@ -286,6 +329,7 @@ def main(argv=None) -> int:
     ap.add_argument("--suite", default=None, help="the suite file the campaign tuned (with --log; default "
                                                    "bench/zoo.txt)")
     ap.add_argument("--report", default="", help="comma list of compare.py --json files")
+    ap.add_argument("--configs", default="", help="comma list of time_configs.py --json files")
     ap.add_argument("--within", type=number_arg(0, math.inf, "a finite number >= 0"), default=0.10,
                     help="a pick counts as good within this fraction of the best timed (default 0.10)")
     ap.add_argument("--arch", default="sm_90")
@@ -304,7 +348,8 @@ def main(argv=None) -> int:
         if args.suite is not None and not args.log:
             raise ValueError(f"--suite {shorten(args.suite)!r}: read only with --log (it joins a campaign's records "
                              "to layers); allowed: --suite with one or more --log")
-        rows = load(args.log, args.suite or "bench/zoo.txt", [p for p in args.report.split(",") if p], target)
+        rows = load(args.log, args.suite or "bench/zoo.txt", [p for p in args.report.split(",") if p], target,
+                    [p for p in args.configs.split(",") if p])
     except (OSError, ValueError) as e:
         print(f"fit_cost_model.py: {e}", file=sys.stderr)
         return 2

@@ -183,6 +183,12 @@ warpgroup 64 or 128 rows by the tile's columns, tile_k 64 -- the shapes the H200
 tune campaigns timed."""
 
 
+TMA_SPLITS = (2, 3, 4)
+"""split_k of the TMA schedule's split candidates (work units of one k-slice, ``dgrad.cu``'s
+``tmask``): a persistent grid needs no power of two, 3 fills the last wave of grids of 1-1.5
+waves of long tiles."""
+
+
 def candidates(problem: ConvProblem) -> tuple:
     """The configs the model chooses among: every :data:`TILES` entry in each modelled
     schedule, split_k 1, plus split_k 2 and 4 on the plain warpgroup schedule. The model has
@@ -198,6 +204,8 @@ def candidates(problem: ConvProblem) -> tuple:
             stages = 4 if taps or sched is KernelSchedule.WGMMA_TMA else 3
             out.append(PerfConfig(tm, tn, 64, wm, 1, wtm, tn, 0, 0, 0, 1, -1, stages, sched))
     out += [c.replace(split_k=s) for c in out if c.schedule is KernelSchedule.WGMMA for s in (2, 4)]
+    out += [c.replace(split_k=s) for c in out if c.schedule is KernelSchedule.WGMMA_TMA and c.split_k == 1
+            for s in TMA_SPLITS]
     return tuple(out)
 
 

@@ -495,16 +495,17 @@ def test_stage32_is_a_section_of_the_same_source():
     assert not ok and "in fp32" in why and "shared memory" in why
     names = [n for n in POLICIES if "lds32" in n]
     assert names and all(policy_config(p, SM90, POLICIES[n]).lds_k_outer == 2 for n in names)
-    assert any(c.lds_k_outer == 2 for c in direct_search_space(p, SM90))
+    # measured slower than the lean body everywhere (bench/RESULTS.md): not searched
+    assert not any(c.lds_k_outer == 2 for c in direct_search_space(p, SM90))
 
 
 def stage32_problems(seed: int, count: int):
-    """Random problems as :func:`lean_problems`, with a random valid stage32 config of the
-    search space (lds_k_outer=2, lean or original body)."""
+    """Random problems as :func:`lean_problems`, with a random valid stage32 config: a
+    staged config of the search space with lds_k_outer=2 (lean or original body)."""
     R = random.Random(seed)
     out = []
     for p, _ in lean_problems(seed, 4 * count):
-        space = [c for c in direct_search_space(p, SM90) if c.lds_k_outer == 2]
+        space = [c.replace(lds_k_outer=2) for c in direct_search_space(p, SM90) if c.lds_k_outer == 1]
         space = [c for c in space if is_valid_direct_config(p, SM90, c)[0]]
         if space:
             c = R.choice(space)
