@@ -49,6 +49,7 @@ from miopen_solver.perfdb import PerfDb
 from miopen_solver.provenance import host_provenance, now
 from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, read_log
 from miopen_solver.solver import DgradSolver
+from miopen_solver.text import shorten
 
 from . import report, workers
 from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_address, parse_gpus
@@ -298,7 +299,9 @@ def _check_options(o: CampaignOptions) -> None:
                         f"allowed: an integer from 0 (off) to {compile_pool_max()} (the CPU count)")
     check_count("--warmup", o.warmup, 0)
     if o.file is not None and o.line:
-        raise UserError(f"--file {o.file}: a campaign takes FILE or one line, not both")
+        raise UserError(f"--file {shown_path(o.file)}: a campaign takes FILE or one line, not both (line "
+                        f"{shorten(' '.join(o.line))!r} given too); allowed: --file FILE without a line (each "
+                        f"line's -i sets its iterations), or one line without --file")
     if o.file is None and not o.line:
         raise UserError("tune: no line given; allowed: an MIOpenDriver line, or --file FILE")
     if o.engine not in ENGINES:

@@ -414,7 +414,10 @@ def test_parse_gpus(monkeypatch):
     (["--compile-pool", "-1"], "--compile-pool -1: allowed: an integer >= 0"),
     (["--time-budget", "5"], "--time-budget: not available in a campaign"),
     (["--results", "{tmp}"], "is a directory"),
-    (["convfp16", "-n", "1"], "a campaign takes FILE or one line, not both"),
+    (["convfp16", "-n", "1"], "a campaign takes FILE or one line, not both (line 'convfp16 -n 1' given too); "
+                              "allowed: --file FILE without a line (each line's -i sets its iterations), or one line"),
+    (["-i", "3"], "a campaign takes FILE or one line, not both (line '-i 3' given too)"),   # a tune -i after --file
+    (["-n"] + ["1"] * 500, "a campaign takes FILE or one line, not both (line '-n 1 1 1"),
 ])
 def test_bad_campaign_input_is_one_line_and_exit_2(capsys, tmp_path, model, extra, needle, no_workers):
     extra = [x.replace("{tmp}", str(tmp_path)) for x in extra]
