@@ -143,6 +143,7 @@ def test_a_perfdb_without_write_permission_is_refused_for_writes_also_for_root(c
     status, out, err = run_cli(capsys, *args)
     assert status == 2 and out == [] and len(err) == 1, (out, err)
     assert err[0].startswith("dgrad-driver: error: ") and f"{db}: is read-only (mode 0444)" in err[0], err[0]
+    assert "; allowed: " in err[0], err[0]
     assert db.read_bytes() == before
     with pytest.raises(PerfDbError, match=r"is read-only \(mode 0444\)"):
         PerfDb(db).update("OTHER-KEY", "cpu", SOLVER_NAME, TUNED, 1.0)
