@@ -49,6 +49,7 @@ from miopen_solver.perfdb import PerfDb
 from miopen_solver.provenance import host_provenance, now
 from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, read_log
 from miopen_solver.solver import DgradSolver
+from miopen_solver.text import shorten
 
 from . import report, workers
 from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_address, parse_gpus
@@ -280,15 +281,27 @@ class CampaignProgress:
 
 
 # --------------------------------------------------------------------- the run
+def compile_pool_max() -> int:
+    """The largest ``--compile-pool``: one process per CPU. A pool is CPU processes, so more
+    only queue on the same cores; an unbounded N started a process per queued kernel (up to
+    every config of the sweep) and past 2^31 raised OverflowError in the process pool."""
+    return os.cpu_count() or 1
+
+
 def _check_options(o: CampaignOptions) -> None:
     for flag, value, low in (("--top", o.top, 1), ("--verify-top", o.verify_top, 0),
                              ("--csv-top", o.csv_top, 1), ("--max-configs", o.max_configs, 1),
                              ("--compile-pool", o.compile_pool, 0)):
         if value is not None and value < low:
             raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
+    if o.compile_pool and o.compile_pool > compile_pool_max():
+        raise UserError(f"--compile-pool {o.compile_pool}: more compile processes than this host has CPUs; "
+                        f"allowed: an integer from 0 (off) to {compile_pool_max()} (the CPU count)")
     check_count("--warmup", o.warmup, 0)
     if o.file is not None and o.line:
-        raise UserError(f"--file {o.file}: a campaign takes FILE or one line, not both")
+        raise UserError(f"--file {shown_path(o.file)}: a campaign takes FILE or one line, not both (line "
+                        f"{shorten(' '.join(o.line))!r} given too); allowed: --file FILE without a line (each "
+                        f"line's -i sets its iterations), or one line without --file")
     if o.file is None and not o.line:
         raise UserError("tune: no line given; allowed: an MIOpenDriver line, or --file FILE")
     if o.engine not in ENGINES:

@@ -31,7 +31,7 @@ def campaign_options(f):
         click.option("--address", "address", default=None, metavar="tcp://HOST:PORT",
                      help="The Dask scheduler (--engine dask); without it a LocalCluster is started."),
         click.option("--compile-pool", "compile_pool", type=int, default=0, show_default=True, metavar="N",
-                     help="CPU processes that compile the next configs while the GPUs time (0: off)."),
+                     help="CPU processes that compile the next configs while the GPUs time (0: off; at most the CPU count)."),
     ]
     for opt in reversed(opts):
         f = opt(f)

@@ -33,7 +33,8 @@ import time
 import click
 
 from miopen_solver import fixtures as fx
-from miopen_solver.errors import RuntimeUnavailable
+from miopen_solver.errors import FileError, RuntimeUnavailable, shown_path
+from miopen_solver.fileio import check_writable
 from miopen_solver.reference import Verdict
 from miopen_solver.runtime import get_engine
 
@@ -181,6 +182,21 @@ def summary_lines(results, backend: str, seconds: float, n_files: int, command: 
     return lines
 
 
+UPDATE_ALLOWED = "fixture files that can be replaced (writable, in a writable directory), or no --update-golden"
+
+
+def _check_rewritable(paths) -> None:
+    """``--update-golden`` rewrites every file of the chosen fixtures: each must be
+    replaceable (:func:`miopen_solver.fileio.check_writable`), checked before anything is
+    replayed, so one read-only file neither costs a whole replay nor leaves the others
+    rewritten and it not (exit 2, nothing written)."""
+    for path in paths:
+        try:
+            check_writable(path)
+        except FileError as e:
+            _fail(f"--update-golden {shown_path(path)}: {e.reason}; allowed: {UPDATE_ALLOWED}")
+
+
 @click.command("replay")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--backend", type=click.Choice(("cpu", "cuda", "hip")), default="cpu", show_default=True,
@@ -212,6 +228,8 @@ def replay_cmd(paths, backend, pattern, update, failures_only, timeout):
         where = ", ".join(str(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
         _fail(f"no fixture id matches {pattern!r} in {where}" if pattern else
               f"{where}: no fixtures; allowed: fixture files of JSON Lines, one fixture per line (fixtures/README.md)")
+    if update:
+        _check_rewritable(sorted({f.path for f in chosen}))
     try:
         engine = _engine(backend, timeout)
     except (RuntimeUnavailable, UserError, ValueError) as e:

@@ -51,7 +51,7 @@ from miopen_solver.tf32 import resolve as resolve_tf32
 
 from . import miopen_env, report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError, arch_target, check_count,
-                      check_writable_dir, input_file_size, perfdb_label, warn)
+                      check_writable_dir, input_file_size, perfdb_label, warn, PERFDB_ALLOWED)
 
 SOLUTION_NOT_SET = "-1"
 SIMULATED_NOTE = ("Info: --backend cpu simulates {arch}: the numpy engine runs this config's sub-GEMMs; "
@@ -517,7 +517,8 @@ def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
                 with PerfDb(o.perfdb) as db:
                     removed = db.remove(key, arch, SOLVER_NAME)
             except PerfDbError as e:
-                raise UserError(f"MIOPEN_FIND_ENFORCE=DB_CLEAN: {perfdb_label(o.perfdb)}: {e.reason}") from None
+                raise UserError(f"MIOPEN_FIND_ENFORCE=DB_CLEAN: {perfdb_label(o.perfdb)}: {e.reason}; "
+                                f"{PERFDB_ALLOWED}, or --no-perfdb") from None
         miopen_env.log(5, "RemoveRecordUnsafe", f"Removing record: {key}")
         notes = [f"Info: MIOPEN_FIND_ENFORCE=DB_CLEAN: {'removed the' if removed else 'no'} perf-db record of this "
                  f"problem for {arch}" + ("; '-s 1' is not honoured (DB_CLEAN blocks searching)" if asked else "")]

@@ -48,7 +48,8 @@ class MiopenCommandError(ValueError):
             shown = f" {value}"
         else:
             shown = " " + repr(shorten(value))
-        msg = f"{shorten(flag)}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
+        flag_shown = shorten(flag) if str(flag).isprintable() else repr(shorten(flag))  # no raw control bytes
+        msg = f"{flag_shown}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
         super().__init__(msg)
 
 

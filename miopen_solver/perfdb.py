@@ -74,6 +74,7 @@ import math
 import os
 import shutil
 import sqlite3
+import stat
 import tempfile
 import time
 from contextlib import contextmanager
@@ -328,6 +329,17 @@ class PerfDb:
         except OSError as e:
             raise PerfDbError(self.path, e.strerror or str(e)) from None
 
+    def _refuse_read_only(self) -> None:
+        """A write refuses an existing file without write permission, as every file the user
+        names is refused (:func:`miopen_solver.fileio.output_target`): root's writes pass the
+        permission bits, so a perf-db a user made 0444 to keep it was changed there."""
+        try:
+            mode = self.path.stat().st_mode
+        except OSError:
+            return                                  # a new file, or one _check_path refuses
+        if stat.S_ISREG(mode) and not mode & 0o222:
+            raise PerfDbError(self.path, f"is read-only (mode {stat.S_IMODE(mode):04o})")
+
     def _check_path_kind(self, create: bool) -> None:
         p = self.path
         if self._empty:
@@ -471,6 +483,8 @@ class PerfDb:
             return self._conn
         self.close()
         self._check_path(create)
+        if write:
+            self._refuse_read_only()
         if self._builtin and not self.path.exists() and legacy_default_path().is_file():
             return self._connect_legacy_default(create, write)
         if not create and not self.path.exists():
@@ -561,6 +575,7 @@ class PerfDb:
         if not write:
             self._connect(create=False)
             return
+        self._refuse_read_only()
         if not self.path.parent.is_dir():
             return                                  # the built-in location: created on write
         try:

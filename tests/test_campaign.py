@@ -185,7 +185,7 @@ def test_a_crashing_config_is_a_failed_record_and_the_campaign_goes_on(capsys, t
 
 def test_single_line_campaign_and_compile_pool_on_the_cpu(capsys, tmp_path):
     status, out, _ = run_cli(capsys, "tune", *LINES[1].split(), "--backend", "cpu", "--max-configs", "2",
-                             "--compile-pool", "2", "--no-perfdb", "--verify-top", "0")
+                             "--compile-pool", "1", "--no-perfdb", "--verify-top", "0")
     assert status == 0
     assert out[0].startswith("Campaign one line: 1 problems on cpu")
     assert "Compile pool: off (the cpu engine compiles nothing; --compile-pool ignored)" in out
@@ -414,13 +414,30 @@ def test_parse_gpus(monkeypatch):
     (["--compile-pool", "-1"], "--compile-pool -1: allowed: an integer >= 0"),
     (["--time-budget", "5"], "--time-budget: not available in a campaign"),
     (["--results", "{tmp}"], "is a directory"),
-    (["convfp16", "-n", "1"], "a campaign takes FILE or one line, not both"),
+    (["convfp16", "-n", "1"], "a campaign takes FILE or one line, not both (line 'convfp16 -n 1' given too); "
+                              "allowed: --file FILE without a line (each line's -i sets its iterations), or one line"),
+    (["-i", "3"], "a campaign takes FILE or one line, not both (line '-i 3' given too)"),   # a tune -i after --file
+    (["-n"] + ["1"] * 500, "a campaign takes FILE or one line, not both (line '-n 1 1 1"),
 ])
 def test_bad_campaign_input_is_one_line_and_exit_2(capsys, tmp_path, model, extra, needle, no_workers):
     extra = [x.replace("{tmp}", str(tmp_path)) for x in extra]
     status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", *extra)
     assert status == 2 and out == [] and len(err) == 1
     assert err[0].startswith("dgrad-driver: error: ") and needle in err[0]
+
+
+@pytest.mark.parametrize("pool", ["5", "1000", str(2**31), "100000000000"])
+def test_a_compile_pool_larger_than_the_cpu_count_is_refused_up_front(capsys, tmp_path, model, pool, no_workers,
+                                                                      monkeypatch):
+    """``--compile-pool N`` had no upper bound: on a GPU host N past 2^31 raised OverflowError
+    in the process pool (a traceback), and a large N started one process per queued kernel.
+    It is now at most the CPU count, checked with the other options (on every engine)."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--compile-pool", pool,
+                               "--no-perfdb")
+    assert status == 2 and out == [] and len(err) == 1, err
+    assert err[0] == (f"dgrad-driver: error: --compile-pool {pool}: more compile processes than this host has "
+                      f"CPUs; allowed: an integer from 0 (off) to 4 (the CPU count)")
 
 
 @pytest.mark.parametrize("address", ["tls://127.0.0.1:8786", "ucx://host:13337", "inproc://x", "", "garbage",

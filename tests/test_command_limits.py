@@ -144,3 +144,17 @@ def test_check_supported_refuses_what_parses(extra, needle):
 @pytest.mark.parametrize("extra", [[], ["-Z", "0", "-L", "1"], ["-G", "1", "-V", "0"], ["-U", "-1"], ["-G", "0"]])
 def test_check_supported_accepts_the_defaults(extra):
     check_supported(parse(LINE.split() + extra))
+
+
+@pytest.mark.parametrize("token", ["-\x1b[31mX", "--in_\x1blayout", "\x07", "\x00", "-n\u2028", "stray\x7f",
+                                   "-\x9b2J", "--x" + "\x00" * 500])
+def test_a_flag_token_with_control_characters_is_shown_escaped(token):
+    """An unknown flag or stray token was echoed as written: a NUL, BEL or ESC sequence in a
+    line (a binary batch file, a pasted terminal capture) went raw into the error line and
+    the batch row (an escape sequence acted on the terminal). Such a token is shown as its
+    ``repr``, as values and paths are; printable ones stay as written."""
+    e = parse_err(["conv", "-F", "2", "-n", "1", token, "1"])
+    shown = str(e).split(": ")[0]
+    assert shown.isprintable() and shown.startswith("'") and len(shown) < 300, shown
+    assert e.flag == token
+    assert str(parse_err(["conv", "-F", "2", "--nope", "1"])).startswith("--nope: unknown flag")

@@ -117,6 +117,43 @@ def test_tune_on_a_read_only_perfdb_fails_before_the_sweep(capsys, tmp_path, imm
     assert err[0].startswith(f"dgrad-driver: error: --perfdb {db}: {why}"), err[0]
 
 
+@pytest.mark.parametrize("command", ["tune", "search", "import", "enforce-search", "db-clean"])
+def test_a_perfdb_without_write_permission_is_refused_for_writes_also_for_root(capsys, tmp_path, no_workers,
+                                                                                monkeypatch, command):
+    """A perf-db of mode 0444 was refused only where the OS refused the write: root's writes
+    pass the permission bits, so tune, ``-s 1``, ``perfdb import`` and the find-enforce
+    actions changed a perf-db its owner had made read-only (every other file the user names
+    is refused without write permission also for root). Now every write refuses it before
+    anything runs, one line, exit 2, the file as it was; runs still read it."""
+    db = make_db(tmp_path / "p.sqlite")
+    os.chmod(db, 0o444)
+    before = db.read_bytes()
+    records = tmp_path / "records.txt"
+    records.write_text(f"{XKEY}=1000:{DEFAULT}\n")
+    line = [*LINE.split(), "--backend", "cpu", "--perfdb", str(db)]
+    args = {"tune": ["tune", *line, "--max-configs", "1"], "search": [*line, "-s", "1"],
+            "import": ["perfdb", "import", str(records), "--arch", "cpu", "--perfdb", str(db)],
+            "enforce-search": line, "db-clean": line}[command]
+    if command == "search":       # -s 1 searches with a record there only with DB_UPDATE
+        monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "DB_UPDATE")
+    elif command == "enforce-search":
+        monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "SEARCH_DB_UPDATE")
+    elif command == "db-clean":
+        monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "DB_CLEAN")
+    status, out, err = run_cli(capsys, *args)
+    assert status == 2 and out == [] and len(err) == 1, (out, err)
+    assert err[0].startswith("dgrad-driver: error: ") and f"{db}: is read-only (mode 0444)" in err[0], err[0]
+    assert "; allowed: " in err[0], err[0]
+    assert db.read_bytes() == before
+    with pytest.raises(PerfDbError, match=r"is read-only \(mode 0444\)"):
+        PerfDb(db).update("OTHER-KEY", "cpu", SOLVER_NAME, TUNED, 1.0)
+    monkeypatch.delenv("MIOPEN_FIND_ENFORCE", raising=False)
+    status, out, err = run_cli(capsys, *line, "--print-name-only")
+    assert status == 0 and err == []
+    with PerfDb(db) as d:
+        assert d.get(KEY, "cpu", SOLVER_NAME).values == TUNED
+
+
 # ------------------------------------------------------------------ WAL on read-only storage
 @pytest.mark.parametrize("shm", ["kept", "gone"])
 def test_records_in_the_wal_are_read_on_read_only_storage(capsys, tmp_path, immutable, shm):

@@ -259,3 +259,45 @@ def test_files_without_fixtures_are_named_in_one_line(tmp_path):
     blank.write_text("\n\n")
     for paths in ([empty], [empty, blank]):
         one_line_error(invoke(*paths), "no fixtures; allowed: fixture files of JSON Lines", *map(str, paths))
+
+
+@pytest.mark.parametrize("fault", ["read-only file", "read-only link target", "unwritable directory"])
+def test_update_golden_refuses_a_file_it_cannot_replace_before_replaying_anything(tmp_path, monkeypatch, fault):
+    """``--update-golden`` found a read-only fixture file only when writing, after the whole
+    replay, by then having rewritten the files before it (exit 2, an error line without
+    what is allowed). Every file of the chosen fixtures is now checked first: one line
+    naming --update-golden and the path, exit 2, nothing replayed and no file written."""
+    recs = fx.load(make_dir(tmp_path, {**tampered("tiny_fp16", "targets.sm_90.perf_config", "1,2,3"),
+                                       **tampered("int8", "parse_error.flag", "-F")}) / "t.jsonl")
+    (tmp_path / "t.jsonl").unlink()
+    (tmp_path / "sub").mkdir()
+    ok, bad = tmp_path / "a.jsonl", tmp_path / "sub" / "b.jsonl"
+    fx.write_file(ok, recs[:2])
+    fx.write_file(bad, recs[2:])
+    if fault == "read-only file":
+        bad.chmod(0o444)
+    elif fault == "read-only link target":
+        target = tmp_path / "target.txt"
+        bad.rename(target)
+        target.chmod(0o444)
+        bad.symlink_to(target)
+    else:   # root writes into a 0555 directory: refuse it the way the OS refuses others
+        monkeypatch.setattr(replay_mod, "check_writable", _refuse_in(bad))
+    before = {p: p.read_bytes() for p in (ok, bad)}
+    monkeypatch.setattr(fx, "replay", lambda *a, **k: pytest.fail("replayed before checking the files"))
+    one_line_error(invoke(tmp_path, "--update-golden"), f"--update-golden {bad}: ",
+                   "allowed: fixture files that can be replaced")
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def _refuse_in(path):
+    """A check_writable that refuses ``path`` as a directory without write permission
+    refuses it to a user other than root."""
+    from miopen_solver.errors import FileError
+    from miopen_solver.fileio import check_writable
+
+    def check(p):
+        if str(p) == str(path):
+            raise FileError(p, "not writable (Permission denied)", "a writable file")
+        return check_writable(p)
+    return check
