@@ -188,7 +188,8 @@ def load(logs, suite: str, reports, target, configs=()) -> list:
             try:
                 for r, item in _timings(path, plan):
                     p = parse(item["cmd"].split()).problem
-                    row = _row(p, r["perf_config"], r["median_ms"] * 1e3, "events", item["label"],
+                    method = "graph" if r.get("method") == "graph" else "events"   # a -J 1 campaign: graphs
+                    row = _row(p, r["perf_config"], r["median_ms"] * 1e3, method, item["label"],
                                bool(r.get("default")), target)
                     if row:
                         rows.append(row)

@@ -45,7 +45,8 @@
 #      schedule (compare.py --model-defaults; against zoo in the same session it decides
 #      whether miopen_solver.cost_model replaces heuristics.wgmma_config), named zoo_model*.
 #   8. (only when STEPS names it) zoo_tune: a tuning campaign over bench/zoo.txt, 40 configs per
-#      layer (dgrad-driver tune --file, --max-configs 40, one worker, a compile pool), its log in
+#      layer (dgrad-driver tune --file, --max-configs 40, one worker, a compile pool; each line
+#      with -J 1, so every config is timed as graph replays like compare.py's), its log in
 #      OUT_DIR/zoo_tune.jsonl, then bench/default_vs_tuned.py's table (is every default within
 #      10% of the best of its 40?). The campaign takes more than one device call: the step
 #      stops it after ZOO_TUNE_SECS (default 480; the log keeps every config timed) and
@@ -123,7 +124,9 @@ case ",$STEPS," in *",zoo_tune,"*)
     esac
     RESUME=""; [ -s "$OUTDIR/zoo_tune.jsonl" ] && RESUME="--resume"
     echo "== zoo_tune ($RESUME)"
-    timeout -s INT "${ZOO_TUNE_SECS:-480}" python -m driver tune --file bench/zoo.txt --max-configs 40 --gpus all \
+    # every zoo line with -J 1: its configs timed as graph replays, as compare.py times the zoo
+    sed 's/ -F 2 / -F 2 -J 1 /' bench/zoo.txt > "$OUTDIR/zoo_graph.txt"
+    timeout -s INT "${ZOO_TUNE_SECS:-480}" python -m driver tune --file "$OUTDIR/zoo_graph.txt" --max-configs 40 --gpus all \
         --compile-pool 12 --verify-top 1 --quiet --results "$OUTDIR/zoo_tune.jsonl" $RESUME > "$OUTDIR/zoo_tune.txt" 2>&1
     echo "zoo_tune: exit $? (130: stopped by the time bound; resume with ZOO_TUNE_LOG)"; tail -n 3 "$OUTDIR/zoo_tune.txt"
     python bench/default_vs_tuned.py "$OUTDIR/zoo_tune.jsonl" --suite bench/zoo.txt \

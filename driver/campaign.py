@@ -94,6 +94,7 @@ class Problem:
     solutions: dict                   # perf_config -> Solution
     job_args: dict
     flops: float = 0.0
+    graph: bool = False               # the line's -J 1: timing jobs replay a captured graph
 
 
 @dataclass
@@ -164,9 +165,10 @@ def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
         f = cmd.flags
         job_args = dict(backend=device.backend, seed=seed, bias=cmd.bias,
                         dy_file=f["dout_data"] or None, w_file=f["weights"] or None)
+        graph = int(f["use_hip_graph"]) != 0     # the line's -J 1: its configs timed as graph replays
         p = Problem(number=len(problems) + 1, key=key, lines=[n], cmd=cmd, candidates=len(candidates),
                     configs=list(solutions), default=picked[0].serialize(), solutions=solutions,
-                    job_args=job_args, flops=float(problem.flops))
+                    job_args=job_args, flops=float(problem.flops), graph=graph)
         problems.append(p)
         by_key[key] = p
     return problems, skipped, ignored
@@ -472,7 +474,7 @@ def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path,
         todo = [c for c in p.configs if c not in done_timing.get(p.key, {})]
         for cfg in todo:
             job = workers.make_job("timing", **p.job_args, solution=p.solutions[cfg], iters=p.cmd.iters,
-                                   warmup=o.warmup)
+                                   warmup=o.warmup, graph=p.graph)
             tasks.append(Task("timing", p.key, cfg, job))
         if not todo:
             to_verify.append(p)

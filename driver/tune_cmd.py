@@ -51,7 +51,8 @@ from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
                       arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
-from .run_cmd import check_applicable, check_input_files, for_target, parse_line, resolve_device, resolve_reference
+from .run_cmd import (GRAPH_ON_CPU_NOTE, check_applicable, check_input_files, for_target, parse_line, resolve_device,
+                      resolve_reference)
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
               "perf_config", "split_k", "split_k_reduce", "lds_k_outer", "kernel_name", "compile_ms", "failure",
@@ -207,9 +208,11 @@ def _store(o: TuneOptions, problem, device, winner) -> dict:
             "time_ms": rec.time_ms, "error": None}
 
 
-def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, progress, say) -> tuple:
-    """Time every row in one (restarted on failure) timing worker; ``say`` gets each row's
-    line as it finishes. Returns ``(timed, budget_hit, seconds)``."""
+def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, progress, say,
+                  graph: bool = False) -> tuple:
+    """Time every row in one (restarted on failure) timing worker (``graph``: replays of a
+    captured graph, the line's ``-J 1``, where the engine captures graphs); ``say`` gets each
+    row's line as it finishes. Returns ``(timed, budget_hit, seconds)``."""
     t0 = time.perf_counter()
     timed, budget_hit, failed, best = 0, False, 0, None
     flops = problem.flops
@@ -220,7 +223,7 @@ def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, pro
                 break
             progress.update(timed, failed, best, row.perf_config)
             job = workers.make_job("timing", **job_args, solution=solutions[row.perf_config], iters=iters,
-                                   warmup=o.warmup)
+                                   warmup=o.warmup, graph=graph)
             res = w.run(job)
             timed += 1
             if res.ok:
@@ -345,6 +348,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
 
     seed = prng.resolve_seed(o.environ)
     f = cmd.flags
+    graph = int(f["use_hip_graph"]) != 0    # MIOpenDriver's -J 1: time replays of a captured graph
     job_args = dict(backend=device.backend, seed=seed,
                     bias=cmd.bias, dy_file=dy_file, w_file=w_file)
     _check_memory(problem, solutions, device, o, ref_kind, (bool(job_args["dy_file"]), bool(job_args["w_file"])))
@@ -353,13 +357,17 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     say(report.echo_line(cmd.argv))
     say(report.seed_line(seed))
     say(f"Tuning {SOLVER_NAME} on {target.arch} ({device.backend}, {device.name}): problem "
-        f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, warm-up {o.warmup}")
+        f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, "
+        + ("graph replays (-J 1)" if graph else f"warm-up {o.warmup}"))
+    if graph and device.backend == "cpu":
+        say(GRAPH_ON_CPU_NOTE)
     if math_note:
         say(math_note)
     err = stderr if stderr is not None else sys.stderr
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     progress = Progress(err, len(rows), show)
-    timed, budget_hit, seconds = _time_configs(rows, solutions, job_args, cmd.iters, o, problem, progress, say)
+    timed, budget_hit, seconds = _time_configs(rows, solutions, job_args, cmd.iters, o, problem, progress, say,
+                                               graph)
 
     ok_rows = sorted((r for r in rows if r.status == "ok"), key=lambda r: (r.average_ms, r.median_ms, r.index))
     for rank, r in enumerate(ok_rows, 1):

@@ -63,6 +63,10 @@ class KernelSchedule(enum.IntEnum):
       during the current tile's epilogue.
     * ``WGMMA_TMA`` (3): warp-specialised persistent blocks: a producer warp issues
       tensor-memory copies (TMA) onto mbarrier stages, the warpgroups multiply and store.
+      ``split_k`` > 1 (at most the k-tiles of the shortest sub-GEMM) makes the blocks walk
+      ``tiles x split_k`` work units, one k-slice of one tile each, their partial sums added
+      into dX or stored into the fp32 workspace (``split_k_reduce``), e.g.
+      ``128,256,64,2,1,64,256,0,0,0,3,-1,4,3``; ``-1`` does not split.
     * ``DIRECT`` (4): no GEMM tiles: each thread owns dX pixels x a vector of channels of one
       stride phase and sums its valid taps in fp32 (depthwise and small-cpg grouped
       problems; :mod:`miopen_solver.direct` maps the config fields).

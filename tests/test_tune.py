@@ -278,3 +278,32 @@ def test_list_needs_no_device(capsys, arch):
     assert status == 0 and out == want and err == []
     status, out, err = run(capsys, "tune", *LINE.split(), "--arch", arch, "--max-configs", "5")
     assert status == 2 and out == [] and "needs a device to time on" in err[0] and "--list" in err[0]
+
+
+@pytest.mark.parametrize("campaign", [False, True])
+@pytest.mark.parametrize("flag", [None, "0", "1"])
+def test_the_lines_use_hip_graph_flag_sets_how_every_config_is_timed(capsys, monkeypatch, tmp_path, campaign, flag):
+    """MIOpenDriver's ``-J 1`` (``--use_hip_graph 1``) on a tuned line makes every timing job
+    replay a captured graph (as ``run -t 1`` times it, and as bench/compare.py times both
+    libraries), in a single-line sweep and in a campaign over a file; without it (or -J 0)
+    the configs are timed as plain launches. The CPU engine captures no graphs and says so."""
+    seen = []
+    real = workers.make_job
+
+    def spy(role, **kw):
+        if role == "timing":
+            seen.append(kw.get("graph", False))
+        return real(role, **kw)
+    monkeypatch.setattr(workers, "make_job", spy)
+    line = LINE + ("" if flag is None else f" -J {flag}")
+    args = ["--backend", "cpu", "--max-configs", "2", "--no-perfdb", "--verify-top", "0", "--quiet"]
+    if campaign:
+        f = tmp_path / "lines.txt"
+        f.write_text(line + "\n")
+        status, out, _ = run(capsys, "tune", "--file", str(f), *args)
+    else:
+        status, out, _ = run(capsys, "tune", *line.split(), *args)
+    assert status == 0 and len(seen) == 2 and set(seen) == {flag == "1"}
+    if not campaign:
+        assert any(("graph replays (-J 1)" in x) == (flag == "1") for x in out if x.startswith("Tuning "))
+        assert any("'--use_hip_graph 1' is ignored on the cpu engine" in x for x in out) == (flag == "1")
