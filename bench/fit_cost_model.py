@@ -120,12 +120,15 @@ def _report_rows(path):
     for n, r in enumerate(read_report(path)[1], 1):
         if r.get("ours_ms") is None or r.get("config") is None:
             continue
-        try:
-            p = row_problem(r["line"])
-        except ValueError as e:
-            raise FileError(path, f"row {n}: line {shorten(r['line'])!r} does not parse ({shorten(e, 160)})",
-                            REPORT_ALLOWED) from None
-        yield n, r, p
+        yield n, r, _line_problem(path, n, r["line"], REPORT_ALLOWED)
+
+
+def _line_problem(path, n: int, line: str, allowed: str):
+    """The problem of row ``n``'s MIOpenDriver ``line``. Raises FileError naming the row."""
+    try:
+        return row_problem(line)
+    except ValueError as e:
+        raise FileError(path, f"row {n}: line {shorten(line)!r} does not parse ({shorten(e, 160)})", allowed) from None
 
 
 CONFIGS_ALLOWED = ("a time_configs.py --json file (a JSON list of row objects with line, label and config "
@@ -152,12 +155,7 @@ def _configs_rows(path):
         if not isinstance(r["config"], str) or not positive_number(r["ours_ms"]):
             raise FileError(path, f"row {n}: config {_shown(r, 'config')} / ours_ms {_shown(r, 'ours_ms')} is not "
                                   "a string / a positive finite number", CONFIGS_ALLOWED)
-        try:
-            p = row_problem(r["line"])
-        except ValueError as e:
-            raise FileError(path, f"row {n}: line {shorten(r['line'])!r} does not parse ({shorten(e, 160)})",
-                            CONFIGS_ALLOWED) from None
-        yield n, r, p
+        yield n, r, _line_problem(path, n, r["line"], CONFIGS_ALLOWED)
 
 
 def _row(problem, config: str, us: float, method: str, layer: str, default: bool, target):

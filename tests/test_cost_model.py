@@ -309,3 +309,32 @@ def test_four_warpgroup_blocks_pay_the_capped_mma_again():
     four = cm.features(make_spec(p, SM90, PerfConfig.parse("256,128,64,4,1,64,128,0,0,0,1,-1,3,1")))
     two = cm.features(make_spec(p, SM90, PerfConfig.parse("256,128,64,2,1,128,128,0,0,0,1,-1,3,1")))
     assert four.capped == four.mma > 0 and two.capped == 0
+
+
+RESULTS9 = Path(__file__).resolve().parent.parent / "bench" / "results" / "2026-12-02_s9"
+
+
+def test_time_configs_files_are_graph_rows_and_bad_ones_are_refused(tmp_path, capsys):
+    """--configs takes bench/time_configs.py --json files (a list of rows, each its own config
+    on one line, CUDA-graph times): their modelled rows load as graph rows, the default's
+    flagged; a file that is not such a list, a row without line/label strings, a config or
+    time of the wrong type, or a line that does not parse is refused in one line naming
+    --configs, the path and the row."""
+    rows = fit.load([], "bench/zoo.txt", [], SM90, [RESULTS9 / "tmask.json"])
+    assert len(rows) > 100 and {r["method"] for r in rows} == {"graph"}
+    assert any(r["default"] for r in rows) and any(r["config"].split_k == 3 for r in rows)
+    good = json.loads((RESULTS9 / "tmask.json").read_text())[0]
+    cases = {"obj.json": ({"rows": []}, "a JSON dict, not a list of rows"),
+             "notrow.json": ([1], "row 1 is not an object with line and label strings"),
+             "noline.json": ([{**good, "line": None}], "row 1 is not an object with line and label strings"),
+             "cfg.json": ([{**good, "config": 5}], "row 1: config 5 / ours_ms"),
+             "ms.json": ([good, {**good, "ours_ms": -1}], "row 2: config"),
+             "line.json": ([{**good, "line": "convfp16 -n x"}], "row 1: line 'convfp16 -n x' does not parse")}
+    for name, (data, why) in cases.items():
+        path = tmp_path / name
+        path.write_text(json.dumps(data))
+        err = _refused(capsys, ["--configs", str(path)])
+        assert f"--configs {path}: {why}" in err and "allowed: a time_configs.py --json file" in err, err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert "not JSON" in _refused(capsys, ["--configs", str(bad)])
