@@ -21,17 +21,19 @@ notes dgrad_kernels.md section 3.3; CUDA/HIP launch limits):
 * stages > 2 only with asynchronous copies;
 * split_k in {-1} and [1, 64]; 0 is invalid; a split-K launch (split_k > 1) sums its slices
   by atomics into dX (fp16/bf16: an even cpg and a packed atomic on the target) or through
-  an fp32 workspace and a reduction kernel (the warp-MMA and plain wgmma schedules; any
-  cpg): :func:`split_k_reduce_mode`;
+  an fp32 workspace and a reduction kernel (the warp-MMA, plain wgmma and TMA schedules;
+  any cpg): :func:`split_k_reduce_mode`; the TMA schedule splits through work units of
+  its persistent grid (grid z 1), the others through grid z;
 * lds_k_outer=1 on a 16-bit dtype needs a transposing LDS fragment read;
 * vector caps 0 or powers of two, clamped (never rejected) when too wide;
-* the launch grid fits the target (x: tiles, y: G, z: split_k).
+* the launch grid fits the target (x: tiles, y: G, z: split_k; 1 on the TMA schedule).
 
 Each :class:`~miopen_solver.config.KernelSchedule` adds its own rules
 (:data:`SCHEDULE_RULES`): the warpgroup schedules need sm_90a ``wgmma.mma_async`` shapes and
 the 128-byte swizzle layout (PTX ISA; the 64-byte one for the narrow tiles, tile_k 32 or
 warp_tile_n 32 on fp16/bf16 and the plain or persistent schedule), the persistent one a
-single K slice, the TMA one the tensor-map rules of :mod:`miopen_solver.tma`.
+single K slice, the TMA one the tensor-map rules of :mod:`miopen_solver.tma` and k-slices
+that are never empty.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Split-K through an fp32 workspace, summed by a separate reduction kernel (no atomics).
 
 A split-K launch (``split_k > 1``) cuts every sub-GEMM's GemmK into ``split_k`` slices of
-``ceil(k_tiles / split_k)`` k-tiles; grid z = split z multiplies one slice. How the slices'
+``ceil(k_tiles / split_k)`` k-tiles; grid z = split z multiplies one slice. The TMA schedule
+instead walks ``tiles x split_k`` work units in its persistent grid, unit ``z*tiles + t``
+multiplying k-tiles ``[z*kt/split_k, (z+1)*kt/split_k)`` of tile t (``dgrad.cu``'s ``tmask``
+sections); slice z of the workspace is its units' z, as grid z is the others'. How the slices'
 partial sums meet is :func:`~miopen_solver.spec.split_k_reduce_mode`'s decision (the config's
 ``split_k_reduce`` field, :data:`~miopen_solver.config.SPLIT_K_REDUCE`):
 
