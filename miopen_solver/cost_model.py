@@ -191,7 +191,9 @@ waves of long tiles."""
 
 def candidates(problem: ConvProblem) -> tuple:
     """The configs the model chooses among: every :data:`TILES` entry in each modelled
-    schedule, split_k 1, plus split_k 2 and 4 on the plain warpgroup schedule. The model has
+    schedule, split_k 1, plus split_k 2 and 4 on the plain warpgroup schedule and
+    :data:`TMA_SPLITS` on the TMA schedule (its work units; the features count a unit as a
+    block of one k-slice). The model has
     no term for the pipeline depth, so the stage count is the rules': 4 for filters with
     taps and for the TMA schedule, 3 for 1x1 on the others
     (:func:`~miopen_solver.heuristics.wgmma_config`; on the H200 the TMA schedule ran five
@@ -271,4 +273,4 @@ def default_config(problem: ConvProblem, target: Target, rules: PerfConfig,
 
 __all__ = ["Coefficients", "Features", "H200", "CAPPED_THREADS", "MAX_SUB_GEMMS", "MIN_GAIN", "MODELLED", "NOMINAL_DEVICE_BYTES",
            "NOMINAL_SM_BYTES", "NOMINAL_SM_FLOPS", "SHARED", "estimate_us", "features",
-           "candidates", "default_config", "model_config", "modelled", "ranked", "TILES"]
+           "candidates", "default_config", "model_config", "modelled", "ranked", "TILES", "TMA_SPLITS"]

@@ -462,7 +462,8 @@ def _cover_n(problem: ConvProblem) -> int:
 def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
     """The warpgroup schedules (sm_90a, fp16/bf16): warpgroups stacked along M, one
     warpgroup tile of 64 x tile_n each or two m64 instructions per warpgroup; the persistent
-    and TMA forms where they may run (no split K; TMA loads 64-wide k boxes). fp16/bf16 also
+    and TMA forms where they may run (the persistent form without split K; TMA loads 64-wide
+    k boxes). fp16/bf16 also
     get the narrow tiles of the plain and persistent schedules (64-byte swizzled rows,
     :data:`~miopen_solver.spec.WGMMA_NARROW`): tile_k 32 where kpg is not a multiple of 64
     (kpg 32: one filter tap per k-tile, where a 64-wide one would pad), and one 32-wide

@@ -36,8 +36,8 @@ from .errors import PerfConfigError, PerfDbError
 from .heuristics import default_performance_config, max_search_split_k, search_space
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .problem import ConvProblem
-from .spec import (DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, spec_from_record,
-                   split_k_atomics_reason)
+from .spec import (SPLIT_PERSISTENT, DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec,
+                   spec_from_record, split_k_atomics_reason)
 from .splitk import SplitKReduce
 from .target import Target, get_target
 from .tf32 import math_note
@@ -711,12 +711,15 @@ class _Settings:
     def apply(self, cfg: PerfConfig) -> PerfConfig:
         """``cfg`` with the settings' fields. A direct-schedule config already is what
         ``auto`` and split-K ``-1``/``1`` ask for (its own dY path, one write per dX
-        element), so those leave it unchanged; the reduction is set only where the config
-        may split (split_k not 1)."""
+        element), so those leave it unchanged; a TMA config (:data:`~miopen_solver.spec.SPLIT_PERSISTENT`)
+        keeps its own split for ``-1`` (its split is the choice: the schedule resolves no
+        ``-1``); the reduction is set only where the config may split (split_k not 1)."""
         kouter, split_k = self.kouter, self.split_k
         if cfg.schedule is KernelSchedule.DIRECT:
             kouter = None if kouter == "auto" else kouter
             split_k = None if split_k in (-1, 1) else split_k
+        if cfg.schedule in SPLIT_PERSISTENT and split_k == -1 and cfg.split_k > 1:
+            split_k = None
         if kouter is not None:
             cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
         if split_k is not None:

@@ -272,7 +272,8 @@ class DgradSpec:
         its own block, or for a persistent kernel as many blocks as fit on the device at
         once (shared memory and an estimate of registers, accumulators + 88 per thread:
         ptxas gave 188-222 registers to 128-accumulator tiles, 118-147 to 64),
-        split over the G groups, never more than the tiles."""
+        split over the G groups, never more than the work units (the tiles; tiles x split_k
+        on the TMA schedule)."""
         if not (self.persistent or self.tma):
             return self.tiles_per_group
         slots = self.target.num_cus * self.resident_blocks
@@ -823,6 +824,14 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
         require(c.lds_k_outer != 0, f"{s} reads W k-outer (MN-major B operand); lds_k_outer must be -1 or 1")
 
 
+def tma_min_k_tiles(p: ConvProblem, tile_k: int) -> int:
+    """k-tiles of the TMA kernel's shortest sub-GEMM: its K loop runs ``ceil(kpg / tile_k)``
+    channel chunks of every tap (``dgrad.cu``: ``chunks * taps``), so a sub-GEMM of
+    ``y_dot_slice * x_dot_slice`` taps has that many times the chunks (``DG_MIN_KTILES``)."""
+    chunks = -(-p.kpg // tile_k)
+    return min(sg.y_dot_slice * sg.x_dot_slice * chunks for sg in cached_decompose(p).sub_gemms)
+
+
 def _persistent_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     """The persistent schedules overlap a tile's loads with the previous tile's epilogue (at
     least two stages). The cp.async one stores each tile once (no split K); the TMA one
@@ -832,10 +841,10 @@ def _persistent_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     s = c.schedule.label
     if c.schedule in SPLIT_PERSISTENT:
         if c.split_k > 1:
-            shortest = min(-(-sg.gemm_k // c.tile_k) for sg in cached_decompose(p).sub_gemms)
+            shortest = tma_min_k_tiles(p, c.tile_k)
             require(c.split_k <= shortest,
                     f"{s}: split_k {c.split_k} exceeds the {shortest} k-tiles of the shortest sub-GEMM "
-                    f"(GemmK / tile_k); every k-slice must be non-empty")
+                    f"(its taps x ceil(kpg / tile_k)); every k-slice must be non-empty")
     else:
         require(c.split_k in (-1, 1), f"{s} stores each dX tile once; split_k must be 1 or -1, got {c.split_k}")
     require(c.stages >= 2, f"{s} prefetches the next tile; stages must be >= 2, got {c.stages}")
@@ -845,7 +854,7 @@ SCHEDULE_RULES = {
     KernelSchedule.WARP_MMA: (),
     KernelSchedule.WGMMA: (_warpgroup_rules,),
     KernelSchedule.WGMMA_PERSISTENT: (_warpgroup_rules, _persistent_rules),
-    KernelSchedule.WGMMA_TMA: (_warpgroup_rules, _persistent_rules, check_tma),
+    KernelSchedule.WGMMA_TMA: (_warpgroup_rules, check_tma, _persistent_rules),   # tile_k 64 before k-tiles
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
     KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
     KernelSchedule.PATCH_GEMM_WGMMA: (),

@@ -188,3 +188,32 @@ def test_time_returns_wall_timing():
 def test_get_engine_cpu():
     e = get_engine("cpu")
     assert isinstance(e, CpuEngine) and e.name == "cpu" and e.target.arch == "cpu"
+
+
+@pytest.mark.parametrize("line,cfg", [
+    ("convfp16 -n 2 -c 64 -H 6 -W 5 -k 96 -y 3 -x 3 -p 1 -q 1", "128,64,64,2,1,64,64,0,0,0,4,-1,4,3"),
+    ("convbfp16 -n 2 -c 128 -H 9 -W 14 -k 192 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2", "128,128,64,1,1,128,128,0,0,0,3,-1,4,3,2"),
+    ("convfp16 -n 2 -c 64 -H 4 -W 8 -k 256 -y 1 -x 1", "128,64,64,2,1,64,64,0,0,0,3,-1,4,3"),
+])
+def test_tma_split_k_pieces_are_the_kernels_k_tiles(line, cfg):
+    """On the TMA schedule the CPU engine cuts GemmK as the kernel's work units do: slice z
+    holds k-tiles [z*kt/S, (z+1)*kt/S) of kt = ceil(kpg/64) * taps, k-tile j being channel
+    chunk j // taps of tap j % taps; every (tap, channel) lands in exactly one slice, and the
+    engine's dX on the simulated sm_90 config matches the reference."""
+    from miopen_solver.command import parse
+    from miopen_solver.runtime.cpu import split_k_pieces
+    from miopen_solver.spec import PerfConfig, make_spec
+    from miopen_solver.target import get_target
+    p = parse(f"{line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()).problem
+    spec = make_spec(p, get_target("sm_90"), PerfConfig.parse(cfg))
+    for s in spec.sub_gemms:
+        taps = s.y_dot_slice * s.x_dot_slice
+        slices = split_k_pieces(spec, taps, p.kpg)
+        assert len(slices) == spec.split_k and all(slices)
+        kt = -(-p.kpg // 64) * taps
+        assert [len(z) for z in slices] == [(z + 1) * kt // spec.split_k - z * kt // spec.split_k
+                                            for z in range(spec.split_k)]
+        seen = sorted((t, k) for z in slices for t, a, b in z for k in range(a, b))
+        assert seen == [(t, k) for t in range(taps) for k in range(p.kpg)]
+        assert slices[0][0] == (0, 0, min(64, p.kpg)) and (taps == 1 or slices[0][1][0] == 1)
+    check_against_reference(p, spec)

@@ -64,7 +64,7 @@ def test_corpus_has_at_least_80_real_lines_each_with_a_source_and_golden():
     names = sorted(p.name for p in FIXTURES.glob("*.jsonl"))
     assert names == ["bench_suite.jsonl", "coverage.jsonl", "group_pack.jsonl", "gtest.jsonl",
                      "iree_turbine_bf16.jsonl", "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl",
-                     "splitk_ws.jsonl", "tf32.jsonl"]
+                     "splitk_ws.jsonl", "tf32.jsonl", "tma_split.jsonl"]
 
 
 def test_fixture_files_are_canonical_json_lines():

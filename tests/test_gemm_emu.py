@@ -670,3 +670,23 @@ def test_tma_split_k_mistakes_fail(tmp_path, mutant, reduce):
     sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=f"128,64,64,2,1,64,64,0,0,0,3,-1,4,3,{reduce}",
                           mangle=mangle)
     assert not v.ok, sol.kernel_name
+
+
+@pytest.mark.parametrize("line,cfg", [
+    # 4 strided sub-GEMMs of 12/6/6/3 k-tiles; 2 and 3 slices, atomics and the workspace,
+    # 4 and 2 stages: one block walks every unit, the stages wrap across units of different
+    # lengths
+    (f"convbfp16 -n 2 -c 128 -H 9 -W 14 -k 192 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
+     "128,128,64,1,1,128,128,0,0,0,2,-1,4,3"),
+    (f"convfp16 -n 2 -c 128 -H 9 -W 14 -k 192 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
+     "128,128,64,1,1,128,128,0,0,0,3,-1,2,3,2"),
+])
+def test_tma_split_k_one_block_walks_every_unit(tmp_path, line, cfg):
+    """TMA split-K on a one-SM device: a single persistent block takes every work unit in
+    turn (tiles of different sub-GEMMs, all k-slices), its mbarrier phases carried across
+    units whose k-loops differ in length."""
+    p = parse(line.split()).problem
+    one = get_target("sm_90").with_(num_cus=1)
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg, target=one)
+    assert sol.spec.grid == (1, 1, 1) and sol.spec.tiles_per_group * sol.spec.split_k > 4
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)

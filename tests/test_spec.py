@@ -1163,3 +1163,26 @@ def test_tma_split_k_walks_work_units_on_a_grid_of_one_slice():
     assert make_spec(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,-1,-1,4,3")).split_k == 1
     ok, why = is_valid_performance_config(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,2,-1,4,2"))
     assert not ok and "split_k must be 1 or -1" in why
+
+
+@needs_emit
+def test_tma_split_k_rule_counts_the_kernels_k_tiles_and_minus_one_keeps_a_chosen_split():
+    """The TMA kernel's K loop is ceil(kpg / 64) channel chunks of each tap: with kpg 32 a
+    3x3 sub-GEMM has 9 k-tiles (not ceil(9*32/64) = 5), and the rule, the kernel's
+    DG_MIN_KTILES and the refusal say 9. A wrong tile_k is refused for itself first. A run's
+    --split-k -1 keeps the split a TMA default chose (the schedule resolves no -1)."""
+    from miopen_solver.solver import DgradSolver
+    p = nhwc(N=2, C=64, K=32, Hi=8, Wi=8)
+    ok9 = make_spec(p, SM90, PerfConfig.parse("128,64,64,2,1,64,64,0,0,0,9,-1,4,3"))
+    assert ("DG_MIN_KTILES", 9) in emit(ok9).defines
+    ok, why = is_valid_performance_config(p, SM90, PerfConfig.parse("128,64,64,2,1,64,64,0,0,0,10,-1,4,3"))
+    assert not ok and "split_k 10 exceeds the 9 k-tiles" in why
+    ok, why = is_valid_performance_config(nhwc(N=2, C=256, K=256, Hi=8, Wi=8, Y=1, X=1, pH=0, pW=0), SM90,
+                                          PerfConfig.parse("128,256,128,2,1,64,256,0,0,0,3,-1,3,3"))
+    assert not ok and "tile_k must be 64" in why
+    mid = nhwc(N=8, C=1280, K=1280, Hi=8, Wi=8)
+    chosen = DgradSolver().find_solution(mid, SM90)
+    assert chosen.spec.tma and chosen.spec.split_k == 3
+    again = DgradSolver().find_solution(mid, SM90, split_k=-1)
+    assert again.spec.split_k == 3 and again.kernel_name == chosen.kernel_name
+    assert DgradSolver().find_solution(mid, SM90, split_k=1).spec.split_k == 1

@@ -33,7 +33,7 @@ static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || DG_CPG % 2 == 0, "16-bit split
 // #end !skws
 // #section skws
 // Split-K through the fp32 workspace (miopen_solver/splitk.py; spec.split_k_reduce_mode): split z
-// (grid z) stores its fp32 partial sums with plain stores into slice z of the workspace (the
+// (grid z; on the TMA schedule the work units' z) stores its fp32 partial sums with plain stores into slice z of the workspace (the
 // third kernel argument), DG_WS_SLICE floats after slice z-1, laid out like the launch's NHWC
 // dX (the split-K epilogue's skws section stores them instead of adding into dX); a reduction
 // kernel (kernels/splitk_reduce.cu) then sums the slices in order and stores dX, and zeros
@@ -97,6 +97,8 @@ static_assert(DG_SPLIT_K == 1 && DG_STAGES >= 2, "persistent schedules store eac
 // into workspace slice z (skws). Grid z is 1.
 static_assert(DG_TMA && !DG_PERSIST && DG_SPLIT_K > 1 && DG_STAGES >= 2,
               "split-K work units are a TMA-schedule feature");
+static_assert(DG_SPLIT_K <= DG_MIN_KTILES,
+              "every work unit has a k-tile (an empty one would release a stage it never took)");
 // #end tmask
 #if DG_TMA
 static_assert(DG_WGMMA && DG_TILE_K == 64 && DG_TILE_M <= 256, "TMA boxes: 64-wide k rows, at most 256 rows");

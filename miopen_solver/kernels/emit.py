@@ -282,6 +282,8 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         sections = tuple(sections) + ("st8",)
     if spec.tma and spec.split_k > 1:   # split-K work units of the TMA schedule
         sections = tuple(sections) + ("tmask",)
+        from ..spec import tma_min_k_tiles
+        d.append(("DG_MIN_KTILES", tma_min_k_tiles(p, c.tile_k)))
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,

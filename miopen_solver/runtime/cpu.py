@@ -16,8 +16,9 @@ convolution. Per group ``g`` and sub-GEMM ``s``::
 
 dX is NaN-poisoned before every run; pixels no sub-GEMM covers are then zero-filled the way
 the spec says (``zero_fill``: ``blocks`` writes zeros to uncovered pixels, ``memset`` zeroes
-all of dX first). With ``split_k > 1`` GemmK is cut into ``split_k`` slices of
-``ceil(GemmK/(tile_k*split_k))*tile_k`` and each slice's fp32 partial is added into dX in
+all of dX first). With ``split_k > 1`` GemmK is cut into ``split_k`` slices as the kernel
+cuts it (:func:`split_k_pieces`: ``ceil(GemmK/(tile_k*split_k))*tile_k`` contiguous columns,
+or the TMA schedule's k-tile ranges) and each slice's fp32 partial is added into dX in
 the storage type, as the GPU's atomic adds do; with split-K through the workspace
 (:mod:`miopen_solver.splitk`) the two GPU steps run as they are: each slice's fp32 partial
 is stored into its slice of a NaN-poisoned fp32 workspace (covered pixels only, zeros from
@@ -68,6 +69,23 @@ def _ceil_div(a: int, b: int) -> int:
 def _dx_slice(offset: int, stride: int, t0: int, t1: int) -> slice:
     """dX coordinates ``t*stride + offset`` for ``t`` in ``[t0, t1)`` (non-empty) as a slice."""
     return slice(offset + t0 * stride, offset + (t1 - 1) * stride + 1, stride)
+
+
+def split_k_pieces(spec, n_taps: int, kpg: int) -> list:
+    """The ``(tap, k0, k1)`` pieces of each k-slice of one sub-GEMM of ``n_taps`` taps, as the
+    kernel cuts them: contiguous GemmK ranges (:func:`split_k_slices`, GemmK = taps x kpg,
+    k innermost), or on the TMA schedule (:data:`~miopen_solver.spec.SPLIT_PERSISTENT`) its
+    work units' k-tiles ``[z*kt/S, (z+1)*kt/S)`` of ``kt = ceil(kpg/tile_k) * taps``, k-tile
+    j being channel chunk ``j // taps`` of tap ``j % taps`` (``dgrad.cu``'s K loop)."""
+    from ..spec import SPLIT_PERSISTENT
+    tk, split = spec.config.tile_k, spec.split_k
+    if spec.config.schedule in SPLIT_PERSISTENT and split > 1:
+        kt = -(-kpg // tk) * n_taps
+        return [[(j % n_taps, (j // n_taps) * tk, min(kpg, (j // n_taps + 1) * tk))
+                 for j in range(z * kt // split, (z + 1) * kt // split)] for z in range(split)]
+    return [[(t, max(k0, t * kpg) - t * kpg, min(k1, (t + 1) * kpg) - t * kpg)
+             for t in range(n_taps) if t * kpg < k1 and (t + 1) * kpg > k0]
+            for k0, k1 in split_k_slices(n_taps * kpg, tk, split)]
 
 
 def split_k_slices(gemm_k: int, tile_k: int, split_k: int) -> list:
@@ -298,10 +316,8 @@ class CpuEngine(Engine):
         w_g = w_kyxc.reshape(G, kpg, p.Y, p.X, cpg)
         b_taps = [w_g[:, :, yd * s.y_stride + s.y_offset, xd * s.x_stride + s.x_offset, :] for yd, xd in taps]
         # GemmK split into split_k slices; each slice as (tap, k0, k1) pieces.
-        pieces = []
-        for k0, k1 in split_k_slices(len(taps) * kpg, spec.config.tile_k, spec.split_k):
-            pieces.append([(t, max(k0, t * kpg) - t * kpg, min(k1, (t + 1) * kpg) - t * kpg)
-                           for t in range(len(taps)) if t * kpg < k1 and (t + 1) * kpg > k0 and taps[t] in live])
+        pieces = [[(t, ka, kb) for t, ka, kb in piece if taps[t] in live]
+                  for piece in split_k_pieces(spec, len(taps), kpg)]
         row_bytes = G * wp * cpg * 4                       # one output row (all groups), fp32
         rows_per = max(1, CHUNK_BYTES // row_bytes)
         if rows_per >= hp:                                 # whole images per chunk
