@@ -674,8 +674,9 @@ BIG_PW = ("convfp16 -n 9 -c 256 -H 56 -W 56 -k 256 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1
     (MAIN, ["--kouter", "off"], "mma16816", "_mo_", "using the warp-MMA default"),
     # persistent default (wgmma=2) does not split K: --split-k 2 -> its non-persistent form
     (PW256, ["--split-k", "2"], "wgmma64x256x16", "_sk2_", "using the non-persistent form"),
-    # TMA default (wgmma=3, big pointwise) does not split K either: its form without TMA
-    (BIG_PW, ["--split-k", "2"], "wgmma64x256x16", "_sk2_", "using the form without TMA"),
+    # TMA default (wgmma=3, big pointwise) splits K into work units, but not into more slices
+    # than its shortest sub-GEMM has k-tiles (4 here): --split-k 8 -> its form without TMA
+    (BIG_PW, ["--split-k", "8"], "wgmma64x256x16", "_sk8_", "using the form without TMA"),
 ])
 def test_settings_the_wgmma_default_cannot_take_fall_back(capsys, line, flags, atom, layout, note):
     """A fresh-user review found --kouter off refused on sm_90 although the user never asked
@@ -688,13 +689,24 @@ def test_settings_the_wgmma_default_cannot_take_fall_back(capsys, line, flags, a
     # the note names the config that runs: the fallback with the asked setting applied
     line_ = next(l for l in out if note in l)
     ran = line_.rsplit("with the setting, ", 1)[1].split(",")
-    field, want = (10, "2") if flags[0] == "--split-k" else (11, "0")
+    field, want = (10, flags[1]) if flags[0] == "--split-k" else (11, "0")
     assert ran[field] == want, line_
     # an explicit wgmma config with the same setting is the user's choice: an error naming the rule
     status, out, err = run(capsys, line, "--arch", "sm_90", *flags, "--perf-config",
                            "128,64,64,2,1,64,64,0,0,0,1,-1,4,2" if flags[0] == "--split-k" else
                            "128,64,64,2,1,64,64,0,0,0,1,-1,4,1")
     assert status == 2 and out == [] and "schedule " in err[0] and "(wgmma" in err[0]
+
+
+def test_a_tma_default_takes_a_split_it_can_run(capsys):
+    """--split-k 2 on a TMA default (wgmma=3) runs the TMA kernel with 2 k-slices per tile
+    (its work units), saying which config runs; no fallback."""
+    status, out, err = run(capsys, BIG_PW, "--arch", "sm_90", "--split-k", "2", "--print-name-only")
+    assert status == 0 and err == [] and "_sk2_" in out[0] and "_tma" in out[0]
+    status, out, err = run(capsys, BIG_PW, "--arch", "sm_90", "--split-k", "2")
+    assert status == 0 and any(l.startswith("--split-k 2: running 128,256,64,2,1,64,256,0,0,0,2,-1,4,3 (the "
+                                            "warpgroup-MMA default") for l in out), out
+    assert not any("using the form without TMA" in l for l in out)
 
 
 def test_json_records_the_mode_and_the_solutions(capsys):

@@ -49,11 +49,18 @@ def test_default_kernel_instruction_mix(tmp_path, base, label, line):
     assert b.registers <= 255
     if spec.tma:
         # warp-specialised: whole tiles by tensor copies on mbarriers, no per-thread copies;
-        # dX in 16-byte stores straight from the (quad-transposed) accumulators
+        # dX in 16-byte stores straight from the (quad-transposed) accumulators, or with
+        # split-K work units packed 16-bit atomic adds (workspace: fp32 pairs)
         assert b.count("wgmma.mma_async.sync.aligned.m64n") >= spec.mma_m * spec.config.tile_k // 16
         assert b.count("cp.async.bulk.tensor") >= 2 and b.count("mbarrier.try_wait.parity") >= 2
-        assert b.count("mbarrier.arrive.expect_tx") >= 1 and b.count("shfl.sync.bfly") >= 1
-        assert b.count("st.global.v4") >= 1 and b.count("cp.async.cg") + b.count("cp.async.ca") == 0
+        assert b.count("mbarrier.arrive.expect_tx") >= 1
+        assert b.count("cp.async.cg") + b.count("cp.async.ca") == 0
+        if spec.split_k == 1:
+            assert b.count("st.global.v4") >= 1 and b.count("shfl.sync.bfly") >= 1
+        elif spec.workspace_reduce:
+            assert b.count("st.global.v2.f32") >= 1 and b.count("red.global") == 0
+        else:
+            assert b.count("red.global.add.noftz") >= 1 and b.count("st.global.v4") == 0
         assert b.count("mma.sync") == 0 and b.count("ldmatrix") == 0
         return
     if spec.wgmma:

@@ -96,8 +96,14 @@ def test_a_warpgroup_default_that_cannot_split_falls_back_with_a_note():
     t = get_target("sm_90")
     base = DgradSolver().find_solution(p, t)
     assert base.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)
-    sol = DgradSolver().find_solution(p, t, split_k=2)
-    assert sol.spec.split_k == 2 and sol.schedule is KernelSchedule.WGMMA and "not possible with" in sol.notes[0]
+    # the persistent cp.async schedule never splits; the TMA one not into more slices than
+    # the shortest sub-GEMM's k-tiles (8 here)
+    split = 2 if base.schedule is KernelSchedule.WGMMA_PERSISTENT else 16
+    sol = DgradSolver().find_solution(p, t, split_k=split)
+    assert sol.spec.split_k == split and sol.schedule is KernelSchedule.WGMMA and "not possible with" in sol.notes[0]
+    if base.schedule is KernelSchedule.WGMMA_TMA:       # a split it can run stays on TMA
+        two = DgradSolver().find_solution(p, t, split_k=2)
+        assert two.spec.split_k == 2 and two.schedule is KernelSchedule.WGMMA_TMA
 
 
 def _count_constructions(monkeypatch, tmp_path, opts):

@@ -245,12 +245,19 @@ def test_config_previews_the_run_settings():
     user can see what a run will launch (second review)."""
     line = shlex.split(TMA3X3)
     dflt = DgradSolver().get_default_performance_config(parse(line).problem, get_target("sm_90"))
-    assert dflt.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA)  # cannot split
+    # the TMA default splits K into at most its shortest sub-GEMM's 18 k-tiles (3 chunks of 2
+    # x 9 taps): --split-k 32 falls back to the plain warpgroup form, grid z 32
+    assert dflt.schedule is KernelSchedule.WGMMA_TMA
+    r = run(config_cmd, line + ["--arch", "sm_90", "--no-perfdb", "--split-k", "32", "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["perf_config"] == dflt.replace(schedule=KernelSchedule.WGMMA, split_k=32).serialize()
+    assert doc["notes"][0].startswith(f"--split-k 32: not possible with the warpgroup-MMA default {dflt.serialize()}")
+    assert doc["spec"]["split_k"] == 32 and doc["launch"]["grid"][2] == 32
+    # one it can run stays on TMA: work units, grid z 1
     r = run(config_cmd, line + ["--arch", "sm_90", "--no-perfdb", "--split-k", "2", "--json"])
     doc = json.loads(r.stdout)
-    assert r.exit_code == 0 and doc["perf_config"] == dflt.replace(schedule=KernelSchedule.WGMMA, split_k=2).serialize()
-    assert doc["notes"][0].startswith(f"--split-k 2: not possible with the warpgroup-MMA default {dflt.serialize()}")
-    assert doc["spec"]["split_k"] == 2 and doc["launch"]["grid"][2] == 2
+    assert r.exit_code == 0 and doc["perf_config"] == dflt.replace(split_k=2).serialize()
+    assert doc["spec"]["split_k"] == 2 and doc["launch"]["grid"][2] == 1
     r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--no-perfdb", "--kouter", "off"])
     assert r.exit_code == 0 and "note: --kouter off: not possible" in r.stdout and "mma16816" in r.stdout
     # a given config keeps the setting as asked: the answer is 'not valid', exit 1
