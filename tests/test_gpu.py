@@ -341,6 +341,7 @@ CONFIGS_TMASK = [
     PerfConfig(128, 256, 64, 2, 1, 64, 256, split_k=4, stages=4, schedule=3),
     PerfConfig(64, 128, 64, 1, 1, 64, 128, split_k=5, stages=6, schedule=3, split_k_reduce=2),
     PerfConfig(128, 64, 64, 2, 1, 64, 64, split_k=2, stages=8, schedule=3),
+    PerfConfig(128, 96, 64, 2, 1, 64, 96, split_k=2, stages=7, schedule=3),     # cuBLAS's 1x1 tile, split
 ]
 
 
