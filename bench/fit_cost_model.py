@@ -1,7 +1,7 @@
 """Fit and judge :mod:`miopen_solver.cost_model` on H200 timings (no GPU needed).
 
 Data: the timing records of ``dgrad-driver tune`` campaign logs (JSON Lines, gzip allowed;
-CUDA-event times of single launches) joined to a suite file's lines by problem key, and the
+CUDA-event times of single launches, or graph replays where a record says `method: graph`, a -J 1 line) joined to a suite file's lines by problem key, and the
 rows of ``bench/compare.py --json`` reports (CUDA-graph times of default configs). Only
 NHWC fp16/bf16 rows of the modelled warpgroup schedules count.
 
@@ -158,7 +158,7 @@ def _configs_rows(path):
         yield n, r, _line_problem(path, n, r["line"], CONFIGS_ALLOWED)
 
 
-def _row(problem, config: str, us: float, method: str, layer: str, default: bool, target):
+def _row(problem, config: str, us: float, method: str, layer: str, default: bool, target, source: str = "report"):
     if not cost_model.modelled(problem, target) or not problem.all_nhwc:
         return None
     try:
@@ -167,7 +167,7 @@ def _row(problem, config: str, us: float, method: str, layer: str, default: bool
         f = cost_model.features(spec)
     except (PerfConfigError, ValueError):
         return None
-    return {"layer": layer, "config": cfg, "us": us, "method": method, "default": default, "f": f}
+    return {"layer": layer, "config": cfg, "us": us, "method": method, "default": default, "f": f, "source": source}
 
 
 def load(logs, suite: str, reports, target, configs=()) -> list:
@@ -188,7 +188,7 @@ def load(logs, suite: str, reports, target, configs=()) -> list:
                     p = parse(item["cmd"].split()).problem
                     method = "graph" if r.get("method") == "graph" else "events"   # a -J 1 campaign: graphs
                     row = _row(p, r["perf_config"], r["median_ms"] * 1e3, method, item["label"],
-                               bool(r.get("default")), target)
+                               bool(r.get("default")), target, "campaign")
                     if row:
                         rows.append(row)
             except FileError as e:
@@ -255,19 +255,26 @@ def layer_of(label: str) -> str:
     return label.removeprefix("report:")
 
 
+def source_of(row: dict) -> str:
+    """Where a row came from: ``campaign`` (a tune log: many configs of a layer, timed as
+    events or, on a ``-J 1`` line, as graph replays) or ``report`` (compare.py and
+    time_configs.py files). Rows built without it: by method, as before graph-timed logs."""
+    return row.get("source") or ("campaign" if row["method"] == "events" else "report")
+
+
 def judge(rows, min_configs: int = 5) -> list:
     """Leave-one-layer-out over the campaign's layers: per layer (in every type) the best
     timed config, the default's time and the model's first pick among the timed configs,
     with the model refitted on the other layers' rows."""
     layers = defaultdict(list)
     for r in rows:
-        if r["method"] == "events":
-            layers[r["layer"]].append(r)
+        if source_of(r) == "campaign":       # event- or graph-timed (a -J 1 campaign): by source, not method
+            layers[(r["layer"], r["method"])].append(r)
     out = []
-    for label, rs in sorted(layers.items()):
+    for (label, method), rs in sorted(layers.items()):
         if len(rs) < min_configs:
             continue
-        coef = fit([r for r in rows if layer_of(r["layer"]) != layer_of(label)], "events")
+        coef = fit([r for r in rows if layer_of(r["layer"]) != layer_of(label)], method)
         best = min(rs, key=lambda r: r["us"])
         pick = min(rs, key=lambda r: coef.time_us(r["f"]))
         dflt = [r for r in rs if r["default"]]
@@ -291,7 +298,7 @@ def judge_pairs(rows, margins=MARGINS) -> dict:
     first = {}
     pairs, seen = [], set()
     for r in rows:
-        if r["method"] != "graph":
+        if source_of(r) != "report":          # compare.py / time_configs.py rows only
             continue
         base = first.setdefault(r["layer"], r)
         if base["config"] != r["config"] and (r["layer"], r["config"]) not in seen:
@@ -356,9 +363,10 @@ def main(argv=None) -> int:
         print("fit_cost_model.py: no modelled rows in the inputs", file=sys.stderr)
         return 2
     coef = fit(rows)
-    lines = [f"rows: {len(rows)} ({sum(r['method'] == 'events' for r in rows)} campaign, "
-             f"{sum(r['method'] == 'graph' for r in rows)} report)",
-             f"rms relative error on report rows: {rms_relative_error(coef, rows):.3f}", "",
+    lines = [f"rows: {len(rows)} ({sum(source_of(r) == 'campaign' for r in rows)} campaign, "
+             f"{sum(source_of(r) == 'report' for r in rows)} report; "
+             f"{sum(r['method'] == 'graph' for r in rows)} graph-timed)",
+             f"rms relative error on graph-timed rows: {rms_relative_error(coef, rows):.3f}", "",
              "```python", coefficients_literal(coef), "```", ""]
     table = judge(rows)
     if table:

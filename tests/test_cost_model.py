@@ -338,3 +338,24 @@ def test_time_configs_files_are_graph_rows_and_bad_ones_are_refused(tmp_path, ca
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert "not JSON" in _refused(capsys, ["--configs", str(bad)])
+
+
+def test_a_graph_timed_campaign_log_is_judged_as_a_campaign(tmp_path):
+    """A ``-J 1`` campaign's records say ``method: graph``; honouring it made its rows
+    indistinguishable from report rows: leave-one-layer-out dropped every layer (it kept
+    only event-timed rows) and judge_pairs paired each layer's 40 configs as if two
+    compare.py reports had timed them. Rows are sorted by where they came from, not by how
+    they were timed: the same log judged as events or as graphs has the same layers, and a
+    campaign log alone makes no report pairs."""
+    with gzip.open(RESULTS / "zoo_tune.jsonl.gz", "rt") as f:
+        recs = [json.loads(x) for x in f if x.strip()]
+    graph = tmp_path / "graph.jsonl"
+    graph.write_text("".join(json.dumps({**r, "method": "graph"} if r.get("type") == "timing" else r) + "\n"
+                             for r in recs))
+    ev = fit.load([RESULTS / "zoo_tune.jsonl.gz"], "bench/zoo.txt", [], SM90)
+    gr = fit.load([graph], "bench/zoo.txt", [], SM90)
+    assert len(ev) == len(gr) and {r["method"] for r in gr} == {"graph"}
+    assert {fit.source_of(r) for r in gr} == {"campaign"}
+    layers = [t["layer"] for t in fit.judge(ev)]
+    assert layers and [t["layer"] for t in fit.judge(gr)] == layers
+    assert fit.judge_pairs(gr)["pairs"] == 0
