@@ -56,7 +56,7 @@ from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_add
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
                       check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
-from .run_cmd import check_input_files, check_line, for_target, resolve_device, resolve_reference
+from .run_cmd import GRAPH_ON_CPU_NOTE, check_input_files, check_line, for_target, resolve_device, resolve_reference
 from .tune_cmd import TuneOptions, _check_perfdb
 
 CSV_FIELDS = ("problem", "problem_key", "lines", "rank", "default", "status", "median_ms", "average_ms", "min_ms",
@@ -462,9 +462,31 @@ def run_campaign(o: CampaignOptions, *, stderr=None) -> tuple:
             tmpdir.cleanup()
 
 
+def _check_resumed_methods(o, device, problems, done_timing) -> None:
+    """``--resume``: the log's ok timings of each problem were taken as its line asks now
+    (graph replays for ``-J 1`` on a GPU engine, plain launches otherwise). A log of plain
+    launches resumed with ``-J 1`` lines (or the reverse) would rank the two kinds together:
+    graphs hide the launch latency, so the configs timed as graphs would win.
+
+    Raises:
+        UserError: naming --resume, the log, the problem and its line, and what is allowed.
+    """
+    for p in problems:
+        want = p.graph and device.backend != "cpu"
+        other = [t for t in done_timing.get(p.key, {}).values()
+                 if t.get("status") == "ok" and (t.get("method") == "graph") != want]
+        if other:
+            got = "graph replays (-J 1)" if not want else f"{other[0].get('method') or 'plain'} launches"
+            asks = "graph replays (-J 1)" if want else "plain launches (no -J 1)"
+            raise UserError(f"--resume {shown_path(o.results)}: the log timed {len(other)} configs of {p.key} as {got}, "
+                            f"and line {p.lines[0]} asks {asks}; allowed: the lines' -J as in the earlier sessions, "
+                            f"or a new --results log")
+
+
 def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path, stderr) -> tuple:
     before = read_log(log_path) if o.resume else None
     done_timing, done_verdicts = _index(before.records, arch) if before else ({}, {})
+    _check_resumed_methods(o, device, problems, done_timing)
     session = uuid.uuid4().hex[:12]
     err = stderr if stderr is not None else sys.stderr
     tasks, to_verify = [], []
@@ -569,7 +591,12 @@ def _report(o, device, problems, skipped, ignored, records, arch, run, executor,
         lines.append(pool_note)
     sampled = f"up to {o.max_configs} configs per problem, sampled across schedules and tile shapes " \
               f"(the default always in)" if o.max_configs else "every valid config"
-    lines.append(f"Configs: {sampled}; -i from each line, warm-up {o.warmup}")
+    n_graph = sum(p.graph for p in problems)
+    how = (f"warm-up {o.warmup}" if not n_graph else "graph replays (-J 1)" if n_graph == len(problems) else
+           f"warm-up {o.warmup}; graph replays (-J 1) on {n_graph} of {len(problems)} problems")
+    lines.append(f"Configs: {sampled}; -i from each line, {how}")
+    if n_graph and device.backend == "cpu":
+        lines.append(GRAPH_ON_CPU_NOTE)
     lines.append(f"Results log: {o.results if o.results is not None else '(temporary) ' + log_path}"
                  + (f" (resumed: {resumed_configs} configs and {resumed_problems} problems were done)"
                     if o.resume else ""))

@@ -307,3 +307,34 @@ def test_the_lines_use_hip_graph_flag_sets_how_every_config_is_timed(capsys, mon
     if not campaign:
         assert any(("graph replays (-J 1)" in x) == (flag == "1") for x in out if x.startswith("Tuning "))
         assert any("'--use_hip_graph 1' is ignored on the cpu engine" in x for x in out) == (flag == "1")
+    else:   # a campaign says it too (it said "warm-up 1" and nothing about graphs)
+        head = next(x for x in out if x.startswith("Configs: "))
+        assert ("graph replays (-J 1)" in head) == (flag == "1") and ("warm-up" in head) == (flag != "1"), head
+        assert any("'--use_hip_graph 1' is ignored on the cpu engine" in x for x in out) == (flag == "1")
+
+
+def test_a_resumed_campaign_refuses_a_log_timed_the_other_way(capsys, tmp_path):
+    """A campaign log of plain launches resumed with -J 1 lines (h200_check's zoo_tune with a
+    ZOO_TUNE_LOG of an event-timed session), or the reverse, ranked both kinds together:
+    graphs hide the launch latency, so graph-timed configs won. --resume refuses it in one
+    line naming the log, the problem and its line; nothing is timed or appended."""
+    f = tmp_path / "lines.txt"
+    f.write_text(LINE + "\n")
+    log = tmp_path / "log.jsonl"
+    args = ["tune", "--file", str(f), "--backend", "cpu", "--max-configs", "2", "--no-perfdb", "--verify-top", "0",
+            "--quiet", "--results", str(log)]
+    status, _, _ = run(capsys, *args)
+    assert status == 0
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    # as a GPU session of -J 1 lines would have written it, stopped before its verdict
+    log.write_text("".join(json.dumps({**r, "method": "graph"} if r["type"] == "timing" else r) + "\n"
+                           for r in recs if r["type"] != "verdict"))
+    before = log.read_bytes()
+    status, out, err = run(capsys, *args, "--resume")
+    assert status == 2 and out == [] and len(err) == 1, (out, err)
+    assert f"--resume {log}: the log timed 2 configs of " in err[0] and "as graph replays (-J 1)" in err[0], err[0]
+    assert "line 1 asks plain launches" in err[0] and "allowed: " in err[0], err[0]
+    assert log.read_bytes() == before
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs if r["type"] != "verdict"))
+    status, out, _ = run(capsys, *args, "--resume")      # the same method: resumed
+    assert status == 0 and any("resumed: 2 configs" in x for x in out), out
