@@ -300,7 +300,8 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     if refusal:
         row.status, row.note = "error", one_line(refusal)
         return
-    res = timing_w.run(workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup))
+    graph = int(f["use_hip_graph"]) != 0      # the line's -J 1: graph replays, as run -t 1 times it
+    res = timing_w.run(workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup, graph=graph))
     held["timing"] = t_need.resident if res.ok else 0       # a failed worker is gone
     if not res.ok:
         row.status, row.note = "failed", res.reason
