@@ -127,7 +127,7 @@ case ",$STEPS," in *",zoo_tune,"*)
     # every zoo line with -J 1: its configs timed as graph replays, as compare.py times the zoo
     sed 's/ -F 2 / -F 2 -J 1 /' bench/zoo.txt > "$OUTDIR/zoo_graph.txt"
     timeout -s INT "${ZOO_TUNE_SECS:-480}" python -m driver tune --file "$OUTDIR/zoo_graph.txt" --max-configs 40 --gpus all \
-        --compile-pool 12 --verify-top 1 --quiet --results "$OUTDIR/zoo_tune.jsonl" $RESUME > "$OUTDIR/zoo_tune.txt" 2>&1
+        --compile-pool "$(( $(nproc) < 12 ? $(nproc) : 12 ))" --verify-top 1 --quiet --results "$OUTDIR/zoo_tune.jsonl" $RESUME > "$OUTDIR/zoo_tune.txt" 2>&1
     echo "zoo_tune: exit $? (130: stopped by the time bound; resume with ZOO_TUNE_LOG)"; tail -n 3 "$OUTDIR/zoo_tune.txt"
     python bench/default_vs_tuned.py "$OUTDIR/zoo_tune.jsonl" --suite bench/zoo.txt \
         --out "$OUTDIR/default_vs_tuned.md" --json "$OUTDIR/default_vs_tuned.json" && head -n 16 "$OUTDIR/default_vs_tuned.md"

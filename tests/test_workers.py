@@ -295,3 +295,36 @@ def test_preload_takes_a_module_name_too(monkeypatch, tmp_path):
     monkeypatch.setenv(workers.PRELOAD_ENV, "dgrad_preload_probe")
     assert workers.run_one(job("timing", iters=1)).ok
     assert mark.read_text() == "loaded"
+
+
+def test_graph_timing_wall_clock_average_divides_by_every_run(monkeypatch):
+    """A -J 1 timing replays a graph of GRAPH_RUNS runs: its wall-clock average is the
+    elapsed time over every run it made (one eager run, a warm replay, ``iters`` timed
+    replays), not over the replays (which made it GRAPH_RUNS times too large)."""
+    from miopen_solver.runtime.base import Timing
+    calls = {}
+
+    class Engine:
+        name, supports_graphs = "cpu", True
+
+        def build(self, sol):
+            return type("Built", (), {"resources": None})()
+
+        def time_graph(self, sol, dy, w, launches, replays):
+            calls.update(launches=launches, replays=replays)
+            return Timing([0.5] * replays, method="graph")
+
+    class State:
+        def engine(self, backend):
+            return Engine()
+
+        def problem_inputs(self, job, problem):
+            return type("Inputs", (), {"dy": None, "w": None})()
+
+    clock = iter([0.0, 0.081])
+    monkeypatch.setattr(workers.time, "perf_counter", lambda: next(clock))
+    j = dataclasses.replace(job("timing", iters=3), graph=True)
+    rec = workers._do_timing(j, State())
+    assert calls == {"launches": workers.GRAPH_RUNS, "replays": 3}
+    assert rec["method"] == "graph" and rec["warmup"] == 0
+    assert rec["wall_ms"] == pytest.approx(81.0 / (1 + workers.GRAPH_RUNS * 4))
