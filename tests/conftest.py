@@ -31,6 +31,22 @@ CPU_CONFIG = PerfConfig(stages=2)
 
 
 @pytest.fixture
+def timing_graph_flags(monkeypatch):
+    """The ``graph`` argument of every timing job made from now on, in order (driver.workers'
+    make_job spied on): how each config or line is timed."""
+    from driver import workers
+    seen = []
+    real = workers.make_job
+
+    def spy(role, **kw):
+        if role == "timing":
+            seen.append(kw.get("graph", False))
+        return real(role, **kw)
+    monkeypatch.setattr(workers, "make_job", spy)
+    return seen
+
+
+@pytest.fixture
 def no_workers(monkeypatch):
     """Fail the test when any worker process would start."""
     from driver import workers

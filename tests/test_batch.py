@@ -181,17 +181,10 @@ def test_shufflenet_first_backward_lines_verify(capsys):
     assert status == 0 and rows[first][-2:] == ["OK", "ok"]
 
 
-def test_each_lines_use_hip_graph_flag_sets_how_it_is_timed(capsys, monkeypatch, tmp_path):
+def test_each_lines_use_hip_graph_flag_sets_how_it_is_timed(capsys, timing_graph_flags, tmp_path):
     """A batch line's -J 1 (--use_hip_graph 1) times it as replays of a captured graph, as
     ``run -t 1`` and ``tune`` time that line (batch timed every line as plain launches)."""
-    seen = []
-    real = workers.make_job
-
-    def spy(role, **kw):
-        if role == "timing":
-            seen.append(kw.get("graph", False))
-        return real(role, **kw)
-    monkeypatch.setattr(workers, "make_job", spy)
+    seen = timing_graph_flags
     line = "convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2 -i 2"
     f = tmp_path / "lines.txt"
     f.write_text(f"{line}\n{line} -J 1\n{line} --use_hip_graph 0\n{line} --use_hip_graph 1\n")

@@ -282,19 +282,12 @@ def test_list_needs_no_device(capsys, arch):
 
 @pytest.mark.parametrize("campaign", [False, True])
 @pytest.mark.parametrize("flag", [None, "0", "1"])
-def test_the_lines_use_hip_graph_flag_sets_how_every_config_is_timed(capsys, monkeypatch, tmp_path, campaign, flag):
+def test_the_lines_use_hip_graph_flag_sets_how_every_config_is_timed(capsys, timing_graph_flags, tmp_path, campaign, flag):
     """MIOpenDriver's ``-J 1`` (``--use_hip_graph 1``) on a tuned line makes every timing job
     replay a captured graph (as ``run -t 1`` times it, and as bench/compare.py times both
     libraries), in a single-line sweep and in a campaign over a file; without it (or -J 0)
     the configs are timed as plain launches. The CPU engine captures no graphs and says so."""
-    seen = []
-    real = workers.make_job
-
-    def spy(role, **kw):
-        if role == "timing":
-            seen.append(kw.get("graph", False))
-        return real(role, **kw)
-    monkeypatch.setattr(workers, "make_job", spy)
+    seen = timing_graph_flags
     line = LINE + ("" if flag is None else f" -J {flag}")
     args = ["--backend", "cpu", "--max-configs", "2", "--no-perfdb", "--verify-top", "0", "--quiet"]
     if campaign:
