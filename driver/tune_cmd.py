@@ -390,10 +390,13 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
                                                           for r in chosen], errors)
 
     status = EXIT_OK if winner is not None else EXIT_VERIFY_FAILED
+    replayed = graph and device.backend != "cpu"       # the CPU engine captures no graphs
+    method = "graph" if replayed else ("wall" if device.backend == "cpu" else "events")
     if o.as_json:
         rec = {"command": cmd.command_line(), "solver": SOLVER_NAME, "problem_key": problem.problem_key(),
                "backend": device.backend, "device": device.name, "arch": target.arch,
-               "perfdb_arch": device.perfdb_arch, "seed": seed, "iterations": cmd.iters, "warmup": o.warmup,
+               "perfdb_arch": device.perfdb_arch, "seed": seed, "iterations": cmd.iters,
+               "warmup": 0 if replayed else o.warmup, "method": method,
                "candidates": len(candidates), "selected": len(rows), "timed": timed, "budget_hit": budget_hit,
                "seconds": seconds, "reference": ref_kind.upper() if ref_kind else None,
                "rows": [r.as_dict() for r in ok_rows + failed_rows],

@@ -300,6 +300,11 @@ def test_the_lines_use_hip_graph_flag_sets_how_every_config_is_timed(capsys, tim
     if not campaign:
         assert any(("graph replays (-J 1)" in x) == (flag == "1") for x in out if x.startswith("Tuning "))
         assert any("'--use_hip_graph 1' is ignored on the cpu engine" in x for x in out) == (flag == "1")
+        # --json says how the times were taken: the CPU engine's wall clock after its warm-up
+        # launches whatever -J says (a GPU engine: "graph" and warm-up 0 with -J 1, else "events")
+        status, out, _ = run(capsys, "tune", *line.split(), *args, "--json")
+        rec = json.loads(out[0])
+        assert status == 0 and rec["method"] == "wall" and rec["warmup"] == 1
     else:   # a campaign says it too (it said "warm-up 1" and nothing about graphs)
         head = next(x for x in out if x.startswith("Configs: "))
         assert ("graph replays (-J 1)" in head) == (flag == "1") and ("warm-up" in head) == (flag != "1"), head
