@@ -74,6 +74,29 @@ def read_verdicts(path) -> list:
     return out
 
 
+METHOD_NAMES = {"graph": "graph replays (-J 1)", "events": "single launches (CUDA events)",
+                "wall": "the CPU engine's wall clock"}
+"""How a timing record's ``method`` says its times were taken (the campaign worker's)."""
+
+
+def timing_methods(paths) -> str:
+    """One line saying how the ok timing records of the logs ``paths`` were timed, e.g.
+    ``Timing: 1000 configs as graph replays (-J 1)``: a table of event-timed launches is not
+    the benchmark's (below ~30 us launch latency reorders configs). Raises ValueError as
+    :func:`read_verdicts` (the logs are read again, only their timing records counted)."""
+    counts = {}
+    for path in paths:
+        for rec in parse_log(read_bytes(path, MAX_LOG_BYTES, "dgrad-driver tune --results log")).records:
+            if rec.get("type") == "timing" and rec.get("status") == "ok":
+                m = rec.get("method")
+                counts[m] = counts.get(m, 0) + 1
+    if not counts:
+        return "Timing: no timed config in the logs"
+    parts = [f"{n} configs as {METHOD_NAMES.get(m, 'an unrecorded method' if m is None else str(m))}"
+             for m, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return "Timing: " + ", ".join(parts)
+
+
 def verdicts(paths) -> dict:
     """problem key -> the last ``verdict`` record over the logs ``paths`` (in order: a resumed
     campaign's later verdict wins). Raises ValueError for a log that is not a campaign's
@@ -205,7 +228,7 @@ def main(argv=None) -> int:
         if found and not any(r["key"] in found for r in table):
             raise ValueError(f"--suite {a.suite!r}: none of its {len(table)} lines has a verdict in the logs "
                              f"(they hold {len(found)}, all for other problems); allowed: {SUITE_ALLOWED}")
-        text = "\n".join(summary(table, a.within) + [""] + layer_table(table)) + "\n"
+        text = "\n".join([timing_methods(a.logs), ""] + summary(table, a.within) + [""] + layer_table(table)) + "\n"
         if a.out:
             write_text(a.out, text)
         else:

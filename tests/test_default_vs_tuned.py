@@ -205,3 +205,23 @@ def test_a_tf32_line_is_a_tf32_row(tmp_path, capsys):
     assert (rows["n/ieee"]["dtype"], rows["n/tf32"]["dtype"], rows["n/half"]["dtype"]) == ("fp32", "tf32", "fp16")
     assert rows["n/ieee"]["key"] != rows["n/tf32"]["key"] and rows["n/tf32"]["best_ms"] == 0.01
     assert "| n/tf32 | dense_3x3 | tf32 |" in capsys.readouterr().out
+
+
+def test_the_table_says_how_its_configs_were_timed(tmp_path, capsys):
+    """The table's first line counts the logs' ok timing records by method: graph replays
+    (a -J 1 campaign) and single launches read differently below ~30 us, so the table says
+    which it is; failed records and other record types are not counted."""
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    line0 = [ln for ln in SUITE.splitlines() if ln and not ln.startswith("#")][0]
+    t = {"type": "timing", "status": "ok", "problem_key": _key(line0), "perf_config": "a", "median_ms": 0.02}
+    log = _log(tmp_path / "l.jsonl", [{"type": "session"}, dict(t, method="graph"), dict(t, method="graph"),
+                                      dict(t, method="events"), dict(t, status="failed", method="events"),
+                                      {"type": "verdict", "problem_key": _key(line0), "ok": 3, "default": "a",
+                                       "winner": "a", "default_median_ms": 0.02, "winner_median_ms": 0.02}])
+    assert dvt.main([log, "--suite", str(suite)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "Timing: 2 configs as graph replays (-J 1), 1 configs as single launches (CUDA events)"
+    empty = _log(tmp_path / "e.jsonl", [{"type": "session"}])
+    assert dvt.main([empty, "--suite", str(suite)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "Timing: no timed config in the logs"
