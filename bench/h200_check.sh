@@ -44,6 +44,10 @@
 #      zoo_model: the same with the cost model's pick wherever the default runs a warpgroup
 #      schedule (compare.py --model-defaults; against zoo in the same session it decides
 #      whether miopen_solver.cost_model replaces heuristics.wgmma_config), named zoo_model*.
+#      tmask: split-K on the TMA schedule -- tests/test_gpu.py -k tma_split (work units, atomics
+#      and the workspace, NHWC and NCHW, 96/128/256-column tiles), then bench/time_configs.py
+#      of split shapes on the small-image layers (tmask.md, tmask.json; fit_cost_model --configs
+#      takes the json)
 #   8. (only when STEPS names it) zoo_tune: a tuning campaign over bench/zoo.txt, 40 configs per
 #      layer (dgrad-driver tune --file, --max-configs 40, one worker, a compile pool; each line
 #      with -J 1, so every config is timed as graph replays like compare.py's), its log in
@@ -55,7 +59,7 @@
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,big,patch,patch_forms,tf32,
-# tf32_wgmma,splitk,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
+# tf32_wgmma,splitk,tmask,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 #   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
@@ -110,6 +114,12 @@ exit $rc' "$OUTDIR"
 DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step splitk 570 bash -c 'rc=0
 python -m pytest -q tests/test_gpu.py -k split_k_workspace || rc=1
 python bench/splitk_h200.py --max-seconds 200 --json "$0/splitk.json" --out "$0/splitk.md" || rc=1
+exit $rc' "$OUTDIR"
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step tmask 570 bash -c 'rc=0
+python -m pytest -q tests/test_gpu.py -k tma_split || rc=1
+python bench/time_configs.py --only "layer4.1.conv3,features.18,layer3.1.conv3,c1280_k1280_8,c2560_k1280" \
+    --configs "128,96,64,2,1,64,96,0,0,0,2,-1,7,3;128,96,64,2,1,64,96,0,0,0,2,-1,4,3;128,192,64,2,1,64,192,0,0,0,2,-1,5,3;128,128,64,2,1,64,128,0,0,0,2,-1,6,3;128,128,64,2,1,64,128,0,0,0,3,-1,4,3,2" \
+    --out "$0/tmask.md" --json "$0/tmask.json" || rc=1
 exit $rc' "$OUTDIR"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \

@@ -109,3 +109,17 @@ def test_a_timing_run_without_torch_says_so_in_one_line(capsys, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_torch)
     err = refused_in_one_line(capsys, tf32_h200.main, ["--only", "r50_3x3_c64"], "tf32_h200.py")
     assert "needs PyTorch with a CUDA GPU" in err
+
+
+def test_h200_check_documents_every_step_it_runs():
+    """Every ``step NAME`` bench/h200_check.sh can run is named in its STEPS list (the header
+    a session reads to plan its device calls), and every bench script a step runs is in the
+    tree."""
+    import re
+    text = (Path(ROOT) / "bench" / "h200_check.sh").read_text()
+    listed = re.search(r"# subset of ([\w,\s#]+?);", text).group(1)
+    names = {n.strip().lstrip("#").strip() for n in listed.replace("\n", ",").split(",")} - {""}
+    steps = set(re.findall(r"\bstep (\w+) \d+", text)) | {"zoo_tune"}
+    assert steps <= names, steps - names
+    for script in set(re.findall(r"python (bench/\w+\.py)", text)):
+        assert (Path(ROOT) / script).is_file(), script
