@@ -185,8 +185,9 @@ tune campaigns timed."""
 
 TMA_SPLITS = (2, 3, 4)
 """split_k of the TMA schedule's split candidates (work units of one k-slice, ``dgrad.cu``'s
-``tmask``): a persistent grid needs no power of two, 3 fills the last wave of grids of 1-1.5
-waves of long tiles."""
+``tmask``), here and in the search (:data:`~miopen_solver.heuristics.TMA_SEARCH_SPLITS`): a
+persistent grid needs no power of two, 3 fills the last wave of grids of 1-1.5 waves of long
+tiles."""
 
 
 def candidates(problem: ConvProblem) -> tuple:

@@ -446,9 +446,10 @@ _TILE_K = {"fp16": (16, 32, 64), "bf16": (16, 32, 64), "fp32": (8, 16, 32)}
 _WARPS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
 _SPLIT_K = (1, 2, 4, 8, 16)
 _WGMMA_N = (64, 128, 256)
-TMA_SEARCH_SPLIT = 4
-"""The widest split_k the search gives the TMA schedule: its persistent blocks already even
-out the tiles, a split only has to fill the last wave of a grid of few, long tiles."""
+TMA_SEARCH_SPLITS = cost_model.TMA_SPLITS
+"""split_k the search gives the TMA schedule (at 4 stages), the cost model's candidates': its
+persistent blocks already even out the tiles, a split only has to fill the last wave of a
+grid of few, long tiles."""
 
 
 def _cover_n(problem: ConvProblem) -> int:
@@ -471,7 +472,7 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
     warp_tile_n 96 and 192 (:data:`~miopen_solver.spec.WGMMA_N_WIDE`: the vendor libraries'
     128x96 / 128x192 tiles on small images with many channels) on every warpgroup schedule,
     and the TMA schedule 6 to 8 stages (its limit, where shared memory holds them) and, at 4
-    stages, split_k up to :data:`TMA_SEARCH_SPLIT` (work units of one k-slice of one tile)."""
+    stages, split_k :data:`TMA_SEARCH_SPLITS` (work units of one k-slice of one tile)."""
     tf32 = p.compute_type == "tf32"     # fp32 with TF32 math: k8 instructions, the plain main loop
     if not (t.wgmma and (p.dtype in ("fp16", "bf16") or tf32)):
         return
@@ -496,8 +497,10 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
                 if st == 5:     # deeper mbarrier pipelines (the TMA schedule only)
                     for deep in range(6, TMA_MAX_STAGES + 1):
                         yield base.replace(schedule=KernelSchedule.WGMMA_TMA, stages=deep)
-            elif sk <= TMA_SEARCH_SPLIT and tk == 64 and not narrow and st == 4:
-                yield base.replace(schedule=KernelSchedule.WGMMA_TMA)     # work units of one k-slice
+                if st == 4:     # work units of one k-slice
+                    for split in TMA_SEARCH_SPLITS:
+                        if split * tk <= max_k:
+                            yield base.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=split)
 
 
 def _warp_mma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
