@@ -488,6 +488,19 @@ def test_narrow_wgmma_layout_mistakes_fail(tmp_path, mutant):
     assert not v.ok, sol.kernel_name
 
 
+def _random_line(draw, dtype: str, g: int, cpg: int, kpg: int, hw_max: int) -> str:
+    """An NHWC MIOpenDriver line of ``g`` groups of ``cpg``/``kpg`` channels with a drawn
+    geometry: 1-2 images of 3..hw_max pixels a side, a 1x1 or 3x3 filter (3x3 padded 0 or 1
+    per side), strides 1-2."""
+    y = draw(st.sampled_from([1, 3]))
+    s_h, s_w = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    p_h, p_w = (draw(st.integers(0, 1)), draw(st.integers(0, 1))) if y == 3 else (0, 0)
+    hi, wi = draw(st.integers(3, hw_max)), draw(st.integers(3, hw_max))
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    return (f"{base} -n {draw(st.integers(1, 2))} -c {g * cpg} -H {hi} -W {wi} -k {g * kpg} -y {y} -x {y} "
+            f"-p {p_h} -q {p_w} -u {s_h} -v {s_w} -g {g} {NHWC}")
+
+
 @st.composite
 def narrow_problems(draw):
     """Problems with kpg 32 or cpg 32 (the other side 16..96), 1x1 or 3x3 filters, strides
@@ -498,13 +511,7 @@ def narrow_problems(draw):
     other = draw(st.sampled_from([16, 24, 32, 40, 64, 96]))
     cpg = 32 if side in ("c", "both") else other
     kpg = 32 if side in ("k", "both") else other
-    y = x = draw(st.sampled_from([1, 3]))
-    s_h, s_w = draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    p_h, p_w = (draw(st.integers(0, 1)), draw(st.integers(0, 1))) if y == 3 else (0, 0)
-    hi, wi = draw(st.integers(3, 9)), draw(st.integers(3, 9))
-    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
-    return (f"{base} -n {draw(st.integers(1, 2))} -c {g * cpg} -H {hi} -W {wi} -k {g * kpg} -y {y} -x {x} "
-            f"-p {p_h} -q {p_w} -u {s_h} -v {s_w} -g {g} {NHWC}")
+    return _random_line(draw, dtype, g, cpg, kpg, 9)
 
 
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -619,13 +626,7 @@ def n96_problems(draw):
     g = draw(st.sampled_from([1, 1, 2]))
     cpg = draw(st.sampled_from([72, 96, 100, 192, 200, 320, 400]))
     kpg = draw(st.sampled_from([64, 128, 192, 256]))
-    y = x = draw(st.sampled_from([1, 3]))
-    s_h, s_w = draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    p_h, p_w = (draw(st.integers(0, 1)), draw(st.integers(0, 1))) if y == 3 else (0, 0)
-    hi, wi = draw(st.integers(3, 8)), draw(st.integers(3, 8))
-    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
-    return (f"{base} -n {draw(st.integers(1, 2))} -c {g * cpg} -H {hi} -W {wi} -k {g * kpg} -y {y} -x {x} "
-            f"-p {p_h} -q {p_w} -u {s_h} -v {s_w} -g {g} {NHWC}")
+    return _random_line(draw, dtype, g, cpg, kpg, 8)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -194,6 +194,19 @@ def test_narrow_wgmma_tiles_verify(engine, dtype, line, cfg):
         pytest.skip("config not valid for this problem")
 
 
+def _random_problem(data, dtype: str, g: int, cpg: int, kpg: int, hw_max: int, n_max: int) -> ConvProblem:
+    """The NHWC problem of ``g`` groups of ``cpg``/``kpg`` channels with a drawn geometry:
+    1..n_max images of 3..hw_max pixels a side, a 1x1 or 3x3 filter (3x3 padded 0 or 1),
+    strides 1-2."""
+    f = data.draw(st.sampled_from([1, 3]))
+    pad = data.draw(st.integers(0, 1)) if f == 3 else 0
+    u, v = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    h, w = data.draw(st.integers(3, hw_max)), data.draw(st.integers(3, hw_max))
+    n = data.draw(st.integers(1, n_max))
+    return _nhwc_problem(dtype, f"-n {n} -c {g * cpg} -H {h} -W {w} -k {g * kpg} -y {f} -x {f} -p {pad} -q {pad} "
+                                f"-u {u} -v {v} -g {g}")
+
+
 def _check_on_three_sms(engine, line, cfg, seed):
     """``cfg`` on the fp16 NHWC ``line`` with the grid sized for a 3-SM device (persistent
     blocks loop over many tiles), against the reference; skips without warpgroup MMA or where
@@ -230,13 +243,7 @@ def test_random_narrow_wgmma_search_configs_match_reference(engine, data):
     side = data.draw(st.sampled_from(["k", "c", "both"]))
     other = data.draw(st.sampled_from([16, 24, 40, 64, 96, 128]))
     cpg, kpg = (32 if side != "k" else other), (32 if side != "c" else other)
-    f = data.draw(st.sampled_from([1, 3]))
-    pad = data.draw(st.integers(0, 1)) if f == 3 else 0
-    u, v = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
-    h, w = data.draw(st.integers(3, 40)), data.draw(st.integers(3, 40))
-    n = data.draw(st.integers(1, 3))
-    p = _nhwc_problem(dtype, f"-n {n} -c {g * cpg} -H {h} -W {w} -k {g * kpg} -y {f} -x {f} -p {pad} -q {pad} "
-                             f"-u {u} -v {v} -g {g}")
+    p = _random_problem(data, dtype, g, cpg, kpg, hw_max=40, n_max=3)
     configs = [c for c in DgradSolver().search(p, engine.target)
                if c.schedule.warpgroup and 32 in (c.tile_k, c.warp_tile_n)]
     assume(configs)
@@ -308,13 +315,7 @@ def test_random_n96_wgmma_search_configs_match_reference(engine, data):
     g = data.draw(st.sampled_from([1, 1, 2]))
     cpg = data.draw(st.sampled_from([72, 96, 100, 192, 200, 320, 400, 512]))
     kpg = data.draw(st.sampled_from([64, 128, 192, 256, 512]))
-    f = data.draw(st.sampled_from([1, 3]))
-    pad = data.draw(st.integers(0, 1)) if f == 3 else 0
-    u, v = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
-    h, w = data.draw(st.integers(3, 30)), data.draw(st.integers(3, 30))
-    n = data.draw(st.integers(1, 4))
-    p = _nhwc_problem(dtype, f"-n {n} -c {g * cpg} -H {h} -W {w} -k {g * kpg} -y {f} -x {f} -p {pad} -q {pad} "
-                             f"-u {u} -v {v} -g {g}")
+    p = _random_problem(data, dtype, g, cpg, kpg, hw_max=30, n_max=4)
     configs = [c for c in DgradSolver().search(p, engine.target)
                if c.schedule.warpgroup and c.warp_tile_n in (96, 192)]
     assume(configs)
