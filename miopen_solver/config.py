@@ -90,6 +90,11 @@ class KernelSchedule(enum.IntEnum):
       block-diagonal (the B loader reads zeros off the diagonal), on the ``WARP_MMA`` main
       loop (:mod:`miopen_solver.group_pack`).
     * ``GROUP_PACK_WGMMA`` (12): the same on the ``WGMMA`` main loop (sm_90a).
+    * ``NCHW_TMA`` (13): stride-1 problems whose dY and dX are NCHW in memory: per image n,
+      group g and tap, ``dX[n, g] (cpg x Hi*Wi) += W_yx^T (cpg x kpg) x dY[n, g]`` shifted by
+      the tap, on the ``WGMMA_TMA`` main loop with the operands' roles swapped (W^T in the
+      workspace is A; dY rows of 64 pixels are B's MN-major blocks; dX stored NCHW by the
+      direct epilogue), sm_90a, 16-bit (:mod:`miopen_solver.nchw_tma`).
     """
 
     WARP_MMA = 0
@@ -105,6 +110,7 @@ class KernelSchedule(enum.IntEnum):
     PATCH_GEMM_TMA = 10
     GROUP_PACK = 11
     GROUP_PACK_WGMMA = 12
+    NCHW_TMA = 13
 
     @property
     def warpgroup(self) -> bool:
@@ -112,7 +118,7 @@ class KernelSchedule(enum.IntEnum):
         return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA,
                         KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA,
                         KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA,
-                        KernelSchedule.GROUP_PACK_WGMMA)
+                        KernelSchedule.GROUP_PACK_WGMMA, KernelSchedule.NCHW_TMA)
 
     @property
     def patch(self) -> bool:
@@ -126,6 +132,12 @@ class KernelSchedule(enum.IntEnum):
         return self in (KernelSchedule.NCHW_POINTWISE, KernelSchedule.NCHW_POINTWISE_WGMMA)
 
     @property
+    def nchw_native(self) -> bool:
+        """Reads dY and writes dX in NCHW in place (no dY/dX transform; W^T its only one):
+        the NCHW pointwise schedules and ``NCHW_TMA``."""
+        return self.nchw_pointwise or self is KernelSchedule.NCHW_TMA
+
+    @property
     def group_pack(self) -> bool:
         """Several narrow groups packed into one with a block-diagonal W."""
         return self in (KernelSchedule.GROUP_PACK, KernelSchedule.GROUP_PACK_WGMMA)
@@ -133,9 +145,9 @@ class KernelSchedule(enum.IntEnum):
     @property
     def virtual_gemm(self) -> bool:
         """Runs a GEMM main loop on a virtual problem with its own operand or epilogue
-        addressing (:attr:`patch`, :attr:`nchw_pointwise`, :attr:`group_pack`): its own spec
+        addressing (:attr:`patch`, :attr:`nchw_native`, :attr:`group_pack`): its own spec
         and rules, then the main loop's."""
-        return self.patch or self.nchw_pointwise or self.group_pack
+        return self.patch or self.nchw_native or self.group_pack
 
     @property
     def persistent(self) -> bool:

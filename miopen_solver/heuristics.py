@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
-from . import cost_model, vectors
+from . import cost_model, nchw_tma, vectors
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space
 from .errors import PerfConfigError
@@ -335,14 +335,39 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
     return cfg
 
 
+def nchw_tma_config(problem: ConvProblem, target: Target) -> PerfConfig:
+    """The default of the NCHW TMA schedule (:mod:`miopen_solver.nchw_tma`): ``tile_m`` 64
+    channels (one warpgroup) when cpg <= 64, else 128 (two); ``tile_n`` 64 x the most dX rows
+    of 4, 2, 1 whose row tiles are at least 9/10 dX rows (Hi = 7: 1 row; 14: 2; 56: 4);
+    4 stages (48 KB each at 128 x 256), split_k 1."""
+    p = problem
+    tile_m = 64 if p.cpg <= 64 else 128
+    rows = next(b for b in (4, 2, 1) if p.Hi / (-(-p.Hi // b) * b) >= 0.9)
+    tile_n = 64 * rows
+    return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=64, warp_m=tile_m // 64, warp_n=1, warp_tile_m=64,
+                      warp_tile_n=tile_n, vector_size_a=0, vector_size_b=0, vector_size_c=0, split_k=1,
+                      lds_k_outer=-1, stages=4, schedule=KernelSchedule.NCHW_TMA)
+
+
+def nchw_tma_default(problem: ConvProblem, target: Target) -> bool:
+    """The NCHW TMA schedule is the default where it serves the problem
+    (:func:`~miopen_solver.nchw_tma.nchw_tma_reason`) and its default tile's columns are at
+    least :data:`~miopen_solver.nchw_tma.MIN_FILL` dX pixels (a 64-column tile row over Wi = 56
+    is 7/8 pixels, over Wi = 28 under half)."""
+    return (nchw_tma.nchw_tma_reason(problem, target) is None
+            and nchw_tma.column_fill(problem, nchw_tma_config(problem, target)) >= nchw_tma.MIN_FILL)
+
+
 def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
                      allow_patch: bool = True, allow_nchw_pw: bool = True, allow_pack: bool = True,
                      allow_model: bool = True) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
-    GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
-    NCHW in memory: :func:`nchw_pw_config`, no dY/dX transposes) where its pixel vectors
-    are at least :data:`NCHW_PW_MIN_VECTOR_BYTES` wide; every other choice is made
+    GPU targets take the NCHW TMA schedule for the stride-1 problems it serves (dY and dX
+    NCHW in memory: :func:`nchw_tma_config` where :func:`nchw_tma_default`, no dY/dX
+    transposes), else an NCHW pointwise schedule for the 1x1 problems it serves
+    (:func:`nchw_pw_config`) where its pixel vectors are at least
+    :data:`NCHW_PW_MIN_VECTOR_BYTES` wide; every other choice is made
     on the problem with dY and W NHWC (:func:`~miopen_solver.transpose.native_problem`: the
     kernel between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
@@ -371,6 +396,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
       lds_k_outer automatic.
     """
     p, t = problem, target
+    if allow_nchw_pw and t.is_gpu and nchw_tma_default(p, t):
+        return nchw_tma_config(p, t)
     if (allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None
             and nchw_pw_vector_bytes(p) >= NCHW_PW_MIN_VECTOR_BYTES):
         return nchw_pw_config(p, t)
@@ -567,10 +594,25 @@ def _nchw_pw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) ->
         yield from _virtual_candidates(nchw_pw_virtual(p), t, NCHW_PW_OF)
 
 
-SEARCH_SPACES = (_nchw_pw_candidates, _direct_candidates, _patch_candidates, _pack_candidates,
+def _nchw_tma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The NCHW TMA schedule's candidates where it serves the problem (its own layouts): its
+    default first, then tile_m 64/128 x tile_n 64/128/256 (1, 2, 4 dX rows) at 3-4 stages."""
+    if nchw_tma.nchw_tma_reason(p, t) is not None:
+        return
+    first = nchw_tma_config(p, t)
+    yield first
+    for tile_m in (64, 128):
+        for tile_n in (256, 128, 64):
+            for stages in (4, 3):
+                c = first.replace(tile_m=tile_m, warp_m=tile_m // 64, tile_n=tile_n, warp_tile_n=tile_n, stages=stages)
+                if c != first:
+                    yield c
+
+
+SEARCH_SPACES = (_nchw_tma_candidates, _nchw_pw_candidates, _direct_candidates, _patch_candidates, _pack_candidates,
                  _warpgroup_candidates, _warp_mma_candidates)
-"""Each schedule family's candidate generator, fastest family first. The NCHW pointwise one
-sees the problem in its own layouts, the others the problem with dY and W NHWC
+"""Each schedule family's candidate generator, fastest family first. The NCHW TMA and NCHW
+pointwise ones see the problem in its own layouts, the others the problem with dY and W NHWC
 (:func:`~miopen_solver.transpose.native_problem`) their kernel runs between the layout
 transforms."""
 
@@ -595,7 +637,8 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     splits = _SPLIT_K
     native = native_problem(problem)
     for space in SEARCH_SPACES:
-        yield from space(problem if space is _nchw_pw_candidates else native, target, splits, max_k)
+        own = space in (_nchw_tma_candidates, _nchw_pw_candidates)
+        yield from space(problem if own else native, target, splits, max_k)
 
 
 def max_search_split_k(problem: ConvProblem, target: Target) -> int:

@@ -69,7 +69,8 @@ def format_apart(needed: int, available: int) -> tuple:
 class EnginePlan:
     """What the CPU engine allocates beside the tensors for one solution: the direct
     schedule's phases (``direct``), the patch GEMM's chunks of images (``patch``), the NCHW
-    pointwise GEMMs' chunks of images (``nchw_pw``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
+    pointwise GEMMs' chunks of images (``nchw_pw``), the NCHW TMA schedule's chunks of padded
+    images (``nchw_tma``), or the GEMM path's fp32 dY padded by ``pad_rows`` rows and
     ``pad_cols`` columns in all (none without sub-GEMMs: ``gemm`` False), with ``split_k_bytes``
     for split-K through the workspace (its slices and the reduction's fp32 temporaries, one
     launch's: reused by every split-N launch). Independent of N.
@@ -81,6 +82,7 @@ class EnginePlan:
     gemm: bool = True
     patch: bool = False
     nchw_pw: bool = False
+    nchw_tma: bool = False
     pad_rows: int = 0
     pad_cols: int = 0
     split_k_bytes: int = 0
@@ -101,6 +103,8 @@ def engine_plan(spec) -> EnginePlan:
         return EnginePlan(patch=True, tf32=tf32)
     if spec.schedule.nchw_pointwise:
         return EnginePlan(nchw_pw=True, tf32=tf32)
+    if spec.schedule.nchw_native:
+        return EnginePlan(nchw_tma=True)
     if spec.schedule.group_pack:      # the packed problem's GEMM path over W' (pack x W's elements)
         p = spec.problem
         return replace(engine_plan(spec.gemm), packed_w_bytes=(p.elem_bytes + 4) * spec.pack * p.w_elems)
@@ -184,6 +188,12 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         images = min(p.N, max(1, NCHW_PW_CHUNK // per_image))
         rounded = 4 * (p.dy_elems + p.w_elems) if plan.tf32 else 0         # TF32-rounded copies
         return dx + 5 * p.w_elems + images * (4 * p.dy_elems // p.N + per_image + dx // p.N) + rounded
+    if plan.nchw_tma:   # W^T and its fp32 copy; per chunk of images: fp32 padded dY, the sum, its cast
+        from .nchw_tma import CHUNK_BYTES as NCHW_TMA_CHUNK
+        per_image = 4 * p.C * p.Hi * p.Wi
+        images = min(p.N, max(1, NCHW_TMA_CHUNK // per_image))
+        padded = 4 * p.K * (p.Ho + p.Y * p.dH + p.pH + p.Hi) * (p.Wo + p.X * p.dW + p.pW + p.Wi)
+        return dx + 5 * p.w_elems + images * (padded + 2 * per_image + dx // p.N)
     if not plan.gemm:
         return dx + relayout + 2 * p.Hi * p.Wi
     wp = p.Wo + plan.pad_cols

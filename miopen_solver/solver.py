@@ -574,7 +574,7 @@ class DgradSolver:
         if narrowed:        # caps, not demands: a wider vector than the problem allows is clamped
             choice.notes.append(f"Vector widths narrowed to what the problem allows: {', '.join(narrowed)}")
         transforms = run_transforms(spec, problem)
-        if spec.schedule.nchw_pointwise:
+        if spec.schedule.nchw_native:
             choice.notes.append(
                 f"Layout: dY and dX read and written in NCHW by per-image GEMMs; {transforms[0].label} (W^T "
                 f"per group) through a {workspace_bytes(transforms)}-byte workspace")
@@ -679,10 +679,11 @@ def solution_of(spec: DgradSpec, choice: _Choice | None = None, images: int = 0,
 def run_transforms(spec, whole: ConvProblem) -> tuple:
     """The layout transforms a run of ``spec`` over the ``whole`` problem (all N images, its
     own layouts) launches: W^T alone for the NCHW pointwise schedules
-    (:meth:`~miopen_solver.nchw_pw.NchwPwSpec.transforms`), else the NHWC copies of its
+    (:meth:`~miopen_solver.nchw_pw.NchwPwSpec.transforms`) and the NCHW TMA schedule
+    (:meth:`~miopen_solver.nchw_tma.NchwTmaSpec.transforms`), else the NHWC copies of its
     NCHW tensors (:func:`~miopen_solver.transpose.layout_transforms`), without dX's when the
     kernel stores dX NCHW itself or the split-K reduction stores dX (in its own layout)."""
-    if spec.schedule.nchw_pointwise:
+    if spec.schedule.nchw_native:
         return spec.transforms(whole)
     return layout_transforms(whole, nchw_dx=writes_nchw_dx(spec) or getattr(spec, "workspace_reduce", False))
 

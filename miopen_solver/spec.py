@@ -607,7 +607,7 @@ def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     Raises:
         PerfConfigError: the first rule the config breaks, as a sentence.
     """
-    return make_spec(problem if config.schedule.nchw_pointwise else native_problem(problem), target, config)
+    return make_spec(problem if config.schedule.nchw_native else native_problem(problem), target, config)
 
 
 def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
@@ -620,6 +620,9 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     if config.schedule.nchw_pointwise:               # likewise, batched over images in NCHW
         from .nchw_pw import make_nchw_pw_spec
         return make_nchw_pw_spec(problem, target, config)
+    if config.schedule is KernelSchedule.NCHW_TMA:   # the TMA GEMM per image and tap in NCHW
+        from .nchw_tma import make_nchw_tma_spec
+        return make_nchw_tma_spec(problem, target, config)
     if config.schedule.group_pack:                   # narrow groups packed, W block-diagonal
         from .group_pack import make_group_pack_spec
         return make_group_pack_spec(problem, target, config)
@@ -641,6 +644,9 @@ def spec_from_record(rec: dict):
     if schedule.nchw_pointwise:
         from .nchw_pw import NchwPwSpec
         return NchwPwSpec.from_record(rec)
+    if schedule is KernelSchedule.NCHW_TMA:
+        from .nchw_tma import NchwTmaSpec
+        return NchwTmaSpec.from_record(rec)
     if schedule.group_pack:
         from .group_pack import GroupPackSpec
         return GroupPackSpec.from_record(rec)

@@ -902,6 +902,91 @@ def test_random_nchw_pointwise_problems_match_reference(engine, data):
     assume(_nchw_pw_run(engine, p, data.draw(st.sampled_from(NCHW_PW_CONFIGS + [None]))) is not None)
 
 
+
+# ------------------------------------------------------------------ NCHW on the TMA schedule
+# Stride-1 problems with dY and dX NCHW in memory on schedule 13 (miopen_solver/nchw_tma.py):
+# W^T is the only transform; dX is NaN-poisoned, so a pixel no tile stores fails.
+NCHW_TMA_CONFIGS = [
+    "64,256,64,1,1,64,256,0,0,0,1,-1,4,13",
+    "128,256,64,2,1,64,256,0,0,0,1,-1,4,13",
+    "128,128,64,2,1,64,128,0,0,0,1,-1,3,13",
+    "64,64,64,1,1,64,64,0,0,0,1,-1,2,13",
+    "128,192,64,2,1,64,192,0,0,0,1,-1,4,13",
+]
+NCHW_TMA_LINES = [
+    "-n 2 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1",                  # the ResNet-50 3x3 shape
+    "-n 2 -c 72 -H 9 -W 72 -k 64 -y 3 -x 3 -p 0 -q 1",                   # Wi past one 64-column row, cpg past a tile
+    "-n 2 -c 128 -H 16 -W 16 -k 256 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2 -g 2", # dilated, grouped
+    "-n 1 -c 32 -H 12 -W 24 -k 40 -y 1 -x 7 -p 0 -q 3",                  # 1x7, kpg not a multiple of 64
+    "-n 3 -c 48 -H 7 -W 8 -k 96 -y 1 -x 1",                              # 1x1 on a 7x8 plane
+]
+
+
+def _nchw_tma_run(engine, p, cfg):
+    """The NCHW TMA solution of ``p`` with ``cfg`` (None: the family's default tile),
+    verified; None where ``cfg`` is not valid for ``p``. Skips without warpgroup MMA."""
+    from miopen_solver.heuristics import nchw_tma_config
+    from miopen_solver.solver import DgradSolver
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    cfg = cfg if cfg is not None else nchw_tma_config(p, engine.target)
+    try:
+        sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg)
+    except PerfConfigError:
+        return None
+    assert sol.schedule is KernelSchedule.NCHW_TMA and [t.tensor for t in sol.transforms] == ["W"]
+    _verify_solution(engine, sol, seed=29)
+    return sol
+
+
+@pytest.mark.parametrize("fil", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", NCHW_TMA_LINES)
+def test_nchw_tma_verifies(engine, line, dtype, fil):
+    """Every NCHW TMA config that is valid for the line verifies (at least one is)."""
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    p = parse(f"{base} {line} -F 2 --fil_layout {fil}".split()).problem
+    assert [c for c in NCHW_TMA_CONFIGS + [None] if _nchw_tma_run(engine, p, c) is not None]
+
+
+@settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_nchw_tma_problems_match_reference(engine, data):
+    dtype = data.draw(st.sampled_from(["fp16", "bf16"]))
+    G = data.draw(st.sampled_from([1, 1, 1, 2]))
+    cpg = data.draw(st.integers(1, 160))
+    kpg = 64 * data.draw(st.integers(1, 3)) if G > 1 else 8 * data.draw(st.integers(1, 24))
+    Y, X = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    dH, dW = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    pH, pW = data.draw(st.integers(0, (Y - 1) * dH)), data.draw(st.integers(0, (X - 1) * dW))
+    Hi = data.draw(st.integers(max(1, (Y - 1) * dH + 1 - 2 * pH), 20))
+    Wo = 8 * data.draw(st.integers(1, 12))
+    Wi = Wo - 2 * pW + (X - 1) * dW                 # stride 1: Wo = Wi + 2pW - dW(X-1)
+    assume(Wi >= 1 and Wi % 8 == 0)
+    try:
+        p = ConvProblem(N=data.draw(st.integers(1, 3)), C=G * cpg, K=G * kpg, G=G, Y=Y, X=X, pH=pH, pW=pW,
+                        dH=dH, dW=dW, Hi=Hi, Wi=Wi, dtype=dtype, in_layout="NCHW", out_layout="NCHW",
+                        fil_layout=data.draw(st.sampled_from(["NCHW", "NHWC"])))
+    except ValueError:
+        assume(False)
+        return
+    assume(_nchw_tma_run(engine, p, data.draw(st.sampled_from(NCHW_TMA_CONFIGS + [None]))) is not None)
+
+
+def test_nchw_tma_blocks_walk_many_tiles(engine):
+    """The NCHW TMA grid sized for a 3-SM device: every persistent block loops over many
+    (image, channel tile, row tile) tiles."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = parse("convfp16 -n 3 -c 160 -H 20 -W 64 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem
+    small = engine.target.with_(num_cus=3)
+    from miopen_solver.solver import DgradSolver
+    sol = DgradSolver().find_solution(p, small, perf_config="128,128,64,2,1,64,128,0,0,0,1,-1,3,13")
+    assert sol.schedule is KernelSchedule.NCHW_TMA and sol.spec.tile_blocks == 3
+    _verify_solution(engine, sol, seed=31)
+
+
 # ------------------------------------------------------------------ split-K through the workspace
 # The dgrad kernel's splits store fp32 partial sums into the workspace slices, the reduction
 # kernel sums them in order and stores dX (NHWC or NCHW; zeros where no sub-GEMM writes). dX

@@ -156,6 +156,28 @@ static_assert(DG_CPG % DG_VEC_B == 0 && DG_CPG % DG_VEC_C == 0 && DG_KPG % DG_VE
               "vectors along the pixels divide H*W (aligned at every image and group); along k, kpg");
 static_assert(DG_NCHW_N * DG_NCHW_G <= 65535, "grid y holds one block row per (image, group)");
 // #end nchw_pw
+// #section nchw_tma
+// NCHW on the TMA schedule (miopen_solver/nchw_tma.py: stride 1, dY and dX NCHW): per image n
+// and group g, dX[n, g] (cpg x Hi*Wi) = sum over taps (y, x) of W_yx^T (cpg x kpg) x the
+// (kpg x Hi*Wi) window of dY[n, g] at rows hi + ph - y*dh, columns wi + pw - x*dw: the TMA
+// main loop with the operands' roles swapped. The DG_* problem defines describe the virtual
+// pointwise GEMM whose tiles the persistent blocks walk (DG_WI = N*DG_NT_MT*TILE_M rows, the
+// channel tiles of every image; DG_CPG = DG_NT_PTH*DG_NT_PTW*TILE_N columns, its pixel tiles);
+// DG_NT_* the real problem. A (tm_w) is W^T in the workspace: a box of 64 k x TILE_M channels
+// of one tap. B (tm_dy) is dY as it lies: per tile row one box of 64 columns x 64 k of one dY
+// row, placed at the tap's offset, so TMA's zero fill is the padding. A tile is DG_NT_BH dX
+// rows x 64 columns (columns past Wi and rows past Hi are computed and not stored).
+static_assert(DG_TMA && DG_POINTWISE && DG_SPLIT_K == 1 && DG_ZF_BLOCKS == 0 && DG_N == 1 && DG_HI == 1,
+              "the NCHW TMA GEMM is the pointwise TMA GEMM, each dX element written once");
+static_assert(DG_TILE_N == 64 * DG_NT_BH && DG_WG_N % 64 == 0, "a tile row is one 64-wide block of B");
+static_assert(DG_NT_WI % 8 == 0 && DG_NT_WO % 8 == 0 && DG_NT_KPG % 8 == 0,
+              "16-byte dY and W^T rows, 16-byte runs of dX pixels");
+static_assert(DG_WI == DG_NT_N * DG_NT_MT * DG_TILE_M && DG_CPG == DG_NT_PTH * DG_NT_PTW * DG_TILE_N &&
+              DG_KPG == DG_NT_KPG && DG_G == DG_NT_G, "the virtual GEMM's tiles are the real problem's");
+#ifdef DG_DX_NCHW
+#error "the NCHW TMA epilogue stores NCHW dX itself"
+#endif
+// #end nchw_tma
 
 // ------------------------------------------------------------------ vendor layer
 // Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
@@ -458,10 +480,23 @@ DG_DEVICE dg_tma_tile dg_tma_tile_at(int t) {
     r.n0 = m_tile * DG_TILE_M;  // first GEMM row
     r.h0 = r.w0 = 0;
 #endif
+// #section nchw_tma
+    // m_tile = image * DG_NT_MT + channel tile; the column tile is DG_NT_BH dX rows x 64 columns
+    r.taps = DG_NT_Y * DG_NT_X;
+    r.h0 = r.n_tile / DG_NT_PTW * DG_NT_BH;
+    r.w0 = r.n_tile % DG_NT_PTW * 64;
+    r.n0 = m_tile;
+    r.n_tile = 0;
+// #end nchw_tma
     return r;
 }
 // dX pixel of GEMM row `row` (0 .. TILE_M-1) of a tile, or -1 when it lies outside dX.
 DG_DEVICE int dg_tma_pixel(const dg_tma_tile& tt, int row) {
+// #section nchw_tma
+    // the NCHW TMA GEMM's rows are channels of the group: the row's channel, or -1 past cpg
+    const int ch = tt.n0 % DG_NT_MT * DG_TILE_M + row;
+    return ch < DG_NT_CPG ? ch : -1;
+// #end nchw_tma
 #if DG_TMA_RECT
     if (row >= DG_BOX_ROWS) return -1;
     const int wt = tt.w0 + row % DG_BOX_W;
@@ -477,6 +512,17 @@ DG_DEVICE int dg_tma_pixel(const dg_tma_tile& tt, int row) {
     return m < tt.s.gemm_m ? m : -1;
 #endif
 }
+// #section nchw_tma
+// Column `col` of an NCHW TMA tile: dX row h0 + col/64, column w0 + col%64 (inside dX or not);
+// the dX element of channel `ch` there, NCHW.
+DG_DEVICE bool dg_nt_inside(const dg_tma_tile& tt, int col) {
+    return tt.h0 + col / 64 < DG_NT_HI && tt.w0 + col % 64 < DG_NT_WI;
+}
+DG_DEVICE long long dg_nt_offset(const dg_tma_tile& tt, int g, int ch, int col) {
+    const long long plane = (long long)(tt.n0 / DG_NT_MT) * DG_NT_C + g * DG_NT_CPG + ch;
+    return (plane * DG_NT_HI + tt.h0 + col / 64) * DG_NT_WI + tt.w0 + col % 64;
+}
+// #end nchw_tma
 #endif
 
 // ------------------------------------------------------------------ tile geometry
@@ -1746,6 +1792,11 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
                     *reinterpret_cast<dg_b16*>(dx + dg_patch_offset(pix, g, c)) = v;
                     continue;
 // #end patch
+// #section nchw_tma
+                    // the NCHW TMA GEMM: row pix is a channel, the chunk 8 pixels of one dX row
+                    if (dg_nt_inside(tt, c)) *reinterpret_cast<dg_b16*>(dx + dg_nt_offset(tt, g, pix, c)) = v;
+                    continue;
+// #end nchw_tma
                     *reinterpret_cast<dg_b16*>(row + (j0 + q) * 8) = v;
                 }
             }
@@ -1996,6 +2047,25 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
                     const int xdot = tap - ydot * tt.s.x_dot_slice;
                     const int k0 = g * DG_KPG + chunk * DG_TILE_K;
                     const dg_u32 a_dst = dg_smem_addr(As + st * DG_A_STAGE);
+// #section nchw_tma
+                    {
+                        // A: W^T of tap (y, x), 64 k x TILE_M channels; B: per tile row b the dY
+                        // row h0 + b + ph - y*dh, columns from w0 + pw - x*dw, 64 k.
+                        const int y = tap / DG_NT_X, x = tap - y * DG_NT_X;
+                        const int c0 = tt.n0 % DG_NT_MT * DG_TILE_M;
+#if DG_NT_W_CYX
+                        dg_tma_load_4d(a_dst, &tm_w, chunk * DG_TILE_K, tap, c0, g, full);
+#else
+                        dg_tma_load_4d(a_dst, &tm_w, chunk * DG_TILE_K, c0, tap, g, full);
+#endif
+#pragma unroll
+                        for (int b = 0; b < DG_NT_BH; ++b)
+                            dg_tma_load_4d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_dy,
+                                           tt.w0 + DG_NT_PW - x * DG_NT_DW, tt.h0 + b + DG_NT_PH - y * DG_NT_DH, k0,
+                                           tt.n0 / DG_NT_MT, full);
+                        continue;
+                    }
+// #end nchw_tma
 #if DG_TMA_RECT
                     dg_tma_load_4d(a_dst, &tm_dy, k0, tt.s.w_begin + tt.w0 - xdot * tt.s.dy_w_coeff,
                                    tt.s.h_begin + tt.h0 - ydot * tt.s.dy_h_coeff, tt.n0, full);

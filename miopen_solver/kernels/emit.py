@@ -216,7 +216,7 @@ def emit(spec) -> KernelSource:
 
 
 def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tuple = (),
-              memset: bool | None = None, grid: tuple | None = None) -> KernelSource:
+              memset: bool | None = None, grid: tuple | None = None, maps: tuple | None = None) -> KernelSource:
     """``dgrad.cu`` specialised for the DgradSpec ``spec``: :func:`emit`'s kernel, or with
     ``name`` (the entry point), ``extra`` defines appended, the ``sections`` of the source
     kept, ``memset`` (dX zeroed before the launch) set and the launch ``grid`` (default
@@ -232,7 +232,8 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     swizzled 32-wide blocks, m64n96k16, 32-wide TMA boxes), warp_tile_n 192 the ``wgn192``
     sections (m64n192k16), a TMA spec of 7 or 8 stages the ``st8`` sections and a TMA spec
     with split_k > 1 the ``tmask`` sections (work units of one k-slice, the split epilogue),
-    so every other kernel's text is unchanged."""
+    so every other kernel's text is unchanged. ``maps``: the TMA tensor maps, when a family's
+    operands are not ``spec``'s (default :func:`tensor_maps` of ``spec``)."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -287,7 +288,7 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
     return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
-                 spec.lds_bytes, memset=memset, tensor_maps=tensor_maps(spec))
+                 spec.lds_bytes, memset=memset, tensor_maps=tensor_maps(spec) if maps is None else maps)
 
 
 def tensor_maps(spec) -> tuple:

@@ -218,8 +218,8 @@ class CpuEngine(Engine):
     def _run_launch(self, spec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
         """One launch of ``spec`` (its problem's N images): NHWC ``dy``, KYXC ``w`` into the
         NHWC view ``dx`` (poisoned), as a kernel writes its buffer; for the NCHW pointwise
-        schedules the same buffers hold NCHW dY, W^T and NCHW dX
-        (:func:`~miopen_solver.nchw_pw.nchw_pw_run`)."""
+        schedules and the NCHW TMA one the same buffers hold NCHW dY, W^T and NCHW dX
+        (:func:`~miopen_solver.nchw_pw.nchw_pw_run`, :func:`~miopen_solver.nchw_tma.nchw_tma_run`)."""
         p = spec.problem
         tf32 = spec.math == "tf32"                     # operands rounded to TF32 first
         if spec.schedule is KernelSchedule.DIRECT:     # the direct schedule's own phases and taps
@@ -233,6 +233,10 @@ class CpuEngine(Engine):
         if spec.schedule.nchw_pointwise:               # NCHW bytes in and out, W^T for W
             from ..nchw_pw import nchw_pw_run
             nchw_pw_run(spec, round_tf32(dy) if tf32 else dy, round_tf32(w) if tf32 else w, dx)
+            return
+        if spec.schedule is KernelSchedule.NCHW_TMA:   # NCHW bytes in and out, W^T for W, per tap
+            from ..nchw_tma import nchw_tma_run
+            nchw_tma_run(spec, dy, w, dx)
             return
         if spec.schedule.group_pack:                   # the packed problem with a block-diagonal W
             from ..group_pack import packed_w
