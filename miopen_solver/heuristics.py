@@ -363,11 +363,10 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
                      allow_model: bool = True) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
-    GPU targets take the NCHW TMA schedule for the stride-1 problems it serves (dY and dX
-    NCHW in memory: :func:`nchw_tma_config` where :func:`nchw_tma_default`, no dY/dX
-    transposes), else an NCHW pointwise schedule for the 1x1 problems it serves
-    (:func:`nchw_pw_config`) where its pixel vectors are at least
-    :data:`NCHW_PW_MIN_VECTOR_BYTES` wide; every other choice is made
+    GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
+    NCHW in memory: :func:`nchw_pw_config`, no dY/dX transposes) where its pixel vectors
+    are at least :data:`NCHW_PW_MIN_VECTOR_BYTES` wide (the NCHW TMA schedule is in the search
+    only); every other choice is made
     on the problem with dY and W NHWC (:func:`~miopen_solver.transpose.native_problem`: the
     kernel between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
@@ -396,8 +395,6 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
       lds_k_outer automatic.
     """
     p, t = problem, target
-    if allow_nchw_pw and t.is_gpu and nchw_tma_default(p, t):
-        return nchw_tma_config(p, t)
     if (allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None
             and nchw_pw_vector_bytes(p) >= NCHW_PW_MIN_VECTOR_BYTES):
         return nchw_pw_config(p, t)

@@ -1,9 +1,10 @@
 """The ``nchw-tma`` kernel schedule: stride-1 problems whose dY and dX are NCHW in memory, run
 on the warp-specialised TMA main loop with no dY or dX transform.
 
-Pure Python (no printing, no GPU). Problems served (:func:`nchw_tma_reason`): stride 1, any
-filter, padding and dilation, dY and dX NCHW in memory, W either way, 16-bit storage on a
-target with tensor-memory copies. Per image ``n``, group ``g`` and filter tap ``(y, x)``,
+Pure Python (no printing, no GPU). Problems served (:func:`nchw_tma_reason`): stride 1, dY
+and dX NCHW in memory, W either way, 16-bit storage on a target with tensor-memory copies,
+and every filter column shifting dY by a multiple of 8 columns (:data:`BOX_ALIGN`: 1x1 and
+Yx1 filters without column padding, any rows, row padding and row dilation). Per image ``n``, group ``g`` and filter tap ``(y, x)``,
 with ``P = Hi*Wi`` dX pixels (contiguous in NCHW)::
 
     dX[n, g*cpg:(g+1)*cpg, hi, wi] += W_gyx^T (cpg x kpg) x dY[n, g*kpg:(g+1)*kpg, hi + ph - y*dh, wi + pw - x*dw]
@@ -49,6 +50,12 @@ _S = KernelSchedule.NCHW_TMA.label
 
 BLOCK_W = 64
 """dX columns per B block: one 128-byte swizzled row of 16-bit dY pixels."""
+BOX_ALIGN = 8
+"""A box's first dY column must be a multiple of this many 16-bit elements (16 bytes): on the
+H200 a tensor copy whose innermost start coordinate is not 16-byte aligned stops the kernel
+with an illegal-instruction error (measured, bench/RESULTS.md). So every filter column's
+shift ``pad_w - x*dilation_w`` must be a multiple of it: 1x1 and Yx1 filters with pad_w 0,
+or dilation_w and pad_w multiples of 8."""
 DTYPES = ("fp16", "bf16")
 """Storage types: wgmma reads an MN-major B of 16-bit elements only."""
 MIN_FILL = 0.75
@@ -72,6 +79,11 @@ def nchw_tma_reason(problem: ConvProblem, target: Target) -> str | None:
         return f"data type {p.dtype} is not fp16 or bf16 (wgmma reads an MN-major B of 16-bit elements only)"
     if (p.sH, p.sW) != (1, 1):
         return f"stride {p.sH}x{p.sW} is not 1x1 (a dY row must be a contiguous run of dX columns)"
+    bad = next((x for x in range(p.X) if (p.pW - x * p.dW) % BOX_ALIGN), None)
+    if bad is not None:
+        return (f"filter column {bad} reads dY {p.pW - bad * p.dW:+d} columns from its dX column (pad_w {p.pW}, "
+                f"dilation_w {p.dW}), not a multiple of {BOX_ALIGN}: a tensor-memory box starts at a 16-byte "
+                f"aligned column")
     for tensor in ("dY", "dX"):
         order = memory_order(p, tensor)
         if order != "NCHW":
@@ -258,6 +270,6 @@ def nchw_tma_run(spec: NchwTmaSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarr
         out[n0:n1] = acc.astype(dx.dtype)
 
 
-__all__ = ["BLOCK_W", "CHUNK_BYTES", "DTYPES", "MIN_FILL", "NchwTmaSpec", "column_fill", "gemm_config",
+__all__ = ["BLOCK_W", "BOX_ALIGN", "CHUNK_BYTES", "DTYPES", "MIN_FILL", "NchwTmaSpec", "column_fill", "gemm_config",
            "make_nchw_tma_spec", "nchw_tma_reason", "nchw_tma_run", "tile_rows", "virtual_problem", "w_cyx",
            "wt_transform"]
