@@ -336,7 +336,8 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
 
 def nchw_tma_config(problem: ConvProblem, target: Target) -> PerfConfig:
-    """The default of the NCHW TMA schedule (:mod:`miopen_solver.nchw_tma`): ``tile_m`` 64
+    """The first NCHW TMA config of the search (:mod:`miopen_solver.nchw_tma`; no problem's
+    default: on the H200 it beat the NCHW default on 3 of 12 layers, bench/RESULTS.md): ``tile_m`` 64
     channels (one warpgroup) when cpg <= 64, else 128 (two); ``tile_n`` 64 x the most dX rows
     of 4, 2, 1 whose row tiles are at least 9/10 dX rows (Hi = 7: 1 row; 14: 2; 56: 4);
     4 stages (48 KB each at 128 x 256), split_k 1."""
@@ -347,15 +348,6 @@ def nchw_tma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=64, warp_m=tile_m // 64, warp_n=1, warp_tile_m=64,
                       warp_tile_n=tile_n, vector_size_a=0, vector_size_b=0, vector_size_c=0, split_k=1,
                       lds_k_outer=-1, stages=4, schedule=KernelSchedule.NCHW_TMA)
-
-
-def nchw_tma_default(problem: ConvProblem, target: Target) -> bool:
-    """The NCHW TMA schedule is the default where it serves the problem
-    (:func:`~miopen_solver.nchw_tma.nchw_tma_reason`) and its default tile's columns are at
-    least :data:`~miopen_solver.nchw_tma.MIN_FILL` dX pixels (a 64-column tile row over Wi = 56
-    is 7/8 pixels, over Wi = 28 under half)."""
-    return (nchw_tma.nchw_tma_reason(problem, target) is None
-            and nchw_tma.column_fill(problem, nchw_tma_config(problem, target)) >= nchw_tma.MIN_FILL)
 
 
 def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
@@ -606,7 +598,7 @@ def _nchw_tma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -
                     yield c
 
 
-SEARCH_SPACES = (_nchw_tma_candidates, _nchw_pw_candidates, _direct_candidates, _patch_candidates, _pack_candidates,
+SEARCH_SPACES = (_nchw_pw_candidates, _nchw_tma_candidates, _direct_candidates, _patch_candidates, _pack_candidates,
                  _warpgroup_candidates, _warp_mma_candidates)
 """Each schedule family's candidate generator, fastest family first. The NCHW TMA and NCHW
 pointwise ones see the problem in its own layouts, the others the problem with dY and W NHWC

@@ -58,9 +58,6 @@ shift ``pad_w - x*dilation_w`` must be a multiple of it: 1x1 and Yx1 filters wit
 or dilation_w and pad_w multiples of 8."""
 DTYPES = ("fp16", "bf16")
 """Storage types: wgmma reads an MN-major B of 16-bit elements only."""
-MIN_FILL = 0.75
-"""Least share of a tile's columns that are dX pixels for the default to take the schedule
-(as :data:`miopen_solver.tma.TMA_MIN_FILL` for the NHWC boxes)."""
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 output per chunk of images, bytes (at least one image)."""
 
@@ -270,6 +267,6 @@ def nchw_tma_run(spec: NchwTmaSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarr
         out[n0:n1] = acc.astype(dx.dtype)
 
 
-__all__ = ["BLOCK_W", "BOX_ALIGN", "CHUNK_BYTES", "DTYPES", "MIN_FILL", "NchwTmaSpec", "column_fill", "gemm_config",
+__all__ = ["BLOCK_W", "BOX_ALIGN", "CHUNK_BYTES", "DTYPES", "NchwTmaSpec", "column_fill", "gemm_config",
            "make_nchw_tma_spec", "nchw_tma_reason", "nchw_tma_run", "tile_rows", "virtual_problem", "w_cyx",
            "wt_transform"]
