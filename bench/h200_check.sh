@@ -68,7 +68,11 @@
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 #   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
 # DGRAD_COMMIT names the commit in compare's header (the device copy of the tree has no git
-# history).
+# history). CHECK_SECS (default 540) bounds the whole script, under the device tool's 600 s per
+# call: each step's bound is cut to what is left (a step with under 20 s left is skipped and
+# counted as failed), zoo_tune stops 60 s before the end for its table; TAR_TO=path writes
+# every output of OUT_DIR into one .tgz at the end (e.g. TAR_TO=$OUT/all.tgz), so a call that
+# ran long still brings back what it measured.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUTDIR="${1:-${OUT:-/tmp/h200_check}}"
@@ -76,10 +80,20 @@ mkdir -p "$OUTDIR"
 export PYTHONPATH="${PYTHONPATH:-.}" MIOPEN_DGRAD_CACHE_DIR="${MIOPEN_DGRAD_CACHE_DIR:-/tmp/kcache}"
 failed=0
 STEPS="${STEPS:-gpu_tests,replay,compare,first_launch}"
-step() {  # step NAME SECONDS COMMAND...
+CHECK_SECS="${CHECK_SECS:-540}"
+case "$CHECK_SECS" in ''|*[!0-9]*) echo "h200_check: CHECK_SECS=$CHECK_SECS: allowed: whole seconds, e.g. 540"; exit 2 ;; esac
+left() {  # seconds of the CHECK_SECS budget left, less a reserve of $1 seconds
+    local l=$(( CHECK_SECS - SECONDS - ${1:-0} )); echo $(( l > 0 ? l : 0 ))
+}
+step() {  # step NAME SECONDS COMMAND...   (SECONDS capped by what is left of CHECK_SECS)
     local name="$1" secs="$2"; shift 2
     case ",$STEPS," in *",$name,"*) ;; *) return 0 ;; esac
-    echo "== $name: $*"
+    local cap; cap=$(left 10)
+    [ "$cap" -lt "$secs" ] && secs=$cap
+    if [ "$secs" -lt 20 ]; then
+        echo "!! $name skipped: CHECK_SECS=$CHECK_SECS spent (${SECONDS}s elapsed)"; failed=$((failed + 1)); return 0
+    fi
+    echo "== $name (at most ${secs}s): $*"
     if timeout "$secs" "$@" > "$OUTDIR/$name.txt" 2>&1; then
         tail -n 2 "$OUTDIR/$name.txt"
     else
@@ -147,11 +161,13 @@ case ",$STEPS," in *",zoo_tune,"*)
     echo "== zoo_tune ($RESUME)"
     # every zoo line with -J 1: its configs timed as graph replays, as compare.py times the zoo
     sed 's/ -F 2 / -F 2 -J 1 /' bench/zoo.txt > "$OUTDIR/zoo_graph.txt"
-    timeout -s INT "${ZOO_TUNE_SECS:-480}" python -m driver tune --file "$OUTDIR/zoo_graph.txt" --max-configs 40 --gpus all \
+    secs=$(left 60); [ "${ZOO_TUNE_SECS:-480}" -lt "$secs" ] && secs="${ZOO_TUNE_SECS:-480}"
+    timeout -s INT -k 30 "$secs" python -m driver tune --file "$OUTDIR/zoo_graph.txt" --max-configs 40 --gpus all \
         --compile-pool "$(( $(nproc) < 12 ? $(nproc) : 12 ))" --verify-top 1 --quiet --results "$OUTDIR/zoo_tune.jsonl" $RESUME > "$OUTDIR/zoo_tune.txt" 2>&1
     echo "zoo_tune: exit $? (130: stopped by the time bound; resume with ZOO_TUNE_LOG)"; tail -n 3 "$OUTDIR/zoo_tune.txt"
     python bench/default_vs_tuned.py "$OUTDIR/zoo_tune.jsonl" --suite bench/zoo.txt \
         --out "$OUTDIR/default_vs_tuned.md" --json "$OUTDIR/default_vs_tuned.json" && head -n 16 "$OUTDIR/default_vs_tuned.md"
     ;;
 esac
+[ -n "${TAR_TO:-}" ] && tar czf "$TAR_TO" -C "$OUTDIR" . && echo "outputs: $TAR_TO"
 exit "$failed"

@@ -5,6 +5,7 @@ GPU work; bench/h200_check.sh names the step."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,21 @@ def test_h200_check_documents_every_step_it_runs():
     assert steps <= names, steps - names
     for script in set(re.findall(r"python (bench/\w+\.py)", text)):
         assert (Path(ROOT) / script).is_file(), script
+
+
+def test_h200_check_stays_inside_its_budget_and_brings_back_its_outputs(tmp_path):
+    """CHECK_SECS bounds the whole script: with the budget spent every asked step is skipped
+    (and counted as failed) instead of running past the device call, and TAR_TO still packs
+    the output folder; a CHECK_SECS that is not whole seconds is one line and exit 2."""
+    import subprocess
+    import tarfile
+    script = str(Path(ROOT) / "bench" / "h200_check.sh")
+    out, tgz = tmp_path / "out", tmp_path / "all.tgz"
+    env = {**os.environ, "STEPS": "compare,replay", "CHECK_SECS": "0", "TAR_TO": str(tgz)}
+    r = subprocess.run(["bash", script, str(out)], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout.count("skipped: CHECK_SECS=0 spent") == 2
+    assert tarfile.open(tgz).getnames() is not None
+    r = subprocess.run(["bash", script, str(out)], env={**env, "CHECK_SECS": "9m"}, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and r.stdout.strip() == "h200_check: CHECK_SECS=9m: allowed: whole seconds, e.g. 540"
