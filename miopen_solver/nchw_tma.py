@@ -1,10 +1,11 @@
 """The ``nchw-tma`` kernel schedule: stride-1 problems whose dY and dX are NCHW in memory, run
 on the warp-specialised TMA main loop with no dY or dX transform.
 
-Pure Python (no printing, no GPU). Problems served (:func:`nchw_tma_reason`): stride 1, dY
-and dX NCHW in memory, W either way, 16-bit storage on a target with tensor-memory copies,
-and every filter column shifting dY by a multiple of 8 columns (:data:`BOX_ALIGN`: 1x1 and
-Yx1 filters without column padding, any rows, row padding and row dilation). Per image ``n``, group ``g`` and filter tap ``(y, x)``,
+Pure Python (no printing, no GPU). Problems served (:func:`nchw_tma_reason`): stride 1, any
+filter, padding and dilation, dY and dX NCHW in memory, W either way, 16-bit storage on a
+target with tensor-memory copies. Where a filter column shifts dY by a number of columns that
+is not a multiple of 8 (:data:`BOX_ALIGN`, :func:`shift_loads`), B cannot be a tensor copy:
+a producer warpgroup loads it (the ``ntshift`` section). Per image ``n``, group ``g`` and filter tap ``(y, x)``,
 with ``P = Hi*Wi`` dX pixels (contiguous in NCHW)::
 
     dX[n, g*cpg:(g+1)*cpg, hi, wi] += W_gyx^T (cpg x kpg) x dY[n, g*kpg:(g+1)*kpg, hi + ph - y*dh, wi + pw - x*dw]
@@ -33,6 +34,7 @@ come from and where the epilogue stores. Config: the TMA schedule's 15 fields on
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -53,9 +55,15 @@ BLOCK_W = 64
 BOX_ALIGN = 8
 """A box's first dY column must be a multiple of this many 16-bit elements (16 bytes): on the
 H200 a tensor copy whose innermost start coordinate is not 16-byte aligned stops the kernel
-with an illegal-instruction error (measured, bench/RESULTS.md). So every filter column's
-shift ``pad_w - x*dilation_w`` must be a multiple of it: 1x1 and Yx1 filters with pad_w 0,
-or dilation_w and pad_w multiples of 8."""
+with an illegal-instruction error (measured, bench/RESULTS.md). Where every filter column's
+shift ``pad_w - x*dilation_w`` is a multiple of it (1x1 and Yx1 filters with pad_w 0,
+dilation_w and pad_w multiples of 8) B arrives by tensor copies; otherwise by the shifting
+producer (:func:`shift_loads`)."""
+PRODUCERS = 128
+"""Threads of the shifting producer (one warpgroup beside the consumer warpgroups)."""
+SHIFT_MAX_BLOCK_THREADS = 256
+"""The shifting producer's blocks hold at most this many threads (consumers + producers): at
+384 a thread may keep 168 registers, too few for a 64x256 accumulator and its addressing."""
 DTYPES = ("fp16", "bf16")
 """Storage types: wgmma reads an MN-major B of 16-bit elements only."""
 CHUNK_BYTES = 16 << 20
@@ -76,11 +84,6 @@ def nchw_tma_reason(problem: ConvProblem, target: Target) -> str | None:
         return f"data type {p.dtype} is not fp16 or bf16 (wgmma reads an MN-major B of 16-bit elements only)"
     if (p.sH, p.sW) != (1, 1):
         return f"stride {p.sH}x{p.sW} is not 1x1 (a dY row must be a contiguous run of dX columns)"
-    bad = next((x for x in range(p.X) if (p.pW - x * p.dW) % BOX_ALIGN), None)
-    if bad is not None:
-        return (f"filter column {bad} reads dY {p.pW - bad * p.dW:+d} columns from its dX column (pad_w {p.pW}, "
-                f"dilation_w {p.dW}), not a multiple of {BOX_ALIGN}: a tensor-memory box starts at a 16-byte "
-                f"aligned column")
     for tensor in ("dY", "dX"):
         order = memory_order(p, tensor)
         if order != "NCHW":
@@ -93,6 +96,14 @@ def nchw_tma_reason(problem: ConvProblem, target: Target) -> str | None:
     if p.G > 1 and p.kpg % 64:
         return f"G={p.G} needs kpg a multiple of 64 (a dY box of 64 k must not cross groups), got kpg={p.kpg}"
     return None
+
+
+def shift_loads(problem: ConvProblem) -> bool:
+    """Some filter column shifts dY by ``pad_w - x*dilation_w`` columns that are not a multiple
+    of :data:`BOX_ALIGN`: then B is loaded by a producer warpgroup (aligned 16-byte loads,
+    shifted in registers, the ``ntshift`` section of ``dgrad.cu``) instead of tensor copies."""
+    p = problem
+    return any((p.pW - x * p.dW) % BOX_ALIGN for x in range(p.X))
 
 
 def tile_rows(config: PerfConfig) -> int:
@@ -148,16 +159,32 @@ class NchwTmaSpec(VirtualGemmSpec):
     zero_fill = "none"
 
     @property
+    def shifting(self) -> bool:
+        """B by the shifting producer warpgroup (:func:`shift_loads`), not by tensor copies."""
+        return shift_loads(self.problem)
+
+    @property
+    def block_threads(self) -> int:
+        """The consumer warpgroups plus the producer: one warp issuing copies, or the shifting
+        producer's :data:`PRODUCERS` threads."""
+        return self.gemm.threads + (PRODUCERS if self.shifting else self.gemm.block_threads - self.gemm.threads)
+
+    @property
+    def block(self) -> tuple:
+        return (self.block_threads, 1, 1)
+
+    @property
     def workspace_bytes(self) -> int:
         """The kernel's own workspace: none (W^T's slot is the transform's)."""
         return 0
 
     @cached_property
     def kernel_name(self) -> str:
-        """``dgrad_nchw_tma_<arch>_<math>_<tile tag>_tma<blocks>_<problem>``."""
+        """``dgrad_nchw_tma_<arch>_<math>_<tile tag>_tma<blocks>[_shift]_<problem>`` (``_shift``:
+        B by the shifting producer)."""
         p, gemm = self.problem, self.gemm
-        return (f"dgrad_nchw_tma_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}_tma{gemm.tile_blocks}_"
-                f"{p.short_tag()}")
+        return (f"dgrad_nchw_tma_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}_tma{gemm.tile_blocks}"
+                f"{'_shift' if self.shifting else ''}_{p.short_tag()}")
 
     def transforms(self, whole: ConvProblem) -> tuple:
         """The layout transforms of a run over the ``whole`` batch: W -> W^T only."""
@@ -171,7 +198,8 @@ class NchwTmaSpec(VirtualGemmSpec):
                 ("DG_NT_PH", p.pH), ("DG_NT_PW", p.pW), ("DG_NT_DH", p.dH), ("DG_NT_DW", p.dW),
                 ("DG_NT_BH", tile_rows(c)), ("DG_NT_MT", -(-p.cpg // c.tile_m)),
                 ("DG_NT_PTH", -(-p.Hi // tile_rows(c))), ("DG_NT_PTW", -(-p.Wi // BLOCK_W)),
-                ("DG_NT_W_CYX", int(w_cyx(p)))]
+                ("DG_NT_W_CYX", int(w_cyx(p))), ("DG_NT_K", p.K), ("DG_NT_HO", p.Ho)] + \
+            ([("DG_NT_PRODUCERS", PRODUCERS)] if self.shifting else [])
 
     def tensor_maps(self) -> tuple:
         """dY NCHW as ``(Wo, Ho, K, N)`` in boxes of 64 columns x 1 row x 64 k (one MN-major
@@ -194,8 +222,10 @@ class NchwTmaSpec(VirtualGemmSpec):
         """``dgrad.cu`` for the virtual GEMM with its ``nchw_tma`` section and the
         ``DG_NT_*`` defines, with this schedule's tensor maps."""
         from .kernels.emit import emit_gemm
-        return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=("nchw_tma",),
-                         memset=False, maps=self.tensor_maps())
+        src = emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()),
+                        sections=("nchw_tma", "ntshift") if self.shifting else ("nchw_tma",),
+                        memset=False, maps=self.tensor_maps())
+        return dataclasses.replace(src, block=self.block)
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
@@ -217,6 +247,12 @@ def make_nchw_tma_spec(problem: ConvProblem, target: Target, config: PerfConfig)
             or the TMA main loop's first broken rule on the virtual problem, as one sentence.
     """
     if nchw_tma_reason(problem, target) is None:
+        threads = config.warp_m * config.warp_n * 128 + PRODUCERS
+        require(not shift_loads(problem) or threads <= SHIFT_MAX_BLOCK_THREADS,
+                f"{_S}: this filter shifts dY by columns that are not multiples of {BOX_ALIGN}, so a producer "
+                f"warpgroup loads B; with it a block of warp_m*warp_n = {config.warp_m * config.warp_n} "
+                f"warpgroups has {threads} threads, allowed: at most {SHIFT_MAX_BLOCK_THREADS} (one consumer "
+                f"warpgroup)")
         require(config.tile_n % BLOCK_W == 0 and config.tile_n > 0,
                 f"{_S}: a tile's columns are whole dX rows of {BLOCK_W}; tile_n must be a multiple of {BLOCK_W}, "
                 f"got {config.tile_n}")
@@ -267,6 +303,6 @@ def nchw_tma_run(spec: NchwTmaSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarr
         out[n0:n1] = acc.astype(dx.dtype)
 
 
-__all__ = ["BLOCK_W", "BOX_ALIGN", "CHUNK_BYTES", "DTYPES", "NchwTmaSpec", "column_fill", "gemm_config",
-           "make_nchw_tma_spec", "nchw_tma_reason", "nchw_tma_run", "tile_rows", "virtual_problem", "w_cyx",
+__all__ = ["BLOCK_W", "BOX_ALIGN", "PRODUCERS", "SHIFT_MAX_BLOCK_THREADS", "CHUNK_BYTES", "DTYPES", "NchwTmaSpec", "column_fill", "gemm_config",
+           "make_nchw_tma_spec", "nchw_tma_reason", "nchw_tma_run", "shift_loads", "tile_rows", "virtual_problem", "w_cyx",
            "wt_transform"]

@@ -919,6 +919,11 @@ NCHW_TMA_LINES = [
     "-n 2 -c 128 -H 16 -W 16 -k 256 -y 3 -x 3 -p 2 -q 8 -l 2 -j 8 -g 2", # column shifts of 8, dilated, grouped
     "-n 1 -c 32 -H 12 -W 24 -k 40 -y 7 -x 1 -p 3 -q 0",                  # 7x1, kpg not a multiple of 64
     "-n 3 -c 48 -H 7 -W 8 -k 96 -y 1 -x 1",                              # 1x1 on a 7x8 plane
+    # the shifting producer (column shifts that are not multiples of 8)
+    "-n 2 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1",                  # the ResNet-50 3x3 shape
+    "-n 2 -c 40 -H 9 -W 72 -k 72 -y 3 -x 3 -p 1 -q 1",                   # Wi past one 64-column row
+    "-n 1 -c 32 -H 12 -W 24 -k 40 -y 1 -x 7 -p 0 -q 3",                  # 1x7: residues 3, 2, 1, 0, 7, 6, 5
+    "-n 2 -c 64 -H 16 -W 16 -k 128 -y 3 -x 3 -p 2 -q 4 -l 2 -j 4 -g 2",  # residue 4, dilated, grouped
 ]
 
 
@@ -957,9 +962,10 @@ def test_random_nchw_tma_problems_match_reference(engine, data):
     G = data.draw(st.sampled_from([1, 1, 1, 2]))
     cpg = data.draw(st.integers(1, 160))
     kpg = 64 * data.draw(st.integers(1, 3)) if G > 1 else 8 * data.draw(st.integers(1, 24))
-    Y, X = data.draw(st.integers(1, 7)), data.draw(st.sampled_from([1, 1, 1, 2, 3]))
-    dH, dW = data.draw(st.integers(1, 3)), 8 * data.draw(st.integers(1, 2))   # column shifts: multiples of 8
-    pH, pW = data.draw(st.integers(0, (Y - 1) * dH)), 8 * data.draw(st.integers(0, X - 1))
+    Y, X = data.draw(st.integers(1, 7)), data.draw(st.sampled_from([1, 1, 2, 3, 5]))
+    dH = data.draw(st.integers(1, 3))
+    dW = data.draw(st.sampled_from([1, 2, 3, 8]))   # 8: column shifts of 8 (tensor copies) when pW is too
+    pH, pW = data.draw(st.integers(0, (Y - 1) * dH)), data.draw(st.integers(0, (X - 1) * dW))
     Hi = data.draw(st.integers(max(1, (Y - 1) * dH + 1 - 2 * pH), 20))
     Wo = 8 * data.draw(st.integers(1, 12))
     Wi = Wo - 2 * pW + (X - 1) * dW                 # stride 1: Wo = Wi + 2pW - dW(X-1)

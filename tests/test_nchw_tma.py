@@ -1,7 +1,8 @@
 """The nchw-tma schedule (13): stride-1 problems with dY and dX NCHW, run on the TMA main loop
 with the operands' roles swapped (W^T x dY windows per tap) straight into NCHW dX.
 
-Rules and their reasons (column shifts must be multiples of 8), the config rules, its first
+Rules and their reasons, the two B paths (tensor copies where every column shift is a multiple
+of 8, else the shifting producer warpgroup), the config rules, its first
 search config (it is no problem's default) and the search, the one W^T transform and its workspace, emission (the ``nchw_tma`` section reaches
 these kernels only), the emulated kernel against the float64 reference (TMA boxes, swizzled
 operands, the direct epilogue) with mistakes that must fail, a forced split-N on the
@@ -23,7 +24,7 @@ from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.heuristics import nchw_tma_config, search_space
 from miopen_solver.kernels.emit import _read
-from miopen_solver.nchw_tma import column_fill, nchw_tma_reason, virtual_problem, wt_transform
+from miopen_solver.nchw_tma import column_fill, nchw_tma_reason, shift_loads, virtual_problem, wt_transform
 from miopen_solver.problem import ConvProblem
 from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cpu import CpuEngine
@@ -52,7 +53,7 @@ def _inputs(p, seed=7):
 
 
 # ------------------------------------------------------------------ rules
-@pytest.mark.parametrize("line", [R50, R50.replace("convfp16", "convbfp16") + " --fil_layout NHWC",
+@pytest.mark.parametrize("line", [R50, R50_3X3, R50.replace("convfp16", "convbfp16") + " --fil_layout NHWC",
                                   "convfp16 -n 2 -c 128 -H 16 -W 16 -k 256 -y 3 -x 3 -p 2 -q 8 -l 2 -j 8 -g 2 -F 2",
                                   "convfp16 -n 2 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1 -F 2",
                                   "convfp16 -n 2 -c 32 -H 12 -W 24 -k 40 -y 7 -x 1 -p 3 -q 0 -F 2"])
@@ -62,10 +63,6 @@ def test_stride_1_nchw_problems_apply(line):
 
 @pytest.mark.parametrize("line,arch,why", [
     (R50.replace("-p 1 -q 0", "-p 1 -q 0 -u 2 -v 2"), "sm_90", "stride 2x2 is not 1x1"),
-    (R50_3X3, "sm_90", "filter column 0 reads dY +1 columns from its dX column (pad_w 1, dilation_w 1), not a "
-                       "multiple of 8"),
-    (R50.replace("-x 1", "-x 2"), "sm_90", "filter column 1 reads dY -1 columns"),
-    (R50.replace("-q 0", "-q 4"), "sm_90", "filter column 0 reads dY +4 columns"),
     (R50 + " " + NHWC, "sm_90", "dY is NHWC in memory, not NCHW"),
     (R50 + " --out_layout NHWC", "sm_90", "dY is NHWC in memory"),
     (R50.replace("-W 56", "-W 30"), "sm_90", "Wo=30 and Wi=30 must be multiples of 8"),
@@ -95,6 +92,25 @@ def test_config_rules_name_the_field(cfg, field):
         return
     with pytest.raises(PerfConfigError, match=field):
         SOLVER.find_solution(p, SM90, perf_config=cfg)
+
+
+def test_column_shifts_that_are_not_multiples_of_8_take_the_shifting_producer():
+    """1x1 and Yx1 filters (and shifts of 8) read B by tensor copies; any other column shift
+    by the producer warpgroup: 128 more threads, its own section and name, one consumer
+    warpgroup at most (a message naming the count otherwise)."""
+    assert not shift_loads(_p(R50)) and not shift_loads(_p(R50_3X3.replace("-q 1", "-q 8 -j 8")))
+    assert shift_loads(_p(R50_3X3)) and shift_loads(_p(R50.replace("-q 0", "-q 4")))
+    plain = SOLVER.find_solution(_p(R50), SM90, perf_config=CFG)
+    sol = SOLVER.find_solution(_p(R50_3X3), SM90, perf_config=CFG)
+    assert plain.spec.block == (160, 1, 1) and "_shift" not in plain.kernel_name
+    assert sol.spec.block == (256, 1, 1) and sol.kernels[0].source.block == (256, 1, 1)
+    assert "_tma132_shift_n32c64" in sol.kernel_name
+    d = dict(sol.kernels[0].source.defines)
+    assert d["DG_NT_PRODUCERS"] == 128 and "DG_NT_PRODUCERS" not in dict(plain.kernels[0].source.defines)
+    assert "dg_nt_shift_row" in sol.kernels[0].source.text and "dg_nt_shift_row" not in plain.kernels[0].source.text
+    with pytest.raises(PerfConfigError, match="warp_m\\*warp_n = 2 warpgroups has 384 threads, allowed: at most 256"):
+        SOLVER.find_solution(_p(R50_3X3), SM90, perf_config="128,256,64,2,1,64,256,0,0,0,1,-1,4,13")
+    assert nchw_tma_config(_p(R50_3X3.replace("-c 64", "-c 256")), SM90).tile_m == 64
 
 
 def test_virtual_problem_counts_the_real_tiles():
@@ -132,7 +148,7 @@ def test_search_has_nchw_tma_configs_after_the_default():
     assert cfgs[0] == SOLVER.find_solution(p, SM90).perf_config and cfgs[0].schedule is not KernelSchedule.NCHW_TMA
     assert own[0] == nchw_tma_config(p, SM90) and len(own) == len(set(own)) >= 10
     assert not [c for c in search_space(_p(R50 + " " + NHWC), SM90) if c.schedule is KernelSchedule.NCHW_TMA]
-    assert not [c for c in search_space(_p(R50_3X3), SM90) if c.schedule is KernelSchedule.NCHW_TMA]
+    assert [c for c in search_space(_p(R50_3X3), SM90) if c.schedule is KernelSchedule.NCHW_TMA]
 
 
 def test_workspace_is_w_transposed():
@@ -176,6 +192,14 @@ EMU_CASES = [
      "64,64,64,1,1,64,64,0,0,0,1,-1,2,13"),
     ("convfp16 -n 2 -c 32 -H 7 -W 8 -k 40 -y 7 -x 1 -p 3 -q 0 -F 2", "64,192,64,1,1,64,192,0,0,0,1,-1,2,13"),
     ("convbfp16 -n 2 -c 24 -H 3 -W 8 -k 16 -y 1 -x 1 -F 2", "64,64,64,1,1,64,64,0,0,0,1,-1,2,13"),
+    # the shifting producer: 3x3 pad 1 (shifts +1, 0, -1) over two 64-column tiles, bf16
+    ("convbfp16 -n 1 -c 72 -H 5 -W 72 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "64,128,64,1,1,64,128,0,0,0,1,-1,4,13"),
+    # 1x7 pad 3 with a KYXC filter: column residues 3, 2, 1, 0, 7, 6, 5
+    ("convfp16 -n 1 -c 16 -H 4 -W 24 -k 24 -y 1 -x 7 -p 0 -q 3 -F 2 --fil_layout NHWC",
+     "64,64,64,1,1,64,64,0,0,0,1,-1,2,13"),
+    # residue 4 (pad 4, dilation 4), grouped, rows dilated and padded, 4 rows per tile
+    ("convfp16 -n 2 -c 40 -H 5 -W 16 -k 128 -y 3 -x 3 -p 2 -q 4 -l 2 -j 4 -g 2 -F 2",
+     "64,256,64,1,1,64,256,0,0,0,1,-1,2,13"),
 ]
 
 
@@ -215,6 +239,58 @@ def test_kernel_mistakes_fail(tmp_path, mutant):
     assert not (v.ok and v.nonfinite == 0)
 
 
+SHIFT_MUTANTS = {
+    "odd residue halves": ("(in[w] >> 16) | (in[w + 1] << 16)", "(in[w] << 16) | (in[w + 1] >> 16)"),
+    "first chunk": ("const int q0 = (col0 - R) / 8;", "const int q0 = col0 / 8;"),
+    "residue sign": ("const int r = ((col0 % 8) + 8) % 8;", "const int r = (col0 % 8 + 8) % 8 ^ 1;"),
+    "swizzle": ("dst + dg_sw128(k, 8 * j)", "dst + k * 64 + 8 * j"),
+    "no fence": ("dg_nt_shift_stage(dy, tt, g, chunk, y, x, Bs + st * DG_B_STAGE, ptid);\n"
+                 "                        dg_publish_smem();\n                        dg_mbar_arrive(full);",
+                 "dg_mbar_arrive(full);"),
+}
+
+
+@emulator
+@pytest.mark.parametrize("mutant", SHIFT_MUTANTS)
+def test_shifting_producer_mistakes_fail(tmp_path, mutant):
+    """Mistakes in the shifting producer's loads, shifts and stores make the emulated run
+    fail (3x3 pad 1: residues 1, 0 and 7); an arrival before the rows are stored fails too:
+    the emulator's wgmma reads them at issue."""
+    old, new = SHIFT_MUTANTS[mutant]
+    line, cfg = ("convfp16 -n 1 -c 24 -H 5 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "64,128,64,1,1,64,128,0,0,0,1,-1,3,13")
+
+    def mangle(text):
+        assert old in text, mutant
+        return text.replace(old, new)
+    try:
+        _, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg, mangle=mangle)
+    except Exception:
+        return
+    assert not (v.ok and v.nonfinite == 0)
+
+
+@emulator
+@settings(max_examples=6, deadline=None)
+@given(st.data())
+def test_random_shifting_problems_on_the_emulator(tmp_path_factory, data):
+    """Random 16-bit stride-1 NCHW problems whose column shifts are not all multiples of 8."""
+    X, dW = data.draw(st.integers(2, 5)), data.draw(st.integers(1, 3))
+    pW = data.draw(st.integers(0, (X - 1) * dW))
+    Wi = 8 * data.draw(st.integers(1, 10))
+    assume((Wi + 2 * pW - (X - 1) * dW) % 8 == 0 and Wi + 2 * pW - (X - 1) * dW > 0)
+    Y = data.draw(st.integers(1, 3))
+    p = ConvProblem(N=data.draw(st.integers(1, 2)), C=data.draw(st.integers(2, 70)), K=8 * data.draw(st.integers(1, 10)),
+                    Y=Y, X=X, pH=data.draw(st.integers(0, Y - 1)), pW=pW, dW=dW, Hi=data.draw(st.integers(Y, 6)), Wi=Wi,
+                    dtype=data.draw(st.sampled_from(["fp16", "bf16"])), in_layout="NCHW", out_layout="NCHW",
+                    fil_layout=data.draw(st.sampled_from(["NCHW", "NHWC"])))
+    assume(shift_loads(p))
+    cfg = data.draw(st.sampled_from(["64,64,64,1,1,64,64,0,0,0,1,-1,2,13", "64,128,64,1,1,64,128,0,0,0,1,-1,3,13",
+                                     "64,256,64,1,1,64,256,0,0,0,1,-1,2,13"]))
+    sol, v = run_emulated(p, "sm_90", tmp_path_factory.mktemp("emu"), perf_config=cfg)
+    assert sol.schedule is KernelSchedule.NCHW_TMA and "_shift_" in sol.kernel_name
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
 @emulator
 def test_split_n_chunks_on_the_emulator(monkeypatch, tmp_path):
     """Three launches of two images: dY, dX and the dY tensor map offset per chunk."""
@@ -234,9 +310,9 @@ def test_cpu_engine_matches_float64(data):
     G = data.draw(st.sampled_from([1, 1, 2]))
     cpg = data.draw(st.integers(3 - G, 40))          # C = 1: dX has NHWC bytes too (the NHWC kernel runs)
     kpg = 64 if G > 1 else 8 * data.draw(st.integers(1, 9))
-    Y, X = data.draw(st.integers(1, 5)), data.draw(st.sampled_from([1, 1, 2, 3]))
-    dH, dW = data.draw(st.integers(1, 3)), 8 * data.draw(st.integers(1, 2))     # column shifts: multiples of 8
-    pH, pW = data.draw(st.integers(0, (Y - 1) * dH)), 8 * data.draw(st.integers(0, X - 1))
+    Y, X = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    dH, dW = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    pH, pW = data.draw(st.integers(0, (Y - 1) * dH)), data.draw(st.integers(0, (X - 1) * dW))
     lo = max(1, (Y - 1) * dH + 1 - 2 * pH)
     Hi = data.draw(st.integers(lo, lo + 8))
     Wi = 8 * data.draw(st.integers(1, 6))

@@ -178,12 +178,29 @@ static_assert(DG_WI == DG_NT_N * DG_NT_MT * DG_TILE_M && DG_CPG == DG_NT_PTH * D
 #error "the NCHW TMA epilogue stores NCHW dX itself"
 #endif
 // #end nchw_tma
+// #section ntshift
+// Column shifts that are not multiples of 8 (miopen_solver/nchw_tma.py shift_loads): a tensor
+// copy's first column must be 16-byte aligned, so B is not a tensor copy here. DG_NT_PRODUCERS
+// producer threads (a warpgroup) load the 16-byte-aligned dY chunks around each shifted window
+// row with ordinary loads, shift them by the tap's column residue (0..7 elements, a constant of
+// the tap) in registers, and store the swizzled B rows; the A box is still a tensor copy. The
+// full barrier of a stage counts one arrival with A's bytes and one per producer thread after
+// its stores and the async-proxy fence.
+static_assert(DG_NT_PRODUCERS == 128, "one producer warpgroup");
+static_assert((64 * DG_NT_BH) % DG_NT_PRODUCERS == 0 || DG_NT_PRODUCERS % (64 * DG_NT_BH) == 0,
+              "producer threads divide the B rows of a stage evenly");
+// #end ntshift
 
 // ------------------------------------------------------------------ vendor layer
 // Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
 // warp that only issues tensor-memory copies.
 #if defined(DG_TMA) && DG_TMA
+// #section !ntshift
 #define DG_BLOCK_THREADS (DG_THREADS + 32)
+// #end !ntshift
+// #section ntshift
+#define DG_BLOCK_THREADS (DG_THREADS + DG_NT_PRODUCERS)  // the NCHW TMA schedule's shifting producer warpgroup
+// #end ntshift
 #else
 #define DG_BLOCK_THREADS DG_THREADS
 #endif
@@ -1730,6 +1747,64 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
 #endif
 
 #if DG_TMA
+// #section ntshift
+// One B row of the shifting producer: the 64 dY columns col0 .. col0+63 of row `row` of plane
+// `src` (k channel of one image; nullptr: a row outside dY or a k past K, all zeros) into the
+// swizzled row `k` of the 64-wide B block at `dst`. col0 = 8*q + R (R the tap's column residue,
+// a template constant): nine aligned 16-byte chunks q .. q+8 are read (zeros outside 0 .. Wo-1,
+// whole chunks since Wo % 8 == 0) and word w of the row is elements R+2w, R+2w+1 of them.
+template <int R>
+DG_DEVICE void dg_nt_shift_row(const dg_t* src, int col0, dg_t* dst, int k) {
+    dg_u32 in[36];
+    const int q0 = (col0 - R) / 8;   // col0 - R is a multiple of 8
+#pragma unroll
+    for (int c = 0; c < (R ? 9 : 8); ++c) {
+        const int col = (q0 + c) * 8;
+        dg_b16 v;
+        v.v[0] = v.v[1] = v.v[2] = v.v[3] = 0u;
+        if (src != nullptr && col >= 0 && col < DG_NT_WO) v = *reinterpret_cast<const dg_b16*>(src + col);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) in[4 * c + e] = v.v[e];
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        dg_b16 out;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int w = 4 * j + e + R / 2;   // the word holding element R + 2*(4j+e)
+            out.v[e] = (R & 1) ? ((in[w] >> 16) | (in[w + 1] << 16)) : in[w];
+        }
+        *reinterpret_cast<dg_b16*>(dst + dg_sw128(k, 8 * j)) = out;
+    }
+}
+// The shifting producer's B rows of one k-tile: 64 k x DG_NT_BH tile rows, `ptid` of
+// DG_NT_PRODUCERS threads taking rows ptid, ptid + DG_NT_PRODUCERS, ...; `r` = the tap's column
+// residue ((w0 + pw - x*dw) mod 8, w0 a multiple of 64).
+DG_DEVICE void dg_nt_shift_stage(const dg_t* dy, const dg_tma_tile& tt, int g, int chunk, int y, int x, dg_t* Bst,
+                                 int ptid) {
+    const int col0 = tt.w0 + DG_NT_PW - x * DG_NT_DW;
+    const int r = ((col0 % 8) + 8) % 8;
+    const long long img = (long long)(tt.n0 / DG_NT_MT) * DG_NT_K;
+    for (int row = ptid; row < 64 * DG_NT_BH; row += DG_NT_PRODUCERS) {
+        const int b = row / 64, k = row % 64;
+        const int kk = chunk * DG_TILE_K + k;   // k within the group
+        const int ho = tt.h0 + b + DG_NT_PH - y * DG_NT_DH;
+        const dg_t* src = (kk < DG_NT_KPG && ho >= 0 && ho < DG_NT_HO)
+                              ? dy + ((img + g * DG_NT_KPG + kk) * DG_NT_HO + ho) * DG_NT_WO : nullptr;
+        dg_t* dst = Bst + b * (DG_TILE_K * 64);
+        switch (r) {
+        case 0: dg_nt_shift_row<0>(src, col0, dst, k); break;
+        case 1: dg_nt_shift_row<1>(src, col0, dst, k); break;
+        case 2: dg_nt_shift_row<2>(src, col0, dst, k); break;
+        case 3: dg_nt_shift_row<3>(src, col0, dst, k); break;
+        case 4: dg_nt_shift_row<4>(src, col0, dst, k); break;
+        case 5: dg_nt_shift_row<5>(src, col0, dst, k); break;
+        case 6: dg_nt_shift_row<6>(src, col0, dst, k); break;
+        default: dg_nt_shift_row<7>(src, col0, dst, k); break;
+        }
+    }
+}
+// #end ntshift
 // Direct epilogue of the warp-specialised kernel (pointwise, one sub-GEMM): no shared
 // memory and no barrier, so the producer warp keeps loading the next tile meanwhile.
 // In the accumulator fragment the 4 lanes of a quad hold one row, 2 adjacent columns of
@@ -2014,7 +2089,12 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     if (tid == 0) {
 #pragma unroll
         for (int st = 0; st < DG_STAGES; ++st) {
+// #section !ntshift
             dg_mbar_init(full0 + 8 * st, 1);
+// #end !ntshift
+// #section ntshift
+            dg_mbar_init(full0 + 8 * st, 1 + DG_NT_PRODUCERS);  // A's bytes, then every producer's B rows
+// #end ntshift
             dg_mbar_init(empty0 + 8 * st, DG_THREADS / 32);  // one arrival per consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -2022,7 +2102,13 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     DG_SYNC();
     const int chunks = (DG_KPG + DG_TILE_K - 1) / DG_TILE_K;
     if (tid >= DG_THREADS) {
+// #section !ntshift
         if (tid == DG_THREADS) {
+// #end !ntshift
+// #section ntshift
+        const int ptid = tid - DG_THREADS;   // every producer thread stores B rows
+        {
+// #end ntshift
             int it = 0;
 // #section !tmask
             for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
@@ -2040,7 +2126,9 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
                     const int st = it % DG_STAGES;
                     dg_mbar_wait(empty0 + 8 * st, ((it / DG_STAGES) & 1) ^ 1);
                     const dg_u32 full = full0 + 8 * st;
+// #section !ntshift
                     dg_mbar_expect_tx(full, (DG_A_BOX_ELEMS + DG_B_STAGE) * DG_EB);
+// #end !ntshift
                     const int chunk = kt / tt.taps;
                     const int tap = kt - chunk * tt.taps;
                     const int ydot = tap / tt.s.x_dot_slice;
@@ -2053,11 +2141,27 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
                         // row h0 + b + ph - y*dh, columns from w0 + pw - x*dw, 64 k.
                         const int y = tap / DG_NT_X, x = tap - y * DG_NT_X;
                         const int c0 = tt.n0 % DG_NT_MT * DG_TILE_M;
+// #end nchw_tma
+// #section ntshift
+                        if (ptid == 0) {
+                            dg_mbar_expect_tx(full, DG_A_BOX_ELEMS * DG_EB);
+// #end ntshift
+// #section nchw_tma
 #if DG_NT_W_CYX
                         dg_tma_load_4d(a_dst, &tm_w, chunk * DG_TILE_K, tap, c0, g, full);
 #else
                         dg_tma_load_4d(a_dst, &tm_w, chunk * DG_TILE_K, c0, tap, g, full);
 #endif
+// #end nchw_tma
+// #section ntshift
+                        }
+                        (void)k0;
+                        dg_nt_shift_stage(dy, tt, g, chunk, y, x, Bs + st * DG_B_STAGE, ptid);
+                        dg_publish_smem();
+                        dg_mbar_arrive(full);
+                        continue;
+// #end ntshift
+// #section nchw_tma
 #pragma unroll
                         for (int b = 0; b < DG_NT_BH; ++b)
                             dg_tma_load_4d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_dy,
