@@ -71,17 +71,31 @@
 # history). CHECK_SECS (default 540) bounds the whole script, under the device tool's 600 s per
 # call: each step's bound is cut to what is left (a step with under 20 s left is skipped and
 # counted as failed), zoo_tune stops 60 s before the end for its table; TAR_TO=path writes
-# every output of OUT_DIR into one .tgz at the end (e.g. TAR_TO=$OUT/all.tgz), so a call that
+# every output of OUT_DIR into one .tgz at the end (e.g. TAR_TO=$OUT/all.tgz; checked before the
+# first step, never packing itself), so a call that
 # ran long still brings back what it measured.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUTDIR="${1:-${OUT:-/tmp/h200_check}}"
-mkdir -p "$OUTDIR"
+if ! mkdir -p "$OUTDIR" 2>/dev/null || [ ! -w "$OUTDIR" ]; then
+    echo "h200_check: OUT_DIR $OUTDIR: cannot be created or written; allowed: a writable directory"; exit 2
+fi
+TAR_EXCLUDE=()   # checked before any step runs: a bad TAR_TO must not surface after minutes of device time
+if [ -n "${TAR_TO:-}" ]; then
+    tar_dir=$(dirname -- "$TAR_TO")
+    if [ -d "$TAR_TO" ] || ! { : >> "$TAR_TO"; } 2>/dev/null; then   # opened for appending: nothing lost
+        echo "h200_check: TAR_TO=$TAR_TO: not a file in an existing, writable directory; allowed: a .tgz path, e.g. TAR_TO=\$OUT/all.tgz"
+        exit 2
+    fi
+    # the archive inside OUT_DIR (the example above) must not pack itself
+    [ "$(cd "$tar_dir" && pwd -P)" = "$(cd "$OUTDIR" && pwd -P)" ] && TAR_EXCLUDE=(--exclude="./$(basename -- "$TAR_TO")")
+fi
 export PYTHONPATH="${PYTHONPATH:-.}" MIOPEN_DGRAD_CACHE_DIR="${MIOPEN_DGRAD_CACHE_DIR:-/tmp/kcache}"
 failed=0
 STEPS="${STEPS:-gpu_tests,replay,compare,first_launch}"
 CHECK_SECS="${CHECK_SECS:-540}"
-case "$CHECK_SECS" in ''|*[!0-9]*) echo "h200_check: CHECK_SECS=$CHECK_SECS: allowed: whole seconds, e.g. 540"; exit 2 ;; esac
+case "$CHECK_SECS" in ''|*[!0-9]*|??????????*) echo "h200_check: CHECK_SECS=$CHECK_SECS: allowed: whole seconds, e.g. 540"; exit 2 ;; esac
+CHECK_SECS=$(( 10#$CHECK_SECS ))   # 0540 is 540 seconds, not octal
 left() {  # seconds of the CHECK_SECS budget left, less a reserve of $1 seconds
     local l=$(( CHECK_SECS - SECONDS - ${1:-0} )); echo $(( l > 0 ? l : 0 ))
 }
@@ -169,5 +183,9 @@ case ",$STEPS," in *",zoo_tune,"*)
         --out "$OUTDIR/default_vs_tuned.md" --json "$OUTDIR/default_vs_tuned.json" && head -n 16 "$OUTDIR/default_vs_tuned.md"
     ;;
 esac
-[ -n "${TAR_TO:-}" ] && tar czf "$TAR_TO" -C "$OUTDIR" . && echo "outputs: $TAR_TO"
+if [ -n "${TAR_TO:-}" ]; then
+    # (the file exists before tar reads OUT_DIR, so a TAR_TO inside it does not change it under tar)
+    if tar czf - ${TAR_EXCLUDE[@]+"${TAR_EXCLUDE[@]}"} -C "$OUTDIR" . > "$TAR_TO"; then echo "outputs: $TAR_TO"
+    else echo "!! TAR_TO=$TAR_TO: tar failed"; failed=$((failed + 1)); fi
+fi
 exit "$failed"

@@ -188,12 +188,12 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         images = min(p.N, max(1, NCHW_PW_CHUNK // per_image))
         rounded = 4 * (p.dy_elems + p.w_elems) if plan.tf32 else 0         # TF32-rounded copies
         return dx + 5 * p.w_elems + images * (4 * p.dy_elems // p.N + per_image + dx // p.N) + rounded
-    if plan.nchw_tma:   # W^T and its fp32 copy; per chunk of images: fp32 padded dY, the sum, its cast
-        from .nchw_tma import CHUNK_BYTES as NCHW_TMA_CHUNK
+    if plan.nchw_tma:   # W^T and its fp32 copy; per chunk of images: fp32 dY, a tap's window and product,
+        from .nchw_tma import CHUNK_BYTES as NCHW_TMA_CHUNK     # the sum, its cast (no padding)
         per_image = 4 * p.C * p.Hi * p.Wi
         images = min(p.N, max(1, NCHW_TMA_CHUNK // per_image))
-        padded = 4 * p.K * (p.Ho + p.Y * p.dH + p.pH + p.Hi) * (p.Wo + p.X * p.dW + p.pW + p.Wi)
-        return dx + 5 * p.w_elems + images * (padded + 2 * per_image + dx // p.N)
+        window = 4 * p.K * (p.Ho * p.Wo + p.Hi * p.Wi)
+        return dx + 5 * p.w_elems + images * (window + 2 * per_image + dx // p.N)
     if not plan.gemm:
         return dx + relayout + 2 * p.Hi * p.Wi
     wp = p.Wo + plan.pad_cols

@@ -287,19 +287,26 @@ def nchw_tma_run(spec: NchwTmaSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarr
     a = np.asarray(wt, dtype=np.float32)
     a = a.reshape(G, cpg, taps, kpg).transpose(0, 2, 1, 3) if w_cyx(p) else a.reshape(G, taps, cpg, kpg)
     b = np.asarray(dy).reshape(p.N, G, kpg, p.Ho, p.Wo)
-    # dY padded so that every tap's window of Hi x Wi rows/columns lies inside
-    top, left = max(0, (p.Y - 1) * p.dH - p.pH), max(0, (p.X - 1) * p.dW - p.pW)
-    bottom, right = max(0, p.Hi - 1 + p.pH - (p.Ho - 1)), max(0, p.Wi - 1 + p.pW - (p.Wo - 1))
+    # each tap reads dY row hi + pH - y*dH and column wi + pW - x*dW: only the dX rows and
+    # columns whose reads fall inside dY are summed (the rest is the copy's zero fill), so no
+    # buffer grows with a pad or a dilation
+    windows = []
+    for tap in range(taps):
+        y, x = divmod(tap, p.X)
+        oh, ow = p.pH - y * p.dH, p.pW - x * p.dW
+        h0, h1 = max(0, -oh), min(p.Hi, p.Ho - oh)
+        w0, w1 = max(0, -ow), min(p.Wi, p.Wo - ow)
+        if h0 < h1 and w0 < w1:
+            windows.append((tap, oh, ow, h0, h1, w0, w1))
     step = max(1, CHUNK_BYTES // (4 * p.C * p.Hi * p.Wi))
     for n0 in range(0, p.N, step):
         n1 = min(p.N, n0 + step)
-        bp = np.pad(b[n0:n1].astype(np.float32), ((0, 0), (0, 0), (0, 0), (top, bottom), (left, right)))
-        acc = np.zeros((n1 - n0, G, cpg, p.Hi * p.Wi), dtype=np.float32)
-        for tap in range(taps):
-            y, x = divmod(tap, p.X)
-            h0, w0 = top + p.pH - y * p.dH, left + p.pW - x * p.dW
-            win = bp[..., h0:h0 + p.Hi, w0:w0 + p.Wi].reshape(n1 - n0, G, kpg, p.Hi * p.Wi)
-            acc += np.matmul(a[:, tap], win)
+        bf = b[n0:n1].astype(np.float32)
+        acc = np.zeros((n1 - n0, G, cpg, p.Hi, p.Wi), dtype=np.float32)
+        for tap, oh, ow, h0, h1, w0, w1 in windows:
+            win = bf[..., h0 + oh:h1 + oh, w0 + ow:w1 + ow].reshape(n1 - n0, G, kpg, (h1 - h0) * (w1 - w0))
+            acc[..., h0:h1, w0:w1] += np.matmul(a[:, tap], win).reshape(n1 - n0, G, cpg, h1 - h0, w1 - w0)
+        acc = acc.reshape(n1 - n0, G, cpg, p.Hi * p.Wi)
         out[n0:n1] = acc.astype(dx.dtype)
 
 

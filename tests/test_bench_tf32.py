@@ -142,3 +142,26 @@ def test_h200_check_stays_inside_its_budget_and_brings_back_its_outputs(tmp_path
     r = subprocess.run(["bash", script, str(out)], env={**env, "CHECK_SECS": "9m"}, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and r.stdout.strip() == "h200_check: CHECK_SECS=9m: allowed: whole seconds, e.g. 540"
+
+
+def test_h200_check_refuses_a_bad_tar_to_before_any_step_and_never_packs_the_archive(tmp_path):
+    """A TAR_TO that cannot be written is one line and exit 2 before any step runs (it was
+    found only by tar at the end, and the exit status ignored it); TAR_TO inside OUT_DIR (the
+    header's example) does not pack itself; CHECK_SECS with a leading zero is decimal."""
+    import subprocess
+    import tarfile
+    script = str(Path(ROOT) / "bench" / "h200_check.sh")
+    out = tmp_path / "out"
+    env = {**os.environ, "STEPS": "compare", "CHECK_SECS": "0"}
+    for bad in (str(tmp_path / "missing" / "all.tgz"), str(tmp_path)):
+        r = subprocess.run(["bash", script, str(out)], env={**env, "TAR_TO": bad}, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert r.stdout.strip().splitlines() == [f"h200_check: TAR_TO={bad}: not a file in an existing, writable "
+                                                 f"directory; allowed: a .tgz path, e.g. TAR_TO=$OUT/all.tgz"]
+    (out / "a.txt").write_text("x")
+    r = subprocess.run(["bash", script, str(out)], env={**env, "TAR_TO": str(out / "all.tgz"), "CHECK_SECS": "08"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "skipped: CHECK_SECS=8 spent" in r.stdout, r.stdout + r.stderr
+    names = tarfile.open(out / "all.tgz").getnames()
+    assert "./a.txt" in names and "./all.tgz" not in names

@@ -23,7 +23,7 @@ from conftest import count_calls, cpu_spec, naive_dgrad, random_inputs
 from miopen_solver import applicability as ap
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.problem import ConvProblem
-from miopen_solver.reference import dgrad_reference
+from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cpu import CpuEngine
 from miopen_solver.solver import DgradSolver
 from miopen_solver.spec import cached_decompose, is_valid_performance_config, PerfConfig
@@ -234,6 +234,30 @@ def test_engine_and_reference_with_huge_pads_and_dilations(kw):
     dx, peak_engine = _peak_bytes(lambda: CpuEngine().run(spec, dy, w))
     np.testing.assert_allclose(dx.astype(np.float64), want, rtol=1e-5, atol=1e-6)
     assert peak_ref < _memory_bound(p) and peak_engine < _memory_bound(p), (peak_ref, peak_engine)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(Y=3, X=1, pH=10**5, dH=10**5, Hi=2, Wi=8),                         # row pad and dilation
+    dict(Y=1, X=3, pW=8 * 10**5, dW=8 * 10**5, Hi=2, Wi=8),                 # column shifts, multiples of 8
+    dict(Y=3, X=1, pH=10**5 - 1, dH=10**5, Hi=4, Wi=8),                     # the first tap reads padding only
+])
+def test_nchw_tma_engine_with_huge_pads_and_dilations(kw):
+    """The NCHW TMA schedule's CPU engine (nchw_tma_run) sums each tap over the dX rows and
+    columns whose dY reads are inside dY: equal to the float64 reference in memory of the
+    tensors' size, and the host-memory estimate says so too (it padded dY by the pad and the
+    dilation: 3 GB and 15 s for a 3x1 filter with pad and dilation 10^5)."""
+    from miopen_solver.memory import cpu_engine_bytes, engine_plan
+    from miopen_solver.nchw_tma import nchw_tma_reason
+    sm90 = get_target("sm_90")
+    p = ConvProblem(N=2, C=8, K=64, dtype="fp16", in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW", **kw)
+    assert nchw_tma_reason(p, sm90) is None
+    sol = DgradSolver().find_solution(p, sm90, perf_config="64,64,64,1,1,64,64,0,0,0,1,-1,4,13")
+    dy, w = random_inputs(p, seed=3)
+    dx, peak = _peak_bytes(lambda: CpuEngine(sm90).run(sol, dy, w))
+    v = verify(p, dx, dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, v
+    assert peak < _memory_bound(p), peak
+    assert cpu_engine_bytes(p, engine_plan(sol.spec)) < _memory_bound(p)
 
 
 @st.composite
