@@ -148,7 +148,8 @@ def test_search_has_nchw_tma_configs_after_the_default():
     assert cfgs[0] == SOLVER.find_solution(p, SM90).perf_config and cfgs[0].schedule is not KernelSchedule.NCHW_TMA
     assert own[0] == nchw_tma_config(p, SM90) and len(own) == len(set(own)) >= 10
     assert not [c for c in search_space(_p(R50 + " " + NHWC), SM90) if c.schedule is KernelSchedule.NCHW_TMA]
-    assert [c for c in search_space(_p(R50_3X3), SM90) if c.schedule is KernelSchedule.NCHW_TMA]
+    # the shifting producer ran slower than the transposing default: --perf-config only
+    assert not [c for c in search_space(_p(R50_3X3), SM90) if c.schedule is KernelSchedule.NCHW_TMA]
 
 
 def test_workspace_is_w_transposed():
