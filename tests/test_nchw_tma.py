@@ -255,3 +255,17 @@ def test_cpu_engine_matches_float64(data):
     assert dx.shape == layouts.dx_shape(p)
     v = verify(p, dx, dgrad_reference(p, dy, w))
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("line", [
+    R50, R50 + " --fil_layout NHWC", "convfp16 -n 1 -c 64 -H 8 -W 8 -k 64 -y 7 -x 1 -p 3 -q 0 --fil_layout NHWC -F 2",
+    "convbfp16 -n 1 -c 256 -H 8 -W 16 -k 256 -y 3 -x 3 -p 8 -q 8 -l 8 -j 8 --fil_layout NHWC -F 2",
+    "convfp16 -n 2 -c 128 -H 8 -W 8 -k 128 -y 1 -x 1 -F 2"])
+def test_workspace_without_a_config_covers_every_search_config(line):
+    """MIOpen sizes a solver's workspace per problem: the size without a config is at least
+    what any config of the search needs, the NCHW TMA ones' W^T of every tap included (with W
+    KYXC no transpose copies W, and W^T can outgrow the dY and dX copies on a small image)."""
+    p = _p(line)
+    cfgs = list(SOLVER.search(p, SM90))
+    assert [c for c in cfgs if c.schedule is KernelSchedule.NCHW_TMA]
+    assert SOLVER.get_workspace_size(p, SM90) >= max(SOLVER.get_workspace_size(p, SM90, c) for c in cfgs)
