@@ -204,9 +204,11 @@ def test_kernel_mistakes_fail(tmp_path, mutant):
     ones where it matters: taps along both axes, several rows per tile, two channel tiles)."""
     old, new = MUTANTS[mutant]
     line, cfg = ("convfp16 -n 1 -c 72 -H 5 -W 16 -k 64 -y 3 -x 1 -p 1 -q 0 -F 2", "64,128,64,1,1,64,128,0,0,0,1,-1,3,13")
+    # outside the try below, which takes any exception for a failed run: a mutant whose line is
+    # no longer in the kernel fails here instead of passing unmutated
+    assert SOLVER.find_solution(_p(line), SM90, perf_config=cfg).kernels[0].source.text.count(old) == 1, mutant
 
     def mangle(text):
-        assert old in text, mutant
         return text.replace(old, new)
     try:
         _, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg, mangle=mangle)
