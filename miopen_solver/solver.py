@@ -35,6 +35,8 @@ from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from .errors import PerfConfigError, PerfDbError
 from .heuristics import default_performance_config, max_search_split_k, search_space
 from .nchw_pw import nchw_pw_reason, wt_transform
+from .nchw_tma import nchw_tma_reason
+from .nchw_tma import wt_transform as nchw_tma_wt
 from .problem import ConvProblem
 from .spec import (SPLIT_PERSISTENT, DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec,
                    spec_from_record, split_k_atomics_reason)
@@ -347,7 +349,7 @@ class DgradSolver:
         (each slot 256-byte aligned; MIOpen's NHWC solvers size theirs the same way,
         ``GetWorkspaceSizeLayoutTransformConv``): the NHWC copies of the tensors stored NCHW
         (0 for a problem NHWC in memory; no dX copy when the kernel stores dX NCHW itself),
-        or for an NCHW pointwise config W^T alone; plus the kernel's own: split-K through the
+        or for an NCHW pointwise or NCHW TMA config W^T alone; plus the kernel's own: split-K through the
         fp32 workspace needs ``split_k`` slices of one launch's dX (``N*Hi*Wi*C`` fp32
         elements each, 256-byte aligned; reused by every split-N launch), atomic split-K none.
         Without a config, the most the default or any config :meth:`search` offers needs
@@ -365,6 +367,8 @@ class DgradSolver:
             sizes = [workspace_bytes(layout_transforms(problem)) + splits * _slice_bytes(launch)]
             if nchw_pw_reason(launch, target) is None:
                 sizes.append(workspace_bytes((wt_transform(problem),)))
+            if nchw_tma_reason(launch, target) is None:                       # W^T of every tap
+                sizes.append(workspace_bytes((nchw_tma_wt(problem),)))
             return max(sizes)
         spec = launch_spec(launch_problem(problem), target, config)
         return workspace_bytes(run_transforms(spec, problem)) + spec.workspace_bytes

@@ -229,9 +229,11 @@ def test_kernel_mistakes_fail(tmp_path, mutant):
     ones where it matters: taps along both axes, several rows per tile, two channel tiles)."""
     old, new = MUTANTS[mutant]
     line, cfg = ("convfp16 -n 1 -c 72 -H 5 -W 16 -k 64 -y 3 -x 1 -p 1 -q 0 -F 2", "64,128,64,1,1,64,128,0,0,0,1,-1,3,13")
+    # outside the try below, which takes any exception for a failed run: a mutant whose line is
+    # no longer in the kernel fails here instead of passing unmutated
+    assert SOLVER.find_solution(_p(line), SM90, perf_config=cfg).kernels[0].source.text.count(old) == 1, mutant
 
     def mangle(text):
-        assert old in text, mutant
         return text.replace(old, new)
     try:
         _, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg, mangle=mangle)
@@ -332,3 +334,17 @@ def test_cpu_engine_matches_float64(data):
     assert dx.shape == layouts.dx_shape(p)
     v = verify(p, dx, dgrad_reference(p, dy, w))
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("line", [
+    R50, R50 + " --fil_layout NHWC", "convfp16 -n 1 -c 64 -H 8 -W 8 -k 64 -y 7 -x 1 -p 3 -q 0 --fil_layout NHWC -F 2",
+    "convbfp16 -n 1 -c 256 -H 8 -W 16 -k 256 -y 3 -x 3 -p 8 -q 8 -l 8 -j 8 --fil_layout NHWC -F 2",
+    "convfp16 -n 2 -c 128 -H 8 -W 8 -k 128 -y 1 -x 1 -F 2"])
+def test_workspace_without_a_config_covers_every_search_config(line):
+    """MIOpen sizes a solver's workspace per problem: the size without a config is at least
+    what any config of the search needs, the NCHW TMA ones' W^T of every tap included (with W
+    KYXC no transpose copies W, and W^T can outgrow the dY and dX copies on a small image)."""
+    p = _p(line)
+    cfgs = list(SOLVER.search(p, SM90))
+    assert [c for c in cfgs if c.schedule is KernelSchedule.NCHW_TMA]
+    assert SOLVER.get_workspace_size(p, SM90) >= max(SOLVER.get_workspace_size(p, SM90, c) for c in cfgs)

@@ -62,7 +62,7 @@ def test_wgmma_field_is_optional_and_written_only_when_set():
             PerfConfig.parse(bad)
     # the 14th field is a KernelSchedule code; an unknown code is refused where it is read
     assert PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,3").schedule is KernelSchedule.WGMMA_TMA
-    for bad in ("-1", "13", "99"):
+    for bad in ("-1", str(max(KernelSchedule) + 1), "99"):       # the first code past the last schedule
         with pytest.raises(PerfConfigError, match=f"schedule={bad} is not a kernel schedule; allowed: 0 "):
             PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3," + bad)
 
