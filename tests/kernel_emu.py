@@ -395,11 +395,17 @@ static void emu_mbar_wait(uint32_t bar, unsigned parity) {
 // Tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle or the map's own, swz = the
 // descriptor mode: 1 = 128 bytes, 2 = 64; zeros outside the tensor): the
 // kernel's opaque map holds an index into emu_maps, which the launch fills from the
-// solution's TensorMapDesc. A box lands row-major (dim 0 innermost) at dst, swizzled.
+// solution's TensorMapDesc. A box lands row-major (dim 0 innermost) at dst, swizzled. A box
+// whose innermost start is not 16-byte aligned stops the run, as it stops the kernel on the
+// H200 (an illegal-instruction error, bench/RESULTS.md tenth session).
 struct emu_tmap_info { const unsigned char* base; int rank, eb; long long dims[5], strides[5]; int box[5]; int swz = 1; };
 static emu_tmap_info emu_maps[2];
 static void emu_tma_load(uint32_t dst, unsigned long long map, const int* c, uint32_t bar) {
     const emu_tmap_info& m = emu_maps[*reinterpret_cast<const unsigned long long*>(map)];
+    if (((long long)c[0] * m.eb) % 16 != 0) {     // the H200 stops such a copy: illegal instruction
+        fprintf(stderr, "tensor copy: innermost start coordinate %d is not 16-byte aligned\n", c[0]);
+        exit(6);
+    }
     long long n = 1;
     for (int d = 0; d < m.rank; ++d) n *= m.box[d];
     for (long long e = 0; e < n; ++e) {

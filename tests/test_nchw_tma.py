@@ -222,24 +222,36 @@ MUTANTS = {
 }
 
 
+def _mutant_fails(tmp_path, line, cfg, old, new):
+    """The emulated run of ``line`` at ``cfg`` with ``old`` replaced by ``new`` in the kernel
+    fails (a wrong result, a crash or a hang). ``old`` must occur once in the kernel text,
+    checked before the run (whose exceptions all count as failures)."""
+    assert SOLVER.find_solution(_p(line), SM90, perf_config=cfg).kernels[0].source.text.count(old) == 1, old
+    try:
+        _, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg, mangle=lambda text: text.replace(old, new))
+    except Exception:       # a mutant may also crash or hang the emulated kernel: that fails too
+        return
+    assert not (v.ok and v.nonfinite == 0)
+
+
 @emulator
 @pytest.mark.parametrize("mutant", MUTANTS)
 def test_kernel_mistakes_fail(tmp_path, mutant):
     """Each mistake in the section's addressing makes the emulated run fail (the cases are
     ones where it matters: taps along both axes, several rows per tile, two channel tiles)."""
-    old, new = MUTANTS[mutant]
-    line, cfg = ("convfp16 -n 1 -c 72 -H 5 -W 16 -k 64 -y 3 -x 1 -p 1 -q 0 -F 2", "64,128,64,1,1,64,128,0,0,0,1,-1,3,13")
-    # outside the try below, which takes any exception for a failed run: a mutant whose line is
-    # no longer in the kernel fails here instead of passing unmutated
-    assert SOLVER.find_solution(_p(line), SM90, perf_config=cfg).kernels[0].source.text.count(old) == 1, mutant
+    _mutant_fails(tmp_path, "convfp16 -n 1 -c 72 -H 5 -W 16 -k 64 -y 3 -x 1 -p 1 -q 0 -F 2",
+                  "64,128,64,1,1,64,128,0,0,0,1,-1,3,13", *MUTANTS[mutant])
 
-    def mangle(text):
-        return text.replace(old, new)
-    try:
-        _, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg, mangle=mangle)
-    except Exception:       # a mutant may also crash or hang the emulated kernel: that fails too
-        return
-    assert not (v.ok and v.nonfinite == 0)
+
+@emulator
+def test_the_emulator_stops_a_misaligned_tensor_copy(tmp_path):
+    """A tensor copy whose first column is not 16-byte aligned stops the emulated kernel, as
+    it stops the kernel on the H200: the rule that sends such filters to the shifting
+    producer is checked by every emulated TMA kernel."""
+    line, cfg = "convfp16 -n 1 -c 16 -H 4 -W 16 -k 64 -y 3 -x 1 -p 1 -q 0 -F 2", "64,64,64,1,1,64,64,0,0,0,1,-1,2,13"
+    old = "tt.w0 + DG_NT_PW - x * DG_NT_DW, tt.h0 + b"
+    with pytest.raises(Exception, match="not 16-byte aligned"):
+        run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg, mangle=lambda t: t.replace(old, "1 + " + old))
 
 
 SHIFT_MUTANTS = {
@@ -259,17 +271,8 @@ def test_shifting_producer_mistakes_fail(tmp_path, mutant):
     """Mistakes in the shifting producer's loads, shifts and stores make the emulated run
     fail (3x3 pad 1: residues 1, 0 and 7); an arrival before the rows are stored fails too:
     the emulator's wgmma reads them at issue."""
-    old, new = SHIFT_MUTANTS[mutant]
-    line, cfg = ("convfp16 -n 1 -c 24 -H 5 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "64,128,64,1,1,64,128,0,0,0,1,-1,3,13")
-
-    def mangle(text):
-        assert old in text, mutant
-        return text.replace(old, new)
-    try:
-        _, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg, mangle=mangle)
-    except Exception:
-        return
-    assert not (v.ok and v.nonfinite == 0)
+    _mutant_fails(tmp_path, "convfp16 -n 1 -c 24 -H 5 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2",
+                  "64,128,64,1,1,64,128,0,0,0,1,-1,3,13", *SHIFT_MUTANTS[mutant])
 
 
 @emulator
