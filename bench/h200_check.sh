@@ -45,9 +45,10 @@
 #      schedule (compare.py --model-defaults; against zoo in the same session it decides
 #      whether miopen_solver.cost_model replaces heuristics.wgmma_config), named zoo_model*.
 #      nchw_tma: the NCHW TMA schedule (13) -- tests/test_gpu.py -k nchw_tma (GPU tests
-#      bounded at 200 s), then bench/time_configs.py of its tiles on the suite's lines in
-#      MIOpen's default layout (all NCHW; nchw_tma.md, nchw_tma.json); run STEPS=nchw beside it
-#      for the NCHW/NHWC table
+#      bounded at 200 s; 3x3 lines take the shifting producer), then bench/time_configs.py of
+#      its tiles on the suite's lines in MIOpen's default layout (all NCHW; the 3x3 ones on the
+#      staged shifting producer; nchw_tma.md, nchw_tma.json); run STEPS=nchw beside it for the
+#      NCHW/NHWC table
 #      tmask: split-K on the TMA schedule -- tests/test_gpu.py -k tma_split (work units, atomics
 #      and the workspace, NHWC and NCHW, 96/128/256-column tiles), then bench/time_configs.py
 #      of split shapes on the small-image layers (tmask.md, tmask.json; fit_cost_model --configs
@@ -131,8 +132,8 @@ done; exit $rc' "$OUTDIR"
 DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-15}" step nchw_tma 570 bash -c 'rc=0
 timeout 200 python -m pytest -q tests/test_gpu.py -k nchw_tma || rc=1
 sed -E "s/ --(in|out|fil)_layout NHWC//g" bench/suite.txt > "$0/suite_nchw.txt"
-python bench/time_configs.py --suite "$0/suite_nchw.txt" --only "r50_3x3_c64,r50_3x3_c128,big_3x3,dil2,r50_1x1_c64,r50_1x1_c256,big_1x1" \
-    --configs "64,256,64,1,1,64,256,0,0,0,1,-1,4,13;128,256,64,2,1,64,256,0,0,0,1,-1,4,13;128,128,64,2,1,64,128,0,0,0,1,-1,4,13;64,128,64,1,1,64,128,0,0,0,1,-1,4,13;128,256,64,2,1,64,256,0,0,0,1,-1,3,13" \
+python bench/time_configs.py --suite "$0/suite_nchw.txt" --only "r50_3x3_c64,big_3x3,dil2,r50_1x1_c64,big_1x1" \
+    --configs "64,256,64,1,1,64,256,0,0,0,1,-1,2,13;64,128,64,1,1,64,128,0,0,0,1,-1,4,13;64,64,64,1,1,64,64,0,0,0,1,-1,4,13;128,256,64,2,1,64,256,0,0,0,1,-1,4,13" \
     --out "$0/nchw_tma.md" --json "$0/nchw_tma.json" || rc=1
 exit $rc' "$OUTDIR"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"

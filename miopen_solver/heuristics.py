@@ -340,11 +340,14 @@ def nchw_tma_config(problem: ConvProblem, target: Target) -> PerfConfig:
     default: on the H200 it beat the NCHW default on 3 of 12 layers, bench/RESULTS.md): ``tile_m`` 64
     channels (one warpgroup) when cpg <= 64 or B comes from the shifting producer
     (:func:`~miopen_solver.nchw_tma.shift_loads`), else 128 (two); ``tile_n`` 64 x the most dX rows
-    of 4, 2, 1 whose row tiles are at least 9/10 dX rows (Hi = 7: 1 row; 14: 2; 56: 4);
+    of 4, 2, 1 whose row tiles are at least 9/10 dX rows (Hi = 7: 1 row; 14: 2; 56: 4), at
+    most 2 with the shifting producer (whose staging rows share the shared memory);
     4 stages (48 KB each at 128 x 256), split_k 1."""
     p = problem
     tile_m = 64 if p.cpg <= 64 or nchw_tma.shift_loads(p) else 128
     rows = next(b for b in (4, 2, 1) if p.Hi / (-(-p.Hi // b) * b) >= 0.9)
+    if nchw_tma.shift_loads(p):     # its staging rows: 4 stages of 64 x 256 do not fit
+        rows = min(rows, 2)
     tile_n = 64 * rows
     return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=64, warp_m=tile_m // 64, warp_n=1, warp_tile_m=64,
                       warp_tile_n=tile_n, vector_size_a=0, vector_size_b=0, vector_size_c=0, split_k=1,

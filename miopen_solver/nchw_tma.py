@@ -61,6 +61,9 @@ dilation_w and pad_w multiples of 8) B arrives by tensor copies; otherwise by th
 producer (:func:`shift_loads`)."""
 PRODUCERS = 128
 """Threads of the shifting producer (one warpgroup beside the consumer warpgroups)."""
+STAGING_W = 72
+"""dY columns per staging row of the shifting producer: the 64 of the window and the 8 below
+its first, from the aligned column that starts the tensor copy (144 bytes, 16-byte chunks)."""
 SHIFT_MAX_BLOCK_THREADS = 256
 """The shifting producer's blocks hold at most this many threads (consumers + producers): at
 384 a thread may keep 168 registers, too few for a 64x256 accumulator and its addressing."""
@@ -174,6 +177,19 @@ class NchwTmaSpec(VirtualGemmSpec):
         return (self.block_threads, 1, 1)
 
     @property
+    def staging_elems(self) -> int:
+        """Elements of one stage's staging buffer (the shifting producer; 0 otherwise):
+        64 k x :data:`STAGING_W` columns per tile row."""
+        return 64 * STAGING_W * tile_rows(self.config) if self.shifting else 0
+
+    @property
+    def lds_bytes(self) -> int:
+        """The TMA main loop's shared memory, plus with the shifting producer a staging
+        buffer and a barrier per stage."""
+        extra = self.config.stages * (self.staging_elems * self.problem.elem_bytes + 8) if self.shifting else 0
+        return self.gemm.lds_bytes + extra
+
+    @property
     def workspace_bytes(self) -> int:
         """The kernel's own workspace: none (W^T's slot is the transform's)."""
         return 0
@@ -199,18 +215,21 @@ class NchwTmaSpec(VirtualGemmSpec):
                 ("DG_NT_BH", tile_rows(c)), ("DG_NT_MT", -(-p.cpg // c.tile_m)),
                 ("DG_NT_PTH", -(-p.Hi // tile_rows(c))), ("DG_NT_PTW", -(-p.Wi // BLOCK_W)),
                 ("DG_NT_W_CYX", int(w_cyx(p))), ("DG_NT_K", p.K), ("DG_NT_HO", p.Ho)] + \
-            ([("DG_NT_PRODUCERS", PRODUCERS)] if self.shifting else [])
+            ([("DG_NT_PRODUCERS", PRODUCERS), ("DG_NT_SW", STAGING_W), ("DG_NT_S_STAGE", self.staging_elems)]
+             if self.shifting else [])
 
     def tensor_maps(self) -> tuple:
         """dY NCHW as ``(Wo, Ho, K, N)`` in boxes of 64 columns x 1 row x 64 k (one MN-major
-        block of B); W^T as ``(kpg, Y*X, cpg, G)`` (from KCYX) or ``(kpg, cpg, Y*X, G)``
+        block of B; with the shifting producer :data:`STAGING_W` columns, unswizzled, into the
+        staging buffer); W^T as ``(kpg, Y*X, cpg, G)`` (from KCYX) or ``(kpg, cpg, Y*X, G)``
         (from KYXC) in boxes of 64 k x tile_m channels of one tap (K-major A rows). Both
         128-byte swizzled, zero outside the tensor (the padding; k past kpg)."""
         from .kernels.emit import TensorMapDesc
         p, c = self.problem, self.config
         eb, taps = p.elem_bytes, p.Y * p.X
+        box, swizzle = ((STAGING_W, 1, c.tile_k, 1), 0) if self.shifting else ((BLOCK_W, 1, c.tile_k, 1), 128)
         dy = TensorMapDesc("dy", p.dtype, (p.Wo, p.Ho, p.K, p.N),
-                           (p.Wo * eb, p.Ho * p.Wo * eb, p.K * p.Ho * p.Wo * eb), (BLOCK_W, 1, c.tile_k, 1))
+                           (p.Wo * eb, p.Ho * p.Wo * eb, p.K * p.Ho * p.Wo * eb), box, swizzle)
         row, grp = p.kpg * eb, p.cpg * taps * p.kpg * eb
         if w_cyx(p):
             w = TensorMapDesc("w", p.dtype, (p.kpg, taps, p.cpg, p.G), (row, taps * row, grp), (c.tile_k, 1, c.tile_m, 1))
@@ -225,7 +244,7 @@ class NchwTmaSpec(VirtualGemmSpec):
         src = emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()),
                         sections=("nchw_tma", "ntshift") if self.shifting else ("nchw_tma",),
                         memset=False, maps=self.tensor_maps())
-        return dataclasses.replace(src, block=self.block)
+        return dataclasses.replace(src, block=self.block, shared_bytes=self.lds_bytes)
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
@@ -259,9 +278,21 @@ def make_nchw_tma_spec(problem: ConvProblem, target: Target, config: PerfConfig)
         require(config.warp_tile_n in (64, 128, 192, 256),
                 f"{_S}: B is read in 64-wide blocks; warp_tile_n must be 64, 128, 192 or 256, got {config.warp_tile_n}")
         require(config.tile_m > 0, f"{_S}: tile_m must be positive, got {config.tile_m}")
-    return make_virtual_spec(NchwTmaSpec, problem, target, config, why=nchw_tma_reason(problem, target),
-                             virtual=lambda p: virtual_problem(p, config), gemm_config=gemm_config,
-                             gemm_shape="[cpg, Y*X*kpg] x [Y*X*kpg, Hi*Wi] per image and group")
+    def build(t: Target) -> NchwTmaSpec:
+        return make_virtual_spec(NchwTmaSpec, problem, t, config, why=nchw_tma_reason(problem, target),
+                                 virtual=lambda p: virtual_problem(p, config), gemm_config=gemm_config,
+                                 gemm_shape="[cpg, Y*X*kpg] x [Y*X*kpg, Hi*Wi] per image and group")
+    spec = build(target)
+    if not spec.shifting:
+        return spec
+    require(spec.lds_bytes <= target.lds_bytes,
+            f"{_S}: {config.stages} stages of A, B and the shifting producer's staging rows need "
+            f"{spec.lds_bytes} bytes of shared memory, allowed: {target.lds_bytes} on {target.arch} (fewer stages)")
+    # The persistent grid is sized by the main loop's blocks per multiprocessor, which do not see
+    # the staging rows: its target's shared memory is scaled so that they come out as for the
+    # whole block, floor((M + 1024) / (main + staging + 1024)).
+    main, whole = spec.gemm.lds_bytes + 1024, spec.lds_bytes + 1024
+    return build(target.with_(lds_bytes=(target.lds_bytes + 1024) * main // whole - 1024))
 
 
 # ----------------------------------------------------------------------------- CPU engine
@@ -310,6 +341,6 @@ def nchw_tma_run(spec: NchwTmaSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarr
         out[n0:n1] = acc.astype(dx.dtype)
 
 
-__all__ = ["BLOCK_W", "BOX_ALIGN", "PRODUCERS", "SHIFT_MAX_BLOCK_THREADS", "CHUNK_BYTES", "DTYPES", "NchwTmaSpec", "column_fill", "gemm_config",
+__all__ = ["BLOCK_W", "BOX_ALIGN", "PRODUCERS", "STAGING_W", "SHIFT_MAX_BLOCK_THREADS", "CHUNK_BYTES", "DTYPES", "NchwTmaSpec", "column_fill", "gemm_config",
            "make_nchw_tma_spec", "nchw_tma_reason", "nchw_tma_run", "shift_loads", "tile_rows", "virtual_problem", "w_cyx",
            "wt_transform"]

@@ -324,6 +324,7 @@ static uint32_t emu_cvt_rna_tf32(float f) {
 // D[16(T/32) + (T%32)/4 + 8(e/2)][8j + 2(T%4) + e%2] in d[4j + e]. Executed at issue: the
 // operands are read when the instruction is issued, the results are final at once.
 static uint32_t emu_swz_mode(uint32_t a, int mode) {
+    if (mode == 0) return a;                      // no swizzle (a tensor map's SWIZZLE_NONE)
     const uint32_t mask = mode == 1 ? 7u : mode == 2 ? 3u : 1u;
     return a ^ (((a >> 7) & mask) << 4);
 }
@@ -672,7 +673,7 @@ GEMM_TMA_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(d
 DIRECT_LAUNCH = "DG_KERNEL_NAME((const dd_t*)(dy), (const dd_t*)(w), (dd_t*)(dx))"
 
 
-_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3, 0: 0}
 """A tensor map's swizzle in bytes -> the matching wgmma descriptor mode (emu_swz_mode)."""
 
 

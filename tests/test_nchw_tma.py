@@ -101,13 +101,22 @@ def test_column_shifts_that_are_not_multiples_of_8_take_the_shifting_producer():
     assert not shift_loads(_p(R50)) and not shift_loads(_p(R50_3X3.replace("-q 1", "-q 8 -j 8")))
     assert shift_loads(_p(R50_3X3)) and shift_loads(_p(R50.replace("-q 0", "-q 4")))
     plain = SOLVER.find_solution(_p(R50), SM90, perf_config=CFG)
-    sol = SOLVER.find_solution(_p(R50_3X3), SM90, perf_config=CFG)
+    shift_cfg = "64,128,64,1,1,64,128,0,0,0,1,-1,4,13"
+    sol = SOLVER.find_solution(_p(R50_3X3), SM90, perf_config=shift_cfg)
     assert plain.spec.block == (160, 1, 1) and "_shift" not in plain.kernel_name
     assert sol.spec.block == (256, 1, 1) and sol.kernels[0].source.block == (256, 1, 1)
     assert "_tma132_shift_n32c64" in sol.kernel_name
-    d = dict(sol.kernels[0].source.defines)
+    src = sol.kernels[0].source
+    d = dict(src.defines)
     assert d["DG_NT_PRODUCERS"] == 128 and "DG_NT_PRODUCERS" not in dict(plain.kernels[0].source.defines)
-    assert "dg_nt_shift_row" in sol.kernels[0].source.text and "dg_nt_shift_row" not in plain.kernels[0].source.text
+    assert "dg_nt_shift_smem" in src.text and "dg_nt_shift_smem" not in plain.kernels[0].source.text
+    # 4 stages of A (8 KiB), B (16 KiB) and staging rows (2 x 64 x 72 x 2 bytes = 18 KiB), barriers, 1 KiB
+    # of alignment slack: one block per multiprocessor, so 132 persistent blocks
+    assert d["DG_NT_S_STAGE"] == 2 * 64 * 72 and src.shared_bytes == sol.spec.lds_bytes == 4 * (8192 + 16384 + 18432 + 8 + 16) + 1024
+    assert src.grid == (132, 1, 1) and src.tensor_maps[0].box == (72, 1, 64, 1) and src.tensor_maps[0].swizzle == 0
+    with pytest.raises(PerfConfigError, match="4 stages of A, B and the shifting producer's staging rows need "
+                                              "312416 bytes of shared memory, allowed: 232448 on sm_90"):
+        SOLVER.find_solution(_p(R50_3X3), SM90, perf_config=CFG)
     with pytest.raises(PerfConfigError, match="warp_m\\*warp_n = 2 warpgroups has 384 threads, allowed: at most 256"):
         SOLVER.find_solution(_p(R50_3X3), SM90, perf_config="128,256,64,2,1,64,256,0,0,0,1,-1,4,13")
     assert nchw_tma_config(_p(R50_3X3.replace("-c 64", "-c 256")), SM90).tile_m == 64
@@ -256,21 +265,19 @@ def test_the_emulator_stops_a_misaligned_tensor_copy(tmp_path):
 
 SHIFT_MUTANTS = {
     "odd residue halves": ("(in[w] >> 16) | (in[w + 1] << 16)", "(in[w] << 16) | (in[w + 1] >> 16)"),
-    "first chunk": ("const int q0 = (col0 - R) / 8;", "const int q0 = col0 / 8;"),
+    "upper chunk": ("row + 8 * j + 8)", "row + 8 * j)"),
     "residue sign": ("const int r = ((col0 % 8) + 8) % 8;", "const int r = (col0 % 8 + 8) % 8 ^ 1;"),
-    "swizzle": ("dst + dg_sw128(k, 8 * j)", "dst + k * 64 + 8 * j"),
-    "no fence": ("dg_nt_shift_stage(dy, tt, g, chunk, y, x, Bs + st * DG_B_STAGE, ptid);\n"
-                 "                        dg_publish_smem();\n                        dg_mbar_arrive(full);",
-                 "dg_mbar_arrive(full);"),
+    "swizzle": ("B + b * (DG_TILE_K * 64) + dg_sw128(k, 8 * j)", "B + b * (DG_TILE_K * 64) + k * 64 + 8 * j"),
+    "staging row stride": ("(b * 64 + k) * DG_NT_SW", "(b * 64 + k) * 64"),
+    "no shift": ("dg_nt_shift_staged(S, Bs + st * DG_B_STAGE, r, ptid);", ""),
 }
 
 
 @emulator
 @pytest.mark.parametrize("mutant", SHIFT_MUTANTS)
 def test_shifting_producer_mistakes_fail(tmp_path, mutant):
-    """Mistakes in the shifting producer's loads, shifts and stores make the emulated run
-    fail (3x3 pad 1: residues 1, 0 and 7); an arrival before the rows are stored fails too:
-    the emulator's wgmma reads them at issue."""
+    """Mistakes in the shifting producer's staging reads, shifts and stores make the emulated
+    run fail (3x3 pad 1: residues 1, 0 and 7); so does arriving without storing the rows."""
     _mutant_fails(tmp_path, "convfp16 -n 1 -c 24 -H 5 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2",
                   "64,128,64,1,1,64,128,0,0,0,1,-1,3,13", *SHIFT_MUTANTS[mutant])
 

@@ -180,15 +180,16 @@ static_assert(DG_WI == DG_NT_N * DG_NT_MT * DG_TILE_M && DG_CPG == DG_NT_PTH * D
 // #end nchw_tma
 // #section ntshift
 // Column shifts that are not multiples of 8 (miopen_solver/nchw_tma.py shift_loads): a tensor
-// copy's first column must be 16-byte aligned, so B is not a tensor copy here. DG_NT_PRODUCERS
-// producer threads (a warpgroup) load the 16-byte-aligned dY chunks around each shifted window
-// row with ordinary loads, shift them by the tap's column residue (0..7 elements, a constant of
-// the tap) in registers, and store the swizzled B rows; the A box is still a tensor copy. The
-// full barrier of a stage counts one arrival with A's bytes and one per producer thread after
-// its stores and the async-proxy fence.
+// copy's first column must be 16-byte aligned, so B cannot be copied straight into place. A
+// tensor copy brings each window row's dY columns from the aligned column below it into a
+// staging buffer (its own barrier, "staged"); DG_NT_PRODUCERS producer threads (a warpgroup)
+// shift them by the tap's column residue (0..7 elements) in registers and store the swizzled
+// B rows. Shared memory: the A and B stages, then DG_STAGES staging buffers of DG_NT_S_STAGE
+// elements, then the full, empty and staged barriers. The full barrier of a stage counts one
+// arrival with A's bytes and one per producer thread after its stores and the async-proxy fence.
 static_assert(DG_NT_PRODUCERS == 128, "one producer warpgroup");
-static_assert((64 * DG_NT_BH) % DG_NT_PRODUCERS == 0 || DG_NT_PRODUCERS % (64 * DG_NT_BH) == 0,
-              "producer threads divide the B rows of a stage evenly");
+static_assert(DG_NT_SW == 72 && DG_NT_S_STAGE == 64 * DG_NT_SW * DG_NT_BH,
+              "a staging row is the 64 window columns and the 8 below them, 144 bytes (16-byte chunks)");
 // #end ntshift
 
 // ------------------------------------------------------------------ vendor layer
@@ -1748,60 +1749,43 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
 
 #if DG_TMA
 // #section ntshift
-// One B row of the shifting producer: the 64 dY columns col0 .. col0+63 of row `row` of plane
-// `src` (k channel of one image; nullptr: a row outside dY or a k past K, all zeros) into the
-// swizzled row `k` of the 64-wide B block at `dst`. col0 = 8*q + R (R the tap's column residue,
-// a template constant): nine aligned 16-byte chunks q .. q+8 are read (zeros outside 0 .. Wo-1,
-// whole chunks since Wo % 8 == 0) and word w of the row is elements R+2w, R+2w+1 of them.
+// The shifting producer's B rows of one k-tile. The stage's staging buffer S holds, per tile
+// row b, 64 k rows of DG_NT_SW = 72 dY columns a .. a+71 (a tensor copy, unswizzled; a = the
+// window's first column rounded down to a multiple of 8, so the copy starts 16-byte aligned);
+// the window starts R columns later (R = the tap's column residue, a template constant). Unit
+// u = (b, k, j) of 8 consecutive threads per row: output chunk j (8 columns) is elements
+// R+8j .. R+8j+7 of the staging row, read as the aligned 16-byte chunks j and j+1 and shifted
+// in registers, stored into swizzled row k of B's 64-wide block b.
 template <int R>
-DG_DEVICE void dg_nt_shift_row(const dg_t* src, int col0, dg_t* dst, int k) {
-    dg_u32 in[36];
-    const int q0 = (col0 - R) / 8;   // col0 - R is a multiple of 8
+DG_DEVICE void dg_nt_shift_smem(const dg_t* S, dg_t* B, int ptid) {
+#pragma unroll 2
+    for (int u = ptid; u < DG_NT_BH * 64 * 8; u += DG_NT_PRODUCERS) {
+        const int j = u % 8, k = u / 8 % 64, b = u / 512;
+        const dg_t* row = S + (b * 64 + k) * DG_NT_SW;
+        const dg_b16 lo = *reinterpret_cast<const dg_b16*>(row + 8 * j);
+        dg_b16 out = lo;
+        if (R) {
+            const dg_b16 hi = *reinterpret_cast<const dg_b16*>(row + 8 * j + 8);
+            const dg_u32 in[8] = {lo.v[0], lo.v[1], lo.v[2], lo.v[3], hi.v[0], hi.v[1], hi.v[2], hi.v[3]};
 #pragma unroll
-    for (int c = 0; c < (R ? 9 : 8); ++c) {
-        const int col = (q0 + c) * 8;
-        dg_b16 v;
-        v.v[0] = v.v[1] = v.v[2] = v.v[3] = 0u;
-        if (src != nullptr && col >= 0 && col < DG_NT_WO) v = *reinterpret_cast<const dg_b16*>(src + col);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) in[4 * c + e] = v.v[e];
-    }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        dg_b16 out;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int w = 4 * j + e + R / 2;   // the word holding element R + 2*(4j+e)
-            out.v[e] = (R & 1) ? ((in[w] >> 16) | (in[w + 1] << 16)) : in[w];
+            for (int e = 0; e < 4; ++e) {
+                const int w = e + R / 2;   // the word holding element R + 2e
+                out.v[e] = (R & 1) ? ((in[w] >> 16) | (in[w + 1] << 16)) : in[w];
+            }
         }
-        *reinterpret_cast<dg_b16*>(dst + dg_sw128(k, 8 * j)) = out;
+        *reinterpret_cast<dg_b16*>(B + b * (DG_TILE_K * 64) + dg_sw128(k, 8 * j)) = out;
     }
 }
-// The shifting producer's B rows of one k-tile: 64 k x DG_NT_BH tile rows, `ptid` of
-// DG_NT_PRODUCERS threads taking rows ptid, ptid + DG_NT_PRODUCERS, ...; `r` = the tap's column
-// residue ((w0 + pw - x*dw) mod 8, w0 a multiple of 64).
-DG_DEVICE void dg_nt_shift_stage(const dg_t* dy, const dg_tma_tile& tt, int g, int chunk, int y, int x, dg_t* Bst,
-                                 int ptid) {
-    const int col0 = tt.w0 + DG_NT_PW - x * DG_NT_DW;
-    const int r = ((col0 % 8) + 8) % 8;
-    const long long img = (long long)(tt.n0 / DG_NT_MT) * DG_NT_K;
-    for (int row = ptid; row < 64 * DG_NT_BH; row += DG_NT_PRODUCERS) {
-        const int b = row / 64, k = row % 64;
-        const int kk = chunk * DG_TILE_K + k;   // k within the group
-        const int ho = tt.h0 + b + DG_NT_PH - y * DG_NT_DH;
-        const dg_t* src = (kk < DG_NT_KPG && ho >= 0 && ho < DG_NT_HO)
-                              ? dy + ((img + g * DG_NT_KPG + kk) * DG_NT_HO + ho) * DG_NT_WO : nullptr;
-        dg_t* dst = Bst + b * (DG_TILE_K * 64);
-        switch (r) {
-        case 0: dg_nt_shift_row<0>(src, col0, dst, k); break;
-        case 1: dg_nt_shift_row<1>(src, col0, dst, k); break;
-        case 2: dg_nt_shift_row<2>(src, col0, dst, k); break;
-        case 3: dg_nt_shift_row<3>(src, col0, dst, k); break;
-        case 4: dg_nt_shift_row<4>(src, col0, dst, k); break;
-        case 5: dg_nt_shift_row<5>(src, col0, dst, k); break;
-        case 6: dg_nt_shift_row<6>(src, col0, dst, k); break;
-        default: dg_nt_shift_row<7>(src, col0, dst, k); break;
-        }
+DG_DEVICE void dg_nt_shift_staged(const dg_t* S, dg_t* B, int r, int ptid) {
+    switch (r) {
+    case 0: dg_nt_shift_smem<0>(S, B, ptid); break;
+    case 1: dg_nt_shift_smem<1>(S, B, ptid); break;
+    case 2: dg_nt_shift_smem<2>(S, B, ptid); break;
+    case 3: dg_nt_shift_smem<3>(S, B, ptid); break;
+    case 4: dg_nt_shift_smem<4>(S, B, ptid); break;
+    case 5: dg_nt_shift_smem<5>(S, B, ptid); break;
+    case 6: dg_nt_shift_smem<6>(S, B, ptid); break;
+    default: dg_nt_shift_smem<7>(S, B, ptid); break;
     }
 }
 // #end ntshift
@@ -2084,7 +2068,14 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     // with the next tile. Tiles of different sub-GEMMs have different K lengths; the
     // persistent blocks even them out.
     (void)dy; (void)w; (void)regs; (void)ar;
+// #section !ntshift
     const dg_u32 full0 = dg_smem_addr(Bs + DG_STAGES * DG_B_STAGE);
+// #end !ntshift
+// #section ntshift
+    dg_t* Ss = Bs + DG_STAGES * DG_B_STAGE;   // staging buffers, then the barriers
+    const dg_u32 full0 = dg_smem_addr(Ss + DG_STAGES * DG_NT_S_STAGE);
+    const dg_u32 staged0 = full0 + 16 * DG_STAGES;
+// #end ntshift
     const dg_u32 empty0 = full0 + 8 * DG_STAGES;
     if (tid == 0) {
 #pragma unroll
@@ -2094,6 +2085,7 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
 // #end !ntshift
 // #section ntshift
             dg_mbar_init(full0 + 8 * st, 1 + DG_NT_PRODUCERS);  // A's bytes, then every producer's B rows
+            dg_mbar_init(staged0 + 8 * st, 1);                   // the staging copy's bytes
 // #end ntshift
             dg_mbar_init(empty0 + 8 * st, DG_THREADS / 32);  // one arrival per consumer warp
         }
@@ -2155,8 +2147,18 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
 // #end nchw_tma
 // #section ntshift
                         }
-                        (void)k0;
-                        dg_nt_shift_stage(dy, tt, g, chunk, y, x, Bs + st * DG_B_STAGE, ptid);
+                        const int col0 = tt.w0 + DG_NT_PW - x * DG_NT_DW;   // the window's first dY column
+                        const int r = ((col0 % 8) + 8) % 8;
+                        dg_t* S = Ss + st * DG_NT_S_STAGE;
+                        if (ptid == 0) {
+                            dg_mbar_expect_tx(staged0 + 8 * st, DG_NT_S_STAGE * DG_EB);
+#pragma unroll
+                            for (int b = 0; b < DG_NT_BH; ++b)
+                                dg_tma_load_4d(dg_smem_addr(S + b * 64 * DG_NT_SW), &tm_dy, col0 - r,
+                                               tt.h0 + b + DG_NT_PH - y * DG_NT_DH, k0, tt.n0 / DG_NT_MT, staged0 + 8 * st);
+                        }
+                        dg_mbar_wait(staged0 + 8 * st, (it / DG_STAGES) & 1);
+                        dg_nt_shift_staged(S, Bs + st * DG_B_STAGE, r, ptid);
                         dg_publish_smem();
                         dg_mbar_arrive(full);
                         continue;

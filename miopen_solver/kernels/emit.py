@@ -96,7 +96,8 @@ class TensorMapDesc:
     elements, innermost first, ``strides`` the byte strides of dims 1.. (dim 0 is
     contiguous), ``box`` the tile one copy moves (elements, innermost first), ``dtype``
     ``"fp16"`` or ``"bf16"``; ``swizzle`` the shared-memory swizzle in bytes (128, or 64 for
-    the 32-wide W boxes of warp_tile_n 96: the wgmma operand layouts), and elements
+    the 32-wide W boxes of warp_tile_n 96: the wgmma operand layouts; 0, none, for the NCHW
+    TMA schedule's staging rows), and elements
     outside the tensor read as zero.
     """
 

@@ -177,7 +177,7 @@ class CudaRuntime:
     # ----------------------------------------------------------------- tensor maps
     def tensor_map(self, ptr: int, desc) -> bytes:
         """The 128-byte CUtensorMap for ``desc`` (a :class:`~miopen_solver.kernels.emit.
-        TensorMapDesc`) over the device buffer at ``ptr``: its swizzle (128 or 64 bytes), no interleave,
+        TensorMapDesc`) over the device buffer at ``ptr``: its swizzle (128, 64 or 0 bytes), no interleave,
         256-byte L2 promotion, zeros outside the tensor (``cuTensorMapEncodeTiled``).
 
         Raises:
@@ -191,8 +191,8 @@ class CudaRuntime:
             dtype, len(desc.dims), ptr, [u64(d) for d in desc.dims], [u64(s) for s in desc.strides],
             [u32(b) for b in desc.box], [u32(1)] * len(desc.dims),
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B if getattr(desc, "swizzle", 128) == 64
-            else drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            {0: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE, 64: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B,
+             128: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B}[getattr(desc, "swizzle", 128)],
             drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
         if err != drv.CUresult.CUDA_SUCCESS:
