@@ -11,7 +11,6 @@ emulator, and the CPU engine against the float64 reference over random problems.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -19,7 +18,6 @@ from hypothesis import strategies as st
 import kernel_emu
 from miopen_solver import applicability as ap
 from miopen_solver import layouts
-from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.heuristics import nchw_tma_config, search_space
@@ -32,6 +30,7 @@ from miopen_solver.solver import DgradSolver
 from miopen_solver.target import get_target
 
 from test_gemm_emu import run_emulated
+from test_nchw_pw import _inputs, _p
 
 SOLVER = DgradSolver()
 SM90 = get_target("sm_90")
@@ -40,16 +39,6 @@ R50_3X3 = "convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2"
 NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 CFG = "64,256,64,1,1,64,256,0,0,0,1,-1,4,13"
 emulator = pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
-
-
-def _p(line: str) -> ConvProblem:
-    return parse(line.split()).problem
-
-
-def _inputs(p, seed=7):
-    rng = np.random.default_rng(seed)
-    st_ = layouts.storage_dtype(p.dtype)
-    return (rng.uniform(-1, 1, layouts.dy_shape(p)).astype(st_), rng.uniform(-1, 1, layouts.w_shape(p)).astype(st_))
 
 
 # ------------------------------------------------------------------ rules
