@@ -41,7 +41,7 @@ from functools import cached_property
 import numpy as np
 
 from .config import KernelSchedule, PerfConfig
-from .errors import PerfConfigError, require
+from .errors import require
 from .problem import ConvProblem
 from .spec import arch_tag
 from .target import Target
