@@ -44,6 +44,7 @@ from .config import KernelSchedule, PerfConfig
 from .errors import require
 from .problem import ConvProblem
 from .spec import arch_tag
+from .tma import check_maps
 from .target import Target
 from .transpose import LayoutTransform, memory_order
 from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
@@ -283,6 +284,7 @@ def make_nchw_tma_spec(problem: ConvProblem, target: Target, config: PerfConfig)
                                  virtual=lambda p: virtual_problem(p, config), gemm_config=gemm_config,
                                  gemm_shape="[cpg, Y*X*kpg] x [Y*X*kpg, Hi*Wi] per image and group")
     spec = build(target)
+    check_maps(spec.tensor_maps(), problem.elem_bytes, _S)
     if not spec.shifting:
         return spec
     require(spec.lds_bytes <= target.lds_bytes,

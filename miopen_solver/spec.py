@@ -758,6 +758,10 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
             f"more than {t.arch}'s {t.lds_bytes}; at most {max(0, (t.lds_bytes - 1024) // per)} stages of this tile fit")
     require(spec.lds_bytes <= t.lds_bytes,
            f"{spec.lds_bytes} bytes of shared memory exceed {t.arch}'s {t.lds_bytes}")
+    if spec.tma:            # the maps the runtime will encode: refused here, not at the launch
+        from .kernels.emit import tensor_maps
+        from .tma import check_maps
+        check_maps(tensor_maps(spec), eb, c.schedule.label)
     gx, gy, gz = t.max_grid
     require(spec.tiles_per_group <= gx,
            f"{spec.tiles_per_group} tiles per group exceed {t.arch}'s grid limit {gx} along x")

@@ -62,6 +62,53 @@ def tma_box_tiles(problem: ConvProblem, sub, box: tuple) -> int:
     return -(-problem.N // bn) * -(-sub.h_slice // bh) * -(-sub.w_slice // bw)
 
 
+TMA_MAX_DIM = 1 << 32
+"""Largest tensor extent a tensor map takes (elements, cuTensorMapEncodeTiled)."""
+TMA_MAX_STRIDE = 1 << 40
+"""Byte strides of a tensor map are below this and multiples of 16."""
+TMA_ALIGN = 16
+"""Byte multiple of a tensor map's strides, of a box's innermost extent and -- measured on the
+H200, where a copy breaking it stops the kernel with an illegal-instruction error -- of the
+innermost start coordinate of every copy."""
+
+
+def map_reason(desc, elem_bytes: int) -> str | None:
+    """Why the CUDA driver or the hardware would refuse the tensor map ``desc`` (a
+    :class:`~miopen_solver.kernels.emit.TensorMapDesc` of ``elem_bytes``-byte elements), the
+    first rule broken, or None. The rules of ``cuTensorMapEncodeTiled`` (CUDA driver API):
+    rank 1-5; extents 1 .. 2^32; strides multiples of 16 bytes below 2^40; box sides 1 .. 256,
+    the innermost a multiple of 16 bytes and, with a swizzle, at most its span (32, 64 or 128
+    bytes)."""
+    dims, strides, box = tuple(desc.dims), tuple(desc.strides), tuple(desc.box)
+    name = f"the {desc.operand} tensor map"
+    if not 1 <= len(dims) <= 5 or len(box) != len(dims) or len(strides) != len(dims) - 1:
+        return f"{name} has rank {len(dims)} with {len(box)} box sides and {len(strides)} strides (rank 1-5)"
+    for i, d in enumerate(dims):
+        if not 1 <= d <= TMA_MAX_DIM:
+            return f"{name}: extent {d} of dim {i} is outside 1 .. 2^32"
+    for i, st in enumerate(strides, start=1):
+        if st % TMA_ALIGN or not 0 < st < TMA_MAX_STRIDE:
+            return f"{name}: the byte stride {st} of dim {i} is not a multiple of {TMA_ALIGN} below 2^40"
+    for i, b in enumerate(box):
+        if not 1 <= b <= TMA_MAX_BOX:
+            return f"{name}: box side {b} of dim {i} is outside 1 .. {TMA_MAX_BOX}"
+    inner = box[0] * elem_bytes
+    if inner % TMA_ALIGN:
+        return f"{name}: its box rows are {inner} bytes, not a multiple of {TMA_ALIGN}"
+    swizzle = getattr(desc, "swizzle", 128)
+    if swizzle and inner > swizzle:
+        return f"{name}: its box rows are {inner} bytes, more than the {swizzle}-byte swizzle span"
+    return None
+
+
+def check_maps(maps, elem_bytes: int, label: str) -> None:
+    """Raise PerfConfigError (``label``: the schedule) with the first :func:`map_reason` of
+    ``maps``."""
+    for m in maps:
+        why = map_reason(m, elem_bytes)
+        require(why is None, f"{label}: {why}")
+
+
 def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
     """Why the TMA schedule cannot run ``c`` on ``p`` (the first rule broken), or None."""
     try:
