@@ -872,9 +872,12 @@ SCHEDULE_RULES = {
     KernelSchedule.PATCH_GEMM_TMA: (),
     KernelSchedule.NCHW_POINTWISE: (),  # its own rules (miopen_solver.nchw_pw), then its main loop's
     KernelSchedule.NCHW_POINTWISE_WGMMA: (),
+    KernelSchedule.GROUP_PACK: (),      # its own rules (miopen_solver.group_pack), then its main loop's
+    KernelSchedule.GROUP_PACK_WGMMA: (),
+    KernelSchedule.NCHW_TMA: (),        # its own rules (miopen_solver.nchw_tma), then its main loop's
 }
 """Each schedule's rules beyond the common ones, in order (the first broken one is the
-reason); every schedule has an entry."""
+reason); every schedule has an entry (test_spec checks)."""
 
 
 _cached_spec = lru_cache(maxsize=1024)(_build_spec)

@@ -1190,3 +1190,10 @@ def test_tma_split_k_rule_counts_the_kernels_k_tiles_and_minus_one_keeps_a_chose
     again = DgradSolver().find_solution(mid, SM90, split_k=-1)
     assert again.spec.split_k == 3 and again.kernel_name == chosen.kernel_name
     assert DgradSolver().find_solution(mid, SM90, split_k=1).spec.split_k == 1
+
+
+def test_every_schedule_has_a_rules_entry():
+    """A new schedule gets its row in SCHEDULE_RULES (the families with their own spec an
+    empty one: their rules run before the main loop's)."""
+    from miopen_solver.spec import SCHEDULE_RULES
+    assert set(SCHEDULE_RULES) == set(KernelSchedule)
