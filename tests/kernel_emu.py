@@ -330,7 +330,7 @@ static uint32_t emu_swz_mode(uint32_t a, int mode) {
 }
 static uint32_t emu_swz_bytes(int mode) { return mode == 1 ? 128u : mode == 2 ? 64u : 32u; }
 
-// __shfl_xor_sync: every lane of the warp takes part.
+// __shfl_xor_sync, __shfl_down_sync: every lane of the warp takes part.
 struct emu_shfl_buf { uint32_t v[32]; };
 static emu_shfl_buf emu_shfl[64];
 static unsigned __shfl_xor_sync(unsigned, unsigned v, int lane_mask) {
@@ -339,6 +339,16 @@ static unsigned __shfl_xor_sync(unsigned, unsigned v, int lane_mask) {
     b.v[lane] = v;
     emu_wave_sync();
     const unsigned r = b.v[lane ^ lane_mask];
+    emu_wave_sync();
+    return r;
+}
+// __shfl_down_sync: lane l reads lane l + delta's value (its own where that is past lane 31).
+static unsigned __shfl_down_sync(unsigned, unsigned v, unsigned delta) {
+    const int lane = emu_tid % 32;
+    emu_shfl_buf& b = emu_shfl[emu_tid / 32];
+    b.v[lane] = v;
+    emu_wave_sync();
+    const unsigned r = b.v[lane + (int)delta < 32 ? lane + (int)delta : lane];
     emu_wave_sync();
     return r;
 }

@@ -190,6 +190,7 @@ static_assert(DG_WI == DG_NT_N * DG_NT_MT * DG_TILE_M && DG_CPG == DG_NT_PTH * D
 static_assert(DG_NT_PRODUCERS == 128, "one producer warpgroup");
 static_assert(DG_NT_SW == 72 && DG_NT_S_STAGE == 64 * DG_NT_SW * DG_NT_BH,
               "a staging row is the 64 window columns and the 8 below them, 144 bytes (16-byte chunks)");
+static_assert((DG_NT_BH * 512) % DG_NT_PRODUCERS == 0, "the shift's units are whole passes of the producers");
 // #end ntshift
 
 // ------------------------------------------------------------------ vendor layer
@@ -1753,9 +1754,11 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
 // row b, 64 k rows of DG_NT_SW = 72 dY columns a .. a+71 (a tensor copy, unswizzled; a = the
 // window's first column rounded down to a multiple of 8, so the copy starts 16-byte aligned);
 // the window starts R columns later (R = the tap's column residue, a template constant). Unit
-// u = (b, k, j) of 8 consecutive threads per row: output chunk j (8 columns) is elements
-// R+8j .. R+8j+7 of the staging row, read as the aligned 16-byte chunks j and j+1 and shifted
-// in registers, stored into swizzled row k of B's 64-wide block b.
+// u = (b, k, j) of 8 consecutive lanes per row: output chunk j (8 columns) is elements
+// R+8j .. R+8j+7 of the staging row, in the aligned 16-byte chunks j (read by the lane) and
+// j+1 (the next lane's, by a shuffle; lane j = 7 reads chunk 8), shifted in registers and
+// stored into swizzled row k of B's 64-wide block b. Every lane of a warp runs every pass
+// (DG_NT_BH * 512 units are whole passes of the producer warpgroup).
 template <int R>
 DG_DEVICE void dg_nt_shift_smem(const dg_t* S, dg_t* B, int ptid) {
 #pragma unroll 2
@@ -1765,7 +1768,10 @@ DG_DEVICE void dg_nt_shift_smem(const dg_t* S, dg_t* B, int ptid) {
         const dg_b16 lo = *reinterpret_cast<const dg_b16*>(row + 8 * j);
         dg_b16 out = lo;
         if (R) {
-            const dg_b16 hi = *reinterpret_cast<const dg_b16*>(row + 8 * j + 8);
+            dg_b16 hi;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) hi.v[e] = __shfl_down_sync(0xffffffffu, lo.v[e], 1);
+            if (j == 7) hi = *reinterpret_cast<const dg_b16*>(row + 64);
             const dg_u32 in[8] = {lo.v[0], lo.v[1], lo.v[2], lo.v[3], hi.v[0], hi.v[1], hi.v[2], hi.v[3]};
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
