@@ -3,10 +3,8 @@ on the warp-specialised TMA main loop with no dY or dX transform.
 
 Pure Python (no printing, no GPU). Problems served (:func:`nchw_tma_reason`): stride 1, any
 filter, padding and dilation, dY and dX NCHW in memory, W either way, 16-bit storage on a
-target with tensor-memory copies. Where a filter column shifts dY by a number of columns that
-is not a multiple of 8 (:data:`BOX_ALIGN`, :func:`shift_loads`), B cannot be a tensor copy:
-a producer warpgroup loads it (the ``ntshift`` section). Per image ``n``, group ``g`` and filter tap ``(y, x)``,
-with ``P = Hi*Wi`` dX pixels (contiguous in NCHW)::
+target with tensor-memory copies. Per image ``n``, group ``g`` and filter tap ``(y, x)``, with
+``P = Hi*Wi`` dX pixels (contiguous in NCHW)::
 
     dX[n, g*cpg:(g+1)*cpg, hi, wi] += W_gyx^T (cpg x kpg) x dY[n, g*kpg:(g+1)*kpg, hi + ph - y*dh, wi + pw - x*dw]
     W_gyx = W[g*kpg:(g+1)*kpg, :, y, x]  (kpg x cpg), dY zero outside its Ho x Wo plane
@@ -21,7 +19,11 @@ transpose of either filter order); B is dY as it lies: a dY row of 64 pixels is 
 swizzled row of the MN-major B tile, which is how the TMA schedule holds W's channels. A
 block tile is ``tile_m`` channels x ``tile_n / 64`` dX rows of 64 columns; for each tap its
 B boxes start at the tap's dY offset, so the tensor map's zero fill is the padding, and the
-direct epilogue stores 16-byte runs of 8 pixels of one channel (dX NCHW).
+direct epilogue stores 16-byte runs of 8 pixels of one channel (dX NCHW). A copy's first
+column must be 16-byte aligned (:data:`BOX_ALIGN`): where a filter column shifts dY by a
+number of columns that is not a multiple of 8 (:func:`shift_loads`), the copies bring each
+window row from the aligned column below it into a staging buffer, and a producer warpgroup
+shifts it into B (the ``ntshift`` section).
 
 The main loop's tiles, shared memory and grid are those of the :class:`~miopen_solver.spec.
 DgradSpec` of :func:`virtual_problem` (a pointwise GEMM of ``N * ceil(cpg/tile_m) * tile_m``
@@ -82,7 +84,7 @@ def nchw_tma_reason(problem: ConvProblem, target: Target) -> str | None:
     why = virtual_gemm_reason(p, target, "the NCHW TMA schedule")
     if why is not None:
         return why
-    if target.vendor != "nvidia" or not getattr(target, "wgmma", False):
+    if target.vendor != "nvidia" or not target.wgmma:
         return f"it needs warpgroup MMA and tensor-memory copies (sm_90a), which {target.arch} lacks"
     if p.dtype not in DTYPES:
         return f"data type {p.dtype} is not fp16 or bf16 (wgmma reads an MN-major B of 16-bit elements only)"
@@ -104,8 +106,9 @@ def nchw_tma_reason(problem: ConvProblem, target: Target) -> str | None:
 
 def shift_loads(problem: ConvProblem) -> bool:
     """Some filter column shifts dY by ``pad_w - x*dilation_w`` columns that are not a multiple
-    of :data:`BOX_ALIGN`: then B is loaded by a producer warpgroup (aligned 16-byte loads,
-    shifted in registers, the ``ntshift`` section of ``dgrad.cu``) instead of tensor copies."""
+    of :data:`BOX_ALIGN`: then the tensor copies land in a staging buffer from the aligned
+    column below each window row, and a producer warpgroup shifts them into B (the ``ntshift``
+    section of ``dgrad.cu``)."""
     p = problem
     return any((p.pW - x * p.dW) % BOX_ALIGN for x in range(p.X))
 
