@@ -27,6 +27,7 @@ from miopen_solver.problem import ConvProblem
 from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cpu import CpuEngine
 from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import check_binary, spec_from_record
 from miopen_solver.target import get_target
 
 from test_gemm_emu import run_emulated
@@ -113,6 +114,20 @@ def test_column_shifts_that_are_not_multiples_of_8_take_the_shifting_producer():
     with pytest.raises(PerfConfigError, match="warp_m\\*warp_n = 2 warpgroups has 384 threads, allowed: at most 256"):
         SOLVER.find_solution(_p(R50_3X3), SM90, perf_config="128,256,64,2,1,64,256,0,0,0,1,-1,4,13")
     assert nchw_tma_config(_p(R50_3X3.replace("-c 64", "-c 256")), SM90).tile_m == 64
+
+
+def test_shifting_producer_spec_keeps_the_real_target_and_sizes_the_grid_for_its_block():
+    """The persistent grid is sized for the whole 256-thread block (staging rows and producer
+    warpgroup) through the main loop's target, but the spec's own target stays the device's:
+    the built binary is checked against it (check_binary, also after a worker's record round
+    trip), and a 173 KB block is no more than sm_90's 227 KB."""
+    sol = SOLVER.find_solution(_p(R50_3X3), SM90, perf_config="64,128,64,1,1,64,128,0,0,0,1,-1,4,13")
+    for spec in (sol.spec, spec_from_record(sol.spec.to_record())):
+        assert spec.target == SM90 and spec.lds_bytes == 173152 and spec.tile_blocks == 132
+        assert check_binary(spec, {"registers": 128, "static_shared": 0}) is None
+    # 64x64, 2 stages (52 KB): 4 blocks by shared memory, 65536 // (256 * (32 + 88)) = 2 by registers
+    sol = SOLVER.find_solution(_p(R50_3X3), SM90, perf_config="64,64,64,1,1,64,64,0,0,0,1,-1,2,13")
+    assert sol.spec.resident_blocks == 2 and sol.spec.grid == (264, 1, 1)
 
 
 def test_virtual_problem_counts_the_real_tiles():
