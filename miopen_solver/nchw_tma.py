@@ -252,8 +252,10 @@ class NchwTmaSpec(VirtualGemmSpec):
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
-        the config, the GEMM's shape and the column fill."""
+        the config, the GEMM's shape and the column fill; the block's threads and shared memory
+        are the kernel's (with the shifting producer more than the main loop's)."""
         d = self.gemm_dict(zero_fill=self.zero_fill)
+        d.update(threads=self.block_threads, lds_bytes=self.lds_bytes)
         p = self.problem
         d["gemm"] = {"m": p.cpg, "n": p.Hi * p.Wi, "k": p.Y * p.X * p.kpg, "groups": p.G, "images": p.N}
         d["column_fill"] = round(column_fill(p, self.config), 4)

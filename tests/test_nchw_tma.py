@@ -180,6 +180,11 @@ def test_solution_dict_names_the_schedule():
     assert d["spec"]["schedule"] == "nchw-tma" and d["spec"]["main_loop"] == "wgmma-tma"
     assert d["spec"]["gemm"] == {"m": 64, "n": 56 * 56, "k": 3 * 64, "groups": 1, "images": 32}
     assert [t["tensor"] for t in d["layout_transforms"]] == ["W"] and d["layout_transforms"][0]["from"] == "KCYX"
+    # the shifting producer's block: its spec reports the threads and shared memory of the kernel it launches
+    sol = SOLVER.find_solution(_p(R50_3X3), SM90, perf_config="64,128,64,1,1,64,128,0,0,0,1,-1,4,13")
+    d = sol.as_dict()
+    assert (d["spec"]["threads"], d["spec"]["lds_bytes"]) == (256, 173152) == (d["kernels"][0]["block"][0],
+                                                                               d["kernels"][0]["lds_bytes"])
 
 
 # ------------------------------------------------------------------ emission
