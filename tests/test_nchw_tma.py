@@ -303,9 +303,12 @@ def test_shifting_producer_mistakes_fail(tmp_path, mutant):
 def test_random_shifting_problems_on_the_emulator(tmp_path_factory, data):
     """Random 16-bit stride-1 NCHW problems whose column shifts are not all multiples of 8."""
     X, dW = data.draw(st.integers(2, 5)), data.draw(st.integers(1, 3))
-    pW = data.draw(st.integers(0, (X - 1) * dW))
     Wi = 8 * data.draw(st.integers(1, 10))
-    assume((Wi + 2 * pW - (X - 1) * dW) % 8 == 0 and Wi + 2 * pW - (X - 1) * dW > 0)
+    # the paddings that make Wo a positive multiple of 8, drawn among (filtering 7 in 8 draws
+    # failed hypothesis's health check)
+    pads = [q for q in range((X - 1) * dW + 1) if (Wi + 2 * q - (X - 1) * dW) % 8 == 0 and Wi + 2 * q > (X - 1) * dW]
+    assume(pads)
+    pW = data.draw(st.sampled_from(pads))
     Y = data.draw(st.integers(1, 3))
     p = ConvProblem(N=data.draw(st.integers(1, 2)), C=data.draw(st.integers(2, 70)), K=8 * data.draw(st.integers(1, 10)),
                     Y=Y, X=X, pH=data.draw(st.integers(0, Y - 1)), pW=pW, dW=dW, Hi=data.draw(st.integers(Y, 6)), Wi=Wi,
