@@ -252,8 +252,10 @@ class NchwTmaSpec(VirtualGemmSpec):
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
-        the config, the GEMM's shape and the column fill."""
+        the config, the GEMM's shape and the column fill; the block's threads and shared memory
+        are the kernel's (with the shifting producer more than the main loop's)."""
         d = self.gemm_dict(zero_fill=self.zero_fill)
+        d.update(threads=self.block_threads, lds_bytes=self.lds_bytes)
         p = self.problem
         d["gemm"] = {"m": p.cpg, "n": p.Hi * p.Wi, "k": p.Y * p.X * p.kpg, "groups": p.G, "images": p.N}
         d["column_fill"] = round(column_fill(p, self.config), 4)
@@ -293,11 +295,15 @@ def make_nchw_tma_spec(problem: ConvProblem, target: Target, config: PerfConfig)
     require(spec.lds_bytes <= target.lds_bytes,
             f"{_S}: {config.stages} stages of A, B and the shifting producer's staging rows need "
             f"{spec.lds_bytes} bytes of shared memory, allowed: {target.lds_bytes} on {target.arch} (fewer stages)")
-    # The persistent grid is sized by the main loop's blocks per multiprocessor, which do not see
-    # the staging rows: its target's shared memory is scaled so that they come out as for the
-    # whole block, floor((M + 1024) / (main + staging + 1024)).
-    main, whole = spec.gemm.lds_bytes + 1024, spec.lds_bytes + 1024
-    return build(target.with_(lds_bytes=(target.lds_bytes + 1024) * main // whole - 1024))
+    # The persistent grid is sized by the main loop's blocks per multiprocessor, which see neither
+    # the staging rows nor the producer warpgroup's threads: the blocks the whole block allows (by
+    # shared memory, and by registers at the main loop's estimate, accumulators + 88 per thread)
+    # are given to the main loop as its target's shared memory. The spec keeps the real target:
+    # the built binary is checked against it (spec.check_binary).
+    main = spec.gemm.lds_bytes + 1024
+    by_regs = target.regs_per_cu // (spec.block_threads * (spec.accumulators_per_lane + 88))
+    blocks = max(1, min((target.lds_bytes + 1024) // (spec.lds_bytes + 1024), by_regs))
+    return dataclasses.replace(build(target.with_(lds_bytes=blocks * main - 1024)), target=target)
 
 
 # ----------------------------------------------------------------------------- CPU engine

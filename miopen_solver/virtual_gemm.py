@@ -159,7 +159,7 @@ class VirtualGemmSpec:
     def from_record(cls, rec: dict):
         """Inverse of :meth:`to_record` (no validation)."""
         gemm = DgradSpec.from_record(rec[cls.record_key]["gemm"])
-        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=gemm.target,
+        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=Target.from_record(rec["target"]),
                    config=PerfConfig.parse(rec["config"]), gemm=gemm)
 
     def gemm_dict(self, **extra) -> dict:
