@@ -45,7 +45,7 @@ import numpy as np
 from .config import KernelSchedule, PerfConfig
 from .errors import require
 from .problem import ConvProblem
-from .spec import arch_tag
+from .spec import arch_tag, resident_blocks
 from .tma import check_maps
 from .target import Target
 from .transpose import LayoutTransform, memory_order
@@ -141,7 +141,7 @@ def wt_transform(problem: ConvProblem) -> LayoutTransform:
     """The one transform of an NCHW TMA run: W per group ``(kpg, cpg*Y*X)`` (KCYX or KYXC in
     memory) -> W^T ``(cpg*Y*X, kpg)`` at the start of the workspace, before the kernel."""
     p = problem
-    src = "KCYX" if memory_order(p, "W") == "NCHW" else "KYXC"
+    src = "KCYX" if w_cyx(p) else "KYXC"
     return LayoutTransform("W", src, src[1:] + "K", p.G, p.kpg, p.cpg * p.Y * p.X, p.elem_bytes, 0)
 
 
@@ -218,7 +218,7 @@ class NchwTmaSpec(VirtualGemmSpec):
                 ("DG_NT_PH", p.pH), ("DG_NT_PW", p.pW), ("DG_NT_DH", p.dH), ("DG_NT_DW", p.dW),
                 ("DG_NT_BH", tile_rows(c)), ("DG_NT_MT", -(-p.cpg // c.tile_m)),
                 ("DG_NT_PTH", -(-p.Hi // tile_rows(c))), ("DG_NT_PTW", -(-p.Wi // BLOCK_W)),
-                ("DG_NT_W_CYX", int(w_cyx(p))), ("DG_NT_K", p.K), ("DG_NT_HO", p.Ho)] + \
+                ("DG_NT_W_CYX", int(w_cyx(p)))] + \
             ([("DG_NT_PRODUCERS", PRODUCERS), ("DG_NT_SW", STAGING_W), ("DG_NT_S_STAGE", self.staging_elems)]
              if self.shifting else [])
 
@@ -271,7 +271,8 @@ def make_nchw_tma_spec(problem: ConvProblem, target: Target, config: PerfConfig)
             multiple of 64 or warp_tile_n not 64, 128, 192 or 256, ``split_k`` is not 1 or -1,
             or the TMA main loop's first broken rule on the virtual problem, as one sentence.
     """
-    if nchw_tma_reason(problem, target) is None:
+    why = nchw_tma_reason(problem, target)
+    if why is None:
         threads = config.warp_m * config.warp_n * 128 + PRODUCERS
         require(not shift_loads(problem) or threads <= SHIFT_MAX_BLOCK_THREADS,
                 f"{_S}: this filter shifts dY by columns that are not multiples of {BOX_ALIGN}, so a producer "
@@ -285,7 +286,7 @@ def make_nchw_tma_spec(problem: ConvProblem, target: Target, config: PerfConfig)
                 f"{_S}: B is read in 64-wide blocks; warp_tile_n must be 64, 128, 192 or 256, got {config.warp_tile_n}")
         require(config.tile_m > 0, f"{_S}: tile_m must be positive, got {config.tile_m}")
     def build(t: Target) -> NchwTmaSpec:
-        return make_virtual_spec(NchwTmaSpec, problem, t, config, why=nchw_tma_reason(problem, target),
+        return make_virtual_spec(NchwTmaSpec, problem, t, config, why=why,
                                  virtual=lambda p: virtual_problem(p, config), gemm_config=gemm_config,
                                  gemm_shape="[cpg, Y*X*kpg] x [Y*X*kpg, Hi*Wi] per image and group")
     spec = build(target)
@@ -300,10 +301,9 @@ def make_nchw_tma_spec(problem: ConvProblem, target: Target, config: PerfConfig)
     # shared memory, and by registers at the main loop's estimate, accumulators + 88 per thread)
     # are given to the main loop as its target's shared memory. The spec keeps the real target:
     # the built binary is checked against it (spec.check_binary).
-    main = spec.gemm.lds_bytes + 1024
-    by_regs = target.regs_per_cu // (spec.block_threads * (spec.accumulators_per_lane + 88))
-    blocks = max(1, min((target.lds_bytes + 1024) // (spec.lds_bytes + 1024), by_regs))
-    return dataclasses.replace(build(target.with_(lds_bytes=blocks * main - 1024)), target=target)
+    blocks = resident_blocks(target, spec.lds_bytes, spec.block_threads, spec.accumulators_per_lane)
+    return dataclasses.replace(build(target.with_(lds_bytes=blocks * (spec.gemm.lds_bytes + 1024) - 1024)),
+                               target=target)
 
 
 # ----------------------------------------------------------------------------- CPU engine
@@ -352,6 +352,6 @@ def nchw_tma_run(spec: NchwTmaSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarr
         out[n0:n1] = acc.astype(dx.dtype)
 
 
-__all__ = ["BLOCK_W", "BOX_ALIGN", "PRODUCERS", "STAGING_W", "SHIFT_MAX_BLOCK_THREADS", "CHUNK_BYTES", "DTYPES", "NchwTmaSpec", "column_fill", "gemm_config",
-           "make_nchw_tma_spec", "nchw_tma_reason", "nchw_tma_run", "shift_loads", "tile_rows", "virtual_problem", "w_cyx",
-           "wt_transform"]
+__all__ = ["BLOCK_W", "BOX_ALIGN", "CHUNK_BYTES", "DTYPES", "NchwTmaSpec", "PRODUCERS", "SHIFT_MAX_BLOCK_THREADS",
+           "STAGING_W", "column_fill", "gemm_config", "make_nchw_tma_spec", "nchw_tma_reason", "nchw_tma_run",
+           "shift_loads", "tile_rows", "virtual_problem", "w_cyx", "wt_transform"]

@@ -285,10 +285,7 @@ class DgradSpec:
         """Blocks per multiprocessor a persistent grid is sized for: by shared memory, and by
         registers at an estimate of accumulators + 88 per thread (at least 1;
         :func:`check_binary` holds the built binary to it)."""
-        t = self.target
-        by_smem = (t.lds_bytes + 1024) // (self.lds_bytes + 1024)
-        by_regs = t.regs_per_cu // (self.block_threads * (self.accumulators_per_lane + 88))
-        return max(1, min(by_smem, by_regs))
+        return resident_blocks(self.target, self.lds_bytes, self.block_threads, self.accumulators_per_lane)
 
     @property
     def threads(self) -> int:
@@ -771,6 +768,16 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     require(p.G <= gy, f"G={p.G} groups exceed {t.arch}'s grid limit {gy} along y")
     require(split <= gz, f"split_k={split} exceeds {t.arch}'s grid limit {gz} along z")
     return spec
+
+
+def resident_blocks(target: Target, lds_bytes: int, block_threads: int, accumulators_per_lane: int) -> int:
+    """Blocks of ``block_threads`` threads and ``lds_bytes`` of shared memory that fit on one
+    multiprocessor of ``target`` at once: by shared memory (1024 bytes of slack each) and by
+    registers at an estimate of ``accumulators_per_lane`` + 88 per thread (ptxas gave 188-222
+    registers to 128-accumulator wgmma tiles, 118-147 to 64); at least 1."""
+    by_smem = (target.lds_bytes + 1024) // (lds_bytes + 1024)
+    by_regs = target.regs_per_cu // (block_threads * (accumulators_per_lane + 88))
+    return max(1, min(by_smem, by_regs))
 
 
 def paired_accumulators(atom: MmaAtom) -> bool:
