@@ -337,6 +337,23 @@ def render_report(results, header: str, ceilings: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- timing
+def rt_graph_time_ms(rt, body, replays: int) -> float:
+    """Median ms of one replay of a graph captured from ``body()`` on our runtime ``rt``
+    (``body`` launches what it times, e.g. ``launches`` runs: divide by that count)."""
+    body()
+    graph = rt.capture(body)
+    rt.replay(graph)
+    rt.synchronize()
+    times = []
+    for _ in range(replays):
+        a, b = rt.event(), rt.event()
+        rt.record(a)
+        rt.replay(graph)
+        rt.record(b)
+        times.append(rt.elapsed_ms(a, b))
+    return statistics.median(times)
+
+
 def graph_time_ms(torch, fn, launches: int, replays: int) -> float:
     """Median per-call time of ``fn`` replayed from a CUDA graph of ``launches`` calls."""
     s = torch.cuda.Stream()

@@ -32,7 +32,6 @@ import math
 import multiprocessing as mp
 import os
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from compare import BadInput, OneLineParser, count_arg, number_arg  # noqa: E402
+from compare import BadInput, OneLineParser, count_arg, number_arg, rt_graph_time_ms  # noqa: E402
 from miopen_solver import layouts  # noqa: E402
 from miopen_solver.errors import FileError, PerfConfigError, RuntimeUnavailable, shown_path  # noqa: E402
 from miopen_solver.fileio import check_writable  # noqa: E402
@@ -187,18 +186,7 @@ def time_ours(eng, k, bufs, launches, replays):
             j = i % sets
             rt.launch(k.func, k.source.grid, k.source.block, k.source.shared_bytes, (bufs.dy[j], bufs.w, bufs.dx[j]))
 
-    body()
-    graph = rt.capture(body)
-    rt.replay(graph)
-    rt.synchronize()
-    times = []
-    for _ in range(replays):
-        a, b = rt.event(), rt.event()
-        rt.record(a)
-        rt.replay(graph)
-        rt.record(b)
-        times.append(rt.elapsed_ms(a, b) / launches)
-    return statistics.median(times)
+    return rt_graph_time_ms(rt, body, replays) / launches
 
 
 def time_cudnn(torch, graph_time_ms, p, sets, launches, replays):

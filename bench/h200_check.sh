@@ -49,6 +49,10 @@
 #      its tiles on the suite's lines in MIOpen's default layout (all NCHW; the 3x3 ones on the
 #      staged shifting producer; nchw_tma.md, nchw_tma.json); run STEPS=nchw beside it for the
 #      NCHW/NHWC table
+#      transforms: the layout transforms (issue 16) -- tests/test_gpu.py's transpose tests
+#      (both forms) and NCHW problems, then bench/nchw_breakdown.py on the suite (each launch
+#      of an NCHW run alone, both transpose forms of each transform, beside NHWC and PyTorch's
+#      permute; nchw_breakdown.md)
 #      tmask: split-K on the TMA schedule -- tests/test_gpu.py -k tma_split (work units, atomics
 #      and the workspace, NHWC and NCHW, 96/128/256-column tiles), then bench/time_configs.py
 #      of split shapes on the small-image layers (tmask.md, tmask.json; fit_cost_model --configs
@@ -63,7 +67,7 @@
 #      resumes it.
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,big,patch,patch_forms,tf32,
+# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,
 # tf32_wgmma,splitk,tmask,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
@@ -135,6 +139,10 @@ sed -E "s/ --(in|out|fil)_layout NHWC//g" bench/suite.txt > "$0/suite_nchw.txt"
 python bench/time_configs.py --suite "$0/suite_nchw.txt" --only "r50_3x3_c64,big_3x3,dil2,r50_1x1_c64,big_1x1" \
     --configs "64,256,64,1,1,64,256,0,0,0,1,-1,2,13;64,128,64,1,1,64,128,0,0,0,1,-1,4,13;64,64,64,1,1,64,64,0,0,0,1,-1,4,13;128,256,64,2,1,64,256,0,0,0,1,-1,4,13" \
     --out "$0/nchw_tma.md" --json "$0/nchw_tma.json" || rc=1
+exit $rc' "$OUTDIR"
+step transforms 300 bash -c 'rc=0
+timeout 150 python -m pytest -q tests/test_gpu.py -k "transpose_kernel_is_bit_exact or nchw_and_mixed or nchw_dx or group_pack_default_in_nchw" || rc=1
+python bench/nchw_breakdown.py --out "$0/nchw_breakdown.md" || rc=1
 exit $rc' "$OUTDIR"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"
 step patch 300 python bench/patch_h200.py --json "$OUTDIR/patch_h200.json"

@@ -49,6 +49,13 @@ WORKSPACE_ALIGN = 256
 
 TRANSPOSE_BLOCK = (32, 8, 1)
 """Threads of a transpose block: 32 lanes x 8 rows (``kernels/transpose.cu``)."""
+BAND_BYTES = 8192
+"""Bytes a band-form transpose block moves (``transpose.cu``'s ``DT_BAND_BYTES``)."""
+BAND_MAX_COLS = 64
+"""Matrices with at most this many columns (or at most a band of elements) take the band form:
+a block reads a contiguous run of src (a band of rows, or whole matrices) and writes dst runs
+of at least 64 elements, where the tile form's 64 x 64 tiles would hold only ``cols``
+columns."""
 MAX_GRID_Y = 65535
 """Matrices along grid y; more are strided over by the kernel."""
 
@@ -126,6 +133,10 @@ class LayoutTransform:
             ``cols x rows`` (dst).
         elem_bytes: bytes per element (2 or 4); elements move as raw bits.
         offset: byte offset of the NHWC copy in the workspace.
+        form: ``"tile"``, ``"band"`` or empty (chosen by shape: :attr:`kernel_form`).
+
+    Raises:
+        ValueError: an unknown form, or the band form for a shape it cannot take.
     """
 
     tensor: str
@@ -136,6 +147,14 @@ class LayoutTransform:
     cols: int
     elem_bytes: int
     offset: int
+    form: str = ""
+
+    def __post_init__(self):
+        if self.form not in ("", "tile", "band"):
+            raise ValueError(f"transpose form {self.form!r}; allowed: tile, band (or empty: chosen by shape)")
+        if self.kernel_form == "band" and self.rows * self.cols > self.band_elems and self.band_rows < 8:
+            raise ValueError(f"band transpose of {self.rows} x {self.cols}: a band must hold 8 rows "
+                             f"(cols <= {self.band_elems // 8}) or whole matrices")
 
     @property
     def before(self) -> bool:
@@ -147,18 +166,45 @@ class LayoutTransform:
         return self.batch * self.rows * self.cols * self.elem_bytes
 
     @property
+    def band_elems(self) -> int:
+        return BAND_BYTES // self.elem_bytes
+
+    @property
+    def band_rows(self) -> int:
+        """Rows of one band where a matrix exceeds a band (a multiple of 8; ``transpose.cu``'s
+        ``DT_BAND_ROWS``)."""
+        return (self.band_elems // self.cols) & ~7
+
+    @property
+    def kernel_form(self) -> str:
+        """``form``, else the band form for matrices of at most :data:`BAND_MAX_COLS` columns
+        or at most a band of elements, the tile form otherwise."""
+        if self.form:
+            return self.form
+        return "band" if self.cols <= BAND_MAX_COLS or self.rows * self.cols <= self.band_elems else "tile"
+
+    @property
     def kernel_name(self) -> str:
-        """One kernel per element width: ``dgrad_transpose_b16`` or ``dgrad_transpose_b32``."""
-        return f"dgrad_transpose_b{8 * self.elem_bytes}"
+        """One kernel per element width and form: ``dgrad_transpose_b16``,
+        ``dgrad_transpose_band_b16`` and the like."""
+        return f"dgrad_transpose_{'band_' if self.kernel_form == 'band' else ''}b{8 * self.elem_bytes}"
 
     @property
     def tile(self) -> int:
-        """Elements per side of a block's tile (128 bytes of a row per warp row)."""
+        """Elements per side of a tile-form block's tile (128 bytes of a row per warp row)."""
         return 32 * (4 // self.elem_bytes)
 
     @property
     def grid(self) -> tuple:
-        """``(tiles of one matrix, matrices up to 65535, 1)``."""
+        """Tile form: ``(tiles of one matrix, matrices up to 65535, 1)``; band form: ``(groups
+        of whole matrices, 1, 1)`` where a matrix fits a band, else ``(bands of one matrix,
+        matrices up to 65535, 1)``."""
+        if self.kernel_form == "band":
+            per = self.rows * self.cols
+            if per <= self.band_elems:
+                mats = self.band_elems // per
+                return (-(-self.batch // mats), 1, 1)
+            return (-(-self.rows // self.band_rows), min(self.batch, MAX_GRID_Y), 1)
         t = self.tile
         return (-(-self.rows // t) * -(-self.cols // t), min(self.batch, MAX_GRID_Y), 1)
 
@@ -175,7 +221,7 @@ class LayoutTransform:
         """The kernel's :class:`~miopen_solver.kernels.KernelSource` (shape-independent: the
         sizes are kernel arguments, so one binary serves every transform of an element width)."""
         from .kernels.emit import emit_transpose
-        return emit_transpose(self.elem_bytes, vendor, arch, self.grid, self.block)
+        return emit_transpose(self.elem_bytes, vendor, arch, self.grid, self.block, self.kernel_form)
 
     def to_record(self) -> dict:
         return {"tensor": self.tensor, "src": self.src, "dst": self.dst, "batch": self.batch, "rows": self.rows,

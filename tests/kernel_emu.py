@@ -765,10 +765,12 @@ def launch_gemm(text: str, grid, threads: int, dy: bytes, w: bytes, dx: bytes, w
 
 
 def launch_transpose(text: str, grid, block, src: bytes, dst: bytes, batch: int, rows: int, cols: int,
-                     workdir) -> bytes:
-    """One launch of the ``transpose.cu`` kernel ``text`` (``grid`` blocks of ``block``
-    threads, (x, y)) from the raw bytes ``src`` into ``dst``; returns dst's bytes after it."""
-    call = f"DT_KERNEL_NAME((const dt_t*)(dy), (dt_t*)(dx), {batch}ll, {rows}ll, {cols}ll)"
+                     workdir, form: str = "tile") -> bytes:
+    """One launch of the ``transpose.cu`` kernel ``text``, its ``form``'s entry point
+    (``"tile"`` or ``"band"``; ``grid`` blocks of ``block`` threads, (x, y)) from the raw
+    bytes ``src`` into ``dst``; returns dst's bytes after it."""
+    entry = {"tile": "DT_KERNEL_NAME", "band": "DT_BAND_KERNEL_NAME"}[form]
+    call = f"{entry}((const dt_t*)(dy), (dt_t*)(dx), {batch}ll, {rows}ll, {cols}ll)"
     return _run(text, call, grid, block, src, b"", dst, workdir, static_shared=True)
 
 

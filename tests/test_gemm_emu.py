@@ -61,12 +61,13 @@ class EmuRuntime(ComputingRuntime):
     def launch(self, func, grid, block, shared, args):
         src = self.sol.spec.emit()
         self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(args)))
-        if func[1].startswith("dgrad_transpose_b"):     # (src, dst, batch, rows, cols)
+        if func[1].startswith("dgrad_transpose_"):     # (src, dst, batch, rows, cols)
             t = self.sol.spec.target
-            text = emit_transpose(int(func[1][len("dgrad_transpose_b"):]) // 8, t.vendor, t.arch, grid, block).text
+            form = "band" if func[1].startswith("dgrad_transpose_band_") else "tile"
+            text = emit_transpose(int(func[1].rsplit("_b", 1)[1]) // 8, t.vendor, t.arch, grid, block, form).text
             (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
             dbuf[doff:] = kernel_emu.launch_transpose(text, grid, block, bytes(sbuf[soff:]), bytes(dbuf[doff:]),
-                                                      *args[2:], self.work)
+                                                      *args[2:], self.work, form)
             self.transposed += 1
             return
         if func[1].startswith("dgrad_splitk_reduce_"):   # (ws, dx, sizes...): its own kernel text

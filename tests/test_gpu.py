@@ -621,14 +621,20 @@ def _verify_solution(engine, sol, seed=17):
     return dy, w
 
 
+@pytest.mark.parametrize("form", ["tile", "band"])
 @pytest.mark.parametrize("eb", [2, 4])
 @pytest.mark.parametrize("batch,rows,cols", [(1, 64, 64), (3, 128, 192), (2, 65, 63), (5, 1, 7), (4, 7, 1),
-                                             (2, 300, 17), (70000, 3, 5), (1, 2, 4096 * 3)])
-def test_transpose_kernel_is_bit_exact(engine, eb, batch, rows, cols):
-    """The transpose kernel alone on random bits: whole and partial tiles, odd and even row
-    lengths (4-byte and scalar paths), more than 65535 matrices (grid y strided)."""
+                                             (2, 300, 17), (70000, 3, 5), (1, 2, 4096 * 3), (32, 512, 49),
+                                             (512, 512, 9), (300, 64, 9), (3, 136, 49)])
+def test_transpose_kernel_is_bit_exact(engine, eb, batch, rows, cols, form):
+    """Each transpose form alone on random bits (the band form where it takes the shape):
+    whole and partial tiles and bands, whole matrices to a block, odd and even row lengths
+    (16-byte, 4-byte and scalar paths), more than 65535 matrices (grid y strided)."""
     from miopen_solver.transpose import LayoutTransform
-    t = LayoutTransform("dY", "NCHW", "NHWC", batch, rows, cols, eb, 0)
+    try:
+        t = LayoutTransform("dY", "NCHW", "NHWC", batch, rows, cols, eb, 0, form=form)
+    except ValueError:
+        pytest.skip(f"the {form} form does not take {rows} x {cols}")
     k = engine.load(t.emit(engine.rt.vendor, engine.target.arch))
     rng = np.random.default_rng(batch * rows + cols)
     a = rng.integers(0, 1 << (8 * eb), size=batch * rows * cols, dtype=np.uint64).astype(f"u{eb}")

@@ -213,5 +213,5 @@ def test_a_tensor_that_is_not_nhwc_in_memory_is_transposed_on_the_device(tmp_pat
     dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
     assert rt.uploads[1] == w.tobytes()
     launched = [c[1] for c in rt.calls if c[0] == "launch"]
-    assert launched == ["dgrad_transpose_b16", sol.spec.kernel_name]
+    assert launched == ["dgrad_transpose_band_b16", sol.spec.kernel_name]    # (K, cpg, 9): the band form
     assert verify(p, dx, dgrad_reference(p, dy, w)).ok

@@ -60,9 +60,15 @@ def test_transforms_of_an_nchw_line_by_hand():
     assert (dy.offset, w.offset, dx.offset) == (0, 1280, 1280 + 3584)
     assert workspace_bytes((dy, w, dx)) == 1280 + 3584 + 6144
     assert dy.before and w.before and not dx.before
-    assert dy.grid == (1, 2, 1) and w.grid == (1, 16, 1) and dx.grid == (1, 2, 1)      # 64x64 tiles
-    assert LayoutTransform(**{**dx.to_record(), "rows": 65, "elem_bytes": 4}).grid == (3, 2, 1)   # 32x32
-    assert LayoutTransform(**{**dx.to_record(), "batch": 70000}).grid[1] == 65535
+    # small matrices: the band form, whole matrices to a block (4096 fp16 elements: 12, 37, 2)
+    assert dy.grid == (1, 1, 1) and w.grid == (1, 1, 1) and dx.grid == (1, 1, 1)
+    assert {dy.kernel_form, w.kernel_form, dx.kernel_form} == {"band"}
+    tile = {**dx.to_record(), "form": "tile"}
+    assert LayoutTransform(**tile).grid == (1, 2, 1)                                      # 64x64 tiles
+    assert LayoutTransform(**{**tile, "rows": 65, "elem_bytes": 4}).grid == (3, 2, 1)     # 32x32
+    assert LayoutTransform(**{**tile, "batch": 70000}).grid[1] == 65535
+    assert LayoutTransform(**{**dx.to_record(), "rows": 65, "elem_bytes": 4}).grid == (2, 1, 1)  # 1560 of 2048
+    assert LayoutTransform(**{**dx.to_record(), "rows": 4000, "batch": 70000}).grid == (4000 // 168 + 1, 65535, 1)
 
 
 def test_nhwc_bytes_need_no_transform():
@@ -216,7 +222,9 @@ def test_split_n_and_transforms_together(monkeypatch, tmp_path, cfg):
     dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
     assert verify(p, dx, dgrad_reference(p, dy, w)).ok
     names = [c[1] for c in rt.calls if c[0] == "launch"]
-    assert names == ["dgrad_transpose_b32"] * 2 + [sol.spec.kernel_name] * 3 + ([] if nchw_dx else ["dgrad_transpose_b32"])
+    before, after = ([t.kernel_name for t in sol.transforms if t.before == b] for b in (True, False))
+    assert all(n.startswith("dgrad_transpose_") and n.endswith("_b32") for n in before + after)
+    assert names == before + [sol.spec.kernel_name] * 3 + after and len(before) == 2 and len(after) == (0 if nchw_dx else 1)
 
 
 def test_timing_counts_the_transforms(tmp_path):
@@ -233,34 +241,91 @@ def test_timing_counts_the_transforms(tmp_path):
 
 
 # ------------------------------------------------------------------ the kernel source
-def test_transpose_source_depends_only_on_the_width():
+def test_transpose_source_depends_only_on_the_width_and_form():
     a = emit_transpose(2, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1))
     b = emit_transpose(2, "nvidia", "sm_90", (9, 4, 1), (32, 8, 1))
     assert a.sha256 == b.sha256 and a.name == "dgrad_transpose_b16"
     assert emit_transpose(4, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1)).name == "dgrad_transpose_b32"
+    c = emit_transpose(2, "nvidia", "sm_90", (3, 1, 1), (32, 8, 1), "band")
+    assert c.name == "dgrad_transpose_band_b16" and c.sha256 != a.sha256
     with pytest.raises(ValueError, match="allowed: 2, 4"):
         emit_transpose(1, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1))
+    with pytest.raises(ValueError, match="allowed: tile, band"):
+        emit_transpose(2, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1), "slab")
 
 
+def test_transform_form_by_shape():
+    """Few columns (a filter's taps, a small image) or a small matrix: the band form; its grid
+    covers every band (or group of whole matrices) of the batch; a forced band form it cannot
+    take is refused."""
+    w = LayoutTransform("W", "NCHW", "NHWC", 512, 512, 9, 2, 0)          # KCYX -> KYXC, 3x3
+    assert w.kernel_form == "band" and w.kernel_name == "dgrad_transpose_band_b16"
+    assert w.band_rows == 448 and w.grid == (2, 512, 1)                  # 4096 // 9 = 455 -> 448
+    small = LayoutTransform("W", "NCHW", "NHWC", 64, 64, 9, 4, 0)        # 576 elements: 3 per block
+    assert small.kernel_form == "band" and small.grid == (22, 1, 1)
+    dy = LayoutTransform("dY", "NCHW", "NHWC", 32, 64, 56 * 56, 2, 0)
+    assert dy.kernel_form == "tile" and dy.kernel_name == "dgrad_transpose_b16" and dy.grid == (49, 32, 1)
+    assert LayoutTransform("dY", "NCHW", "NHWC", 32, 512, 49, 2, 0).grid == (7, 32, 1)   # 80-row bands
+    assert LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 64, 2, 0, form="tile").kernel_form == "tile"
+    with pytest.raises(ValueError, match="a band must hold 8 rows"):
+        LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 4096, 2, 0, form="band")
+    with pytest.raises(ValueError, match="allowed: tile, band"):
+        LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 64, 2, 0, form="slab")
+
+
+@pytest.mark.parametrize("form", ["tile", "band"])
 @pytest.mark.parametrize("eb", [2, 4])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_transpose_compiles_for_nvidia_without_spills(eb, arch):
+def test_transpose_compiles_for_nvidia_without_spills(eb, arch, form):
     import shutil
     from miopen_solver.kernels.offline import inspect_nvidia
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc on this machine")
-    src = emit_transpose(eb, "nvidia", arch, (1, 1, 1), (32, 8, 1))
+    src = emit_transpose(eb, "nvidia", arch, (1, 1, 1), (32, 8, 1), form)
     build = inspect_nvidia(src.text, arch, name=src.name)
     assert build.spill_store_bytes == build.spill_load_bytes == build.stack_bytes == 0
     assert build.registers <= 64            # 256 threads: 8 blocks of 256 fit an SM's registers
 
 
+@pytest.mark.parametrize("form", ["tile", "band"])
 @pytest.mark.parametrize("eb", [2, 4])
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
-def test_transpose_compiles_for_amd_without_scratch(eb, arch):
+def test_transpose_compiles_for_amd_without_scratch(eb, arch, form):
     from miopen_solver.kernels.offline import compile_amd, find_amd_clang
     if find_amd_clang() is None:
         pytest.skip("no clang with the amdgcn target")
-    src = emit_transpose(eb, "amd", arch, (1, 1, 1), (32, 8, 1))
+    src = emit_transpose(eb, "amd", arch, (1, 1, 1), (32, 8, 1), form)
     co = compile_amd(src.text, arch, name=src.name)
     assert co.resources["ScratchSize [bytes/lane]"] == 0 and co.resources["VGPRs Spill"] == 0, co.resources
+
+
+# Shapes of both transpose forms: whole matrices several to a block (with a short last group),
+# bands of rows (a short last band), odd and even sizes (16-byte, 4-byte and scalar paths),
+# the filters' KCYX -> KYXC (cols = Y*X), dY of 7x7 and 56x56 images, a 1 x n row.
+TRANSPOSE_SHAPES = [(5, 3, 9), (70, 64, 9), (3, 512, 9), (2, 512, 49), (2, 136, 49), (1, 64, 64), (2, 65, 63),
+                    (3, 7, 1), (2, 40, 3136), (1, 1, 4096 * 3), (4, 300, 17), (2, 24, 40)]
+
+
+@pytest.mark.skipif(not __import__("kernel_emu").available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize("batch,rows,cols", TRANSPOSE_SHAPES)
+def test_transpose_kernels_are_bit_exact_on_the_emulator(tmp_path, eb, batch, rows, cols):
+    """Each form the shape takes (the band form only where a band holds 8 rows or whole
+    matrices), run on the CPU emulator over random bits into a poisoned dst: dst is exactly
+    the transposed src, every element written."""
+    import kernel_emu
+    forms = ["tile"]
+    try:
+        LayoutTransform("dY", "NCHW", "NHWC", batch, rows, cols, eb, 0, form="band")
+        forms.append("band")
+    except ValueError:
+        pass
+    rng = np.random.default_rng(batch * rows + cols)
+    a = rng.integers(0, 1 << (8 * eb), size=batch * rows * cols, dtype=np.uint64).astype(f"u{eb}")
+    want = a.reshape(batch, rows, cols).transpose(0, 2, 1).reshape(-1)
+    for form in forms:
+        t = LayoutTransform("dY", "NCHW", "NHWC", batch, rows, cols, eb, 0, form=form)
+        src = t.emit("nvidia", "sm_90")
+        out = kernel_emu.launch_transpose(src.text, t.grid, t.block, a.tobytes(), b"\xff" * a.nbytes,
+                                          batch, rows, cols, tmp_path, form)
+        assert np.array_equal(np.frombuffer(out, dtype=f"u{eb}"), want), (form, t.grid)

@@ -131,8 +131,8 @@ class ComputingRuntime(FakeRuntime):
         if func[1].startswith("dgrad_splitk_reduce_"):
             self.reduce(func[1], grid, block, args)
             return
-        if func[1].startswith("dgrad_transpose_b"):      # (src, dst, batch, rows, cols), raw bits
-            eb = int(func[1][len("dgrad_transpose_b"):]) // 8
+        if func[1].startswith("dgrad_transpose_"):      # (src, dst, batch, rows, cols), raw bits
+            eb = int(func[1].rsplit("_b", 1)[1]) // 8
             src, dst, batch, rows, cols = args
             n = batch * rows * cols * eb
             sbuf, soff = self._at(src)

@@ -340,7 +340,8 @@ def test_fake_device_split_n_launches_kernel_and_reduction_per_chunk(monkeypatch
     assert verify(p, dx, dgrad_reference(p, dy, w)).ok
     launches = [c for c in rt.calls if c[0] == "launch"]
     names = [c[1] for c in launches]
-    assert names == ["dgrad_transpose_b16"] * 2 + [sol.spec.kernel_name, "dgrad_splitk_reduce_fp16_nchw"] * 3
+    assert names == [t.kernel_name for t in sol.transforms] + [sol.spec.kernel_name, "dgrad_splitk_reduce_fp16_nchw"] * 3
+    assert len(sol.transforms) == 2 and all(n.startswith("dgrad_transpose_") for n in names[:2])
     allocs = [c[1] for c in rt.calls if c[0] == "alloc"]
     img = 9 * 7 * 15 * 2
     slices = allocs[3] + sol.reduce.offset

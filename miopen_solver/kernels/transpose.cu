@@ -3,12 +3,21 @@
 // (miopen_solver/transpose.py): dY NCHW (N, K, Ho*Wo) -> NHWC, W (K, cpg, Y*X) -> KYXC,
 // dX NHWC (N, Hi*Wi, C) -> NCHW. Elements are moved as raw bits of DT_EB bytes.
 //
-// A block moves one DT_TILE x DT_TILE tile through shared memory: global reads run along
+// Two kernels, one per shape class (miopen_solver/transpose.py decides which, and its grid):
+//
+// DT_KERNEL_NAME, the tile form: a block moves one DT_TILE x DT_TILE tile through shared memory: global reads run along
 // src's cols and global writes along dst's cols (src's rows), each a whole 128-byte line per
 // warp row; pairs of 16-bit elements move as one 4-byte word where the whole tile is inside
 // the matrix and the row length is even. Grid: x = tiles of one matrix, y = matrices
 // (strided by gridDim.y past 65535). Offsets inside one matrix are 32-bit (rows*cols < 2^31,
 // checked by the solver), the matrix base is 64-bit.
+//
+// DT_BAND_KERNEL_NAME, the band form, for matrices with few columns (a W of Y*X taps, dY of
+// small images) or few elements: a block moves a contiguous run of src -- whole matrices where
+// one matrix has at most DT_BAND_ELEMS elements (then dst's run is contiguous too), else a
+// band of DT_BAND_ROWS(cols) rows of one matrix (dst gets runs of that many elements) -- read
+// and written in 16-byte vectors where aligned. With the tile form, a matrix of 9 columns
+// used 9 of every 64 lanes and 2-byte accesses.
 
 #if defined(DG_VENDOR_AMD)
 #ifndef __global__
@@ -119,3 +128,82 @@ DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ d
         DT_SYNC();      // the tile is reused by the next matrix
     }
 }
+
+#define DT_BAND_BYTES 8192
+#define DT_BAND_ELEMS (DT_BAND_BYTES / DT_EB)
+#define DT_V16 (16 / DT_EB)         // elements per 16-byte vector
+
+// Rows of one band (the band form's second case, rows*cols > DT_BAND_ELEMS): as many as fit,
+// a multiple of 8 (transpose.py's band_rows is the same formula; cols <= DT_BAND_ELEMS / 8).
+#define DT_BAND_ROWS(cols) ((DT_BAND_ELEMS / (cols)) & ~7)
+typedef struct __attribute__((aligned(16))) { unsigned int w[4]; } dt_v16;   // one 16-byte access
+typedef union { dt_v16 v; dt_t e[DT_V16]; } dt_pack;
+
+#ifdef DT_BAND_KERNEL_NAME
+DT_GLOBAL void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
+                                   long long rows_ll, long long cols_ll) {
+    __shared__ __attribute__((aligned(16))) dt_t band[DT_BAND_ELEMS];
+    const int rows = (int)rows_ll, cols = (int)cols_ll;
+    const int per = rows * cols;     // elements of one matrix (< 2^31, checked by the solver)
+    const int tid = DT_TY() * 32 + DT_TX();
+    const bool whole = per <= DT_BAND_ELEMS;
+    // whole matrices: x = groups of `mats` matrices (y = 1); bands: x = bands of one matrix, y = matrices
+    const int mats = whole ? DT_BAND_ELEMS / per : 1;
+    const int br = whole ? rows : DT_BAND_ROWS(cols);
+    const int r0 = whole ? 0 : (int)DT_BX() * br;
+    const int nr = whole ? rows : (rows - r0 < br ? rows - r0 : br);
+    const long long b_first = whole ? DT_BX() * mats : DT_BY();
+    const long long b_step = whole ? batch : DT_NBY();       // whole: one pass (grid x covers the batch)
+    for (long long b0 = b_first; b0 < batch; b0 += b_step) {
+        const int nm = whole ? (int)(batch - b0 < mats ? batch - b0 : mats) : 1;
+        const int n = nm * nr * cols;                          // elements of this block's run
+        const dt_t* s = src + (b0 * rows_ll + r0) * cols_ll;   // contiguous: nm matrices or nr rows
+        if (((unsigned long long)s & 15) == 0 && n % DT_V16 == 0) {
+            for (int i = tid; i < n / DT_V16; i += 256)
+                reinterpret_cast<dt_v16*>(band)[i] = reinterpret_cast<const dt_v16*>(s)[i];
+        } else {
+            for (int i = tid; i < n; i += 256) band[i] = s[i];
+        }
+        DT_SYNC();
+        if (whole) {
+            // dst's run is contiguous: element j = (m, c, r) of it is band[(m*rows + r)*cols + c]
+            dt_t* d = dst + b0 * rows_ll * cols_ll;
+            if (((unsigned long long)d & 15) == 0 && n % DT_V16 == 0) {
+                for (int i = tid; i < n / DT_V16; i += 256) {
+                    dt_pack u;
+#pragma unroll
+                    for (int e = 0; e < DT_V16; ++e) {
+                        const int j = i * DT_V16 + e, m = j / per, q = j - m * per, c = q / rows, r = q - c * rows;
+                        u.e[e] = band[(m * rows + r) * cols + c];
+                    }
+                    reinterpret_cast<dt_v16*>(d)[i] = u.v;
+                }
+            } else {
+                for (int j = tid; j < n; j += 256) {
+                    const int m = j / per, q = j - m * per, c = q / rows, r = q - c * rows;
+                    d[j] = band[(m * rows + r) * cols + c];
+                }
+            }
+        } else {
+            // dst row c of matrix b0 gets src rows r0 .. r0+nr of column c: nr contiguous elements
+            dt_t* d = dst + b0 * rows_ll * cols_ll + r0;
+            if (rows % DT_V16 == 0 && nr % DT_V16 == 0 && ((unsigned long long)d & 15) == 0) {
+                const int h = nr / DT_V16;
+                for (int i = tid; i < h * cols; i += 256) {
+                    const int c = i / h, r = (i - c * h) * DT_V16;
+                    dt_pack u;
+#pragma unroll
+                    for (int e = 0; e < DT_V16; ++e) u.e[e] = band[(r + e) * cols + c];
+                    *reinterpret_cast<dt_v16*>(d + (long long)c * rows + r) = u.v;
+                }
+            } else {
+                for (int j = tid; j < nr * cols; j += 256) {
+                    const int c = j / nr, r = j - c * nr;
+                    d[(long long)c * rows + r] = band[r * cols + c];
+                }
+            }
+        }
+        DT_SYNC();      // the band is reused by the next matrix
+    }
+}
+#endif

@@ -1,0 +1,129 @@
+"""Where an NCHW run's time goes (NVIDIA GPU with PyTorch): each launch of our solution
+timed alone and the whole run, in CUDA graphs, beside the same problem all-NHWC and two
+bandwidth yardsticks on dY's bytes (PyTorch's NCHW -> NHWC ``permute().contiguous()`` and a
+plain device copy)::
+
+    python bench/nchw_breakdown.py --suite bench/suite.txt --only r50_3x3 --out nchw_breakdown.md
+
+Lines are taken with their layout flags removed (MIOpen's default, all NCHW). Times are
+microseconds per run (median of the graph replays).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.compare import BadInput, count_arg, gpu, graph_time_ms, read_suite, rt_graph_time_ms  # noqa: E402
+from miopen_solver.command import parse  # noqa: E402
+from miopen_solver.layouts import dy_shape, storage_dtype, w_shape  # noqa: E402
+from miopen_solver.solver import DgradSolver  # noqa: E402
+
+LAYOUT_FLAGS = re.compile(r"\s--(in|out|fil)_layout\s+\S+")
+
+
+def graph_us(eng, body, launches: int, replays: int) -> float:
+    """Median microseconds of one ``body()`` from replays of a graph of ``launches`` bodies."""
+    return rt_graph_time_ms(eng.rt, lambda: [body() for _ in range(launches)], replays) / launches * 1e3
+
+
+def transform_us(eng, t, form: str, launches: int, replays: int) -> float | None:
+    """Microseconds of the transform ``t`` (a LayoutTransform) alone in ``form`` (``tile`` or
+    ``band``), None where that form does not take its shape."""
+    import dataclasses
+    try:
+        t = dataclasses.replace(t, form=form)
+    except ValueError:
+        return None
+    k = eng.load(t.emit(eng.rt.vendor, eng.target.arch))
+    src, dst = eng.rt.alloc(t.nbytes), eng.rt.alloc(t.nbytes)
+    try:
+        eng.rt.memset(src, 0, t.nbytes)
+        return graph_us(eng, lambda: eng.rt.launch(k.func, t.grid, t.block, 0, (src, dst, t.batch, t.rows, t.cols)),
+                        launches, replays)
+    finally:
+        eng.rt.free(src)
+        eng.rt.free(dst)
+
+
+def breakdown(eng, p, launches: int, replays: int) -> dict:
+    """``{config, total_us, steps: [(name, us, grid)]}`` for the default solution of ``p``."""
+    sol = DgradSolver().find_solution(p, eng.target)
+    rng = np.random.default_rng(0)
+    dt = storage_dtype(p.dtype)
+    dy = (rng.random(dy_shape(p), dtype=np.float32) * 0.01).astype(dt)
+    w = ((rng.random(w_shape(p), dtype=np.float32) - 0.5) * 0.01).astype(dt)
+    k = eng._kernel(sol)
+    with eng._device_tensors(dy, w, p.dx_elems * p.elem_bytes, workspace=sol.workspace_bytes) as (pdy, pw, pdx, pws):
+        steps = eng.launches(sol, k, pdy, pw, pdx, pws)
+        total = graph_us(eng, lambda: eng._run_once(steps), launches, replays)
+        parts = [(st.kernel.source.name, graph_us(eng, lambda s=st: eng._run_once([s]), launches, replays),
+                  tuple(st.grid)) for st in steps]
+    forms = [(t.label, t.rows, t.cols, transform_us(eng, t, "tile", launches, replays),
+              transform_us(eng, t, "band", launches, replays)) for t in sol.transforms]
+    return {"config": sol.perf_config.serialize(), "total_us": total, "steps": parts, "kernel": k.source.name,
+            "forms": forms}
+
+
+def yardsticks(torch, p, launches: int, replays: int) -> tuple:
+    """``(permute_us, copy_us)`` of dY's bytes: NCHW -> NHWC by PyTorch, and a plain copy."""
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[p.dtype]
+    x = torch.rand((p.N, p.K, p.Ho, p.Wo), device="cuda").to(tdt)
+    y = torch.empty((p.N, p.Ho, p.Wo, p.K), device="cuda", dtype=tdt)
+    c = torch.empty_like(x)
+
+    def timed(fn):
+        return graph_time_ms(torch, fn, launches, replays) * 1e3
+    return timed(lambda: y.copy_(x.permute(0, 2, 3, 1))), timed(lambda: c.copy_(x))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", default="bench/suite.txt")
+    ap.add_argument("--only", default="", help="comma list: lines whose label contains one of these")
+    ap.add_argument("--launches", type=count_arg, default=20)
+    ap.add_argument("--replays", type=count_arg, default=15)
+    ap.add_argument("--out", default=None, help="markdown table here")
+    a = ap.parse_args(argv)
+    try:
+        torch, eng = gpu()
+    except BadInput as e:
+        print(f"nchw_breakdown.py: {e}", file=sys.stderr)
+        return 2
+    wanted = [s for s in a.only.split(",") if s]
+    out = ["| layer | NHWC us | NCHW us | NHWC/NCHW | NCHW steps (us each, alone) | transforms: tile / band us "
+           "| dY permute (torch) us | dY copy us |", "|---|---|---|---|---|---|---|---|"]
+    for label, cmd in read_suite(a.suite):
+        if wanted and not any(s in label for s in wanted):
+            continue
+        line = LAYOUT_FLAGS.sub("", cmd)
+        p_nchw = parse(line.split()).problem
+        p_nhwc = p_nchw.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+        try:
+            b_nchw = breakdown(eng, p_nchw, a.launches, a.replays)
+            b_nhwc = breakdown(eng, p_nhwc, a.launches, a.replays)
+            perm, copy = yardsticks(torch, p_nchw, a.launches, a.replays)
+        except Exception as e:  # noqa: BLE001 - one failing row, not a dead run
+            out.append(f"| {label} | failed: {str(e)[:300]} |||||||")
+            print(out[-1], flush=True)
+            continue
+        steps = "; ".join(f"{'kernel' if n == b_nchw['kernel'] else n[:28]} {us:.1f} {g}" for n, us, g in b_nchw["steps"])
+        forms = "; ".join(f"{lab} {r}x{c}: {'-' if a is None else f'{a:.1f}'} / {'-' if b is None else f'{b:.1f}'}"
+                          for lab, r, c, a, b in b_nchw["forms"])
+        out.append(f"| {label} | {b_nhwc['total_us']:.1f} | {b_nchw['total_us']:.1f} | "
+                   f"{b_nhwc['total_us'] / b_nchw['total_us']:.2f} | {steps} (`{b_nchw['config']}`) | {forms} | "
+                   f"{perm:.1f} | {copy:.1f} |")
+        print(out[-1], flush=True)
+    if a.out:
+        Path(a.out).write_text("\n".join(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
