@@ -52,10 +52,10 @@ TRANSPOSE_BLOCK = (32, 8, 1)
 BAND_BYTES = 8192
 """Bytes a band-form transpose block moves (``transpose.cu``'s ``DT_BAND_BYTES``)."""
 BAND_MAX_COLS = 64
-"""Matrices with at most this many columns (or at most a band of elements) take the band form:
-a block reads a contiguous run of src (a band of rows, or whole matrices) and writes dst runs
-of at least 64 elements, where the tile form's 64 x 64 tiles would hold only ``cols``
-columns."""
+"""Matrices with at most this many columns or rows (or at most a band of elements) take the
+band form: a block moves a band of rows (src's run contiguous), a band of columns (dst's run
+contiguous) or whole matrices, with runs of at least 64 elements on the other side, where the
+tile form's 64 x 64 tiles would hold only ``cols`` columns (or ``rows`` rows)."""
 MAX_GRID_Y = 65535
 """Matrices along grid y; more are strided over by the kernel."""
 
@@ -152,9 +152,9 @@ class LayoutTransform:
     def __post_init__(self):
         if self.form not in ("", "tile", "band"):
             raise ValueError(f"transpose form {self.form!r}; allowed: tile, band (or empty: chosen by shape)")
-        if self.kernel_form == "band" and self.rows * self.cols > self.band_elems and self.band_rows < 8:
-            raise ValueError(f"band transpose of {self.rows} x {self.cols}: a band must hold 8 rows "
-                             f"(cols <= {self.band_elems // 8}) or whole matrices")
+        if self.kernel_form == "band" and self.band_mode != "whole" and self.band_width < 8:
+            raise ValueError(f"band transpose of {self.rows} x {self.cols}: a band must hold 8 rows or columns "
+                             f"(the shorter side <= {self.band_elems // 8}) or whole matrices")
 
     @property
     def before(self) -> bool:
@@ -170,18 +170,29 @@ class LayoutTransform:
         return BAND_BYTES // self.elem_bytes
 
     @property
-    def band_rows(self) -> int:
-        """Rows of one band where a matrix exceeds a band (a multiple of 8; ``transpose.cu``'s
-        ``DT_BAND_ROWS``)."""
-        return (self.band_elems // self.cols) & ~7
+    def band_mode(self) -> str:
+        """How a band-form block cuts the batch (``transpose.cu``'s ``mode``): ``"whole"``
+        matrices where one holds at most a band of elements, else ``"rows"`` (bands of rows,
+        where cols <= rows) or ``"cols"`` (bands of columns)."""
+        if self.rows * self.cols <= self.band_elems:
+            return "whole"
+        return "rows" if self.cols <= self.rows else "cols"
+
+    @property
+    def band_width(self) -> int:
+        """Rows (or columns) of one band: as many as a band holds of the other side, a
+        multiple of 8 (``transpose.cu``'s ``DT_BAND_ROWS``)."""
+        other = self.cols if self.band_mode == "rows" else self.rows
+        return (self.band_elems // other) & ~7
 
     @property
     def kernel_form(self) -> str:
         """``form``, else the band form for matrices of at most :data:`BAND_MAX_COLS` columns
-        or at most a band of elements, the tile form otherwise."""
+        or rows or at most a band of elements, the tile form otherwise."""
         if self.form:
             return self.form
-        return "band" if self.cols <= BAND_MAX_COLS or self.rows * self.cols <= self.band_elems else "tile"
+        small = min(self.rows, self.cols) <= BAND_MAX_COLS or self.rows * self.cols <= self.band_elems
+        return "band" if small else "tile"
 
     @property
     def kernel_name(self) -> str:
@@ -198,13 +209,12 @@ class LayoutTransform:
     def grid(self) -> tuple:
         """Tile form: ``(tiles of one matrix, matrices up to 65535, 1)``; band form: ``(groups
         of whole matrices, 1, 1)`` where a matrix fits a band, else ``(bands of one matrix,
-        matrices up to 65535, 1)``."""
+        matrices up to 65535, 1)`` (:attr:`band_mode`)."""
         if self.kernel_form == "band":
-            per = self.rows * self.cols
-            if per <= self.band_elems:
-                mats = self.band_elems // per
-                return (-(-self.batch // mats), 1, 1)
-            return (-(-self.rows // self.band_rows), min(self.batch, MAX_GRID_Y), 1)
+            if self.band_mode == "whole":
+                return (-(-self.batch // (self.band_elems // (self.rows * self.cols))), 1, 1)
+            extent = self.rows if self.band_mode == "rows" else self.cols
+            return (-(-extent // self.band_width), min(self.batch, MAX_GRID_Y), 1)
         t = self.tile
         return (-(-self.rows // t) * -(-self.cols // t), min(self.batch, MAX_GRID_Y), 1)
 

@@ -625,7 +625,8 @@ def _verify_solution(engine, sol, seed=17):
 @pytest.mark.parametrize("eb", [2, 4])
 @pytest.mark.parametrize("batch,rows,cols", [(1, 64, 64), (3, 128, 192), (2, 65, 63), (5, 1, 7), (4, 7, 1),
                                              (2, 300, 17), (70000, 3, 5), (1, 2, 4096 * 3), (32, 512, 49),
-                                             (512, 512, 9), (300, 64, 9), (3, 136, 49)])
+                                             (512, 512, 9), (300, 64, 9), (3, 136, 49), (32, 49, 2048),
+                                             (3, 49, 1001), (2, 196, 520)])
 def test_transpose_kernel_is_bit_exact(engine, eb, batch, rows, cols, form):
     """Each transpose form alone on random bits (the band form where it takes the shape):
     whole and partial tiles and bands, whole matrices to a block, odd and even row lengths

@@ -69,6 +69,7 @@ def test_transforms_of_an_nchw_line_by_hand():
     assert LayoutTransform(**{**tile, "batch": 70000}).grid[1] == 65535
     assert LayoutTransform(**{**dx.to_record(), "rows": 65, "elem_bytes": 4}).grid == (2, 1, 1)  # 1560 of 2048
     assert LayoutTransform(**{**dx.to_record(), "rows": 4000, "batch": 70000}).grid == (4000 // 168 + 1, 65535, 1)
+    assert LayoutTransform(**{**dx.to_record(), "rows": 9, "cols": 4000, "batch": 70000}).grid == (4000 // 448 + 1, 65535, 1)
 
 
 def test_nhwc_bytes_need_no_transform():
@@ -260,15 +261,19 @@ def test_transform_form_by_shape():
     take is refused."""
     w = LayoutTransform("W", "NCHW", "NHWC", 512, 512, 9, 2, 0)          # KCYX -> KYXC, 3x3
     assert w.kernel_form == "band" and w.kernel_name == "dgrad_transpose_band_b16"
-    assert w.band_rows == 448 and w.grid == (2, 512, 1)                  # 4096 // 9 = 455 -> 448
+    assert w.band_mode == "rows" and w.band_width == 448 and w.grid == (2, 512, 1)   # 4096 // 9 = 455 -> 448
     small = LayoutTransform("W", "NCHW", "NHWC", 64, 64, 9, 4, 0)        # 576 elements: 3 per block
     assert small.kernel_form == "band" and small.grid == (22, 1, 1)
-    dy = LayoutTransform("dY", "NCHW", "NHWC", 32, 64, 56 * 56, 2, 0)
-    assert dy.kernel_form == "tile" and dy.kernel_name == "dgrad_transpose_b16" and dy.grid == (49, 32, 1)
+    dy = LayoutTransform("dY", "NCHW", "NHWC", 32, 128, 56 * 56, 2, 0)
+    assert dy.kernel_form == "tile" and dy.kernel_name == "dgrad_transpose_b16" and dy.grid == (98, 32, 1)
+    dy64 = LayoutTransform("dY", "NCHW", "NHWC", 32, 64, 56 * 56, 2, 0)   # 64 rows: bands of 64 columns
+    assert dy64.kernel_form == "band" and dy64.band_mode == "cols" and dy64.grid == (49, 32, 1)
     assert LayoutTransform("dY", "NCHW", "NHWC", 32, 512, 49, 2, 0).grid == (7, 32, 1)   # 80-row bands
     assert LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 64, 2, 0, form="tile").kernel_form == "tile"
-    with pytest.raises(ValueError, match="a band must hold 8 rows"):
-        LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 4096, 2, 0, form="band")
+    dx = LayoutTransform("dX", "NHWC", "NCHW", 32, 49, 2048, 2, 0)         # a 7x7 image's NHWC dX
+    assert dx.kernel_form == "band" and dx.band_mode == "cols" and dx.band_width == 80 and dx.grid == (26, 32, 1)
+    with pytest.raises(ValueError, match="a band must hold 8 rows or columns"):
+        LayoutTransform("dY", "NCHW", "NHWC", 1, 640, 4096, 2, 0, form="band")
     with pytest.raises(ValueError, match="allowed: tile, band"):
         LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 64, 2, 0, form="slab")
 
@@ -301,9 +306,11 @@ def test_transpose_compiles_for_amd_without_scratch(eb, arch, form):
 
 # Shapes of both transpose forms: whole matrices several to a block (with a short last group),
 # bands of rows (a short last band), odd and even sizes (16-byte, 4-byte and scalar paths),
-# the filters' KCYX -> KYXC (cols = Y*X), dY of 7x7 and 56x56 images, a 1 x n row.
+# the filters' KCYX -> KYXC (cols = Y*X), dY of 7x7 and 56x56 images, a 1 x n row, bands of
+# columns (an NHWC dX of 7x7 images, odd widths).
 TRANSPOSE_SHAPES = [(5, 3, 9), (70, 64, 9), (3, 512, 9), (2, 512, 49), (2, 136, 49), (1, 64, 64), (2, 65, 63),
-                    (3, 7, 1), (2, 40, 3136), (1, 1, 4096 * 3), (4, 300, 17), (2, 24, 40)]
+                    (3, 7, 1), (2, 40, 3136), (1, 1, 4096 * 3), (4, 300, 17), (2, 24, 40), (2, 49, 2048),
+                    (3, 9, 1000), (2, 49, 1001), (2, 196, 520)]
 
 
 @pytest.mark.skipif(not __import__("kernel_emu").available(), reason="clang++ not on PATH")

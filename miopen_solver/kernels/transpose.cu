@@ -133,8 +133,9 @@ DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ d
 #define DT_BAND_ELEMS (DT_BAND_BYTES / DT_EB)
 #define DT_V16 (16 / DT_EB)         // elements per 16-byte vector
 
-// Rows of one band (the band form's second case, rows*cols > DT_BAND_ELEMS): as many as fit,
-// a multiple of 8 (transpose.py's band_rows is the same formula; cols <= DT_BAND_ELEMS / 8).
+// Rows (of a band of rows; columns of a band of columns: the argument is the other side) of a
+// band: as many as fit, a multiple of 8 (transpose.py's band_width is the same formula; the
+// other side is at most DT_BAND_ELEMS / 8).
 #define DT_BAND_ROWS(cols) ((DT_BAND_ELEMS / (cols)) & ~7)
 typedef struct __attribute__((aligned(16))) { unsigned int w[4]; } dt_v16;   // one 16-byte access
 typedef union { dt_v16 v; dt_t e[DT_V16]; } dt_pack;
@@ -146,47 +147,51 @@ DT_GLOBAL void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restric
     const int rows = (int)rows_ll, cols = (int)cols_ll;
     const int per = rows * cols;     // elements of one matrix (< 2^31, checked by the solver)
     const int tid = DT_TY() * 32 + DT_TX();
-    const bool whole = per <= DT_BAND_ELEMS;
-    // whole matrices: x = groups of `mats` matrices (y = 1); bands: x = bands of one matrix, y = matrices
-    const int mats = whole ? DT_BAND_ELEMS / per : 1;
-    const int br = whole ? rows : DT_BAND_ROWS(cols);
-    const int r0 = whole ? 0 : (int)DT_BX() * br;
-    const int nr = whole ? rows : (rows - r0 < br ? rows - r0 : br);
-    const long long b_first = whole ? DT_BX() * mats : DT_BY();
-    const long long b_step = whole ? batch : DT_NBY();       // whole: one pass (grid x covers the batch)
+    // 0: whole matrices, `mats` to a block (grid x = groups, y = 1); 1: bands of `bw` rows
+    // (src runs contiguous); 2: bands of `bw` columns (dst runs contiguous), grid x = bands of
+    // one matrix, y = matrices. transpose.py's LayoutTransform.grid mirrors this choice.
+    const int mode = per <= DT_BAND_ELEMS ? 0 : (cols <= rows ? 1 : 2);
+    const int mats = mode == 0 ? DT_BAND_ELEMS / per : 1;
+    const int bw = mode == 1 ? DT_BAND_ROWS(cols) : (mode == 2 ? DT_BAND_ROWS(rows) : 0);
+    const int o0 = (int)DT_BX() * bw;                       // the band's first row (1) or column (2)
+    const int extent = mode == 1 ? rows : cols;
+    const int no = mode == 0 ? 0 : (extent - o0 < bw ? extent - o0 : bw);
+    const long long b_first = mode == 0 ? DT_BX() * mats : DT_BY();
+    const long long b_step = mode == 0 ? batch : DT_NBY();   // whole: one pass (grid x covers the batch)
     for (long long b0 = b_first; b0 < batch; b0 += b_step) {
-        const int nm = whole ? (int)(batch - b0 < mats ? batch - b0 : mats) : 1;
-        const int n = nm * nr * cols;                          // elements of this block's run
-        const dt_t* s = src + (b0 * rows_ll + r0) * cols_ll;   // contiguous: nm matrices or nr rows
-        if (((unsigned long long)s & 15) == 0 && n % DT_V16 == 0) {
-            for (int i = tid; i < n / DT_V16; i += 256)
-                reinterpret_cast<dt_v16*>(band)[i] = reinterpret_cast<const dt_v16*>(s)[i];
-        } else {
-            for (int i = tid; i < n; i += 256) band[i] = s[i];
-        }
-        DT_SYNC();
-        if (whole) {
-            // dst's run is contiguous: element j = (m, c, r) of it is band[(m*rows + r)*cols + c]
-            dt_t* d = dst + b0 * rows_ll * cols_ll;
-            if (((unsigned long long)d & 15) == 0 && n % DT_V16 == 0) {
-                for (int i = tid; i < n / DT_V16; i += 256) {
-                    dt_pack u;
-#pragma unroll
-                    for (int e = 0; e < DT_V16; ++e) {
-                        const int j = i * DT_V16 + e, m = j / per, q = j - m * per, c = q / rows, r = q - c * rows;
-                        u.e[e] = band[(m * rows + r) * cols + c];
-                    }
-                    reinterpret_cast<dt_v16*>(d)[i] = u.v;
+        const int nm = mode == 0 ? (int)(batch - b0 < mats ? batch - b0 : mats) : 1;
+        const int nr = mode == 0 ? rows : (mode == 1 ? no : rows);
+        const int nc = mode == 2 ? no : cols;
+        const int n = nm * nr * nc;                            // elements this block moves
+        if (mode == 2) {
+            // rows runs of nc elements from column o0: band[r*nc + c] = src[b0][r][o0 + c]
+            const dt_t* s = src + b0 * rows_ll * cols_ll + o0;
+            if (cols % DT_V16 == 0 && nc % DT_V16 == 0 && ((unsigned long long)s & 15) == 0) {
+                const int h = nc / DT_V16;
+                for (int i = tid; i < rows * h; i += 256) {
+                    const int r = i / h, v = i - r * h;
+                    reinterpret_cast<dt_v16*>(band)[i] = *reinterpret_cast<const dt_v16*>(s + (long long)r * cols + v * DT_V16);
                 }
             } else {
                 for (int j = tid; j < n; j += 256) {
-                    const int m = j / per, q = j - m * per, c = q / rows, r = q - c * rows;
-                    d[j] = band[(m * rows + r) * cols + c];
+                    const int r = j / nc, c = j - r * nc;
+                    band[j] = s[(long long)r * cols + c];
                 }
             }
         } else {
-            // dst row c of matrix b0 gets src rows r0 .. r0+nr of column c: nr contiguous elements
-            dt_t* d = dst + b0 * rows_ll * cols_ll + r0;
+            // one contiguous run: nm whole matrices, or nr rows from row o0
+            const dt_t* s = src + (b0 * rows_ll + o0) * cols_ll;
+            if (((unsigned long long)s & 15) == 0 && n % DT_V16 == 0) {
+                for (int i = tid; i < n / DT_V16; i += 256)
+                    reinterpret_cast<dt_v16*>(band)[i] = reinterpret_cast<const dt_v16*>(s)[i];
+            } else {
+                for (int i = tid; i < n; i += 256) band[i] = s[i];
+            }
+        }
+        DT_SYNC();
+        if (mode == 1) {
+            // dst row c of matrix b0 gets src rows o0 .. o0+nr of column c: nr contiguous elements
+            dt_t* d = dst + b0 * rows_ll * cols_ll + o0;
             if (rows % DT_V16 == 0 && nr % DT_V16 == 0 && ((unsigned long long)d & 15) == 0) {
                 const int h = nr / DT_V16;
                 for (int i = tid; i < h * cols; i += 256) {
@@ -197,9 +202,41 @@ DT_GLOBAL void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restric
                     *reinterpret_cast<dt_v16*>(d + (long long)c * rows + r) = u.v;
                 }
             } else {
-                for (int j = tid; j < nr * cols; j += 256) {
+                for (int j = tid; j < n; j += 256) {
                     const int c = j / nr, r = j - c * nr;
                     d[(long long)c * rows + r] = band[r * cols + c];
+                }
+            }
+        } else {
+            // dst's run is contiguous (whole matrices, or dst rows o0 .. o0+nc of matrix b0):
+            // its element j = (m, c, r) is band[(m*rows + r)*nc + c]
+            dt_t* d = dst + (b0 * cols_ll + (mode == 2 ? o0 : 0)) * rows_ll;
+            const int q_per = nr * nc;
+            if (((unsigned long long)d & 15) == 0 && n % DT_V16 == 0) {
+                for (int i = tid; i < n / DT_V16; i += 256) {
+                    const int j = i * DT_V16, m = j / q_per, q = j - m * q_per;
+                    int c = q / rows, r = q - c * rows, at = (m * rows + r) * nc + c;   // (m, c, r) of element j
+                    dt_pack u;
+#pragma unroll
+                    for (int e = 0; e < DT_V16; ++e) {      // the next element: r + 1, else c + 1, else m + 1
+                        u.e[e] = band[at];
+                        if (++r < rows) {
+                            at += nc;
+                        } else if (++c < nc) {
+                            r = 0;
+                            at = at - (rows - 1) * nc + 1;
+                        } else {
+                            r = 0;
+                            c = 0;
+                            at += 1;                        // (m*rows + rows-1)*nc + nc-1 + 1 = (m+1)*rows*nc
+                        }
+                    }
+                    reinterpret_cast<dt_v16*>(d)[i] = u.v;
+                }
+            } else {
+                for (int j = tid; j < n; j += 256) {
+                    const int m = j / q_per, q = j - m * q_per, c = q / rows, r = q - c * rows;
+                    d[j] = band[(m * rows + r) * nc + c];
                 }
             }
         }
