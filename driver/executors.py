@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import itertools
 import json
 import os
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 
 from . import workers
 from .options import UserError
+from .sigint import ignore_sigint, sigint_blocked
 
 PIN_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 GPU_RESOURCE = "GPU"
@@ -131,26 +133,37 @@ def check_address(address: str) -> str:
     return address
 
 
-def slot_provenance(backend: str, env: dict | None = None, timeout: float = PROVENANCE_TIMEOUT_S) -> dict:
+def slot_provenance(backend: str, env: dict | None = None, timeout: float = PROVENANCE_TIMEOUT_S,
+                    started=None) -> dict:
     """:func:`miopen_solver.provenance.device_provenance` as seen by a process with ``env``
     (pinned to the slot's GPU): run in a child process, so the driver opens no GPU context.
-    A failure is a record with ``"error"``."""
+    The child has a session of its own (a Ctrl-C is the driver's); ``started`` is called
+    with its :class:`subprocess.Popen` (a runner kills it when interrupted). A failure is a
+    record with ``"error"``."""
     child_env = dict(os.environ)
     for name, value in (env or {}).items():
         child_env[name] = str(value)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     child_env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
     try:
-        done = subprocess.run([sys.executable, "-m", "driver.executors", "provenance", backend],
-                              env=child_env, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        proc = subprocess.Popen([sys.executable, "-m", "driver.executors", "provenance", backend],
+                                env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as e:
         return {"error": f"provenance probe failed: {e}"}
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"provenance probe exited with status {done.returncode}: {tail[:300]}"}
+    if started is not None:
+        started(proc)
     try:
-        return json.loads(done.stdout)
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        workers.kill_group(proc)
+        proc.communicate()
+        return {"error": f"provenance probe failed: {e}"}
+    if proc.returncode != 0:
+        tail = (err.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"provenance probe exited with status {proc.returncode}: {tail[:300]}"}
+    try:
+        return json.loads(out)
     except ValueError:
         return {"error": "provenance probe printed no JSON"}
 
@@ -181,52 +194,94 @@ class SlotRunner:
     slot's :func:`slot_provenance`, taken once, in the runner's thread, before the first job).
     """
 
+    KILL_ROUNDS = 60
+    """Half-second rounds :meth:`close` with ``kill`` waits for the thread, killing again."""
+
     def __init__(self, slot: str, gpu: str | None, timeout: float, env: dict | None, backend: str):
         self.slot, self.gpu, self.timeout, self.env, self.backend = slot, gpu, timeout, dict(env or {}), backend
         self.host = socket.gethostname()
         self.provenance = None
         self._inbox: queue.Queue = queue.Queue()
         self._workers = []
+        self._probe = None
+        self._lock = threading.Lock()
+        self._closed = self._killed = False
         self._thread = threading.Thread(target=self._serve, name=f"slot-{slot}", daemon=True)
         self._thread.start()
 
     def call(self, kind: str, job: workers.Job) -> dict:
+        """Run ``job``; after :meth:`close` it fails at once, unrun."""
         fut: concurrent.futures.Future = concurrent.futures.Future()
-        self._inbox.put((kind, job, fut))
-        return fut.result()
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._inbox.put((kind, job, fut))
+        return self._closed_result() if closed else fut.result()
+
+    def _closed_result(self) -> dict:
+        res = workers.WorkerResult(ok=False, failure="raised",
+                                   reason=f"RuntimeError: slot {self.slot} closed before the job ran").as_dict()
+        res.update(slot=self.slot, host=self.host, gpu=self.gpu, provenance=self.provenance)
+        return res
+
+    def _probe_started(self, proc) -> None:
+        with self._lock:
+            self._probe = proc
+            killed = self._killed
+        if killed:
+            workers.kill_group(proc)
 
     def _serve(self) -> None:
         try:
-            self.provenance = slot_provenance(self.backend, self.env)
+            self.provenance = slot_provenance(self.backend, self.env, started=self._probe_started)
         except Exception as e:  # provenance is information: never a reason to stop the slot
             self.provenance = {"error": f"{type(e).__name__}: {e}"}
         tw = workers.Worker("timing", timeout=self.timeout, env=self.env)
         vw = workers.Worker("verification", timeout=self.timeout, env=self.env)
         self._workers = [tw, vw]
         try:
-            while True:
-                item = self._inbox.get()
-                if item is None:
-                    return
+            while (item := self._inbox.get()) is not None:
                 kind, job, fut = item
-                try:
-                    res = (tw if kind == "timing" else vw).run(job).as_dict()
-                except BaseException as e:  # a programming error: the job fails, the slot goes on
-                    res = workers.WorkerResult(ok=False, failure="raised",
-                                               reason=f"{type(e).__name__}: {e}").as_dict()
-                res.update(slot=self.slot, host=self.host, gpu=self.gpu, provenance=self.provenance)
-                fut.set_result(res)
+                if self._killed:
+                    fut.set_result(self._closed_result())
+                else:
+                    fut.set_result(self._run(tw if kind == "timing" else vw, job))
         finally:
             tw.close(kill=True)
             vw.close(kill=True)
 
+    def _run(self, worker: workers.Worker, job: workers.Job) -> dict:
+        try:
+            res = worker.run(job).as_dict()
+        except BaseException as e:  # a programming error: the job fails, the slot goes on
+            res = workers.WorkerResult(ok=False, failure="raised", reason=f"{type(e).__name__}: {e}").as_dict()
+        res.update(slot=self.slot, host=self.host, gpu=self.gpu, provenance=self.provenance)
+        return res
+
+    def _kill_children(self) -> None:
+        with self._lock:
+            probe = self._probe
+        if probe is not None and probe.poll() is None:
+            workers.kill_group(probe)
+        for w in list(self._workers):
+            w.close(kill=True)       # a job in flight comes back as failed
+
     def close(self, kill: bool = False) -> None:
-        """End the workers (killed when ``kill``: Ctrl-C) and the thread."""
-        if kill:
-            for w in list(self._workers):
-                w.close(kill=True)       # a job in flight comes back as failed
-        self._inbox.put(None)
-        self._thread.join(timeout=30)
+        """End the workers and the thread. With ``kill`` (Ctrl-C) the probe and the workers
+        are killed, a job in flight comes back as failed and no queued job starts (a worker
+        started in the meantime is killed on the next round)."""
+        with self._lock:
+            self._closed = True
+            self._killed = self._killed or kill
+            self._inbox.put(None)
+        if not kill:
+            self._thread.join(timeout=30)
+            return
+        for _ in range(self.KILL_ROUNDS):
+            self._kill_children()
+            self._thread.join(timeout=0.5)
+            if not self._thread.is_alive():
+                return
 
 
 # --------------------------------------------------------------------- compile pool
@@ -238,6 +293,8 @@ class CompilePool:
     handed to a GPU: a compile not started yet is cancelled (the timing worker compiles it
     itself rather than wait for a queue), one in progress is waited for (it finishes sooner
     than a fresh compile would), a finished one is a cache hit. :attr:`stats` counts them.
+    The processes ignore SIGINT (:mod:`driver.sigint`): on Ctrl-C the driver ends them
+    (:meth:`close` with ``kill``).
     """
 
     def __init__(self, size: int, backend: str, arch: str, fn=None, executor=None):
@@ -246,19 +303,24 @@ class CompilePool:
         self.size, self.backend, self.arch = size, backend, arch
         self._fn = fn or precompile
         self._pool = executor or concurrent.futures.ProcessPoolExecutor(
-            max_workers=size, mp_context=multiprocessing.get_context("spawn"))
+            max_workers=size, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_sigint)
         self._futures: dict = {}
         self._lock = threading.Lock()
+        self._closed = False
         self.stats = collections.Counter()
 
     def ahead(self, tasks) -> None:
-        with self._lock:
+        with self._lock, sigint_blocked():      # a process started here ignores SIGINT from birth
             for t in tasks:
                 sha = t.kernel_sha
-                if t.kind != "timing" or sha is None or sha in self._futures:
+                if self._closed or t.kind != "timing" or sha is None or sha in self._futures:
                     continue
                 src = t.job.solution["kernels"][0]["source"]
-                self._futures[sha] = self._pool.submit(self._fn, self.backend, self.arch, src)
+                try:
+                    self._futures[sha] = self._pool.submit(self._fn, self.backend, self.arch, src)
+                except RuntimeError:            # shut down, or broken (a process died): compile no more
+                    self._closed = True
+                    continue
                 self.stats["queued"] += 1
 
     def claim(self, task) -> None:
@@ -274,11 +336,21 @@ class CompilePool:
         try:
             fut.result()
             self.stats["ready" if was_done else "waited"] += 1
-        except Exception:
+        except BaseException:           # (a drive thread: a Ctrl-C is raised in the main thread only)
             self.stats["failed"] += 1      # the timing worker reports the compile error
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Queue nothing more and cancel the compiles not started; with ``kill`` (Ctrl-C)
+        also kill the processes, so the compiles in progress end now (a claim waiting for
+        one returns). Safe to call twice."""
+        with self._lock:               # (the executor's process table: no public kill before Python 3.14)
+            self._closed = True
+            procs = list((getattr(self._pool, "_processes", None) or {}).values())
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if kill:
+            for p in procs:
+                with contextlib.suppress(ValueError, OSError):     # ended (and closed) already
+                    p.kill()
 
 
 # --------------------------------------------------------------------- local
@@ -387,9 +459,13 @@ class LocalExecutor:
             task = None
 
     def close(self, kill: bool = False) -> None:
+        """End the slots and the compile pool; with ``kill`` (Ctrl-C) the pool's processes
+        and the workers are killed first, so no slot waits for a compile or a job."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        if self.compile_pool is not None and kill:
+            self.compile_pool.close(kill=True)
         for r in self.runners:
             r.close(kill=kill)
         for t in self._threads:
@@ -442,9 +518,10 @@ class DaskExecutor:
         self._environ = dict(os.environ)   # a LocalCluster's nannies set variables here (BLAS threads ...)
         if address is None:
             self.gpus = list(gpus)
-            self.cluster = distributed.LocalCluster(
-                n_workers=len(self.gpus), threads_per_worker=1, processes=True,
-                resources={GPU_RESOURCE: 1}, dashboard_address=None, silence_logs=logging.ERROR)
+            with sigint_blocked():      # its loop's thread, and so every worker process, keeps SIGINT blocked
+                self.cluster = distributed.LocalCluster(
+                    n_workers=len(self.gpus), threads_per_worker=1, processes=True,
+                    resources={GPU_RESOURCE: 1}, dashboard_address=None, silence_logs=logging.ERROR)
             self.client = distributed.Client(self.cluster)
             if self.gpus != [None]:
                 from .dask_plugin import PinGpu
@@ -512,6 +589,7 @@ class DaskExecutor:
 
 
 def _main(argv) -> int:
+    ignore_sigint()                   # the provenance probe: a Ctrl-C is the driver's
     if len(argv) == 2 and argv[0] == "provenance":
         from miopen_solver.provenance import device_provenance
         print(json.dumps(device_provenance(argv[1]), sort_keys=True))

@@ -37,8 +37,9 @@ Failure handling (:class:`Worker`). A worker that
 After any failure the process is reaped and the next job starts a fresh one, so a crash
 loses only the job that crashed. The driver never dies with a worker and never leaves one
 running: workers are closed by context managers, killed at interpreter exit, run in their
-own session (a terminal's Ctrl-C reaches the driver, which kills them) and ask the kernel
-to SIGKILL them if the driver itself dies (``PR_SET_PDEATHSIG``).
+own session and ignore SIGINT (a terminal's Ctrl-C reaches the driver, which kills them;
+:mod:`driver.sigint`) and ask the kernel to SIGKILL them if the driver itself dies
+(``PR_SET_PDEATHSIG``).
 
 Test hooks (environment, read by the worker per job):
 
@@ -60,11 +61,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import weakref
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
+
+from .sigint import ignore_sigint
 
 ROLES = ("timing", "verification", "probe")
 DEFAULT_TIMEOUT_S = 300.0
@@ -244,6 +248,18 @@ def _stderr_summary(text: str) -> str:
 
 
 # --------------------------------------------------------------------- parent side
+def kill_group(proc) -> None:
+    """SIGKILL a child started in a session of its own: its process group (it and anything
+    it started), else the child alone."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 
 
@@ -276,6 +292,7 @@ class Worker:
         self._proc = None
         self._tx = self._rx = None
         self._err = None
+        self._lock = threading.Lock()
         self.started = 0
         """How many processes this worker has started (restarts after failures count)."""
         _LIVE.add(self)
@@ -290,8 +307,6 @@ class Worker:
         """Start the process if none is running."""
         if self._proc is not None:
             return
-        r_child, w_parent = os.pipe()
-        r_parent, w_child = os.pipe()
         env = dict(os.environ)
         for name, value in self.env.items():
             if value is None:
@@ -299,6 +314,12 @@ class Worker:
             else:
                 env[name] = str(value)
         env["PYTHONPATH"] = os.pathsep.join([_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        with self._lock:                # a kill from another thread sees the whole process or none of it
+            self._spawn(env)
+
+    def _spawn(self, env: dict) -> None:
+        r_child, w_parent = os.pipe()
+        r_parent, w_child = os.pipe()
         self._err = tempfile.TemporaryFile()
         try:
             self._proc = subprocess.Popen(
@@ -329,33 +350,26 @@ class Worker:
 
     def _reap(self, kill: bool) -> int | None:
         """End the process (SIGKILL to its group when ``kill`` or when it will not exit),
-        wait for it, close the pipes; returns its exit status."""
-        proc, code = self._proc, None
+        wait for it, close the pipes; returns its exit status (None when another thread
+        reaps it: a Ctrl-C's kill and the runner's own may race)."""
+        with self._lock:
+            proc, conns, err = self._proc, (self._tx, self._rx), self._err
+            self._proc = self._tx = self._rx = self._err = None
+        code = None
         if proc is not None:
             if kill and proc.poll() is None:
-                self._killpg(proc)
+                kill_group(proc)
             try:
                 code = proc.wait(timeout=CLOSE_GRACE_S)
             except subprocess.TimeoutExpired:
-                self._killpg(proc)
+                kill_group(proc)
                 code = proc.wait()
-        for conn in (self._tx, self._rx):
+        for conn in conns:
             if conn is not None:
                 conn.close()
-        if self._err is not None:
-            self._err.close()
-        self._proc = self._tx = self._rx = self._err = None
+        if err is not None:
+            err.close()
         return code
-
-    @staticmethod
-    def _killpg(proc) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)       # the worker and anything it started
-        except (ProcessLookupError, PermissionError):
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
 
     def close(self, kill: bool = False) -> None:
         """Ask the process to exit (kill it when ``kill``, or when it does not exit within
@@ -705,7 +719,8 @@ def _preload(what: str) -> None:
 def serve(role: str, rfd: int, wfd: int, parent_pid: int) -> int:
     """The worker's loop: receive a job, reply with ``{"ok": True, "record": ...}`` or
     ``{"ok": False, "error": "Type: message", "traceback": ...}``; exit on ``None`` or when
-    the driver's end of the pipe closes."""
+    the driver's end of the pipe closes. SIGINT is ignored: a Ctrl-C is the driver's."""
+    ignore_sigint()
     _die_with_parent(parent_pid)
     os.dup2(2, 1)                  # stray prints go to the captured stderr, never the driver's stdout
     faulthandler.enable()
