@@ -500,7 +500,8 @@ def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path,
             tasks.append(Task("timing", p.key, cfg, job))
         if not todo:
             to_verify.append(p)
-    resumed_configs = sum(len(v) for k, v in done_timing.items() if any(p.key == k for p in problems))
+    keys = {p.key for p in problems}     # a set: a scan of the problems per logged key grew as their square
+    resumed_configs = sum(len(v) for k, v in done_timing.items() if k in keys)
     resumed_problems = sum(1 for p in problems if p.key in done_verdicts)
 
     try:

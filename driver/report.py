@@ -233,7 +233,8 @@ def verify_line(verdict, reference: str = "CPU") -> str:
 
 def json_record(*, command, problem, solution, backend, seed, status: str, timing: dict | None = None,
                 verdict=None, reference: str | None = None, failure: dict | None = None,
-                compile_only: dict | None = None, verify_pid: int | None = None, immediate: bool = False) -> dict:
+                compile_only: dict | None = None, verify_pid: int | None = None, immediate: bool = False,
+                launches: int | None = None) -> dict:
     """One machine-readable record of a run (``dgrad-driver ... --json``).
 
     The solution's facts are those ``dgrad-driver config --json`` reports, from
@@ -254,6 +255,9 @@ def json_record(*, command, problem, solution, backend, seed, status: str, timin
             ``exit_code``, ``signal``...), when one failed.
         compile_only: the offline build's record of a compile-only run.
         verify_pid: the verification worker's process id.
+        launches: the kernel launches the run made (warm-up, timed and verification
+            launches; 1 for ``-t 0 -V 0``, which launches once untimed); None when nothing
+            ran (compile-only).
         immediate: ``-S`` was given (MIOpen's immediate mode): the record says
             ``"mode": "immediate"`` and lists the solutions as the text output does
             (``id``, ``algo``, ``time_ms`` (the tuned time or -1), ``workspace_bytes``,
@@ -295,6 +299,7 @@ def json_record(*, command, problem, solution, backend, seed, status: str, timin
         "stats": None,
         "verify": None,
         "failure": failure,
+        "launches": launches,
     }
     if compile_only is not None:
         rec["compile_only"] = compile_only

@@ -12,9 +12,11 @@ Steps, each in the process named:
    compared with what the host has, and a run that cannot fit is refused with the numbers
    before any worker starts (driver);
 3. with ``-t 1``: warm-up, then ``-i`` timed launches (*timing* worker);
-4. one launch into a NaN-poisoned dX and, with ``-V 1``, the reference and MIOpen's
-   verdict (*verification* worker; not started for ``-t 1 -V 0`` without ``-o``, where the
-   timed launches were the run);
+4. with ``-V 1`` (or ``-o 1``): one launch into a NaN-poisoned dX, the reference and
+   MIOpen's verdict (*verification* worker). With ``-V 0`` and no ``-o 1`` it does not
+   start: the timed launches were the run, and without ``-t 1`` the timing worker launches
+   the kernel once, untimed (MIOpenDriver runs the backward pass whatever ``-t`` and ``-V``
+   say; ``--json`` counts the launches);
 5. print MIOpenDriver's lines (driver): the header (echo, seed, ``Timestamp``, notes) as soon
    as every check has passed, before step 3 (flushed: a Ctrl-C keeps it), the rest at the end.
 
@@ -507,8 +509,16 @@ def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
     miopen_env.log(5, "GetFindModeValue", f"MIOPEN_FIND_MODE = {menv.mode_name}({mode})")
     if menv.only_solver:
         miopen_env.log(5, "GetEnvFindOnlySolver", f"{SOLVER_ID}")
-    if device.compile_only or o.print_name_only:
+    if o.print_name_only:
         return [], None, o
+    if device.compile_only:         # asked for a search that needs a device: say so, run none
+        if not asked and enforce not in (ENFORCE_SEARCH, ENFORCE_SEARCH_DB_UPDATE):
+            return [], None, o
+        why = "-s 1" if asked else f"MIOPEN_FIND_ENFORCE={menv.enforce_name}"
+        arch = device.target.arch
+        return [f"Info: '{why}' is not honoured: the search times the candidate configs on a {arch} device and "
+                f"there is no {arch} device here (compile-only run: the perf-db or default config is compiled); "
+                f"search where that device is, or with --backend cpu on the CPU engine (a simulation)"], None, o
     key, arch = problem.miopen_db_key(), device.perfdb_arch
     if enforce == ENFORCE_DB_CLEAN:
         removed = False
@@ -633,16 +643,18 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     base = dict(command=cmd.command_line(), problem=problem, solution=solution)
     lines = [report.echo_line(cmd.argv)]
     if device.compile_only:
+        known = lines + search_notes + list(solution.notes)
         if emit is not None and not o.as_json:
-            for text in lines + list(solution.notes):
+            for text in known:
                 emit(text)
-            lines = []
         status, more, crec = compile_only(solution)
         if o.as_json:
             rec = report.json_record(**base, backend=None, seed=None, status="ok" if status == 0 else "compile_failed",
                                      compile_only=crec)
+            if search_notes:
+                rec["search"] = {"ran": False, "notes": search_notes}
             return status, [json.dumps(rec, sort_keys=True)]
-        return status, (lines + list(solution.notes) if emit is None else []) + more
+        return status, (known if emit is None else []) + more
 
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
@@ -678,23 +690,30 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         lines = []
 
     timing = summary = failure = None
-    if cmd.time:
-        job = workers.make_job("timing", **job_args, iters=cmd.iters, warmup=o.warmup, graph=graph)
+    launches = 0
+    # MIOpenDriver always runs the backward pass: with -t 1 the timed launches are that run;
+    # with neither -t 1, -V 1 nor -o 1 the timing worker launches the kernel once, untimed
+    # (nothing printed); the verification worker starts only to verify or to dump.
+    launch_once = not cmd.time and not cmd.verify and not dump
+    if cmd.time or launch_once:
+        job = workers.make_job("timing", **job_args, iters=cmd.iters if cmd.time else 1,
+                               warmup=o.warmup if cmd.time else 0, graph=graph and cmd.time)
         res = workers.run_one(job, timeout=timeout)
         if res.ok:
-            timing, summary = res.record, timing_summary(res.record)
-            for text in timing.get("warnings", ()):      # e.g. the kernel cache was unusable
+            launches += res.record["launches"]
+            if cmd.time:
+                timing, summary = res.record, timing_summary(res.record)
+            for text in res.record.get("warnings", ()):      # e.g. the kernel cache was unusable
                 warn(text)
         else:
             failure = ("timing", res)
     vrec = None
-    # MIOpenDriver always launches once; with -t 1 the timed launches were that run, so a
-    # verification worker is needed only to verify, to dump, or when nothing was timed.
-    if failure is None and (cmd.verify or dump or not cmd.time):
+    if failure is None and (cmd.verify or dump):
         job = workers.make_job("verification", **job_args, verify=bool(cmd.verify), reference=ref_kind, dump=dump)
         res = workers.run_one(job, timeout=timeout)
         if res.ok:
             vrec = res.record
+            launches += vrec["launches"]
         else:
             failure = ("verification", res)
 
@@ -708,12 +727,14 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
 
     if o.as_json:
         rec = report.json_record(**base, backend=device.backend, seed=seed, status=state, timing=timing,
-                                 immediate=immediate,
+                                 immediate=immediate, launches=launches,
                                  verdict=verdict, reference=vrec["reference"] if vrec else None,
                                  verify_pid=vrec["pid"] if vrec else None,
                                  failure={"worker": failure[0], **failure[1].as_dict()} if failure else None)
         if search_rec is not None:
-            rec["search"] = search_rec
+            rec["search"] = {"ran": True, **search_rec}
+        elif search_notes:          # asked, and not run: why
+            rec["search"] = {"ran": False, "notes": search_notes}
         return status, [json.dumps(rec, sort_keys=True)]
 
     dumps = vrec["dumps"] if vrec else []

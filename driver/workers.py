@@ -615,7 +615,7 @@ def _do_timing(job: Job, state: _State) -> dict:
     wall_ms = (time.perf_counter() - t0) * 1e3 / max(1, launches)
     return {"kernel_name": sol.kernel_name, "times_ms": [float(t) for t in timing.times_ms],
             "method": timing.method, "compile_ms": float(timing.compile_ms),
-            "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters,
+            "cache_hit": bool(timing.cache_hit), "wall_ms": wall_ms, "iters": iters, "launches": launches,
             "warmup": 0 if job.graph and engine.supports_graphs else warmup, "backend": engine.name,
             "pid": os.getpid(), "resources": built.resources, "warnings": list(timing.warnings),
             "visible_devices": _visible_devices()}
@@ -656,7 +656,7 @@ def _do_verification(job: Job, state: _State) -> dict:
     if job.dump:
         dump(names[2], dx)
     rec = {"kernel_name": sol.kernel_name, "dumps": dumps, "backend": engine.name, "pid": os.getpid(),
-           "verdict": None, "reference": None}
+           "verdict": None, "reference": None, "launches": 1}
     if job.verify:
         kind = job.reference
         if kind == "cpu" and not job.dump and ref_mod.block_shape(problem) != (problem.N, problem.Hi):

@@ -674,8 +674,14 @@ def direct_nhwc(p: ConvProblem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
     wf = np.asarray(w, dtype=np.float32).reshape(G, kpg, p.Y, p.X, cpg)
     dx = np.full((p.N, p.Hi, p.Wi, p.C), np.nan, dtype=np.float32)
     rows_h, rows_w = tap_phases(p.pH, p.sH, p.dH, p.Y, p.Hi), tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)
-    dx[:, np.isin(np.arange(p.Hi) % p.sH, rows_h, invert=True)] = 0      # phases no tap reaches
-    dx[:, :, np.isin(np.arange(p.Wi) % p.sW, rows_w, invert=True)] = 0
+    # phases no tap reaches: zero, through a bool per row and per column and a masked store
+    # (index arrays of the rows, int64, were 8 bytes per row or column for each of several
+    # temporaries)
+    for axis, size, stride, phases in ((1, p.Hi, p.sH, rows_h), (2, p.Wi, p.sW, rows_w)):
+        idle = np.ones(size, dtype=bool)
+        for r in phases:
+            idle[r::stride] = False
+        np.copyto(dx, 0, where=idle.reshape((1, size, 1, 1) if axis == 1 else (1, 1, size, 1)))
     for rh in rows_h:
         hq = len(range(rh, p.Hi, p.sH))
         ytaps = axis_taps(rh, p.pH, p.sH, p.dH, p.Y)

@@ -9,9 +9,11 @@ the code that allocates:
   raw draws and their fp32 values at once); ``-D``/``-e`` files are read as they are;
 * the CPU engine (``runtime/cpu.py``, ``direct.py``'s ``run_direct_cpu``) beside them: its
   dX, the zero-padded fp32 dY and fp32 W of the GEMM path and a few chunks of at most
-  ``CHUNK_BYTES`` (or one padded row), layout conversions, split-K's fp32 workspace slices
-  and the reduction's fp32 temporaries (one launch's); or the direct schedule's fp32 dY,
-  W and dX and two phase grids; a GPU run holds its host dX only;
+  ``CHUNK_BYTES`` (or one padded row), the zero fill's mask of a band of rows
+  (``cpu.zero_fill_bytes``), layout conversions, split-K's fp32 workspace slices and the
+  reduction's fp32 temporaries and mask (one launch's); or the direct schedule's fp32 dY,
+  W and dX, two phase grids and a bool per row and column; a GPU run holds its host dX
+  only. No step allocates index arrays (int64 per pixel): masked stores and strided slices;
 * the verification worker's reference (``reference.py``): a CPU reference bigger than one
   block is computed and compared block by block (:func:`~miopen_solver.reference.block_bytes`),
   a smaller one is kept whole between jobs (8 bytes per dX element); the GPU reference is
@@ -41,6 +43,9 @@ measured, rounded up)."""
 GENERATE_BYTES = 12
 """Host bytes per element while ``prng.generate_inputs`` generates a tensor (uint64 raw
 draws, then their fp32 values)."""
+UFUNC_BUFFER_BYTES = 256 << 10
+"""numpy's iterator buffers for an in-place add or a masked store over strided operands
+(8192 elements of each operand; about 60 KiB measured, rounded up)."""
 DEVICE_GRANULE = 2 << 20
 """Device allocations are counted in whole 2 MiB pages."""
 UNLIMITED = 1 << 60
@@ -114,7 +119,10 @@ def engine_plan(spec) -> EnginePlan:
     reads = [r for s in spec.sub_gemms for r in live_taps(p, s).values()]
     rows = [0, p.Ho - 1] + [v for (h, _) in reads for v in h]
     cols = [0, p.Wo - 1] + [v for (_, c) in reads for v in c]
-    split_k = spec.workspace_bytes + 3 * 4 * p.dx_elems if getattr(spec, "workspace_reduce", False) else 0
+    # the reduction (splitk.SplitKReduce.apply): its fp32 sum, the cast, an NCHW copy, the
+    # covered mask (a bool per pixel, from lists of a bool per row and column)
+    reduce = (4 + 2 * p.elem_bytes) * p.dx_elems + p.Hi * p.Wi + 9 * (p.Hi + p.Wi)
+    split_k = spec.workspace_bytes + reduce if getattr(spec, "workspace_reduce", False) else 0
     return EnginePlan(pad_rows=max(rows) - min(rows) + 1 - p.Ho, pad_cols=max(cols) - min(cols) + 1 - p.Wo,
                       split_k_bytes=split_k, tf32=tf32)
 
@@ -124,7 +132,8 @@ class Need:
     """One worker process's memory.
 
     Attributes:
-        role: ``timing`` or ``verification``.
+        role: ``timing``, ``verification`` or ``launch`` (the timing worker launching once,
+            untimed: ``-t 0 -V 0``).
         host: host bytes at its peak (:data:`PROCESS_BYTES` included).
         resident: host bytes it keeps between jobs (its inputs, a kept reference).
         device: device bytes at its peak (0 on the CPU engine).
@@ -166,7 +175,7 @@ def _total(parts) -> int:
 
 def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
     """Peak host bytes of one CPU-engine run beside its inputs, its dX included."""
-    from .runtime.cpu import CHUNK_BYTES
+    from .runtime.cpu import CHUNK_BYTES, zero_fill_bytes
     from .tf32 import ROUND_TEMP_BYTES
     s, (_, _, dx) = p.elem_bytes, _tensors(p)
     relayout = dx if p.in_layout != "NHWC" else 0
@@ -175,7 +184,8 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         phase = 4 * p.N * -(-p.Hi // p.sH) * -(-p.Wi // p.sW) * p.C
         from .transpose import memory_order
         dy_copy = p.dy_elems * s if memory_order(p, "dY") == "NCHW" else 0   # the dY transform's copy
-        return widen + 4 * p.dx_elems + 2 * phase + dx + dy_copy + relayout
+        idle = p.Hi + p.Wi                          # a bool per row and column: the phases no tap reaches
+        return widen + 4 * p.dx_elems + 2 * phase + dx + dy_copy + relayout + idle + UFUNC_BUFFER_BYTES
     if plan.patch:      # fp32 W; per chunk of images: fp32 dY, the GEMM output, its transpose and cast
         from .patch import CHUNK_BYTES as PATCH_CHUNK
         per_image = 4 * p.Ho * p.Wo * p.Y * p.X * p.C
@@ -195,14 +205,14 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         window = 4 * p.K * (p.Ho * p.Wo + p.Hi * p.Wi)
         return dx + 5 * p.w_elems + images * (window + 2 * per_image + dx // p.N)
     if not plan.gemm:
-        return dx + relayout + 2 * p.Hi * p.Wi
+        return dx + relayout + zero_fill_bytes(p)
     wp = p.Wo + plan.pad_cols
     padded = 4 * p.N * (p.Ho + plan.pad_rows) * wp * p.K
     chunks = 6 * max(CHUNK_BYTES, 4 * p.C * wp)
     converts = max(p.dy_elems * s if p.out_layout != "NHWC" else 0, p.w_elems * s if p.fil_layout != "NHWC" else 0,
                    relayout, chunks)
     rounding = ROUND_TEMP_BYTES if plan.tf32 else 0                        # in place, in chunks
-    return (dx + padded + 4 * p.w_elems + converts + 2 * p.Hi * p.Wi + rounding + plan.split_k_bytes
+    return (dx + padded + 4 * p.w_elems + converts + zero_fill_bytes(p) + rounding + plan.split_k_bytes
             + plan.packed_w_bytes)
 
 
@@ -257,9 +267,14 @@ def verification_need(p: ConvProblem, plan: EnginePlan, backend: str, reference_
 def run_needs(p: ConvProblem, plan: EnginePlan, backend: str, *, time: bool, verify: bool,
               reference_kind: str | None, dump: bool = False, files: tuple = (False, False)) -> list:
     """The workers a plain run starts, one after the other: timing (``-t 1``), then
-    verification (to verify, to dump, or to launch once when nothing was timed)."""
-    needs = [timing_need(p, plan, backend, files)] if time else []
-    if verify or dump or not time:
+    verification (to verify or to dump); with neither (``-t 0 -V 0``, no ``-o 1``) the
+    timing worker launches the kernel once, untimed (a ``launch`` need: no reference)."""
+    needs = []
+    if time:
+        needs.append(timing_need(p, plan, backend, files))
+    elif not verify and not dump:
+        needs.append(replace(timing_need(p, plan, backend, files), role="launch"))
+    if verify or dump:
         needs.append(verification_need(p, plan, backend, reference_kind if verify else None, dump, files))
     return needs
 

@@ -167,11 +167,13 @@ class SplitKReduce:
         from .layouts import storage_dtype
         parts = np.asarray(ws, dtype=np.float32).reshape(self.split_k, self.slice_elems)[:, :self.elems]
         parts = parts.reshape(self.split_k, self.images, self.hi, self.wi, self.c)
-        mask = self.covered()
+        # masked stores and adds (no index arrays, no gathered copies): the covered pixels
+        # take slice 0, then each next slice's sum; the others stay 0
+        mask = self.covered()[None, :, :, None]
         total = np.zeros((self.images, self.hi, self.wi, self.c), dtype=np.float32)
-        total[:, mask] = parts[0][:, mask]
+        np.copyto(total, parts[0], where=mask)
         for z in range(1, self.split_k):
-            total[:, mask] += parts[z][:, mask]
+            np.add(total, parts[z], out=total, where=mask)
         out = total.astype(storage_dtype(self.dtype))
         return np.ascontiguousarray(out.transpose(0, 3, 1, 2)) if self.layout == "NCHW" else out
 

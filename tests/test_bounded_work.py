@@ -310,3 +310,63 @@ def test_a_huge_stride_line_runs_applies_and_batches(capsys, tmp_path, monkeypat
     assert main(["batch", str(path), "--backend", "cpu", "--timeout", "120"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "Summary: 2 ok"
+
+
+# ------------------------------------------------------------------ a file's lines
+FILE_LINES = (
+    "convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -F 1",                     # skipped (not -F 2)
+    "convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -g 3 -F 2",                   # error (its flags)
+    "convint8 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -F 2",                      # error (its base)
+    "convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -g 16 -u 40000 -H 70000 -W 70000 -F 2",  # not applicable
+    "MIOpen(HIP): Info [Find] not a command",                                 # ignored
+    "# a comment",
+)
+
+
+def _increments(run, sizes=(40, 80, 120)) -> tuple:
+    """The calls ``run(k)`` makes for k copies of :data:`FILE_LINES`, as the increments
+    from one size to the next (one warm-up run first: imports and caches)."""
+    run(1)
+    counts = [count_calls(lambda: run(k))[1] for k in sizes]
+    return counts[1] - counts[0], counts[2] - counts[1]
+
+
+def _lines_file(tmp_path, k) -> str:
+    path = tmp_path / f"lines{k}.txt"
+    path.write_text("\n".join(FILE_LINES * k) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("args", [dict(backend="cpu"), dict(backend="cpu", arch="gfx942", csv="rows.csv")])
+def test_batch_work_per_line_does_not_grow_with_the_file(tmp_path, monkeypatch, args):
+    """A batch of 32,000 lines took 11x the time of 8,000 (each row counted the failing rows
+    so far for the progress line): the calls of each equal step of lines must be equal --
+    a pass over the rows so far per row, a re-read or a rebuilt report makes the second step
+    cost more than the first."""
+    from driver.batch_cmd import batch_file
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MIOPEN_DGRAD_PERFDB", str(tmp_path / "perfdb.sqlite"))
+
+    def run(k):
+        status, lines = batch_file(_lines_file(tmp_path, k), emit=lambda line: None, **args)
+        assert status == 1 and lines[0].startswith(f"Summary: {k} not-applicable, {k} skipped, {2 * k} error")
+    first, second = _increments(run)
+    assert second <= 1.01 * first, (first, second)
+
+
+def test_tune_file_work_per_line_does_not_grow_with_the_file(tmp_path):
+    """``tune --file`` reads its lines as batch does (skips, errors, the same problem twice):
+    equal steps of lines, equal calls."""
+    from driver.campaign import CampaignOptions, read_problems
+    from driver.run_cmd import resolve_device
+    device = resolve_device("cpu", None)
+    tune = "convfp16 -n 1 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
+
+    def run(k):
+        path = _lines_file(tmp_path, k)
+        with open(path, "a") as fh:
+            fh.write(f"{tune}\n" * (k + 1))             # the first is tuned, the rest are "same problem"
+        problems, skipped, ignored = read_problems(CampaignOptions(file=path, max_configs=2), device, 1)
+        assert len(problems) == 1 and len(skipped) == 5 * k and ignored == k
+    first, second = _increments(run)
+    assert second <= 1.01 * first, (first, second)

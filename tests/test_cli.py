@@ -614,23 +614,35 @@ def test_arch_cpu_backend_simulates(capsys):
 
 
 def test_workers_started_per_mode(capsys, monkeypatch, tmp_path):
+    """MIOpenDriver runs the backward pass whatever -t and -V say: -t 0 -V 0 is one untimed
+    launch in the timing worker (it printed and reported nothing, --json said "ok" with
+    timing and verify null), no timing line, no verification; --json counts the launches."""
     from driver import workers
     roles = []
     real = workers.run_one
 
     def spy(job, **kw):
-        roles.append(job.role)
+        roles.append((job.role, job.iters, job.warmup) if job.role == "timing" else job.role)
         return real(job, **kw)
     monkeypatch.setattr(workers, "run_one", spy)
-    for flags, want in (("-t 1 -V 1", ["timing", "verification"]), ("-t 1 -V 0", ["timing"]),
-                        ("-t 0 -V 1", ["verification"]), ("-t 0 -V 0", ["verification"]),
-                        ("-t 1 -V 0 -o 1", ["timing", "verification"])):
-        roles.clear()
+    for flags, want, launches in (("-t 1 -V 1", [("timing", 10, 1), "verification"], 12),
+                                  ("-t 1 -V 0", [("timing", 10, 1)], 11),
+                                  ("-t 0 -V 1", ["verification"], 1), ("-t 0 -V 0", [("timing", 1, 0)], 1),
+                                  ("-t 0 -V 0 -o 1", ["verification"], 1),
+                                  ("-t 1 -V 0 -o 1", [("timing", 10, 1), "verification"], 12)):
         line = SMALL.replace("-t 1 -V 1", flags)
         if "-o 1" in flags:
             monkeypatch.chdir(tmp_path)
-        assert run(capsys, line)[0] == 0
-        assert roles == want, flags
+        roles.clear()
+        status, out, _ = run(capsys, line)
+        assert status == 0 and roles == want, flags
+        assert any("Elapsed" in x for x in out) == ("-t 1" in flags)
+        assert any("Verif" in x for x in out) == ("-V 1" in flags), out
+        roles.clear()
+        status, out, _ = run(capsys, line, "--json")
+        rec = json.loads(out[0])
+        assert status == 0 and roles == want and rec["status"] == "ok" and rec["launches"] == launches, flags
+        assert (rec["timing"] is not None) == ("-t 1" in flags) and (rec["verify"] is not None) == ("-V 1" in flags)
 
 
 PW256 = ("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 "

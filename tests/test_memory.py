@@ -44,8 +44,14 @@ def env(monkeypatch, tmp_path):
 
 
 def solution(line, arch="cpu"):
-    p = parse(line + " -F 2").problem
-    return p, DgradSolver().find_solution(p, get_target(arch))
+    """The problem of ``line`` and its solution on ``arch``; a line ending in ``SPLIT`` is
+    split 4 ways through the workspace."""
+    split = line.endswith(" SPLIT")
+    p = parse(line.removesuffix(" SPLIT") + " -F 2").problem
+    kw = dict(split_k=4, split_k_reduce="workspace") if split else {}
+    sol = DgradSolver().find_solution(p, get_target(arch), **kw)
+    assert not split or sol.reduce is not None
+    return p, sol
 
 
 # ------------------------------------------------------------------ by hand
@@ -88,6 +94,17 @@ MEASURED = [
     ("convfp16 -n 8 -c 32 -H 64 -W 64 -k 32 -y 5 -x 5 -p 2 -q 2 -g 32", "sm_90", None),    # direct, NCHW transforms
     ("convfp16 -n 8 -c 64 -H 32 -W 32 -k 128 -y 1 -x 1", "sm_90", None),                   # NCHW pointwise
     ("conv -n 8 -c 64 -H 20 -W 20 -k 64 -y 3 -x 3 -p 1 -q 1", "sm_90", None),              # NCHW dX from the epilogue
+    # a big dX of one channel that few pixels of reach (the zero fill's share was int64 index
+    # arrays, 16 bytes per pixel: 8x the fp16 dX): GEMM path NCHW and NHWC, a tall and a
+    # wide image, the direct schedule, split-K through the workspace
+    ("convfp16 -n 1 -c 1 -H 1500 -W 1500 -k 1 -y 1 -x 1 -u 1500 -v 1500", "cpu", None),
+    (f"conv -n 1 -c 1 -H 1500 -W 1500 -k 1 -y 1 -x 1 -u 1500 -v 1500 {NHWC}", "sm_90", None),
+    ("convfp16 -n 1 -c 1 -H 3 -W 2000000 -k 1 -y 1 -x 1 -u 1 -v 2000000", "cpu", None),
+    (f"convfp16 -n 1 -c 1 -H 2000000 -W 3 -k 1 -y 1 -x 1 -u 2000000 -v 1 {NHWC}", "cpu", None),
+    (f"convfp16 -n 2 -c 1 -H 1000 -W 1000 -k 1 -y 3 -x 3 -u 5 -v 5 {NHWC}", "cpu", None),
+    (f"convfp16 -n 2 -c 1 -H 1000000 -W 3 -k 1 -y 3 -x 3 -u 5 -v 3 {NHWC}", "sm_90", None),      # direct
+    (f"conv -n 2 -c 2 -H 900 -W 900 -k 2 -y 2 -x 2 -u 2 -v 2 -l 3 -j 3 {NHWC}", "sm_90", None),    # direct
+    ("convfp16 -n 1 -c 8 -H 600 -W 600 -k 64 -y 1 -x 1 -u 7 -v 7 SPLIT", "gfx942", None),  # workspace split-K
 ]
 
 
@@ -126,6 +143,50 @@ def test_estimate_bounds_the_measured_peak(monkeypatch, line, arch, budget):
         assert peak <= est + (256 << 10), (role, peak, need)
         assert est <= 1.6 * peak + 8 * MiB, (role, peak, need)
         assert abs(resident - (need.resident - PROCESS_BYTES)) <= 256 << 10, (role, resident, need)
+
+
+def _engine_peak(p, sol, arch) -> int:
+    """Peak bytes tracemalloc sees while the CPU engine runs ``sol`` beside its inputs (made
+    before tracing starts), its dX included."""
+    inp = prng.generate_inputs(p, 1)
+    engine = CpuEngine(get_target(arch))
+    tracemalloc.start()
+    try:
+        engine.run(sol, inp.dy, inp.w)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("line,arch,budget", MEASURED)
+def test_the_engine_estimate_bounds_the_engine_peak(line, arch, budget):
+    """The CPU engine's own share (``cpu_engine_bytes``), measured alone: a worker's peak can
+    sit in its reference, hiding an engine estimate that is too low."""
+    p, sol = solution(line, arch)
+    peak = _engine_peak(p, sol, arch)
+    assert peak <= memory.cpu_engine_bytes(p, memory.engine_plan(sol.spec)) + (64 << 10), peak
+
+
+@pytest.mark.parametrize("layout", ["", NHWC])
+def test_the_estimate_of_a_huge_sparse_dx_bounds_its_extrapolated_peak(layout):
+    """The issue's line, -H 30000 -W 30000 -u 30000 -v 30000 -c 1 (2 FLOPs, a 1.8 GB dX):
+    5.18 GiB estimated, 16.7 GB reached. The engine's peak at two smaller sizes of the same
+    shape, a straight line through them (memory grows with the pixels), must stay under the
+    estimate at the issue's size -- per pixel, and in all."""
+    def problem(size):
+        return solution(f"convfp16 -n 1 -c 1 -H {size} -W {size} -k 1 -y 1 -x 1 -u {size} -v {size} {layout}")
+
+    sizes = (2000, 3000)                        # past the zero fill's band of 1 MiB of mask
+    peaks = [_engine_peak(*problem(s), "cpu") for s in sizes]
+    per_pixel = (peaks[1] - peaks[0]) / (sizes[1] ** 2 - sizes[0] ** 2)
+    p, sol = solution(f"convfp16 -n 1 -c 1 -H 30000 -W 30000 -k 1 -y 1 -x 1 -u 30000 -v 30000 {layout}")
+    plan = memory.engine_plan(sol.spec)
+    est = memory.cpu_engine_bytes(p, plan)
+    assert per_pixel <= est / 30000 ** 2, (per_pixel, est)
+    assert peaks[1] + per_pixel * (30000 ** 2 - sizes[1] ** 2) <= est
+    # the workers: inputs, the engine, the blockwise reference; never over 2.5x dX (1.8 GB)
+    for need in memory.run_needs(p, plan, "cpu", time=True, verify=True, reference_kind="cpu"):
+        assert need.host - PROCESS_BYTES >= est and need.host - PROCESS_BYTES <= 2.5 * p.dx_elems * p.elem_bytes
 
 
 def test_a_worker_frees_the_last_problem_before_the_next(monkeypatch):
@@ -265,6 +326,30 @@ def test_run_refused_when_even_n_1_does_not_fit(capsys, monkeypatch, no_workers)
     status, out, err = run_cli(capsys, *BIG.split(), "--backend", "cpu", "-V", "0")
     assert status == 2 and out == [] and len(err) == 1
     assert err[0].endswith("allowed: a smaller problem (even -n 1 does not fit)") and "-V 0" not in err[0]
+
+
+@pytest.mark.parametrize("flags,roles", [("-t 0 -V 0", ["launch"]), ("-t 1 -V 0", ["timing"]),
+                                         ("-t 0 -V 1", ["verification"]), ("-t 1 -V 1", ["timing", "verification"]),
+                                         ("-t 0 -V 0 -o 1", ["verification"])])
+def test_the_needs_are_the_workers_a_run_starts(flags, roles):
+    """-V 0 starts no verification worker, so the pre-check counts none (it said
+    "verification worker: ..." for -V 0 -n 2147483647): -t 0 -V 0 is one untimed launch in
+    the timing worker, holding what a timing run holds."""
+    cmd = parse((BIG.replace(" -t 1", "") + " " + flags).split())
+    p = cmd.problem
+    plan = memory.engine_plan(DgradSolver().find_solution(p, get_target("cpu")).spec)
+    needs = memory.run_needs(p, plan, "cpu", time=cmd.time, verify=bool(cmd.verify), reference_kind="cpu",
+                             dump=int(cmd.flags["dump_output"]) != 0)
+    assert [n.role for n in needs] == roles
+    if roles == ["launch"]:
+        assert needs[0].host == memory.timing_need(p, plan, "cpu").host
+
+
+def test_a_run_with_v0_refused_names_no_verification_worker(capsys, monkeypatch, no_workers):
+    status, out, err = run_cli(capsys, *BIG.replace(" -t 1", "").split(), "-V", "0", "-n", "2147483647",
+                               "--backend", "cpu")
+    assert status == 2 and out == [] and len(err) == 1
+    assert "(launch worker: process " in err[0] and "verification" not in err[0] and "-V 0" not in err[0]
 
 
 def test_tune_refused_before_the_sweep(capsys, monkeypatch, no_workers):

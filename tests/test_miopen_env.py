@@ -106,6 +106,35 @@ def test_find_enforce_db_clean_removes_the_record_and_blocks_search(capsys, tmp_
         assert db.get(XKEY, "cpu", "OtherSolver").values == "1"     # other solvers' records stay
 
 
+@pytest.mark.parametrize("asked,env", [(["-s", "1"], None), ([], "SEARCH"), ([], "SEARCH_DB_UPDATE")])
+def test_a_search_on_a_compile_only_run_says_it_did_not_run(capsys, tmp_path, monkeypatch, asked, env):
+    """'-s 1 --arch sm_90' without an sm_90 device printed the compile-only result and not a
+    word about the search: an Info line says why none ran (--json: "search" with "ran":
+    false and the line); no config is timed, the perf-db is not written."""
+    from driver import run_cmd, tune_cmd, workers
+    monkeypatch.setattr(workers, "gpu_device_nodes", lambda: [])                # no GPU: compile-only
+    monkeypatch.setattr(run_cmd, "compile_only", lambda solution: (0, ["Compile-only run (stub)"], {}))
+
+    def no_search(*a, **k):
+        raise AssertionError("a search ran")
+    monkeypatch.setattr(tune_cmd, "tune_line", no_search)
+    if env:
+        monkeypatch.setenv("MIOPEN_FIND_ENFORCE", env)
+    why = "-s 1" if asked else f"MIOPEN_FIND_ENFORCE={env}"
+    want = (f"Info: '{why}' is not honoured: the search times the candidate configs on a sm_90 device and there is "
+            f"no sm_90 device here (compile-only run: the perf-db or default config is compiled); search where "
+            f"that device is, or with --backend cpu on the CPU engine (a simulation)")
+    status, out, err = run_cli(capsys, *LINE.split(), *asked, "--arch", "sm_90")
+    assert status == 0 and want in out and out[-1] == "Compile-only run (stub)" and err == []
+    status, out, err = run_cli(capsys, *LINE.split(), *asked, "--arch", "sm_90", "--json")
+    assert status == 0 and json.loads(out[0])["search"] == {"ran": False, "notes": [want]}
+    assert not (tmp_path / "perfdb.udb").exists()
+    # nothing asked: no line, no "search" record
+    monkeypatch.delenv("MIOPEN_FIND_ENFORCE", raising=False)
+    status, out, err = run_cli(capsys, *LINE.split(), "--arch", "sm_90", "--json")
+    assert status == 0 and "search" not in json.loads(out[0])
+
+
 def test_find_mode_fast_does_not_search_unless_enforced(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MIOPEN_FIND_MODE", "FAST")
     status, out, _ = run_cli(capsys, *LINE.split(), "-s", "1", "--backend", "cpu")

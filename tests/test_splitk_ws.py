@@ -622,12 +622,16 @@ def test_the_splitk_bench_plans_every_variant_without_a_gpu(capsys):
 
 
 def test_host_memory_counts_the_cpu_engine_s_slices():
-    """The CPU engine holds one launch's slices and the reduction's fp32 temporaries beside
-    dX (memory.engine_plan): 2 x 13056 bytes of slices + 3 x 4 x 3234 bytes here."""
+    """The CPU engine holds one launch's slices and the reduction's temporaries beside dX
+    (memory.engine_plan): 2 x 13056 bytes of slices; the fp32 sum, the fp16 cast and an NCHW
+    copy of 3234 elements (4 + 2 + 2 bytes each); the covered mask, a bool per pixel (7 x 7)
+    from lists of a bool per row and column (9 bytes each, 7 + 7). No index arrays: the
+    masked sums of the slices are stores and adds with ``where=``."""
     from miopen_solver import memory
     p = _p(f"convfp16 -n 2 -c 33 -H 7 -W 7 -k 40 -y 3 -x 3 -p 1 -q 1 {NHWC}")
     ws, plain = (SOLVER.get_solution(p, SM90, WS.replace(split_k=s)).spec for s in (2, 1))
-    assert memory.engine_plan(ws).split_k_bytes == 2 * 13056 + 3 * 4 * 3234
+    want = 2 * 13056 + (4 + 2 + 2) * 3234 + 7 * 7 + 9 * (7 + 7)
+    assert memory.engine_plan(ws).split_k_bytes == want
     assert memory.engine_plan(plain).split_k_bytes == 0
     assert (memory.cpu_engine_bytes(p, memory.engine_plan(ws)) - memory.cpu_engine_bytes(p, memory.engine_plan(plain))
-            == 2 * 13056 + 3 * 4 * 3234)
+            == want)

@@ -202,9 +202,10 @@ def run_events(events, monkeypatch):
         events.append(("job", job.role, job.solution["spec"]["problem"]["N"], job.perf_config))
         if job.role == "timing":
             return workers.WorkerResult(ok=True, record={"times_ms": [0.5, 0.25, 0.25], "compile_ms": 0.0,
-                                                         "method": "wall", "wall_ms": 0.3})
+                                                         "method": "wall", "wall_ms": 0.3, "launches": 3})
         verdict = {"ok": True, "error": 1e-6, "tolerance": 0.082, "elements": 1, "nonfinite": 0, "max_abs_diff": 0.0}
-        return workers.WorkerResult(ok=True, record={"verdict": verdict, "reference": "CPU", "pid": 1, "dumps": []})
+        return workers.WorkerResult(ok=True, record={"verdict": verdict, "reference": "CPU", "pid": 1, "dumps": [],
+                                                     "launches": 1})
     monkeypatch.setattr(workers.Worker, "run", run)
     return events
 
