@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         spec = make_spec(problem, target, DgradSolver().get_default_performance_config(problem, target))
         need = memory.timing_need(problem, memory.engine_plan(spec), "cpu")    # inputs + the engine's arrays
         baseline = 4 * problem.G * sum(s.gemm_m * s.gemm_k + s.gemm_k * s.gemm_n for s in spec.sub_gemms)
-        short = memory.shortfall(memory.host_memory(), need.host + baseline, [need])     # + the matmul operands
+        short = memory.shortfall(memory.host_memory(), memory.Peak(need, (("matmul operands", baseline),)), [need])
         if short:
             raise BadInput(f"line {shorten(args.line)!r}: {short}; allowed: a smaller -n")
     except (BadInput, ValueError) as e:

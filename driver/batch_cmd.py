@@ -51,7 +51,7 @@ from miopen_solver.solver import DgradSolver
 from miopen_solver.text import text_lines
 
 from . import report, workers
-from .options import (EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, arch_option, backend_option,
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, Command, OutputError, UserError, arch_option, backend_option,
                       check_count, check_not_kept, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
                       run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
 from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, for_target, resolve_device,
@@ -239,11 +239,11 @@ def _memory_refusal(problem, solution, device, ref_kind, verify: bool, files: tu
     def needs_for(n, verify_it):
         p = problem.replace(N=n)
         t = memory.timing_need(p, plan, device.backend, files)
-        needs, peaks = [t], [t.host + held["verification"]]
+        needs, peaks = [t], [memory.Peak(t, (("verification worker between jobs", held["verification"]),))]
         if verify_it:
             needs.append(memory.verification_need(p, plan, device.backend, ref_kind, files=files))
-            peaks.append(t.resident + needs[-1].host)
-        return max(peaks), needs
+            peaks.append(memory.Peak(needs[-1], (("timing worker between jobs", t.resident),)))
+        return memory.side_by_side(peaks), needs
     refusal = workers.memory_refusal(needs_for, problem.N, n_flag="--batch-size",
                                      verify_flag="--no-verify" if verify else None, held=sum(held.values()))
     needs = needs_for(problem.N, verify)[1]
@@ -402,7 +402,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
     return status, lines
 
 
-@click.command("batch")
+@click.command("batch", cls=Command)
 @backend_option
 @arch_option(without_device="an error (batch runs every line; use --backend cpu to simulate the target)")
 @count_option("--batch-size", 1, default=None, help=f"Replace every line's -n with N (1 to {INT_MAX}).")

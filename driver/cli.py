@@ -18,12 +18,18 @@ Exit status: 0 success; 1 verification failed (MIOpen exits 0 there: its 0x200 e
 wraps to 0 -- we do not); 2 a user error (bad line, invalid perf config, unavailable
 backend, not applicable), reported as ONE line ``dgrad-driver: error: ...`` on stderr;
 3 a worker crashed, timed out or raised, or a compile-only build failed; 130 interrupted
-(Ctrl-C; the workers are killed and reaped first). With ``--json`` too, errors are that
-one stderr line and nothing on stdout.
+(Ctrl-C; the workers are killed and reaped first); 141 stdout's reader went away (a closed
+pipe, ``| head``: EPIPE; nothing more is printed, as a writer killed by SIGPIPE ends). With
+``--json`` too, errors are that one stderr line and nothing on stdout. Stdout that cannot
+be written (a full disk, ``> /dev/full``, EIO) is a user error: ``dgrad-driver: error:
+stdout: cannot write (No space left on device)``, exit 2. Click's own usage errors (an
+unknown option or subcommand, a missing value) are one line too, saying what is allowed
+(:func:`usage_error_line`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -33,7 +39,7 @@ from miopen_solver import __version__
 from miopen_solver.command import BASE_DTYPES, REJECTED_BASES
 from miopen_solver.errors import MiopenCommandError
 
-from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, arch_option, backend_option,
+from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, Group, arch_option, backend_option,
                       error_line, json_option, perfdb_options, ref_option, run_and_print, split_line, timeout_option,
                       warmup_option)
 from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, run_line
@@ -41,7 +47,7 @@ from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, run_line
 __all__ = ["cli", "main", "run_line", "RunOptions"]
 
 
-class DefaultRunGroup(click.Group):
+class DefaultRunGroup(Group):
     """A group whose default action is ``run``: an unknown first token starts the line."""
 
     def parse_args(self, ctx, args):
@@ -150,8 +156,129 @@ def _wants_conv_help(args) -> bool:
         and any(a in HELP_TOKENS for a in args[1:])
 
 
+EXIT_BROKEN_PIPE = 141
+"""stdout's reader went away (EPIPE): 128 + SIGPIPE, the status a shell reports for a writer
+that SIGPIPE ends (Python ignores the signal, so the write fails instead)."""
+
+
+class StdoutError(Exception):
+    """Writing or flushing stdout failed: raised in place of the :class:`OSError` (whose
+    ``errno`` and ``strerror`` it keeps), so that nothing on the way out -- click's own EPIPE
+    handling (exit 1, the verification-failed status), an ``except OSError`` around another
+    file's write -- takes it for something else; :func:`main` reports it."""
+
+    def __init__(self, err: OSError):
+        super().__init__(err.strerror or str(err))
+        self.errno, self.strerror = err.errno, err.strerror or str(err)
+
+
+class GuardedStdout:
+    """``sys.stdout`` while :func:`main` runs: the real stream, whose failed writes and
+    flushes raise :class:`StdoutError`. Everything else (``encoding``, ``isatty``,
+    ``fileno``...) is the stream's, so click writes to it as it is."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            raise StdoutError(e) from None
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        try:
+            return self.stream.flush()
+        except OSError as e:
+            raise StdoutError(e) from None
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def discard_stdout(stream) -> None:
+    """Point ``stream``'s descriptor at /dev/null once it cannot be written: what is still
+    buffered, and the flush at interpreter exit, then go nowhere (no ``Exception ignored
+    ... BrokenPipeError`` at shutdown). A stream without a descriptor is left alone."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
 def main(argv=None) -> int:
-    """Console entry point; returns the exit status (click usage errors become one line)."""
+    """Console entry point; returns the exit status. Stdout is written through
+    :class:`GuardedStdout`: a closed pipe ends quietly with :data:`EXIT_BROKEN_PIPE`, any
+    other failed write (disk full, EIO) is one error line naming stdout, exit 2."""
+    real = sys.stdout
+    if real is None:                    # no stdout at all (fd 1 closed): click writes nothing
+        return _main(argv)
+    sys.stdout = guarded = GuardedStdout(real)
+    try:
+        status = _main(argv)
+        guarded.flush()                 # what is buffered fails here, not at interpreter exit
+        return status
+    except StdoutError as e:
+        discard_stdout(real)
+        if e.errno == errno.EPIPE:
+            return EXIT_BROKEN_PIPE
+        click.echo(error_line(f"stdout: cannot write ({e.strerror})"), err=True)
+        return EXIT_USER_ERROR
+    finally:
+        if sys.stdout is guarded:
+            sys.stdout = real
+
+
+def _param_form(param, ctx) -> str:
+    """How a parameter is written: ``--results PATH``, ``--backend [auto|cpu|cuda|hip]``,
+    ``--json``, ``FILE``."""
+    try:
+        metavar = param.make_metavar(ctx)
+    except TypeError:                   # click < 8.2: make_metavar() takes no context
+        metavar = param.make_metavar()
+    if isinstance(param, click.Argument):
+        return metavar
+    return "/".join(param.opts) + ("" if getattr(param, "is_flag", False) else f" {metavar}")
+
+
+def usage_error_line(e: click.UsageError) -> str:
+    """Click's usage error as one line that also says what is allowed: the command's
+    options (an unknown option), its subcommands (an unknown subcommand), the option's form
+    (a missing or bad value), else its usage -- each with ``see <command> --help``. A
+    message of ours that already says what is allowed is kept as it is."""
+    message = e.format_message().strip()
+    ctx = e.ctx
+    if ctx is None or "allowed: " in message:
+        return error_line(message)
+    command, path = ctx.command, ctx.command_path
+    see = f"see {path} --help"
+    name = getattr(e, "option_name", None)
+    param = getattr(e, "param", None)
+    if param is None and name:
+        param = next((p for p in command.get_params(ctx) if name in p.opts + p.secondary_opts), None)
+    if isinstance(e, click.NoSuchOption):
+        opts = [max(p.opts, key=len) for p in command.get_params(ctx) if isinstance(p, click.Option)]
+        allowed = f"the options of {path}: {', '.join(opts)} ({see})"
+    elif isinstance(command, click.Group) and message.startswith("No such command"):
+        allowed = f"the commands of {path}: {', '.join(command.list_commands(ctx))} ({see})"
+    elif param is not None:
+        allowed = f"{_param_form(param, ctx)} ({see})"
+    else:
+        allowed = f"{path} {' '.join(command.collect_usage_pieces(ctx))} ({see})"
+    return error_line(f"{message.rstrip('.')}; allowed: {allowed}")
+
+
+def _main(argv=None) -> int:
+    """:func:`main` without the guard on stdout (click usage errors become one line)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if os.environ.get(COMPLETE_VAR):          # shell completion: click prints the script
         try:
@@ -173,6 +300,9 @@ def main(argv=None) -> int:
     try:
         rv = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.UsageError as e:
+        click.echo(usage_error_line(e), err=True)
         return e.exit_code
     except click.ClickException as e:
         click.echo(error_line(e.format_message()), err=True)

@@ -20,7 +20,8 @@ take is one error line naming the variable, the value and what is allowed (exit 
   replaces the record; SEARCH -- searches without ``-s 1`` when there is no record;
   SEARCH_DB_UPDATE -- searches on every run and replaces the record; DB_CLEAN -- removes
   this solver's record of the problem from the perf-db and never searches.
-* ``MIOPEN_FIND_MODE``: ``NORMAL`` 1, ``FAST`` 2, ``HYBRID`` 3, (4 deprecated), ``DYNAMIC_HYBRID``
+* ``MIOPEN_FIND_MODE`` (``FindMode::Values``): ``NORMAL`` 1, ``FAST`` 2, ``HYBRID`` 3, 4
+  (``DeprecatedFastHybrid``: no name, taken by number as MIOpen takes it), ``DYNAMIC_HYBRID``
   5 (default), ``TRUST_VERIFY`` 6, ``TRUST_VERIFY_FULL`` 7. With one solver and no find-db
   only FAST changes anything: it takes the perf-db or default config without searching
   (``-s 1`` is not honoured, with a line saying so), unless an enforce action asks for a
@@ -45,6 +46,10 @@ from .options import UserError
 FIND_ENFORCE = {"NONE": 1, "DB_UPDATE": 2, "SEARCH": 3, "SEARCH_DB_UPDATE": 4, "DB_CLEAN": 5}
 FIND_MODE = {"NORMAL": 1, "FAST": 2, "HYBRID": 3, "DYNAMIC_HYBRID": 5, "TRUST_VERIFY": 6, "TRUST_VERIFY_FULL": 7}
 FIND_MODE_DEPRECATED = 4
+"""MIOpen's ``FindMode::Values::DeprecatedFastHybrid``: it has no name MIOpen reads, but
+``GetFindModeValueImpl2`` takes any number from ``Begin_`` (1) below ``End_``, 4 included;
+so do we (by number only), and say so where the values are listed."""
+FIND_MODE_EXTRA = {FIND_MODE_DEPRECATED: "4 (deprecated FAST_HYBRID, by number only)"}
 LOG_LEVELS = {0: "Default", 1: "Quiet", 2: "Fatal", 3: "Error", 4: "Warning", 5: "Info", 6: "Info2", 7: "Trace"}
 TRUE = ("1", "yes", "true", "enable", "enabled", "on")
 FALSE = ("0", "no", "false", "disable", "disabled", "off")
@@ -93,7 +98,14 @@ def _bool(env, name: str) -> bool:
     raise UserError(f"{name} {_shown(value)}: allowed: {', '.join(TRUE)} (on) or {', '.join(FALSE)} (off)")
 
 
-def _choice(env, name: str, table: dict, default: int, extra: tuple = ()) -> int:
+def _choice(env, name: str, table: dict, default: int, extra: dict | None = None) -> int:
+    """``name``'s value: a name of ``table`` in any case or its number, or a number of
+    ``extra`` (number -> how the allowed list shows it), else the default when unset.
+
+    Raises:
+        UserError: anything else, listing every allowed value in numeric order.
+    """
+    extra = extra or {}
     value = env.get(name)
     if value is None or value.strip() == "":
         return default
@@ -102,7 +114,8 @@ def _choice(env, name: str, table: dict, default: int, extra: tuple = ()) -> int
         return table[v]
     if v.isdigit() and v.isascii() and (int(v) in table.values() or int(v) in extra):
         return int(v)
-    allowed = ", ".join(f"{n} ({i})" for n, i in table.items())
+    shown = {i: f"{n} ({i})" for n, i in table.items()} | extra
+    allowed = ", ".join(shown[i] for i in sorted(shown))
     raise UserError(f"{name} {_shown(value)}: allowed: {allowed} (a name in any case or its number)")
 
 
@@ -139,7 +152,7 @@ def read(environ=None) -> MiopenEnv:
     env = os.environ if environ is None else environ
     out = MiopenEnv(log_level=_log_level(env), logging_cmd=_bool(env, "MIOPEN_ENABLE_LOGGING_CMD"),
                     find_enforce=_choice(env, "MIOPEN_FIND_ENFORCE", FIND_ENFORCE, 1),
-                    find_mode=_choice(env, "MIOPEN_FIND_MODE", FIND_MODE, 5, extra=(FIND_MODE_DEPRECATED,)),
+                    find_mode=_choice(env, "MIOPEN_FIND_MODE", FIND_MODE, 5, extra=FIND_MODE_EXTRA),
                     only_solver=_only_solver(env))
     _bool(env, "MIOPEN_DISABLE_CACHE")
     cache_dir = env.get("MIOPEN_CUSTOM_CACHE_DIR")
@@ -211,5 +224,5 @@ def command_log_line(problem, dtype_base: str, solution_id: int | None = None) -
     return f"{PREFIX}Command [LogCmdConvolution] ./bin/MIOpenDriver {driver_command_line(problem, dtype_base, solution_id)}"
 
 
-__all__ = ["FIND_ENFORCE", "FIND_MODE", "MiopenEnv", "command_log_line", "configure_logging", "driver_command_line",
-           "log", "read"]
+__all__ = ["FIND_ENFORCE", "FIND_MODE", "FIND_MODE_EXTRA", "MiopenEnv", "command_log_line", "configure_logging",
+           "driver_command_line", "log", "read"]

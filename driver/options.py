@@ -108,6 +108,31 @@ def run_and_print(ctx, fn, *args, stream: bool = False) -> None:
         ctx.exit(status)
 
 
+class Command(click.Command):
+    """A click command whose usage errors carry its context: click's parser raises some
+    (``Option '--csv' requires an argument.``) without one, and the CLI needs it to say
+    what the command allows (:func:`driver.cli.usage_error_line`). Every ``dgrad-driver``
+    command is one (``cls=Command``), every group a :class:`Group`."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            if e.ctx is None:
+                e.ctx = ctx
+            raise
+
+
+class Group(Command, click.Group):
+    """A click group whose usage errors carry its context, and whose subcommands are
+    :class:`Command` (``@group.command``) or :class:`Group`."""
+
+    command_class = Command
+
+
+Group.group_class = Group
+
+
 LINE_SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=True)
 """Click settings of a command that takes an MIOpenDriver line with our options anywhere."""
 

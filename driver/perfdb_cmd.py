@@ -42,8 +42,8 @@ from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, shorten
 
-from .options import (PERFDB_ALLOWED, UserError, check_count, check_output_file, file_error, json_option, perfdb_label,
-                      run_and_print, warn)
+from .options import (PERFDB_ALLOWED, Group, UserError, check_count, check_output_file, file_error, json_option,
+                      perfdb_label, run_and_print, warn)
 
 ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device arch (sm_90, gfx942, ...), "
              "or <arch>@cpu for a target simulated on the CPU engine.")
@@ -235,7 +235,7 @@ def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
                f"{'%.6f ms' % r.time_ms if r.time_ms is not None else '(no time)'}" for r in recs]
 
 
-@click.group("perfdb", invoke_without_command=True)
+@click.group("perfdb", cls=Group, invoke_without_command=True)
 @click.pass_context
 def perfdb_group(ctx):
     """Import, export and list perf-db records (MIOpen's text form: KEY=SolverId:VALUES)."""

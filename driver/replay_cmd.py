@@ -39,7 +39,7 @@ from miopen_solver.reference import Verdict
 from miopen_solver.runtime import get_engine
 
 from . import workers
-from .options import UserError, error_line, timeout_option
+from .options import Command, UserError, error_line, timeout_option
 DEFAULT_PATH = "fixtures"
 HASH_WIDTH = 12
 
@@ -197,7 +197,7 @@ def _check_rewritable(paths) -> None:
             _fail(f"--update-golden {shown_path(path)}: {e.reason}; allowed: {UPDATE_ALLOWED}")
 
 
-@click.command("replay")
+@click.command("replay", cls=Command)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--backend", type=click.Choice(("cpu", "cuda", "hip")), default="cpu", show_default=True,
               help="Engine for the numerics: cpu (checked against the golden band) or a GPU "

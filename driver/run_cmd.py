@@ -181,7 +181,8 @@ def find_solution(problem, device: Device, o) -> object:
     return DgradSolver().find_solution(problem, device.target, perf_config=o.perf_config, perfdb=db,
                                        perfdb_arch=device.perfdb_arch, perfdb_label=perfdb_label(o.perfdb),
                                        kouter=o.kouter, split_k=o.split_k,
-                                       split_k_reduce=getattr(o, "split_k_reduce", None))
+                                       split_k_reduce=getattr(o, "split_k_reduce", None),
+                                       perf_config_label=getattr(o, "perf_config_label", "--perf-config"))
 
 
 def _compile_cause(message: str) -> str:
@@ -278,21 +279,24 @@ def unhonoured_flag_notes(cmd: DriverCommand, environ=None) -> list:
     f = cmd.flags
     env = os.environ if environ is None else environ
     out = []
+
+    def given(name):                    # the flag and its value as the line typed them
+        return f"{cmd.flag_text(name)} {cmd.value_text(name)}"
     if cmd.bias:
-        out.append(f"Info: '-b {f['bias']}' is not honoured: backward bias is not run or verified "
+        out.append(f"Info: '{given('bias')}' is not honoured: backward bias is not run or verified "
                    "(backward data only; the bias buffer still draws its random numbers)")
     if str(f["verification_cache"]).strip():
-        out.append(f"Info: '-C {f['verification_cache']}' is not honoured: the reference is always "
+        out.append(f"Info: '{given('verification_cache')}' is not honoured: the reference is always "
                    "computed, never read from or written to a verification cache")
     if int(f["math_type"]) == MATH_DEFAULT and cmd.problem.dtype != "fp32":
-        out.append(f"Info: '-M {f['math_type']}' changes nothing for {cmd.base}: TF32 math is for fp32 data "
+        out.append(f"Info: '{given('math_type')}' changes nothing for {cmd.base}: TF32 math is for fp32 data "
                    f"only, as in MIOpen")
     overrides = [name for name in ENV_OVERRIDES if str(env.get(name, "")).strip() not in ("", "0")]
     if overrides:
         out.append(f"Info: {' and '.join(overrides)} set: not honoured (MIOpen's EnvEnableTF32 reads them); "
                    f"only '-M 0' selects TF32 math here")
     if int(f["init_output_nan"]) == 0 and "init_output_nan" in cmd.written:
-        out.append("Info: '-N 0' is not honoured: dX is always filled with NaN before the "
+        out.append(f"Info: '{given('init_output_nan')}' is not honoured: dX is always filled with NaN before the "
                    "verification launch")
     return out
 
@@ -479,6 +483,9 @@ class RunOptions:
     perfdb: str | None = None
     use_perfdb: bool = True
     environ: dict | None = None
+    perf_config_label: str = "--perf-config"
+    """Where ``perf_config`` came from, as the run's note names it: the option, or a search's
+    winner that runs without the perf-db (:func:`search_first`)."""
 
 
 DTYPE_BASE = {"fp32": "conv", "fp16": "convfp16", "bf16": "convbfp16"}
@@ -496,7 +503,7 @@ def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
     Returns:
         ``(notes, record, options)``: lines for the output, the search's record for
         ``--json`` (None when none ran), and the run's options (with ``--no-perfdb`` the
-        winner becomes the run's ``--perf-config``).
+        winner becomes the run's config, its note naming the search, not ``--perf-config``).
     """
     from miopen_solver.errors import PerfDbError
     from miopen_solver.perfdb import PerfDb
@@ -576,7 +583,7 @@ def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
             f"({winner['average_ms']:.6f} ms), {where}")
     if not o.use_perfdb:
         from dataclasses import replace as _replace
-        o = _replace(o, perf_config=winner["perf_config"])
+        o = _replace(o, perf_config=winner["perf_config"], perf_config_label=f"the {why} search's winner")
     return [note], summary, o
 
 

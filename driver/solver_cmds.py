@@ -13,9 +13,11 @@ MIOpenDriver has no flag of the same name:
 ``--kouter``, ``--split-k``, ``--split-k-reduce``  (config) a run's settings, resolved as a run
                         resolves them
 
-Exit status: 0 applicable / resolved; 1 not applicable, or ``--perf-config`` invalid for the
-problem; 2 bad input (unparsable line, unknown or empty arch, malformed perf config), with
-one line ``dgrad-driver: error: ...`` on stderr (``--json`` too). An unusable perf-db (not
+Exit status: 0 applicable / resolved; 1 not applicable; 2 bad input (unparsable line, unknown
+or empty arch, a ``--perf-config`` that is malformed, has a field outside a 32-bit int or is
+not valid for the problem on the target, settings that no config can take), with one line
+``dgrad-driver: error: ...`` on stderr (``--json`` too) and nothing on stdout -- every
+:class:`~miopen_solver.errors.PerfConfigError` exits 2, as in a run. An unusable perf-db (not
 SQLite, a directory, another schema...) is one ``dgrad-driver: warning: ...`` line on stderr
 and the default config is resolved.
 
@@ -46,7 +48,7 @@ from miopen_solver.solver import DgradSolver
 from miopen_solver.target import get_target
 from miopen_solver.text import cut_values
 
-from .options import UserError, arch_target, error_line, perfdb_label, warn
+from .options import Command, UserError, arch_target, error_line, perfdb_label, warn
 from .run_cmd import (SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k, check_split_k_reduce, for_target,
                       with_note)
 
@@ -89,7 +91,7 @@ def split_own_options(tokens) -> tuple:
         if name in _VALUED:
             if not eq:
                 if i + 1 >= len(tokens):
-                    raise BadInput(f"{name} needs a value")
+                    raise BadInput(f"{name} needs a value; allowed: {name} VALUE (the value as the next token)")
                 value = tokens[i + 1]
                 i += 1
             opts[name[2:]] = value
@@ -176,7 +178,7 @@ def _emit(doc: dict, as_json: bool, text: str) -> None:
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else text)
 
 
-@click.command("applicable", context_settings=_SETTINGS)
+@click.command("applicable", cls=Command, context_settings=_SETTINGS)
 @click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; cpu with --backend cpu, as a run).")
 @click.option("--backend", default=None, help="As for a run (accepted so a run line pastes; no device is opened).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -205,7 +207,7 @@ def applicable_cmd(arch, backend, as_json, line):
     raise SystemExit(0 if verdict.ok else 1)
 
 
-@click.command("config", context_settings=_SETTINGS)
+@click.command("config", cls=Command, context_settings=_SETTINGS)
 @click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; cpu with --backend cpu, as a run).")
 @click.option("--perf-config", "perf_config", default=None,
               help="Serialised PerfConfig (tile_m,tile_n,...,stages[,schedule]) to resolve.")
@@ -222,7 +224,7 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
     """Resolve the kernel spec for an MIOpenDriver problem: the given config, the perf-db's
     or the default, with every derived value and the kernel name.
 
-    Exit 0 resolved, 1 not applicable or config invalid, 2 bad input.
+    Exit 0 resolved, 1 not applicable, 2 bad input (an invalid config or setting too).
     """
     try:
         tokens, opts = split_own_options(line)
@@ -249,12 +251,8 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
         solution = solver.find_solution(problem, target, perf_config=given, perfdb=db, perfdb_arch=db_arch,
                                         perfdb_label=perfdb_label(opts.get("perfdb")), kouter=settings[0],
                                         split_k=settings[1], split_k_reduce=settings[2])   # as a run resolves it
-    except PerfConfigError as e:
-        shown = e.config.serialize() if e.config is not None else None     # the config the solver refused
-        doc = {"solver": SOLVER_NAME, "arch": target.arch, "problem_key": problem.problem_key(),
-               "valid": False, "perf_config": shown, "reason": str(e)}
-        _emit(doc, as_json, f"invalid perf config {shown} for {target.arch}: {e}")
-        raise SystemExit(1)
+    except PerfConfigError as e:    # the given config or settings are not valid here: bad input, as in a run
+        _fail(f"{e} (on {target.arch})")
     solution = with_note(solution, math_note)
     for text in solution.warnings:
         warn(text)

@@ -48,7 +48,7 @@ from miopen_solver.solver import DgradSolver
 
 from . import report, workers
 from .campaign_cli import campaign_options, wants_campaign
-from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, OutputError, UserError,
+from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, Command, OutputError, UserError,
                       arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
 from .run_cmd import (GRAPH_ON_CPU_NOTE, check_applicable, check_input_files, for_target, parse_line, resolve_device,
@@ -446,7 +446,7 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
     return {None: unknown, True: "OK", False: "FAILED"}[row.verified]
 
 
-@click.command("tune", context_settings=LINE_SETTINGS)
+@click.command("tune", cls=Command, context_settings=LINE_SETTINGS)
 @backend_option
 @arch_option(without_device="an error, except with --list (the configs need no device)")
 @click.option("--top", type=int, default=5, show_default=True, help="Rows to print.")

@@ -474,9 +474,10 @@ def memory_refusal(needs_for, n: int, *, n_flag: str = "-n", verify_flag: str | 
     or smaller, or -V 0``); None when they fit. Checked before any worker starts.
 
     Args:
-        needs_for: ``(N, verify) -> (total, needs)``: the workers' joint host peak in bytes and
-            each worker's :class:`~miopen_solver.memory.Need` for the problem with ``-n N``,
-            verifying or not.
+        needs_for: ``(N, verify) -> (total, needs)``: the workers' joint host peak (bytes,
+            or a :class:`~miopen_solver.memory.Peak` of workers side by side, whose parts the
+            line lists) and each worker's :class:`~miopen_solver.memory.Need` for the problem
+            with ``-n N``, verifying or not.
         n: the problem's N; ``n_flag`` names the option that changes it.
         verify_flag: the option that turns verification off (None: it is off already).
         held: bytes the workers hold now and give back (counted as available).

@@ -53,7 +53,9 @@ Policy (decisions, with their sources):
     and GemmM = N*HTildeSlice*WTildeSlice (halo rows included) plus a tile's rows must
     too (per launch: split-N divides it as well). The parser already refuses any flag outside a C ``int``, as MIOpenDriver reads
     them. Like the tensor sizes, these hold for every target (the ``cpu`` target runs
-    the GPU kernels' decomposition).
+    the GPU kernels' decomposition). Each finding of the reason names the MIOpenDriver
+    flags behind it (:data:`OVERFLOW_FLAGS`; a coordinate with each flag's value) and the
+    limit it passes, 2^31-1.
 ``TOO_MANY_SUB_GEMMS``
     More than :data:`~miopen_solver.tilde.MAX_SUB_GEMMS` (862) non-empty tilde sub-GEMMs:
     the kernel keeps one 76-byte record per sub-GEMM in 64 KiB of constant memory. There are
@@ -260,25 +262,55 @@ def launch_problem(problem: ConvProblem) -> ConvProblem:
     return problem if n == problem.N else problem.replace(N=n)
 
 
+OVERFLOW_FLAGS = {
+    "dY": ("K*Ho*Wo", "-k, -H/-W, -y/-x, -p/-q, -u/-v, -l/-j"),
+    "W": ("K*(C/G)*Y*X", "-k, -c, -g, -y/-x"),
+    "dX": ("C*Hi*Wi", "-c, -H/-W"),
+    "GemmM": ("", "-H/-W, -y/-x, -p/-q, -u/-v, -l/-j"),
+}
+"""The MIOpenDriver flags behind each quantity an ``INDEX_OVERFLOW`` reason names, with the
+product that counts a tensor's elements (2-D; :data:`OVERFLOW_FLAGS_3D` adds the depth)."""
+OVERFLOW_FLAGS_3D = {
+    "dY": ("K*Do*Ho*Wo", "-k, -!/-H/-W, -@/-y/-x, -$/-p/-q, -#/-u/-v, -^/-l/-j"),
+    "W": ("K*(C/G)*Z*Y*X", "-k, -c, -g, -@/-y/-x"),
+    "dX": ("C*Di*Hi*Wi", "-c, -!/-H/-W"),
+}
+
+
+def _limit_text(limit: int, unit: str = "") -> str:
+    """``2147483647 bytes (2^31-1)``, or the number alone for a limit a test has lowered."""
+    return f"{limit}{' ' + unit if unit else ''}" + (" (2^31-1)" if limit == 2**31 - 1 else "")
+
+
 def _overflow_reason(problem: ConvProblem) -> Reason | None:
+    """``INDEX_OVERFLOW`` when one launch's tensors or the kernels' coordinates would pass
+    32-bit indexing, whatever the split along N: each finding names the MIOpenDriver flags
+    behind it (:data:`OVERFLOW_FLAGS`) and its value, and the reason the limit it passes."""
     eb = DTYPE_BYTES.get(problem.dtype, 4)
     one = problem.replace(N=1)
+    flags = {**OVERFLOW_FLAGS, **(OVERFLOW_FLAGS_3D if problem.is_3d else {})}
     tensors = (("dY", one.dy_elems), ("W", problem.w_elems), ("dX", one.dx_elems))
-    bad = [f"{name}{'' if name == 'W' else ' of one image'} is {n * eb} bytes ({n} elements)"
+    bad = [f"{name}{'' if name == 'W' else ' of one image'} is {n * eb} bytes ({n} elements: {flags[name][0]}, "
+           f"from {flags[name][1]})"
            for name, n in tensors if n * eb > TENSOR_BYTES_LIMIT or n > INDEX_LIMIT]
-    parts = ["; ".join(bad) + f": past {TENSOR_BYTES_LIMIT} bytes, the limit of 32-bit indexing (element "
-             "offsets and AMD buffer-resource byte sizes), which no split along N helps"] if bad else []
+    parts = ["; ".join(bad) + f": past {_limit_text(TENSOR_BYTES_LIMIT, 'bytes')}, the limit of 32-bit indexing "
+             "(element offsets and AMD buffer-resource byte sizes), which no split along N helps; allowed: "
+             f"values of those flags that keep each at most {TENSOR_BYTES_LIMIT} bytes"] if bad else []
     if not problem.is_3d:
         h, w = axes(problem)
-        bad = [f"coordinates reach {formula} = {2 * (a.size_in + 2 * a.pad) + a.stride}"
-               for a, formula in ((h, "2*(Hi + 2*pH) + sH"), (w, "2*(Wi + 2*pW) + sW"))
+        bad = [f"coordinates reach {formula} = {2 * (a.size_in + 2 * a.pad) + a.stride} "
+               f"({size} {a.size_in} from {flag[0]}, {pad} {a.pad} from {flag[1]}, {stride} {a.stride} from {flag[2]})"
+               for a, formula, (size, pad, stride), flag in (
+                   (h, "2*(Hi + 2*pH) + sH", ("Hi", "pH", "sH"), ("-H", "-p", "-u")),
+                   (w, "2*(Wi + 2*pW) + sW", ("Wi", "pW", "sW"), ("-W", "-q", "-v")))
                if 2 * (a.size_in + 2 * a.pad) + a.stride > INDEX_LIMIT]
         gemm_m = h.slice * w.slice
         if gemm_m + GEMM_M_HEADROOM > INDEX_LIMIT:
             bad.append(f"GemmM of one image = HTildeSlice*WTildeSlice = {h.slice}*{w.slice} = {gemm_m} "
-                       f"(+{GEMM_M_HEADROOM} rows of a tile)")
+                       f"(+{GEMM_M_HEADROOM} rows of a tile), from {flags['GemmM'][1]}")
         if bad:
-            parts.append("; ".join(bad) + ": past 2^31-1, the limit of the kernels' 32-bit int arithmetic")
+            parts.append("; ".join(bad) + f": past {_limit_text(INDEX_LIMIT)}, the limit of the kernels' 32-bit "
+                         f"int arithmetic; allowed: values of those flags that keep each at most {INDEX_LIMIT}")
     return Reason(INDEX_OVERFLOW, "; ".join(parts)) if parts else None
 
 

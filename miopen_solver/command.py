@@ -151,10 +151,17 @@ class DriverCommand:
     argv: tuple = ()
     written: dict = field(default_factory=dict, compare=False)
     """How each flag given on the line was written (``-n`` or ``--batchsize``), by long name."""
+    typed: dict = field(default_factory=dict, compare=False)
+    """Each given flag's value as the line typed it (``-0``, ``007``), by long name."""
 
     def flag_text(self, name: str) -> str:
         """The flag ``name`` (long name) as the line wrote it, else its short form."""
         return self.written.get(name, "-" + _BY_LONG[name].short)
+
+    def value_text(self, name: str) -> str:
+        """The value of flag ``name`` as the line typed it, else its default's text: what a
+        message echoes (``-n -0``, not the ``0`` it parsed to)."""
+        return self.typed.get(name, str(self.flags[name]))
 
     @property
     def iters(self) -> int:
@@ -300,6 +307,7 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
 
     values = {f.long: f.default for f in FLAGS}
     given = {}  # long name -> flag text as written (for messages)
+    typed = {}  # long name -> its value as written (for messages)
     i = 1
     while i < len(tokens):
         tok = tokens[i]
@@ -325,30 +333,32 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
         raw = tokens[i + 1]
         values[flag.long] = _convert(tok, flag, raw)
         given[flag.long] = tok
+        typed[flag.long] = raw
         i += 2
 
     flag_text = {f.long: given.get(f.long, "-" + f.short) for f in FLAGS}
+    shown = {f.long: typed.get(f.long, str(values[f.long])) for f in FLAGS}     # values as typed, for messages
     forw = values["forw"]
     if forw != 2 and not allow_any_direction:
-        raise MiopenCommandError(flag_text["forw"], str(forw), "exactly 2 (backward data)",
+        raise MiopenCommandError(flag_text["forw"], shown["forw"], "exactly 2 (backward data)",
                                  f"the line asks for {describe_directions(forw)}")
     if values["iter"] < 1:
-        raise MiopenCommandError(flag_text["iter"], str(values["iter"]), "an integer >= 1")
+        raise MiopenCommandError(flag_text["iter"], shown["iter"], "an integer >= 1")
     for name in ("verify", "time", "search"):
         if values[name] not in (0, 1):
-            raise MiopenCommandError(flag_text[name], str(values[name]), "0 or 1")
+            raise MiopenCommandError(flag_text[name], shown[name], "0 or 1")
     if values["wall"] not in (0, 1, 2):
-        raise MiopenCommandError(flag_text["wall"], str(values["wall"]), "0, 1 or 2")
+        raise MiopenCommandError(flag_text["wall"], shown["wall"], "0, 1 or 2")
     if str(values["bias"]).strip():     # an int flag in MIOpen whose default is "" (0)
         _parse_int(flag_text["bias"], str(values["bias"]).strip())
     sdim = values["spatial_dim"]
     if sdim not in (2, 3):
-        raise MiopenCommandError(flag_text["spatial_dim"], str(sdim), "2 or 3")
+        raise MiopenCommandError(flag_text["spatial_dim"], shown["spatial_dim"], "2 or 3")
     if values["math_type"] not in (MATH_DEFAULT, MATH_PEDANTIC):
-        raise MiopenCommandError(flag_text["math_type"], str(values["math_type"]), MATH_TYPE_ALLOWED)
+        raise MiopenCommandError(flag_text["math_type"], shown["math_type"], MATH_TYPE_ALLOWED)
 
-    problem = _build_problem(base, values, flag_text)
-    return DriverCommand(base=base, problem=problem, flags=values, argv=tuple(tokens), written=given)
+    problem = _build_problem(base, values, flag_text, shown)
+    return DriverCommand(base=base, problem=problem, flags=values, argv=tuple(tokens), written=given, typed=typed)
 
 
 def check_supported(cmd: DriverCommand) -> None:
@@ -363,18 +373,18 @@ def check_supported(cmd: DriverCommand) -> None:
     """
     f = cmd.flags
     if f["tensor_vect"] != 0:
-        raise MiopenCommandError(cmd.flag_text("tensor_vect"), f["tensor_vect"], "0",
+        raise MiopenCommandError(cmd.flag_text("tensor_vect"), cmd.value_text("tensor_vect"), "0",
                                  "vectorized tensors are not supported by this solver")
     if f["vector_length"] != 1:
-        raise MiopenCommandError(cmd.flag_text("vector_length"), f["vector_length"], "1",
+        raise MiopenCommandError(cmd.flag_text("vector_length"), cmd.value_text("vector_length"), "1",
                                  "a vector length needs vectorized tensors (-Z 1), which this solver "
                                  "does not support")
     if f["gpualloc"] == 1 and f["verify"] == 1:
-        raise MiopenCommandError(cmd.flag_text("gpualloc"), 1, "-G 0, or -G 1 with -V 0",
+        raise MiopenCommandError(cmd.flag_text("gpualloc"), cmd.value_text("gpualloc"), "-G 0, or -G 1 with -V 0",
                                  "'--gpualloc 1' should not be used with enabled verification (as in MIOpenDriver)")
     for name in ("in_cast_type", "out_cast_type", "wei_cast_type"):
         if str(f[name]) != "-1":
-            raise MiopenCommandError(cmd.flag_text(name), str(f[name]), "-1", "cast types are not supported")
+            raise MiopenCommandError(cmd.flag_text(name), cmd.value_text(name), "-1", "cast types are not supported")
 
 
 def _allowed(flag: Flag) -> str:
@@ -414,19 +424,21 @@ def _same_pad(size: int, filt: int, stride: int) -> int:
     return max(filt - r, 0) // 2
 
 
-def _build_problem(base: str, v: dict, ft: dict) -> ConvProblem:
+def _build_problem(base: str, v: dict, ft: dict, shown: dict) -> ConvProblem:
+    """The problem of parsed values ``v``; ``ft`` and ``shown`` are each flag and its value
+    as the line wrote them, for messages."""
     sdim = v["spatial_dim"]
     is3 = sdim == 3
     for name, _ in _POSITIVE:
         if v[name] < 1:
-            raise MiopenCommandError(ft[name], str(v[name]), "an integer >= 1")
+            raise MiopenCommandError(ft[name], shown[name], "an integer >= 1")
     if is3:
         for name in ("in_d", "fil_d", "conv_stride_d", "dilation_d"):
             if v[name] < 1:
-                raise MiopenCommandError(ft[name], str(v[name]), "an integer >= 1 for a 3-D problem")
+                raise MiopenCommandError(ft[name], shown[name], "an integer >= 1 for a 3-D problem")
     for name in ("pad_h", "pad_w") + (("pad_d",) if is3 else ()):
         if v[name] < 0:
-            raise MiopenCommandError(ft[name], str(v[name]), "an integer >= 0")
+            raise MiopenCommandError(ft[name], shown[name], "an integer >= 0")
 
     layouts = []
     default = "NCDHW" if is3 else "NCHW"
@@ -434,13 +446,13 @@ def _build_problem(base: str, v: dict, ft: dict) -> ConvProblem:
     for name in ("in_layout", "out_layout", "fil_layout"):
         lay = v[name] or default
         if lay not in allowed:
-            raise MiopenCommandError(ft[name], v[name], ", ".join(allowed),
+            raise MiopenCommandError(ft[name], shown[name], ", ".join(allowed),
                                      f"layout does not match spatial_dim {sdim}")
         layouts.append(lay)
 
     g = v["group_count"]
     if v["in_channels"] % g or v["out_channels"] % g:
-        raise MiopenCommandError(ft["group_count"], str(g),
+        raise MiopenCommandError(ft["group_count"], shown["group_count"],
                                  f"a divisor of both C={v['in_channels']} and K={v['out_channels']}")
 
     ph, pw, pd = v["pad_h"], v["pad_w"], v["pad_d"]
@@ -477,11 +489,12 @@ def _build_problem(base: str, v: dict, ft: dict) -> ConvProblem:
             size, filt, _, stride, dil = (v[n] for n in names)
             out = output_size(size, filt, pad, stride, dil)
             if out < 1:
-                raise _derived_size_error(axis, names, [size, filt, pad, stride, dil], out, v, ft)
+                raise _derived_size_error(axis, names, [size, filt, pad, stride, dil], out, v, ft, shown)
     return ConvProblem(**kw)
 
 
-def _derived_size_error(axis: str, names: tuple, values: list, out: int, v: dict, ft: dict) -> MiopenCommandError:
+def _derived_size_error(axis: str, names: tuple, values: list, out: int, v: dict, ft: dict,
+                        shown: dict) -> MiopenCommandError:
     """The error for a derived output size below 1: the size flag is ``flag`` (and its value
     ``value``), and the message names every flag that went into it with its value -- a
     huge ``-y`` or ``-l`` is as much the cause as ``-H`` (``-H 8 with -y 2147483647, -p 0,
@@ -490,15 +503,15 @@ def _derived_size_error(axis: str, names: tuple, values: list, out: int, v: dict
     parts = []
     for name, value in zip(names[1:], values[1:]):
         if name.startswith("pad") and value != v[name]:
-            parts.append(f"pad {value} (from {ft['pad_mode']} {v['pad_mode']})")
+            parts.append(f"pad {value} (from {ft['pad_mode']} {shown['pad_mode']})")
         else:
-            parts.append(f"{ft[name]} {value}")
+            parts.append(f"{ft[name]} {shown[name]}")
     letter = {"Ho": "H", "Wo": "W", "Do": "D"}[axis]
     allowed = (f"sizes with ({letter} + 2*pad - dilation*(filter-1) - 1)/stride + 1 >= 1 "
                f"(a larger {size_flag}, or a smaller filter, dilation or stride)")
     detail = f"derived {axis}={out} < 1"
-    err = MiopenCommandError(size_flag, str(values[0]), allowed, detail)
-    err.args = (f"{size_flag} {values[0]} with {', '.join(parts)}: {detail}; allowed: {allowed}",)
+    err = MiopenCommandError(size_flag, shown[names[0]], allowed, detail)
+    err.args = (f"{size_flag} {shown[names[0]]} with {', '.join(parts)}: {detail}; allowed: {allowed}",)
     return err
 
 

@@ -48,6 +48,7 @@ import enum
 import re
 from dataclasses import dataclass
 
+from .command import INT_MAX, INT_MIN
 from .errors import PerfConfigError
 
 
@@ -187,6 +188,8 @@ class KernelSchedule(enum.IntEnum):
 
 
 _INTEGER = re.compile(r"-?[0-9]+")
+INT32_ALLOWED = f"an integer from {INT_MIN} to {INT_MAX} (MIOpen's perf-config fields are 32-bit int)"
+"""The range of every perf-config field: MIOpen's PerformanceConfig fields are C ``int``."""
 
 FIELDS = ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp_tile_n",
           "vector_size_a", "vector_size_b", "vector_size_c", "split_k", "lds_k_outer", "stages", "schedule",
@@ -231,6 +234,9 @@ class PerfConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise PerfConfigError(f"perf config field {name} must be an integer, got {v!r}")
+            if not INT_MIN <= v <= INT_MAX:     # an integer too long to print is shown by its size
+                shown = int(v) if v.bit_length() <= 96 else f"<an integer of {v.bit_length()} bits>"
+                raise PerfConfigError(f"perf config field {name}={shown} is out of range; allowed: {INT32_ALLOWED}")
         object.__setattr__(self, "schedule", KernelSchedule.from_code(self.schedule))
         if not 0 <= self.split_k_reduce < len(SPLIT_K_REDUCE):
             known = ", ".join(f"{i} ({name})" for i, name in enumerate(SPLIT_K_REDUCE))
@@ -260,8 +266,9 @@ class PerfConfig:
         :func:`~miopen_solver.spec.is_valid_performance_config`'s question.
 
         Raises:
-            PerfConfigError: an empty string, a wrong field count, a non-integer field or an
-                unknown schedule, naming it and listing the expected fields.
+            PerfConfigError: an empty string, a wrong field count, a non-integer field, a
+                field outside a 32-bit int (:data:`INT32_ALLOWED`) or an unknown schedule,
+                naming it and listing the expected fields or the allowed range.
         """
         if not isinstance(text, str):
             raise PerfConfigError(f"perf config must be a string, got {type(text).__name__}")
@@ -274,12 +281,14 @@ class PerfConfig:
         parts = [p.strip() for p in body.split(",")]
         vals = {}
         for name, p in zip(FIELDS, parts):      # a field that is not a number is the first thing to say
-            if len(p) > 20:
-                raise PerfConfigError(f"perf config field {name}={p[:20]!r}... is too long for an integer; "
-                                      f"expected {counts} comma-separated integers: {expected}")
             if not _INTEGER.fullmatch(p):       # MIOpen reads decimal ASCII: no '+', '_' or other digits
-                raise PerfConfigError(f"perf config field {name}={p!r} is not an integer; expected {counts} "
+                shown = repr(p) if len(p) <= 20 else f"{p[:20]!r}..."
+                raise PerfConfigError(f"perf config field {name}={shown} is not an integer; expected {counts} "
                                       f"comma-separated integers: {expected}")
+            digits = p.lstrip("-").lstrip("0") or "0"       # leading zeros are harmless
+            if len(digits) > len(str(INT_MAX)):          # refused by its length, before any conversion
+                shown = p if len(p) <= 20 else f"{p[:20]}..."
+                raise PerfConfigError(f"perf config field {name}={shown} is out of range; allowed: {INT32_ALLOWED}")
             vals[name] = int(p, 10)
         if not required <= len(parts) <= len(FIELDS):
             raise PerfConfigError(f"perf config has {len(parts)} fields; expected {counts}: {expected}")
@@ -292,4 +301,4 @@ class PerfConfig:
         return self.serialize()
 
 
-__all__ = ["FIELDS", "KernelSchedule", "OPTIONAL_FIELDS", "PerfConfig", "SPLIT_K_REDUCE"]
+__all__ = ["FIELDS", "INT32_ALLOWED", "KernelSchedule", "OPTIONAL_FIELDS", "PerfConfig", "SPLIT_K_REDUCE"]

@@ -149,8 +149,33 @@ class Need:
     def describe(self, process: int = PROCESS_BYTES) -> str:
         """``verification worker: process 128.0 MiB + dY 1.00 GiB + ...`` (the peak's parts,
         ``process`` bytes for the process itself)."""
-        parts = (("process", process),) + self.parts
-        return f"{self.role} worker: " + " + ".join(f"{what} {format_bytes(b)}" for what, b in parts if b)
+        return Peak(self).describe(process)
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The host bytes of workers at their joint peak: one worker at its own peak (``need``)
+    and what is held beside it then (``beside``: ``((what, bytes), ...)``, e.g. the other
+    worker's inputs kept between jobs). ``host`` is their sum, and :meth:`describe` lists
+    every part of it."""
+
+    need: Need
+    beside: tuple = ()
+
+    @property
+    def host(self) -> int:
+        return self.need.host + _total(self.beside)
+
+    def parts(self, process: int = PROCESS_BYTES) -> tuple:
+        """``((what, bytes), ...)`` adding up to :attr:`host` (with ``process`` bytes for
+        the worker's process itself in place of :data:`PROCESS_BYTES`)."""
+        own = ((f"{self.need.role} worker: process", process),) + tuple(self.need.parts)
+        return own + tuple(self.beside)
+
+    def describe(self, process: int = PROCESS_BYTES) -> str:
+        """``timing worker: process 128.0 MiB + generating dY 42.06 GiB + verification
+        worker holding 7.13 GiB``: every part of the peak."""
+        return " + ".join(f"{what} {format_bytes(b)}" for what, b in self.parts(process) if b)
 
 
 def _tensors(p: ConvProblem) -> tuple:
@@ -281,9 +306,16 @@ def run_needs(p: ConvProblem, plan: EnginePlan, backend: str, *, time: bool, ver
 
 def one_after_another(needs) -> tuple:
     """``(total, needs)`` of workers that run one after the other (each ends before the next
-    starts): the total is the largest peak."""
+    starts): the total is the largest peak (:func:`shortfall` describes that worker's)."""
     needs = list(needs)
     return max(n.host for n in needs), needs
+
+
+def side_by_side(peaks) -> Peak:
+    """The largest of the :class:`Peak` s workers that live at the same time reach (each
+    worker at its own peak, the others holding what they keep): the joint peak that
+    :func:`shortfall` describes part by part."""
+    return max(peaks, key=lambda p: p.host)
 
 
 # --------------------------------------------------------------------- what the host has
@@ -368,15 +400,22 @@ def host_memory(proc: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> Hos
     return HostMemory(avail, source, limit, baseline)
 
 
-def shortfall(host: HostMemory, total: int, needs, held: int = 0) -> str | None:
+def shortfall(host: HostMemory, total, needs, held: int = 0) -> str | None:
     """Why worker processes needing ``total`` host bytes at their joint peak (``needs``: each
     one's :class:`Need`) do not fit ``host``, as one sentence with the numbers; None when
-    they fit. ``held``: bytes the workers hold now and give back (already not available)."""
+    they fit. ``held``: bytes the workers hold now and give back (already not available).
+
+    ``total`` is a :class:`Peak` (workers side by side: :func:`side_by_side`), or bytes; the
+    sentence lists the parts that make it up (bytes beyond the largest worker's own peak are
+    named ``other memory beside it``), so they always add up to the total."""
     worst = max(needs, key=lambda n: n.host)
-    if host.available is not None and total > host.available + held:
-        need, have = format_apart(total, host.available + held)
+    if not isinstance(total, Peak):
+        rest = total - worst.host
+        total = Peak(worst, (("other memory beside it", rest),) if rest > 0 else ())
+    if host.available is not None and total.host > host.available + held:
+        need, have = format_apart(total.host, host.available + held)
         also = f" plus {format_bytes(held)} the workers hold now" if held else ""
-        return f"host memory: needs {need} ({worst.describe()}); {have} available ({host.source}{also})"
+        return f"host memory: needs {need} ({total.describe()}); {have} available ({host.source}{also})"
     if host.address_space is not None:
         for n in needs:
             size = host.baseline + n.host - PROCESS_BYTES

@@ -416,7 +416,8 @@ class DgradSolver:
     def find_solution(self, problem: ConvProblem, target: Target, *, perf_config=None, perfdb=None,
                       perfdb_arch: str | None = None, perfdb_label: str | None = None,
                       kouter: str | None = None, split_k: int | None = None,
-                      split_k_reduce: str | None = None, resolve_split_k: bool = True) -> Solution:
+                      split_k_reduce: str | None = None, resolve_split_k: bool = True,
+                      perf_config_label: str = "--perf-config") -> Solution:
         """The solution a run launches, decided once (MIOpen's FindSolution for one solver).
 
         Policy: ``perf_config`` (a :class:`PerfConfig` or its text) when given; else the
@@ -435,6 +436,8 @@ class DgradSolver:
             perfdb: a :class:`~miopen_solver.perfdb.PerfDb`, a path to one, or None (no lookup).
                 A perf-db that cannot be read is a warning (the default is used), not an error.
             perfdb_label: how to name the perf-db in warnings (default ``perf-db PATH``).
+            perf_config_label: where ``perf_config`` came from, as its note and errors name
+                it (``Using --perf-config ...``; a search's winner: ``the -s 1 search's winner``).
 
         Raises:
             NotApplicableError: the problem is not applicable on ``target``.
@@ -454,28 +457,29 @@ class DgradSolver:
                                            or split_k_reduce not in SPLIT_K_REDUCE_CODES):
             raise PerfConfigError(f"--split-k-reduce {split_k_reduce!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
         settings = _Settings(kouter, split_k, split_k_reduce)
-        given = ([f"--perf-config {str(perf_config)!r}"] if perf_config is not None else []) + settings.flags
+        given = ([f"{perf_config_label} {str(perf_config)!r}"] if perf_config is not None else []) + settings.flags
         choice = _Choice()
         launch = launch_problem(problem)        # configs and kernels are one launch's
         try:
-            choice = self._choose(problem, target, perf_config, perfdb, perfdb_arch, perfdb_label)
+            choice = self._choose(problem, target, perf_config, perfdb, perfdb_arch, perfdb_label, perf_config_label)
             self._apply_settings(launch, target, choice, settings, resolve_split_k)
             return self._solution(problem, target, choice)
         except PerfConfigError as e:
             refused = e.config or choice.config
-            if not given or str(e).startswith("--"):
+            if not given or str(e).startswith(("--", perf_config_label)):
                 raise PerfConfigError(str(e), refused) from None
             raise PerfConfigError(f"{' '.join(given)}: {e}", refused) from None
 
-    def _choose(self, problem, target, perf_config, perfdb, perfdb_arch, perfdb_label) -> _Choice:
+    def _choose(self, problem, target, perf_config, perfdb, perfdb_arch, perfdb_label,
+                perf_config_label: str = "--perf-config") -> _Choice:
         choice = _Choice()
         if perf_config is not None:
             try:
                 cfg = perf_config if isinstance(perf_config, PerfConfig) else PerfConfig.parse(perf_config)
             except PerfConfigError as e:
-                raise PerfConfigError(f"--perf-config {perf_config!r}: {e}") from None
+                raise PerfConfigError(f"{perf_config_label} {perf_config!r}: {e}") from None
             choice.config, choice.source = cfg, "perf-config"
-            choice.notes.append(f"Using --perf-config {cfg.serialize()}")
+            choice.notes.append(f"Using {perf_config_label} {cfg.serialize()}")
             return choice
         if perfdb is not None:
             self._lookup(problem, target, perfdb, perfdb_arch, perfdb_label, choice)

@@ -150,13 +150,14 @@ def test_index_overflow_boundary():
     v = ap.check(over, GFX942)
     assert v.codes == ("INDEX_OVERFLOW",)
     msg = v.reasons[0].message
-    assert "dY of one image is 2147483648 bytes (1073741824 elements)" in msg
-    assert "dX of one image is 2147483648 bytes" in msg
-    assert "past 2147483647 bytes" in msg and "no split along N helps" in msg and "W is" not in msg
+    assert "dY of one image is 2147483648 bytes (1073741824 elements: K*Ho*Wo, from -k, -H/-W," in msg
+    assert "dX of one image is 2147483648 bytes (1073741824 elements: C*Hi*Wi, from -c, -H/-W)" in msg
+    assert "past 2147483647 bytes (2^31-1)" in msg and "no split along N helps" in msg and "W is" not in msg
     # fp32: 2^29 elements = 2^31 bytes already overflows.
     assert ap.check(fits.replace(Wi=2**29, dtype="fp32"), SM90).codes == ("INDEX_OVERFLOW",)
     big_w = nhwc(C=2**16, K=2**15, Y=1, X=1, pH=0, pW=0, Hi=1, Wi=1, N=1)   # W: 2^31 elements
-    assert "W is 4294967296 bytes (2147483648 elements)" in ap.check(big_w, SM90).reasons[0].message
+    assert "W is 4294967296 bytes (2147483648 elements: K*(C/G)*Y*X, from -k, -c, -g, -y/-x)" in \
+        ap.check(big_w, SM90).reasons[0].message
 
 
 def test_no_valid_config():

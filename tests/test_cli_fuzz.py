@@ -42,15 +42,15 @@ MUTATIONS = [
     (["-Q", "1"], "-Q: unknown flag"), (["--nope", "1"], "--nope: unknown flag"), (["-n"], "-n <missing>"),
     (["-n", "4", "-n", "x"], "-n 'x'"), (["--in_layout", "XYZW"], "--in_layout 'XYZW'"),
     (["--in_layout", "NCDHW"], "--in_layout"), (["-m", "xyz"], "-m 'xyz'"), (["-z", "bad"], "-z 'bad'"),
-    (["-g", "3"], "-g '3'"), (["-y", "99"], "-H 9 with -y 99"), (["-_", "4"], "-_ '4'"), (["-Z", "1"], "-Z 1"),
-    (["-L", "4"], "-L 4"), (["-G", "1"], "-G 1"), (["-U", "fp16"], "-U 'fp16'"), (["-S", "999"], "-S '999'"),
+    (["-g", "3"], "-g '3'"), (["-y", "99"], "-H 9 with -y 99"), (["-_", "4"], "-_ '4'"), (["-Z", "1"], "-Z '1'"),
+    (["-L", "4"], "-L '4'"), (["-G", "1"], "-G '1'"), (["-U", "fp16"], "-U 'fp16'"), (["-S", "999"], "-S '999'"),
     (["-n", LONG], "(10000 characters)"), (["--" + LONG, "1"], "(10002 characters)"), (["-" + LONG], "characters"),
     (["stray"], "stray: not a flag"), (["--in_layout=NHWC"], "--in_layout=NHWC"), (["-i", "0"], "-i '0'"),
     (["--arch", "bogus"], "--arch bogus"), (["--arch", ""], "--arch"), (["--arch", LONG], "(10000 characters)"),
 ]
 BAD_LINES = [
     (["convint8 -n 1 -F 2"], "<base>"), (["convfoo", "-n", "1"], "<base> 'convfoo'"), ([LINE + ' -n "2'], "<line>"),
-    ([LINE + " -n " + HUGE], "-n '9999"), ([LINE + " -Z 1"], "-Z 1"), ([LONG], "<base>"), ([f"conv{LONG} -F 2"], "<base>"),
+    ([LINE + " -n " + HUGE], "-n '9999"), ([LINE + " -Z 1"], "-Z '1'"), ([LONG], "<base>"), ([f"conv{LONG} -F 2"], "<base>"),
     ([LINE.replace("-n 2", "-n 2 -n")], "-n"),
 ]
 RANDOM_FLAGS = ["-n", "-c", "-H", "-W", "-k", "-y", "-x", "-p", "-q", "-u", "-v", "-l", "-j", "-g",
@@ -148,8 +148,8 @@ def test_a_long_perfdb_path_that_is_only_read_is_one_warning(capsys):
 
 
 # ------------------------------------------------------------------ one check for every mode
-REFUSED = [(["-Z", "1"], "-Z 1: vectorized tensors"), (["-L", "4"], "-L 4: a vector length"),
-           (["-G", "1", "-V", "1"], "-G 1: '--gpualloc 1'"), (["--in_cast_type", "fp16"], "--in_cast_type 'fp16'"),
+REFUSED = [(["-Z", "1"], "-Z '1': vectorized tensors"), (["-L", "4"], "-L '4': a vector length"),
+           (["-G", "1", "-V", "1"], "-G '1': '--gpualloc 1'"), (["--in_cast_type", "fp16"], "--in_cast_type 'fp16'"),
            (["-T", "bf16"], "-T 'bf16': cast types")]
 
 
@@ -201,7 +201,7 @@ def test_batch_reads_line_one_after_a_bom_and_breaks_at_newline_only(capsys, tmp
     rows = [r.split() for r in out.splitlines()[2:-1]]
     assert status == 1 and err == ""
     assert [r[0] for r in rows] == ["1", "2", "3"], out
-    assert "out of range" in out.splitlines()[2] and "-Z 1" in out.splitlines()[3]
+    assert "out of range" in out.splitlines()[2] and "-Z '1'" in out.splitlines()[3]
     assert "skipped" in out.splitlines()[4]
     assert out.splitlines()[-1] == "Summary: 1 skipped, 2 error"
 

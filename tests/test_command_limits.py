@@ -122,11 +122,11 @@ def test_one_argument_with_an_unbalanced_quote_is_one_error():
 
 # ------------------------------------------------------------------ flags a run refuses
 REFUSED = [
-    (["-Z", "1"], "-Z 1: vectorized tensors are not supported by this solver; allowed: 0"),
-    (["--tensor_vect", "2"], "--tensor_vect 2: vectorized tensors are not supported"),
-    (["-L", "4"], "-L 4: a vector length needs vectorized tensors (-Z 1)"),
-    (["--vector_length", "8"], "--vector_length 8: a vector length needs vectorized tensors"),
-    (["-G", "1"], "-G 1: '--gpualloc 1' should not be used with enabled verification"),
+    (["-Z", "1"], "-Z '1': vectorized tensors are not supported by this solver; allowed: 0"),
+    (["--tensor_vect", "2"], "--tensor_vect '2': vectorized tensors are not supported"),
+    (["-L", "4"], "-L '4': a vector length needs vectorized tensors (-Z 1)"),
+    (["--vector_length", "8"], "--vector_length '8': a vector length needs vectorized tensors"),
+    (["-G", "1"], "-G '1': '--gpualloc 1' should not be used with enabled verification"),
     (["-U", "fp16"], "-U 'fp16': cast types are not supported; allowed: -1"),
     (["--out_cast_type", "bf16"], "--out_cast_type 'bf16': cast types are not supported"),
     (["-R", "fp8"], "-R 'fp8': cast types are not supported"),

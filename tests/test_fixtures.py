@@ -56,6 +56,19 @@ def _explain(results) -> str:
 
 
 # ------------------------------------------------------------------ the corpus
+def test_the_readme_counts_the_fixtures_replay_replays():
+    """The README said "pins 208 backward-data lines" while ``dgrad-driver replay fixtures/``
+    replayed 211: its numbers -- all lines, the backward-data lines with a golden, the lines
+    that must be rejected -- are the corpus's."""
+    import re
+    readme = (FIXTURES.parent / "README.md").read_text()
+    m = re.search(r"`fixtures/\*\.jsonl` pins (\d+) lines: (\d+) backward-data lines .*? and (\d+) lines that "
+                  r"must be\s+rejected .*?replays all (\d+)\)", readme, re.S)
+    assert m, "README's Regression fixtures section no longer says how many lines fixtures/ pins"
+    rejected = sum("parse_error" in f.expect for f in ALL)
+    assert tuple(map(int, m.groups())) == (len(ALL), len(ALL) - rejected, rejected, len(ALL))
+
+
 def test_corpus_has_at_least_80_real_lines_each_with_a_source_and_golden():
     assert len(ALL) >= 80
     assert all(f.source.strip() and f.command.strip() for f in ALL)

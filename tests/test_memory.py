@@ -287,6 +287,69 @@ def test_shortfall_says_what_and_how_much():
     assert memory.shortfall(HostMemory(None, "MemAvailable", 102 * MiB, 100 * MiB), total, [need]) is None
 
 
+UNITS = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10, "bytes": 1}
+HALF_STEP = {"GiB": 0.005 * (1 << 30), "MiB": 0.05 * (1 << 20), "KiB": 0.05 * (1 << 10), "bytes": 0}
+"""The most :func:`memory.format_bytes` rounds a value by, per unit (%.2f GiB, %.1f MiB/KiB)."""
+
+
+def assert_adds_up(line: str) -> list:
+    """The ``host memory: needs TOTAL (PART + PART + ...)`` of a refusal: the parts as
+    printed add up to the total as printed, within the rounding of each printed number.
+    Returns the parts' texts."""
+    import re
+    m = re.search(r"host memory: needs ([\d.]+) (\w+)(?: \(\d+ bytes\))? \((.*?)\); [\d.]+ \w+.* available", line)
+    assert m, line
+    total, unit, breakdown = float(m.group(1)) * UNITS[m.group(2)], m.group(2), m.group(3)
+    parts = breakdown.split(" + ")
+    sizes = [re.fullmatch(r".* ([\d.]+) (GiB|MiB|KiB|bytes)", part).groups() for part in parts]
+    printed = sum(float(n) * UNITS[u] for n, u in sizes)
+    slack = HALF_STEP[unit] + sum(HALF_STEP[u] for _, u in sizes)
+    assert abs(printed - total) <= slack, (line, printed, total)
+    return parts
+
+
+def test_a_peak_lists_every_part_and_they_add_up():
+    need = memory.Need("timing", PROCESS_BYTES + 42 * (1 << 30), 0, 0, (("generating dY", 42 * (1 << 30)),))
+    peak = memory.Peak(need, (("verification worker between jobs", 7 * (1 << 30)),))
+    assert peak.host == PROCESS_BYTES + 49 * (1 << 30) == sum(b for _, b in peak.parts())
+    assert peak.describe() == ("timing worker: process 128.0 MiB + generating dY 42.00 GiB + verification worker "
+                               "between jobs 7.00 GiB")
+    assert memory.side_by_side([peak, memory.Peak(need)]) is peak
+    host = HostMemory(1 << 30, "MemAvailable", None, 0)
+    assert_adds_up(memory.shortfall(host, peak, [need]))
+    # bytes beyond the largest worker's own peak, given as a number, are named, never dropped
+    why = memory.shortfall(host, need.host + 5 * MiB, [need])
+    assert "+ other memory beside it 5.0 MiB)" in why
+    assert_adds_up(why)
+    assert "other memory" not in memory.shortfall(host, need.host, [need])
+
+
+def test_a_batch_line_names_what_the_other_worker_holds(monkeypatch):
+    """The trial's row: ``needs 49.32 GiB (timing worker: process 128.0 MiB + generating dY
+    42.06 GiB)`` -- the 7 GiB the verification worker still held was missing. Both ways the
+    two workers peak side by side are listed with what the other one holds."""
+    from driver.batch_cmd import _memory_refusal
+
+    class Device:
+        backend = "cpu"
+    line = f"convfp16 -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}"
+    p, sol = solution(line)
+    plan = memory.engine_plan(sol.spec)
+    t, v = memory.timing_need(p, plan, "cpu"), memory.verification_need(p, plan, "cpu", "cpu")
+    for held_v, worst in ((50 * t.host, "timing"), (0, "verification")):
+        held = {"timing": 0, "verification": held_v}
+        total = max(t.host + held_v, t.resident + v.host)
+        free = total - held_v - 1           # what the workers hold now is given back: counted as available
+        monkeypatch.setattr(memory, "host_memory", lambda *a, **k: HostMemory(free, "MemAvailable", None, 0))
+        refusal, _, _ = _memory_refusal(p, sol, Device(), "cpu", True, (False, False), held)
+        parts = assert_adds_up(refusal)
+        assert refusal.startswith(f"host memory: needs {memory.format_apart(total, free + held_v)[0]} ({worst} "
+                                  f"worker: process ")
+        other = ("verification worker between jobs", held_v) if worst == "timing" else \
+            ("timing worker between jobs", t.resident)
+        assert parts[-1] == f"{other[0]} {memory.format_bytes(other[1])}"
+
+
 # ------------------------------------------------------------------ the driver refuses
 BIG = f"convfp16 -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1 {NHWC}"
 
@@ -313,6 +376,7 @@ def test_run_refused_with_the_numbers_and_a_smaller_n(capsys, monkeypatch, no_wo
     assert status == 2 and out == [] and len(err) == 1
     worst = max(needs, key=lambda n: n.host)
     n = int(err[0].split("allowed: -n ")[1].split()[0])
+    assert_adds_up(err[0])
     assert err[0] == (f"dgrad-driver: error: host memory: needs {memory.format_bytes(total)} ({worst.describe()}); "
                       f"{memory.format_bytes(host.available)} available (MemAvailable); allowed: -n {n} or smaller, "
                       f"or -V 0")
@@ -358,6 +422,7 @@ def test_tune_refused_before_the_sweep(capsys, monkeypatch, no_workers):
     status, out, err = run_cli(capsys, "tune", *BIG.split(), "--backend", "cpu", "--max-configs", "3")
     assert status == 2 and out == [] and len(err) == 1
     assert err[0].startswith("dgrad-driver: error: host memory: needs ") and "allowed: -n " in err[0]
+    assert_adds_up(err[0])
 
 
 def _batch_need(line):
@@ -381,6 +446,7 @@ def test_batch_line_that_cannot_fit_is_an_error_row(capsys, monkeypatch, tmp_pat
     assert " error " in big_row
     assert (f"host memory: needs {memory.format_bytes(_batch_need(BIG))} (" in big_row
             and f"{memory.format_bytes(host.available)} available (MemAvailable); allowed: --batch-size " in big_row)
+    assert_adds_up(big_row)
     n = int(big_row.split("allowed: --batch-size ")[1].split()[0])
     assert _batch_need(BIG.replace("-n 16", f"-n {n}")) <= host.available
     assert _batch_need(BIG.replace("-n 16", f"-n {n + 1}")) > host.available

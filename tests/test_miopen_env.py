@@ -73,6 +73,22 @@ def test_search_without_a_perfdb_runs_the_winner(capsys, tmp_path):
     assert not (tmp_path / "perfdb.udb").exists()
 
 
+@pytest.mark.parametrize("asked,enforce,why", [(["-s", "1"], None, "-s 1"),
+                                              ([], "SEARCH", "MIOPEN_FIND_ENFORCE=SEARCH"),
+                                              ([], "4", "MIOPEN_FIND_ENFORCE=SEARCH_DB_UPDATE")])
+def test_a_searchs_winner_run_without_a_perfdb_is_named_as_such(capsys, tmp_path, monkeypatch, asked, enforce, why):
+    """The trial's ``-s 1 --no-perfdb`` printed ``Using --perf-config ...`` though no
+    --perf-config was given: whatever asked for the search, the note names the search."""
+    if enforce:
+        monkeypatch.setenv("MIOPEN_FIND_ENFORCE", enforce)
+    status, out, _ = run_cli(capsys, *LINE.split(), *asked, "--no-perfdb", "--backend", "cpu")
+    search = next(line for line in out if line.startswith(f"Search ({why}): "))
+    winner = search.split("; winner ")[1].split()[0]        # whichever config timed fastest this time
+    assert status == 0 and f"Using the {why} search's winner {winner}" in out
+    assert not any("--perf-config" in line for line in out), out
+    assert not (tmp_path / "perfdb.udb").exists()
+
+
 def test_find_enforce_db_update_searches_again_and_replaces(capsys, tmp_path, monkeypatch):
     with PerfDb(tmp_path / "perfdb.udb") as db:
         db.update(XKEY, "cpu", SOLVER_NAME, OTHER, 0.0)          # faster than anything timed
@@ -208,7 +224,8 @@ def test_kernel_cache_variables(monkeypatch, tmp_path):
     ("MIOPEN_ENABLE_LOGGING_CMD", "maybe", "allowed: 1, yes, true"),
     ("MIOPEN_FIND_ENFORCE", "6", "allowed: NONE (1), DB_UPDATE (2), SEARCH (3), SEARCH_DB_UPDATE (4), DB_CLEAN (5)"),
     ("MIOPEN_FIND_ENFORCE", "CLEAN", "allowed: NONE (1)"),
-    ("MIOPEN_FIND_MODE", "0", "allowed: NORMAL (1), FAST (2), HYBRID (3), DYNAMIC_HYBRID (5)"),
+    ("MIOPEN_FIND_MODE", "0", "allowed: NORMAL (1), FAST (2), HYBRID (3), 4 (deprecated FAST_HYBRID, by number only), "
+                               "DYNAMIC_HYBRID (5), TRUST_VERIFY (6), TRUST_VERIFY_FULL (7)"),
     ("MIOPEN_FIND_MODE", "QUICK", "allowed: NORMAL (1)"),
     ("MIOPEN_DEBUG_FIND_ONLY_SOLVER", "86", "allowed: 1000 or ConvDgradImplicitGemmTilde"),
     ("MIOPEN_DEBUG_FIND_ONLY_SOLVER", "ConvDirectNaiveConvBwd", "allowed: 1000 or ConvDgradImplicitGemmTilde"),
@@ -220,6 +237,30 @@ def test_bad_values_are_one_error_line(capsys, tmp_path, monkeypatch, var, value
     assert status == 2 and out == [] and len(err) == 1
     assert err[0].startswith(f"dgrad-driver: error: {var} '{value}': ") and allowed in err[0]
     assert not (tmp_path / "perfdb.udb").exists()
+
+
+def test_find_mode_takes_every_value_miopen_takes_and_says_so(monkeypatch):
+    """MIOpen's FindMode::Values run from Begin_ = 1 to TrustVerifyFull = 7, 4 being
+    DeprecatedFastHybrid (no name; its GetFindModeValueImpl2 takes any number in
+    [Begin_, End_)). Exactly those numbers are taken, and the error's allowed list and the
+    README's table list exactly those."""
+    import re
+    from pathlib import Path
+    from driver import miopen_env
+    from driver.options import UserError
+    miopen_numbers = set(range(1, 8))
+    for n in range(0, 10):
+        if n in miopen_numbers:
+            assert miopen_env.read({"MIOPEN_FIND_MODE": str(n)}).find_mode == n
+        else:
+            with pytest.raises(UserError) as info:
+                miopen_env.read({"MIOPEN_FIND_MODE": str(n)})
+            allowed = str(info.value).split("allowed: ")[1]
+            assert {int(x) for x in re.findall(r"\b(\d)\b", allowed)} == miopen_numbers
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `MIOPEN_FIND_MODE` |"))
+    values = row.split("|")[2]
+    assert {int(x) for x in re.findall(r"\b(\d)\b", values)} == miopen_numbers
 
 
 def test_custom_cache_dir_that_is_a_file_is_refused(capsys, tmp_path, monkeypatch):

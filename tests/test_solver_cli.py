@@ -166,8 +166,8 @@ def test_config_with_given_perf_config():
 
 
 def test_config_invalid_and_malformed_perf_config():
-    bad = run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "64,64,32,2,2,32,32,0,0,0,1,1,2"])
-    assert bad.exit_code == 1 and "transposing LDS fragment read" in bad.stdout   # k-outer on gfx942
+    bad = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "64,64,32,2,2,32,32,0,0,0,1,1,2"]))
+    assert "--perf-config '64,64,32,2,2,32,32,0,0,0,1,1,2': " in bad and "transposing LDS fragment read" in bad
     msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "1,2,x"]))
     assert "field tile_k='x' is not an integer; expected 13" in msg
     msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--perf-config", "1,2,3"]))
@@ -260,10 +260,10 @@ def test_config_previews_the_run_settings():
     assert doc["spec"]["split_k"] == 2 and doc["launch"]["grid"][2] == 1
     r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--no-perfdb", "--kouter", "off"])
     assert r.exit_code == 0 and "note: --kouter off: not possible" in r.stdout and "mma16816" in r.stdout
-    # a given config keeps the setting as asked: the answer is 'not valid', exit 1
+    # a given config keeps the setting as asked: it is not valid, bad input (exit 2) as in a run
     r = run(config_cmd, shlex.split(PW256) + ["--arch", "sm_90", "--kouter", "off", "--perf-config",
                                              "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"])
-    assert r.exit_code == 1 and "lds_k_outer must be -1 or 1" in r.stdout
+    assert "lds_k_outer must be -1 or 1" in one_line_error(r)
 
 
 @pytest.mark.parametrize("opt,needle", [(["--kouter", "maybe"], "--kouter maybe: allowed: auto, on, off"),
@@ -289,18 +289,19 @@ def test_solution_flag_is_checked_like_a_run(cmd, value, ok):
 
 
 def test_config_names_the_config_the_solver_refused():
-    """An invalid request names the config the solver refused (the direct default with the
-    setting), not a default it never tried."""
+    """An invalid request names the config the solver refused (the direct default the
+    setting was put on), not a default it never tried; like a run, it is bad input: one
+    error line, exit 2, nothing on stdout (--json too)."""
     line = ("convfp16 -n 2 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -g 32 -F 2 "
             "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
     p, t = parse(line).problem, get_target("sm_90")
     default = SOLVER.get_default_performance_config(p, t)
     r = run(config_cmd, shlex.split(line) + ["--arch", "sm_90", "--split-k", "2", "--split-k-reduce", "atomic",
                                              "--no-perfdb", "--json"])
-    doc = json.loads(r.stdout)
-    assert r.exit_code == 1 and doc["valid"] is False
-    assert doc["perf_config"] == default.replace(split_k=2, split_k_reduce=1).serialize()
-    assert "needs an even cpg" in doc["reason"]
+    err = one_line_error(r)
+    assert err.startswith(f"dgrad-driver: error: --split-k 2 --split-k-reduce atomic: not possible with the direct "
+                          f"default {default.serialize()} (")
+    assert "needs an even cpg" in err and err.endswith("(on sm_90)")
     # without asking for atomics: the warp-MMA default splits through the workspace
     r = run(config_cmd, shlex.split(line) + ["--arch", "sm_90", "--split-k", "2", "--no-perfdb", "--json"])
     doc = json.loads(r.stdout)

@@ -231,12 +231,15 @@ def test_one_image_past_the_limit_is_index_overflow(monkeypatch):
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 783)
     v = SOLVER.is_applicable(_p(SMALL), get_target("sm_90"))
     assert v.codes == ("INDEX_OVERFLOW",)
-    assert v.reasons[0].message.startswith("dY of one image is 784 bytes (196 elements); dX of one image is 784 bytes")
+    assert v.reasons[0].message.startswith("dY of one image is 784 bytes (196 elements: K*Ho*Wo, from -k, -H/-W, "
+                                           "-y/-x, -p/-q, -u/-v, -l/-j); dX of one image is 784 bytes (196 elements: "
+                                           "C*Hi*Wi, from -c, -H/-W)")
     assert "past 783 bytes" in v.reasons[0].message and "which no split along N helps" in v.reasons[0].message
     # W does not shrink with N: 16*16*3*3*4 = 9216 bytes (an image is 16*2*2*4 = 256)
     monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", 9000)
     v = SOLVER.is_applicable(_p(f"conv -n 4 -c 16 -H 2 -W 2 -k 16 -y 3 -x 3 -p 1 -q 1 {NHWC}"), get_target("gfx942"))
-    assert v.codes == ("INDEX_OVERFLOW",) and v.reasons[0].message.startswith("W is 9216 bytes (2304 elements): past")
+    assert v.codes == ("INDEX_OVERFLOW",) and v.reasons[0].message.startswith(
+        "W is 9216 bytes (2304 elements: K*(C/G)*Y*X, from -k, -c, -g, -y/-x): past 9000 bytes, the limit")
 
 
 def test_a_real_single_image_past_2gib():
