@@ -52,10 +52,10 @@ TRANSPOSE_BLOCK = (32, 8, 1)
 BAND_BYTES = 8192
 """Bytes a band-form transpose block moves (``transpose.cu``'s ``DT_BAND_BYTES``)."""
 BAND_MAX_COLS = 64
-"""Matrices with at most this many columns or rows (or at most a band of elements) take the
-band form: a block moves a band of rows (src's run contiguous), a band of columns (dst's run
-contiguous) or whole matrices, with runs of at least 64 elements on the other side, where the
-tile form's 64 x 64 tiles would hold only ``cols`` columns (or ``rows`` rows)."""
+"""Matrices with an odd number of columns up to this many take the band form
+(:attr:`LayoutTransform.kernel_form`): a block moves a band of rows (src's run contiguous) or
+whole matrices, with dst runs of at least 64 elements, where the tile form's 64 x 64 tiles
+would hold only ``cols`` columns."""
 MAX_GRID_Y = 65535
 """Matrices along grid y; more are strided over by the kernel."""
 
@@ -187,12 +187,16 @@ class LayoutTransform:
 
     @property
     def kernel_form(self) -> str:
-        """``form``, else the band form for matrices of at most :data:`BAND_MAX_COLS` columns
-        or rows or at most a band of elements, the tile form otherwise."""
+        """``form``, else the band form where it moves whole matrices or bands of rows of an
+        odd number of columns, at most :data:`BAND_MAX_COLS` (a filter's ``Y*X`` taps, a 7x7
+        image), the tile form otherwise: the band form's gather reads shared memory with a
+        stride of ``cols`` elements, which an odd ``cols`` spreads over every bank; with an even
+        stride (and bands of columns, whose stride is a multiple of 8) the reads serialise and
+        the band form measured slower than the tile form (bench/RESULTS.md, eleventh session)."""
         if self.form:
             return self.form
-        small = min(self.rows, self.cols) <= BAND_MAX_COLS or self.rows * self.cols <= self.band_elems
-        return "band" if small else "tile"
+        odd_narrow = self.cols % 2 == 1 and self.cols <= BAND_MAX_COLS
+        return "band" if odd_narrow and self.band_mode != "cols" else "tile"
 
     @property
     def kernel_name(self) -> str:

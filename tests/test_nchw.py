@@ -60,16 +60,18 @@ def test_transforms_of_an_nchw_line_by_hand():
     assert (dy.offset, w.offset, dx.offset) == (0, 1280, 1280 + 3584)
     assert workspace_bytes((dy, w, dx)) == 1280 + 3584 + 6144
     assert dy.before and w.before and not dx.before
-    # small matrices: the band form, whole matrices to a block (4096 fp16 elements: 12, 37, 2)
-    assert dy.grid == (1, 1, 1) and w.grid == (1, 1, 1) and dx.grid == (1, 1, 1)
-    assert {dy.kernel_form, w.kernel_form, dx.kernel_form} == {"band"}
+    # W's 9 taps: the band form, whole matrices to a block (4096 fp16 elements: 37); dY's 20
+    # and dX's 24 columns are even: 64x64 tiles
+    assert w.kernel_form == "band" and w.grid == (1, 1, 1)
+    assert dy.kernel_form == dx.kernel_form == "tile" and dy.grid == (1, 2, 1) and dx.grid == (1, 2, 1)
     tile = {**dx.to_record(), "form": "tile"}
     assert LayoutTransform(**tile).grid == (1, 2, 1)                                      # 64x64 tiles
     assert LayoutTransform(**{**tile, "rows": 65, "elem_bytes": 4}).grid == (3, 2, 1)     # 32x32
     assert LayoutTransform(**{**tile, "batch": 70000}).grid[1] == 65535
-    assert LayoutTransform(**{**dx.to_record(), "rows": 65, "elem_bytes": 4}).grid == (2, 1, 1)  # 1560 of 2048
-    assert LayoutTransform(**{**dx.to_record(), "rows": 4000, "batch": 70000}).grid == (4000 // 168 + 1, 65535, 1)
-    assert LayoutTransform(**{**dx.to_record(), "rows": 9, "cols": 4000, "batch": 70000}).grid == (4000 // 448 + 1, 65535, 1)
+    band = {**dx.to_record(), "form": "band"}
+    assert LayoutTransform(**{**band, "rows": 65, "elem_bytes": 4}).grid == (2, 1, 1)    # 1560 of 2048
+    assert LayoutTransform(**{**band, "rows": 4000, "batch": 70000}).grid == (4000 // 168 + 1, 65535, 1)
+    assert LayoutTransform(**{**band, "rows": 9, "cols": 4000, "batch": 70000}).grid == (4000 // 448 + 1, 65535, 1)
 
 
 def test_nhwc_bytes_need_no_transform():
@@ -256,22 +258,26 @@ def test_transpose_source_depends_only_on_the_width_and_form():
 
 
 def test_transform_form_by_shape():
-    """Few columns (a filter's taps, a small image) or a small matrix: the band form; its grid
-    covers every band (or group of whole matrices) of the batch; a forced band form it cannot
-    take is refused."""
+    """An odd number of columns up to 64 (a filter's taps, a 7x7 image) in whole matrices or
+    bands of rows: the band form; its grid covers every band (or group of whole matrices) of
+    the batch. Even widths and bands of columns: the tile form (measured faster on the H200).
+    A forced band form it cannot take is refused."""
     w = LayoutTransform("W", "NCHW", "NHWC", 512, 512, 9, 2, 0)          # KCYX -> KYXC, 3x3
     assert w.kernel_form == "band" and w.kernel_name == "dgrad_transpose_band_b16"
     assert w.band_mode == "rows" and w.band_width == 448 and w.grid == (2, 512, 1)   # 4096 // 9 = 455 -> 448
     small = LayoutTransform("W", "NCHW", "NHWC", 64, 64, 9, 4, 0)        # 576 elements: 3 per block
-    assert small.kernel_form == "band" and small.grid == (22, 1, 1)
-    dy = LayoutTransform("dY", "NCHW", "NHWC", 32, 128, 56 * 56, 2, 0)
-    assert dy.kernel_form == "tile" and dy.kernel_name == "dgrad_transpose_b16" and dy.grid == (98, 32, 1)
-    dy64 = LayoutTransform("dY", "NCHW", "NHWC", 32, 64, 56 * 56, 2, 0)   # 64 rows: bands of 64 columns
-    assert dy64.kernel_form == "band" and dy64.band_mode == "cols" and dy64.grid == (49, 32, 1)
-    assert LayoutTransform("dY", "NCHW", "NHWC", 32, 512, 49, 2, 0).grid == (7, 32, 1)   # 80-row bands
-    assert LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 64, 2, 0, form="tile").kernel_form == "tile"
+    assert small.kernel_form == "band" and small.band_mode == "whole" and small.grid == (22, 1, 1)
+    dy7 = LayoutTransform("dY", "NCHW", "NHWC", 32, 512, 49, 2, 0)         # 80-row bands
+    assert dy7.kernel_form == "band" and dy7.grid == (7, 32, 1)
+    for batch, rows, cols in ((32, 128, 56 * 56), (32, 64, 56 * 56), (1, 256, 64), (1, 64, 256), (4, 512, 16)):
+        t = LayoutTransform("dY", "NCHW", "NHWC", batch, rows, cols, 2, 0)
+        assert t.kernel_form == "tile" and t.kernel_name == "dgrad_transpose_b16", (rows, cols)
+    assert LayoutTransform("dY", "NCHW", "NHWC", 32, 128, 3136, 2, 0).grid == (98, 32, 1)
     dx = LayoutTransform("dX", "NHWC", "NCHW", 32, 49, 2048, 2, 0)         # a 7x7 image's NHWC dX
-    assert dx.kernel_form == "band" and dx.band_mode == "cols" and dx.band_width == 80 and dx.grid == (26, 32, 1)
+    assert dx.kernel_form == "tile" and dx.band_mode == "cols" and dx.band_width == 80
+    assert LayoutTransform(**{**dx.to_record(), "form": "band"}).grid == (26, 32, 1)
+    w48 = LayoutTransform("W", "NCHW", "NHWC", 8, 48, 49, 4, 0)            # fp32 7x7, cpg 48: bands of columns
+    assert w48.band_mode == "cols" and w48.kernel_form == "tile"
     with pytest.raises(ValueError, match="a band must hold 8 rows or columns"):
         LayoutTransform("dY", "NCHW", "NHWC", 1, 640, 4096, 2, 0, form="band")
     with pytest.raises(ValueError, match="allowed: tile, band"):
