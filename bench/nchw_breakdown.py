@@ -11,7 +11,6 @@ microseconds per run (median of the graph replays).
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -20,7 +19,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import BadInput, count_arg, gpu, graph_time_ms, read_suite, rt_graph_time_ms  # noqa: E402
+from bench.compare import (BadInput, OneLineParser, check_outputs, count_arg, gpu, graph_time_ms, read_suite,  # noqa: E402
+                           rt_graph_time_ms)
+from miopen_solver.errors import FileError  # noqa: E402
+from miopen_solver.fileio import write_text  # noqa: E402
+from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.layouts import dy_shape, storage_dtype, w_shape  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
@@ -84,26 +87,38 @@ def yardsticks(torch, p, launches: int, replays: int) -> tuple:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="nchw_breakdown.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default="bench/suite.txt")
     ap.add_argument("--only", default="", help="comma list: lines whose label contains one of these")
     ap.add_argument("--launches", type=count_arg, default=20)
     ap.add_argument("--replays", type=count_arg, default=15)
     ap.add_argument("--out", default=None, help="markdown table here")
     a = ap.parse_args(argv)
+    wanted = [s for s in a.only.split(",") if s]
     try:
+        try:
+            suite = read_suite(a.suite)
+        except FileError as e:
+            raise BadInput(f"--suite {e}") from None
+        suite = [(label, cmd) for label, cmd in suite if not wanted or any(w in label for w in wanted)]
+        if not suite:
+            raise BadInput(f"--only {shorten(a.only)!r}: selects no line of {a.suite}; allowed: comma-separated "
+                           "substrings of its labels")
+        problems = {}
+        for label, cmd in suite:
+            try:
+                problems[label] = parse(LAYOUT_FLAGS.sub("", cmd).split()).problem
+            except ValueError as e:
+                raise BadInput(f"--suite {a.suite}: line {shorten(label)!r}: {e}") from None
+        check_outputs(out=a.out)
         torch, eng = gpu()
     except BadInput as e:
         print(f"nchw_breakdown.py: {e}", file=sys.stderr)
         return 2
-    wanted = [s for s in a.only.split(",") if s]
     out = ["| layer | NHWC us | NCHW us | NHWC/NCHW | NCHW steps (us each, alone) | transforms: tile / band us "
            "| dY permute (torch) us | dY copy us |", "|---|---|---|---|---|---|---|---|"]
-    for label, cmd in read_suite(a.suite):
-        if wanted and not any(s in label for s in wanted):
-            continue
-        line = LAYOUT_FLAGS.sub("", cmd)
-        p_nchw = parse(line.split()).problem
+    for label, _ in suite:
+        p_nchw = problems[label]
         p_nhwc = p_nchw.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
         try:
             b_nchw = breakdown(eng, p_nchw, a.launches, a.replays)
@@ -121,7 +136,7 @@ def main(argv=None) -> int:
                    f"{perm:.1f} | {copy:.1f} |")
         print(out[-1], flush=True)
     if a.out:
-        Path(a.out).write_text("\n".join(out) + "\n")
+        write_text(a.out, "\n".join(out) + "\n")
     return 0
 
 

@@ -6,6 +6,8 @@ bench/vendor_kernels.py (its suite and selection)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import refused_in_one_line
@@ -315,3 +317,29 @@ def test_splitk_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, sa
     from bench import splitk_h200
     _no_gpu_work(monkeypatch, splitk_h200)
     assert says in refused_in_one_line(capsys, splitk_h200.main, argv, "splitk_h200.py")
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--only", "no_such_line"], "--only 'no_such_line': selects no line of bench/suite.txt; allowed:"),
+    (["--suite", "/nonexistent/suite.txt"], "--suite "),
+    (["--suite", "BAD_SUITE"], "--suite BAD_SUITE: line 'bad': "),
+    (["--launches", "0"], "argument --launches: '0': allowed: an integer >= 1"),
+    (["--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_nchw_breakdown_refuses_bad_input_in_one_line(capsys, monkeypatch, tmp_path, argv, says):
+    from bench import nchw_breakdown
+    monkeypatch.setattr(nchw_breakdown, "gpu", lambda: (_ for _ in ()).throw(AssertionError("GPU")))
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    if "BAD_SUITE" in argv:
+        bad = tmp_path / "s.txt"
+        bad.write_text("convfp16 -n 2 -c 8 -H 4 -W 4 -k 8 -y 3 -x 3 -g 3 -F 2  # bad\n")
+        argv = [str(bad) if a == "BAD_SUITE" else a for a in argv]
+        says = says.replace("BAD_SUITE", str(bad))
+    assert says in refused_in_one_line(capsys, nchw_breakdown.main, argv, "nchw_breakdown.py")
+
+
+def test_nchw_breakdown_without_a_gpu_is_one_line(capsys, no_gpu):
+    from bench import nchw_breakdown
+    assert "needs PyTorch with a CUDA GPU (" in refused_in_one_line(capsys, nchw_breakdown.main, ["--only", "r50_3x3_c64"],
+                                                                    "nchw_breakdown.py")
