@@ -458,6 +458,16 @@ def ours_or_error(eng, p, launches: int, replays: int, config: str | None = None
         return {"ours_error": f"failed: {_reason(e)}"}
 
 
+def timing_inputs(p) -> tuple:
+    """``(dY, W)``: small random storage arrays of ``p`` in its line's layouts (what a timed
+    run reads; the values do not matter to the time)."""
+    rng = np.random.default_rng(0)
+    dt = storage_dtype(p.dtype)
+    dy = (rng.random(dy_shape(p), dtype=np.float32) * 0.01).astype(dt)
+    w = ((rng.random(w_shape(p), dtype=np.float32) - 0.5) * 0.01).astype(dt)
+    return dy, w
+
+
 def time_solution(eng, sol, launches: int, replays: int) -> dict:
     """A decided Solution timed from a CUDA graph (every launch of a run: transforms, chunks,
     split-K reductions) on small random inputs in the problem's layouts.
@@ -465,11 +475,7 @@ def time_solution(eng, sol, launches: int, replays: int) -> dict:
     Returns:
         ``{ours_ms, regs, config}`` (median per-run ms, the dgrad kernel's registers).
     """
-    p = sol.problem
-    rng = np.random.default_rng(0)
-    dt = storage_dtype(p.dtype)
-    dy = (rng.random(dy_shape(p), dtype=np.float32) * 0.01).astype(dt)          # the line's layouts
-    w = ((rng.random(w_shape(p), dtype=np.float32) - 0.5) * 0.01).astype(dt)
+    dy, w = timing_inputs(sol.problem)
     ms = eng.time_graph(sol, dy, w, launches, replays).median_ms
     res = eng.build(sol).resources or {}
     return {"ours_ms": ms, "regs": res.get("registers"), "config": sol.perf_config.serialize()}

@@ -11,21 +11,19 @@ microseconds per run (median of the graph replays).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import (BadInput, OneLineParser, check_outputs, count_arg, gpu, graph_time_ms, read_suite,  # noqa: E402
-                           rt_graph_time_ms)
+from bench.compare import (BadInput, OneLineParser, _torch_dtype, check_outputs, count_arg, gpu,  # noqa: E402
+                           graph_time_ms, read_suite, rt_graph_time_ms, timing_inputs)
 from miopen_solver.errors import FileError  # noqa: E402
 from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
-from miopen_solver.layouts import dy_shape, storage_dtype, w_shape  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
 
 LAYOUT_FLAGS = re.compile(r"\s--(in|out|fil)_layout\s+\S+")
@@ -39,7 +37,6 @@ def graph_us(eng, body, launches: int, replays: int) -> float:
 def transform_us(eng, t, form: str, launches: int, replays: int) -> float | None:
     """Microseconds of the transform ``t`` (a LayoutTransform) alone in ``form`` (``tile`` or
     ``band``), None where that form does not take its shape."""
-    import dataclasses
     try:
         t = dataclasses.replace(t, form=form)
     except ValueError:
@@ -58,10 +55,7 @@ def transform_us(eng, t, form: str, launches: int, replays: int) -> float | None
 def breakdown(eng, p, launches: int, replays: int) -> dict:
     """``{config, total_us, steps: [(name, us, grid)]}`` for the default solution of ``p``."""
     sol = DgradSolver().find_solution(p, eng.target)
-    rng = np.random.default_rng(0)
-    dt = storage_dtype(p.dtype)
-    dy = (rng.random(dy_shape(p), dtype=np.float32) * 0.01).astype(dt)
-    w = ((rng.random(w_shape(p), dtype=np.float32) - 0.5) * 0.01).astype(dt)
+    dy, w = timing_inputs(p)
     k = eng._kernel(sol)
     with eng._device_tensors(dy, w, p.dx_elems * p.elem_bytes, workspace=sol.workspace_bytes) as (pdy, pw, pdx, pws):
         steps = eng.launches(sol, k, pdy, pw, pdx, pws)
@@ -76,7 +70,7 @@ def breakdown(eng, p, launches: int, replays: int) -> dict:
 
 def yardsticks(torch, p, launches: int, replays: int) -> tuple:
     """``(permute_us, copy_us)`` of dY's bytes: NCHW -> NHWC by PyTorch, and a plain copy."""
-    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[p.dtype]
+    tdt = _torch_dtype(torch, p.dtype)
     x = torch.rand((p.N, p.K, p.Ho, p.Wo), device="cuda").to(tdt)
     y = torch.empty((p.N, p.Ho, p.Wo, p.K), device="cuda", dtype=tdt)
     c = torch.empty_like(x)
@@ -129,8 +123,8 @@ def main(argv=None) -> int:
             print(out[-1], flush=True)
             continue
         steps = "; ".join(f"{'kernel' if n == b_nchw['kernel'] else n[:28]} {us:.1f} {g}" for n, us, g in b_nchw["steps"])
-        forms = "; ".join(f"{lab} {r}x{c}: {'-' if a is None else f'{a:.1f}'} / {'-' if b is None else f'{b:.1f}'}"
-                          for lab, r, c, a, b in b_nchw["forms"])
+        forms = "; ".join(f"{lab} {r}x{c}: {'-' if tile is None else f'{tile:.1f}'} / "
+                          f"{'-' if band is None else f'{band:.1f}'}" for lab, r, c, tile, band in b_nchw["forms"])
         out.append(f"| {label} | {b_nhwc['total_us']:.1f} | {b_nchw['total_us']:.1f} | "
                    f"{b_nhwc['total_us'] / b_nchw['total_us']:.2f} | {steps} (`{b_nchw['config']}`) | {forms} | "
                    f"{perm:.1f} | {copy:.1f} |")

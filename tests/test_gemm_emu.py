@@ -21,7 +21,6 @@ from miopen_solver import applicability as ap
 from miopen_solver import layouts, transpose
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule
-from miopen_solver.kernels.emit import emit_transpose
 from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cache import BinaryCache
 from miopen_solver.runtime.gpu import GpuEngine
@@ -62,12 +61,11 @@ class EmuRuntime(ComputingRuntime):
         src = self.sol.spec.emit()
         self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(args)))
         if func[1].startswith("dgrad_transpose_"):     # (src, dst, batch, rows, cols)
-            t = self.sol.spec.target
-            form = "band" if func[1].startswith("dgrad_transpose_band_") else "tile"
-            text = emit_transpose(int(func[1].rsplit("_b", 1)[1]) // 8, t.vendor, t.arch, grid, block, form).text
+            t, tgt = next(t for t in self.sol.transforms if t.kernel_name == func[1]), self.sol.spec.target
+            assert tuple(grid) == t.grid and tuple(block) == t.block
             (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
-            dbuf[doff:] = kernel_emu.launch_transpose(text, grid, block, bytes(sbuf[soff:]), bytes(dbuf[doff:]),
-                                                      *args[2:], self.work, form)
+            dbuf[doff:] = kernel_emu.launch_transpose(t.emit(tgt.vendor, tgt.arch).text, grid, block, bytes(sbuf[soff:]),
+                                                      bytes(dbuf[doff:]), *args[2:], self.work, t.kernel_form)
             self.transposed += 1
             return
         if func[1].startswith("dgrad_splitk_reduce_"):   # (ws, dx, sizes...): its own kernel text

@@ -356,10 +356,10 @@ def emit_transpose(elem_bytes: int, vendor: str, arch: str, grid, block, form: s
         raise ValueError(f"no transpose kernel for {elem_bytes}-byte elements; allowed: 2, 4")
     if form not in ("tile", "band"):
         raise ValueError(f"transpose form {form!r}; allowed: tile, band")
-    names = (TRANSPOSE_KERNELS if form == "tile" else TRANSPOSE_BAND_KERNELS)[elem_bytes]
+    name = (TRANSPOSE_KERNELS if form == "tile" else TRANSPOSE_BAND_KERNELS)[elem_bytes]
     d = [("DT_KERNEL_NAME", TRANSPOSE_KERNELS[elem_bytes]), ("DT_BAND_KERNEL_NAME", TRANSPOSE_BAND_KERNELS[elem_bytes]),
          ("DT_EB", elem_bytes)]
-    return _make(names, "amd" if vendor == "amd" else "nvidia", arch, d, _read("transpose.cu"), grid, block, 0)
+    return _make(name, "amd" if vendor == "amd" else "nvidia", arch, d, _read("transpose.cu"), grid, block, 0)
 
 
 def emit_splitk_reduce(dtype: str, layout: str, vendor: str, arch: str, grid, block) -> KernelSource:
