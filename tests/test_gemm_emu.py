@@ -61,8 +61,11 @@ class EmuRuntime(ComputingRuntime):
         src = self.sol.spec.emit()
         self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(args)))
         if func[1].startswith("dgrad_transpose_"):     # (src, dst, batch, rows, cols)
-            t, tgt = next(t for t in self.sol.transforms if t.kernel_name == func[1]), self.sol.spec.target
-            assert tuple(grid) == t.grid and tuple(block) == t.block
+            # the transforms run in the engine's order: those before the kernel, then those after
+            order = [t for t in self.sol.transforms if t.before] + [t for t in self.sol.transforms if not t.before]
+            t, tgt = order[self.transposed], self.sol.spec.target
+            assert (func[1], tuple(grid), tuple(block), tuple(args[2:])) == (t.kernel_name, t.grid, t.block,
+                                                                            (t.batch, t.rows, t.cols))
             (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
             dbuf[doff:] = kernel_emu.launch_transpose(t.emit(tgt.vendor, tgt.arch).text, grid, block, bytes(sbuf[soff:]),
                                                       bytes(dbuf[doff:]), *args[2:], self.work, t.kernel_form)
