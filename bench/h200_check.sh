@@ -50,7 +50,7 @@
 #      staged shifting producer; nchw_tma.md, nchw_tma.json); run STEPS=nchw beside it for the
 #      NCHW/NHWC table
 #      transforms: the layout transforms (issue 16) -- tests/test_gpu.py's transpose tests
-#      (both forms) and NCHW problems, then bench/nchw_breakdown.py on the suite (each launch
+#      (both forms, the pair kernel) and NCHW problems, then bench/nchw_breakdown.py on the suite (each launch
 #      of an NCHW run alone, both transpose forms of each transform, beside NHWC and PyTorch's
 #      permute; nchw_breakdown.md)
 #      tmask: split-K on the TMA schedule -- tests/test_gpu.py -k tma_split (work units, atomics
@@ -141,7 +141,7 @@ python bench/time_configs.py --suite "$0/suite_nchw.txt" --only "r50_3x3_c64,big
     --out "$0/nchw_tma.md" --json "$0/nchw_tma.json" || rc=1
 exit $rc' "$OUTDIR"
 step transforms 300 bash -c 'rc=0
-timeout 150 python -m pytest -q tests/test_gpu.py -k "transpose_kernel_is_bit_exact or nchw_and_mixed or nchw_dx or group_pack_default_in_nchw" || rc=1
+timeout 150 python -m pytest -q tests/test_gpu.py -k "transpose_kernel_is_bit_exact or transpose_pair_kernel or nchw_and_mixed or nchw_dx or group_pack_default_in_nchw" || rc=1
 python bench/nchw_breakdown.py --out "$0/nchw_breakdown.md" || rc=1
 exit $rc' "$OUTDIR"
 step big 540 python bench/big_tensors.py --json "$OUTDIR/big_tensors.json"

@@ -1,7 +1,8 @@
 """Where an NCHW run's time goes (NVIDIA GPU with PyTorch): each launch of our solution
 timed alone and the whole run, in CUDA graphs, beside the same problem all-NHWC and two
 bandwidth yardsticks on dY's bytes (PyTorch's NCHW -> NHWC ``permute().contiguous()`` and a
-plain device copy)::
+plain device copy); each transform alone in both forms, and dY's and W's as one pair launch
+whether or not the solution pairs them::
 
     python bench/nchw_breakdown.py --suite bench/suite.txt --only r50_3x3 --out nchw_breakdown.md
 
@@ -25,6 +26,7 @@ from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
+from miopen_solver.transpose import TransposeLaunch  # noqa: E402
 
 LAYOUT_FLAGS = re.compile(r"\s--(in|out|fil)_layout\s+\S+")
 
@@ -52,6 +54,24 @@ def transform_us(eng, t, form: str, launches: int, replays: int) -> float | None
         eng.rt.free(dst)
 
 
+def pair_us(eng, before, launches: int, replays: int) -> float | None:
+    """Microseconds of dY's and W's transforms (``before``) in one pair launch, whether or not
+    the solution's rule pairs them; None without two."""
+    if len(before) != 2:
+        return None
+    launch = TransposeLaunch(tuple(before))
+    k = eng.load(launch.emit(eng.rt.vendor, eng.target.arch))
+    bufs = [eng.rt.alloc(t.nbytes) for t in before for _ in (0, 1)]
+    try:
+        for b, t in zip(bufs[::2], before):
+            eng.rt.memset(b, 0, t.nbytes)
+        args = launch.args([(bufs[0], bufs[1]), (bufs[2], bufs[3])])
+        return graph_us(eng, lambda: eng.rt.launch(k.func, launch.grid, launch.block, 0, args), launches, replays)
+    finally:
+        for b in bufs:
+            eng.rt.free(b)
+
+
 def breakdown(eng, p, launches: int, replays: int) -> dict:
     """``{config, total_us, steps: [(name, us, grid)]}`` for the default solution of ``p``."""
     sol = DgradSolver().find_solution(p, eng.target)
@@ -65,7 +85,7 @@ def breakdown(eng, p, launches: int, replays: int) -> dict:
     forms = [(t.label, t.rows, t.cols, transform_us(eng, t, "tile", launches, replays),
               transform_us(eng, t, "band", launches, replays)) for t in sol.transforms]
     return {"config": sol.perf_config.serialize(), "total_us": total, "steps": parts, "kernel": k.source.name,
-            "forms": forms}
+            "forms": forms, "pair_us": pair_us(eng, [t for t in sol.transforms if t.before], launches, replays)}
 
 
 def yardsticks(torch, p, launches: int, replays: int) -> tuple:
@@ -109,7 +129,8 @@ def main(argv=None) -> int:
     except BadInput as e:
         print(f"nchw_breakdown.py: {e}", file=sys.stderr)
         return 2
-    out = ["| layer | NHWC us | NCHW us | NHWC/NCHW | NCHW steps (us each, alone) | transforms: tile / band us "
+    out = ["| layer | NHWC us | NCHW us | NHWC/NCHW | NCHW steps (us each, alone) "
+           "| transforms: tile / band us (dY+W: one pair launch) "
            "| dY permute (torch) us | dY copy us |", "|---|---|---|---|---|---|---|---|"]
     for label, _ in suite:
         p_nchw = problems[label]
@@ -125,6 +146,8 @@ def main(argv=None) -> int:
         steps = "; ".join(f"{'kernel' if n == b_nchw['kernel'] else n[:28]} {us:.1f} {g}" for n, us, g in b_nchw["steps"])
         forms = "; ".join(f"{lab} {r}x{c}: {'-' if tile is None else f'{tile:.1f}'} / "
                           f"{'-' if band is None else f'{band:.1f}'}" for lab, r, c, tile, band in b_nchw["forms"])
+        if b_nchw["pair_us"] is not None:
+            forms += f"; dY+W pair: {b_nchw['pair_us']:.1f}"
         out.append(f"| {label} | {b_nhwc['total_us']:.1f} | {b_nchw['total_us']:.1f} | "
                    f"{b_nhwc['total_us'] / b_nchw['total_us']:.2f} | {steps} (`{b_nchw['config']}`) | {forms} | "
                    f"{perm:.1f} | {copy:.1f} |")

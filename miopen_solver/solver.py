@@ -43,8 +43,8 @@ from .spec import (SPLIT_PERSISTENT, DgradSpec, MAX_SPLIT_K, is_valid_performanc
 from .splitk import SplitKReduce
 from .target import Target, get_target
 from .tf32 import math_note
-from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, workspace_bytes,
-                        writes_nchw_dx)
+from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, transform_launches,
+                        workspace_bytes, writes_nchw_dx)
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
 """MIOpen's algorithm name for implicit-GEMM backward data (enum value 5)."""
@@ -204,6 +204,13 @@ class Solution:
         return f"{self.spec.kernel_name}+transpose_{'_'.join(t.tensor.lower() for t in self.transforms)}"
 
     @property
+    def transform_launches(self) -> tuple:
+        """The launches of :attr:`transforms`, in order
+        (:func:`~miopen_solver.transpose.transform_launches`: dY's and W's as one pair where
+        that rule holds on the target)."""
+        return transform_launches(self.transforms, self.target)
+
+    @property
     def schedule(self) -> KernelSchedule:
         return self.spec.config.schedule
 
@@ -229,9 +236,10 @@ class Solution:
                 "kernels": [k.as_dict() for k in self.kernels],
                 "split_n": {"images": self.problem.N, "images_per_launch": self.chunk_images,
                             "launches": self.n_chunks},
-                "layout_transforms": [{"tensor": t.tensor, "from": t.src, "to": t.dst, "kernel": t.kernel_name,
-                                       "grid": list(t.grid), "block": list(t.block), "bytes": t.nbytes,
-                                       "workspace_offset": t.offset} for t in self.transforms],
+                "layout_transforms": [{"tensor": t.tensor, "from": t.src, "to": t.dst, "form": t.kernel_form,
+                                       "kernel": launch.kernel_name, "grid": list(launch.grid),
+                                       "block": list(launch.block), "bytes": t.nbytes, "workspace_offset": t.offset}
+                                      for launch in self.transform_launches for t in launch.transforms],
                 "split_k_reduce": self.split_k_reduce,
                 "workspace_bytes": self.workspace_bytes, "spec": self.spec.as_dict()}
 

@@ -6,9 +6,10 @@ workspace, as MIOpen's NHWC solvers do for NCHW problems (the CK-based solvers'
 the kernel, dY ``(N, K, Ho*Wo) -> (N, Ho*Wo, K)`` and W ``(K, cpg, Y*X) -> (K, Y*X, cpg)``;
 after it, when the kernel writes an NHWC copy of an NCHW dX, ``(N, Hi*Wi, C) -> (N, C,
 Hi*Wi)``. Each is a batched 2-D transpose (``kernels/transpose.cu``): ``batch`` row-major
-``rows x cols`` matrices become ``cols x rows``. A tensor already NHWC in memory (its flag,
-or one that differs only where dims of length 1 sit, e.g. a 1x1 filter in NCHW) is read in
-place.
+``rows x cols`` matrices become ``cols x rows``; dY's and W's run in one launch
+(:func:`transform_launches`: the pair kernel runs both grids' blocks). A tensor already NHWC
+in memory (its flag, or one that differs only where dims of length 1 sit, e.g. a 1x1 filter
+in NCHW) is read in place.
 
 An NCHW problem runs in one of three ways, decided by its config's schedule:
 
@@ -238,13 +239,16 @@ class LayoutTransform:
         return emit_transpose(self.elem_bytes, vendor, arch, self.grid, self.block, self.kernel_form)
 
     def to_record(self) -> dict:
+        """Plain data (``form`` only where one is forced)."""
         return {"tensor": self.tensor, "src": self.src, "dst": self.dst, "batch": self.batch, "rows": self.rows,
-                "cols": self.cols, "elem_bytes": self.elem_bytes, "offset": self.offset}
+                "cols": self.cols, "elem_bytes": self.elem_bytes, "offset": self.offset,
+                **({"form": self.form} if self.form else {})}
 
     @classmethod
     def from_record(cls, rec: dict) -> "LayoutTransform":
         return cls(**{k: (rec[k] if k in ("tensor", "src", "dst") else int(rec[k])) for k in
-                      ("tensor", "src", "dst", "batch", "rows", "cols", "elem_bytes", "offset")})
+                      ("tensor", "src", "dst", "batch", "rows", "cols", "elem_bytes", "offset")},
+                   form=rec.get("form", ""))
 
     def apply(self, flat):
         """The transform on host bytes (numpy, any dtype): ``flat`` holds the src tensor;
@@ -253,6 +257,112 @@ class LayoutTransform:
         import numpy as np
         a = np.asarray(flat).reshape(self.batch, self.rows, self.cols)
         return np.ascontiguousarray(a.transpose(0, 2, 1)).reshape(-1)
+
+
+PAIR_REGISTERS = 64
+"""Registers a thread of the pair and band kernels may use (``transpose.cu``: at least 4 blocks
+of 256 threads per multiprocessor; the tile kernel alone takes 32)."""
+PAIR_MAX_WAVES = 2
+"""A pair with a tile-form transform runs only where its blocks fit in this many waves of
+resident blocks (:func:`transform_launches`)."""
+PAIR_MAX_BLOCKS = 1 << 26
+"""Blocks a pair launch may have (its grid is one-dimensional): within NVIDIA's grid x limit
+(2^31 - 1) and AMD's (2^32 work-items, blocks of 256). Past it the two transforms launch
+apart."""
+
+
+@dataclass(frozen=True)
+class TransposeLaunch:
+    """One launch of ``transpose.cu``: one transform in its own form, or two (``"pair"``:
+    dY's and W's before the kernel) whose grids run one after the other in a single grid, each
+    block running the block of its transform's own launch.
+
+    Attributes:
+        transforms: the one or two :class:`LayoutTransform` it runs (one element width).
+    """
+
+    transforms: tuple
+
+    def __post_init__(self):
+        if len(self.transforms) not in (1, 2) or len({t.elem_bytes for t in self.transforms}) != 1:
+            raise ValueError("a transpose launch runs one transform or two of one element width")
+
+    @property
+    def form(self) -> str:
+        """``"pair"``, or the one transform's kernel form."""
+        return "pair" if len(self.transforms) == 2 else self.transforms[0].kernel_form
+
+    @property
+    def blocks(self) -> int:
+        """Blocks of the launch (for a pair: the two grids' blocks together)."""
+        return sum(t.grid[0] * t.grid[1] for t in self.transforms)
+
+    @property
+    def kernel_name(self) -> str:
+        """``dgrad_transpose_pair_b16`` and the like for a pair, else the transform's own."""
+        if self.form != "pair":
+            return self.transforms[0].kernel_name
+        return f"dgrad_transpose_pair_b{8 * self.transforms[0].elem_bytes}"
+
+    @property
+    def grid(self) -> tuple:
+        return (self.blocks, 1, 1) if self.form == "pair" else self.transforms[0].grid
+
+    @property
+    def block(self) -> tuple:
+        return TRANSPOSE_BLOCK
+
+    @property
+    def before(self) -> bool:
+        return self.transforms[0].before
+
+    def args(self, ptrs) -> tuple:
+        """The kernel's arguments (8 bytes each), ``ptrs`` one ``(src, dst)`` device pointer
+        pair per transform: ``(src, dst, batch, rows, cols)``, or for a pair ``(src, dst,
+        batch, rows, cols, gx, gy, form)`` per transform (form 0 tile, 1 band)."""
+        if self.form != "pair":
+            t, (src, dst) = self.transforms[0], ptrs[0]
+            return (src, dst, t.batch, t.rows, t.cols)
+        return tuple(a for t, (src, dst) in zip(self.transforms, ptrs)
+                     for a in (src, dst, t.batch, t.rows, t.cols, t.grid[0], t.grid[1], int(t.kernel_form == "band")))
+
+    def emit(self, vendor: str, arch: str):
+        """The kernel's :class:`~miopen_solver.kernels.KernelSource` (shape-independent)."""
+        from .kernels.emit import emit_transpose
+        return emit_transpose(self.transforms[0].elem_bytes, vendor, arch, self.grid, self.block, self.form)
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.kernel_name, "grid": list(self.grid), "block": list(self.block),
+                "tensors": [t.tensor for t in self.transforms]}
+
+
+def pair_resident_blocks(target) -> int:
+    """Pair (and band) blocks resident on one multiprocessor of ``target``: by registers at
+    :data:`PAIR_REGISTERS` a thread (``transpose.cu``'s launch bound), at least 1."""
+    return max(1, target.regs_per_cu // (PAIR_REGISTERS * TRANSPOSE_BLOCK[0] * TRANSPOSE_BLOCK[1]))
+
+
+def transform_launches(transforms, target) -> tuple:
+    """The launches that run ``transforms`` (:func:`layout_transforms` order) on ``target``, in
+    launch order: the two transforms before the kernel (dY's and W's) in one pair launch, else
+    one launch each; the dX transform after the kernel alone.
+
+    A pair saves a launch (2.5-3 us in a CUDA graph on the H200, bench/RESULTS.md, eleventh
+    session) but runs every block at the band form's register budget (:data:`PAIR_REGISTERS`):
+    a tile-form transform, 32 registers alone, keeps half as many blocks resident in the pair.
+    So two transforms pair where both take the band form (the same budget alone), or where
+    the pair's blocks fit in :data:`PAIR_MAX_WAVES` waves of resident blocks
+    (:func:`pair_resident_blocks` on each of ``target.num_cus`` multiprocessors): a short
+    transform, whose time is mostly the launch. Never past :data:`PAIR_MAX_BLOCKS`."""
+    before = [t for t in transforms if t.before]
+    after = tuple(TransposeLaunch((t,)) for t in transforms if not t.before)
+    if len(before) == 2:
+        pair = TransposeLaunch(tuple(before))
+        waves = PAIR_MAX_WAVES * pair_resident_blocks(target) * target.num_cus
+        both_band = all(t.kernel_form == "band" for t in before)
+        if pair.blocks <= PAIR_MAX_BLOCKS and (both_band or pair.blocks <= waves):
+            return (pair,) + after
+    return tuple(TransposeLaunch((t,)) for t in before) + after
 
 
 def _align(n: int) -> int:
@@ -297,5 +407,7 @@ def workspace_bytes(transforms) -> int:
     return sum(_align(t.nbytes) for t in transforms)
 
 
-__all__ = ["LayoutTransform", "MAX_GRID_Y", "NCHW_DX_SCHEDULES", "ORDERS", "TRANSPOSE_BLOCK", "WORKSPACE_ALIGN",
-           "layout_transforms", "memory_order", "native_problem", "nchw_dx_rule", "workspace_bytes", "writes_nchw_dx"]
+__all__ = ["LayoutTransform", "MAX_GRID_Y", "NCHW_DX_SCHEDULES", "ORDERS", "PAIR_MAX_BLOCKS", "PAIR_MAX_WAVES",
+           "PAIR_REGISTERS", "TRANSPOSE_BLOCK", "TransposeLaunch", "WORKSPACE_ALIGN", "layout_transforms", "memory_order",
+           "native_problem", "nchw_dx_rule", "pair_resident_blocks", "transform_launches", "workspace_bytes",
+           "writes_nchw_dx"]

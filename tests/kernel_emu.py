@@ -190,7 +190,7 @@ NVIDIA = r"""
                            gridDim = {(unsigned)emu_grid[0], (unsigned)emu_grid[1], (unsigned)emu_grid[2]})
 #define EMU_THREAD_START(t) (threadIdx = {(unsigned)emu_tid_x, (unsigned)emu_tid_y, 0u})
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __grid_constant__
 #define __constant__
 struct emu_dim3 { unsigned x, y, z; };
@@ -772,6 +772,18 @@ def launch_transpose(text: str, grid, block, src: bytes, dst: bytes, batch: int,
     entry = {"tile": "DT_KERNEL_NAME", "band": "DT_BAND_KERNEL_NAME"}[form]
     call = f"{entry}((const dt_t*)(dy), (dt_t*)(dx), {batch}ll, {rows}ll, {cols}ll)"
     return _run(text, call, grid, block, src, b"", dst, workdir, static_shared=True)
+
+
+def launch_transpose_pair(text: str, grid, block, src0: bytes, src1: bytes, dst: bytes, jobs, workdir) -> bytes:
+    """One launch of the ``transpose.cu`` pair kernel ``text`` (``grid`` blocks of ``block``
+    threads): job 0 reads ``src0``, job 1 ``src1``, both write into ``dst``; ``jobs``: per job
+    ``(dst byte offset, batch, rows, cols, gx, gy, form)`` (form 0 tile, 1 band). Returns dst's
+    bytes after it."""
+    def job(src, j):
+        off, *sizes = j
+        return f"(const dt_t*)({src}), (dt_t*)((dx) + {int(off)}), " + ", ".join(f"{int(v)}ll" for v in sizes)
+    call = f"DT_PAIR_KERNEL_NAME({job('dy', jobs[0])}, {job('w', jobs[1])})"
+    return _run(text, call, grid, block, src0, src1, dst, workdir, static_shared=True)
 
 
 def launch_reduce(text: str, grid, block, ws: bytes, dx: bytes, args, workdir) -> bytes:

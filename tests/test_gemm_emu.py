@@ -60,15 +60,23 @@ class EmuRuntime(ComputingRuntime):
     def launch(self, func, grid, block, shared, args):
         src = self.sol.spec.emit()
         self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(args)))
-        if func[1].startswith("dgrad_transpose_"):     # (src, dst, batch, rows, cols)
-            # the transforms run in the engine's order: those before the kernel, then those after
-            order = [t for t in self.sol.transforms if t.before] + [t for t in self.sol.transforms if not t.before]
-            t, tgt = order[self.transposed], self.sol.spec.target
-            assert (func[1], tuple(grid), tuple(block), tuple(args[2:])) == (t.kernel_name, t.grid, t.block,
-                                                                            (t.batch, t.rows, t.cols))
-            (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
-            dbuf[doff:] = kernel_emu.launch_transpose(t.emit(tgt.vendor, tgt.arch).text, grid, block, bytes(sbuf[soff:]),
-                                                      bytes(dbuf[doff:]), *args[2:], self.work, t.kernel_form)
+        if func[1].startswith("dgrad_transpose_"):     # the transform launches, in the engine's order
+            launch, tgt = self.sol.transform_launches[self.transposed], self.sol.spec.target
+            assert (func[1], tuple(grid), tuple(block)) == (launch.kernel_name, launch.grid, launch.block)
+            text = launch.emit(tgt.vendor, tgt.arch).text
+            if launch.form == "pair":              # (src, dst, batch, rows, cols, gx, gy, form) x 2
+                (s0, o0), (d0, p0) = self._at(args[0]), self._at(args[1])
+                (s1, o1), (d1, p1) = self._at(args[8]), self._at(args[9])
+                assert d0 is d1, "both of a pair's outputs are in the workspace"
+                jobs = [(p0, *args[2:8]), (p1, *args[10:16])]
+                d0[:] = kernel_emu.launch_transpose_pair(text, grid, block, bytes(s0[o0:]), bytes(s1[o1:]),
+                                                         bytes(d0), jobs, self.work)
+            else:                                  # (src, dst, batch, rows, cols)
+                t = launch.transforms[0]
+                assert tuple(args[2:]) == (t.batch, t.rows, t.cols)
+                (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
+                dbuf[doff:] = kernel_emu.launch_transpose(text, grid, block, bytes(sbuf[soff:]), bytes(dbuf[doff:]),
+                                                          *args[2:], self.work, t.kernel_form)
             self.transposed += 1
             return
         if func[1].startswith("dgrad_splitk_reduce_"):   # (ws, dx, sizes...): its own kernel text
@@ -105,7 +113,7 @@ def run_emulated(p, arch, tmp_path, perf_config=None, mangle=None, seed=None, ta
     dy, w = _inputs(p, np.random.default_rng(seed))
     dx = GpuEngine(rt, BinaryCache(tmp_path / "cache")).run(sol, dy, w)
     assert rt.emulated == sol.n_chunks, "every chunk's launch ran on the emulator"
-    assert rt.transposed == len(sol.transforms)
+    assert rt.transposed == len(sol.transform_launches)
     assert rt.reduced == (sol.n_chunks if sol.reduce is not None else 0), "every chunk's split-K reduction ran"
     return sol, verify(p, dx, dgrad_reference(p, dy, w))
 

@@ -653,6 +653,45 @@ def test_transpose_kernel_is_bit_exact(engine, eb, batch, rows, cols, form):
     assert np.array_equal(out, a.reshape(batch, rows, cols).transpose(0, 2, 1).reshape(-1))
 
 
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize("shapes", [((2, 40, 3136), (16, 8, 9)), ((70, 64, 9), (2, 65, 63)), ((2, 65, 63), (1, 64, 64)),
+                                    ((5, 3, 9), (4, 300, 17)), ((2, 512, 49), (3, 7, 1)), ((70000, 3, 64), (512, 512, 9)),
+                                    ((32, 256, 3136), (256, 256, 9))],
+                         ids=lambda s: "+".join("x".join(map(str, x)) for x in s))
+def test_transpose_pair_kernel_is_bit_exact(engine, eb, shapes):
+    """Two transforms in one launch of the pair kernel (dY's and W's before the kernel), each
+    in the form its shape takes: both outputs exactly their transposed inputs, every element
+    written (a poisoned buffer), nothing past them (the gap between them keeps its poison);
+    more than 65535 matrices (grid y strided inside a job)."""
+    from miopen_solver.transpose import LayoutTransform, TransposeLaunch
+    rng = np.random.default_rng(sum(map(sum, shapes)))
+    ts, arrays, offset = [], [], 0
+    for tensor, (batch, rows, cols) in zip(("dY", "W"), shapes):
+        ts.append(LayoutTransform(tensor, "NCHW", "NHWC", batch, rows, cols, eb, offset))
+        arrays.append(rng.integers(0, 1 << (8 * eb), size=batch * rows * cols, dtype=np.uint64).astype(f"u{eb}"))
+        offset += -(-ts[-1].nbytes // 256) * 256 + 256
+    launch = TransposeLaunch(tuple(ts))
+    k = engine.load(launch.emit(engine.rt.vendor, engine.target.arch))
+    srcs = [engine.rt.alloc(a.nbytes) for a in arrays]
+    dst = engine.rt.alloc(offset)
+    out = np.empty(offset, dtype=np.uint8)
+    try:
+        for p_, a in zip(srcs, arrays):
+            engine.rt.copy_to_device(p_, a)
+        engine.rt.memset(dst, 0xFF, offset)
+        engine.rt.launch(k.func, launch.grid, launch.block, 0, launch.args([(s_, dst + t.offset) for s_, t in zip(srcs, ts)]))
+        engine.rt.synchronize()
+        engine.rt.copy_to_host(out, dst)
+    finally:
+        for p_ in srcs + [dst]:
+            engine.rt.free(p_)
+    for t, a in zip(ts, arrays):
+        got = out[t.offset:t.offset + t.nbytes].view(f"u{eb}")
+        assert np.array_equal(got, a.reshape(t.batch, t.rows, t.cols).transpose(0, 2, 1).reshape(-1)), t.kernel_form
+        end = -(-(t.offset + t.nbytes) // 256) * 256 + 256
+        assert (out[t.offset + t.nbytes:end] == 0xFF).all(), "a pair job wrote past its output"
+
+
 # ------------------------------------------------------------------ patch GEMM (issue 14)
 # Stride = filter, no padding: the default (the patch GEMM on sm_80/sm_90), every main
 # loop's candidate tiles, and random patch problems: odd cpg, H/W not multiples of the

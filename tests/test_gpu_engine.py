@@ -186,7 +186,11 @@ def test_a_spec_of_an_nchw_problem_runs_through_transforms(tmp_path):
     dt = storage_dtype(p.dtype)
     GpuEngine(rt, BinaryCache(tmp_path)).run(s, np.ones(layouts.dy_shape(p), dt), np.ones(layouts.w_shape(p), dt))
     launched = [c[1] for c in rt.calls if c[0] == "launch"]
-    assert s.nchw_dx and launched == ["dgrad_transpose_b16", "dgrad_transpose_band_b16", s.kernel_name]   # dY 36 wide, W 9
+    assert s.nchw_dx and launched == ["dgrad_transpose_pair_b16", s.kernel_name]   # dY and W in one launch
+    (pair,) = [c for c in rt.calls if c[0] == "launch" and c[1] == "dgrad_transpose_pair_b16"]
+    # dY (1, 16, 36): one 64x64 tile (the tile form); W (16, 16, 9): 2304 elements, one
+    # whole-matrix band of 4096 (the band form, 9 odd columns)
+    assert pair[5][2:8] == (1, 16, 36, 1, 1, 0) and pair[5][10:16] == (16, 16, 9, 1, 1, 1) and pair[2] == (2, 1, 1)
 
 
 class FakeTmaRuntime(FakeRuntime):

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miopen_solver import applicability as ap
-from miopen_solver import layouts
+from miopen_solver import layouts, transpose
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit_transpose
 from miopen_solver.problem import ConvProblem
@@ -126,6 +126,9 @@ def test_the_record_carries_the_transforms():
     back = Solution.from_record(sol.to_record())
     assert back.transforms == sol.transforms and back.problem == sol.problem == p
     assert back.kernel_name == sol.kernel_name and back.workspace_bytes == sol.workspace_bytes
+    for form in ("", "tile", "band"):           # a forced form survives the record
+        t = LayoutTransform("W", "NCHW", "NHWC", 12, 8, 3, 2, 256, form=form)
+        assert LayoutTransform.from_record(t.to_record()) == t and ("form" in t.to_record()) == bool(form)
 
 
 @settings(max_examples=60, deadline=None)
@@ -175,8 +178,8 @@ def test_gpu_engine_runs_every_layout_combination(tmp_path, line, combo):
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
     names = [c[1] for c in rt.calls if c[0] == "launch"]
     pre = [t for t in sol.transforms if t.before]
-    assert names == [t.kernel_name for t in pre] + [sol.spec.kernel_name] + \
-        [t.kernel_name for t in sol.transforms if not t.before]
+    first = [f"dgrad_transpose_pair_b{8 * p.elem_bytes}"] if len(pre) == 2 else [t.kernel_name for t in pre]     # dY and W: one launch
+    assert names == first + [sol.spec.kernel_name] + [t.kernel_name for t in sol.transforms if not t.before]
     # the CPU engine runs the same transforms and agrees
     assert np.array_equal(CpuEngine(SM90).run(sol, dy, w), dx)
 
@@ -225,9 +228,9 @@ def test_split_n_and_transforms_together(monkeypatch, tmp_path, cfg):
     dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, dy, w)
     assert verify(p, dx, dgrad_reference(p, dy, w)).ok
     names = [c[1] for c in rt.calls if c[0] == "launch"]
-    before, after = ([t.kernel_name for t in sol.transforms if t.before == b] for b in (True, False))
-    assert all(n.startswith("dgrad_transpose_") and n.endswith("_b32") for n in before + after)
-    assert names == before + [sol.spec.kernel_name] * 3 + after and len(before) == 2 and len(after) == (0 if nchw_dx else 1)
+    before, after = ([t.kernel_name for t in sol.transform_launches if t.before == b] for b in (True, False))
+    assert before == ["dgrad_transpose_pair_b32"] and all(n.startswith("dgrad_transpose_b") for n in after)
+    assert names == before + [sol.spec.kernel_name] * 3 + after and len(after) == (0 if nchw_dx else 1)
 
 
 def test_timing_counts_the_transforms(tmp_path):
@@ -239,8 +242,8 @@ def test_timing_counts_the_transforms(tmp_path):
     rt.elapsed_ms = lambda a, b: 1.0
     eng = GpuEngine(rt, BinaryCache(tmp_path))
     eng.time(sol, *_inputs(p), iters=2, warmup=1)
-    assert len(sol.transforms) == 2            # dY, W; the kernel stores dX NCHW
-    assert sum(c[0] == "launch" for c in rt.calls) == 3 * 3
+    assert len(sol.transforms) == 2            # dY, W (one launch); the kernel stores dX NCHW
+    assert sum(c[0] == "launch" for c in rt.calls) == 3 * 2
 
 
 # ------------------------------------------------------------------ the kernel source
@@ -253,7 +256,9 @@ def test_transpose_source_depends_only_on_the_width_and_form():
     assert c.name == "dgrad_transpose_band_b16" and c.sha256 != a.sha256
     with pytest.raises(ValueError, match="allowed: 2, 4"):
         emit_transpose(1, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1))
-    with pytest.raises(ValueError, match="allowed: tile, band"):
+    d = emit_transpose(2, "nvidia", "sm_90", (3, 1, 1), (32, 8, 1), "pair")
+    assert d.name == "dgrad_transpose_pair_b16" and d.sha256 not in (a.sha256, c.sha256)
+    with pytest.raises(ValueError, match="allowed: tile, band, pair"):
         emit_transpose(2, "nvidia", "sm_90", (1, 1, 1), (32, 8, 1), "slab")
 
 
@@ -284,7 +289,7 @@ def test_transform_form_by_shape():
         LayoutTransform("dY", "NCHW", "NHWC", 1, 64, 64, 2, 0, form="slab")
 
 
-@pytest.mark.parametrize("form", ["tile", "band"])
+@pytest.mark.parametrize("form", ["tile", "band", "pair"])
 @pytest.mark.parametrize("eb", [2, 4])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_transpose_compiles_for_nvidia_without_spills(eb, arch, form):
@@ -298,7 +303,7 @@ def test_transpose_compiles_for_nvidia_without_spills(eb, arch, form):
     assert build.registers <= 64            # 256 threads: 8 blocks of 256 fit an SM's registers
 
 
-@pytest.mark.parametrize("form", ["tile", "band"])
+@pytest.mark.parametrize("form", ["tile", "band", "pair"])
 @pytest.mark.parametrize("eb", [2, 4])
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
 def test_transpose_compiles_for_amd_without_scratch(eb, arch, form):
@@ -342,3 +347,90 @@ def test_transpose_kernels_are_bit_exact_on_the_emulator(tmp_path, eb, batch, ro
         out = kernel_emu.launch_transpose(src.text, t.grid, t.block, a.tobytes(), b"\xff" * a.nbytes,
                                           batch, rows, cols, tmp_path, form)
         assert np.array_equal(np.frombuffer(out, dtype=f"u{eb}"), want), (form, t.grid)
+
+
+def test_the_transforms_before_the_kernel_run_in_one_launch():
+    """dY's and W's transforms run as one pair launch whose grid is both their grids' blocks
+    and whose arguments are each transform's sizes, own grid and form; dX's runs alone after
+    the kernel; a single transform runs in its own form; a pair past PAIR_MAX_BLOCKS runs
+    apart."""
+    p = _p("convfp16 -n 4 -c 64 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2")    # dX NHWC -> NCHW too
+    sol = SOLVER.find_solution(p, SM90)
+    dy, w, dx = sol.transforms
+    assert (dy.tensor, w.tensor, dx.tensor) == ("dY", "W", "dX")
+    pair, after = sol.transform_launches
+    assert pair.transforms == (dy, w) and after.transforms == (dx,)
+    assert pair.kernel_name == "dgrad_transpose_pair_b16" and pair.form == "pair" and pair.before
+    # the band form for both (odd widths): dY (4, 128, 49) is 6272 > 4096 elements, so bands of
+    # 4096 // 49 = 83 -> 80 rows, 2 per matrix; W (128, 64, 9) is 576 elements, 7 whole matrices
+    # to a block, 19 blocks
+    assert dy.kernel_form == w.kernel_form == "band"
+    assert dy.grid == (2, 4, 1) and w.grid == (19, 1, 1) and pair.grid == (2 * 4 + 19, 1, 1)
+    assert pair.args([(1, 2), (3, 4)]) == (1, 2, 4, 128, 49, 2, 4, 1, 3, 4, 128, 64, 9, 19, 1, 1)
+    assert after.kernel_name == dx.kernel_name and after.grid == dx.grid and not after.before
+    assert after.args([(5, 6)]) == (5, 6, 4, 196, 64)
+    doc = sol.as_dict()["layout_transforms"]
+    assert [(d["tensor"], d["kernel"], d["grid"], d["form"]) for d in doc] == [
+        ("dY", "dgrad_transpose_pair_b16", [27, 1, 1], "band"), ("W", "dgrad_transpose_pair_b16", [27, 1, 1], "band"),
+        ("dX", dx.kernel_name, list(dx.grid), dx.kernel_form)]
+    assert transpose.transform_launches((w,), SM90) == (transpose.TransposeLaunch((w,)),)
+
+
+def test_a_pair_with_a_tile_form_transform_fits_two_waves():
+    """A tile-form transform pairs only where the pair's blocks fit two waves of 4 resident
+    blocks (64 registers x 256 threads of the 64 K an SM holds) on each of the target's
+    multiprocessors; two band-form transforms pair at any size up to PAIR_MAX_BLOCKS."""
+    assert transpose.pair_resident_blocks(SM90) == 65536 // (64 * 256) == 4
+    waves = 2 * 4 * SM90.num_cus                                               # 1056 on the sm_90 preset
+    w = LayoutTransform("W", "NCHW", "NHWC", 64, 64, 9, 2, 0)                   # band, 10 blocks
+    assert w.kernel_form == "band" and w.grid == (10, 1, 1)
+
+    def paired(dy):
+        return [x.transforms for x in transpose.transform_launches((dy, w), SM90)] == [(dy, w)]
+    for n in (1, 8, 16, 32):                       # dY of 56x56 images, 64 channels: 49 tiles an image
+        dy = LayoutTransform("dY", "NCHW", "NHWC", n, 64, 56 * 56, 2, 0)
+        assert dy.kernel_form == "tile" and dy.grid == (49, n, 1)
+        assert paired(dy) == (49 * n + 10 <= waves), n
+    dy7 = LayoutTransform("dY", "NCHW", "NHWC", 4096, 512, 49, 2, 0)           # band, 7 x 4096 blocks
+    assert dy7.kernel_form == "band" and dy7.grid[0] * dy7.grid[1] > waves and paired(dy7)
+    big = LayoutTransform("dY", "NCHW", "NHWC", 65535, 500000, 9, 2, 0)        # 1117 bands x 65535 matrices
+    assert big.kernel_form == "band" and big.grid[0] * big.grid[1] > transpose.PAIR_MAX_BLOCKS and not paired(big)
+    with pytest.raises(ValueError, match="one transform or two of one element width"):
+        transpose.TransposeLaunch((dy, LayoutTransform("W", "NCHW", "NHWC", 1, 1, 9, 4, 0)))
+
+
+# Pairs of transform shapes: the forms in each order (tile+band, band+tile, tile+tile,
+# band+band with whole matrices), grids of several rows of matrices, odd sizes.
+PAIR_SHAPES = [((2, 40, 3136), (16, 8, 9)), ((70, 64, 9), (2, 65, 63)), ((2, 65, 63), (1, 64, 64)),
+               ((5, 3, 9), (4, 300, 17)), ((2, 512, 49), (3, 7, 1))]
+
+
+@pytest.mark.skipif(not __import__("kernel_emu").available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("eb", [2, 4])
+@pytest.mark.parametrize("shapes", PAIR_SHAPES, ids=lambda s: "+".join("x".join(map(str, x)) for x in s))
+def test_the_pair_kernel_is_bit_exact_on_the_emulator(tmp_path, eb, shapes):
+    """Two transforms in one launch of the pair kernel, on the CPU emulator over random bits
+    into a poisoned buffer holding both outputs (with a gap between them): each output is
+    exactly its transposed input, every element written, the gap untouched."""
+    import kernel_emu
+    rng = np.random.default_rng(sum(map(sum, shapes)))
+    ts, srcs, wants = [], [], []
+    offset = 0
+    for tensor, (batch, rows, cols) in zip(("dY", "W"), shapes):
+        t = LayoutTransform(tensor, "NCHW", "NHWC", batch, rows, cols, eb, offset)
+        a = rng.integers(0, 1 << (8 * eb), size=batch * rows * cols, dtype=np.uint64).astype(f"u{eb}")
+        ts.append(t)
+        srcs.append(a.tobytes())
+        wants.append(a.reshape(batch, rows, cols).transpose(0, 2, 1).reshape(-1))
+        offset += -(-t.nbytes // 256) * 256 + 256
+    forms = [t.kernel_form for t in ts]
+    launch = transpose.TransposeLaunch(tuple(ts))
+    args = launch.args([(0, t.offset) for t in ts])
+    jobs = [(ts[0].offset, *args[2:8]), (ts[1].offset, *args[10:16])]
+    out = kernel_emu.launch_transpose_pair(launch.emit("nvidia", "sm_90").text, launch.grid, launch.block,
+                                           srcs[0], srcs[1], b"\xff" * offset, jobs, tmp_path)
+    for t, want in zip(ts, wants):
+        got = np.frombuffer(out[t.offset:t.offset + t.nbytes], dtype=f"u{eb}")
+        assert np.array_equal(got, want), (t.tensor, forms)
+        gap = out[t.offset + t.nbytes:-(-(t.offset + t.nbytes) // 256) * 256 + 256]
+        assert gap == b"\xff" * len(gap), "a pair job wrote past its output"

@@ -131,16 +131,19 @@ class ComputingRuntime(FakeRuntime):
         if func[1].startswith("dgrad_splitk_reduce_"):
             self.reduce(func[1], grid, block, args)
             return
-        if func[1].startswith("dgrad_transpose_"):      # (src, dst, batch, rows, cols), raw bits
+        if func[1].startswith("dgrad_transpose_"):      # raw bits
             eb = int(func[1].rsplit("_b", 1)[1]) // 8
-            src, dst, batch, rows, cols = args
-            n = batch * rows * cols * eb
-            sbuf, soff = self._at(src)
-            assert soff + n <= len(sbuf), "a transpose reads past its buffer"
-            a = np.frombuffer(bytes(sbuf[soff:soff + n]), dtype=f"u{eb}").reshape(batch, rows, cols)
-            dbuf, doff = self._at(dst)
-            assert doff + n <= len(dbuf), "a transpose writes past its buffer"
-            dbuf[doff:doff + n] = np.ascontiguousarray(a.transpose(0, 2, 1)).tobytes()
+            # (src, dst, batch, rows, cols); a pair: (src, dst, batch, rows, cols, gx, gy, form) x 2
+            jobs = [args[0:5], args[8:13]] if func[1].startswith("dgrad_transpose_pair_") else [args]
+            assert len(args) == (16 if len(jobs) == 2 else 5), args
+            for src, dst, batch, rows, cols in jobs:
+                n = batch * rows * cols * eb
+                sbuf, soff = self._at(src)
+                assert soff + n <= len(sbuf), "a transpose reads past its buffer"
+                a = np.frombuffer(bytes(sbuf[soff:soff + n]), dtype=f"u{eb}").reshape(batch, rows, cols)
+                dbuf, doff = self._at(dst)
+                assert doff + n <= len(dbuf), "a transpose writes past its buffer"
+                dbuf[doff:doff + n] = np.ascontiguousarray(a.transpose(0, 2, 1)).tobytes()
             return
         spec = self.sol.spec
         if func[1] != spec.kernel_name:

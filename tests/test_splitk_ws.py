@@ -317,7 +317,7 @@ def test_fake_device_runs_the_kernel_then_the_reduction(tmp_path, line, layout):
     assert np.array_equal(dx, CpuEngine(SM90).run(sol, dy, w))           # the same bits as the CPU engine
     launches = [c for c in rt.calls if c[0] == "launch"]
     names = [c[1] for c in launches]
-    pre = [t.kernel_name for t in sol.transforms]
+    pre = [t.kernel_name for t in sol.transform_launches]
     assert names == pre + [sol.spec.kernel_name, f"dgrad_splitk_reduce_{p.dtype}_{layout[0].lower()}"]
     allocs = {c[2]: c[1] for c in rt.calls if c[0] == "alloc"}
     ws, dx_ptr = allocs[sol.workspace_bytes], [c[1] for c in rt.calls if c[0] == "alloc"][2]
@@ -340,13 +340,13 @@ def test_fake_device_split_n_launches_kernel_and_reduction_per_chunk(monkeypatch
     assert verify(p, dx, dgrad_reference(p, dy, w)).ok
     launches = [c for c in rt.calls if c[0] == "launch"]
     names = [c[1] for c in launches]
-    assert names == [t.kernel_name for t in sol.transforms] + [sol.spec.kernel_name, "dgrad_splitk_reduce_fp16_nchw"] * 3
-    assert len(sol.transforms) == 2 and all(n.startswith("dgrad_transpose_") for n in names[:2])
+    assert names == ["dgrad_transpose_pair_b16"] + [sol.spec.kernel_name, "dgrad_splitk_reduce_fp16_nchw"] * 3
+    assert len(sol.transforms) == 2                                              # dY and W, in one launch
     allocs = [c[1] for c in rt.calls if c[0] == "alloc"]
     img = 9 * 7 * 15 * 2
     slices = allocs[3] + sol.reduce.offset
-    assert [c[5][2] for c in launches[2::2]] == [slices] * 3                     # one launch's slices, reused
-    assert [c[5][:2] for c in launches[3::2]] == [(slices, allocs[2] + n0 * img) for n0 in (0, 2, 4)]
+    assert [c[5][2] for c in launches[1::2]] == [slices] * 3                     # one launch's slices, reused
+    assert [c[5][:2] for c in launches[2::2]] == [(slices, allocs[2] + n0 * img) for n0 in (0, 2, 4)]
     rt2 = ComputingRuntime(sol)                                                  # bitwise deterministic
     assert np.array_equal(_fake_run(tmp_path, sol, dy, w, rt2)[0], dx)
 

@@ -340,26 +340,31 @@ TRANSPOSE_KERNELS = {2: "dgrad_transpose_b16", 4: "dgrad_transpose_b32"}
 """The layout-transform kernel of each element width, tile form (:mod:`miopen_solver.transpose`)."""
 TRANSPOSE_BAND_KERNELS = {2: "dgrad_transpose_band_b16", 4: "dgrad_transpose_band_b32"}
 """The same, band form (few columns or small matrices)."""
+TRANSPOSE_PAIR_KERNELS = {2: "dgrad_transpose_pair_b16", 4: "dgrad_transpose_pair_b32"}
+"""Two transforms of one width in one launch, each in its own form
+(:class:`~miopen_solver.transpose.TransposeLaunch`)."""
+TRANSPOSE_FORMS = {"tile": TRANSPOSE_KERNELS, "band": TRANSPOSE_BAND_KERNELS, "pair": TRANSPOSE_PAIR_KERNELS}
 
 
 def emit_transpose(elem_bytes: int, vendor: str, arch: str, grid, block, form: str = "tile") -> KernelSource:
     """The batched 2-D transpose (``transpose.cu``) for ``elem_bytes``-byte elements, its
-    ``form`` (``"tile"`` or ``"band"``: the entry point); its sizes are kernel arguments
-    ``(src, dst, batch, rows, cols)`` (the last three 64-bit), so the text and binary depend
-    only on the width, form, vendor and arch. ``grid``/``block``: the launch of one transform
-    (:class:`~miopen_solver.transpose.LayoutTransform`).
+    ``form`` (``"tile"``, ``"band"`` or ``"pair"``: the entry point); its sizes are kernel
+    arguments -- ``(src, dst, batch, rows, cols)`` (the last three 64-bit), for the pair
+    ``(src, dst, batch, rows, cols, gx, gy, form)`` per transform -- so the text and binary
+    depend only on the width, form, vendor and arch. ``grid``/``block``: the launch
+    (:class:`~miopen_solver.transpose.TransposeLaunch`).
 
     Raises:
         ValueError: ``elem_bytes`` is not 2 or 4, or an unknown form.
     """
     if elem_bytes not in TRANSPOSE_KERNELS:
         raise ValueError(f"no transpose kernel for {elem_bytes}-byte elements; allowed: 2, 4")
-    if form not in ("tile", "band"):
-        raise ValueError(f"transpose form {form!r}; allowed: tile, band")
-    name = (TRANSPOSE_KERNELS if form == "tile" else TRANSPOSE_BAND_KERNELS)[elem_bytes]
+    if form not in TRANSPOSE_FORMS:
+        raise ValueError(f"transpose form {form!r}; allowed: {', '.join(TRANSPOSE_FORMS)}")
     d = [("DT_KERNEL_NAME", TRANSPOSE_KERNELS[elem_bytes]), ("DT_BAND_KERNEL_NAME", TRANSPOSE_BAND_KERNELS[elem_bytes]),
-         ("DT_EB", elem_bytes)]
-    return _make(name, "amd" if vendor == "amd" else "nvidia", arch, d, _read("transpose.cu"), grid, block, 0)
+         ("DT_PAIR_KERNEL_NAME", TRANSPOSE_PAIR_KERNELS[elem_bytes]), ("DT_EB", elem_bytes)]
+    return _make(TRANSPOSE_FORMS[form][elem_bytes], "amd" if vendor == "amd" else "nvidia", arch, d,
+                 _read("transpose.cu"), grid, block, 0)
 
 
 def emit_splitk_reduce(dtype: str, layout: str, vendor: str, arch: str, grid, block) -> KernelSource:

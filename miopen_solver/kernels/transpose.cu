@@ -18,6 +18,9 @@
 // band of DT_BAND_ROWS(cols) rows of one matrix (dst gets runs of that many elements) -- read
 // and written in 16-byte vectors where aligned. With the tile form, a matrix of 9 columns
 // used 9 of every 64 lanes and 2-byte accesses.
+//
+// DT_PAIR_KERNEL_NAME runs two transforms, each in its own form, in one launch (the blocks of
+// both grids, one after the other): dY's and W's before the kernel, one launch fewer.
 
 #if defined(DG_VENDOR_AMD)
 #ifndef __global__
@@ -27,6 +30,11 @@
 #define __shared__ __attribute__((shared))
 #endif
 #define DT_GLOBAL extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(256, 256)))
+#define DT_GLOBAL_BAND DT_GLOBAL
+#ifndef __device__
+#define __device__ __attribute__((device))
+#endif
+#define DT_DEVICE static __device__ inline __attribute__((always_inline))
 #define DT_SYNC()                                                 \
     do {                                                          \
         __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");    \
@@ -40,6 +48,10 @@
 #define DT_NBY() ((long long)(__builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y()))
 #else
 #define DT_GLOBAL extern "C" __global__ __launch_bounds__(256)
+// the band and pair entries: at least 4 blocks of 256 threads per SM, 64 registers a thread
+// (without a minimum, ptxas 12 gave the band body 40 registers and spilled on sm_90)
+#define DT_GLOBAL_BAND extern "C" __global__ __launch_bounds__(256, 4)
+#define DT_DEVICE static __device__ __forceinline__
 #define DT_SYNC() __syncthreads()
 #define DT_TX() ((int)threadIdx.x)
 #define DT_TY() ((int)threadIdx.y)
@@ -63,12 +75,15 @@ typedef unsigned int dt_t;
 
 static_assert(DT_TILE % DT_ROWS_PER_PASS == 0, "a tile is whole passes of the block's rows");
 
-DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
-                              long long rows_ll, long long cols_ll) {
-    __shared__ dt_t tile[DT_TILE][DT_TILE + DT_PAD];
+typedef dt_t dt_tile_row[DT_TILE + DT_PAD];   // one row of the tile form's shared tile
+
+// The tile form's work for block (bx, by) of a grid of nby matrices along y; `tile` is the
+// block's shared tile.
+DT_DEVICE void dt_tile_body(dt_tile_row* tile, const dt_t* __restrict__ src, dt_t* __restrict__ dst,
+                            long long batch, long long rows_ll, long long cols_ll, int bx, long long by,
+                            long long nby) {
     const int rows = (int)rows_ll, cols = (int)cols_ll;
     const int tiles_c = (cols + DT_TILE - 1) / DT_TILE;
-    const int bx = (int)DT_BX();
     const int tr = bx / tiles_c, tc = bx - tr * tiles_c;
     const int r0 = tr * DT_TILE, c0 = tc * DT_TILE;
     const int tx = DT_TX(), ty = DT_TY();
@@ -76,7 +91,7 @@ DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ d
     // base is a multiple of rows*cols elements, each row start a multiple of cols).
     const bool words_in = DT_VEC == 2 && r0 + DT_TILE <= rows && c0 + DT_TILE <= cols && (cols % 2) == 0;
     const bool words_out = DT_VEC == 2 && r0 + DT_TILE <= rows && c0 + DT_TILE <= cols && (rows % 2) == 0;
-    for (long long b = DT_BY(); b < batch; b += DT_NBY()) {
+    for (long long b = by; b < batch; b += nby) {
         const dt_t* s = src + b * rows_ll * cols_ll;
         dt_t* d = dst + b * rows_ll * cols_ll;
 #if DT_VEC == 2
@@ -129,6 +144,12 @@ DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ d
     }
 }
 
+DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
+                              long long rows, long long cols) {
+    __shared__ dt_tile_row tile[DT_TILE];
+    dt_tile_body(tile, src, dst, batch, rows, cols, (int)DT_BX(), DT_BY(), DT_NBY());
+}
+
 #define DT_BAND_BYTES 8192
 #define DT_BAND_ELEMS (DT_BAND_BYTES / DT_EB)
 #define DT_V16 (16 / DT_EB)         // elements per 16-byte vector
@@ -140,10 +161,10 @@ DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ d
 typedef struct __attribute__((aligned(16))) { unsigned int w[4]; } dt_v16;   // one 16-byte access
 typedef union { dt_v16 v; dt_t e[DT_V16]; } dt_pack;
 
-#ifdef DT_BAND_KERNEL_NAME
-DT_GLOBAL void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
-                                   long long rows_ll, long long cols_ll) {
-    __shared__ __attribute__((aligned(16))) dt_t band[DT_BAND_ELEMS];
+// The band form's work for block (bx, by) of a grid of nby matrices along y (whole matrices:
+// by = 0, nby = 1); `band` is the block's shared band, 16-byte aligned.
+DT_DEVICE void dt_band_body(dt_t* band, const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
+                            long long rows_ll, long long cols_ll, int bx, long long by, long long nby) {
     const int rows = (int)rows_ll, cols = (int)cols_ll;
     const int per = rows * cols;     // elements of one matrix (< 2^31, checked by the solver)
     const int tid = DT_TY() * 32 + DT_TX();
@@ -153,11 +174,11 @@ DT_GLOBAL void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restric
     const int mode = per <= DT_BAND_ELEMS ? 0 : (cols <= rows ? 1 : 2);
     const int mats = mode == 0 ? DT_BAND_ELEMS / per : 1;
     const int bw = mode == 1 ? DT_BAND_ROWS(cols) : (mode == 2 ? DT_BAND_ROWS(rows) : 0);
-    const int o0 = (int)DT_BX() * bw;                       // the band's first row (1) or column (2)
+    const int o0 = bx * bw;                       // the band's first row (1) or column (2)
     const int extent = mode == 1 ? rows : cols;
     const int no = mode == 0 ? 0 : (extent - o0 < bw ? extent - o0 : bw);
-    const long long b_first = mode == 0 ? DT_BX() * mats : DT_BY();
-    const long long b_step = mode == 0 ? batch : DT_NBY();   // whole: one pass (grid x covers the batch)
+    const long long b_first = mode == 0 ? (long long)bx * mats : by;
+    const long long b_step = mode == 0 ? batch : nby;   // whole: one pass (grid x covers the batch)
     for (long long b0 = b_first; b0 < batch; b0 += b_step) {
         const int nm = mode == 0 ? (int)(batch - b0 < mats ? batch - b0 : mats) : 1;
         const int nr = mode == 0 ? rows : (mode == 1 ? no : rows);
@@ -242,5 +263,44 @@ DT_GLOBAL void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restric
         }
         DT_SYNC();      // the band is reused by the next matrix
     }
+}
+
+#ifdef DT_BAND_KERNEL_NAME
+DT_GLOBAL_BAND void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
+                                   long long rows, long long cols) {
+    __shared__ __attribute__((aligned(16))) dt_t band[DT_BAND_ELEMS];
+    dt_band_body(band, src, dst, batch, rows, cols, (int)DT_BX(), DT_BY(), DT_NBY());
+}
+#endif
+
+#ifdef DT_PAIR_KERNEL_NAME
+// Two transforms in one launch (dY's and W's before the kernel: one launch instead of two).
+// Each job j is (src, dst, batch, rows, cols, gx, gy, form): the grid its own launch would
+// have had, (gx, gy), flattened, and its form (0 tile, 1 band). The grid is (gx0*gy0 +
+// gx1*gy1, 1, 1): block L < gx0*gy0 runs job 0's block (L % gx0, L / gx0), the rest job 1's.
+// One shared buffer serves either form.
+#define DT_TILE_BYTES (DT_TILE * (DT_TILE + DT_PAD) * DT_EB)
+#define DT_PAIR_SMEM (DT_TILE_BYTES > DT_BAND_BYTES ? DT_TILE_BYTES : DT_BAND_BYTES)
+
+DT_DEVICE void dt_pair_job(unsigned char* smem, const dt_t* __restrict__ src, dt_t* __restrict__ dst,
+                           long long batch, long long rows, long long cols, long long gx, long long gy,
+                           long long form, long long l) {
+    const long long by = l / gx, bx = l - by * gx;
+    if (form == 0)
+        dt_tile_body(reinterpret_cast<dt_tile_row*>(smem), src, dst, batch, rows, cols, (int)bx, by, gy);
+    else
+        dt_band_body(reinterpret_cast<dt_t*>(smem), src, dst, batch, rows, cols, (int)bx, by, gy);
+}
+
+DT_GLOBAL_BAND void DT_PAIR_KERNEL_NAME(const dt_t* __restrict__ src0, dt_t* __restrict__ dst0, long long batch0,
+                                   long long rows0, long long cols0, long long gx0, long long gy0, long long form0,
+                                   const dt_t* __restrict__ src1, dt_t* __restrict__ dst1, long long batch1,
+                                   long long rows1, long long cols1, long long gx1, long long gy1, long long form1) {
+    __shared__ __attribute__((aligned(16))) unsigned char smem[DT_PAIR_SMEM];
+    const long long l = DT_BX(), n0 = gx0 * gy0;
+    if (l < n0)
+        dt_pair_job(smem, src0, dst0, batch0, rows0, cols0, gx0, gy0, form0, l);
+    else
+        dt_pair_job(smem, src1, dst1, batch1, rows1, cols1, gx1, gy1, form1, l - n0);
 }
 #endif

@@ -182,7 +182,8 @@ class GpuEngine(Engine):
 
     def launches(self, sol, k: Loaded, dy: int, w: int, dx: int, workspace: int = 0) -> list:
         """One run of the solution as ``[_Step, ...]``, in order: the layout transforms
-        before the kernel (user dY/W bytes -> their NHWC copies in the workspace), one launch
+        before the kernel (user dY/W bytes -> their NHWC copies in the workspace; both in one
+        launch, :attr:`Solution.transform_launches <miopen_solver.solver.Solution.transform_launches>`), one launch
         of the kernel per chunk of the split-N plan (:attr:`Solution.chunks
         <miopen_solver.solver.Solution.chunks>`; one without a split), each with dY and dX
         offset to the chunk's first image (N is the outermost dim of NHWC, so a chunk's
@@ -200,10 +201,11 @@ class GpuEngine(Engine):
         for t in sol.transforms:
             native[t.tensor] = workspace + t.offset
         steps = []
-        for t in sol.transforms:
-            src, dst = (user[t.tensor], native[t.tensor]) if t.before else (native[t.tensor], user[t.tensor])
-            steps.append(_Step(self._transform_kernel(t), t.grid, t.block, 0, (src, dst, t.batch, t.rows, t.cols),
-                               after=not t.before))
+        for launch in sol.transform_launches:
+            ptrs = [(user[t.tensor], native[t.tensor]) if t.before else (native[t.tensor], user[t.tensor])
+                    for t in launch.transforms]
+            steps.append(_Step(self._transform_kernel(launch), launch.grid, launch.block, 0, launch.args(ptrs),
+                               after=not launch.before))
         dy_img, dx_img = p.dy_elems // p.N * eb, p.dx_elems // p.N * eb
         red = sol.reduce
         main = []
@@ -217,8 +219,8 @@ class GpuEngine(Engine):
                 main.append(_Step(rk, red.grid, red.block, 0, red.args(out, native["dX"] + n0 * dx_img)))
         return [s for s in steps if not s.after] + main + [s for s in steps if s.after]
 
-    def _transform_kernel(self, t) -> Loaded:
-        return self.load(t.emit(self.rt.vendor, self.target.arch))
+    def _transform_kernel(self, launch) -> Loaded:
+        return self.load(launch.emit(self.rt.vendor, self.target.arch))
 
     def _run_once(self, steps: list):
         """One run of the solution: every step, in order, on the one stream."""
