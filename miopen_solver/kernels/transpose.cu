@@ -49,7 +49,7 @@
 #else
 #define DT_GLOBAL extern "C" __global__ __launch_bounds__(256)
 // the band and pair entries: at least 4 blocks of 256 threads per SM, 64 registers a thread
-// (without a minimum, ptxas 12 gave the band body 40 registers and spilled on sm_90)
+// (without a minimum, ptxas 13.0 gave the band body 40 registers and spilled on sm_90)
 #define DT_GLOBAL_BAND extern "C" __global__ __launch_bounds__(256, 4)
 #define DT_DEVICE static __device__ __forceinline__
 #define DT_SYNC() __syncthreads()
@@ -267,7 +267,7 @@ DT_DEVICE void dt_band_body(dt_t* band, const dt_t* __restrict__ src, dt_t* __re
 
 #ifdef DT_BAND_KERNEL_NAME
 DT_GLOBAL_BAND void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ dst, long long batch,
-                                   long long rows, long long cols) {
+                                        long long rows, long long cols) {
     __shared__ __attribute__((aligned(16))) dt_t band[DT_BAND_ELEMS];
     dt_band_body(band, src, dst, batch, rows, cols, (int)DT_BX(), DT_BY(), DT_NBY());
 }
@@ -293,9 +293,9 @@ DT_DEVICE void dt_pair_job(unsigned char* smem, const dt_t* __restrict__ src, dt
 }
 
 DT_GLOBAL_BAND void DT_PAIR_KERNEL_NAME(const dt_t* __restrict__ src0, dt_t* __restrict__ dst0, long long batch0,
-                                   long long rows0, long long cols0, long long gx0, long long gy0, long long form0,
-                                   const dt_t* __restrict__ src1, dt_t* __restrict__ dst1, long long batch1,
-                                   long long rows1, long long cols1, long long gx1, long long gy1, long long form1) {
+                                        long long rows0, long long cols0, long long gx0, long long gy0, long long form0,
+                                        const dt_t* __restrict__ src1, dt_t* __restrict__ dst1, long long batch1,
+                                        long long rows1, long long cols1, long long gx1, long long gy1, long long form1) {
     __shared__ __attribute__((aligned(16))) unsigned char smem[DT_PAIR_SMEM];
     const long long l = DT_BX(), n0 = gx0 * gy0;
     if (l < n0)
