@@ -1,8 +1,9 @@
 """Where an NCHW run's time goes (NVIDIA GPU with PyTorch): each launch of our solution
 timed alone and the whole run, in CUDA graphs, beside the same problem all-NHWC and two
 bandwidth yardsticks on dY's bytes (PyTorch's NCHW -> NHWC ``permute().contiguous()`` and a
-plain device copy); each transform alone in both forms, and dY's and W's as one pair launch
-whether or not the solution pairs them::
+plain device copy); each transform alone in both forms, dY's and W's as one pair launch
+whether or not the solution pairs them, and where the kernel stores dX NCHW the dX transform
+an NHWC-dX kernel would need instead (beside the NHWC column's kernel: the other design)::
 
     python bench/nchw_breakdown.py --suite bench/suite.txt --only r50_3x3 --out nchw_breakdown.md
 
@@ -26,7 +27,7 @@ from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
-from miopen_solver.transpose import TransposeLaunch  # noqa: E402
+from miopen_solver.transpose import LayoutTransform, TransposeLaunch, writes_nchw_dx  # noqa: E402
 
 LAYOUT_FLAGS = re.compile(r"\s--(in|out|fil)_layout\s+\S+")
 
@@ -84,8 +85,13 @@ def breakdown(eng, p, launches: int, replays: int) -> dict:
                   tuple(st.grid)) for st in steps]
     forms = [(t.label, t.rows, t.cols, transform_us(eng, t, "tile", launches, replays),
               transform_us(eng, t, "band", launches, replays)) for t in sol.transforms]
+    dx_alt = None
+    if writes_nchw_dx(sol.spec):        # the transform an NHWC-dX kernel would need instead of its NCHW stores
+        t = LayoutTransform("dX", "NHWC", "NCHW", p.N, p.Hi * p.Wi, p.C, p.elem_bytes, 0)
+        dx_alt = transform_us(eng, t, t.kernel_form, launches, replays)
     return {"config": sol.perf_config.serialize(), "total_us": total, "steps": parts, "kernel": k.source.name,
-            "forms": forms, "pair_us": pair_us(eng, [t for t in sol.transforms if t.before], launches, replays)}
+            "forms": forms, "pair_us": pair_us(eng, [t for t in sol.transforms if t.before], launches, replays),
+            "dx_transform_us": dx_alt}
 
 
 def yardsticks(torch, p, launches: int, replays: int) -> tuple:
@@ -148,6 +154,8 @@ def main(argv=None) -> int:
                           f"{'-' if band is None else f'{band:.1f}'}" for lab, r, c, tile, band in b_nchw["forms"])
         if b_nchw["pair_us"] is not None:
             forms += f"; dY+W pair: {b_nchw['pair_us']:.1f}"
+        if b_nchw["dx_transform_us"] is not None:
+            forms += f"; dX transform if the kernel stored NHWC: {b_nchw['dx_transform_us']:.1f}"
         out.append(f"| {label} | {b_nhwc['total_us']:.1f} | {b_nchw['total_us']:.1f} | "
                    f"{b_nhwc['total_us'] / b_nchw['total_us']:.2f} | {steps} (`{b_nchw['config']}`) | {forms} | "
                    f"{perm:.1f} | {copy:.1f} |")

@@ -343,3 +343,35 @@ def test_nchw_breakdown_without_a_gpu_is_one_line(capsys, no_gpu):
     from bench import nchw_breakdown
     assert "needs PyTorch with a CUDA GPU (" in refused_in_one_line(capsys, nchw_breakdown.main, ["--only", "r50_3x3_c64"],
                                                                     "nchw_breakdown.py")
+
+
+@pytest.mark.parametrize("line,pair,dx_alt", [
+    ("convfp16 -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", True, True),     # dY+W paired, NCHW dX
+    ("convfp16 -n 4 -c 64 -H 7 -W 7 -k 64 -y 1 -x 1 -F 2", False, True),                # dY alone
+    ("convfp16 -n 4 -c 64 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2", True, False),   # a dX transform runs
+])
+def test_nchw_breakdown_times_every_step_the_pair_and_the_dx_alternative(tmp_path, line, pair, dx_alt):
+    """On a recording runtime: every launch of the run is timed alone, the pair launch of dY's
+    and W's transforms is timed where two run before the kernel, and the dX transform an
+    NHWC-dX kernel would need where the kernel stores dX NCHW."""
+    from bench import nchw_breakdown
+    from miopen_solver.command import parse
+    from miopen_solver.runtime.cache import BinaryCache
+    from miopen_solver.runtime.gpu import GpuEngine
+    from miopen_solver.transpose import writes_nchw_dx
+    from test_gpu_engine import FakeRuntime
+    rt = FakeRuntime()
+    eng = GpuEngine(rt, BinaryCache(tmp_path))
+    p = parse(line.split()).problem
+    sol = nchw_breakdown.DgradSolver().find_solution(p, eng.target)
+    b = nchw_breakdown.breakdown(eng, p, 2, 2)
+    launched = [s[0] for s in b["steps"]]
+    assert launched == [x.kernel_name for x in sol.transform_launches if x.before] + [sol.spec.kernel_name] + \
+        [x.kernel_name for x in sol.transform_launches if not x.before]
+    assert (b["pair_us"] is not None) == pair == (sum(t.before for t in sol.transforms) == 2)
+    assert (b["dx_transform_us"] is not None) == dx_alt == writes_nchw_dx(sol.spec)
+    timed = [c for c in rt.calls if c[0] == "launch"]
+    if pair:
+        assert any(c[1] == "dgrad_transpose_pair_b16" and len(c[5]) == 16 for c in timed)
+    if dx_alt:     # (src, dst, N, Hi*Wi, C)
+        assert any(c[1].startswith("dgrad_transpose_") and c[5][2:] == (p.N, p.Hi * p.Wi, p.C) for c in timed)
