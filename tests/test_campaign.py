@@ -403,6 +403,26 @@ def test_parse_gpus(monkeypatch):
             parse_gpus(bad, "cpu")
 
 
+@pytest.mark.parametrize("count", ["4097", "99999999999", "00004097", "9" * 5000, "1" + "0" * 40])
+def test_a_gpu_count_past_4096_is_out_of_range(capsys, tmp_path, model, count, no_workers):
+    """``--gpus 99999999999`` said "a single number is a count of GPUs, not an id": the
+    wrong reason for a count past the limit (a 5000-digit one must not reach int())."""
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--gpus", count)
+    assert status == 2 and out == [] and len(err) == 1
+    shown = count if len(count) <= 80 else f"{count[:60]}... ({len(count)} characters)"
+    assert err[0] == (f"dgrad-driver: error: --gpus {shown}: a count of GPUs is out of range 1..4096; allowed: all, "
+                      f"a count N from 1 to 4096 (GPUs 0..N-1), or a list of two or more GPU ids such as 0,2,5 (no "
+                      f"repeats; one GPU by its id: CUDA_VISIBLE_DEVICES=ID with --gpus all)")
+
+
+def test_gpu_counts_up_to_4096_are_gpus_0_to_n_minus_1():
+    for text, n in (("1", 1), ("4096", 4096), ("0004096", 4096), ("07", 7)):
+        assert parse_gpus(text, "cpu") == [str(i) for i in range(n)]
+    for bad in ("\u0663", "\u0663,\u0664", "+3", "3,+4"):            # ASCII digits only
+        with pytest.raises(UserError, match="allowed: all, a count N from 1 to 4096"):
+            parse_gpus(bad, "cpu")
+
+
 @pytest.mark.parametrize("extra,needle", [
     (["--gpus", "0,0"], "--gpus 0,0: allowed: all, a count N from 1 to 4096"),
     (["--gpus", "0"], "--gpus 0: a single number is a count of GPUs, not an id; allowed: all, a count N from 1 to 4096 "
