@@ -56,7 +56,8 @@ from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_add
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
                       check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
-from .run_cmd import GRAPH_ON_CPU_NOTE, check_input_files, check_line, for_target, resolve_device, resolve_reference
+from .run_cmd import (check_input_files, check_line, for_target, graph_on_cpu_note, resolve_device,
+                      resolve_reference)
 from .tune_cmd import TuneOptions, _check_perfdb
 
 CSV_FIELDS = ("problem", "problem_key", "lines", "rank", "default", "status", "median_ms", "average_ms", "min_ms",
@@ -597,7 +598,7 @@ def _report(o, device, problems, skipped, ignored, records, arch, run, executor,
            f"warm-up {o.warmup}; graph replays (-J 1) on {n_graph} of {len(problems)} problems")
     lines.append(f"Configs: {sampled}; -i from each line, {how}")
     if n_graph and device.backend == "cpu":
-        lines.append(GRAPH_ON_CPU_NOTE)
+        lines.append(graph_on_cpu_note())
     lines.append(f"Results log: {o.results if o.results is not None else '(temporary) ' + log_path}"
                  + (f" (resumed: {resumed_configs} configs and {resumed_problems} problems were done)"
                     if o.resume else ""))
