@@ -116,14 +116,15 @@ def _line_sources(o: CampaignOptions) -> tuple:
 def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
     """The campaign's problems and the lines skipped (with reasons); the lines without a
     conv command are counted. Returns ``(problems, skipped, ignored)``."""
-    from miopen_solver.command import describe_directions, parse
+    from miopen_solver.command import describe_directions
+    from .batch_cmd import parse_tokens
     solver = DgradSolver()
     target = device.target
     problems, skipped, by_key = [], [], {}
     sources, ignored = _line_sources(o)
     for n, tokens in sources:
         try:
-            cmd = parse(tokens, allow_any_direction=True)
+            cmd = parse_tokens(tokens)
         except MiopenCommandError as e:
             if o.file is None:
                 raise
