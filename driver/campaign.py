@@ -331,9 +331,10 @@ def _check_options(o: CampaignOptions) -> None:
 
 
 def _check_results(o: CampaignOptions) -> None:
-    """``--results PATH``: a new or empty file; with ``--resume`` also an earlier campaign's
-    log (:func:`~miopen_solver.results_log.check_log`). Anything else -- a text file, a CSV,
-    binary data, a log without ``--resume`` -- is refused before anything is written to it.
+    """``--results PATH``: a new or empty file; with ``--resume`` an existing one, an earlier
+    campaign's log (:func:`~miopen_solver.results_log.check_log`) or empty. Anything else -- a
+    text file, a CSV, binary data, a log without ``--resume``, a missing file with it -- is
+    refused before anything is written to it.
 
     Raises:
         UserError: naming ``--results``, the path, why and what is allowed.
@@ -349,6 +350,9 @@ def _check_results(o: CampaignOptions) -> None:
     if not o.resume and (existing.records or existing.torn):
         raise UserError(f"--results {shown_path(o.results)}: holds {len(existing.records)} records of an earlier "
                         f"campaign; allowed: --resume to continue it, or a new file")
+    if o.resume and not os.path.exists(o.results):      # a mistyped log would start over silently
+        raise UserError(f"--resume needs an existing results log; --results {shown_path(o.results)} does not "
+                        f"exist; allowed: the log of an earlier campaign, or a new file without --resume")
 
 
 def _make_executor(o: CampaignOptions, device, slots: list):

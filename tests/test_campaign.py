@@ -627,6 +627,27 @@ def test_results_that_is_not_a_campaign_log_is_refused_and_left_untouched(capsys
     assert path.read_bytes() == data
 
 
+@pytest.mark.parametrize("name", ["new.jsonl", "sub/../new.jsonl", "NEW LOG.jsonl"])
+def test_resume_of_a_results_log_that_does_not_exist_is_refused(capsys, tmp_path, model, name, no_workers):
+    """``--resume --results NEW.jsonl`` (a mistyped log) started a fresh campaign silently:
+    it is one error line naming the path, exit 2, and nothing is created; an empty file
+    (a campaign killed before its first record) still resumes as nothing done."""
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / name
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--results", path, "--resume")
+    assert status == 2 and out == [] and err == [
+        f"dgrad-driver: error: --resume needs an existing results log; --results {path} does not exist; allowed: "
+        f"the log of an earlier campaign, or a new file without --resume"]
+    assert not os.path.exists(path)
+
+
+def test_resume_of_an_empty_results_file_is_taken(tmp_path):
+    from driver.campaign import CampaignOptions, _check_results
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    _check_results(CampaignOptions(results=str(path), resume=True))      # nothing to refuse
+
+
 def test_results_log_without_resume_is_refused_untouched(capsys, tmp_path, model, no_workers):
     path = tmp_path / "log.jsonl"
     with ResultsLog(path) as log:
