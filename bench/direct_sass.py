@@ -292,8 +292,8 @@ def _checked(args) -> tuple:
     if args.dtype not in DTYPES:
         raise BadInput(f"--dtype {shorten(args.dtype)!r}: allowed: {', '.join(DTYPES)}")
     configs = []
-    for c in args.configs.split(";"):
-        if c.strip():
+    for c in (c.strip() for c in args.configs.split(";")):
+        if c:
             try:
                 configs.append(PerfConfig.parse(c))
             except PerfConfigError as e:

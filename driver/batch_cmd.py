@@ -8,7 +8,9 @@ without a base argument (blank lines, ``#`` comments, other log output) are skip
 counted. FILE must be a regular UTF-8 text file of at most :data:`MAX_FILE_BYTES`; a byte-order
 mark is dropped and lines end at "\\n" only (:func:`miopen_solver.text.text_lines`). Lines that ask for
 another direction than backward data (``-F``/``--forw`` other than 2) are skipped with a
-note; ``-S`` is ignored (the line runs with this solver whatever MIOpen used).
+note; ``-S`` is ignored (the line runs with this solver whatever MIOpen used), and so are
+``-s 1`` (no search) and ``-o 1`` (no dumps), each with a note in the line's row. A line
+that cannot be split (an unclosed quote) is an ``error`` row with ``run``'s message.
 
 Every runnable line is timed (its ``-i``, or ``--iters``) in one timing worker and, unless
 its ``-V 0`` or ``--no-verify``, verified in one verification worker; both workers live for
@@ -68,6 +70,10 @@ RAN = ("ok", "verify-failed", "failed")
 MAX_FILE_BYTES = 64 << 20
 """The largest FILE batch reads (64 MiB; MIOpen's perf-model files are a few KiB)."""
 _TRAILING_COMMENT = re.compile(r"\s#.*$")
+_BASE_WORD = re.compile(r"(?:^|\s)(" + "|".join(map(re.escape, sorted({*BASE_DTYPES, *REJECTED_BASES}, key=len,
+                                                                       reverse=True))) + r")(?=\s|$)")
+"""A base argument as a whitespace-separated word: where a line that cannot be split whole is
+split from."""
 
 
 @dataclass(slots=True)
@@ -116,12 +122,22 @@ class BatchOptions:
 def command_tokens(text: str) -> list | None:
     """The tokens of a line from its base argument on, without a trailing ``# comment``
     (whitespace, then ``#`` onward), ``-S``/``--solution`` and its value; None when the
-    line holds no MIOpenDriver conv command."""
+    line holds no MIOpenDriver conv command. The line is split as ``run`` splits it
+    (:func:`~miopen_solver.command.split_command`); what comes before the base argument is
+    ignored, so a quote there (log text) does not matter.
+
+    Raises:
+        MiopenCommandError: the command itself cannot be split (an unclosed quote, a
+            trailing backslash): ``run``'s error for the same line.
+    """
     text = _TRAILING_COMMENT.sub("", text)
     try:
         tokens = split_command(text)
     except MiopenCommandError:
-        tokens = text.split()
+        base = _BASE_WORD.search(text)
+        if base is None:
+            return None
+        tokens = split_command(text[base.start(1):])
     start = next((i for i, t in enumerate(tokens) if t in BASE_DTYPES or t in REJECTED_BASES), None)
     if start is None:
         return None
@@ -139,18 +155,49 @@ def command_tokens(text: str) -> list | None:
 def file_commands(text: str) -> tuple:
     """``([(line number, tokens)], ignored)``: the conv commands of a file's text
     (:func:`command_tokens`), and the count of lines that hold none (blank lines and ``#``
-    comments are not counted)."""
+    comments are not counted). A command that cannot be split has its
+    :class:`MiopenCommandError` in place of the tokens (:func:`parse_tokens` raises it)."""
     commands, ignored = [], 0
     for n, raw in enumerate(text_lines(text), 1):
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        tokens = command_tokens(stripped)
+        try:
+            tokens = command_tokens(stripped)
+        except MiopenCommandError as e:
+            commands.append((n, e))
+            continue
         if tokens is None:
             ignored += 1
             continue
         commands.append((n, [sys.intern(t) for t in tokens]))   # one copy of each distinct word: a
     return commands, ignored                                       # 64 MiB file's lines held at once
+
+
+def parse_tokens(tokens, o: BatchOptions | None = None):
+    """:func:`~miopen_solver.command.parse` of a :func:`file_commands` entry (any direction),
+    with ``--batch-size`` and ``--iters`` applied when ``o`` is given.
+
+    Raises:
+        MiopenCommandError: the line's error (also one that could not be split).
+    """
+    if isinstance(tokens, MiopenCommandError):
+        raise tokens
+    return parse(_line_tokens(tokens, o) if o is not None else tokens, allow_any_direction=True)
+
+
+def ignored_flag_notes(cmd) -> list:
+    """A row's notes for the line's flags batch does not honour (``-S`` is dropped as the line
+    is read): ``-s 1`` (no search: ``run`` searches first, ``tune`` tunes) and ``-o 1`` (no
+    dump files), each as the line wrote it."""
+    def given(name):
+        return f"'{cmd.flag_text(name)} {cmd.value_text(name)}' ignored"
+    out = []
+    if int(cmd.flags["search"]):
+        out.append(f"{given('search')}: batch runs no search (run or tune the line)")
+    if int(cmd.flags["dump_output"]):
+        out.append(f"{given('dump_output')}: batch writes no dump files")
+    return out
 
 
 def _check_options(o: BatchOptions) -> None:
@@ -208,8 +255,7 @@ class _RowLines:
         self.key, self.kernel, self.time = 1, 1, 0.0
         for _, tokens in commands:
             try:
-                self.key = max(self.key, len(parse(_line_tokens(tokens, o), allow_any_direction=True).problem
-                                             .problem_key()))
+                self.key = max(self.key, len(parse_tokens(tokens, o).problem.problem_key()))
             except (MiopenCommandError, ValueError):
                 continue
 
@@ -254,7 +300,7 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
              held: dict) -> None:
     """Run one line into ``row``; ``held``: host bytes each worker holds now (updated)."""
     try:
-        cmd = parse(_line_tokens(tokens, o), allow_any_direction=True)
+        cmd = parse_tokens(tokens, o)
     except MiopenCommandError as e:
         row.status, row.note = "error", one_line(e)
         return
@@ -287,8 +333,9 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     for text in solution.warnings:
         warn(text)
     row.kernel_name, row.perf_config = solution.kernel_name, solution.perf_config.serialize()
-    if math_note:                   # a failure below replaces it with its reason
-        row.note = math_note
+    notes = [x for x in (math_note, *ignored_flag_notes(cmd)) if x]
+    if notes:                       # a failure below replaces them with its reason
+        row.note = "; ".join(notes)
     row.config_source = solution.source
     f = cmd.flags
     job_args = dict(solution=solution.to_record(), backend=device.backend,
@@ -427,4 +474,4 @@ def batch_cmd(ctx, backend, arch, batch_size, iters, no_verify, csv_path, max_li
     run_and_print(ctx, batch_file, file, opts, stream=True)
 
 
-__all__ = ["BatchOptions", "BatchRow", "batch_file", "batch_cmd", "command_tokens", "file_commands"]
+__all__ = ["BatchOptions", "BatchRow", "batch_file", "batch_cmd", "command_tokens", "file_commands", "parse_tokens"]

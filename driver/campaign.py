@@ -56,7 +56,8 @@ from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_add
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
                       check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
 from .campaign_cli import ENGINES
-from .run_cmd import GRAPH_ON_CPU_NOTE, check_input_files, check_line, for_target, resolve_device, resolve_reference
+from .run_cmd import (check_input_files, check_line, for_target, graph_on_cpu_note, resolve_device,
+                      resolve_reference)
 from .tune_cmd import TuneOptions, _check_perfdb
 
 CSV_FIELDS = ("problem", "problem_key", "lines", "rank", "default", "status", "median_ms", "average_ms", "min_ms",
@@ -115,14 +116,15 @@ def _line_sources(o: CampaignOptions) -> tuple:
 def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
     """The campaign's problems and the lines skipped (with reasons); the lines without a
     conv command are counted. Returns ``(problems, skipped, ignored)``."""
-    from miopen_solver.command import describe_directions, parse
+    from miopen_solver.command import describe_directions
+    from .batch_cmd import parse_tokens
     solver = DgradSolver()
     target = device.target
     problems, skipped, by_key = [], [], {}
     sources, ignored = _line_sources(o)
     for n, tokens in sources:
         try:
-            cmd = parse(tokens, allow_any_direction=True)
+            cmd = parse_tokens(tokens)
         except MiopenCommandError as e:
             if o.file is None:
                 raise
@@ -329,9 +331,10 @@ def _check_options(o: CampaignOptions) -> None:
 
 
 def _check_results(o: CampaignOptions) -> None:
-    """``--results PATH``: a new or empty file; with ``--resume`` also an earlier campaign's
-    log (:func:`~miopen_solver.results_log.check_log`). Anything else -- a text file, a CSV,
-    binary data, a log without ``--resume`` -- is refused before anything is written to it.
+    """``--results PATH``: a new or empty file; with ``--resume`` an existing one, an earlier
+    campaign's log (:func:`~miopen_solver.results_log.check_log`) or empty. Anything else -- a
+    text file, a CSV, binary data, a log without ``--resume``, a missing file with it -- is
+    refused before anything is written to it.
 
     Raises:
         UserError: naming ``--results``, the path, why and what is allowed.
@@ -347,6 +350,9 @@ def _check_results(o: CampaignOptions) -> None:
     if not o.resume and (existing.records or existing.torn):
         raise UserError(f"--results {shown_path(o.results)}: holds {len(existing.records)} records of an earlier "
                         f"campaign; allowed: --resume to continue it, or a new file")
+    if o.resume and not os.path.exists(o.results):      # a mistyped log would start over silently
+        raise UserError(f"--resume needs an existing results log; --results {shown_path(o.results)} does not "
+                        f"exist; allowed: the log of an earlier campaign, or a new file without --resume")
 
 
 def _make_executor(o: CampaignOptions, device, slots: list):
@@ -597,7 +603,7 @@ def _report(o, device, problems, skipped, ignored, records, arch, run, executor,
            f"warm-up {o.warmup}; graph replays (-J 1) on {n_graph} of {len(problems)} problems")
     lines.append(f"Configs: {sampled}; -i from each line, {how}")
     if n_graph and device.backend == "cpu":
-        lines.append(GRAPH_ON_CPU_NOTE)
+        lines.append(graph_on_cpu_note())
     lines.append(f"Results log: {o.results if o.results is not None else '(temporary) ' + log_path}"
                  + (f" (resumed: {resumed_configs} configs and {resumed_problems} problems were done)"
                     if o.resume else ""))

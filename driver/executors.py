@@ -42,6 +42,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from miopen_solver.text import shorten
+
 from . import workers
 from .options import UserError
 from .sigint import ignore_sigint, sigint_blocked
@@ -104,14 +106,16 @@ def parse_gpus(spec: str | None, backend: str) -> list:
         if not ids:
             raise UserError(f"--gpus all: no GPU found on this host; {allowed} (with --backend cpu: CPU workers)")
         return ids
-    if text.isdigit() and "," not in text:
-        n = int(text)
-        if not 1 <= n <= 4096:
-            raise UserError(f"--gpus {text}: a single number is a count of GPUs, not an id; {allowed}")
-        return [str(i) for i in range(n)]
+    if re.fullmatch(r"[0-9]+", text):
+        shown = shorten(text)
+        if len(text.lstrip("0")) > 4 or int(text) > 4096:      # by its length first: 5000 digits
+            raise UserError(f"--gpus {shown}: a count of GPUs is out of range 1..4096; {allowed}")
+        if int(text) == 0:
+            raise UserError(f"--gpus {shown}: a single number is a count of GPUs, not an id; {allowed}")
+        return [str(i) for i in range(int(text))]
     parts = [p.strip() for p in text.split(",")]
-    if len(parts) < 2 or not all(p.isdigit() and len(p) <= 6 for p in parts) or len(set(map(int, parts))) != len(parts):
-        raise UserError(f"--gpus {spec if len(spec) <= 60 else spec[:57] + '...'}: {allowed}")
+    if len(parts) < 2 or not all(re.fullmatch(r"[0-9]{1,6}", p) for p in parts) or len(set(map(int, parts))) != len(parts):
+        raise UserError(f"--gpus {shorten(spec)}: {allowed}")
     return [str(int(p)) for p in parts]
 
 

@@ -58,9 +58,17 @@ from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError
 SOLUTION_NOT_SET = "-1"
 SIMULATED_NOTE = ("Info: --backend cpu simulates {arch}: the numpy engine runs this config's sub-GEMMs; "
                   "no {arch} kernel runs, so its timing and numerics are not the kernel's")
-GRAPH_ON_CPU_NOTE = ("Info: '--use_hip_graph 1' is ignored on the cpu engine (no graph capture); "
+GRAPH_ON_CPU_NOTE = ("Info: '{given}' is ignored on the cpu engine (no graph capture); "
                      "the timed launches are plain launches")
-"""Printed for ``-J 1 -t 1`` on the CPU engine (GPU engines time replays of a captured graph)."""
+"""Printed for ``-J 1 -t 1`` on the CPU engine (GPU engines time replays of a captured graph),
+``given`` the flag and value as the line typed them (:func:`graph_on_cpu_note`)."""
+
+
+def graph_on_cpu_note(cmd: DriverCommand | None = None) -> str:
+    """:data:`GRAPH_ON_CPU_NOTE` echoing ``cmd``'s ``-J`` as typed (``--use_hip_graph 1``
+    without a line: a campaign's lines)."""
+    given = f"{cmd.flag_text('use_hip_graph')} {cmd.value_text('use_hip_graph')}" if cmd else "--use_hip_graph 1"
+    return GRAPH_ON_CPU_NOTE.format(given=given)
 SOLUTION_FASTEST = "0"
 
 
@@ -676,7 +684,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
     if cmd.time and graph and device.backend == "cpu":
-        lines.append(GRAPH_ON_CPU_NOTE)
+        lines.append(graph_on_cpu_note(cmd))
     if device.backend == "cpu" and target.vendor != "cpu":
         lines.append(SIMULATED_NOTE.format(arch=target.arch))
     dy_file, w_file = check_input_files(cmd)

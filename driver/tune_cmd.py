@@ -51,7 +51,7 @@ from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, Command, OutputError, UserError,
                       arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
-from .run_cmd import (GRAPH_ON_CPU_NOTE, check_applicable, check_input_files, for_target, parse_line, resolve_device,
+from .run_cmd import (check_applicable, check_input_files, for_target, graph_on_cpu_note, parse_line, resolve_device,
                       resolve_reference)
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
@@ -360,7 +360,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
         f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, "
         + ("graph replays (-J 1)" if graph else f"warm-up {o.warmup}"))
     if graph and device.backend == "cpu":
-        say(GRAPH_ON_CPU_NOTE)
+        say(graph_on_cpu_note(cmd))
     if math_note:
         say(math_note)
     err = stderr if stderr is not None else sys.stderr

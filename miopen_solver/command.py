@@ -55,9 +55,20 @@ class Flag:
     kind: str  # "int" | "str" | "layout" | "choice"
     help: str
     choices: tuple = ()
+    values: tuple = ()
+    """The integers a flag takes (empty: any 32-bit int, or its own rule in :func:`parse`);
+    ``(0, 1)`` is a switch."""
 
 
 # MIOpen's conv driver flags (ConvDriver::AddCmdLineArgs), short letter, long name, default.
+# MIOpenDriver reads every int flag with GetValueInt; the switches are on as ``!= 0`` (-t, -o,
+# -b, -J) or ``== 1`` (-V, -s, -G, -N), -w 1/2 as ``>= 1``/``>= 2``, and -~ takes 0, 1 or 2
+# (rocm-libraries projects/miopen/driver: conv_driver.hpp 07647551, main.cpp for -V, the
+# Driver base class for -J and -~, which refuses other -~ values itself). Here a switch
+# takes 0 or 1 and -w, -~ their codes (``values``); anything else is refused, never read as on
+# or off. Flags whose every value MIOpen takes and that change nothing here are any 32-bit
+# int: -P (MIOpen's conv driver never reads it), -r (cache names only), -& (passed to
+# miopenSetTuningPolicy), -% -Y -X (read only with -m trans, which is refused).
 FLAGS = (
     Flag("I", "in_layout", "", "layout", "dX layout (NCHW, NHWC, CHWN, NCDHW, NDHWC)"),
     Flag("O", "out_layout", "", "layout", "dY layout"),
@@ -79,21 +90,21 @@ FLAGS = (
     Flag("$", "pad_d", 0, "int", "pad depth"),
     Flag("p", "pad_h", 0, "int", "pad height"),
     Flag("q", "pad_w", 0, "int", "pad width"),
-    Flag("r", "pad_val", 0, "int", "pad value (MIOpen uses it only in cache names)"),
-    Flag("%", "trans_output_pad_d", 0, "int", "transposed-mode output pad depth"),
-    Flag("Y", "trans_output_pad_h", 0, "int", "transposed-mode output pad height"),
-    Flag("X", "trans_output_pad_w", 0, "int", "transposed-mode output pad width"),
+    Flag("r", "pad_val", 0, "int", "pad value (any int; MIOpen uses it only in cache names)"),
+    Flag("%", "trans_output_pad_d", 0, "int", "transposed-mode output pad depth (any int; -m trans only)"),
+    Flag("Y", "trans_output_pad_h", 0, "int", "transposed-mode output pad height (any int; -m trans only)"),
+    Flag("X", "trans_output_pad_w", 0, "int", "transposed-mode output pad width (any int; -m trans only)"),
     Flag("i", "iter", 10, "int", "timed iterations (> 0)"),
-    Flag("V", "verify", 1, "int", "verify (0/1)"),
+    Flag("V", "verify", 1, "int", "verify (0/1)", values=(0, 1)),
     Flag("C", "verification_cache", "", "str", "reference cache directory"),
-    Flag("t", "time", 0, "int", "print kernel time (0/1)"),
-    Flag("w", "wall", 0, "int", "wall-clock timing (0/1/2), needs -t 1"),
-    Flag("s", "search", 0, "int", "exhaustive search (0/1)"),
-    Flag("P", "printconv", 1, "int", "unused by MIOpen's conv driver"),
-    Flag("o", "dump_output", 0, "int", "dump buffers to dump_*.bin"),
+    Flag("t", "time", 0, "int", "print kernel time (0/1)", values=(0, 1)),
+    Flag("w", "wall", 0, "int", "wall-clock timing (0/1/2), needs -t 1", values=(0, 1, 2)),
+    Flag("s", "search", 0, "int", "exhaustive search (0/1)", values=(0, 1)),
+    Flag("P", "printconv", 1, "int", "unused by MIOpen's conv driver (any int)"),
+    Flag("o", "dump_output", 0, "int", "dump buffers to dump_*.bin (0/1)", values=(0, 1)),
     Flag("d", "in_data", "", "str", "x file (unused for backward data)"),
     Flag("e", "weights", "", "str", "W binary input file"),
-    Flag("b", "bias", "", "str", "bias on/off"),
+    Flag("b", "bias", "", "str", "bias (0/1; empty is 0)", values=(0, 1)),
     Flag("m", "mode", "conv", "choice", "conv or trans", ("conv", "trans")),
     Flag("z", "pad_mode", "default", "choice", "default, same or valid", ("default", "same", "valid")),
     Flag("Z", "tensor_vect", 0, "int", "vectorised tensor (0/1)"),
@@ -105,16 +116,17 @@ FLAGS = (
     Flag("g", "group_count", 1, "int", "G, divides C and K"),
     Flag("D", "dout_data", "", "str", "dY binary input file"),
     Flag("S", "solution", "-1", "str", "solution id or solver name (immediate mode)"),
-    Flag("G", "gpualloc", 0, "int", "allocate on GPU (0/1)"),
+    Flag("G", "gpualloc", 0, "int", "allocate on GPU (0/1)", values=(0, 1)),
     Flag("U", "in_cast_type", "-1", "str", "cast type"),
     Flag("T", "out_cast_type", "-1", "str", "cast type"),
     Flag("R", "wei_cast_type", "-1", "str", "cast type"),
-    Flag("N", "init_output_nan", 0, "int", "initialise output with NaN (newer MIOpen)"),
-    Flag("&", "tuning_policy", 0, "int", "tuning policy (newer MIOpen)"),
+    Flag("N", "init_output_nan", 0, "int", "initialise output with NaN (0/1; newer MIOpen)", values=(0, 1)),
+    Flag("&", "tuning_policy", 0, "int", "tuning policy (any int; newer MIOpen)"),
     Flag("M", "math_type", 1, "int", "math type: 0 miopenMathDefault (TF32 math for fp32), "
                                      "1 miopenMathPedantic (IEEE fp32)"),
-    Flag("~", "gpubuffer_check", 0, "int", "GPU buffer check (newer MIOpen)"),
-    Flag("J", "use_hip_graph", 0, "int", "time through a graph (newer MIOpen)"),
+    Flag("~", "gpubuffer_check", 0, "int", "GPU buffer check (0 none, 1 front, 2 back; newer MIOpen)",
+         values=(0, 1, 2)),
+    Flag("J", "use_hip_graph", 0, "int", "time through a graph (0/1; newer MIOpen)", values=(0, 1)),
 )
 
 _BY_SHORT = {f.short: f for f in FLAGS}
@@ -182,7 +194,7 @@ class DriverCommand:
     @property
     def bias(self) -> bool:
         """``-b``: MIOpenDriver's ``GetValueInt("bias") != 0`` (its default is the empty
-        string, which reads as 0); :func:`parse` has checked any other value is an integer."""
+        string, which reads as 0); :func:`parse` has checked any other value is 0 or 1."""
         text = str(self.flags["bias"]).strip()
         return text != "" and int(text) != 0
 
@@ -344,13 +356,13 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
                                  f"the line asks for {describe_directions(forw)}")
     if values["iter"] < 1:
         raise MiopenCommandError(flag_text["iter"], shown["iter"], "an integer >= 1")
-    for name in ("verify", "time", "search"):
-        if values[name] not in (0, 1):
-            raise MiopenCommandError(flag_text[name], shown[name], "0 or 1")
-    if values["wall"] not in (0, 1, 2):
-        raise MiopenCommandError(flag_text["wall"], shown["wall"], "0, 1 or 2")
-    if str(values["bias"]).strip():     # an int flag in MIOpen whose default is "" (0)
-        _parse_int(flag_text["bias"], str(values["bias"]).strip())
+    for f in FLAGS:                     # switches and coded flags: their values only
+        v = values[f.long]
+        if f.values and f.kind == "str":    # -b: an int flag in MIOpen whose default is "" (0)
+            v = _parse_int(flag_text[f.long], str(v).strip()) if str(v).strip() else 0
+        if f.values and v not in f.values:
+            *most, last = map(str, f.values)
+            raise MiopenCommandError(flag_text[f.long], shown[f.long], f"{', '.join(most)} or {last}")
     sdim = values["spatial_dim"]
     if sdim not in (2, 3):
         raise MiopenCommandError(flag_text["spatial_dim"], shown["spatial_dim"], "2 or 3")

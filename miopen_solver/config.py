@@ -266,22 +266,22 @@ class PerfConfig:
         :func:`~miopen_solver.spec.is_valid_performance_config`'s question.
 
         Raises:
-            PerfConfigError: an empty string, a wrong field count, a non-integer field, a
+            PerfConfigError: an empty string, a wrong field count, a field that is not
+                ``-?[0-9]+`` (a space, quote, ``+`` or non-ASCII digit around or in it), a
                 field outside a 32-bit int (:data:`INT32_ALLOWED`) or an unknown schedule,
                 naming it and listing the expected fields or the allowed range.
         """
         if not isinstance(text, str):
             raise PerfConfigError(f"perf config must be a string, got {type(text).__name__}")
-        body = text.strip().strip('"').strip("'").strip()
         required = len(FIELDS) - OPTIONAL_FIELDS
         expected = ",".join(FIELDS[:required]) + "".join(f"[,{f}" for f in FIELDS[required:]) + "]" * OPTIONAL_FIELDS
         counts = f"{required} to {len(FIELDS)}"
-        if not body:
-            raise PerfConfigError(f"perf config is empty; expected {required} comma-separated integers: {expected}")
-        parts = [p.strip() for p in body.split(",")]
+        if not text:
+            raise PerfConfigError(f"perf config is empty; expected {counts} comma-separated integers: {expected}")
+        parts = text.split(",")                 # no spaces or quotes around a field: MIOpen writes none
         vals = {}
         for name, p in zip(FIELDS, parts):      # a field that is not a number is the first thing to say
-            if not _INTEGER.fullmatch(p):       # MIOpen reads decimal ASCII: no '+', '_' or other digits
+            if not _INTEGER.fullmatch(p):       # MIOpen reads decimal ASCII: no '+', '_', space or other digits
                 shown = repr(p) if len(p) <= 20 else f"{p[:20]!r}..."
                 raise PerfConfigError(f"perf config field {name}={shown} is not an integer; expected {counts} "
                                       f"comma-separated integers: {expected}")

@@ -14,7 +14,9 @@ allowed; nothing else (no comments). A record::
 
 ``perf_config`` (optional) is run on every golden target and in the numerics instead of the
 default config (``DgradSolver.get_solution`` with it): how a kernel no default chooses,
-e.g. split-K through the workspace, is pinned; it must be valid on each target.
+e.g. split-K through the workspace, is pinned; it must be valid on each target. Its syntax
+(:meth:`~miopen_solver.config.PerfConfig.parse`) is checked when the file is loaded: a
+malformed one is a :class:`FixtureError` (bad input), not a failed replay.
 
 ``expect`` for a line the parser rejects::
 
@@ -93,12 +95,12 @@ from pathlib import Path
 
 from . import prng
 from .command import format_command, parse
-from .errors import FileError, MiopenCommandError, short_text
+from .errors import FileError, MiopenCommandError, PerfConfigError, short_text
 from .fileio import read_text, write_text
 from .problem import ConvProblem
 from .solver import DgradSolver
 from .target import Target, get_target
-from .text import text_lines
+from .text import shorten, text_lines
 from .tf32 import resolve as resolve_tf32
 
 GOLDEN_TARGETS = ("gfx942", "sm_90")
@@ -245,8 +247,8 @@ def load_file(path) -> list:
         for k in _REQUIRED_KEYS:
             if not isinstance(rec[k], str) or not rec[k].strip():
                 raise FixtureError(f"{where}: {k} must be a non-empty string")
-        if "perf_config" in rec and (not isinstance(rec["perf_config"], str) or not rec["perf_config"].strip()):
-            raise FixtureError(f"{where}: perf_config must be a non-empty string (a serialised PerfConfig)")
+        if "perf_config" in rec:
+            _check_perf_config(rec["perf_config"], where)
         if not _ID_RE.fullmatch(rec["id"]):
             raise FixtureError(f"{where}: id {rec['id']!r} may hold only letters, digits, '_', '.', '-'")
         if "expect" in rec:
@@ -257,6 +259,23 @@ def load_file(path) -> list:
         out.append(Fixture(id=rec["id"], source=rec["source"], command=rec["command"],
                            expect=rec.get("expect"), path=path, line=n, perf_config=rec.get("perf_config")))
     return out
+
+
+def _check_perf_config(value, where: str) -> None:
+    """A fixture's ``perf_config``: a serialised PerfConfig (:meth:`PerfConfig.parse`'s
+    syntax: field count, integers, 32-bit range, schedule and reduction codes). Whether it
+    suits the problem on each target is the replay's question (the golden pins that).
+
+    Raises:
+        FixtureError: naming ``where``, the field, the value and what is allowed.
+    """
+    from .config import PerfConfig
+    if not isinstance(value, str) or not value.strip():
+        raise FixtureError(f"{where}: perf_config must be a non-empty string (a serialised PerfConfig)")
+    try:
+        PerfConfig.parse(value)
+    except PerfConfigError as e:
+        raise FixtureError(f"{where}: perf_config {shorten(value)!r}: {e}") from None
 
 
 def _check_shape(value, shape, key: str, where: str) -> None:

@@ -24,8 +24,9 @@ Device: dY, W and dX (or the float32 dX of the GPU reference) at once, each roun
 :data:`DEVICE_GRANULE`.
 
 :func:`host_memory` reads what the host can give (``/proc/meminfo`` MemAvailable, the
-cgroup's memory limit, ``RLIMIT_AS``) and :func:`shortfall` says, as data, why needs do not
-fit. The library never prints; the driver refuses.
+cgroup's memory limit, ``RLIMIT_AS`` less what a worker maps before its tensors) and
+:func:`shortfall` says, as data, why needs do not fit, naming the tighter of the two limits.
+The library never prints; the driver refuses.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ DEVICE_GRANULE = 2 << 20
 """Device allocations are counted in whole 2 MiB pages."""
 UNLIMITED = 1 << 60
 """A cgroup limit at or above this is no limit (cgroup v1 writes 2^63 rounded to pages)."""
+THREAD_MAP_BYTES = 64 << 20
+"""Address space a worker maps per thread beyond this process's size and its counted needs:
+OpenBLAS's buffer of each of its threads (32 MiB) and malloc's per-thread arena. 40 MiB per
+thread measured (VmPeak of a verification worker against its estimate, OpenBLAS 0.3.31, one
+and two threads), rounded up: a hint that just fitted RLIMIT_AS by this process's size alone
+let the worker die in OpenBLAS."""
 
 
 def format_bytes(n: int) -> str:
@@ -329,12 +336,21 @@ class HostMemory:
         source: where ``available`` comes from (``MemAvailable`` or the cgroup file).
         address_space: ``RLIMIT_AS`` (each process's virtual size), None when unlimited.
         baseline: this process's virtual size now -- a worker's before its tensors.
+        mapped: what a worker maps beyond ``baseline`` and its counted needs
+            (:data:`THREAD_MAP_BYTES` per thread of this process, which has loaded the same
+            BLAS with its threads).
     """
 
     available: int | None
     source: str
     address_space: int | None
     baseline: int
+    mapped: int = 0
+
+    @property
+    def process(self) -> int:
+        """A worker's address space before its tensors: ``baseline + mapped``."""
+        return self.baseline + self.mapped
 
 
 def _read(path: str) -> str | None:
@@ -394,16 +410,25 @@ def host_memory(proc: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> Hos
     room, where = _cgroup_headroom(proc, cgroup_root)
     if room is not None and (avail is None or room < avail):
         avail, source = max(0, room), f"cgroup limit {where}"
+    status = _read(os.path.join(proc, "self", "status"))
+    baseline = _field(status, "VmSize") or 0
+    threads = _field(status, "Threads") or os.cpu_count() or 1
+    return HostMemory(avail, source, address_space_limit(), baseline, THREAD_MAP_BYTES * threads)
+
+
+def address_space_limit() -> int | None:
+    """``RLIMIT_AS`` (``ulimit -v``) in bytes, None when unlimited."""
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    limit = None if soft == resource.RLIM_INFINITY else soft
-    baseline = _field(_read(os.path.join(proc, "self", "status")), "VmSize") or 0
-    return HostMemory(avail, source, limit, baseline)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def shortfall(host: HostMemory, total, needs, held: int = 0) -> str | None:
     """Why worker processes needing ``total`` host bytes at their joint peak (``needs``: each
     one's :class:`Need`) do not fit ``host``, as one sentence with the numbers; None when
     they fit. ``held``: bytes the workers hold now and give back (already not available).
+    Both limits apply: the joint peak under what is available, and each worker's address
+    space (:attr:`HostMemory.process` and its needs) under ``RLIMIT_AS``; when both are
+    exceeded the sentence names the tighter one.
 
     ``total`` is a :class:`Peak` (workers side by side: :func:`side_by_side`), or bytes; the
     sentence lists the parts that make it up (bytes beyond the largest worker's own peak are
@@ -412,15 +437,19 @@ def shortfall(host: HostMemory, total, needs, held: int = 0) -> str | None:
     if not isinstance(total, Peak):
         rest = total - worst.host
         total = Peak(worst, (("other memory beside it", rest),) if rest > 0 else ())
+    memory = space = None
     if host.available is not None and total.host > host.available + held:
         need, have = format_apart(total.host, host.available + held)
         also = f" plus {format_bytes(held)} the workers hold now" if held else ""
-        return f"host memory: needs {need} ({total.describe()}); {have} available ({host.source}{also})"
+        memory = f"host memory: needs {need} ({total.describe()}); {have} available ({host.source}{also})"
     if host.address_space is not None:
-        for n in needs:
-            size = host.baseline + n.host - PROCESS_BYTES
-            if size > host.address_space:
-                need, have = format_apart(size, host.address_space)
-                return (f"address space: needs {need} ({n.describe(host.baseline)}); "
-                        f"RLIMIT_AS (ulimit -v) allows {have}")
-    return None
+        n = max(needs, key=lambda n: n.host)
+        size = host.process + n.host - PROCESS_BYTES
+        if size > host.address_space:
+            need, have = format_apart(size, host.address_space)
+            space = (f"address space: needs {need} ({n.describe(host.process)}); "
+                     f"RLIMIT_AS (ulimit -v) allows {have}")
+    if memory and space:        # the tighter limit: the host bytes a worker may take under each
+        tighter = host.address_space - host.process + PROCESS_BYTES < host.available + held
+        return space if tighter else memory
+    return memory or space

@@ -63,8 +63,10 @@ serialised PerformanceConfig (for us :meth:`PerfConfig.serialize`, ``,``-separat
 ``=;:`` may occur inside a field. MIOpen keeps one text file per arch, so the arch is an
 argument of import/export, not part of the line. Times are not part of MIOpen's record
 and are not exported. Export keeps the order records were first stored in (lines by their
-key's first record, entries of a line in insertion order), so MIOpen text imported and
-exported again is the same bytes.
+key's first record, entries of a line in insertion order), so MIOpen text in export's own
+form (one line per key, no spaces around ``=:;``, no byte-order mark, ``\n`` line ends, each
+(key, solver) once, no entry under an aliased id such as ``1000``) imported into an empty
+perf-db and exported again is the same bytes; other text comes back in that form.
 """
 
 from __future__ import annotations
@@ -840,8 +842,8 @@ class PerfDb:
     def export_text(self, arch: str) -> str:
         """Records of ``arch`` as MIOpen record lines, one per problem key, ``;``-separated,
         in the order they were stored (a line where its key was first stored); ends with a
-        newline when not empty. MIOpen text imported into an empty perf-db comes back as the
-        same bytes."""
+        newline when not empty. Text in this form imported into an empty perf-db comes back as
+        the same bytes (see the module docstring)."""
         lines = {}
         for r in self.records(arch):
             lines.setdefault(r.problem_key, []).append(f"{r.solver}:{r.values}")

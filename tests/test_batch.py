@@ -69,6 +69,55 @@ def test_command_tokens():
     assert command_tokens("MIOpen(HIP): Info [Find] nothing here") is None
 
 
+TINY = "convfp16 -n 1 -c 8 -H 4 -W 4 -k 8 -y 1 -x 1 -F 2 -i 1"
+
+
+def csv_rows(path):
+    with open(path, newline="") as fh:
+        return {int(r["line"]): r for r in csv.DictReader(fh)}
+
+
+@pytest.mark.parametrize("bad", [f"{TINY} 'unterminated", f'{TINY} -n "1', f"{TINY} \\",
+                                 f"./bin/MIOpenDriver {TINY} --in_layout 'NHWC"])
+def test_a_line_that_cannot_be_split_says_what_run_says(capsys, tmp_path, bad):
+    """batch split such a line at whitespace and said "'unterminated: not a flag (values
+    follow their flag)"; run says "cannot split the line: No closing quotation". The row now
+    carries run's own error line; text before the base argument may hold quotes (log text)."""
+    status, out, err = run(capsys, "run", bad.removeprefix("./bin/MIOpenDriver "), "--backend", "cpu")  # from the base
+    assert status == 2 and out == [] and len(err) == 1 and "cannot split the line: " in err[0]
+    expected = err[0].removeprefix("dgrad-driver: error: ")
+    f = tmp_path / "lines.txt"
+    f.write_text(f"{bad}\nMIOpen(HIP): it's ./bin/MIOpenDriver {TINY}\nsome log text that's not a command\n")
+    status, out, err = run(capsys, "batch", str(f), "--backend", "cpu", "--no-verify", "--csv", str(tmp_path / "b.csv"))
+    rows = csv_rows(tmp_path / "b.csv")
+    assert status == 1 and sorted(rows) == [1, 2]
+    assert rows[1]["status"] == "error" and rows[1]["note"] == expected
+    assert rows[2]["status"] == "ok"
+    assert out[-2] == "Summary: 1 ok, 1 error; 1 lines without a MIOpenDriver conv command ignored"
+
+
+@pytest.mark.parametrize("flags,note", [
+    ("-s 1", "'-s 1' ignored: batch runs no search (run or tune the line)"),
+    ("--search 1", "'--search 1' ignored: batch runs no search (run or tune the line)"),
+    ("-o 1", "'-o 1' ignored: batch writes no dump files"),
+    ("-o 1 -s 01", "'-s 01' ignored: batch runs no search (run or tune the line); '-o 1' ignored: batch writes "
+                   "no dump files"),
+    ("-s 0 -o 0", ""),
+])
+def test_search_and_dumps_are_noted_in_the_row(capsys, tmp_path, monkeypatch, flags, note):
+    """batch ignored -s 1 and -o 1 silently (only -S is documented as ignored): no search ran,
+    no dump file was written, and the row did not say so."""
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "lines.txt"
+    f.write_text(f"{TINY} {flags} -S 1000\n")
+    status, out, err = run(capsys, "batch", str(f), "--backend", "cpu", "--no-verify", "--csv", str(tmp_path / "b.csv"))
+    row = csv_rows(tmp_path / "b.csv")[1]
+    assert status == 0 and row["status"] == "ok" and row["note"] == note
+    assert (table_rows(out)[1][-1] == note) if note else table_rows(out)[1][-1] == "ok"
+    assert not list(tmp_path.glob("dump_*")) and not any("Search" in x for x in out)
+    assert row["config_source"] == "default"                 # no search winner was stored and used
+
+
 def test_perf_model_file(capsys, tmp_path):
     out_csv = tmp_path / "mobilenet.csv"
     # --max-lines counts lines that ran: 3 backward lines are lines 1, 5 and 8 of the file

@@ -403,6 +403,26 @@ def test_parse_gpus(monkeypatch):
             parse_gpus(bad, "cpu")
 
 
+@pytest.mark.parametrize("count", ["4097", "99999999999", "00004097", "9" * 5000, "1" + "0" * 40])
+def test_a_gpu_count_past_4096_is_out_of_range(capsys, tmp_path, model, count, no_workers):
+    """``--gpus 99999999999`` said "a single number is a count of GPUs, not an id": the
+    wrong reason for a count past the limit (a 5000-digit one must not reach int())."""
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--gpus", count)
+    assert status == 2 and out == [] and len(err) == 1
+    shown = count if len(count) <= 80 else f"{count[:60]}... ({len(count)} characters)"
+    assert err[0] == (f"dgrad-driver: error: --gpus {shown}: a count of GPUs is out of range 1..4096; allowed: all, "
+                      f"a count N from 1 to 4096 (GPUs 0..N-1), or a list of two or more GPU ids such as 0,2,5 (no "
+                      f"repeats; one GPU by its id: CUDA_VISIBLE_DEVICES=ID with --gpus all)")
+
+
+def test_gpu_counts_up_to_4096_are_gpus_0_to_n_minus_1():
+    for text, n in (("1", 1), ("4096", 4096), ("0004096", 4096), ("07", 7)):
+        assert parse_gpus(text, "cpu") == [str(i) for i in range(n)]
+    for bad in ("\u0663", "\u0663,\u0664", "+3", "3,+4"):            # ASCII digits only
+        with pytest.raises(UserError, match="allowed: all, a count N from 1 to 4096"):
+            parse_gpus(bad, "cpu")
+
+
 @pytest.mark.parametrize("extra,needle", [
     (["--gpus", "0,0"], "--gpus 0,0: allowed: all, a count N from 1 to 4096"),
     (["--gpus", "0"], "--gpus 0: a single number is a count of GPUs, not an id; allowed: all, a count N from 1 to 4096 "
@@ -605,6 +625,27 @@ def test_results_that_is_not_a_campaign_log_is_refused_and_left_untouched(capsys
     assert err[0].startswith(f"dgrad-driver: error: --results {path}: ") and "not a campaign log" in err[0]
     assert "allowed: " in err[0]
     assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize("name", ["new.jsonl", "sub/../new.jsonl", "NEW LOG.jsonl"])
+def test_resume_of_a_results_log_that_does_not_exist_is_refused(capsys, tmp_path, model, name, no_workers):
+    """``--resume --results NEW.jsonl`` (a mistyped log) started a fresh campaign silently:
+    it is one error line naming the path, exit 2, and nothing is created; an empty file
+    (a campaign killed before its first record) still resumes as nothing done."""
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / name
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--results", path, "--resume")
+    assert status == 2 and out == [] and err == [
+        f"dgrad-driver: error: --resume needs an existing results log; --results {path} does not exist; allowed: "
+        f"the log of an earlier campaign, or a new file without --resume"]
+    assert not os.path.exists(path)
+
+
+def test_resume_of_an_empty_results_file_is_taken(tmp_path):
+    from driver.campaign import CampaignOptions, _check_results
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    _check_results(CampaignOptions(results=str(path), resume=True))      # nothing to refuse
 
 
 def test_results_log_without_resume_is_refused_untouched(capsys, tmp_path, model, no_workers):

@@ -271,6 +271,43 @@ def test_every_field_outside_int32_is_refused_by_the_parser(field):
             assert getattr(PerfConfig.parse(_config_with(field, str(value))), field) == value
 
 
+MALFORMED = ["", " 1", "1 ", " 1 ", "\t1", "1\n", "\u00a01", '"1"', "'1'", "+1", "1_0", "\u0661", "\uff11", "0x1",
+             "1.0", "1e2", "--1", "-", "1-"]
+"""Fields that are not ``-?[0-9]+``: whitespace or quotes around a field (which the parser
+stripped, though README says fields are decimal ASCII integers), signs, separators, other
+digits, other notations."""
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_every_field_must_be_a_bare_decimal_ascii_integer(field):
+    for value in MALFORMED:
+        with pytest.raises(PerfConfigError) as info:
+            PerfConfig.parse(_config_with(field, value))
+        assert str(info.value) == (f"perf config field {field}={value!r} is not an integer; expected 13 to 15 "
+                                   f"comma-separated integers: tile_m,tile_n,tile_k,warp_m,warp_n,warp_tile_m,"
+                                   f"warp_tile_n,vector_size_a,vector_size_b,vector_size_c,split_k,lds_k_outer,"
+                                   f"stages[,schedule[,split_k_reduce]]")
+    for value in ("-0", "000"):                          # what the pattern takes still parses
+        assert getattr(PerfConfig.parse(_config_with(field, value)), field) == 0
+
+
+@pytest.mark.parametrize("text,says", [
+    ("", "perf config is empty; expected 13 to 15 comma-separated integers: tile_m,"),
+    (" 64,64,32,2,2,32,32,0,0,0,1,-1,2", "perf config field tile_m=' 64' is not an integer; expected 13 to 15 "),
+    ("64,64,32,2,2,32,32,0,0,0,1,-1,2 ", "perf config field stages='2 ' is not an integer; expected 13 to 15 "),
+    ("64, 64,32,2,2,32,32,0,0,0,1,-1,2", "perf config field tile_n=' 64' is not an integer"),
+    ('"64,64,32,2,2,32,32,0,0,0,1,-1,2"', """perf config field tile_m='"64' is not an integer"""),
+])
+@pytest.mark.parametrize("mode", ["run", "config"])
+def test_a_malformed_perf_config_is_one_line_exit_2(capsys, no_workers, mode, text, says):
+    """--perf-config '' said "expected 13 comma-separated integers" where every other
+    message says 13 to 15, and ' 64,...' (spaces or quotes around fields) was accepted."""
+    args = [*LINE.split(), "--backend", "cpu", "--perf-config", text]
+    status, out, err = run_cli(capsys, *(["config"] if mode == "config" else []), *args)
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith(f"dgrad-driver: error: --perf-config {text!r}: {says}")
+
+
 @pytest.mark.parametrize("mode", ["run", "config"])
 @pytest.mark.parametrize("field", FIELDS)
 def test_every_subcommand_taking_a_perf_config_refuses_int32_overflow_with_exit_2(capsys, no_workers, mode, field):

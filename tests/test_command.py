@@ -211,12 +211,68 @@ def test_option_ranges(line, flag):
     assert err(line).flag == flag
 
 
-@pytest.mark.parametrize("value,on", [("1", True), ("-1", True), ("7", True), ("0", False), ("00", False),
+# How MIOpenDriver reads each int flag that is not a size (conv_driver.hpp, main.cpp, the Driver
+# base class; rocm-libraries 07647551), written out here independently of FLAGS' values:
+SWITCHES = {"V": "verify", "t": "time", "s": "search", "o": "dump_output", "b": "bias", "G": "gpualloc",
+            "N": "init_output_nan", "J": "use_hip_graph"}
+"""On as ``== 1`` (-V -s -G -N) or ``!= 0`` (-t -o -b -J): 0/1 switches, anything else refused."""
+CODED = {"w": ("wall", 2), "~": ("gpubuffer_check", 2), "M": ("math_type", 1), "_": ("spatial_dim", 3)}
+"""Flags with codes 0..N (-w off/on/warm-up, -~ none/front/back, -M, -_ 2 or 3)."""
+FREE = {"r": "pad_val", "%": "trans_output_pad_d", "Y": "trans_output_pad_h", "X": "trans_output_pad_w",
+        "P": "printconv", "&": "tuning_policy"}
+"""Any 32-bit int: unused by the conv driver (-P), cache names only (-r), the tuning policy (-&),
+-m trans only (-% -Y -X; trans is refused). They change nothing here."""
+
+
+def test_the_switches_are_miopens():
+    assert {f.short for f in FLAGS if f.values == (0, 1)} == set(SWITCHES)
+    assert {f.short: f.values for f in FLAGS if f.values and f.values != (0, 1)} == {"w": (0, 1, 2),
+                                                                                    "~": (0, 1, 2)}
+
+
+@pytest.mark.parametrize("short,long", sorted(SWITCHES.items()))
+@pytest.mark.parametrize("form", ["short", "long"])
+def test_every_switch_takes_only_0_or_1(capsys, no_workers, short, long, form):
+    """-J 2, -o 2, -b 2 were accepted (as on, silently or with an Info line about '1') while
+    -V 2, -t 5, -s 2 were refused: every 0/1 switch now refuses other values with -V's line."""
+    from conftest import run_cli
+    flag = f"-{short}" if form == "short" else f"--{long}"
+    for bad in ("2", "-1", "5", "2147483647", "-2147483648", "0002"):
+        assert str(err(["conv", "-F", "2", flag, bad])) == f"{flag} {bad!r}: allowed: 0 or 1"
+        status, out, lines = run_cli(capsys, "config", "convfp16", "-n", "1", "-c", "8", "-H", "4", "-W", "4", "-k",
+                                     "8", "-y", "1", "-x", "1", "-F", "2", flag, bad)
+        assert status == 2 and out == [] and lines == [f"dgrad-driver: error: {flag} {bad!r}: allowed: 0 or 1"]
+    for good, value in (("0", 0), ("1", 1), ("00", 0), ("-0", 0), ("+1", 1)):
+        got = parse(["conv", "-F", "2", "-V", "0", flag, good]).flags[long]
+        assert (int(got) if short == "b" else got) == value
+
+
+@pytest.mark.parametrize("short,spec", sorted(CODED.items()))
+def test_coded_flags_take_only_their_codes(short, spec):
+    long, top = spec
+    low = 2 if short == "_" else 0
+    allowed = " or ".join(map(str, range(low, top + 1))) if top - low == 1 else "0, 1 or 2"
+    for bad in (str(top + 1), str(low - 1), "2147483647"):
+        e = err(["conv", "-F", "2", f"-{short}", bad])
+        assert e.flag == f"-{short}" and (allowed in str(e) or short == "M"), str(e)
+    for good in range(low, top + 1):
+        assert parse(["conv", "-F", "2", f"-{short}", str(good)]).flags[long] == good
+
+
+@pytest.mark.parametrize("short,long", sorted(FREE.items()))
+def test_free_int_flags_take_any_32_bit_int(short, long):
+    for value in (-2147483648, -1, 0, 7, 2147483647):
+        assert parse(["conv", "-F", "2", f"-{short}", str(value)]).flags[long] == value
+    assert err(["conv", "-F", "2", f"-{short}", "2147483648"]).flag == f"-{short}"
+
+
+@pytest.mark.parametrize("value,on", [("1", True), ("01", True), ("0", False), ("00", False),
                                       ("+0", False), ("-0", False), ("", False)])
 def test_bias_is_on_as_miopen_reads_it(value, on):
     """``-b`` is an int flag in MIOpenDriver (``GetValueInt("bias") != 0``, default ""):
     ``-b 00`` is off there; we took any text but "" and "0" as on (an Info line, and the
-    bias buffer's random numbers shifting W's against MIOpenDriver's)."""
+    bias buffer's random numbers shifting W's against MIOpenDriver's). It is a switch: values
+    other than 0 and 1 are refused (test_every_switch_takes_only_0_or_1)."""
     cmd = parse(["conv", "-F", "2", "-b", value])
     assert cmd.bias is on and parse("conv -F 2").bias is False
 

@@ -222,12 +222,13 @@ def test_blockwise_verification_in_the_worker_keeps_no_reference(monkeypatch):
 
 
 # ------------------------------------------------------------------ what the host has
-def _proc(tmp_path, cgroup_line, meminfo_kb=4 << 20, vmsize_kb=150 << 10):
+def _proc(tmp_path, cgroup_line, meminfo_kb=4 << 20, vmsize_kb=150 << 10, threads=3):
     proc = tmp_path / "proc"
     (proc / "self").mkdir(parents=True)
     (proc / "meminfo").write_text(f"MemTotal:  99999999 kB\nMemAvailable:  {meminfo_kb} kB\n")
     (proc / "self" / "cgroup").write_text(cgroup_line + "\n")
-    (proc / "self" / "status").write_text(f"Name:\tpython\nVmPeak:\t 1 kB\nVmSize:\t  {vmsize_kb} kB\n")
+    (proc / "self" / "status").write_text(f"Name:\tpython\nVmPeak:\t 1 kB\nVmSize:\t  {vmsize_kb} kB\n"
+                                          f"Threads:\t{threads}\n")
     return str(proc)
 
 
@@ -240,7 +241,7 @@ def _write(d, **files):
 def test_host_memory_without_a_cgroup_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(resource, "getrlimit", lambda what: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     host = memory.host_memory(_proc(tmp_path, "0::/"), str(tmp_path / "cg"))
-    assert host == HostMemory(4 << 30, "MemAvailable", None, 150 << 20)
+    assert host == HostMemory(4 << 30, "MemAvailable", None, 150 << 20, 3 * memory.THREAD_MAP_BYTES)
 
 
 def test_host_memory_cgroup_v2_takes_the_tightest_ancestor(tmp_path, monkeypatch):
@@ -254,6 +255,7 @@ def test_host_memory_cgroup_v2_takes_the_tightest_ancestor(tmp_path, monkeypatch
     # 1e9 - (7e8 - 2e8 of reclaimable page cache) = 5e8 < 2e9 - 100 < 4 GiB
     assert host.available == 500_000_000 and host.source == f"cgroup limit {root}/a/b/c/memory.max"
     assert host.address_space == 3 << 30 and host.baseline == 150 << 20
+    assert host.process == (150 << 20) + 3 * memory.THREAD_MAP_BYTES      # each thread's BLAS buffer, arena
 
 
 def test_host_memory_cgroup_v1_namespaced(tmp_path, monkeypatch):
@@ -453,6 +455,80 @@ def test_batch_line_that_cannot_fit_is_an_error_row(capsys, monkeypatch, tmp_pat
     small_row = next(x for x in out if x.split()[0] == "2")
     assert small_row.split()[-2:] == ["OK", "ok"]
     assert out[-1] == "Summary: 1 ok, 1 error"
+
+
+ISSUE = "convfp16 -n 2147483647 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
+
+
+def _line_needs(line, n):
+    """``(total, largest worker's host bytes)`` of the run ``line`` with ``-n n``."""
+    cmd = parse(line.split())
+    plan = memory.engine_plan(DgradSolver().find_solution(cmd.problem, get_target("cpu")).spec)
+    total, needs = memory.one_after_another(memory.run_needs(
+        cmd.problem.replace(N=n), plan, "cpu", time=bool(cmd.time), verify=bool(cmd.verify), reference_kind="cpu"))
+    return total, max(x.host for x in needs)
+
+
+def _fits(line, n, host) -> bool:
+    """Worked out here: -n n fits when the workers' peak is within what is available and the
+    largest worker -- what its process maps before its tensors (this process's size and
+    THREAD_MAP_BYTES per thread) plus its tensors -- within RLIMIT_AS."""
+    total, worker = _line_needs(line, n)
+    space = host.baseline + host.mapped + worker - PROCESS_BYTES
+    return ((host.available is None or total <= host.available)
+            and (host.address_space is None or space <= host.address_space))
+
+
+def _hint(err_line) -> int:
+    return int(err_line.split("allowed: -n ")[1].split()[0])
+
+
+def test_the_hint_under_rlimit_as_fits_it_and_names_it(capsys, monkeypatch, no_workers):
+    """The issue: under ``ulimit -v 8000000`` (7.63 GiB) ISSUE was refused naming MemAvailable
+    (22.92 GiB) with the hint -n 1280551, whose workers fitted RLIMIT_AS by this process's size
+    alone; the verification worker died in OpenBLAS after 35 s (exit 3). The limit read by
+    host_memory (injected here) is now the tighter one named, and the hint leaves a worker room
+    for what it maps per thread."""
+    avail = memory.host_memory().available or 8 << 30
+    limit = min(2 << 30, avail // 4) + (512 << 20)
+    monkeypatch.setattr(memory, "address_space_limit", lambda: limit)
+    host = memory.host_memory()
+    assert host.address_space == limit and host.mapped >= memory.THREAD_MAP_BYTES
+    monkeypatch.setattr(memory, "host_memory", lambda *a, **k: host)     # the same numbers for the driver
+    status, out, err = run_cli(capsys, *ISSUE.split(), "--backend", "cpu")
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith("dgrad-driver: error: address space: needs ")
+    assert f"(verification worker: process {memory.format_bytes(host.baseline + host.mapped)} + dY " in err[0]
+    assert f"; RLIMIT_AS (ulimit -v) allows {memory.format_bytes(limit)}; allowed: -n " in err[0]
+    n = _hint(err[0])
+    assert _fits(ISSUE, n, host) and not _fits(ISSUE, n + 1, host)
+    status, out, err = run_cli(capsys, *ISSUE.replace("2147483647", str(n + 1)).split(), "--backend", "cpu")
+    assert status == 2 and err[0].startswith("dgrad-driver: error: address space: needs ")
+
+
+@pytest.mark.parametrize("tighter", ["MemAvailable", "RLIMIT_AS", "MemAvailable only", "RLIMIT_AS only"])
+def test_the_refusal_names_the_tighter_limit_and_the_hint_fits_both(capsys, monkeypatch, no_workers, tighter):
+    """Both limits exceeded (MemAvailable, RLIMIT_AS): the tighter one is named; one of them
+    alone: that one. The hint is the largest -n that fits both, worked out here."""
+    (t1, _), (t16, _) = _line_needs(BIG, 1), _line_needs(BIG, 16)     # one worker at a time: total = worker
+    small = (t1 + t16) // 2                                  # -n 1 fits, -n 16 does not
+    big = (small + t16) // 2                                 # -n 16 does not fit this either
+    process = 150 * MiB + 2 * memory.THREAD_MAP_BYTES
+    limit = {n: process + n - PROCESS_BYTES for n in (small, big)}     # RLIMIT_AS that leaves a worker n bytes
+    room = {"MemAvailable": (small, limit[big]), "RLIMIT_AS": (big, limit[small]),
+            "MemAvailable only": (small, None), "RLIMIT_AS only": (None, limit[small])}[tighter]
+    host = HostMemory(room[0], "MemAvailable", room[1], 150 * MiB, 2 * memory.THREAD_MAP_BYTES)
+    monkeypatch.setattr(memory, "host_memory", lambda *a, **k: host)
+    status, out, err = run_cli(capsys, *BIG.split(), "--backend", "cpu")
+    assert status == 2 and out == [] and len(err) == 1
+    if tighter.startswith("MemAvailable"):
+        assert err[0].startswith("dgrad-driver: error: host memory: needs ")
+        assert f"; {memory.format_bytes(small)} available (MemAvailable); allowed: -n " in err[0]
+    else:
+        assert err[0].startswith("dgrad-driver: error: address space: needs ")
+        assert f"; RLIMIT_AS (ulimit -v) allows {memory.format_bytes(room[1])}; allowed: -n " in err[0]
+    n = _hint(err[0])
+    assert 1 <= n < 16 and _fits(BIG, n, host) and not _fits(BIG, n + 1, host)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")

@@ -232,6 +232,35 @@ def test_malformed_golden_is_one_line_exit_2(tmp_path, path, value, why):
     one_line_error(invoke(tmp_path / "t.jsonl"), f"t.jsonl:1: {why}")
 
 
+CFG = "64,64,32,2,2,32,32,0,0,0,1,-1,2"
+
+
+@pytest.mark.parametrize("value,why", [
+    ("garbage", "perf config field tile_m='garbage' is not an integer; expected 13 to 15 "
+                "comma-separated integers: tile_m,"),
+    ("1,2,3", "perf config has 3 fields; expected 13 to 15: tile_m,"),
+    (CFG + ",0,0,0", "perf config has 16 fields; expected 13 to 15"),
+    (CFG.replace("64", "2147483648", 1), "perf config field tile_m=2147483648 is out of range; allowed: an integer "
+                                         "from -2147483648 to 2147483647"),
+    (CFG + ",99", "perf config field schedule=99 is not a kernel schedule; allowed: 0 (warp-mma), "),
+    (CFG + ",0,7", "perf config field split_k_reduce=7 is not a split-K reduction; allowed: 0 (auto), 1 (atomic), "
+                   "2 (workspace)"),
+    (" " + CFG, "perf config field tile_m=' 64' is not an integer"),
+    (CFG.replace(",", ", "), "perf config field tile_n=' 64' is not an integer"),
+    ("", "perf_config must be a non-empty string (a serialised PerfConfig)"),
+    (12, "perf_config must be a non-empty string (a serialised PerfConfig)"),
+])
+def test_a_malformed_pinned_perf_config_is_one_line_exit_2(tmp_path, value, why):
+    """A fixture whose perf_config is not a perf config was replayed and reported as
+    ``FAIL PerfConfigError`` with "the code computes wrong results", exit 1: every kind of
+    malformed config is now refused when the file is loaded, naming FILE:line, exit 2."""
+    f = tmp_path / "t.jsonl"
+    good = {"id": "a", "source": "s", "command": LINES["tiny_fp16"]}
+    f.write_text(fx.dumps(good) + "\n" + json.dumps({**good, "id": "b", "perf_config": value}) + "\n")
+    one_line_error(invoke(f), f"t.jsonl:2: {why}" if why.startswith("perf_config") else
+                   f"t.jsonl:2: perf_config {value!r}: {why}")
+
+
 def test_malformed_parse_error_and_deep_nesting_are_one_line_exit_2(tmp_path):
     f = tmp_path / "t.jsonl"
     f.write_text(fx.dumps({"id": "a", "source": "s", "command": "conv -F 1",
