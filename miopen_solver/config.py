@@ -289,7 +289,7 @@ class PerfConfig:
             if len(digits) > len(str(INT_MAX)):          # refused by its length, before any conversion
                 shown = p if len(p) <= 20 else f"{p[:20]}..."
                 raise PerfConfigError(f"perf config field {name}={shown} is out of range; allowed: {INT32_ALLOWED}")
-            vals[name] = int(p, 10)
+            vals[name] = int("-" + digits if p.startswith("-") else digits, 10)   # no 4300-digit limit
         if not required <= len(parts) <= len(FIELDS):
             raise PerfConfigError(f"perf config has {len(parts)} fields; expected {counts}: {expected}")
         return cls(**vals)

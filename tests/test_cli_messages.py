@@ -269,6 +269,11 @@ def test_every_field_outside_int32_is_refused_by_the_parser(field):
     if field not in ("schedule", "split_k_reduce"):      # those two take only their codes
         for value in (INT_MAX, INT_MIN, int("000" + str(INT_MAX))):
             assert getattr(PerfConfig.parse(_config_with(field, str(value))), field) == value
+        # leading zeros past Python's 4300-digit int() limit: the value, not a ValueError
+        for text, value in (("0" * 10**5 + "7", 7), ("-" + "0" * 10**5 + "7", -7), ("0" * 10**5, 0)):
+            assert getattr(PerfConfig.parse(_config_with(field, text)), field) == value
+    with pytest.raises(PerfConfigError, match="perf config has 1 fields; expected 13 to 15"):
+        PerfConfig.parse("0" * 10**6)
 
 
 MALFORMED = ["", " 1", "1 ", " 1 ", "\t1", "1\n", "\u00a01", '"1"', "'1'", "+1", "1_0", "\u0661", "\uff11", "0x1",
