@@ -220,7 +220,11 @@ def images_per_launch(problem: ConvProblem) -> int:
 
 @lru_cache(maxsize=4096)
 def _largest_divisor_at_most(n: int, most: int) -> int:
-    """The largest divisor of ``n`` that is <= ``most`` (>= 1), in O(sqrt(n))."""
+    """The largest divisor of ``n`` that is <= ``most`` (>= 1), in O(min(most, sqrt(n))):
+    counting down from ``most`` where ``most <= sqrt(n)``, else through the divisor pairs
+    ``(d, n // d)`` with ``d <= sqrt(n)``."""
+    if most * most <= n:
+        return next(q for q in range(most, 0, -1) if n % q == 0)
     best, d = 1, 1
     while d * d <= n:
         if n % d == 0:

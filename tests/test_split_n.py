@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miopen_solver import applicability as ap
 from miopen_solver import layouts, memory
 from miopen_solver.command import parse
 from miopen_solver.layouts import storage_dtype
+from miopen_solver.problem import ConvProblem
 from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cache import BinaryCache
 from miopen_solver.runtime.cpu import CpuEngine
@@ -408,3 +411,25 @@ def test_the_memory_estimate_still_refuses_what_the_host_cannot_hold():
     assert memory.shortfall(memory.HostMemory(64 << 30, "MemAvailable", None, 0), total, needs) is None
     # the device holds the whole tensors: dY + W + float32 GPU reference
     assert max(n.device for n in needs) == memory.device_bytes(2**33, 512 * 512 * 2, 4 * 2**32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 5000), st.integers(1, 5000))
+def test_largest_divisor_at_most_is_the_enumerated_one(n, most):
+    """The split-N chunk size: the largest divisor of N that is at most the images one
+    launch holds, against enumerating every divisor; on both sides of most = sqrt(n)."""
+    from miopen_solver.applicability import _largest_divisor_at_most
+    assert _largest_divisor_at_most(n, most) == max(d for d in range(1, min(n, most) + 1) if n % d == 0)
+
+
+def test_a_huge_prime_batch_is_split_in_bounded_work():
+    """N = 2^61 - 1 (a Mersenne prime) through the API: the chunk plan is one image per
+    launch, found by counting down from the images a launch holds (bounded by the problem's
+    size), not by trial division up to sqrt(N) (about 1.5e9 steps: it hung)."""
+    from miopen_solver.applicability import _largest_divisor_at_most, chunk_images, images_per_launch
+    p = ConvProblem(N=2**61 - 1, C=8, Hi=8, Wi=8, K=8, Y=3, X=3, pH=1, pW=1, in_layout="NHWC", out_layout="NHWC",
+                    fil_layout="NHWC")
+    most = images_per_launch(p)
+    assert 1 < most < 2**31 and chunk_images(p) == 1
+    n = 2**61 - 2                                   # composite: the count-down finds its divisor
+    assert _largest_divisor_at_most(n, 100) == max(d for d in range(1, 101) if n % d == 0)
