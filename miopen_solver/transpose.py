@@ -331,10 +331,6 @@ class TransposeLaunch:
         from .kernels.emit import emit_transpose
         return emit_transpose(self.transforms[0].elem_bytes, vendor, arch, self.grid, self.block, self.form)
 
-    def as_dict(self) -> dict:
-        return {"kernel": self.kernel_name, "grid": list(self.grid), "block": list(self.block),
-                "tensors": [t.tensor for t in self.transforms]}
-
 
 def pair_resident_blocks(target) -> int:
     """Pair (and band) blocks resident on one multiprocessor of ``target``: by registers at
