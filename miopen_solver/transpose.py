@@ -262,9 +262,11 @@ class LayoutTransform:
 PAIR_REGISTERS = 64
 """Registers a thread of the pair and band kernels may use (``transpose.cu``: at least 4 blocks
 of 256 threads per multiprocessor; the tile kernel alone takes 32)."""
-PAIR_MAX_WAVES = 2
+PAIR_MAX_WAVES = 4
 """A pair with a tile-form transform runs only where its blocks fit in this many waves of
-resident blocks (:func:`transform_launches`)."""
+resident blocks (:func:`transform_launches`). On the H200 (bench/RESULTS.md, thirteenth
+session) pairs of 3.0 and 3.2 waves ran faster than their two launches apart, pairs of 4.4
+waves and more slower."""
 PAIR_MAX_BLOCKS = 1 << 26
 """Blocks a pair launch may have (its grid is one-dimensional): within NVIDIA's grid x limit
 (2^31 - 1) and AMD's (2^32 work-items, blocks of 256). Past it the two transforms launch
@@ -343,8 +345,7 @@ def transform_launches(transforms, target) -> tuple:
     launch order: the two transforms before the kernel (dY's and W's) in one pair launch, else
     one launch each; the dX transform after the kernel alone.
 
-    A pair saves a launch (2.5-3 us in a CUDA graph on the H200, bench/RESULTS.md, eleventh
-    session) but runs every block at the band form's register budget (:data:`PAIR_REGISTERS`):
+    A pair saves a launch (2.5-3 us in a CUDA graph on the H200, bench/RESULTS.md) but runs every block at the band form's register budget (:data:`PAIR_REGISTERS`):
     a tile-form transform, 32 registers alone, keeps half as many blocks resident in the pair.
     So two transforms pair where both take the band form (the same budget alone), or where
     the pair's blocks fit in :data:`PAIR_MAX_WAVES` waves of resident blocks

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from bench import fit_cost_model as fit
 from conftest import refused_in_one_line
 from miopen_solver import cost_model as cm
+from miopen_solver import heuristics
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.spec import make_spec
@@ -189,7 +190,8 @@ def test_the_fit_script_prints_the_literal_and_the_judgement(tmp_path, capsys):
     rc = fit.main(["--log", str(RESULTS / "zoo_tune.jsonl.gz"), "--report",
                    ",".join(map(str, SHIPPED_REPORTS)), "--out", str(out)])
     text = capsys.readouterr().out
-    assert rc == 0 and "H200 = Coefficients(" in text and "model's pick within 10% of the best timed" in text
+    assert rc == 0 and "H200 = Coefficients(" in text and "model's pick among the timed configs within 10% of the best timed" in text
+    assert "the refit's default:" in text and "untimed" in text
     assert out.read_text() == text
 
 
@@ -359,3 +361,26 @@ def test_a_graph_timed_campaign_log_is_judged_as_a_campaign(tmp_path):
     layers = [t["layer"] for t in fit.judge(ev)]
     assert layers and [t["layer"] for t in fit.judge(gr)] == layers
     assert fit.judge_pairs(gr)["pairs"] == 0
+
+
+def test_the_judgement_takes_the_refit_default_the_solver_would_make():
+    """Each judged layer's ``refit`` is the default the solver would make with the weights
+    fitted without the layer: the rules' config unless the model predicts it at least
+    MIN_GAIN slower than the model's cheapest candidate (computed here from ranked() and
+    estimate_us(), not through default_config), with the campaign's time of it or None."""
+    rows = fit.load([RESULTS / "zoo_tune.jsonl.gz"], "bench/zoo.txt", [], SM90)
+    table = fit.judge(rows, target=SM90)
+    assert table
+    changed = 0
+    for t in table[:6]:
+        rs = [r for r in rows if r["layer"] == t["layer"]]
+        coef = fit.fit([r for r in rows if fit.layer_of(r["layer"]) != fit.layer_of(t["layer"])])
+        p = rs[0]["problem"]
+        rules = heuristics.heuristic_config(p, SM90, allow_model=False)
+        pick = cm.ranked(p, SM90, coef)[0][1]
+        want = pick if cm.estimate_us(p, SM90, rules, coef) >= (1 + cm.MIN_GAIN) * cm.estimate_us(p, SM90, pick, coef) \
+            else rules
+        changed += want != rules
+        assert t["refit"] == str(want)
+        assert t["refit_us"] == next((r["us"] for r in rs if r["config"] == want), None)
+    assert changed         # the margin rule is exercised: some layer takes the pick
