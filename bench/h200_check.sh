@@ -65,10 +65,14 @@
 #      stops it after ZOO_TUNE_SECS (default 480; the log keeps every config timed) and
 #      ZOO_TUNE_LOG=path (a log of an earlier call, carried into the tree; .gz is unpacked)
 #      resumes it.
+#      short_k: one-warpgroup tile_k 32 tiles (6 configs, bench/time_configs.py) on the 29 zoo
+#      layers whose GemmK is at most 512 (cpg > 32, kpg >= 16, fp16/bf16;
+#      bench/results/2026-12-02_s13/short_k_lines.txt): the data to judge a short-K default
+#      leave-one-layer-out (short_k.md, short_k.json)
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,
-# tf32_wgmma,splitk,tmask,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
+# tf32_wgmma,splitk,tmask,short_k,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 #   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
@@ -169,6 +173,9 @@ python bench/time_configs.py --only "layer4.1.conv3,features.18,layer3.1.conv3,c
     --configs "128,96,64,2,1,64,96,0,0,0,2,-1,7,3;128,96,64,2,1,64,96,0,0,0,2,-1,4,3;128,192,64,2,1,64,192,0,0,0,2,-1,5,3;128,128,64,2,1,64,128,0,0,0,2,-1,6,3;128,128,64,2,1,64,128,0,0,0,3,-1,4,3,2" \
     --out "$0/tmask.md" --json "$0/tmask.json" || rc=1
 exit $rc' "$OUTDIR"
+step short_k 540 python bench/time_configs.py --suite bench/results/2026-12-02_s13/short_k_lines.txt --only _ \
+    --configs "128,64,32,1,1,128,64,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,2;64,64,32,1,1,64,64,0,0,0,1,-1,3,1;64,128,32,1,1,64,128,0,0,0,1,-1,3,1;64,256,32,1,1,64,256,0,0,0,1,-1,3,1" \
+    --out "$OUTDIR/short_k.md" --json "$OUTDIR/short_k.json"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
