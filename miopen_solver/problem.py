@@ -12,6 +12,7 @@ below 1 is an error here where MIOpen silently clamps it to 1.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "bf8": 1}
@@ -19,6 +20,10 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "bf8": 1}
 
 DTYPE_KEY = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "bf8": "BF8"}
 """Data type spelling in MIOpen's problem key (``EncodeDataTypesForKey``)."""
+
+INT_FIELDS = ("N", "C", "Hi", "Wi", "K", "Y", "X", "pH", "pW", "sH", "sW", "dH", "dW", "G", "spatial_dim", "Di", "Z",
+              "pD", "sD", "dD")
+"""The :class:`ConvProblem` fields that are ints."""
 
 LAYOUTS_2D = ("NCHW", "NHWC", "CHWN")
 LAYOUTS_3D = ("NCDHW", "NDHWC")
@@ -123,8 +128,10 @@ class ConvProblem:
 
     Raises:
         ValueError: a derived output size below 1, a group count that does not divide C
-            and K, or a non-positive size. (The command parser turns these into
-            :class:`~miopen_solver.errors.MiopenCommandError` naming the flag.)
+            and K, a non-positive size or negative pad (the depth fields too), a size that is
+            not an int (bool and float refused; numpy ints kept as int), an unknown dtype or
+            mode, a layout that is not a name, trans_pads not 3 ints. (The command parser
+            turns these into :class:`~miopen_solver.errors.MiopenCommandError` naming the flag.)
     """
 
     N: int
@@ -156,10 +163,29 @@ class ConvProblem:
     tf32: bool = False
 
     def __post_init__(self):
-        for name in ("N", "C", "Hi", "Wi", "K", "Y", "X", "sH", "sW", "dH", "dW", "G"):
+        for name in INT_FIELDS:             # ints (numpy's too, kept as int), never bool or float
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise ValueError(f"{name} must be an int, got {v!r}")
+            object.__setattr__(self, name, int(v))
+        if self.spatial_dim not in (2, 3):
+            raise ValueError(f"spatial_dim must be 2 or 3, got {self.spatial_dim}")
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
+        for name in ("in_layout", "out_layout", "fil_layout"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"{name} must be a layout name such as NCHW or NHWC, got {getattr(self, name)!r}")
+        if self.mode not in ("conv", "trans"):
+            raise ValueError(f"mode {self.mode!r}; allowed: conv, trans")
+        pads = self.trans_pads
+        if (not isinstance(pads, (tuple, list)) or len(pads) != 3
+                or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in pads)):
+            raise ValueError(f"trans_pads must be 3 ints (output pads along D, H, W), got {pads!r}")
+        object.__setattr__(self, "trans_pads", tuple(int(v) for v in pads))
+        for name in ("N", "C", "Hi", "Wi", "K", "Y", "X", "sH", "sW", "dH", "dW", "G", "Di", "Z", "sD", "dD"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("pH", "pW"):
+        for name in ("pH", "pW", "pD"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.C % self.G or self.K % self.G:

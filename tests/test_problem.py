@@ -141,3 +141,37 @@ def test_miopen_db_key_is_the_x_joined_sqlite_row():
     assert (f["in_channels"], f["in_h"], f["in_w"], f["out_channels"]) == (4, 4, 7, 6)
     assert (f["group_count"], f["layout"], f["data_type"], f["direction"]) == (2, "NCHW", "FP32", "B")
     assert list(f)[:4] == ["spatial_dim", "in_channels", "in_h", "in_w"] and list(f)[-3:] == ["layout", "data_type", "direction"]
+
+
+BASE = dict(N=2, C=8, Hi=6, Wi=6, K=8, Y=3, X=3, pH=1, pW=1, in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+@pytest.mark.parametrize("name", ["N", "C", "Hi", "Wi", "K", "Y", "X", "pH", "pW", "sH", "sW", "dH", "dW", "G",
+                                  "spatial_dim", "Di", "Z", "pD", "sD", "dD"])
+def test_every_size_field_takes_ints_only(name):
+    """A size, pad, stride, dilation, group or depth field that is not an int (a float even
+    when whole, a bool, None, text) is one ValueError naming the field; numpy ints are
+    taken and kept as Python ints (keys and hashes as for the int)."""
+    import numpy as np
+    for bad in (2.0, 2.5, True, None, "2", (2,)):
+        with pytest.raises(ValueError, match=f"^{name} must be an int, got "):
+            ConvProblem(**{**BASE, name: bad})
+    good = 2 if name == "spatial_dim" else (1 if name in ("Y", "X", "G", "Di", "Z", "sD", "dD") else 2)
+    p = ConvProblem(**{**BASE, name: np.int64(good)})
+    assert type(getattr(p, name)) is int and p == ConvProblem(**{**BASE, name: good})
+
+
+def test_the_other_fields_say_what_is_allowed():
+    cases = [(dict(dtype="fp64"), "dtype 'fp64'; allowed: fp32, fp16, bf16, int8, fp8, bf8"),
+             (dict(in_layout=None), "in_layout must be a layout name such as NCHW or NHWC, got None"),
+             (dict(fil_layout=""), "fil_layout must be a layout name"),
+             (dict(mode="foo"), "mode 'foo'; allowed: conv, trans"),
+             (dict(mode="trans", trans_pads=(0,)), r"trans_pads must be 3 ints \(output pads along D, H, W\)"),
+             (dict(trans_pads=(0, 0, 0.5)), "trans_pads must be 3 ints"),
+             (dict(spatial_dim=4), "spatial_dim must be 2 or 3, got 4"),
+             (dict(Di=-5), "Di must be >= 1, got -5"), (dict(Z=0), "Z must be >= 1, got 0"),
+             (dict(sD=0), "sD must be >= 1, got 0"), (dict(pD=-1), "pD must be >= 0, got -1")]
+    for kw, says in cases:
+        with pytest.raises(ValueError, match=says):
+            ConvProblem(**{**BASE, **kw})
+    assert ConvProblem(**{**BASE, "trans_pads": [0, 0, 0]}).trans_pads == (0, 0, 0)
