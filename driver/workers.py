@@ -561,7 +561,8 @@ def _read_tensor(path: str, shape: tuple, dtype, flag: str):
 
 
 def _solution(job: Job):
-    """The decided solution, rebuilt from its record (nothing validated, chosen or emitted)."""
+    """The decided solution from its record (:meth:`Solution.from_record`: checked against what
+    the problem, target and config it names resolve to; nothing is chosen)."""
     from miopen_solver.solver import Solution
     return Solution.from_record(job.solution)
 

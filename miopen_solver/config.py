@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 
 from .command import INT_MAX, INT_MIN
-from .errors import PerfConfigError
+from .errors import PerfConfigError, shown_value
 
 
 class KernelSchedule(enum.IntEnum):
@@ -301,4 +301,26 @@ class PerfConfig:
         return self.serialize()
 
 
-__all__ = ["FIELDS", "INT32_ALLOWED", "KernelSchedule", "OPTIONAL_FIELDS", "PerfConfig", "SPLIT_K_REDUCE"]
+def as_perf_config(config, name: str = "config") -> PerfConfig:
+    """``config`` as a :class:`PerfConfig`: a PerfConfig as it is, or its text
+    (:meth:`PerfConfig.parse`, ``"64,64,32,2,2,32,32,0,0,0,1,-1,3"``). ``name`` is how
+    messages name the argument (``config``, ``--perf-config``).
+
+    Raises:
+        PerfConfigError: text that does not parse (``NAME 'TEXT': why``), or a value of any
+            other type (``NAME VALUE (TYPE): allowed: ...``).
+    """
+    if isinstance(config, PerfConfig):
+        return config
+    if isinstance(config, str):
+        try:
+            return PerfConfig.parse(config)
+        except PerfConfigError as e:
+            raise PerfConfigError(f"{name} {shown_value(config)}: {e}") from None
+    raise PerfConfigError(f"{name} {shown_value(config)}: allowed: a miopen_solver.config.PerfConfig or its "
+                          f"text ({len(FIELDS) - OPTIONAL_FIELDS} to {len(FIELDS)} comma-separated integers, "
+                          f"e.g. '64,64,32,2,2,32,32,0,0,0,1,-1,3')")
+
+
+__all__ = ["FIELDS", "INT32_ALLOWED", "KernelSchedule", "OPTIONAL_FIELDS", "PerfConfig", "SPLIT_K_REDUCE",
+           "as_perf_config"]

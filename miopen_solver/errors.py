@@ -21,6 +21,81 @@ def shown_path(path) -> str:
     return short_text(text)
 
 
+def shown_value(value) -> str:
+    """A value as a message shows it: an int bare, text quoted (``repr``), anything else as
+    its ``repr`` with its type (``None (NoneType)``, ``b'..' (bytes)``); cut when long."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return shorten(value)
+    if isinstance(value, str):
+        return repr(shorten(value))
+    return f"{short_text(repr(value), 80)} ({type(value).__name__})"
+
+
+class ArgumentError(ValueError):
+    """An argument of a library call of the wrong type or out of range (a perf-db key that
+    is not text, a time given as text, ...). The message is one line,
+    ``NAME VALUE: [DETAIL; ]allowed: ALLOWED`` (the value through :func:`shown_value`;
+    ``<missing>`` for :attr:`MISSING`).
+
+    Attributes:
+        name: the argument as the caller knows it (``perf-db problem key``, ``perf-db time_ms``).
+        value: the value given (:attr:`MISSING` when there is none).
+        allowed: a short phrase saying what would be accepted.
+        detail: why the value is refused, when its type alone does not say (may be empty).
+    """
+
+    MISSING = object()
+    """Pass as ``value`` when the value is absent (a record without the field)."""
+
+    def __init__(self, name: str, value, allowed: str, detail: str = ""):
+        self.name = name
+        self.value = value
+        self.allowed = allowed
+        self.detail = detail
+        shown = "<missing>" if value is self.MISSING else shown_value(value)
+        super().__init__(f"{name} {shown}: {detail + '; ' if detail else ''}allowed: {allowed}")
+
+
+class TargetError(ValueError):
+    """A target that is neither a :class:`~miopen_solver.target.Target` nor a preset's name
+    (:func:`~miopen_solver.target.get_target`): ``unknown arch 'NAME'; known: ...`` for an
+    unknown name, ``target VALUE (TYPE): allowed: ...`` for anything else.
+
+    Attributes:
+        value: what was given.
+        allowed: the preset names, comma-separated.
+    """
+
+    def __init__(self, message: str, value, allowed: str):
+        self.value = value
+        self.allowed = allowed
+        super().__init__(message)
+
+
+class RecordError(ArgumentError):
+    """A record (plain data that crosses a process boundary: a solution as a worker
+    receives it, :meth:`~miopen_solver.solver.Solution.to_record`; a target,
+    :meth:`~miopen_solver.target.Target.to_record`) that cannot be used: a missing or unknown
+    field, a value of the wrong type or out of range, or one that differs from what the
+    problem, target and config it names resolve to. The message names the field's path:
+    ``solution record kernels[0].grid [1, 2]: ...``.
+
+    Attributes:
+        record: what the record is (``solution``, ``target``).
+        field: the field's path in it (``spec.target.wave_size``; ``""`` for the record itself).
+    """
+
+    def __init__(self, record: str, field: str, value, allowed: str, detail: str = ""):
+        self.record = record
+        self.field = field
+        super().__init__(f"{record} record{' ' + field if field else ''}", value, allowed, detail)
+
+    def within(self, record: str, path: str) -> "RecordError":
+        """The same fault as a field of an enclosing ``record`` that holds this one at ``path``."""
+        return RecordError(record, f"{path}.{self.field}" if self.field else path, self.value, self.allowed,
+                           self.detail)
+
+
 class MiopenCommandError(ValueError):
     """A MIOpenDriver command line that cannot be accepted.
 

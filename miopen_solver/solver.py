@@ -31,19 +31,20 @@ from typing import Iterator
 
 from . import SOLVER_ID, SOLVER_NAME
 from .applicability import NotApplicableError, Verdict, check, is_applicable, launch_problem
-from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
-from .errors import PerfConfigError, PerfDbError
+from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig, as_perf_config
+from .errors import PerfConfigError, PerfDbError, RecordError, TargetError, shown_value
 from .heuristics import default_performance_config, max_search_split_k, search_space
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .nchw_tma import nchw_tma_reason
 from .nchw_tma import wt_transform as nchw_tma_wt
 from .problem import ConvProblem
-from .spec import (SPLIT_PERSISTENT, DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec,
-                   spec_from_record, split_k_atomics_reason)
+from .records import NO_FIELD, check_int, check_list, check_optional, check_str, fields_of, first_difference
+from .spec import (SPLIT_PERSISTENT, DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, make_spec,
+                   split_k_atomics_reason)
 from .splitk import SplitKReduce
-from .target import Target, get_target
+from .target import PRESETS, Target, get_target
 from .tf32 import math_note
-from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, transform_launches,
+from .transpose import (WORKSPACE_ALIGN, layout_transforms, memory_order, transform_launches,
                         workspace_bytes, writes_nchw_dx)
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
@@ -266,23 +267,118 @@ class Solution:
 
     @classmethod
     def from_record(cls, rec: dict) -> "Solution":
-        """Inverse of :meth:`to_record` (nothing is validated, chosen or emitted)."""
-        from .kernels.emit import KernelSource
-        spec = spec_from_record(rec["spec"])
-        kernels = []
-        for k in rec["kernels"]:
-            launch = KernelLaunch(k["name"], tuple(k["grid"]), tuple(k["block"]), int(k["lds_bytes"]), spec)
-            launch.__dict__["source"] = KernelSource.from_record(k["source"])  # the cached_property's slot
-            kernels.append(launch)
-        z = rec["zero_fill"]
-        return cls(solver_id=SOLVER_NAME, solution_id=SOLVER_ID, algorithm=ALGORITHM,
-                   perf_config=PerfConfig.parse(rec["perf_config"]), spec=spec,
-                   zero_fill=ZeroFill(z["kind"], int(z["bytes"]), int(z["blocks"])), kernels=tuple(kernels),
-                   workspace_bytes=int(rec["workspace_bytes"]), source=rec["source"], notes=tuple(rec["notes"]),
-                   warnings=tuple(rec["warnings"]), tuned_ms=rec["tuned_ms"], perfdb_path=rec["perfdb_path"],
-                   images=int(rec.get("images", 0)), layouts=tuple(rec.get("layouts", ())),
-                   transforms=tuple(LayoutTransform.from_record(t) for t in rec.get("transforms", ())),
-                   reduce=SplitKReduce.from_record(rec["reduce"]) if rec.get("reduce") else None)
+        """Inverse of :meth:`to_record`, checked; nothing is chosen. The spec is made from
+        the problem, target and config the record names (``make_spec``: one validation, the
+        one the driver made) and the rest derived from it as :func:`solution_of` does: the
+        kernel's launch and emitted source, the zero fill, the layout transforms, the split-K
+        reduction and the workspace. Every field of the record must equal what they resolve
+        to (a record that lost its transforms would leave dX in the wrong layout); the
+        provenance fields (``source``, ``notes``, ``warnings``, ``tuned_ms``,
+        ``perfdb_path``) must be of their types.
+
+        Raises:
+            RecordError: ``rec`` is not a dict; a field is missing, unknown, of the wrong
+                type or out of range; the config is not valid for the problem and target;
+                or a field differs from what they resolve to. The message names the field's
+                path, the value and what is allowed.
+        """
+        return _solution_from_record(rec)
+
+
+RECORD_FIELDS = ("perf_config", "spec", "zero_fill", "workspace_bytes", "kernels", "source", "notes", "warnings",
+                 "tuned_ms", "perfdb_path", "images", "layouts", "transforms", "reduce")
+"""The fields of :meth:`Solution.to_record`, every one required by :meth:`Solution.from_record`."""
+SOURCES = ("default", "perf-config", "perfdb")
+"""Where a solution's config came from (:attr:`Solution.source`)."""
+
+
+def _solution_from_record(rec) -> Solution:
+    """:meth:`Solution.from_record`: the record's identity (problem, target, config, images,
+    layouts) read and checked, the solution rebuilt from it, every other field compared."""
+    fields_of(rec, RECORD_FIELDS, "solution", what="a Solution.to_record() dict, with the fields "
+              + ", ".join(RECORD_FIELDS))
+    spec_rec = rec["spec"]
+    if not isinstance(spec_rec, dict):
+        raise RecordError("solution", "spec", spec_rec, "a spec's to_record() dict (problem, target, config, ...)")
+    for name in ("problem", "target", "config"):        # the spec's other fields are compared below
+        if name not in spec_rec:
+            raise RecordError("solution", f"spec.{name}", RecordError.MISSING, "a spec's to_record() dict")
+    problem = _problem_of(spec_rec["problem"])
+    try:
+        target = Target.from_record(spec_rec["target"])
+    except RecordError as e:
+        raise e.within("solution", "spec.target") from None
+    text = check_str(spec_rec["config"], "solution", "spec.config", allowed="a perf config's text")
+    try:
+        config = PerfConfig.parse(text)
+    except PerfConfigError as e:
+        raise RecordError("solution", "spec.config", text, "a perf config's text", str(e)) from None
+    images = rec["images"]
+    if check_int(images, "solution", "images", problem.N) % problem.N:
+        raise RecordError("solution", "images", images, f"a multiple of spec.problem.N ({problem.N})")
+    lays = check_list(rec["layouts"], "solution", "layouts", allowed="[] or [in_layout, out_layout, fil_layout]")
+    if len(lays) not in (0, 3):
+        raise RecordError("solution", "layouts", rec["layouts"], "[] or [in_layout, out_layout, fil_layout]")
+    try:
+        whole = problem.replace(N=images, **dict(zip(("in_layout", "out_layout", "fil_layout"), lays)))
+    except ValueError as e:
+        raise RecordError("solution", "layouts", rec["layouts"], "three layout names", str(e)) from None
+    verdict = check(whole, target)
+    if not verdict.ok:
+        raise RecordError("solution", "spec.problem", spec_rec["problem"], "a problem applicable on spec.target",
+                          "not applicable: " + "; ".join(str(r) for r in verdict.reasons))
+    try:
+        spec = make_spec(problem, target, config)
+    except PerfConfigError as e:
+        raise RecordError("solution", "spec.config", text, "a config valid for spec.problem on spec.target",
+                          str(e)) from None
+    try:
+        sol = solution_of(spec, images=images, problem=whole)
+    except ValueError as e:             # the kernel stores dX NCHW; the layouts say otherwise
+        raise RecordError("solution", "layouts", rec["layouts"], "the layouts the spec's kernel runs",
+                          str(e)) from None
+    want = sol.to_record()
+    for name in RECORD_FIELDS:
+        diff = None if name in _PROVENANCE else first_difference(rec[name], want[name], name)
+        if diff:
+            path, got, expected = diff
+            raise RecordError("solution", path, got, _shown_expected(expected),
+                              "differs from what its problem, target and config resolve to")
+    notes, warnings = (tuple(check_str(line, "solution", f"{name}[{i}]", allowed="a string")
+                             for i, line in enumerate(check_list(rec[name], "solution", name,
+                                                                 allowed="a list of strings")))
+                       for name in ("notes", "warnings"))
+    return dataclasses.replace(sol, source=check_str(rec["source"], "solution", "source", SOURCES),
+                               notes=notes, warnings=warnings,
+                               tuned_ms=check_optional(rec["tuned_ms"], "solution", "tuned_ms", "ms"),
+                               perfdb_path=check_optional(rec["perfdb_path"], "solution", "perfdb_path", "text"))
+
+
+_PROVENANCE = ("source", "notes", "warnings", "tuned_ms", "perfdb_path")
+
+
+def _problem_of(rec) -> ConvProblem:
+    """The spec record's problem: every :class:`ConvProblem` field, validated by it.
+
+    Raises:
+        RecordError: a missing or unknown field, or a value ConvProblem refuses.
+    """
+    names = tuple(f.name for f in dataclasses.fields(ConvProblem))
+    fields_of(rec, names, "solution", "spec.problem", "a ConvProblem.as_dict() dict, with the fields "
+              + ", ".join(names))
+    try:
+        return ConvProblem.from_dict(rec)
+    except (TypeError, ValueError) as e:
+        raise RecordError("solution", "spec.problem", rec, "a valid ConvProblem.as_dict()", str(e)) from None
+
+
+def _shown_expected(value) -> str:
+    """What a compared field should have been, for a message: long text by its length."""
+    if value is NO_FIELD:
+        return "no such field"
+    if isinstance(value, str) and len(value) > 200:
+        return f"the {len(value)}-character text they give"
+    return shown_value(value)
 
 
 @dataclass
@@ -302,15 +398,15 @@ def as_target(target) -> Target:
     ``"sm_90"``; :func:`miopen_solver.target.get_target`).
 
     Raises:
-        ValueError: an unknown name (naming the known ones).
-        TypeError: anything else.
+        TargetError: an unknown name, or anything else (naming the known names).
     """
     if isinstance(target, Target):
         return target
     if isinstance(target, str):
         return get_target(target)
-    raise TypeError(f"target must be a miopen_solver.target.Target or an arch name such as 'gfx942', "
-                    f"got {type(target).__name__}")
+    known = ", ".join(sorted(PRESETS))
+    raise TargetError(f"target {shown_value(target)}: allowed: a miopen_solver.target.Target or an arch name: "
+                      f"{known}", target, known)
 
 
 class DgradSolver:
@@ -345,14 +441,26 @@ class DgradSolver:
         return default_performance_config(launch_problem(problem), target)
 
     def is_valid_performance_config(self, problem: ConvProblem, target: Target,
-                                    config: PerfConfig) -> tuple:
-        """``(True, "")`` or ``(False, reason)``; used to vet perf-db records too. A split
-        batch is asked about one launch's problem (:func:`~miopen_solver.applicability.launch_problem`)."""
+                                    config: PerfConfig | str) -> tuple:
+        """``(True, "")`` or ``(False, reason)``; used to vet perf-db records too. ``config``:
+        a :class:`PerfConfig` or its text (text that does not parse is ``(False, why)``). A
+        split batch is asked about one launch's problem
+        (:func:`~miopen_solver.applicability.launch_problem`).
+
+        Raises:
+            PerfConfigError: ``config`` is neither a PerfConfig nor text.
+            TargetError: ``target`` is neither a Target nor a preset's name.
+        """
         target = as_target(target)
-        return is_valid_performance_config(launch_problem(problem), target, config)
+        if isinstance(config, str):
+            try:
+                config = PerfConfig.parse(config)
+            except PerfConfigError as e:
+                return False, str(e)
+        return is_valid_performance_config(launch_problem(problem), target, as_perf_config(config))
 
     def get_workspace_size(self, problem: ConvProblem, target: Target,
-                           config: PerfConfig | None = None) -> int:
+                           config: PerfConfig | str | None = None) -> int:
         """Device workspace in bytes for ``config``: the copies its layout transforms write
         (each slot 256-byte aligned; MIOpen's NHWC solvers size theirs the same way,
         ``GetWorkspaceSizeLayoutTransformConv``): the NHWC copies of the tensors stored NCHW
@@ -364,11 +472,20 @@ class DgradSolver:
         (MIOpen sizes a solver's workspace per problem, not per config): every NCHW tensor
         copied, plus the widest split of the search space where it offers split-K through
         the workspace; a given config that asks for more reports it here with the config.
+        ``config``: a :class:`PerfConfig` or its text.
 
         Raises:
-            PerfConfigError: ``config`` is given and invalid.
+            NotApplicableError: the problem is not applicable on ``target`` (MIOpen asks a
+                solver's workspace only of problems it is applicable to): every reason, as
+                :meth:`is_applicable` gives them (without a config, ``NO_VALID_CONFIG`` too).
+            PerfConfigError: ``config`` is given and malformed, invalid or of another type.
+            TargetError: ``target`` is neither a Target nor a preset's name.
         """
         target = as_target(target)
+        config = None if config is None else as_perf_config(config)
+        verdict = check(problem, target) if config is not None else is_applicable(problem, target)
+        if not verdict.ok:
+            raise NotApplicableError(verdict)
         if config is None:
             launch = launch_problem(problem)
             splits = max_search_split_k(launch, target)
@@ -406,15 +523,19 @@ class DgradSolver:
         return (cfg, rec, "") if ok else (None, rec, why)
 
     def get_solution(self, problem: ConvProblem, target: Target,
-                     config: PerfConfig | None = None) -> Solution:
-        """What to launch for ``problem`` with ``config`` (default config when None): MIOpen's
-        GetSolution, no perf-db and no settings (see :meth:`find_solution` for those).
+                     config: PerfConfig | str | None = None) -> Solution:
+        """What to launch for ``problem`` with ``config`` (a :class:`PerfConfig` or its text;
+        the default config when None): MIOpen's GetSolution, no perf-db and no settings (see
+        :meth:`find_solution` for those).
 
         Raises:
             NotApplicableError: a structural guard fails (layout, dtype, ...).
-            PerfConfigError: ``config`` is invalid (or no default is valid).
+            PerfConfigError: ``config`` is malformed, invalid or of another type (or no
+                default is valid).
+            TargetError: ``target`` is neither a Target nor a preset's name.
         """
         target = as_target(target)
+        config = None if config is None else as_perf_config(config)
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
@@ -482,10 +603,7 @@ class DgradSolver:
                 perf_config_label: str = "--perf-config") -> _Choice:
         choice = _Choice()
         if perf_config is not None:
-            try:
-                cfg = perf_config if isinstance(perf_config, PerfConfig) else PerfConfig.parse(perf_config)
-            except PerfConfigError as e:
-                raise PerfConfigError(f"{perf_config_label} {perf_config!r}: {e}") from None
+            cfg = as_perf_config(perf_config, perf_config_label)
             choice.config, choice.source = cfg, "perf-config"
             choice.notes.append(f"Using {perf_config_label} {cfg.serialize()}")
             return choice

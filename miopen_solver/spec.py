@@ -525,8 +525,9 @@ class DgradSpec:
         return emit(self)
 
     def to_record(self) -> dict:
-        """The spec as plain data, every resolved value included, so a worker process gets
-        the decided spec without validating or deriving anything (:meth:`from_record`)."""
+        """The spec as plain data, every resolved value included (:meth:`from_record` inverts
+        it unchecked; :meth:`~miopen_solver.solver.Solution.from_record` remakes the spec and
+        compares it with this)."""
         d = self.decomposition
         return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
                 "config": self.config.serialize(), "atom": [self.atom.name, self.atom.m, self.atom.n, self.atom.k],

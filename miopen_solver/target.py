@@ -33,6 +33,8 @@ import dataclasses
 import re
 from dataclasses import dataclass, field, replace
 
+from .errors import RecordError, TargetError, shown_value
+from .records import check_bool, check_int, check_list, check_str, fields_of
 from .text import shorten
 
 
@@ -161,20 +163,63 @@ class Target:
 
     @classmethod
     def from_record(cls, rec: dict) -> "Target":
-        """Inverse of :meth:`to_record`.
+        """Inverse of :meth:`to_record`, every field checked: ``vendor`` one of nvidia, amd,
+        cpu; ``wave_size`` 32 or 64; the other numbers ints >= 1 (``max_grid`` three of them);
+        the feature flags bools; ``atoms`` a dict of ``[name, m, n, k]`` lists.
 
         Raises:
-            ValueError: a field is missing or unknown (a record from another version).
+            RecordError: not a dict, a field missing or unknown (a record from another
+                version) or of the wrong type or range, naming it (a ValueError).
         """
-        names = {f.name for f in dataclasses.fields(cls)}
-        if set(rec) != names:
-            missing, extra = sorted(names - set(rec)), sorted(set(rec) - names)
-            raise ValueError(f"target record fields differ: missing {missing}, unknown {extra}")
-        kw = dict(rec)
-        kw["atoms"] = {dt: tuple(MmaAtom(str(a[0]), int(a[1]), int(a[2]), int(a[3])) for a in atoms)
-                       for dt, atoms in rec["atoms"].items()}
-        kw["max_grid"] = tuple(rec["max_grid"])
+        names = [f.name for f in dataclasses.fields(cls)]
+        fields_of(rec, names, "target", what="a Target.to_record() dict, with the fields " + ", ".join(names))
+        kw = {}
+        for f in dataclasses.fields(cls):
+            v = rec[f.name]
+            if f.name == "vendor":
+                kw[f.name] = check_str(v, "target", f.name, ("nvidia", "amd", "cpu"))
+            elif f.name == "wave_size":
+                if check_int(v, "target", f.name, allowed="32 or 64") not in (32, 64):
+                    raise RecordError("target", f.name, v, "32 or 64")
+                kw[f.name] = v
+            elif f.name == "atoms":
+                kw[f.name] = _atoms_of(v)
+            elif f.name == "max_grid":
+                kw[f.name] = tuple(check_int(n, "target", f"max_grid[{i}]", 1)
+                                   for i, n in enumerate(check_list(v, "target", f.name, 3)))
+            elif f.type == "bool":
+                kw[f.name] = check_bool(v, "target", f.name)
+            elif f.type == "int":
+                kw[f.name] = check_int(v, "target", f.name, 1)
+            elif f.name == "name":          # "" for a hand-made Target
+                if not isinstance(v, str):
+                    raise RecordError("target", f.name, v, "a string")
+                kw[f.name] = v
+            else:
+                kw[f.name] = check_str(v, "target", f.name)
         return cls(**kw)
+
+
+def _atoms_of(rec) -> dict:
+    """A target record's ``atoms``: data type -> ``[[name, m, n, k], ...]`` as MmaAtoms.
+
+    Raises:
+        RecordError: anything of another shape or type.
+    """
+    allowed = "a dict of data type -> list of [name, m, n, k] (name text, m, n, k ints >= 1)"
+    if not isinstance(rec, dict):
+        raise RecordError("target", "atoms", rec, allowed)
+    out = {}
+    for dt, atoms in rec.items():
+        check_str(dt, "target", "atoms", allowed=allowed)
+        out[dt] = []
+        for i, atom in enumerate(check_list(atoms, "target", f"atoms.{dt}", allowed=allowed)):
+            where = f"atoms.{dt}[{i}]"
+            name, m, n, k = check_list(atom, "target", where, 4, allowed)
+            out[dt].append(MmaAtom(check_str(name, "target", where, allowed=allowed),
+                                   *(check_int(v, "target", where, 1, allowed) for v in (m, n, k))))
+        out[dt] = tuple(out[dt])
+    return out
 
 
 PRESETS = {
@@ -208,13 +253,16 @@ def get_target(name: str) -> Target:
     style feature suffixes are ignored.
 
     Raises:
-        ValueError: unknown arch, naming the known ones.
+        TargetError: an unknown arch, or a name that is not a string, naming the known ones.
     """
+    known = ", ".join(sorted(PRESETS))
+    if not isinstance(name, str):
+        raise TargetError(f"arch {shown_value(name)}: allowed: an arch name: {known}", name, known)
     base = name.split(":")[0].strip().lower()
     if base == "sm_90a":
         base = "sm_90"
     if base not in PRESETS:
-        raise ValueError(f"unknown arch {shorten(name)!r}; known: {', '.join(sorted(PRESETS))}")
+        raise TargetError(f"unknown arch {shorten(name)!r}; known: {known}", name, known)
     return PRESETS[base]
 
 

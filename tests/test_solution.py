@@ -4,6 +4,7 @@ intact, and one spec construction per process per config on a run."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import importlib
 import json
 import os
@@ -15,7 +16,7 @@ from driver import workers
 from driver.run_cmd import run_line
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
-from miopen_solver.errors import PerfConfigError
+from miopen_solver.errors import PerfConfigError, RecordError
 from miopen_solver.solver import DgradSolver, Solution
 from miopen_solver.target import PRESETS, Target, from_device, get_target
 
@@ -59,8 +60,39 @@ def test_sm_100_has_no_wgmma_on_the_other_side():
 def test_target_record_refuses_other_fields():
     rec = get_target("sm_90").to_record()
     rec.pop("wgmma")
-    with pytest.raises(ValueError, match="missing \\['wgmma'\\]"):
+    with pytest.raises(RecordError, match="target record wgmma <missing>: allowed: a Target.to_record"):
         Target.from_record(rec)
+
+
+TARGET_FIELDS = [f.name for f in dataclasses.fields(Target)]
+
+
+@pytest.mark.parametrize("field", TARGET_FIELDS)
+def test_target_record_refuses_every_field_missing_or_null(field):
+    rec = get_target("sm_90").to_record()
+    with pytest.raises(RecordError, match=f"^target record {field} None \\(NoneType\\): allowed: "):
+        Target.from_record({**rec, field: None})
+    with pytest.raises(RecordError, match=f"^target record {field} <missing>: allowed: "):
+        Target.from_record({k: v for k, v in rec.items() if k != field})
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("vendor", "intel", "vendor 'intel': allowed: 'nvidia', 'amd', 'cpu'"),
+    ("wave_size", 48, "wave_size 48: allowed: 32 or 64"),
+    ("wave_size", 32.0, "wave_size 32.0 \\(float\\): allowed: 32 or 64"),
+    ("lds_bytes", "65536", "lds_bytes '65536': allowed: an int >= 1"),
+    ("num_cus", 0, "num_cus 0: allowed: an int >= 1"),
+    ("wgmma", 1, "wgmma 1: allowed: true or false"),
+    ("max_grid", [1, 2], "max_grid \\[1, 2\\] \\(list\\): allowed: a list of 3 items"),
+    ("max_grid", [1, 2, "3"], "max_grid\\[2\\] '3': allowed: an int >= 1"),
+    ("atoms", {"fp16": [["mma16816", 16, 8]]}, "atoms.fp16\\[0\\] .*allowed: a dict of data type"),
+    ("atoms", {"fp16": [["mma16816", 16, 8, "16"]]}, "atoms.fp16\\[0\\] '16': allowed: a dict of data type"),
+    ("atoms", [], "atoms \\[\\] \\(list\\): allowed: a dict of data type"),
+    ("bogus", 1, "bogus 1: unknown field; allowed: a Target.to_record"),
+])
+def test_target_record_refuses_a_field_of_another_type_or_range(field, value, match):
+    with pytest.raises(RecordError, match=f"^target record {match}"):
+        Target.from_record({**get_target("sm_90").to_record(), field: value})
 
 
 @pytest.mark.parametrize("arch", ["cpu", "sm_90", "gfx942"])
@@ -70,6 +102,144 @@ def test_solution_record_round_trips(arch):
     back = Solution.from_record(json.loads(json.dumps(sol.to_record())))
     assert back.spec == sol.spec and back.perf_config == sol.perf_config and back.notes == sol.notes
     assert back.kernels[0].source == sol.kernels[0].source and back.zero_fill == sol.zero_fill
+
+
+NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+RECORD_CASES = {      # a solution of each kind of record part: transforms, split-K reduction, split-N, ...
+    "nchw-split-k-workspace": ("convfp16 -n 2 -c 64 -H 9 -W 9 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2", "gfx942",
+                               {"split_k": 4, "split_k_reduce": "workspace"}),
+    "split-n": ("convfp16 -n 20000 -c 64 -H 112 -W 112 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 " + NHWC, "cpu", {}),
+    "direct": ("conv -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 2 " + NHWC, "sm_90", {}),
+    "patch-nchw": ("convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 -F 2", "sm_90", {}),
+    "nchw-pointwise": ("convbfp16 -n 3 -c 12 -H 7 -W 7 -k 18 -y 1 -x 1 -g 3 -F 2", "sm_90",
+                       {"perf_config": "64,64,32,1,2,64,32,0,0,0,1,-1,4,7"}),
+}
+PROVENANCE = ("source", "notes", "warnings", "tuned_ms", "perfdb_path")
+IDENTITY = (("spec", "problem"), ("spec", "target"))
+"""Fields that say which problem and target the record is of: another value there may be a
+record of another problem that agrees with itself, so only their absence and types count."""
+
+
+def _record(case):
+    line, arch, settings = RECORD_CASES[case]
+    sol = DgradSolver().find_solution(parse(line).problem, get_target(arch), **settings)
+    return sol, json.loads(json.dumps(sol.to_record()))
+
+
+def _paths(value, path=()):
+    """Every field's path in plain data (containers and leaves), depth first."""
+    yield path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        yield from _paths(v, path + (k,))
+
+
+def _changed(rec, path, change):
+    """``rec`` with the part at ``path`` replaced by ``change(part)`` (``DELETE``: removed);
+    containers along the path copied, the rest shared."""
+    if not path:
+        return change(rec)
+    top = dict(rec) if isinstance(rec, dict) else list(rec)
+    if len(path) == 1 and change is DELETE:
+        del top[path[0]]
+    else:
+        top[path[0]] = _changed(rec[path[0]], path[1:], change)
+    return top
+
+
+def DELETE(_):
+    raise AssertionError("handled by _changed")
+
+
+def _faults(value):
+    """Wrong values of the kind ``value`` is: another value, another type, null."""
+    if isinstance(value, bool):
+        return [not value, int(value), None]
+    if isinstance(value, int):
+        return [value + 1, float(value), str(value), None]
+    if isinstance(value, float):
+        return [value + 1, str(value), None]
+    if isinstance(value, str):
+        return [value + "x", None, 0]
+    if value is None:
+        return [0, "x"]
+    if isinstance(value, dict):
+        return [{**value, "bogus": 1}, list(value.values()), None]
+    return ([[]] if value else []) + [value + [value[-1] if value else 0], None]
+
+
+@pytest.mark.parametrize("case", sorted(RECORD_CASES))
+def test_every_field_of_a_solution_record_is_checked(case):
+    """A record with any field missing, of another type or another value is refused with a
+    RecordError naming that field (a record without its transforms ran the NHWC kernel on
+    NCHW data: a silently wrong dX; a missing key was a bare KeyError). The problem and
+    target fields are checked for absence and type (another value may be another problem's
+    consistent record); the provenance fields by type only."""
+    sol, rec = _record(case)
+    back = Solution.from_record(rec)
+    assert back.to_record() == sol.to_record() and back.kernels[0].source == sol.kernels[0].source
+    tried = 0
+    for path in _paths(rec):
+        if not path or path[0] in PROVENANCE:
+            continue
+        part = rec
+        for k in path:
+            part = part[k]
+        identity = path[:2] in IDENTITY and len(path) > 2
+        faults = [None] if identity else _faults(part)
+        for fault in faults + ([DELETE] if isinstance(path[-1], str) else []):
+            bad = _changed(rec, path, DELETE if fault is DELETE else (lambda _, f=fault: f))
+            with pytest.raises(RecordError) as e:
+                Solution.from_record(bad)
+            named = "solution record " + ("" if path[0] in ("images", "layouts") or path[:2] in IDENTITY
+                                          else path[0])          # another problem: where it first differs
+            assert str(e.value).startswith(named) and "allowed: " in str(e.value), (path, fault, str(e.value))
+            assert "\n" not in str(e.value)
+            tried += 1
+    assert tried > 100
+
+
+@pytest.mark.parametrize("name,value,match", [
+    ("source", "magic", "source 'magic': allowed: 'default', 'perf-config', 'perfdb'"),
+    ("source", None, "source None"),
+    ("notes", "one note", "notes 'one note': allowed: a list of strings"),
+    ("notes", ["ok", 3], r"notes\[1\] 3: allowed: a string"),
+    ("warnings", None, "warnings None"),
+    ("tuned_ms", "1.5", "tuned_ms '1.5': allowed: a finite number >= 0 or null"),
+    ("tuned_ms", -1.0, "tuned_ms -1.0"),
+    ("tuned_ms", float("nan"), "tuned_ms nan"),
+    ("tuned_ms", True, "tuned_ms True"),
+    ("perfdb_path", 3, "perfdb_path 3: allowed: a string or null"),
+])
+def test_the_provenance_of_a_solution_record_is_checked_by_type(name, value, match):
+    _, rec = _record("direct")
+    with pytest.raises(RecordError, match=f"solution record {match}"):
+        Solution.from_record({**rec, name: value})
+    assert Solution.from_record({**rec, "tuned_ms": 2, "perfdb_path": "db", "source": "perfdb"}).tuned_ms == 2.0
+
+
+@pytest.mark.parametrize("rec", [None, "record", [], 3])
+def test_a_solution_record_that_is_not_a_dict_is_refused(rec):
+    with pytest.raises(RecordError, match="solution record .*allowed: a Solution.to_record"):
+        Solution.from_record(rec)
+
+
+def test_a_record_whose_config_is_invalid_for_its_problem_is_refused_saying_why():
+    _, rec = _record("nchw-split-k-workspace")
+    rec["spec"]["config"] = "64,64,32,2,2,32,32,0,0,0,1,-1,3"          # 3 stages: gfx942 has no cp.async
+    with pytest.raises(RecordError, match="spec.config .*: stages 3 > 2 needs asynchronous copies.*allowed: a "
+                                          "config valid for spec.problem on spec.target"):
+        Solution.from_record(rec)
+
+
+def test_a_worker_refuses_a_tampered_record_as_data():
+    """The worker's answer to a record it refuses is a failure naming the field, not a
+    traceback or a run of something else."""
+    sol, rec = _record("direct")
+    rec = {**rec, "transforms": [{"tensor": "dY", "src": "NCHW", "dst": "NHWC", "batch": 2, "rows": 16, "cols": 64,
+                                  "elem_bytes": 4, "offset": 0}]}
+    res = workers.run_one(workers.make_job("timing", solution=rec, backend="cpu", iters=1), timeout=60.0)
+    assert not res.ok and "solution record transforms" in res.reason
 
 
 def test_find_solution_policy_and_notes(tmp_path):
@@ -125,8 +295,9 @@ def _count_constructions(monkeypatch, tmp_path, opts):
 
 @pytest.mark.parametrize("opts", [{}, {"arch": "sm_90", "split_k": -1}], ids=["default", "sm90-split-k"])
 def test_one_spec_construction_per_process_per_config(monkeypatch, tmp_path, opts):
-    """The driver validates each config it considers once; each worker rebuilds the decided
-    spec once from its record (no make_spec there); three processes in all."""
+    """The driver validates each config it considers once; each worker makes the decided
+    spec once from its record's problem, target and config (and compares the rest); three
+    processes in all."""
     per = _count_constructions(monkeypatch, tmp_path, opts)
     assert per and max(per.values()) == 1, per
     pids = {pid for pid, _ in per}

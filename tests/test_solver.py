@@ -11,7 +11,7 @@ from miopen_solver import SOLVER_ID, SOLVER_NAME
 from miopen_solver.applicability import NotApplicableError, launch_problem
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule
-from miopen_solver.errors import PerfConfigError
+from miopen_solver.errors import PerfConfigError, TargetError
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.problem import ConvProblem
 from miopen_solver.solver import ALGORITHM, DgradSolver
@@ -282,7 +282,8 @@ def test_every_verb_takes_the_target_or_its_name(tmp_path, arch):
 def test_an_unknown_target_is_named():
     with pytest.raises(ValueError, match="unknown arch 'gfx999'; known: cpu, gfx90a"):
         SOLVER.find_solution(nhwc(), "gfx999")
-    with pytest.raises(TypeError, match="target must be a miopen_solver.target.Target or an arch name"):
+    with pytest.raises(TargetError, match="target 942: allowed: a miopen_solver.target.Target or an arch name: "
+                                          "cpu, gfx90a"):
         SOLVER.is_applicable(nhwc(), 942)
 
 
@@ -296,3 +297,80 @@ def test_the_readme_lists_every_kernel_schedule_code():
     section = " ".join(readme[start:readme.index("any other code is refused", start)].split())
     for s in KernelSchedule:
         assert f"{int(s)} `{s.slug}`" in section, s
+
+
+# ------------------------------------------------------------------ arguments of the verbs
+TEXT_CONFIGS = ["64,64,32,2,2,32,32,0,0,0,1,-1,3", "64,64,32,2,2,32,32,0,0,0,-1,-1,3,0,2"]
+
+
+@pytest.mark.parametrize("text", TEXT_CONFIGS)
+def test_the_verbs_take_a_perf_config_as_text_too(text):
+    """is_valid_performance_config, get_solution and get_workspace_size take the text form
+    (PerfConfig.parse) as find_solution does; it was an AttributeError."""
+    p, cfg = nhwc(), PerfConfig.parse(text)
+    assert SOLVER.is_valid_performance_config(p, SM90, text) == SOLVER.is_valid_performance_config(p, SM90, cfg)
+    assert SOLVER.is_valid_performance_config(p, SM90, text)[0]
+    assert SOLVER.get_solution(p, SM90, text).to_record() == SOLVER.get_solution(p, SM90, cfg).to_record()
+    assert SOLVER.get_workspace_size(p, SM90, text) == SOLVER.get_workspace_size(p, SM90, cfg)
+
+
+@pytest.mark.parametrize("bad", [5, 1.5, True, b"64,64,32,2,2,32,32,0,0,0,1,-1,3", ["64", "64"],
+                                 (64, 64, 32, 2, 2, 32, 32, 0, 0, 0, 1, -1, 3), {"tile_m": 64}, object()])
+def test_the_verbs_refuse_a_perf_config_of_another_type_naming_it(bad):
+    p = nhwc()
+    for verb in (SOLVER.is_valid_performance_config, SOLVER.get_solution, SOLVER.get_workspace_size):
+        with pytest.raises(PerfConfigError, match=r"^config .*: allowed: a miopen_solver.config.PerfConfig or its "
+                                                  r"text \(13 to 15 comma-separated integers"):
+            verb(p, SM90, bad)
+    with pytest.raises(PerfConfigError, match="^--perf-config .*: allowed: a miopen_solver.config.PerfConfig"):
+        SOLVER.find_solution(p, SM90, perf_config=bad)
+
+
+@pytest.mark.parametrize("text", ["", "64,64", "64,64,32,2,2,32,32,0,0,0,1,-1,x", "a" * 10**5])
+def test_malformed_config_text_is_invalid_or_refused(text):
+    """Asked whether text is valid, the answer is no with the parser's reason; the verbs that
+    need a config refuse it with that reason."""
+    ok, why = SOLVER.is_valid_performance_config(nhwc(), SM90, text)
+    assert not ok and why.startswith("perf config") and len(why) < 400
+    for verb in (SOLVER.get_solution, SOLVER.get_workspace_size):
+        with pytest.raises(PerfConfigError, match="^config '.*perf config"):
+            verb(nhwc(), SM90, text)
+
+
+NOT_APPLICABLE = {
+    "TRANSPOSED_MODE": nhwc(mode="trans"),
+    "SPATIAL_DIM": nhwc(spatial_dim=3, in_layout="NDHWC", out_layout="NDHWC", fil_layout="NDHWC"),
+    "LAYOUT": nhwc(in_layout="CHWN"),
+    "DTYPE": nhwc(dtype="int8"),
+    "TF32": nhwc(dtype="fp32", tf32=True),                        # on gfx90a: no TF32 atom
+    "INDEX_OVERFLOW": nhwc(pH=2**30),
+}
+
+
+@pytest.mark.parametrize("code", sorted(NOT_APPLICABLE))
+def test_workspace_of_a_problem_that_is_not_applicable_is_refused_naming_why(code):
+    """MIOpen asks a solver's workspace only of a problem it is applicable to; here a
+    non-applicable problem answered a number (0 for a 3-D one) or crashed deep in the layout
+    code. Every verb that needs an applicable problem refuses it with the verdict's reasons."""
+    p, t = NOT_APPLICABLE[code], get_target("gfx90a")
+    verdict = SOLVER.is_applicable(p, t)
+    assert not verdict.ok and code in [r.code for r in verdict.reasons]
+    for call in (lambda: SOLVER.get_workspace_size(p, t), lambda: SOLVER.get_workspace_size(p, t, TEXT_CONFIGS[0]),
+                 lambda: SOLVER.get_solution(p, t)):
+        with pytest.raises(NotApplicableError, match=f"^not applicable: .*{code}: ") as e:
+            call()
+        assert [r.code for r in e.value.verdict.reasons] == [r.code for r in verdict.reasons]
+
+
+@pytest.mark.parametrize("bad", [None, 942, 9.42, b"gfx942", ["gfx942"], {"arch": "gfx942"}])
+def test_every_verb_refuses_a_target_of_another_type_listing_the_presets(bad):
+    known = ", ".join(sorted(PRESETS))
+    p = nhwc()
+    verbs = [lambda: SOLVER.is_applicable(p, bad), lambda: SOLVER.get_default_performance_config(p, bad),
+             lambda: SOLVER.is_valid_performance_config(p, bad, TEXT_CONFIGS[0]),
+             lambda: SOLVER.get_workspace_size(p, bad), lambda: SOLVER.get_solution(p, bad),
+             lambda: SOLVER.find_solution(p, bad), lambda: list(SOLVER.search(p, bad))]
+    for verb in verbs:
+        with pytest.raises(TargetError, match=f"^target .*: allowed: a miopen_solver.target.Target or an arch "
+                                              f"name: {known}$"):
+            verb()

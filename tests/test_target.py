@@ -2,6 +2,7 @@
 
 import pytest
 
+from miopen_solver.errors import TargetError
 from miopen_solver.target import PRESETS, from_device, get_target
 
 KIB = 1024
@@ -84,6 +85,15 @@ def test_get_target_aliases(name, arch):
 def test_get_target_unknown_names_known_ones():
     with pytest.raises(ValueError, match="unknown arch 'gfx1100'.*gfx942.*sm_90"):
         get_target("gfx1100")
+
+
+@pytest.mark.parametrize("bad", [None, 942, 9.42, True, b"gfx942", ["gfx942"], {"arch": "gfx942"}])
+def test_get_target_refuses_a_name_of_another_type_listing_the_presets(bad):
+    """``get_target(None)`` was an AttributeError from ``None.split``."""
+    known = ", ".join(sorted(PRESETS))
+    with pytest.raises(TargetError, match=rf"^arch .*: allowed: an arch name: {known}$") as e:
+        get_target(bad)
+    assert e.value.value is bad and e.value.allowed == known and isinstance(e.value, ValueError)
 
 
 def test_with_changes_one_field():
