@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .errors import MiopenCommandError
+from .errors import MiopenCommandError, shown_value
 from .problem import LAYOUTS_2D, LAYOUTS_3D, ConvProblem, output_size
 from .tf32 import MATH_DEFAULT, MATH_PEDANTIC, MATH_TYPE_ALLOWED
 
@@ -287,6 +287,23 @@ def split_command(line: str) -> list:
     return tokens
 
 
+_ARGV_ALLOWED = "a command line (str) or its tokens (a list or tuple of str)"
+
+
+def _tokens(argv) -> list:
+    """``argv``'s tokens when it is a list or tuple of strings.
+
+    Raises:
+        MiopenCommandError: ``argv`` or one of its tokens is of another type.
+    """
+    if not isinstance(argv, (list, tuple)):
+        raise MiopenCommandError("argv", None, _ARGV_ALLOWED, f"got {shown_value(argv)}")
+    for i, t in enumerate(argv):
+        if not isinstance(t, str):
+            raise MiopenCommandError(f"argv[{i}]", None, _ARGV_ALLOWED, f"got {shown_value(t)}")
+    return list(argv)
+
+
 def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
     """Parse a MIOpenDriver conv command.
 
@@ -303,9 +320,10 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
 
     Raises:
         MiopenCommandError: for every user mistake, naming the flag, the value and what
-            is allowed.
+            is allowed; also ``argv`` that is neither a string nor a list or tuple of
+            strings (``None``, bytes: decode them first), naming it.
     """
-    tokens = split_command(argv) if isinstance(argv, str) else [str(t) for t in argv]
+    tokens = split_command(argv) if isinstance(argv, str) else _tokens(argv)
     if len(tokens) == 1 and any(ch in _SHELL_SPACE for ch in tokens[0]):
         tokens = split_command(tokens[0])
     tokens = _strip_prefix(tokens)

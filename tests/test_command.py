@@ -64,6 +64,34 @@ def err(line) -> MiopenCommandError:
     return info.value
 
 
+LINE_ALLOWED = r"allowed: a command line \(str\) or its tokens \(a list or tuple of str\)$"
+
+
+@pytest.mark.parametrize("argv,shown", [
+    (None, "None (NoneType)"), (b"convfp16 -n 2 -F 2", "b'convfp16 -n 2 -F 2' (bytes)"),
+    (bytearray(b"conv"), "bytearray(b'conv') (bytearray)"), (5, "5"), ({"base": "conv"}, "{'base': 'conv'} (dict)"),
+    (iter(["conv"]), "(list_iterator)"),
+])
+def test_parse_refuses_argv_that_is_neither_text_nor_tokens(argv, shown):
+    """``parse(None)`` was a TypeError from iterating None; ``parse(b"...")`` iterated the
+    bytes' ints and complained about a base argument '99'."""
+    e = err(argv)
+    assert e.flag == "argv" and str(e).startswith("argv: got ") and shown in str(e)
+    assert re.search(LINE_ALLOWED, str(e)) and "\n" not in str(e)
+
+
+@pytest.mark.parametrize("tokens,index", [(["conv", None], 1), ([b"conv", "-F", "2"], 0), (("conv", "-F", 2), 2),
+                                          (["conv", "-F", "2", 1.5], 3)])
+def test_parse_refuses_a_token_that_is_not_text_naming_its_index(tokens, index):
+    e = err(tokens)
+    assert e.flag == f"argv[{index}]" and re.search(LINE_ALLOWED, str(e))
+
+
+def test_parse_takes_a_tuple_of_tokens_as_a_list():
+    line = "conv -n 2 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -F 2"
+    assert parse(tuple(line.split())).problem == parse(line.split()).problem == parse(line).problem
+
+
 def test_flag_table_is_miopens():
     assert [(f.short, f.long) for f in FLAGS] == [(s, lg) for s, lg, _ in MIOPEN_FLAGS]
 
