@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 import shutil
 import sqlite3
@@ -84,7 +85,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import miopen_db
-from .errors import PerfDbError, short_text
+from .errors import ArgumentError, PerfDbError, short_text
 from .text import shorten, text_lines
 
 log = logging.getLogger(__name__)
@@ -154,15 +155,51 @@ class PerfRecord:
     product_version: str | None = field(default=None, compare=False)
 
 
+_FIELD_ALLOWED = (f"a non-empty string without any of {_FORBIDDEN!r} (MIOpen's record separators), "
+                  f"surrounding whitespace or control characters")
+_TIME_ALLOWED = "a finite number >= 0 (milliseconds: an int or a float, not text) or None"
+
+
 def _check_field(name: str, value: str) -> str:
+    """``value`` if it can be a perf-db record's field ``name``.
+
+    Raises:
+        ArgumentError: naming the field, the value and what is allowed.
+    """
     if not isinstance(value, str) or not value:
-        raise ValueError(f"perf-db {name} must be a non-empty string, got {value!r}")
+        raise ArgumentError(f"perf-db {name}", value, _FIELD_ALLOWED)
     bad = [c for c in _FORBIDDEN if c in value]
     if bad:
-        raise ValueError(f"perf-db {name} {shorten(value)!r} contains {''.join(bad)!r}; "
-                         f"MIOpen records forbid any of {_FORBIDDEN!r} inside a field")
+        raise ArgumentError(f"perf-db {name}", value, _FIELD_ALLOWED, f"contains {''.join(bad)!r}")
     if value != value.strip() or any(not c.isprintable() for c in value):
-        raise ValueError(f"perf-db {name} {shorten(value)!r} has surrounding whitespace or a control character")
+        raise ArgumentError(f"perf-db {name}", value, _FIELD_ALLOWED, "surrounding whitespace or a control character")
+    return value
+
+
+def _check_time(time_ms) -> float | None:
+    """``time_ms`` as a float (None stays None).
+
+    Raises:
+        ArgumentError: a bool, text or other non-number, or a number that is negative, NaN
+            or infinite.
+    """
+    if time_ms is None:
+        return None
+    if isinstance(time_ms, bool) or not isinstance(time_ms, numbers.Real):
+        raise ArgumentError("perf-db time_ms", time_ms, _TIME_ALLOWED)
+    if not (math.isfinite(time_ms) and time_ms >= 0):
+        raise ArgumentError("perf-db time_ms", time_ms, _TIME_ALLOWED)
+    return float(time_ms)
+
+
+def _check_optional_text(name: str, value) -> str | None:
+    """``value`` if it is None or a string (provenance fields).
+
+    Raises:
+        ArgumentError: any other type.
+    """
+    if value is not None and not isinstance(value, str):
+        raise ArgumentError(f"perf-db {name}", value, "a string or None")
     return value
 
 
@@ -171,7 +208,7 @@ def check_arch(arch: str) -> str:
     whitespace or control characters.
 
     Raises:
-        ValueError: naming the value and the rule.
+        ArgumentError: naming the value and the rule (a ValueError).
     """
     return _check_field("arch", arch)
 
@@ -717,9 +754,13 @@ class PerfDb:
         ``x`` key, then as itself.
 
         Raises:
+            ArgumentError: a key, arch or solver that is not a non-empty string or holds one
+                of ``=;:`` (no record could be filed under it).
             PerfDbError: the path cannot be read as a perf-db, or the record's values have
                 the wrong type (see :func:`_record`).
         """
+        for name, value in (("problem key", problem_key), ("arch", arch), ("solver id", solver)):
+            _check_field(name, value)
         conn = self._connect(create=False)
         if conn is None:
             return None
@@ -804,19 +845,29 @@ class PerfDb:
             True when the record was written.
 
         Raises:
-            ValueError: an empty field, one containing ``=;:``, or a negative time.
+            ArgumentError: a key, arch, solver or values that is not a non-empty string or
+                holds one of ``=;:``; a time that is not a finite number >= 0 (text, a bool,
+                NaN, a negative number); a device or product version that is not a string.
             PerfDbError: the path cannot be written as a perf-db.
         """
+        _check_field("problem key", problem_key)
         rec = PerfRecord(_check_field("problem key", miopen_db.normalize_key(problem_key)),
                          _check_field("arch", arch), _check_field("solver id", solver),
-                         _check_field("values", values), None if time_ms is None else float(time_ms),
-                         device=device, product_version=product_version)
-        if rec.time_ms is not None and not rec.time_ms >= 0:
-            raise ValueError(f"perf-db time must be >= 0 ms, got {time_ms!r}")
+                         _check_field("values", values), _check_time(time_ms),
+                         device=_check_optional_text("device", device),
+                         product_version=_check_optional_text("product_version", product_version))
         return self._write([rec], replace=force) > 0
 
     def remove(self, problem_key: str, arch: str, solver: str) -> bool:
-        """Delete one record (MIOpen's or ours); True when it existed."""
+        """Delete one record (MIOpen's or ours); True when it existed.
+
+        Raises:
+            ArgumentError: a key, arch or solver that is not a non-empty string or holds one
+                of ``=;:``.
+            PerfDbError: the path cannot be written as a perf-db.
+        """
+        for name, value in (("problem key", problem_key), ("arch", arch), ("solver id", solver)):
+            _check_field(name, value)
         conn = self._connect(create=False, write=True)
         if conn is None:
             return False

@@ -4,9 +4,11 @@ import multiprocessing as mp
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from miopen_solver import SOLVER_NAME
+from miopen_solver.errors import ArgumentError
 from miopen_solver.perfdb import ENV_VAR, PerfDb, PerfRecord, default_path, parse_record_line
 
 KEY = "64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B"
@@ -72,8 +74,59 @@ def test_fields_reject_record_separators(tmp_path, field, bad):
 
 
 def test_negative_time_rejected(tmp_path):
-    with PerfDb(tmp_path / "db.sqlite") as db, pytest.raises(ValueError, match=">= 0"):
+    with PerfDb(tmp_path / "db.sqlite") as db, pytest.raises(ArgumentError, match=">= 0"):
         db.update(KEY, "gfx942", SOLVER_NAME, CFG, -1.0)
+
+
+FIELD_NAMES = {"key": "problem key", "arch": "arch", "solver": "solver id", "values": "values"}
+
+
+@pytest.mark.parametrize("field", ["key", "arch", "solver"])
+@pytest.mark.parametrize("bad", [None, b"gfx942", 5, "", "a=b", " gfx942", ["gfx942"]])
+def test_get_update_and_remove_refuse_a_key_field_that_is_no_field(tmp_path, field, bad):
+    """``get(None, ...)`` and ``update(None, ...)`` were TypeErrors from the key's regex;
+    ``get(key, None, ...)`` answered None. Each names the field and what it takes."""
+    args = dict(key=KEY, arch="gfx942", solver=SOLVER_NAME)
+    args[field] = bad
+    match = rf"^perf-db {FIELD_NAMES[field]} .*allowed: a non-empty string without any of '=;:'"
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        db.update(KEY, "gfx942", SOLVER_NAME, CFG, 1.0)
+        for call in (lambda: db.get(*args.values()), lambda: db.update(*args.values(), CFG, 1.0),
+                     lambda: db.remove(*args.values())):
+            with pytest.raises(ArgumentError, match=match):
+                call()
+        assert db.get(KEY, "gfx942", SOLVER_NAME).time_ms == 1.0 and len(db.records()) == 1
+
+
+@pytest.mark.parametrize("bad", [None, b"1,2", 5, ""])
+def test_update_refuses_values_that_are_not_text(tmp_path, bad):
+    with PerfDb(tmp_path / "db.sqlite") as db, pytest.raises(ArgumentError, match="^perf-db values .*allowed: "):
+        db.update(KEY, "gfx942", SOLVER_NAME, bad, 1.0)
+
+
+@pytest.mark.parametrize("bad", ["3.5", b"3.5", True, False, float("nan"), float("inf"), -0.5, [1.0], 1 + 2j])
+def test_update_refuses_a_time_that_is_not_a_finite_number(tmp_path, bad):
+    """A time given as text was converted with float() and stored; a bool was stored as 1."""
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        with pytest.raises(ArgumentError, match=r"^perf-db time_ms .*: allowed: a finite number >= 0 "
+                                                r"\(milliseconds: an int or a float, not text\) or None$"):
+            db.update(KEY, "gfx942", SOLVER_NAME, CFG, bad)
+        assert db.get(KEY, "gfx942", SOLVER_NAME) is None
+
+
+@pytest.mark.parametrize("good", [0, 3, 2.5, np.float32(1.5), np.int64(4)])
+def test_update_takes_a_time_of_any_real_number_type(tmp_path, good):
+    with PerfDb(tmp_path / "db.sqlite") as db:
+        assert db.update(KEY, "gfx942", SOLVER_NAME, CFG, good)
+        got = db.get(KEY, "gfx942", SOLVER_NAME).time_ms
+        assert got == float(good) and type(got) is float
+
+
+@pytest.mark.parametrize("field", ["device", "product_version"])
+def test_update_refuses_provenance_that_is_not_text(tmp_path, field):
+    with PerfDb(tmp_path / "db.sqlite") as db, pytest.raises(ArgumentError, match=f"^perf-db {field} 5: allowed: "
+                                                                               f"a string or None$"):
+        db.update(KEY, "gfx942", SOLVER_NAME, CFG, 1.0, **{field: 5})
 
 
 def test_wal_mode(tmp_path):

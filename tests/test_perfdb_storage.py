@@ -224,7 +224,7 @@ def test_list_and_export_skip_rows_of_the_wrong_type_with_one_warning(capsys, tm
     ("batchsize", 2.5, "batchsize is a real 2.5, not an integer"),
     ("in_h", b"\x05", "in_h is a blob"),
     ("layout", b"\x00", "layout is a blob b'\\x00', not text"),
-    ("data_type", "", "perf-db data_type must be a non-empty string"),
+    ("data_type", "", "perf-db data_type '': allowed: a non-empty string"),
     ("direction", "B;F", "contains ';'"),
 ])
 def test_list_and_export_skip_miopen_config_rows_of_the_wrong_type(capsys, tmp_path, column, value, why):
