@@ -210,17 +210,18 @@ def _check_options(o: BatchOptions) -> None:
         check_output_file("--csv", o.csv)
 
 
-def read_batch_file(path: str) -> str:
-    """The text of FILE: a regular file of at most :data:`MAX_FILE_BYTES`, UTF-8.
+def read_batch_file(path: str, flag: str = "FILE") -> str:
+    """The text of a file of command lines (``flag``: how the user gave it, ``FILE`` for
+    ``batch``, ``--file`` for a campaign): a regular file of at most :data:`MAX_FILE_BYTES`, UTF-8.
 
     Raises:
-        UserError: naming FILE, the path and what is allowed (a device such as /dev/zero
+        UserError: naming ``flag``, the path and what is allowed (a device such as /dev/zero
             or a FIFO would be read forever, so only regular files are opened).
     """
     try:
         return read_text(path, MAX_FILE_BYTES)
     except FileError as e:
-        raise file_error("FILE", e) from None
+        raise file_error(flag, e) from None
 
 
 def _usable_perfdb(o: BatchOptions) -> bool:

@@ -110,7 +110,7 @@ def _line_sources(o: CampaignOptions) -> tuple:
     from .batch_cmd import file_commands, read_batch_file
     if o.file is None:
         return [(1, list(o.line))], 0
-    return file_commands(read_batch_file(o.file))
+    return file_commands(read_batch_file(o.file, "--file"))
 
 
 def read_problems(o: CampaignOptions, device, seed: int) -> tuple:

@@ -238,9 +238,10 @@ class Solution:
                 "split_n": {"images": self.problem.N, "images_per_launch": self.chunk_images,
                             "launches": self.n_chunks},
                 "layout_transforms": [{"tensor": t.tensor, "from": t.src, "to": t.dst, "form": t.kernel_form,
-                                       "kernel": launch.kernel_name, "grid": list(launch.grid),
+                                       "launch": i, "kernel": launch.kernel_name, "grid": list(launch.grid),
                                        "block": list(launch.block), "bytes": t.nbytes, "workspace_offset": t.offset}
-                                      for launch in self.transform_launches for t in launch.transforms],
+                                      for i, launch in enumerate(self.transform_launches)
+                                      for t in launch.transforms],
                 "split_k_reduce": self.split_k_reduce,
                 "workspace_bytes": self.workspace_bytes, "spec": self.spec.as_dict()}
 
@@ -713,9 +714,13 @@ class DgradSolver:
                 f"Layout: dY and dX read and written in NCHW by per-image GEMMs; {transforms[0].label} (W^T "
                 f"per group) through a {workspace_bytes(transforms)}-byte workspace")
         elif transforms:
+            launches = transform_launches(transforms, target)
+            shown = "; ".join(f"{' + '.join(t.tensor for t in x.transforms)} {x.kernel_name} grid "
+                              f"{'x'.join(map(str, x.grid))}" for x in launches)
             choice.notes.append(
                 f"Layout: {', '.join(t.label for t in transforms)} by batched transposes through a "
-                f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel")
+                f"{workspace_bytes(transforms)}-byte workspace around the NHWC kernel, in "
+                f"{len(launches)} launch{'es' if len(launches) != 1 else ''} ({shown})")
         if writes_nchw_dx(spec):
             choice.notes.append("Layout: the kernel stores dX NCHW from its epilogue (no dX transform)")
         if spec.schedule.group_pack:

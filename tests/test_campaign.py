@@ -678,3 +678,22 @@ def test_empty_results_file_is_a_new_log(capsys, tmp_path):
                                "--verify-top", "0", "--no-perfdb", "--quiet", "--results", path)
     assert status == 0, (out, err)
     assert records(path, "session") and records(path, "timing")
+
+
+@pytest.mark.parametrize("kind", ["binary", "missing", "directory", "fifo"])
+def test_an_unreadable_campaign_file_is_named_by_its_flag(capsys, tmp_path, kind):
+    """A campaign's command file is given as ``--file``; every way it cannot be read is one
+    line naming ``--file`` (not ``batch``'s ``FILE``), the path and what is allowed, exit 2;
+    ``batch`` names its argument ``FILE``."""
+    path = tmp_path / "lines.txt"
+    if kind == "binary":
+        path.write_bytes(b"\x00\xff\xfe")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    status, out, err = run_cli(capsys, "tune", "--file", path, "--max-configs", "1")
+    assert status == 2 and len(err) == 1 and "Traceback" not in "\n".join(err)
+    assert err[0].startswith(f"dgrad-driver: error: --file {path}: ") and "allowed:" in err[0]
+    status, out, err = run_cli(capsys, "batch", path)
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"dgrad-driver: error: FILE {path}: ")

@@ -376,6 +376,32 @@ def test_the_transforms_before_the_kernel_run_in_one_launch():
     assert transpose.transform_launches((w,), SM90) == (transpose.TransposeLaunch((w,)),)
 
 
+@pytest.mark.parametrize("line", [
+    "convfp16 -n 8 -c 256 -H 56 -W 56 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2",     # dY + W paired
+    "convfp16 -n 32 -c 256 -H 56 -W 56 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2",    # dY too long to pair
+    "convfp16 -n 32 -c 256 -H 56 -W 56 -k 512 -y 1 -x 1 -u 2 -v 2 -F 2",    # stride 2: a dX transform after
+    "conv -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2",          # fp32
+])
+def test_the_report_names_each_transform_launch(line):
+    """The run's Layout note and the record's layout_transforms say which launch runs each
+    transform: the note lists every launch (its tensors, kernel and grid) in launch order,
+    and each JSON entry's ``launch`` is its launch's place in that order -- so a pair shows
+    as two entries of one launch, not as two launches with one grid."""
+    sol = SOLVER.find_solution(_p(line), SM90)
+    launches = transpose.transform_launches(sol.transforms, SM90)
+    assert launches == sol.transform_launches and launches
+    note = next(n for n in sol.notes if "by batched transposes" in n)
+    count = len(launches)
+    assert f"in {count} launch{'es' if count != 1 else ''} (" in note
+    shown = note.split(" (", 1)[1]
+    for x in launches:
+        assert f"{' + '.join(t.tensor for t in x.transforms)} {x.kernel_name} grid {'x'.join(map(str, x.grid))}" in shown
+    doc = sol.as_dict()["layout_transforms"]
+    want = [(i, t.tensor, x.kernel_name, list(x.grid)) for i, x in enumerate(launches) for t in x.transforms]
+    assert [(d["launch"], d["tensor"], d["kernel"], d["grid"]) for d in doc] == want
+    assert len({d["launch"] for d in doc}) == count
+
+
 def test_a_pair_with_a_tile_form_transform_fits_four_waves():
     """A tile-form transform pairs only where the pair's blocks fit four waves of 4 resident
     blocks (64 registers x 256 threads of the 64 K an SM holds) on each of the target's
