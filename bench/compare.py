@@ -55,7 +55,8 @@ sys.path.insert(0, str(ROOT))
 
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.errors import FileError, PerfConfigError, RuntimeUnavailable, shown_path  # noqa: E402
-from miopen_solver.fileio import check_writable, read_text, stat_regular, write_bytes, write_text  # noqa: E402
+from miopen_solver.fileio import (check_writable, read_text, run_guarding_stdout, stat_regular, write_bytes,  # noqa: E402
+                                  write_text)
 from miopen_solver.layouts import dy_shape, storage_dtype, w_shape  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
@@ -525,15 +526,61 @@ def stream_table(results, header: list, json_path=None, out_path=None) -> None:
         write_text(out_path, "\n".join(lines) + "\n")
 
 
-def check_outputs(**paths) -> None:
+def same_file(a, b) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file: ``os.path.samefile`` where both exist
+    (another spelling, a symlink, a hard link), else the same real path."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(inputs=(), **paths) -> None:
     """Each output ``--flag`` (keyword ``flag`` with ``-`` as ``_``) whose path is not None
-    is writable. Raises BadInput naming the flag and the path."""
+    is writable, is not the file of one of ``inputs`` (``(flag, path)`` pairs of the files
+    the script reads: it would be replaced) and not the file of an earlier output (one
+    would be lost); and no file is among ``inputs`` twice (read twice, it would count
+    twice). Files are compared whatever the spelling (:func:`same_file`); a missing input
+    is left to its reader; stdout and devices are not files.
+
+    Raises:
+        BadInput: the first refusal, naming the flag and the path.
+    """
+    given = [(flag, path) for flag, path in inputs if path is not None and os.path.exists(path)]
+    for i, (flag, path) in enumerate(given):
+        twice = next(((f, p) for f, p in given[:i] if same_file(p, path)), None)
+        if twice:
+            raise BadInput(f"{flag} {shown_path(path)}: the same file as {twice[0]} {shown_path(twice[1])} (read twice "
+                           f"it would count twice); allowed: each input once")
+    files = []
     for name, path in paths.items():
-        if path is not None:
-            try:
-                check_writable(path)
-            except FileError as e:
-                raise BadInput(f"--{name.replace('_', '-')} {e}") from None
+        if path is None:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        try:
+            if check_writable(path) != "file":
+                continue
+        except FileError as e:
+            raise BadInput(f"{flag} {e}") from None
+        read = next(((f, p) for f, p in given if same_file(p, path)), None)
+        if read:
+            raise BadInput(f"{flag} {shown_path(path)}: is the input {read[0]} {shown_path(read[1])} (it would be "
+                           "replaced); allowed: a file that is none of the inputs")
+        other = next(((f, p) for f, p in files if same_file(p, path)), None)
+        if other:
+            raise BadInput(f"{flag} {shown_path(path)}: the same file as {other[0]} {shown_path(other[1])} (one would "
+                           "replace the other); allowed: a different file for each output")
+        files.append((flag, path))
+
+
+def guarded_main(prog: str, main, argv=None) -> int:
+    """``main(argv)`` with stdout guarded as dgrad-driver's is
+    (:func:`~miopen_solver.fileio.run_guarding_stdout`): a closed pipe (``| head``) ends
+    quietly with exit 141, another failed write (``> /dev/full``) is one line
+    ``<prog>: stdout: cannot write (<why>)``, exit 2."""
+    return run_guarding_stdout(lambda: main(argv),
+                               lambda why: print(f"{prog}: stdout: cannot write ({why}); allowed: a writable stdout "
+                                                 "(a file with room, a pipe, a terminal)", file=sys.stderr))
 
 
 def time_cublas(torch, p, launches, replays):
@@ -797,12 +844,9 @@ def check_args(args) -> None:
             import matplotlib.pyplot  # noqa: F401
         except ImportError:
             raise BadInput("--plot needs matplotlib (pip install matplotlib)") from None
-    for flag, path in (("--out", args.out), ("--json", args.json), ("--plot", args.plot)):
-        if path is not None:
-            try:
-                check_writable(path)
-            except FileError as e:
-                raise BadInput(f"{flag} {e}") from None
+    reads = [("--report", p) for p in args.report.split(",")] if args.report is not None else \
+        [("--suite", args.suite), ("--perfdb", args.perfdb)]
+    check_outputs(reads, out=args.out, json=args.json, plot=args.plot)
     if args.config is not None:
         from miopen_solver.config import PerfConfig
         try:
@@ -901,7 +945,11 @@ def label_filter(flag: str, text: str, labels, where: str, drop_empty: bool = Tr
     return wanted
 
 
-def main(argv=None):
+def main(argv=None) -> int:
+    return guarded_main("compare.py", _main, argv)
+
+
+def _main(argv=None) -> int:
     args = parser().parse_args(argv)
     command = f"python bench/compare.py {' '.join(argv if argv is not None else sys.argv[1:])}"
     try:

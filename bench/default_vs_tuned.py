@@ -5,8 +5,9 @@ the best; per class and in total, how many are.
 
 The campaign is ``dgrad-driver tune --file SUITE --max-configs 40 --results LOG ...`` (on the
 H200: ``STEPS=zoo_tune bench/h200_check.sh``, resumable across device calls); this script
-reads its JSON Lines log(s) -- the ``verdict`` record of each problem, joined to the suite's
-lines by the problem key -- and needs no GPU::
+reads its JSON Lines log(s) (gzip allowed: a ``.jsonl.gz`` fetched from a device) -- the
+``verdict`` record of each problem, joined to the suite's lines by the problem key -- and
+needs no GPU::
 
     python bench/default_vs_tuned.py zoo_tune.jsonl --suite bench/zoo.txt --out default_vs_tuned.md
 
@@ -16,60 +17,121 @@ timed). A problem the log has no verdict for (not reached, nothing timed) is ``n
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
-import os
 import sys
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import AS_WRITTEN, CLASSES, UNTAGGED, OneLineParser, geomean, number_arg, plan_rows  # noqa: E402
+from bench.compare import (AS_WRITTEN, CLASSES, UNTAGGED, OneLineParser, _write, check_outputs, geomean,  # noqa: E402
+                           guarded_main, number_arg, plan_rows)
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.errors import FileError  # noqa: E402
-from miopen_solver.fileio import check_writable, read_bytes, read_text, write_text  # noqa: E402
+from miopen_solver.fileio import read_bytes, read_text, stat_regular  # noqa: E402
 from miopen_solver.results_log import parse_log  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 
-LOG_ALLOWED = "a dgrad-driver tune --results log (JSON Lines, a session record first)"
+LOG_ALLOWED = "a dgrad-driver tune --results log (JSON Lines, gzip allowed, a session record first)"
+LOG_WHAT = LOG_ALLOWED[len("a "):]
 MAX_LOG_BYTES = 1 << 30
 TIMES = ("default_median_ms", "winner_median_ms")
 
 
-def _bad_log(path, why: str) -> ValueError:
-    return ValueError(f"log {str(path)!r}: {why}; allowed: {LOG_ALLOWED}")
+def log_bytes(path) -> bytes:
+    """The bytes of a campaign log, gunzipped when they are gzip data (a log fetched from a
+    device as ``.jsonl.gz``), at most :data:`MAX_LOG_BYTES` either way.
+
+    Raises:
+        FileError: unreadable, a truncated or corrupt gzip file, a file named ``.gz`` that
+            is not gzip data, too large.
+    """
+    data = read_bytes(path, MAX_LOG_BYTES, LOG_WHAT)
+    if data[:2] != b"\x1f\x8b":
+        if str(path).endswith(".gz"):
+            raise FileError(path, "named .gz but not gzip data", LOG_ALLOWED)
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            data = f.read(MAX_LOG_BYTES + 1)
+    except (EOFError, OSError, zlib.error) as e:
+        raise FileError(path, f"not a whole gzip file ({shorten(e)})", LOG_ALLOWED) from None
+    if len(data) > MAX_LOG_BYTES:
+        raise FileError(path, f"too large unpacked (more than {MAX_LOG_BYTES} bytes)", LOG_ALLOWED)
+    return data
+
+
+def _binary(data: bytes):
+    """Why ``data`` is binary, not text (a NUL byte, or bytes that are not UTF-8), or None."""
+    at = data.find(b"\0")
+    try:
+        data[:at if at >= 0 else None].decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = e.start
+    return None if at < 0 else f"binary data, not JSON Lines text (byte 0x{data[at]:02x} at offset {at})"
+
+
+def _not_a_record(line: bytes) -> str:
+    """Why a complete line of text is not a record (a line :func:`parse_log` set aside)."""
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except ValueError as e:
+        return f"not JSON ({shorten(getattr(e, 'msg', e))})"
+    return f"a JSON {type(value).__name__}, not an object"
+
+
+def log_records(path) -> list:
+    """``(line number, record)`` per record of the campaign log at ``path`` (gzip allowed:
+    :func:`log_bytes`), in file order, read as the campaign's ``--resume`` reads it
+    (:func:`~miopen_solver.results_log.parse_log`): a torn last line (a campaign killed
+    mid-write, no newline) is skipped. Only read: a read-only log is fine.
+
+    Raises:
+        FileError: see :func:`log_bytes`; binary data (a NUL byte or bytes that are not
+            UTF-8, where the file is not a log), a complete line that is not a JSON object
+            (not JSON or another JSON value: the first one named), no complete record, or a
+            first record that is not the ``session`` record.
+    """
+    data = log_bytes(path)
+    contents = parse_log(data)
+    if (contents.bad or not contents.records) and _binary(data):
+        raise FileError(path, _binary(data), LOG_ALLOWED)
+    if contents.bad:
+        n = contents.bad[0]
+        raise FileError(path, f"line {n} is {_not_a_record(data.splitlines()[n - 1])}", LOG_ALLOWED)
+    if not contents.records:
+        why = f"{contents.torn} bytes without a newline" if contents.torn else "blank lines" if data else "an empty file"
+        raise FileError(path, f"no complete record ({why})", LOG_ALLOWED)
+    if contents.records[0].get("type") != "session":
+        raise FileError(path, f"line {contents.lines[0]}, its first record, is not a session record", LOG_ALLOWED)
+    return list(zip(contents.lines, contents.records))
 
 
 def read_verdicts(path) -> list:
-    """The ``verdict`` records of the campaign log at ``path``, in file order. Only read
-    (a read-only log, e.g. one fetched from a device, is fine); a torn last line (a
-    campaign killed mid-write) is skipped as a campaign's ``--resume`` skips it.
+    """The ``verdict`` records of the campaign log at ``path``, in file order
+    (:func:`log_records`).
 
     Raises:
-        ValueError: the file cannot be read (:class:`FileError`), or it is not a campaign
-            log: a complete line that is not a JSON object, no ``session`` record first, a
-            verdict without a string ``problem_key`` or with a time that is not a finite
+        FileError: the file cannot be read or is not a campaign log (:func:`log_records`),
+            or a verdict has no string ``problem_key`` or a time that is not a finite
             number >= 0 (or null). The message names the log and the line.
     """
-    contents = parse_log(read_bytes(path, MAX_LOG_BYTES, "dgrad-driver tune --results log"))
-    if contents.bad:
-        raise _bad_log(path, f"line {contents.bad[0]} is not a JSON object")
-    if not contents.records:
-        raise _bad_log(path, "no complete record")
-    if contents.records[0].get("type") != "session":
-        raise _bad_log(path, f"line {contents.lines[0]}, its first record, is not a session record")
     out = []
-    for n, rec in zip(contents.lines, contents.records):
+    for n, rec in log_records(path):
         if rec.get("type") != "verdict":
             continue
         if not isinstance(rec.get("problem_key"), str):
-            raise _bad_log(path, f"line {n}: a verdict without a problem_key string")
+            raise FileError(path, f"line {n}: a verdict without a problem_key string", LOG_ALLOWED)
         for f in TIMES:
             v = rec.get(f)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
                                   or not math.isfinite(v) or v < 0):
-                raise _bad_log(path, f"line {n}: {f} {shorten(v)} is not a time (a number >= 0 or null)")
+                raise FileError(path, f"line {n}: {f} {shorten(v)} is not a time (a number >= 0 or null)",
+                                LOG_ALLOWED)
         out.append(rec)
     return out
 
@@ -82,11 +144,11 @@ METHOD_NAMES = {"graph": "graph replays (-J 1)", "events": "single launches (CUD
 def timing_methods(paths) -> str:
     """One line saying how the ok timing records of the logs ``paths`` were timed, e.g.
     ``Timing: 1000 configs as graph replays (-J 1)``: a table of event-timed launches is not
-    the benchmark's (below ~30 us launch latency reorders configs). Raises ValueError as
-    :func:`read_verdicts` (the logs are read again, only their timing records counted)."""
+    the benchmark's (below ~30 us launch latency reorders configs). Raises FileError as
+    :func:`log_records` (the logs are read again, only their timing records counted)."""
     counts = {}
     for path in paths:
-        for rec in parse_log(read_bytes(path, MAX_LOG_BYTES, "dgrad-driver tune --results log")).records:
+        for _, rec in log_records(path):
             if rec.get("type") == "timing" and rec.get("status") == "ok":
                 m = rec.get("method")
                 counts[m] = counts.get(m, 0) + 1
@@ -99,7 +161,7 @@ def timing_methods(paths) -> str:
 
 def verdicts(paths) -> dict:
     """problem key -> the last ``verdict`` record over the logs ``paths`` (in order: a resumed
-    campaign's later verdict wins). Raises ValueError for a log that is not a campaign's
+    campaign's later verdict wins). Raises FileError for a log that is not a campaign's
     (see :func:`read_verdicts`)."""
     out = {}
     for path in paths:
@@ -195,47 +257,51 @@ def layer_table(table: list) -> list:
     return lines
 
 
-_within = number_arg(0, 10, "a number, 0 <= value < 10")
+within_arg = number_arg(0, 10, "a number, 0 <= value < 10")
+"""``--within`` (a fraction of the best time) of this script and of ``bench/fit_cost_model.py``."""
+WITHIN_DEFAULT = 0.10
 
 
 def main(argv=None) -> int:
+    return guarded_main("default_vs_tuned", _main, argv)
+
+
+def _main(argv=None) -> int:
     ap = OneLineParser(prog="default_vs_tuned", description=__doc__.split("\n\n")[0])
-    ap.add_argument("logs", nargs="+", help="campaign results logs (JSON Lines), in the order they were written")
+    ap.add_argument("logs", nargs="+", help="campaign results logs (JSON Lines, gzip allowed), in the order they were "
+                                            "written")
     ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
-    ap.add_argument("--within", type=_within, default=0.10, help="the default counts as good within this fraction")
+    ap.add_argument("--within", type=within_arg, default=WITHIN_DEFAULT,
+                    help="the default counts as good within this fraction of the best (default 0.10)")
     ap.add_argument("--out", help="write the markdown here (else stdout)")
     ap.add_argument("--json", help="also write the rows as JSON here")
     a = ap.parse_args(argv)
-    missing = [p for p in a.logs if not Path(p).is_file()]
-    if missing:
-        print(f"default_vs_tuned: log {missing[0]!r}: not a file; allowed: a dgrad-driver tune --results log",
-              file=sys.stderr)
-        return 2
     try:
-        for flag, path in (("--out", a.out), ("--json", a.json)):
-            if path is not None:        # refused before any work, as every output the user names
-                try:
-                    if check_writable(path) == "file":
-                        kept = [p for p in [*a.logs, a.suite] if Path(p).is_file()
-                                and os.path.samefile(p, os.path.realpath(path))] if os.path.exists(path) else []
-                        if kept:
-                            raise FileError(path, f"is the input {kept[0]}", "a file that is not a log or the suite")
-                except FileError as e:
-                    raise ValueError(f"{flag} {e}") from None
+        for path in a.logs:             # each log a readable file, before anything else
+            try:
+                stat_regular(path, LOG_WHAT)
+            except FileError as e:
+                raise ValueError(f"log {e}") from None
+        # refused before any work: a log given twice, an output that is an input or another output
+        check_outputs([("log", p) for p in a.logs] + [("--suite", a.suite)], out=a.out, json=a.json)
         plan = read_plan(a.suite)
-        found = verdicts(a.logs)
+        try:
+            found = verdicts(a.logs)
+            timing = timing_methods(a.logs)
+        except FileError as e:
+            raise ValueError(f"log {e}") from None
         table = rows(plan, found, a.within)
         if found and not any(r["key"] in found for r in table):
             raise ValueError(f"--suite {a.suite!r}: none of its {len(table)} lines has a verdict in the logs "
                              f"(they hold {len(found)}, all for other problems); allowed: {SUITE_ALLOWED}")
-        text = "\n".join([timing_methods(a.logs), ""] + summary(table, a.within) + [""] + layer_table(table)) + "\n"
+        text = "\n".join([timing, ""] + summary(table, a.within) + [""] + layer_table(table)) + "\n"
         if a.out:
-            write_text(a.out, text)
+            _write("--out", a.out, text)
         else:
             sys.stdout.write(text)
         if a.json:
-            write_text(a.json, json.dumps(table, indent=1) + "\n")
-    except (OSError, ValueError) as e:     # FileError, MiopenCommandError are ValueErrors
+            _write("--json", a.json, json.dumps(table, indent=1) + "\n")
+    except (OSError, ValueError) as e:     # FileError, BadInput, MiopenCommandError are ValueErrors
         print(f"default_vs_tuned: {e}", file=sys.stderr)
         return 2
     return 0

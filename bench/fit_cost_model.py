@@ -22,12 +22,9 @@ It prints the coefficients as the Python literal ``cost_model.H200`` takes.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import math
 import sys
-import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -35,60 +32,20 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.compare import REPORT_ALLOWED, OneLineParser, number_arg, positive_number, read_report, row_problem  # noqa: E402
-from bench.default_vs_tuned import read_plan  # noqa: E402
+from bench.compare import (REPORT_ALLOWED, OneLineParser, _write, check_outputs, guarded_main,  # noqa: E402
+                           positive_number, read_report, row_problem)
+from bench.default_vs_tuned import (LOG_ALLOWED, MAX_LOG_BYTES, WITHIN_DEFAULT, log_records, read_plan,  # noqa: E402
+                                    within_arg)
 from miopen_solver import cost_model, heuristics  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.config import PerfConfig  # noqa: E402
-from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
-from miopen_solver.fileio import check_writable, read_bytes, write_text  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError, shown_path  # noqa: E402
+from miopen_solver.fileio import read_text  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 from miopen_solver.spec import make_spec  # noqa: E402
-from miopen_solver.target import get_target  # noqa: E402
+from miopen_solver.target import PRESETS, get_target  # noqa: E402
 
 METHODS = ("graph", "events")
-
-
-LOG_ALLOWED = "a dgrad-driver tune --results log (JSON Lines, gzip allowed)"
-MAX_LOG_BYTES = 1 << 30
-
-
-def _log_bytes(path) -> bytes:
-    """The bytes of a log, gunzipped when they are gzip data (at most :data:`MAX_LOG_BYTES`
-    either way). Raises FileError: unreadable, a truncated or corrupt gzip file, a file
-    named ``.gz`` that is not gzip data, too large."""
-    data = read_bytes(path, MAX_LOG_BYTES, LOG_ALLOWED[len("a "):])
-    if data[:2] != b"\x1f\x8b":
-        if str(path).endswith(".gz"):
-            raise FileError(path, "named .gz but not gzip data", LOG_ALLOWED)
-        return data
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-            data = f.read(MAX_LOG_BYTES + 1)
-    except (EOFError, OSError, zlib.error) as e:
-        raise FileError(path, f"not a whole gzip file ({shorten(e)})", LOG_ALLOWED) from None
-    if len(data) > MAX_LOG_BYTES:
-        raise FileError(path, f"too large unpacked (more than {MAX_LOG_BYTES} bytes)", LOG_ALLOWED)
-    return data
-
-
-def _records(path):
-    """``(line number, record)`` per non-blank line of a log. Raises FileError: see
-    :func:`_log_bytes`; a line that is not UTF-8, not JSON or not a JSON object."""
-    for n, raw in enumerate(_log_bytes(path).split(b"\n"), 1):
-        try:
-            line = raw.decode("utf-8").strip()
-        except UnicodeDecodeError as e:
-            raise FileError(path, f"line {n} is not UTF-8 text (byte 0x{raw[e.start]:02x})", LOG_ALLOWED) from None
-        if not line:
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise FileError(path, f"line {n} is not JSON ({e.msg})", LOG_ALLOWED) from None
-        if not isinstance(rec, dict):
-            raise FileError(path, f"line {n} is a JSON {type(rec).__name__}, not an object", LOG_ALLOWED)
-        yield n, rec
 
 
 def _shown(rec: dict, key: str) -> str:
@@ -96,10 +53,12 @@ def _shown(rec: dict, key: str) -> str:
 
 
 def _timings(path, plan: dict):
-    """``(record, plan item)`` per ``ok`` timing record of the log at ``path`` whose
-    problem is in ``plan``; every ``ok`` timing record is checked (a ``problem_key`` and
-    ``perf_config`` string, a ``median_ms`` > 0). Raises FileError naming the line."""
-    for n, r in _records(path):
+    """``(record, plan item or None)`` per ``ok`` timing record of the log at ``path`` (the
+    item of ``plan`` its problem key names, None where no suite line has it); every ``ok``
+    timing record is checked (a ``problem_key`` and ``perf_config`` string, a ``median_ms``
+    > 0). Raises FileError naming the line (and see
+    :func:`bench.default_vs_tuned.log_records`)."""
+    for n, r in log_records(path):
         if r.get("type") != "timing" or r.get("status") != "ok":
             continue
         for key in ("problem_key", "perf_config"):
@@ -109,8 +68,7 @@ def _timings(path, plan: dict):
         if not positive_number(r.get("median_ms")):
             raise FileError(path, f"line {n}: an ok timing record without a median_ms time, a finite number > 0 "
                                   f"(median_ms: {_shown(r, 'median_ms')})", LOG_ALLOWED)
-        if r["problem_key"] in plan:
-            yield r, plan[r["problem_key"]]
+        yield r, plan.get(r["problem_key"])
 
 
 def _report_rows(path):
@@ -139,7 +97,6 @@ def _configs_rows(path):
     """``(row number, row, problem)`` per timed row of a ``bench/time_configs.py --json`` file
     (several configs of one line, CUDA-graph times like compare.py's). Raises FileError: not
     such a file, naming the row at fault."""
-    from miopen_solver.fileio import read_text
     text = read_text(path, MAX_LOG_BYTES, CONFIGS_ALLOWED[len("a "):])
     try:
         data = json.loads(text)
@@ -178,39 +135,50 @@ def load(logs, suite: str, reports, target, configs=()) -> list:
 
     Raises:
         ValueError: a suite, log or report that cannot be read or is not one (the message
-            names the flag, the file, the line or row, and what is allowed).
+            names the flag, the file, the line or row, and what is allowed); a log without an
+            ok timing record, or none of whose records is of a suite line (not the suite the
+            campaign tuned); no modelled row in all the inputs.
     """
-    rows = []
+    rows, timed = [], 0
     if logs:
         plan = {item["key"]: item for item in read_plan(suite)}
         for path in logs:
+            ok = joined = 0
             try:
                 for r, item in _timings(path, plan):
+                    ok += 1
+                    if item is None:
+                        continue
+                    joined += 1
                     p = parse(item["cmd"].split()).problem
                     method = "graph" if r.get("method") == "graph" else "events"   # a -J 1 campaign: graphs
-                    row = _row(p, r["perf_config"], r["median_ms"] * 1e3, method, item["label"],
-                               bool(r.get("default")), target, "campaign")
-                    if row:
-                        rows.append(row)
+                    rows.append(_row(p, r["perf_config"], r["median_ms"] * 1e3, method, item["label"],
+                                     bool(r.get("default")), target, "campaign"))
             except FileError as e:
                 raise ValueError(f"--log {e}") from None
-    for path in reports or ():
-        try:
-            for _, r, p in _report_rows(path):
-                row = _row(p, r["config"], r["ours_ms"] * 1e3, "graph", "report:" + r["label"], True, target)
-                if row:
-                    rows.append(row)
-        except FileError as e:
-            raise ValueError(f"--report {e}") from None
-    for path in configs or ():
-        try:
-            for _, r, p in _configs_rows(path):
-                row = _row(p, r["config"], r["ours_ms"] * 1e3, "graph", "report:" + r["label"],
-                           r.get("config_source") == "default", target)
-                if row:
-                    rows.append(row)
-        except FileError as e:
-            raise ValueError(f"--configs {e}") from None
+            if not ok:
+                raise ValueError(f"--log {shown_path(path)}: no ok timing record (nothing timed); allowed: "
+                                 f"{LOG_ALLOWED} with timed configs")
+            if not joined:
+                raise ValueError(f"--log {shown_path(path)}: none of its {ok} ok timing records is of a line of "
+                                 f"--suite {shown_path(suite)} ({len(plan)} lines; the log is of other problems); "
+                                 f"allowed: a --suite that is the suite file the campaign tuned")
+            timed += joined
+    for flag, paths, read in (("--report", reports, _report_rows), ("--configs", configs, _configs_rows)):
+        for path in paths or ():
+            try:
+                for _, r, p in read(path):
+                    timed += 1
+                    default = True if flag == "--report" else r.get("config_source") == "default"
+                    rows.append(_row(p, r["config"], r["ours_ms"] * 1e3, "graph", "report:" + r["label"], default,
+                                     target))
+            except FileError as e:
+                raise ValueError(f"{flag} {e}") from None
+    rows = [r for r in rows if r]
+    if not rows:
+        raise ValueError(f"no modelled rows: none of the {timed} timed rows of the inputs is an NHWC fp16/bf16 problem "
+                         f"with a config on a warpgroup schedule the cost model covers on {target.name} (cpg > 32, "
+                         "kpg >= 64, 2-D); allowed: inputs that time such problems (e.g. bench/zoo.txt's)")
     return rows
 
 
@@ -349,38 +317,63 @@ def coefficients_literal(c: cost_model.Coefficients) -> str:
             f"    shared=({shared}),\n)")
 
 
+MODELLED_ARCHS = tuple(name for name, t in PRESETS.items() if t.wgmma)
+"""The ``--arch`` values the cost model covers (:func:`cost_model.modelled`: warpgroup MMA)."""
+DEFAULT_SUITE = "bench/zoo.txt"
+
+
+def _paths(flag: str, text, allowed: str) -> list:
+    """The paths of a comma list option (none when not given). Raises ValueError: a list
+    with an empty name (``--report ,``)."""
+    if text is None:
+        return []
+    paths = text.split(",")
+    if not all(p.strip() for p in paths):
+        raise ValueError(f"{flag} {shorten(text)!r}: an empty name in the comma list; allowed: a comma list of paths, "
+                         f"each {allowed}")
+    return paths
+
+
 def main(argv=None) -> int:
+    return guarded_main("fit_cost_model.py", _main, argv)
+
+
+def _main(argv=None) -> int:
     ap = OneLineParser(prog="fit_cost_model.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--log", action="append", default=[], help="a tune campaign log (repeatable)")
+    ap.add_argument("--log", action="append", default=[], help="a tune campaign log, gzip allowed (repeatable)")
     ap.add_argument("--suite", default=None, help="the suite file the campaign tuned (with --log; default "
-                                                   "bench/zoo.txt)")
-    ap.add_argument("--report", default="", help="comma list of compare.py --json files")
-    ap.add_argument("--configs", default="", help="comma list of time_configs.py --json files")
-    ap.add_argument("--within", type=number_arg(0, math.inf, "a finite number >= 0"), default=0.10,
+                                                   f"{DEFAULT_SUITE})")
+    ap.add_argument("--report", default=None, help="comma list of compare.py --json files")
+    ap.add_argument("--configs", default=None, help="comma list of time_configs.py --json files")
+    ap.add_argument("--within", type=within_arg, default=WITHIN_DEFAULT,
                     help="a pick counts as good within this fraction of the best timed (default 0.10)")
-    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--arch", default="sm_90",
+                    help="the target whose schedules and tiles the rows are modelled on (default sm_90, the H200; "
+                         f"the cost model covers {', '.join(MODELLED_ARCHS)}: warpgroup MMA)")
     ap.add_argument("--out", default=None, help="write the markdown here too")
     args = ap.parse_args(argv)
     try:
-        if args.out is not None:         # refused before the work, as every output the user names
-            try:
-                check_writable(args.out)
-            except FileError as e:
-                raise ValueError(f"--out {e}") from None
+        if not (args.log or args.report is not None or args.configs is not None):
+            raise ValueError("no inputs; allowed: at least one of --log, --report, --configs")
+        reports = _paths("--report", args.report, REPORT_ALLOWED)
+        configs = _paths("--configs", args.configs, CONFIGS_ALLOWED)
+        if args.suite is not None and not args.log:
+            raise ValueError(f"--suite {shorten(args.suite)!r}: read only with --log (it joins a campaign's records "
+                             "to layers); allowed: --suite with one or more --log")
+        suite = args.suite or DEFAULT_SUITE
+        # refused before the work: an input given twice, an output that is an input
+        check_outputs([("--log", p) for p in args.log] + ([("--suite", suite)] if args.log else [])
+                      + [("--report", p) for p in reports] + [("--configs", p) for p in configs], out=args.out)
         try:
             target = get_target(args.arch)
         except ValueError as e:
             raise ValueError(f"--arch: {e}") from None
-        if args.suite is not None and not args.log:
-            raise ValueError(f"--suite {shorten(args.suite)!r}: read only with --log (it joins a campaign's records "
-                             "to layers); allowed: --suite with one or more --log")
-        rows = load(args.log, args.suite or "bench/zoo.txt", [p for p in args.report.split(",") if p], target,
-                    [p for p in args.configs.split(",") if p])
+        if not target.wgmma:
+            raise ValueError(f"--arch {shorten(args.arch)!r}: no warpgroup MMA, so no schedule the cost model covers; "
+                             f"allowed: {', '.join(MODELLED_ARCHS)}")
+        rows = load(args.log, suite, reports, target, configs)
     except (OSError, ValueError) as e:
         print(f"fit_cost_model.py: {e}", file=sys.stderr)
-        return 2
-    if not rows:
-        print("fit_cost_model.py: no modelled rows in the inputs", file=sys.stderr)
         return 2
     coef = fit(rows)
     lines = [f"rows: {len(rows)} ({sum(source_of(r) == 'campaign' for r in rows)} campaign, "
@@ -419,13 +412,13 @@ def main(argv=None) -> int:
                   "| margin (MIN_GAIN) | switched | geomean baseline/chosen | worst |", "|---|---|---|---|"]
         lines += [f"| {m:.2f} | {pairs[m][0]} | {pairs[m][1]:.3f} | {pairs[m][2]:.2f} |" for m in MARGINS]
     text = "\n".join(lines)
-    print(text)
-    if args.out is not None:
+    if args.out is not None:            # the file first: a reader of stdout that goes away does not cut it short
         try:
-            write_text(args.out, text + "\n")
-        except FileError as e:
-            print(f"fit_cost_model.py: --out {e}", file=sys.stderr)
+            _write("--out", args.out, text + "\n")
+        except ValueError as e:
+            print(f"fit_cost_model.py: {e}", file=sys.stderr)
             return 2
+    print(text)
     return 0
 
 

@@ -6,7 +6,8 @@
 #   DGRAD_COMMIT=$(git rev-parse --short HEAD) bench/h200_check.sh [OUT_DIR]     (default $OUT or /tmp/h200_check)
 #
 # Steps (each bounded by `timeout`, each writing OUT_DIR/<step>.txt; a failed step does not
-# stop the later ones, the exit status is the number of failed steps):
+# stop the later ones, the exit status is the number of failed steps -- a bad setting, below,
+# exits 2 before any step):
 #   1. tests/test_gpu.py (DGRAD_GPU_EXAMPLES random problems, default 40; GPU_TESTS_K selects
 #      tests with pytest -k, GPU_TESTS_SECS bounds the step, default 420);
 #   2. dgrad-driver replay fixtures/ --backend cuda;
@@ -71,8 +72,7 @@
 #      leave-one-layer-out (short_k.md, short_k.json)
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
-# subset of gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,
-# tf32_wgmma,splitk,tmask,short_k,zoo,zoo_model,zoo_tune; default gpu_tests,replay,compare,first_launch) splits it, e.g.
+# subset of VALID_STEPS, set below this header; default DEFAULT_STEPS: gpu_tests,replay,compare,first_launch) splits it, e.g.
 #   STEPS=gpu_tests,replay bench/h200_check.sh $OUT;  STEPS=compare,first_launch bench/h200_check.sh $OUT
 #   STEPS=zoo bench/h200_check.sh $OUT      (the zoo alone: one device call)
 #   STEPS=tf32 bench/h200_check.sh $OUT     (TF32 tests and timing: one device call)
@@ -80,31 +80,66 @@
 # history). CHECK_SECS (default 540) bounds the whole script, under the device tool's 600 s per
 # call: each step's bound is cut to what is left (a step with under 20 s left is skipped and
 # counted as failed), zoo_tune stops 60 s before the end for its table; TAR_TO=path writes
-# every output of OUT_DIR into one .tgz at the end (e.g. TAR_TO=$OUT/all.tgz; checked before the
-# first step, never packing itself), so a call that
-# ran long still brings back what it measured.
+# every output of OUT_DIR into one .tgz at the end (e.g. TAR_TO=$OUT/all.tgz; never packing
+# itself; written whole, then renamed over the path; an existing file is replaced only when it
+# is named .tgz or .tar.gz), so a call that ran long still brings back what it measured.
+# Relative OUT_DIR, TAR_TO and ZOO_TUNE_LOG paths are the caller's (the script then works from
+# the repository root). Every setting is checked before anything runs or is made: an unknown
+# STEPS name, CHECK_SECS, GPU_TESTS_SECS, ZOO_TUNE_SECS or DGRAD_GPU_EXAMPLES that is not a whole
+# number, a ZOO_TUNE_LOG that is not a readable file, an OUT_DIR or TAR_TO that cannot be
+# written: one line on stderr naming it, exit 2, and no OUT_DIR or TAR_TO file made.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-OUTDIR="${1:-${OUT:-/tmp/h200_check}}"
-if ! mkdir -p "$OUTDIR" 2>/dev/null || [ ! -w "$OUTDIR" ]; then
-    echo "h200_check: OUT_DIR $OUTDIR: cannot be created or written; allowed: a writable directory"; exit 2
+VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,zoo,zoo_model,zoo_tune
+DEFAULT_STEPS=gpu_tests,replay,compare,first_launch
+die() { echo "h200_check: $*" >&2; exit 2; }
+absolute() {  # a path as given, resolved against the caller's directory (the script cd's to the repo root)
+    case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac
+}
+whole() {  # whole NAME DEFAULT WHAT: $NAME (DEFAULT when unset or empty) made a decimal number, or refused
+    local v="${!1:-$2}"
+    case "$v" in *[!0-9]*|??????????*) die "$1=$v: allowed: $3, e.g. $2" ;; esac
+    printf -v "$1" '%d' "$(( 10#$v ))"   # 0540 is 540, not octal
+}
+[ "$#" -le 1 ] || die "$# arguments ($*): allowed: at most one, the OUT_DIR"
+STEPS="${STEPS:-$DEFAULT_STEPS}"
+IFS=, read -r -a asked <<< "$STEPS,"
+for name in "${asked[@]}"; do
+    case ",$VALID_STEPS," in *",$name,"*) [ -n "$name" ] && continue ;; esac
+    die "STEPS=$STEPS: $([ -n "$name" ] && echo "unknown step '$name'" || echo "an empty name"); allowed: a comma-separated subset of $VALID_STEPS"
+done
+whole CHECK_SECS 540 "whole seconds"
+whole GPU_TESTS_SECS 420 "whole seconds"
+whole ZOO_TUNE_SECS 480 "whole seconds"
+[ -z "${DGRAD_GPU_EXAMPLES:-}" ] || whole DGRAD_GPU_EXAMPLES 40 "a whole number of problems"
+if [ -n "${ZOO_TUNE_LOG:-}" ]; then
+    given="$ZOO_TUNE_LOG" ZOO_TUNE_LOG=$(absolute "$ZOO_TUNE_LOG")
+    [ -f "$ZOO_TUNE_LOG" ] && [ -r "$ZOO_TUNE_LOG" ] || die "ZOO_TUNE_LOG=$given: not a readable file; allowed: the results log of an earlier zoo_tune call (.jsonl or .jsonl.gz)"
 fi
+OUTDIR=$(absolute "${1:-${OUT:-/tmp/h200_check}}")
+there="$OUTDIR"   # the nearest existing directory on the way: mkdir -p makes the rest after the checks
+while [ ! -e "$there" ] && [ ! -L "$there" ]; do there=$(dirname -- "$there"); done
+[ -d "$there" ] && [ -w "$there" ] && [ -x "$there" ] || die "OUT_DIR $OUTDIR: cannot be created or written ($there is not a writable directory); allowed: a writable directory"
 TAR_EXCLUDE=()   # checked before any step runs: a bad TAR_TO must not surface after minutes of device time
 if [ -n "${TAR_TO:-}" ]; then
-    tar_dir=$(dirname -- "$TAR_TO")
-    if [ -d "$TAR_TO" ] || ! { : >> "$TAR_TO"; } 2>/dev/null; then   # opened for appending: nothing lost
-        echo "h200_check: TAR_TO=$TAR_TO: not a file in an existing, writable directory; allowed: a .tgz path, e.g. TAR_TO=\$OUT/all.tgz"
-        exit 2
+    given="$TAR_TO"
+    TAR_TO=$(realpath -m -- "$TAR_TO")   # absolute (the caller's directory), symlinks followed: the link stays a link
+    tar_dir=$(dirname -- "$TAR_TO") out_real=$(realpath -m -- "$OUTDIR")
+    if [ -e "$TAR_TO" ]; then
+        [ -f "$TAR_TO" ] && [ -w "$TAR_TO" ] || die "TAR_TO=$given: not a writable file; allowed: a .tgz path in a writable directory, e.g. TAR_TO=\$OUT/all.tgz"
+        case "$TAR_TO" in *.tgz|*.tar.gz) ;; *) die "TAR_TO=$given: an existing file not named .tgz or .tar.gz (the archive would replace it); allowed: a new path or a .tgz/.tar.gz file, e.g. TAR_TO=\$OUT/all.tgz" ;; esac
     fi
-    # the archive inside OUT_DIR (the example above) must not pack itself
-    [ "$(cd "$tar_dir" && pwd -P)" = "$(cd "$OUTDIR" && pwd -P)" ] && TAR_EXCLUDE=(--exclude="./$(basename -- "$TAR_TO")")
+    if [ "$tar_dir" != "$out_real" ] && ! { [ -d "$tar_dir" ] && [ -w "$tar_dir" ] && [ -x "$tar_dir" ]; }; then   # OUT_DIR is made below
+        die "TAR_TO=$given: not a file in an existing, writable directory; allowed: a .tgz path, e.g. TAR_TO=\$OUT/all.tgz"
+    fi
+    TAR_TMP="$tar_dir/.$(basename -- "$TAR_TO").$$.tmp"   # the archive is written whole here, then renamed to TAR_TO
+    case "$TAR_TO" in "$out_real"/*)   # an archive inside OUT_DIR (the example above) must not pack itself
+        TAR_EXCLUDE=(--exclude="./${TAR_TO#"$out_real"/}" --exclude="./${TAR_TMP#"$out_real"/}") ;;
+    esac
 fi
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || die "cannot enter the repository root"
+mkdir -p -- "$OUTDIR" 2>/dev/null && [ -w "$OUTDIR" ] || die "OUT_DIR $OUTDIR: cannot be created or written; allowed: a writable directory"
 export PYTHONPATH="${PYTHONPATH:-.}" MIOPEN_DGRAD_CACHE_DIR="${MIOPEN_DGRAD_CACHE_DIR:-/tmp/kcache}"
 failed=0
-STEPS="${STEPS:-gpu_tests,replay,compare,first_launch}"
-CHECK_SECS="${CHECK_SECS:-540}"
-case "$CHECK_SECS" in ''|*[!0-9]*|??????????*) echo "h200_check: CHECK_SECS=$CHECK_SECS: allowed: whole seconds, e.g. 540"; exit 2 ;; esac
-CHECK_SECS=$(( 10#$CHECK_SECS ))   # 0540 is 540 seconds, not octal
 left() {  # seconds of the CHECK_SECS budget left, less a reserve of $1 seconds
     local l=$(( CHECK_SECS - SECONDS - ${1:-0} )); echo $(( l > 0 ? l : 0 ))
 }
@@ -124,7 +159,7 @@ step() {  # step NAME SECONDS COMMAND...   (SECONDS capped by what is left of CH
         failed=$((failed + 1))
     fi
 }
-DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step gpu_tests "${GPU_TESTS_SECS:-420}" python -m pytest -q tests/test_gpu.py \
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-40}" step gpu_tests "$GPU_TESTS_SECS" python -m pytest -q tests/test_gpu.py \
     ${GPU_TESTS_K:+-k "$GPU_TESTS_K"}
 step replay 120 python -m driver replay fixtures/ --backend cuda
 step compare 300 python bench/compare.py --dtypes fp16,bf16,fp32 --out "$OUTDIR/compare.md" \
@@ -181,27 +216,41 @@ step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}
 step zoo_model 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --model-defaults \
     --out "$OUTDIR/${ZOO_TAG/zoo/zoo_model}.md" --json "$OUTDIR/${ZOO_TAG/zoo/zoo_model}.json" ${ZOO_ARGS:-}
-case ",$STEPS," in *",zoo_tune,"*)
-    case "${ZOO_TUNE_LOG:-}" in
-        "") ;;
-        *.gz) gunzip -c "$ZOO_TUNE_LOG" > "$OUTDIR/zoo_tune.jsonl" ;;
-        *) cp "$ZOO_TUNE_LOG" "$OUTDIR/zoo_tune.jsonl" ;;
-    esac
-    RESUME=""; [ -s "$OUTDIR/zoo_tune.jsonl" ] && RESUME="--resume"
-    echo "== zoo_tune ($RESUME)"
-    # every zoo line with -J 1: its configs timed as graph replays, as compare.py times the zoo
-    sed 's/ -F 2 / -F 2 -J 1 /' bench/zoo.txt > "$OUTDIR/zoo_graph.txt"
-    secs=$(left 60); [ "${ZOO_TUNE_SECS:-480}" -lt "$secs" ] && secs="${ZOO_TUNE_SECS:-480}"
-    timeout -s INT -k 30 "$secs" python -m driver tune --file "$OUTDIR/zoo_graph.txt" --max-configs 40 --gpus all \
-        --compile-pool "$(( $(nproc) < 12 ? $(nproc) : 12 ))" --verify-top 1 --quiet --results "$OUTDIR/zoo_tune.jsonl" $RESUME > "$OUTDIR/zoo_tune.txt" 2>&1
-    echo "zoo_tune: exit $? (130: stopped by the time bound; resume with ZOO_TUNE_LOG)"; tail -n 3 "$OUTDIR/zoo_tune.txt"
-    python bench/default_vs_tuned.py "$OUTDIR/zoo_tune.jsonl" --suite bench/zoo.txt \
-        --out "$OUTDIR/default_vs_tuned.md" --json "$OUTDIR/default_vs_tuned.json" && head -n 16 "$OUTDIR/default_vs_tuned.md"
+case ",$STEPS," in *",zoo_tune,"*)   # a failed unpack, tune (other than stopped by its time bound) or table counts
+    secs=$(left 60); [ "$ZOO_TUNE_SECS" -lt "$secs" ] && secs=$ZOO_TUNE_SECS
+    log="$OUTDIR/zoo_tune.jsonl"
+    if [ "$secs" -lt 20 ]; then
+        echo "!! zoo_tune skipped: CHECK_SECS=$CHECK_SECS spent (${SECONDS}s elapsed)"; failed=$((failed + 1))
+    elif [ -n "${ZOO_TUNE_LOG:-}" ] && ! case "$ZOO_TUNE_LOG" in
+            *.gz) gunzip -c -- "$ZOO_TUNE_LOG" > "$log" ;;
+            *) cp -- "$ZOO_TUNE_LOG" "$log" ;;
+        esac; then
+        rm -f -- "$log"; echo "!! zoo_tune: ZOO_TUNE_LOG=$ZOO_TUNE_LOG could not be unpacked or copied"; failed=$((failed + 1))
+    else
+        RESUME=""; [ -s "$log" ] && RESUME="--resume"
+        echo "== zoo_tune (at most ${secs}s) $RESUME"
+        # every zoo line with -J 1: its configs timed as graph replays, as compare.py times the zoo
+        sed 's/ -F 2 / -F 2 -J 1 /' bench/zoo.txt > "$OUTDIR/zoo_graph.txt"
+        timeout -s INT -k 30 "$secs" python -m driver tune --file "$OUTDIR/zoo_graph.txt" --max-configs 40 --gpus all \
+            --compile-pool "$(( $(nproc) < 12 ? $(nproc) : 12 ))" --verify-top 1 --quiet --results "$log" $RESUME \
+            > "$OUTDIR/zoo_tune.txt" 2>&1
+        rc=$?
+        echo "zoo_tune: exit $rc (124, 130: stopped by the time bound; resume with ZOO_TUNE_LOG)"; tail -n 3 "$OUTDIR/zoo_tune.txt"
+        case "$rc" in 0|124|130) ;; *) echo "!! zoo_tune failed (exit $rc); see $OUTDIR/zoo_tune.txt"; failed=$((failed + 1)) ;; esac
+        if python bench/default_vs_tuned.py "$log" --suite bench/zoo.txt \
+            --out "$OUTDIR/default_vs_tuned.md" --json "$OUTDIR/default_vs_tuned.json"; then
+            head -n 16 "$OUTDIR/default_vs_tuned.md"
+        else
+            echo "!! zoo_tune: bench/default_vs_tuned.py failed (its error above)"; failed=$((failed + 1))
+        fi
+    fi
     ;;
 esac
 if [ -n "${TAR_TO:-}" ]; then
-    # (the file exists before tar reads OUT_DIR, so a TAR_TO inside it does not change it under tar)
-    if tar czf - ${TAR_EXCLUDE[@]+"${TAR_EXCLUDE[@]}"} -C "$OUTDIR" . > "$TAR_TO"; then echo "outputs: $TAR_TO"
-    else echo "!! TAR_TO=$TAR_TO: tar failed"; failed=$((failed + 1)); fi
+    if tar czf - ${TAR_EXCLUDE[@]+"${TAR_EXCLUDE[@]}"} -C "$OUTDIR" . > "$TAR_TMP" && mv -f -- "$TAR_TMP" "$TAR_TO"; then
+        echo "outputs: $TAR_TO"
+    else
+        rm -f -- "$TAR_TMP"; echo "!! TAR_TO=$TAR_TO: tar failed"; failed=$((failed + 1))
+    fi
 fi
 exit "$failed"

@@ -29,7 +29,6 @@ unknown option or subcommand, a missing value) are one line too, saying what is 
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 
@@ -38,13 +37,14 @@ import click
 from miopen_solver import __version__
 from miopen_solver.command import BASE_DTYPES, REJECTED_BASES
 from miopen_solver.errors import MiopenCommandError
+from miopen_solver.fileio import EXIT_BROKEN_PIPE, GuardedStdout, StdoutError, run_guarding_stdout
 
 from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, Group, arch_option, backend_option,
                       error_line, json_option, perfdb_options, ref_option, run_and_print, split_line, timeout_option,
                       warmup_option)
 from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, run_line
 
-__all__ = ["cli", "main", "run_line", "RunOptions"]
+__all__ = ["cli", "main", "run_line", "RunOptions", "EXIT_BROKEN_PIPE", "GuardedStdout", "StdoutError"]
 
 
 class DefaultRunGroup(Group):
@@ -156,86 +156,14 @@ def _wants_conv_help(args) -> bool:
         and any(a in HELP_TOKENS for a in args[1:])
 
 
-EXIT_BROKEN_PIPE = 141
-"""stdout's reader went away (EPIPE): 128 + SIGPIPE, the status a shell reports for a writer
-that SIGPIPE ends (Python ignores the signal, so the write fails instead)."""
-
-
-class StdoutError(Exception):
-    """Writing or flushing stdout failed: raised in place of the :class:`OSError` (whose
-    ``errno`` and ``strerror`` it keeps), so that nothing on the way out -- click's own EPIPE
-    handling (exit 1, the verification-failed status), an ``except OSError`` around another
-    file's write -- takes it for something else; :func:`main` reports it."""
-
-    def __init__(self, err: OSError):
-        super().__init__(err.strerror or str(err))
-        self.errno, self.strerror = err.errno, err.strerror or str(err)
-
-
-class GuardedStdout:
-    """``sys.stdout`` while :func:`main` runs: the real stream, whose failed writes and
-    flushes raise :class:`StdoutError`. Everything else (``encoding``, ``isatty``,
-    ``fileno``...) is the stream's, so click writes to it as it is."""
-
-    def __init__(self, stream):
-        self.stream = stream
-
-    def write(self, text):
-        try:
-            return self.stream.write(text)
-        except OSError as e:
-            raise StdoutError(e) from None
-
-    def writelines(self, lines):
-        for line in lines:
-            self.write(line)
-
-    def flush(self):
-        try:
-            return self.stream.flush()
-        except OSError as e:
-            raise StdoutError(e) from None
-
-    def __getattr__(self, name):
-        return getattr(self.stream, name)
-
-
-def discard_stdout(stream) -> None:
-    """Point ``stream``'s descriptor at /dev/null once it cannot be written: what is still
-    buffered, and the flush at interpreter exit, then go nowhere (no ``Exception ignored
-    ... BrokenPipeError`` at shutdown). A stream without a descriptor is left alone."""
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, fd)
-    finally:
-        os.close(null)
-
-
 def main(argv=None) -> int:
     """Console entry point; returns the exit status. Stdout is written through
-    :class:`GuardedStdout`: a closed pipe ends quietly with :data:`EXIT_BROKEN_PIPE`, any
-    other failed write (disk full, EIO) is one error line naming stdout, exit 2."""
-    real = sys.stdout
-    if real is None:                    # no stdout at all (fd 1 closed): click writes nothing
-        return _main(argv)
-    sys.stdout = guarded = GuardedStdout(real)
-    try:
-        status = _main(argv)
-        guarded.flush()                 # what is buffered fails here, not at interpreter exit
-        return status
-    except StdoutError as e:
-        discard_stdout(real)
-        if e.errno == errno.EPIPE:
-            return EXIT_BROKEN_PIPE
-        click.echo(error_line(f"stdout: cannot write ({e.strerror})"), err=True)
-        return EXIT_USER_ERROR
-    finally:
-        if sys.stdout is guarded:
-            sys.stdout = real
+    :class:`~miopen_solver.fileio.GuardedStdout` (:func:`~miopen_solver.fileio.run_guarding_stdout`):
+    a closed pipe ends quietly with :data:`EXIT_BROKEN_PIPE`, any other failed write (disk
+    full, EIO) is one error line naming stdout, exit 2."""
+    return run_guarding_stdout(lambda: _main(argv),
+                               lambda why: click.echo(error_line(f"stdout: cannot write ({why})"), err=True),
+                               EXIT_USER_ERROR)
 
 
 def _param_form(param, ctx) -> str:

@@ -24,12 +24,17 @@ Reads (:func:`read_bytes`, :func:`read_text`, :func:`stat_regular`): regular fil
 number of bytes, opened non-blocking and checked again on the open descriptor, so a file
 swapped for a FIFO between the check and the open cannot hang the reader.
 
+A command's stdout (:func:`run_guarding_stdout`, dgrad-driver's and the bench scripts'): a
+closed pipe ends the command quietly with :data:`EXIT_BROKEN_PIPE`, another failed write is
+one error line naming stdout.
+
 Every refusal or OS error raises :class:`~miopen_solver.errors.FileError` with the path,
 one reason and what is allowed; nothing here prints.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -342,5 +347,92 @@ def write_text(path, text: str, encoding: str = "utf-8") -> str:
     return write_bytes(path, text.encode(encoding))
 
 
-__all__ = ["STDOUT", "TEMP_SUFFIX", "WRITE_ALLOWED", "check_writable", "output_target", "read_bytes", "read_text",
-           "stat_regular", "write_bytes", "write_text"]
+# ------------------------------------------------------------------ a command's stdout
+EXIT_BROKEN_PIPE = 141
+"""stdout's reader went away (EPIPE): 128 + SIGPIPE, the status a shell reports for a writer
+that SIGPIPE ends (Python ignores the signal, so the write fails instead)."""
+
+
+class StdoutError(Exception):
+    """Writing or flushing stdout failed: raised in place of the :class:`OSError` (whose
+    ``errno`` and ``strerror`` it keeps), so that nothing on the way out -- click's own EPIPE
+    handling (exit 1, the verification-failed status), an ``except OSError`` around another
+    file's write -- takes it for something else; :func:`run_guarding_stdout` reports it."""
+
+    def __init__(self, err: OSError):
+        super().__init__(err.strerror or str(err))
+        self.errno, self.strerror = err.errno, err.strerror or str(err)
+
+
+class GuardedStdout:
+    """``sys.stdout`` while :func:`run_guarding_stdout` runs a command: the real stream, whose
+    failed writes and flushes raise :class:`StdoutError`. Everything else (``encoding``,
+    ``isatty``, ``fileno``...) is the stream's, so click and argparse write to it as it is."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            raise StdoutError(e) from None
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        try:
+            return self.stream.flush()
+        except OSError as e:
+            raise StdoutError(e) from None
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def discard_stdout(stream) -> None:
+    """Point ``stream``'s descriptor at /dev/null once it cannot be written: what is still
+    buffered, and the flush at interpreter exit, then go nowhere (no ``Exception ignored
+    ... BrokenPipeError`` at shutdown). A stream without a descriptor is left alone."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def run_guarding_stdout(run, cannot_write, status: int = 2) -> int:
+    """``run()`` -- a command's body, returning its exit status -- with ``sys.stdout`` a
+    :class:`GuardedStdout`; returns its status. When stdout's reader went away (EPIPE, a
+    closed pipe: ``| head``) :data:`EXIT_BROKEN_PIPE`, nothing more printed; when another
+    write or flush of stdout failed (a full disk, ``> /dev/full``, EIO), ``cannot_write``
+    is called with the OS's reason (it prints the command's one error line naming stdout)
+    and ``status`` is returned. ``sys.stdout`` is the real stream again afterwards."""
+    real = sys.stdout
+    if real is None:                    # no stdout at all (fd 1 closed): nothing is written
+        return run()
+    sys.stdout = guarded = GuardedStdout(real)
+    try:
+        result = run()
+        guarded.flush()                 # what is buffered fails here, not at interpreter exit
+        return result
+    except StdoutError as e:
+        discard_stdout(real)
+        if e.errno == errno.EPIPE:
+            return EXIT_BROKEN_PIPE
+        cannot_write(e.strerror)
+        return status
+    finally:
+        if sys.stdout is guarded:
+            sys.stdout = real
+
+
+__all__ = ["EXIT_BROKEN_PIPE", "STDOUT", "TEMP_SUFFIX", "WRITE_ALLOWED", "GuardedStdout", "StdoutError", "check_writable",
+           "discard_stdout", "output_target", "read_bytes", "read_text", "run_guarding_stdout", "stat_regular",
+           "write_bytes", "write_text"]

@@ -2,10 +2,13 @@
 nothing on stdout, one stderr line naming the option, the value and what is allowed, no
 traceback), before any output or work: bench/direct_sass.py (its CUDA tools included),
 bench/cpu_engine.py (its line, --iters, applicability and host memory) and
-bench/vendor_kernels.py (its suite and selection)."""
+bench/vendor_kernels.py (its suite and selection). The report scripts (default_vs_tuned.py,
+fit_cost_model.py, compare.py --report) refuse a file given twice before any work, end
+quietly on a closed pipe and in one line on a stdout that cannot be written."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -375,3 +378,99 @@ def test_nchw_breakdown_times_every_step_the_pair_and_the_dx_alternative(tmp_pat
         assert any(c[1] == "dgrad_transpose_pair_b16" and len(c[5]) == 16 for c in timed)
     if dx_alt:     # (src, dst, N, Hi*Wi, C)
         assert any(c[1].startswith("dgrad_transpose_") and c[5][2:] == (p.N, p.Hi * p.Wi, p.C) for c in timed)
+
+
+# ------------------------------------------------ the files the report scripts read and write
+# bench/default_vs_tuned.py, bench/fit_cost_model.py and bench/compare.py --report read logs,
+# suites and reports and write --out/--json/--plot; compare.check_outputs refuses, before any
+# work: an input given twice (counted twice), an output that is an input (replaced: the trial
+# lost a --log to fit_cost_model --out), two outputs one file (one lost) -- whatever the
+# spelling of the second path.
+SPELLINGS = {"same": lambda name: name, "dot": lambda name: f"./{name}", "updir": lambda name: f"sub/../{name}",
+             "symlink": lambda name: _link(name, os.symlink), "hardlink": lambda name: _link(name, os.link)}
+
+
+def _link(name: str, make) -> str:
+    other = f"{make.__name__}_{name}"
+    if not os.path.lexists(other):
+        make(name, other)
+    return other
+
+
+FILES = {"l.jsonl": '{"type": "session"}\n', "zoo.txt": "convfp16 -n 1  # x\n", "r.json": '{"meta": {}, "rows": []}\n',
+         "c.json": "[]\n", "o.md": "old output\n"}
+"""Inputs that are never read (the checks come first) and an existing output."""
+SAME_FILE = [   # (script, argv with {2} another spelling of the file {1}, what is said)
+    ("default_vs_tuned", ["l.jsonl", "{2}"], "log {2}: the same file as log {1}"),
+    ("default_vs_tuned", ["l.jsonl", "--out", "{2}"], "--out {2}: is the input log {1}"),
+    ("default_vs_tuned", ["l.jsonl", "--suite", "zoo.txt", "--json", "{2}"], "--json {2}: is the input --suite {1}"),
+    ("default_vs_tuned", ["l.jsonl", "--out", "o.md", "--json", "{2}"], "--json {2}: the same file as --out {1}"),
+    ("fit_cost_model", ["--log", "l.jsonl", "--log", "{2}"], "--log {2}: the same file as --log {1}"),
+    ("fit_cost_model", ["--log", "l.jsonl", "--out", "{2}"], "--out {2}: is the input --log {1}"),
+    ("fit_cost_model", ["--log", "l.jsonl", "--suite", "zoo.txt", "--out", "{2}"], "--out {2}: is the input --suite {1}"),
+    ("fit_cost_model", ["--report", "r.json", "--out", "{2}"], "--out {2}: is the input --report {1}"),
+    ("fit_cost_model", ["--configs", "c.json", "--out", "{2}"], "--out {2}: is the input --configs {1}"),
+    ("fit_cost_model", ["--report", "r.json,{2}"], "--report {2}: the same file as --report {1}"),
+    ("fit_cost_model", ["--report", "r.json", "--configs", "{2}"], "--configs {2}: the same file as --report {1}"),
+    ("compare", ["--report", "r.json,{2}"], "--report {2}: the same file as --report {1}"),
+    ("compare", ["--report", "r.json", "--json", "{2}"], "--json {2}: is the input --report {1}"),
+    ("compare", ["--report", "r.json", "--out", "o.md", "--json", "{2}"], "--json {2}: the same file as --out {1}"),
+    ("compare", ["--suite", "zoo.txt", "--out", "{2}"], "--out {2}: is the input --suite {1}"),
+]
+PROG = {"default_vs_tuned": "default_vs_tuned", "fit_cost_model": "fit_cost_model.py", "compare": "compare.py"}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("script, argv, says", SAME_FILE)
+def test_one_file_given_twice_is_refused_before_any_work(capsys, monkeypatch, tmp_path, script, argv, says, spelling):
+    import importlib
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+    where = next(i for i, a in enumerate(argv) if "{2}" in a)
+    first = argv[where].split(",")[0] if argv[where] != "{2}" else [a for a in argv[:where] if a in FILES][-1]
+    second = SPELLINGS[spelling](first)
+    before = sorted(os.listdir(tmp_path))
+    module = importlib.import_module(f"bench.{script}")
+    err = refused_in_one_line(capsys, module.main, [a.replace("{2}", second) for a in argv], PROG[script])
+    assert says.replace("{1}", first).replace("{2}", second) in err and "allowed: " in err, err
+    assert sorted(os.listdir(tmp_path)) == before                     # nothing written, no temporary file left
+    assert all((tmp_path / name).read_text() == text for name, text in FILES.items())
+
+
+# ------------------------------------------------ stdout of the report scripts
+S7 = Path(__file__).resolve().parent.parent / "bench" / "results" / "2026-12-01_s7"
+STDOUT_RUNS = {"default_vs_tuned": ["bench/default_vs_tuned.py", str(S7.parent / "2026-12-02_s13" / "call4" /
+                                                                    "zoo_tune.jsonl.gz")],
+               "fit_cost_model.py": ["bench/fit_cost_model.py", "--report", str(S7 / "zoo_1of2.json")],
+               "compare.py": ["bench/compare.py", "--report", str(S7 / "zoo_1of2.json")]}
+
+
+def _run_to(stdout, argv):
+    import subprocess
+    import sys
+    from conftest import ROOT
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("prog", STDOUT_RUNS)
+@pytest.mark.parametrize("help_", [False, True])
+def test_a_closed_pipe_ends_quietly_and_a_full_stdout_is_one_line(prog, help_):
+    """``| head`` (the reader gone: EPIPE) ends quietly with 141, as dgrad-driver does (was a
+    BrokenPipeError traceback); ``> /dev/full`` is one line naming stdout, exit 2 (was a
+    traceback, or ``[Errno 28] ...`` without naming stdout)."""
+    argv = STDOUT_RUNS[prog][:1] + ["--help"] if help_ else STDOUT_RUNS[prog]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        r = _run_to(write, argv)
+    finally:
+        os.close(write)
+    assert (r.returncode, r.stderr) == (141, "")
+    with open("/dev/full", "w") as full:
+        r = _run_to(full, argv)
+    assert r.returncode == 2 and r.stderr == (f"{prog}: stdout: cannot write (No space left on device); allowed: a "
+                                              "writable stdout (a file with room, a pipe, a terminal)\n")

@@ -174,7 +174,7 @@ def test_problems_outside_the_warpgroup_tiles_are_not_modelled():
     (["--log", "/nonexistent/log.jsonl"], "No such file or directory"),
     (["--suite", "/nonexistent/zoo.txt", "--report", "{bad}"], "--suite '/nonexistent/zoo.txt': read only with --log"),
     (["--report", "{bad}"], "not JSON ("),
-    (["--log", "{bad}"], "line 1 is not JSON"),
+    (["--log", "{bad}"], "no complete record (5 bytes without a newline)"),
 ])
 def test_the_fit_script_rejects_bad_input_in_one_line(tmp_path, capsys, argv, message):
     bad = tmp_path / "bad.json"
@@ -220,14 +220,16 @@ def test_bad_logs_are_refused_naming_the_flag_path_and_line(tmp_path, capsys):
     whole = (RESULTS / "zoo_tune.jsonl.gz").read_bytes()
     cases = {"trunc.jsonl.gz": (whole[:len(whole) // 2], "not a whole gzip file (Compressed file ended"),
              "plain.jsonl.gz": (b"{}\n", "named .gz but not gzip data"),
-             "binary.jsonl": (b"\x00\xff\xfe\x80garbage\n", "line 1 is not UTF-8 text"),
+             "binary.jsonl": (b"\x00\xff\xfe\x80garbage\n", "binary data, not JSON Lines text (byte 0x00 at offset 0)"),
+             "empty.jsonl": (b"", "no complete record (an empty file)"),
+             "nosession.jsonl": (json.dumps(rec).encode() + b"\n", "line 1, its first record, is not a session record"),
              "array.jsonl": (f"{session}\n[1, 2]\n".encode(), "line 2 is a JSON list, not an object")}
     for i, value in enumerate([None, 0, -1.5, "0.1", True, float("inf")]):
         cases[f"ms{i}.jsonl"] = ((session + "\n" + json.dumps({**rec, "median_ms": value}) + "\n").encode(),
                                  f"line 2: an ok timing record without a median_ms time, a finite number > 0 "
                                  f"(median_ms: {json.dumps(value)})")
     for key in ("median_ms", "perf_config", "problem_key"):
-        cases[f"no_{key}.jsonl"] = ((session + "\n\n" + json.dumps({k: v for k, v in rec.items() if k != key})).encode(),
+        cases[f"no_{key}.jsonl"] = ((session + "\n\n" + json.dumps({k: v for k, v in rec.items() if k != key}) + "\n").encode(),
                                     f"line 3: an ok timing record without a {key} ")
     for name, (data, why) in cases.items():
         path = tmp_path / name
@@ -236,7 +238,11 @@ def test_bad_logs_are_refused_naming_the_flag_path_and_line(tmp_path, capsys):
         assert f"--log {path}: {why}" in err and LOG_ALLOWED in err, err
     failed = tmp_path / "failed.jsonl"
     failed.write_text(session + "\n" + json.dumps({**rec, "status": "failed", "median_ms": None}) + "\n")
-    assert fit.load([failed], "bench/zoo.txt", [], SM90) == []
+    err = _refused(capsys, ["--log", str(failed)])
+    assert f"--log {failed}: no ok timing record (nothing timed); allowed: " in err   # its failed record skipped
+    torn = tmp_path / "torn.jsonl"                 # a campaign killed mid-write: its torn last line is skipped
+    torn.write_text(session + "\n" + json.dumps(rec) + "\n" + json.dumps(rec)[:40])
+    assert len(fit.load([torn], "bench/zoo.txt", [], SM90)) == 1
 
 
 def test_a_missing_log_names_the_flag(capsys):
@@ -265,10 +271,59 @@ def test_bad_report_rows_are_refused_naming_the_flag_path_and_row(tmp_path, caps
         assert f"--report {path}: {why}" in err and "allowed: a compare.py --json file" in err, err
 
 
-@pytest.mark.parametrize("value", ["-0.1", "nan", "inf", "abc", ""])
-def test_within_is_a_finite_number_at_least_zero(capsys, value):
+@pytest.mark.parametrize("value", ["-0.1", "nan", "inf", "abc", "", "10", "1e9"])
+def test_within_is_the_range_default_vs_tuned_takes(capsys, value):
+    """--within is one definition in both scripts that judge a default against the best
+    timed (fit_cost_model took any finite number >= 0, default_vs_tuned 0 <= v < 10)."""
+    from bench import default_vs_tuned as dvt
     err = _refused(capsys, ["--within", value])
-    assert "--within" in err and "allowed: a finite number >= 0" in err
+    assert "--within" in err and "allowed: a number, 0 <= value < 10" in err
+    err = refused_in_one_line(capsys, dvt.main, ["l.jsonl", "--within", value], "default_vs_tuned")
+    assert "--within" in err and "allowed: a number, 0 <= value < 10" in err
+    assert fit.within_arg is dvt.within_arg and fit.WITHIN_DEFAULT == dvt.WITHIN_DEFAULT == 0.10
+
+
+S13_LOG = RESULTS.parent / "2026-12-02_s13" / "call4" / "zoo_tune.jsonl.gz"
+
+
+def test_each_input_that_gives_no_row_says_why(tmp_path, capsys):
+    """"no modelled rows in the inputs" stood for every cause; each now has its own line
+    naming the flag, the value and what is allowed: no input at all, an empty name in a comma
+    list, an --arch the cost model does not cover (the archs it does are named), an empty
+    log, a log none of whose records is of a --suite line (another suite), and inputs whose
+    timed rows are none of them modelled."""
+    assert _refused(capsys, []) == "fit_cost_model.py: no inputs; allowed: at least one of --log, --report, --configs\n"
+    for flag in ("--report", "--configs"):
+        for value in (",", "", f"{RESULTS / 'zoo_1of2.json'},"):
+            err = _refused(capsys, [flag, value])
+            assert err.startswith(f"fit_cost_model.py: {flag} {value!r}: an empty name in the comma list; allowed: "
+                                  "a comma list of paths, each a ")
+    covered = ", ".join(n for n in ("sm_80", "sm_90", "gfx90a", "gfx942", "gfx950", "cpu") if get_target(n).wgmma)
+    for arch in ("gfx942", "sm_80", "cpu"):
+        err = _refused(capsys, ["--arch", arch, "--report", str(RESULTS / "zoo_1of2.json")])
+        assert err == (f"fit_cost_model.py: --arch '{arch}': no warpgroup MMA, so no schedule the cost model covers; "
+                       f"allowed: {covered}\n")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert f"--log {empty}: no complete record (an empty file)" in _refused(capsys, ["--log", str(empty)])
+    err = _refused(capsys, ["--log", str(S13_LOG), "--suite", "bench/suite.txt"])
+    assert f"--log {S13_LOG}: none of its " in err and "ok timing records is of a line of --suite bench/suite.txt" in err
+    assert "allowed: a --suite that is the suite file the campaign tuned" in err
+    fp32 = [{**r, "line": r["line"].replace("convfp16", "conv").replace("convbfp16", "conv")}
+            for r in json.loads((RESULTS / "zoo_1of2.json").read_text())["rows"]
+            if r.get("ours_ms") is not None and r.get("config") is not None][:5]
+    report = tmp_path / "fp32.json"
+    report.write_text(json.dumps({"meta": {}, "rows": fp32}))
+    err = _refused(capsys, ["--report", str(report)])
+    assert err.startswith("fit_cost_model.py: no modelled rows: none of the 5 timed rows of the inputs is an NHWC "
+                          "fp16/bf16 problem") and "on sm_90" in err and "allowed: " in err
+
+
+def test_arch_has_help(capsys):
+    with pytest.raises(SystemExit):
+        fit.main(["--help"])
+    text = capsys.readouterr().out
+    assert "--arch ARCH" in text and "the cost model covers sm_90" in " ".join(text.split())
 
 
 @pytest.mark.parametrize("out, why", [("", "--out '': empty (no file named)"),

@@ -3,6 +3,7 @@ from the campaign's log, joined to the suite by the problem key."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     suite.write_text(SUITE)
     assert dvt.main([str(tmp_path / "none.jsonl"), "--suite", str(suite)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "none.jsonl" in err
+    assert err.count("\n") == 1 and "none.jsonl: cannot read (No such file or directory); allowed: a regular" in err
     log = _log(tmp_path / "l.jsonl", [{"type": "session"}])
     assert dvt.main([log, "--suite", str(tmp_path / "missing.txt")]) == 2
     assert "missing.txt" in capsys.readouterr().err
@@ -71,10 +72,13 @@ SESSION = '{"type": "session", "log_format": 1}\n'
 
 
 @pytest.mark.parametrize("content, why", [
-    ("garbage {\n", "line 1 is not a JSON object"),
-    (SESSION + "[1, 2]\n", "line 2 is not a JSON object"),
-    ("", "no complete record"),
-    ("\x00\xff binary", "no complete record"),
+    ("garbage {\n", "line 1 is not JSON (Expecting value)"),
+    (SESSION + "[1, 2]\n", "line 2 is a JSON list, not an object"),
+    ("", "no complete record (an empty file)"),
+    ("\n\n", "no complete record (blank lines)"),
+    (SESSION[:-5], "no complete record (32 bytes without a newline)"),
+    ("\x00\xff binary", "binary data, not JSON Lines text (byte 0x00 at offset 0)"),
+    (SESSION + "\xff binary\n", "binary data, not JSON Lines text (byte 0xff at offset 37)"),
     ('{"type": "verdict", "problem_key": "k"}\n', "line 1, its first record, is not a session record"),
     (SESSION + '{"type": "verdict"}\n', "line 2: a verdict without a problem_key"),
     (SESSION + '{"type": "verdict", "problem_key": 7}\n', "line 2: a verdict without a problem_key"),
@@ -113,6 +117,30 @@ def test_a_read_only_log_with_a_torn_tail_is_read(tmp_path, capsys):
     log.chmod(0o444)
     assert dvt.main([str(log), "--suite", str(suite)]) == 0
     assert "| **total** | 3 | 1 | 1 |" in capsys.readouterr().out
+
+
+def test_a_gzip_log_is_read_as_its_plain_text(tmp_path, capsys):
+    """A log fetched from a device as .jsonl.gz (the committed campaign logs) gives the table
+    its unpacked text gives (was "line 1 is not a JSON object"); a truncated gzip file, a file
+    named .gz that is not gzip data and a binary file are one line saying so, exit 2."""
+    logs = Path(__file__).resolve().parent.parent / "bench" / "results"
+    packed = logs / "2026-12-02_s13" / "call4" / "zoo_tune.jsonl.gz"
+    plain = tmp_path / "zoo_tune.jsonl"
+    plain.write_bytes(gzip.decompress(packed.read_bytes()))
+    assert dvt.main([str(packed), "--json", str(tmp_path / "a.json")]) == 0
+    table = capsys.readouterr().out
+    assert dvt.main([str(plain), "--json", str(tmp_path / "b.json")]) == 0
+    assert capsys.readouterr().out == table and table.startswith("Timing: ") and "| **total** |" in table
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    whole = packed.read_bytes()
+    cases = {"trunc.jsonl.gz": (whole[:len(whole) // 2], "not a whole gzip file (Compressed file ended"),
+             "plain.jsonl.gz": (SESSION.encode(), "named .gz but not gzip data"),
+             "bin.jsonl": (bytes(range(1, 256)) * 4, "binary data, not JSON Lines text (byte 0x80 at offset 127)")}
+    for name, (data, why) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        assert dvt.main([str(tmp_path / name)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and f"log {tmp_path / name}: {why}" in err, err
 
 
 @pytest.mark.parametrize("flag", ["--out", "--json"])
