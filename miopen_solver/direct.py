@@ -261,17 +261,12 @@ class DirectSpec:
         return (self.block_threads, 1, 1)
 
     def to_record(self) -> dict:
-        """Plain data for a worker (every resolved value); :meth:`from_record` inverts it."""
+        """Plain data for a worker (every resolved value; checked by
+        :meth:`~miopen_solver.solver.Solution.from_record`)."""
         rec = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                if f.name not in ("problem", "target", "config", "sub_gemms")}
         return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
                 "config": self.config.serialize(), "direct": rec}
-
-    @classmethod
-    def from_record(cls, rec: dict) -> "DirectSpec":
-        """Inverse of :meth:`to_record` (no validation)."""
-        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=Target.from_record(rec["target"]),
-                   config=PerfConfig.parse(rec["config"]), **rec["direct"])
 
     @property
     def block_threads(self) -> int:

@@ -525,9 +525,9 @@ class DgradSpec:
         return emit(self)
 
     def to_record(self) -> dict:
-        """The spec as plain data, every resolved value included (:meth:`from_record` inverts
-        it unchecked; :meth:`~miopen_solver.solver.Solution.from_record` remakes the spec and
-        compares it with this)."""
+        """The spec as plain data, every resolved value included, for a worker process
+        (:meth:`~miopen_solver.solver.Solution.from_record` remakes the spec from its problem,
+        target and config and compares it with this)."""
         d = self.decomposition
         return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
                 "config": self.config.serialize(), "atom": [self.atom.name, self.atom.m, self.atom.n, self.atom.k],
@@ -536,21 +536,6 @@ class DgradSpec:
                 "decomposition": {"h": dataclasses.asdict(d.h), "w": dataclasses.asdict(d.w),
                                   "sub_gemms": [dataclasses.asdict(s) for s in d.sub_gemms],
                                   "needs_zero_fill": d.needs_zero_fill}}
-
-    @classmethod
-    def from_record(cls, rec: dict) -> "DgradSpec":
-        """Inverse of :meth:`to_record` (no validation: the record is a spec that was
-        validated where it was made)."""
-        d = rec["decomposition"]
-        decomp = Decomposition(h=AxisTilde(**d["h"]), w=AxisTilde(**d["w"]),
-                               sub_gemms=tuple(SubGemm(**s) for s in d["sub_gemms"]),
-                               needs_zero_fill=bool(d["needs_zero_fill"]))
-        name, m, n, k = rec["atom"]
-        va, vb, vc = rec["vec"]
-        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=Target.from_record(rec["target"]),
-                   config=PerfConfig.parse(rec["config"]), atom=MmaAtom(name, m, n, k), split_k=int(rec["split_k"]),
-                   lds_k_outer=bool(rec["lds_k_outer"]), vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp,
-                   split_k_reduce=str(rec.get("split_k_reduce", "atomic" if int(rec["split_k"]) > 1 else "none")))
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready) describing the resolved spec."""
@@ -626,29 +611,6 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
         return make_group_pack_spec(problem, target, config)
     return _build_gemm_spec(problem, target, config)
 
-
-def spec_from_record(rec: dict):
-    """A :class:`DgradSpec`, :class:`~miopen_solver.direct.DirectSpec`,
-    :class:`~miopen_solver.patch.PatchSpec`, :class:`~miopen_solver.nchw_pw.NchwPwSpec` or
-    :class:`~miopen_solver.group_pack.GroupPackSpec` from its ``to_record()`` (the schedule in
-    its config says which)."""
-    schedule = PerfConfig.parse(rec["config"]).schedule
-    if schedule is KernelSchedule.DIRECT:
-        from .direct import DirectSpec
-        return DirectSpec.from_record(rec)
-    if schedule.patch:
-        from .patch import PatchSpec
-        return PatchSpec.from_record(rec)
-    if schedule.nchw_pointwise:
-        from .nchw_pw import NchwPwSpec
-        return NchwPwSpec.from_record(rec)
-    if schedule is KernelSchedule.NCHW_TMA:
-        from .nchw_tma import NchwTmaSpec
-        return NchwTmaSpec.from_record(rec)
-    if schedule.group_pack:
-        from .group_pack import GroupPackSpec
-        return GroupPackSpec.from_record(rec)
-    return DgradSpec.from_record(rec)
 
 
 def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> DgradSpec:

@@ -182,11 +182,6 @@ class SplitKReduce:
                 "hi": self.hi, "wi": self.wi, "c": self.c, "slice_elems": self.slice_elems, "offset": self.offset,
                 "cover": list(self.cover)}
 
-    @classmethod
-    def from_record(cls, rec: dict) -> "SplitKReduce":
-        return cls(dtype=str(rec["dtype"]), layout=str(rec["layout"]), cover=tuple(int(v) for v in rec["cover"]),
-                   **{k: int(rec[k]) for k in ("split_k", "images", "hi", "wi", "c", "slice_elems", "offset")})
-
     def as_dict(self) -> dict:
         """Plain data for reports: the kernel, its launch and its share of the workspace."""
         return {"mode": "workspace", "kernel": self.kernel_name, "grid": list(self.grid), "block": list(self.block),

@@ -244,12 +244,6 @@ class LayoutTransform:
                 "cols": self.cols, "elem_bytes": self.elem_bytes, "offset": self.offset,
                 **({"form": self.form} if self.form else {})}
 
-    @classmethod
-    def from_record(cls, rec: dict) -> "LayoutTransform":
-        return cls(**{k: (rec[k] if k in ("tensor", "src", "dst") else int(rec[k])) for k in
-                      ("tensor", "src", "dst", "batch", "rows", "cols", "elem_bytes", "offset")},
-                   form=rec.get("form", ""))
-
     def apply(self, flat):
         """The transform on host bytes (numpy, any dtype): ``flat`` holds the src tensor;
         returns the dst tensor as a flat C-contiguous array. What the kernel does, for the

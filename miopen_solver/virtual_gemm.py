@@ -151,16 +151,10 @@ class VirtualGemmSpec:
         return self.gemm.mma_n
 
     def to_record(self) -> dict:
-        """Plain data for a worker (every resolved value); :meth:`from_record` inverts it."""
+        """Plain data for a worker (every resolved value; checked by
+        :meth:`~miopen_solver.solver.Solution.from_record`)."""
         return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
                 "config": self.config.serialize(), self.record_key: {"gemm": self.gemm.to_record()}}
-
-    @classmethod
-    def from_record(cls, rec: dict):
-        """Inverse of :meth:`to_record` (no validation)."""
-        gemm = DgradSpec.from_record(rec[cls.record_key]["gemm"])
-        return cls(problem=ConvProblem.from_dict(rec["problem"]), target=Target.from_record(rec["target"]),
-                   config=PerfConfig.parse(rec["config"]), gemm=gemm)
 
     def gemm_dict(self, **extra) -> dict:
         """The main loop's :meth:`DgradSpec.as_dict` with the real problem, the config, the

@@ -26,8 +26,8 @@ from miopen_solver.nchw_tma import column_fill, nchw_tma_reason, shift_loads, vi
 from miopen_solver.problem import ConvProblem
 from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cpu import CpuEngine
-from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import check_binary, spec_from_record
+from miopen_solver.solver import DgradSolver, Solution
+from miopen_solver.spec import check_binary
 from miopen_solver.target import get_target
 
 from test_gemm_emu import run_emulated
@@ -122,7 +122,7 @@ def test_shifting_producer_spec_keeps_the_real_target_and_sizes_the_grid_for_its
     the built binary is checked against it (check_binary, also after a worker's record round
     trip), and a 173 KB block is no more than sm_90's 227 KB."""
     sol = SOLVER.find_solution(_p(R50_3X3), SM90, perf_config="64,128,64,1,1,64,128,0,0,0,1,-1,4,13")
-    for spec in (sol.spec, spec_from_record(sol.spec.to_record())):
+    for spec in (sol.spec, Solution.from_record(sol.to_record()).spec):
         assert spec.target == SM90 and spec.lds_bytes == 173152 and spec.tile_blocks == 132
         assert check_binary(spec, {"registers": 128, "static_shared": 0}) is None
     # 64x64, 2 stages (52 KB): 4 blocks by shared memory, 65536 // (256 * (32 + 88)) = 2 by registers

@@ -132,31 +132,13 @@ class KernelSource:
     tensor_maps: tuple = ()
 
     def to_record(self) -> dict:
-        """Plain data (the text included) for a worker process; :meth:`from_record` inverts
-        it."""
+        """Plain data (the text included) for a worker process
+        (:meth:`~miopen_solver.solver.Solution.from_record` emits the source again and compares)."""
         return {"name": self.name, "vendor": self.vendor, "arch": self.arch,
                 "defines": [list(d) for d in self.defines], "text": self.text, "sha256": self.sha256,
                 "grid": list(self.grid), "block": list(self.block), "shared_bytes": self.shared_bytes,
                 "pre_memset": self.pre_memset,
                 "tensor_maps": [dataclasses.asdict(m) for m in self.tensor_maps]}
-
-    @classmethod
-    def from_record(cls, rec: dict) -> "KernelSource":
-        """Inverse of :meth:`to_record`.
-
-        Raises:
-            ValueError: the text does not match its sha256 (a corrupted record).
-        """
-        text = rec["text"]
-        if hashlib.sha256(text.encode()).hexdigest() != rec["sha256"]:
-            raise ValueError(f"kernel source record {rec['name']}: the text does not match its sha256")
-        maps = tuple(TensorMapDesc(m["operand"], m["dtype"], tuple(m["dims"]), tuple(m["strides"]), tuple(m["box"]),
-                                   int(m.get("swizzle", 128)))
-                     for m in rec["tensor_maps"])
-        return cls(name=rec["name"], vendor=rec["vendor"], arch=rec["arch"],
-                   defines=tuple(tuple(d) for d in rec["defines"]), text=text, sha256=rec["sha256"],
-                   grid=tuple(rec["grid"]), block=tuple(rec["block"]), shared_bytes=int(rec["shared_bytes"]),
-                   pre_memset=bool(rec["pre_memset"]), tensor_maps=maps)
 
     @property
     def define_flags(self) -> list:
