@@ -42,8 +42,8 @@ def job(role, perf_config: str = CONFIG, **kw):
 
 
 def corrupt_job(role):
-    """A job whose solution record was damaged on the way (its kernel text no longer
-    matches its sha256): the worker refuses it."""
+    """A job whose solution record was damaged on the way (its kernel text is no longer the
+    text its problem, target and config emit): the worker refuses it."""
     rec = solution().to_record()
     rec["kernels"][0]["source"]["text"] += "\n// changed"
     return workers.make_job(role, solution=rec, backend="cpu", seed=prng.DEFAULT_SEED)
@@ -202,8 +202,9 @@ def test_probe_auto():
 def test_exception_is_a_failed_result_and_the_next_job_gets_a_fresh_worker():
     with workers.Worker("timing") as w:
         bad = w.run(corrupt_job("timing"))
-        assert not bad.ok and bad.failure == "raised" and bad.error_type == "ValueError"
-        assert "does not match its sha256" in bad.reason and "Traceback" in bad.traceback
+        assert not bad.ok and bad.failure == "raised" and bad.error_type == "RecordError"
+        assert "solution record kernels[0].source.text" in bad.reason and "differs from what" in bad.reason
+        assert "Traceback" in bad.traceback
         assert bad.exit_code is None and gone(bad.pid)
         good = w.run(job("timing", iters=1))
         assert good.ok and good.pid != bad.pid and w.started == 2
