@@ -199,9 +199,18 @@ def design(rows) -> np.ndarray:
 def fit(rows, method: str = "graph") -> cost_model.Coefficients:
     """Non-negative least squares of relative error over ``rows``; the coefficients with the
     intercepts of timing ``method``."""
+    return coefficients_of(solve(rows), method)
+
+
+def solve(rows) -> np.ndarray:
+    """The weights of :func:`design`'s columns: non-negative least squares of relative error."""
     from scipy.optimize import nnls
     y = np.array([r["us"] for r in rows])
-    theta, _ = nnls(design(rows) / y[:, None], np.ones_like(y))
+    return nnls(design(rows) / y[:, None], np.ones_like(y))[0]
+
+
+def coefficients_of(theta, method: str = "graph") -> cost_model.Coefficients:
+    """:func:`solve`'s weights as the model's coefficients, with the intercepts of timing ``method``."""
     sched = cost_model.MODELLED
     k = len(METHODS) * len(sched)
     m = METHODS.index(method) * len(sched)
@@ -232,13 +241,9 @@ def source_of(row: dict) -> str:
 
 
 def model_default(problem, target, coef) -> PerfConfig:
-    """The solver's default for ``problem`` were the model's weights ``coef``: the rules'
-    config, or the model's pick where :func:`cost_model.default_config` takes it (the same
-    path as :func:`heuristics.heuristic_config`, whose other families come first)."""
-    rules = heuristics.heuristic_config(problem, target, allow_model=False)
-    if rules != heuristics.measured_nvidia_config(problem, target):   # another family's default
-        return rules
-    return cost_model.default_config(problem, target, rules, coef)
+    """The solver's default for ``problem`` were the model's weights ``coef``
+    (:func:`heuristics.heuristic_config` with them)."""
+    return heuristics.heuristic_config(problem, target, coefficients=coef)
 
 
 def judge(rows, min_configs: int = 5, target=None) -> list:
@@ -257,13 +262,13 @@ def judge(rows, min_configs: int = 5, target=None) -> list:
     for (label, method), rs in sorted(layers.items()):
         if len(rs) < min_configs:
             continue
-        others = [r for r in rows if layer_of(r["layer"]) != layer_of(label)]
-        coef = fit(others, method)
+        theta = solve([r for r in rows if layer_of(r["layer"]) != layer_of(label)])
+        coef = coefficients_of(theta, method)
         best = min(rs, key=lambda r: r["us"])
         pick = min(rs, key=lambda r: coef.time_us(r["f"]))
         dflt = [r for r in rs if r["default"]]
         # the solver's default is made with the graph intercepts (those the shipped weights carry)
-        refit = model_default(rs[0]["problem"], target, coef if method == "graph" else fit(others))
+        refit = model_default(rs[0]["problem"], target, coefficients_of(theta, "graph"))
         timed = {r["config"]: r["us"] for r in rs}
         out.append({"layer": label, "configs": len(rs), "best_us": best["us"], "best": str(best["config"]),
                     "model_us": pick["us"], "model": str(pick["config"]),

@@ -356,7 +356,7 @@ def nchw_tma_config(problem: ConvProblem, target: Target) -> PerfConfig:
 
 def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
                      allow_patch: bool = True, allow_nchw_pw: bool = True, allow_pack: bool = True,
-                     allow_model: bool = True) -> PerfConfig:
+                     allow_model: bool = True, coefficients=None) -> PerfConfig:
     """The tile choice behind :func:`default_performance_config`, before validation.
 
     GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
@@ -374,7 +374,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     <miopen_solver.cost_model.modelled>`) by :func:`~miopen_solver.cost_model.default_config`
     (the model's pick where it expects the rules' config to be clearly slower; ``allow_model=False``
     keeps the rules: the virtual problems of the patch, group-pack and NCHW pointwise families,
-    whose kernels the model was not fitted on). Other
+    whose kernels the model was not fitted on; ``coefficients`` replaces the model's shipped
+    :data:`~miopen_solver.cost_model.H200` weights, for judging a refit). Other
     targets (AMD, where nothing has been measured yet) use these rules, constant time in
     the problem size (they read sub-GEMM sizes, not data):
 
@@ -409,7 +410,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
         rules = measured_nvidia_config(p, t)
         if allow_model and p.all_nhwc and cost_model.modelled(p, t):
-            return cost_model.default_config(p, t, rules)
+            return cost_model.default_config(p, t, rules,
+                                             cost_model.H200 if coefficients is None else coefficients)
         return rules
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
     tile_n = 16
