@@ -38,10 +38,14 @@ Strings unchanged since 2024:
 
 from __future__ import annotations
 
+import os
+import re
+
 import numpy as np
 
 from miopen_solver import SOLVER_ID, SOLVER_NAME
 from miopen_solver.fileio import write_text
+from miopen_solver.text import shorten
 
 ALGORITHM_IMPLICIT_GEMM = 5
 """``miopenConvolutionBwdDataAlgoImplicitGEMM``."""
@@ -152,6 +156,30 @@ def stats_lines(problem, avg_ms: float, layout: str = "3.5") -> list:
     value = ("stats: bwdd-conv%dx%du%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %.0f, %.0f, %f"
              % ((p.Y, p.X, p.sH, p.N, p.C, p.Ho, p.Wo, p.Y, p.X, p.K) + tail))
     return [STATS_HEADER, value]
+
+
+STAMP_ENV = "SOURCE_DATE_EPOCH"
+MAX_STAMP = 253402300799            # 9999-12-31 23:59:59 UTC, the last instant strftime's %Y shows
+
+
+def stamp_time(environ=None) -> float | None:
+    """The instant the ``Timestamp`` line shows, in seconds since 1970-01-01 UTC:
+    ``SOURCE_DATE_EPOCH`` where set (the reproducible-builds.org convention, so two runs
+    can print identical text), else None (now).
+
+    Raises:
+        ValueError: the variable is not a whole number of seconds in [0, MAX_STAMP].
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(STAMP_ENV, "")
+    if raw.strip() == "":
+        return None
+    text = raw.strip()
+    allowed = f"allowed: whole seconds since 1970-01-01 UTC, 0 to {MAX_STAMP}"
+    digits = text.lstrip("0") or "0"
+    if not re.fullmatch(r"[0-9]+", text) or len(digits) > len(str(MAX_STAMP)) or int(digits) > MAX_STAMP:
+        raise ValueError(f"{STAMP_ENV}={shorten(raw)!r}: {allowed}")
+    return float(int(digits))
 
 
 def sysinfo_line(device_name: str | None = None, now: float | None = None) -> str:

@@ -674,7 +674,8 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     seed = prng.resolve_seed(o.environ)
     lines.append(report.seed_line(seed))
     if cmd.time:                    # MIOpenDriver 3.5 main.cpp: SysInfo after the buffers
-        lines.append(report.sysinfo_line(device.name if device.backend != "cpu" else None))
+        lines.append(report.sysinfo_line(device.name if device.backend != "cpu" else None,
+                                          report.stamp_time(o.environ)))
     lines.extend(search_notes)
     lines.extend(solution.notes)
     note = legacy_id_note(cmd)

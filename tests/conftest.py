@@ -199,6 +199,16 @@ def no_seed_env(monkeypatch):
     monkeypatch.delenv("MIOPEN_DEBUG_DRIVER_PRNG_SEED", raising=False)
 
 
+PINNED_STAMP = "1764547200"             # 2025-12-01 00:00:00 UTC
+
+
+@pytest.fixture(autouse=True)
+def _pinned_timestamp(monkeypatch):
+    """Every run a test makes (in process or in a subprocess) prints the same ``Timestamp``
+    line, so two runs' text can be compared whatever the wall clock did between them."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", PINNED_STAMP)
+
+
 @pytest.fixture(autouse=True)
 def _user_db_dir(monkeypatch, tmp_path_factory):
     """No test reads or writes the real MIOpen user db dir (the default perf-db's home)."""

@@ -65,6 +65,29 @@ def faults(monkeypatch):
     return arm
 
 
+def test_the_timestamp_is_source_date_epoch_where_set_and_now_otherwise(capsys, monkeypatch):
+    import calendar
+    import time as _time
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0086400")            # leading zeros: still decimal seconds
+    assert run(capsys, SMALL, "--backend", "cpu")[1][2].startswith("Timestamp: 1970-01-02 00:00:00 UTC; ")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "253402300799")
+    assert run(capsys, SMALL, "--backend", "cpu")[1][2].startswith("Timestamp: 9999-12-31 23:59:59 UTC; ")
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    before = _time.time()
+    stamp = run(capsys, SMALL, "--backend", "cpu")[1][2].split(";")[0][len("Timestamp: "):]
+    shown = calendar.timegm(_time.strptime(stamp, "%Y-%m-%d %H:%M:%S UTC"))
+    assert int(before) <= shown <= _time.time()
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "1e9", "253402300800", "9" * 400, "0x10", "١٢", "now"])
+def test_a_bad_source_date_epoch_is_one_line_naming_it(capsys, monkeypatch, value):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+    status, out, err = run(capsys, SMALL, "--backend", "cpu")
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith("dgrad-driver: error: SOURCE_DATE_EPOCH=") and "allowed: whole seconds since 1970-01-01 UTC" in err[0]
+    assert len(err[0]) < 200
+
+
 def test_small_line_prints_what_miopendriver_prints(capsys):
     status, out, err = run(capsys, SMALL, "--backend", "cpu")
     assert status == 0 and err == []
