@@ -1,5 +1,5 @@
-"""A worker start-up that takes 3 s (loaded through ``$DGRAD_WORKER_PRELOAD``)."""
+"""A worker start-up that takes 6 s (loaded through ``$DGRAD_WORKER_PRELOAD``)."""
 
 import time
 
-time.sleep(3)
+time.sleep(6)

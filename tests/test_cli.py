@@ -534,7 +534,7 @@ def test_hanging_worker_times_out(capsys, faults):
     faults("hang", **{"in": "run"})
     t0 = time.perf_counter()
     status, out, _ = run(capsys, SMALL.replace("-t 1", "-t 0"), "--timeout", "1")
-    assert time.perf_counter() - t0 < 10
+    assert time.perf_counter() - t0 < 60          # killed at 1 s; 60 s of slack for a busy machine
     assert status == 3 and "verification worker" in out[-1] and "timed out after 1 s" in out[-1]
 
 

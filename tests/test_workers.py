@@ -242,7 +242,7 @@ def test_hang_is_killed_at_the_timeout(monkeypatch):
     fault(monkeypatch, "hang")
     t0 = time.perf_counter()
     res = workers.run_one(job("timing", iters=1), timeout=1.0)
-    assert time.perf_counter() - t0 < 10
+    assert time.perf_counter() - t0 < 60          # killed at 1 s; 60 s of slack for a busy machine
     assert not res.ok and res.failure == "timeout" and res.signal == "SIGKILL"
     assert "timed out after 1 s" in res.reason and gone(res.pid)
 
