@@ -34,7 +34,7 @@ slot                meaning for ``direct``
                     bounds); 2 needs ``stages`` 1 and twice the 16-bit staging bytes
 ``stages``          dY rows in flight per thread: 1 = load a row, then compute it;
                     2 = load row r+1 into registers while row r is computed
-``warp_m``          unused, must be 1
+``warp_m``          unused, must be 1 (the mma body: warps per block)
 ``warp_n``          unused, must be 1
 ``vector_size_a``   body form: 0 = the original body; 1 = the lean body, the same
                     arithmetic in the same order with fewer issued non-FMA instructions
@@ -42,7 +42,8 @@ slot                meaning for ``direct``
                     zeroed whole before its predicated load (no per-element merge of the
                     out-of-range columns), and, where the threads are a multiple of
                     ``tile_n*kpg``, the filter is staged by fixed (channel, k) lanes over
-                    unrolled taps (no division per staged element)
+                    unrolled taps (no division per staged element); 2 = the mma body
+                    (below)
 ``vector_size_b``   unused, must be 0
 ``split_k``         unused, must be 1 (every dX element is written once by one thread)
 ==================  ===================================================================
@@ -52,11 +53,28 @@ phases * channel_blocks`` (channel block fastest, then phase, tile along W, tile
 image), y = z = 1; ``tiles_h = ceil(ceil(Hi/sH)/TQH)``, ``tiles_w = ceil(ceil(Wi/sW)/TQW)``,
 phases ``min(sH, Hi) * min(sW, Wi)``, channel blocks ``ceil(C/TN)``.
 
+The mma body (``vector_size_a`` 2, kernel ``direct_mma.cu``): depthwise (cpg = kpg = 1),
+fp16/bf16, C a multiple of 8, on targets with ``mma.sync.m16n8k16`` (NVIDIA sm_80+). Per
+channel and valid filter row, 16 dX columns x 8 dX rows are one m16n8k16 MMA per 16
+k-columns: A is the banded (Toeplitz) matrix of the row's W taps (``A[m][k] = W[y, x]``
+where ``k = m + off(x) - min_off``), B the 8 staged dY rows of that channel, so the taps
+run on tensor cores instead of FP32 FMAs. Its slots: ``tile_m`` dX columns (a multiple of
+16), ``tile_k`` dX rows (a multiple of 8), ``tile_n`` channels (a multiple of 8),
+``warp_tile_m`` 16 and ``warp_tile_n`` 8 (the MMA unit), ``vector_size_c`` 0 or 8 (16-byte
+groups of 8 channels), ``lds_k_outer`` 1 (the window is staged channel-major in shared
+memory), ``stages`` 1, ``warp_m`` the warps per block (each takes every ``warp_m``-th
+channel of the block). K spans ``16 + spanx`` columns: ``ceil((16 + spanx)/16)`` k-steps,
+at most :data:`MAX_MMA_KSTEPS`.
+
 Shared memory (all dynamic, passed at launch as the KernelSource's ``shared_bytes``): the
 block's filter taps in fp32, ``Y*X`` rows of ``TN*kpg`` floats rounded up to 4, plus 4, then with
 ``lds_k_outer`` 1 or 2 the staged dY window, ``(TQH + spany) x (TQW + spanx) x TNY`` storage
 elements (1) or floats (2) (span = the largest tap-offset spread over the phases, TNY = the
 block's dY channels). A config whose total exceeds the target's shared memory is refused.
+The mma body: the taps ``[Y*X][tile_n]`` in the storage type (rounded up to 16 bytes),
+then one dY plane per channel, ``(tile_k + spany) x pitch`` with ``pitch = tile_m +
+16*(k-steps - 1) + 8`` (an odd number of 16-byte units: ldmatrix's 8 row addresses hit 8
+bank groups), then one output plane per channel, ``tile_k x (tile_m + 8)``.
 """
 
 from __future__ import annotations
@@ -88,7 +106,15 @@ MAX_TAPS = 256
 MAX_W_PHASES = 8
 """Most W phases (``min(sW, Wi)``): each is one compiled instantiation of the body."""
 MAX_ACC = 64
-"""Most fp32 accumulators per thread (TPH*TPW*V)."""
+"""Most fp32 accumulators per thread (TPH*TPW*V; the mma body: 4 per unit of 16 x 8)."""
+MAX_MMA_KSTEPS = 4
+"""Most k-steps of 16 dY columns one banded A spans in the mma body (spanx <= 48)."""
+MAX_MMA_WARPS = 16
+"""Most warps per block in the mma body."""
+BLOCK_RESERVED_LDS = 1024
+"""Shared memory the CUDA runtime reserves per block on sm_80+ (bytes)."""
+MMA_BODY = 2
+"""``vector_size_a`` of the mma body."""
 MAX_WIN = 96
 """Most fp32 dY window registers per thread (used window columns x dY channels)."""
 MAX_VK = 32
@@ -193,6 +219,36 @@ def direct_reason(problem: ConvProblem, target: Target) -> str | None:
     return None
 
 
+def phase_spans(problem: ConvProblem) -> tuple:
+    """``(spany, spanx)``: the largest spread of tap offsets over the phases that have taps."""
+    p = problem
+    spanx = max((axis_span(r, p.pW, p.sW, p.dW, p.X)[1] for r in tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)),
+                default=0)
+    spany = max((axis_span(r, p.pH, p.sH, p.dH, p.Y)[1] for r in tap_phases(p.pH, p.sH, p.dH, p.Y, p.Hi)),
+                default=0)
+    return spany, spanx
+
+
+def mma_reason(problem: ConvProblem, target: Target) -> str | None:
+    """Why the mma body (``vector_size_a`` 2) cannot serve ``problem`` on ``target``, or None."""
+    p, t = problem, target
+    why = direct_reason(p, t)
+    if why is not None:
+        return why
+    if t.vendor == "amd" or t.atom(p.dtype, "mma16816") is None:
+        return (f"the mma body needs mma.sync.m16n8k16 for {p.dtype} (NVIDIA sm_80+, fp16/bf16); "
+                f"{t.arch} has none")
+    if p.cpg != 1 or p.kpg != 1:
+        return f"the mma body serves depthwise problems (cpg = kpg = 1); got cpg={p.cpg}, kpg={p.kpg}"
+    if p.C % 8:
+        return f"the mma body moves 16-byte groups of 8 channels; C={p.C} is not a multiple of 8"
+    spanx = phase_spans(p)[1]
+    if _cdiv(16 + spanx, 16) > MAX_MMA_KSTEPS:
+        return (f"the W taps of a phase span {spanx} dY columns; the mma body takes at most "
+                f"{16 * MAX_MMA_KSTEPS - 16} ({MAX_MMA_KSTEPS} k-steps of 16)")
+    return None
+
+
 # ----------------------------------------------------------------------------- spec
 @dataclass(frozen=True)
 class DirectSpec:
@@ -230,6 +286,14 @@ class DirectSpec:
     lean: bool = False       # the lean body (vector_size_a=1; the kernel's ``lean`` section)
     stage32: bool = False    # dY staged as fp32 (lds_k_outer=2; the kernel's ``stage32`` section)
     lyg: int = 0             # dY staging load width with stage32, elements (0 otherwise)
+    mma: bool = False        # the mma body (vector_size_a=2; kernel direct_mma.cu)
+    warps: int = 0           # mma body: warps per block
+    ksteps: int = 0          # mma body: k-steps of 16 dY columns per banded A
+    plane_rows: int = 0      # mma body: rows of a channel's dY plane (tile_k + spany)
+    plane_width: int = 0     # mma body: columns the k-steps read (tile_m + 16*(ksteps-1))
+    plane_pitch: int = 0     # mma body: elements per plane row (odd 16-byte units)
+    out_pitch: int = 0       # mma body: elements per output-plane row
+    plane_bytes: int = 0     # mma body: bytes of the dY planes
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -269,8 +333,16 @@ class DirectSpec:
                 "config": self.config.serialize(), "direct": rec}
 
     @property
+    def min_blocks(self) -> int:
+        """mma body: the blocks per multiprocessor its shared memory allows (each block also
+        reserves :data:`BLOCK_RESERVED_LDS` bytes), at most what leaves 64 registers a
+        thread; ``__launch_bounds__``' second argument."""
+        fit = self.target.lds_bytes // (self.lds_bytes + BLOCK_RESERVED_LDS)
+        return max(1, min(fit, self.target.regs_per_cu // (64 * self.block_threads)))
+
+    @property
     def block_threads(self) -> int:
-        return self.ct * self.twt * self.tht
+        return 32 * self.warps if self.mma else self.ct * self.twt * self.tht
 
     @property
     def threads(self) -> int:
@@ -288,6 +360,9 @@ class DirectSpec:
         widths, threads, dY path, index width and the problem (``short_tag``)."""
         p = self.problem
         arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
+        if self.mma:
+            return (f"dgrad_direct_mma_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_w{self.warps}"
+                    f"_k{self.ksteps}{'_i64' if self.idx64 else ''}_{p.short_tag()}")
         path = ("lds32" if self.stage32 else "lds") if self.stage else "l1"
         return (f"dgrad_direct_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_p{self.tpw}x{self.tph}"
                 f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}_s{self.config.stages}"
@@ -310,20 +385,31 @@ class DirectSpec:
             "vector_dx": self.lx,
             "dy_path": ("lds32" if self.stage32 else "lds") if self.stage else "l1",
             "dy_rows_in_flight": self.config.stages,
-            "body": "lean" if self.lean else "original",
+            "body": "mma" if self.mma else "lean" if self.lean else "original",
             "phases": [self.nph_h, self.nph_w],
             "lds_bytes": self.lds_bytes,
-            "accumulators_per_thread": self.tph * self.tpw * self.vec,
+            "accumulators_per_thread": (self.tqh // 8) * (self.tqw // 16) * 4 if self.mma
+            else self.tph * self.tpw * self.vec,
             "split_k": self.split_k,
             "zero_fill": self.zero_fill,
             "sub_gemms": len(self.sub_gemms),
             "workspace_bytes": self.workspace_bytes,
             "index_bits": 64 if self.idx64 else 32,
-        }
+        } | ({"mma": {"atom": "m16n8k16", "warps": self.warps, "k_steps": self.ksteps,
+                      "plane_rows": self.plane_rows, "plane_pitch": self.plane_pitch}} if self.mma else {})
 
     def defines(self) -> list:
         """The ``DD_*`` defines of ``kernels/direct.cu`` (problem ``DG_*`` defines apart);
-        ``DD_LYG`` (the fp32 staging's load width) only with ``stage32``."""
+        ``DD_LYG`` (the fp32 staging's load width) only with ``stage32``; the mma body's
+        (``kernels/direct_mma.cu``) its own."""
+        if self.mma:
+            return [("DD_THREADS", self.block_threads), ("DD_WARPS", self.warps), ("DD_TN", self.tn),
+                    ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_RB", self.tqh // 8), ("DD_CBW", self.tqw // 16),
+                    ("DD_KS", self.ksteps), ("DD_PR", self.plane_rows), ("DD_PW", self.plane_width),
+                    ("DD_PP", self.plane_pitch), ("DD_OP", self.out_pitch), ("DD_NPH_H", self.nph_h),
+                    ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h), ("DD_TILES_W", self.tiles_w),
+                    ("DD_CB", self.cblocks), ("DD_WS_BYTES", self.ws_bytes), ("DD_PLANE_BYTES", self.plane_bytes),
+                    ("DD_IDX64", int(self.idx64)), ("DD_MIN_BLOCKS", self.min_blocks)]
         return [("DD_THREADS", self.block_threads), ("DD_TN", self.tn), ("DD_V", self.vec),
                 ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_TPW", self.tpw), ("DD_TPH", self.tph),
                 ("DD_CT", self.ct), ("DD_TWT", self.twt), ("DD_THT", self.tht),
@@ -340,6 +426,9 @@ class DirectSpec:
         p, t = self.problem, self.target
         vendor = "amd" if t.vendor == "amd" else "nvidia"
         d = _problem_defines(p) + [("DG_KERNEL_NAME", self.kernel_name)] + self.defines()
+        if self.mma:
+            return _make(self.kernel_name, vendor, t.arch, d, _read("direct_mma.cu"), self.grid,
+                         (self.block_threads, 1, 1), self.lds_bytes)
         return _make(self.kernel_name, vendor, t.arch, d,
                      _read("direct.cu", frozenset({"lean"} if self.lean else ()) | frozenset(
                          {"stage32"} if self.stage32 else ())), self.grid,
@@ -372,6 +461,8 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     p, t, c = problem, target, config
     why = direct_reason(p, t)
     _check(why is None, f"the direct schedule does not apply: {why}")
+    if c.vector_size_a == MMA_BODY:
+        return _make_mma_spec(p, t, c)
     for name, want in FIXED_SLOTS:
         got = getattr(c, name)
         _check(got == want, f"{name} must be {want} for the direct schedule (unused slot), got {got}")
@@ -385,7 +476,8 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     _check(not (c.lds_k_outer == 2 and c.stages == 2),
            "lds_k_outer=2 (dY staged as fp32) needs stages=1: the row prefetch holds raw dY rows in registers")
     _check(c.vector_size_a in (0, 1),
-           f"vector_size_a must be 0 (original body) or 1 (lean body) for the direct schedule, got {c.vector_size_a}")
+           f"vector_size_a must be 0 (original body), 1 (lean body) or 2 (mma body) for the direct schedule, "
+           f"got {c.vector_size_a}")
     _check(c.tile_m % c.warp_tile_m == 0,
            f"tile_m={c.tile_m} must be a multiple of warp_tile_m={c.warp_tile_m} (columns per thread)")
     _check(c.tile_k % c.warp_tile_n == 0,
@@ -420,10 +512,7 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     ly = _pow2_div(gcd(ny, p.K), cap)
     lys = _pow2_div(ny, cap)
     lx = _pow2_div(gcd(v, p.C), cap)
-    spanx = max((axis_span(r, p.pW, p.sW, p.dW, p.X)[1] for r in tap_phases(p.pW, p.sW, p.dW, p.X, p.Wi)),
-                default=0)
-    spany = max((axis_span(r, p.pH, p.sH, p.dH, p.Y)[1] for r in tap_phases(p.pH, p.sH, p.dH, p.Y, p.Hi)),
-                default=0)
+    spany, spanx = phase_spans(p)
     ws_pitch = _cdiv(c.tile_n * p.kpg, 4) * 4 + WS_PAD_FLOATS
     ws_bytes = p.Y * p.X * ws_pitch * 4
     stage = bool(c.lds_k_outer)
@@ -450,6 +539,76 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
                       cblocks=cblocks, ws_pitch=ws_pitch, ws_bytes=ws_bytes,
                       stage_cols=scols, lds_bytes=lds, idx64=idx64, lean=bool(c.vector_size_a),
                       stage32=stage32, lyg=lyg)
+
+
+def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig) -> DirectSpec:
+    """:func:`make_direct_spec` for the mma body (``vector_size_a`` 2)."""
+    why = mma_reason(p, t)
+    _check(why is None, f"vector_size_a=2 (mma body): {why}")
+    for name, want in (("warp_n", 1), ("vector_size_b", 0), ("split_k", 1), ("warp_tile_m", 16),
+                       ("warp_tile_n", 8), ("lds_k_outer", 1), ("stages", 1)):
+        got = getattr(c, name)
+        _check(got == want, f"{name} must be {want} for the direct schedule's mma body, got {got}")
+    _check(c.vector_size_c in (0, 8),
+           f"vector_size_c must be 0 (auto) or 8 for the mma body (16-byte groups of 8 channels), got {c.vector_size_c}")
+    _check(c.tile_m >= 16 and c.tile_m % 16 == 0, f"tile_m={c.tile_m} must be a positive multiple of 16 (mma body)")
+    _check(c.tile_k >= 8 and c.tile_k % 8 == 0, f"tile_k={c.tile_k} must be a positive multiple of 8 (mma body)")
+    _check(c.tile_n >= 8 and c.tile_n % 8 == 0, f"tile_n={c.tile_n} must be a positive multiple of 8 (mma body)")
+    _check(1 <= c.warp_m <= min(MAX_MMA_WARPS, c.tile_n),
+           f"warp_m={c.warp_m} (warps per block) must be 1 to min({MAX_MMA_WARPS}, tile_n={c.tile_n}) for the "
+           f"mma body")
+    units = (c.tile_k // 8) * (c.tile_m // 16)
+    _check(units * 4 <= MAX_ACC,
+           f"tile_k/8 x tile_m/16 = {units} units of 16 x 8 need {units * 4} accumulators per thread, more than {MAX_ACC}")
+    spany, spanx = phase_spans(p)
+    ksteps = _cdiv(16 + spanx, 16)
+    eb = p.elem_bytes
+    plane_rows = c.tile_k + spany
+    plane_width = c.tile_m + 16 * (ksteps - 1)
+    plane_pitch = plane_width + 8
+    out_pitch = c.tile_m + 8
+    ws_bytes = _cdiv(p.Y * p.X * c.tile_n * eb, 16) * 16
+    plane_bytes = c.tile_n * plane_rows * plane_pitch * eb
+    lds = ws_bytes + plane_bytes + c.tile_n * c.tile_k * out_pitch * eb
+    _check(lds <= t.lds_bytes, f"{lds} bytes of shared memory (filter taps {ws_bytes}, dY planes {plane_bytes}, "
+                               f"output planes {lds - ws_bytes - plane_bytes}) exceed {t.arch}'s {t.lds_bytes}; "
+                               f"lower tile_n, tile_m or tile_k")
+    nph_h, nph_w = min(p.sH, p.Hi), min(p.sW, p.Wi)
+    tiles_h = _cdiv(_cdiv(p.Hi, p.sH), c.tile_k)
+    tiles_w = _cdiv(_cdiv(p.Wi, p.sW), c.tile_m)
+    cblocks = _cdiv(p.C, c.tile_n)
+    blocks = p.N * tiles_h * tiles_w * nph_h * nph_w * cblocks
+    _check(blocks <= t.max_grid[0], f"{blocks} blocks exceed the grid limit {t.max_grid[0]}; raise tile_m or tile_k")
+    idx64 = max(p.dy_elems, p.dx_elems, p.w_elems) > 2**31 - 1
+    return DirectSpec(problem=p, target=t, config=c, vec=8, tn=c.tile_n, tqw=c.tile_m, tqh=c.tile_k,
+                      tpw=16, tph=8, stage=True, ct=c.tile_n // 8, twt=c.tile_m // 16, tht=c.tile_k // 8,
+                      ny=1, tny=c.tile_n, ly=8, lys=8, lx=8, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h,
+                      tiles_w=tiles_w, cblocks=cblocks, ws_pitch=c.tile_n, ws_bytes=ws_bytes,
+                      stage_cols=plane_width, lds_bytes=lds, idx64=idx64, mma=True, warps=c.warp_m,
+                      ksteps=ksteps, plane_rows=plane_rows, plane_width=plane_width, plane_pitch=plane_pitch,
+                      out_pitch=out_pitch, plane_bytes=plane_bytes)
+
+
+def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int) -> PerfConfig:
+    """The mma body's config of a ``tile_k x tile_m`` dX tile of ``tile_n`` channels and
+    ``warps`` warps (not validated)."""
+    return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, warp_m=warps, warp_n=1, warp_tile_m=16,
+                      warp_tile_n=8, vector_size_a=MMA_BODY, vector_size_b=0, vector_size_c=8, split_k=1,
+                      lds_k_outer=1, stages=1, schedule=KernelSchedule.DIRECT)
+
+
+MMA_TILES = ((32, 16, 16, 4), (32, 32, 16, 8), (64, 16, 8, 4), (32, 32, 8, 8), (16, 32, 16, 8),
+             (64, 16, 16, 8), (32, 16, 32, 8), (64, 32, 16, 8))
+"""The mma body's searched tiles, ``(tile_m, tile_n, tile_k, warps)``: 256 to 1024 dX
+pixels of 16 or 32 channels per block, 4 or 8 warps."""
+
+
+def mma_search_space(problem: ConvProblem, target: Target):
+    """The mma body's candidate configs (unvalidated; none where :func:`mma_reason` refuses)."""
+    if mma_reason(problem, target) is not None:
+        return
+    for tile in MMA_TILES:
+        yield mma_config(*tile)
 
 
 def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
@@ -638,6 +797,7 @@ def direct_search_space(problem: ConvProblem, target: Target):
         if cfg not in seen:
             seen.add(cfg)
             yield cfg
+    yield from mma_search_space(problem, target)
 
 
 # ----------------------------------------------------------------------------- CPU engine

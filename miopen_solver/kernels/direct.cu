@@ -35,6 +35,7 @@
 // Every problem value arrives as a DG_* define and every schedule value as a DD_* define
 // from miopen_solver/direct.py. No vendor header is included.
 
+// #block vendor
 // ------------------------------------------------------------------ vendor layer
 #if defined(DG_VENDOR_AMD)
 #ifndef __global__
@@ -84,6 +85,7 @@ typedef long long dd_idx;
 #else
 typedef int dd_idx;
 #endif
+// #end block vendor
 
 // ------------------------------------------------------------------ rules (mirror direct.py)
 static_assert(DD_TN % DD_V == 0, "tile_n must be a multiple of the channel vector");
@@ -98,6 +100,7 @@ static_assert(DD_LY * DD_EB <= 16 && DD_LX * DD_EB <= 16, "16-byte accesses at m
 static_assert(DD_WSP % 4 == 0, "weight tap pitch keeps 16-byte alignment");
 static_assert(DD_PREFETCH == 0 || DD_PREFETCH == 1, "prefetch depth");
 
+// #block moves
 // ------------------------------------------------------------------ conversions
 DD_DEVICE float dd_bits_f(dd_u32 u) {
     union { dd_u32 u; float f; } c;
@@ -216,6 +219,7 @@ DD_DEVICE void dd_zero(dd_t* e) {
 #pragma unroll
     for (int i = 0; i < L; ++i) e[i] = (dd_t)0;
 }
+// #end block moves
 // #section lean|stage32
 // L storage elements at p (aligned to L elements, read-only path) into e[0..L), or zeros
 // where !ok: the whole vector register is zeroed and the load predicated before the

@@ -1,0 +1,233 @@
+"""The direct schedule's mma body (``vector_size_a`` 2, kernels/direct_mma.cu), CPU only: its
+rules, its spec and records, the search, offline builds (no spills), and the emitted kernel
+run on the emulator (NVIDIA flavour: ldmatrix and mma.sync emulated from their documented
+fragment layouts) against the float64 reference with NaN-poisoned dX."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import numpy as np
+import pytest
+
+from miopen_solver import layouts
+from miopen_solver.direct import (MAX_ACC, MAX_MMA_KSTEPS, MAX_MMA_WARPS, MMA_BODY, MMA_TILES, direct_search_space,
+                                  is_valid_direct_config, make_direct_spec, mma_config, mma_reason, phase_spans,
+                                  run_direct_cpu)
+from miopen_solver.errors import PerfConfigError
+from miopen_solver.kernels import offline
+from miopen_solver.problem import ConvProblem
+from miopen_solver.reference import default_tolerance, dgrad_reference, rms_range
+from miopen_solver.solver import Solution, solution_of
+from miopen_solver.target import get_target
+
+import kernel_emu
+
+SM90, SM80 = get_target("sm_90"), get_target("sm_80")
+NHWC = dict(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+def dw(**kw) -> ConvProblem:
+    base = dict(N=2, C=16, Hi=9, Wi=21, K=16, G=16, Y=3, X=5, pH=1, pW=2, dtype="fp16")
+    base.update(kw)
+    if "C" in kw and "K" not in kw:
+        base["K"] = base["G"] = kw["C"]
+    return ConvProblem(**base, **NHWC)
+
+
+# ----------------------------------------------------------------------------- rules
+@pytest.mark.parametrize("problem, arch, words", [
+    (dw(), "gfx942", "NVIDIA sm_80+"),
+    (dw(dtype="fp32"), "sm_90", "fp32"),
+    (dw(C=32, K=32, G=16), "sm_90", "cpg=2"),
+    (dw(C=16, K=32, G=16), "sm_90", "kpg=2"),
+    (dw(C=12), "sm_90", "C=12 is not a multiple of 8"),
+    (dw(Wi=90, X=9, pW=12, dW=7), "sm_90", "span 56 dY columns; the mma body takes at most 48"),
+])
+def test_each_reason(problem, arch, words):
+    why = mma_reason(problem, get_target(arch))
+    assert why is not None and words in why, why
+    with pytest.raises(PerfConfigError, match="mma body"):
+        make_direct_spec(problem, get_target(arch), mma_config(16, 16, 8, 4))
+
+
+def test_spans_up_to_four_k_steps_are_served():
+    p = dw(Wi=60, X=13, pW=6, dW=3)                      # 16 + 36 columns: 4 k-steps
+    assert phase_spans(p)[1] == 36 and mma_reason(p, SM90) is None
+    assert make_direct_spec(p, SM90, mma_config(16, 16, 8, 4)).ksteps == MAX_MMA_KSTEPS
+
+
+@pytest.mark.parametrize("changes, field", [
+    (dict(warp_n=2), "warp_n"), (dict(split_k=2), "split_k"), (dict(vector_size_b=4), "vector_size_b"),
+    (dict(warp_tile_m=8), "warp_tile_m"), (dict(warp_tile_n=16), "warp_tile_n"),
+    (dict(lds_k_outer=0), "lds_k_outer"), (dict(stages=2), "stages"), (dict(vector_size_c=4), "vector_size_c"),
+    (dict(tile_m=24), "tile_m"), (dict(tile_k=12), "tile_k"), (dict(tile_n=12), "tile_n"),
+    (dict(warp_m=0), "warp_m"), (dict(warp_m=17, tile_n=32), "warp_m"), (dict(warp_m=9, tile_n=8), "warp_m"),
+    (dict(tile_m=64, tile_k=48), "accumulators"), (dict(tile_n=1024, warp_m=16), "shared memory"),
+])
+def test_each_config_rule_names_its_field(changes, field):
+    c = mma_config(16, 16, 8, 4).replace(**changes)
+    ok, why = is_valid_direct_config(dw(), SM90, c)
+    assert not ok and field in why and "\n" not in why, why
+
+
+def test_limits_hold_at_their_edges():
+    p = dw(C=64)
+    assert is_valid_direct_config(p, SM90, mma_config(16, 64, 8, MAX_MMA_WARPS))[0]
+    assert is_valid_direct_config(p, SM90, mma_config(64, 16, 32, 4))[0]           # 16 units: 64 accumulators
+    assert (64 // 16) * (32 // 8) * 4 == MAX_ACC
+
+
+# ----------------------------------------------------------------------------- spec
+def test_spec_fields_name_dict_and_record():
+    p = dw()
+    s = make_direct_spec(p, SM90, mma_config(32, 16, 8, 4))
+    spany, spanx = phase_spans(p)
+    assert (spany, spanx) == (2, 4)
+    assert s.mma and s.block_threads == 128 and s.ksteps == 2            # 16 + 4 columns: 2 k-steps
+    assert s.plane_rows == 8 + 2 and s.plane_width == 32 + 16 and s.plane_pitch == 56
+    assert (s.plane_pitch // 8) % 2 == 1
+    assert s.lds_bytes == 16 * 3 * 5 * 2 + 16 * 10 * 56 * 2 + 16 * 8 * 40 * 2
+    assert s.kernel_name == f"dgrad_direct_mma_sm_90_fp16_t32x16x8_w4_k2_{p.short_tag()}"
+    d = json.loads(json.dumps(s.as_dict()))
+    assert d["body"] == "mma" and d["mma"] == {"atom": "m16n8k16", "warps": 4, "k_steps": 2, "plane_rows": 10,
+                                               "plane_pitch": 56}
+    assert d["threads"] == 128 and d["accumulators_per_thread"] == 2 * 4 and d["schedule"] == "direct"
+    src = s.emit()
+    assert src.block == (128, 1, 1) and src.shared_bytes == s.lds_bytes and not src.pre_memset
+    assert ("DD_KS", 2) in src.defines and ("DD_MIN_BLOCKS", s.min_blocks) in src.defines
+    assert "mma.sync.aligned.m16n8k16" in src.text and "// #" not in src.text
+    assert Solution.from_record(solution_of(s).to_record()).spec == s             # a worker's round trip
+    names = {make_direct_spec(p, SM90, c).kernel_name for c in
+             (mma_config(32, 16, 8, 4), mma_config(32, 16, 8, 8), mma_config(16, 16, 8, 4), mma_config(32, 32, 8, 4),
+              mma_config(32, 16, 16, 4))}
+    assert len(names) == 5
+
+
+def test_min_blocks_is_what_shared_memory_and_registers_allow():
+    for tile in MMA_TILES:
+        s = make_direct_spec(dw(C=96, Hi=56, Wi=56, Y=7, X=7, pH=3, pW=3), SM90, mma_config(*tile))
+        fit = SM90.lds_bytes // (s.lds_bytes + 1024)
+        assert s.min_blocks == max(1, min(fit, 65536 // (64 * s.block_threads)))
+        assert s.min_blocks * s.block_threads * 64 <= 65536 or s.min_blocks == 1
+
+
+def test_search_reaches_the_mma_body_only_where_it_applies():
+    def bodies(p, t):
+        return {c.vector_size_a for c in direct_search_space(p, t)}
+    assert MMA_BODY in bodies(dw(), SM90) and MMA_BODY in bodies(dw(dtype="bf16"), SM80)
+    for p, t in ((dw(), get_target("gfx90a")), (dw(dtype="fp32"), SM90), (dw(C=12), SM90),
+                 (dw(C=32, K=32, G=16), SM90)):
+        assert MMA_BODY not in bodies(p, t)
+
+
+def test_cpu_engine_runs_an_mma_config_against_the_reference():
+    """Where no GPU exists the CPU engine runs the same phases and taps for an mma spec."""
+    p = dw(dtype="bf16")
+    s = make_direct_spec(p, SM90, mma_config(16, 16, 8, 4))
+    rng = np.random.default_rng(3)
+    dy, w = fresh_inputs(p, rng)
+    out = run_direct_cpu(s, dy, w)
+    assert rms_range(dgrad_reference(p, dy, w), out) < default_tolerance("bf16", implicit_gemm=False)
+
+
+# ----------------------------------------------------------------------------- the kernel
+def fresh_inputs(p: ConvProblem, rng):
+    st = layouts.storage_dtype(p.dtype)
+    dy = rng.standard_normal((p.N, p.Ho, p.Wo, p.K)).astype(np.float32).astype(st)
+    w = rng.standard_normal((p.K, p.Y, p.X, 1)).astype(np.float32).astype(st)
+    return dy, w
+
+
+def random_mma_problem(R: random.Random) -> ConvProblem | None:
+    Y, X = R.randint(1, 7), R.randint(1, 7)
+    C = 8 * R.randint(1, 3)
+    try:
+        p = ConvProblem(N=R.randint(1, 2), C=C, K=C, G=C, Hi=R.randint(1, 20), Wi=R.randint(1, 40), Y=Y, X=X,
+                        pH=R.randint(0, Y), pW=R.randint(0, X), sH=R.randint(1, 4), sW=R.randint(1, 4),
+                        dH=R.randint(1, 3), dW=R.randint(1, 3), dtype=R.choice(["fp16", "bf16"]), **NHWC)
+    except ValueError:            # the filter does not fit the padded input
+        return None
+    return p if mma_reason(p, SM90) is None else None
+
+
+SMALL_TILES = ((16, 8, 8, 1), (16, 16, 8, 4), (32, 8, 16, 2), (16, 16, 16, 3), (48, 8, 8, 8), (32, 24, 8, 5))
+
+FIXED = [      # 7x7 s1 (two k-steps), 5x5 s2 (phases), dilation 3 (three k-steps), a partial last channel block
+    dw(C=16, Hi=13, Wi=35, Y=7, X=7, pH=3, pW=3),
+    dw(C=8, Hi=12, Wi=23, Y=5, X=5, pH=2, pW=2, sH=2, sW=2, dtype="bf16"),
+    dw(C=8, Hi=11, Wi=40, Y=3, X=7, pH=3, pW=9, dH=3, dW=3),
+    dw(C=24, Hi=9, Wi=17, Y=3, X=3, pH=1, pW=1),
+]
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("case", range(len(FIXED) + 8))
+def test_emulated_mma_body_matches_float64_reference(case, tmp_path):
+    """Fixed and random depthwise problems (strides 1-4, dilations 1-3, pads, images smaller
+    and larger than a tile), random tiles, dX NaN-poisoned (every element must be written)."""
+    R = random.Random(700 + case)
+    if case < len(FIXED):
+        p = FIXED[case]
+        tile = (16, 16, 8, 4) if case != 3 else (32, 16, 8, 3)
+    else:
+        p = None
+        while p is None:
+            p = random_mma_problem(R)
+        tile = R.choice(SMALL_TILES)
+    s = make_direct_spec(p, SM90, mma_config(*tile))
+    assert s.mma
+    dy, w = fresh_inputs(p, np.random.default_rng(case))
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor="nvidia")
+    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), tile)
+    ref = dgrad_reference(p, dy, w)
+    assert rms_range(ref, out) < default_tolerance(p.dtype, implicit_gemm=False), (p.short_tag(), tile)
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+def test_a_wrong_band_fails(tmp_path):
+    """The check can fail: the kernel with A's band shifted by one column is far off."""
+    p = FIXED[0]
+    s = make_direct_spec(p, SM90, mma_config(16, 16, 8, 4))
+    src = s.emit()
+    bad = src.text.replace("(k - m + xmin) * DG_SW", "(k - m + xmin + 1) * DG_SW")
+    assert bad != src.text
+
+    class Bent:                      # run_direct reads the problem and the emitted source
+        problem = p
+
+        def emit(self):
+            return dataclasses.replace(src, text=bad)
+    dy, w = fresh_inputs(p, np.random.default_rng(1))
+    out = kernel_emu.run_direct(Bent(), dy, w, tmp_path, vendor="nvidia")
+    assert rms_range(dgrad_reference(p, dy, w), out) > 0.1
+
+
+LAYERS = [    # the zoo's large-filter depthwise layers (ConvNeXt 7x7, EfficientNet 5x5 s1 and s2)
+    dict(N=64, C=96, Hi=56, Wi=56, Y=7, X=7, pH=3, pW=3),
+    dict(N=64, C=240, Hi=28, Wi=28, Y=5, X=5, pH=2, pW=2),
+    dict(N=64, C=144, Hi=56, Wi=56, Y=5, X=5, pH=2, pW=2, sH=2, sW=2),
+]
+
+
+@pytest.mark.skipif(not offline.shutil.which("nvcc"), reason="nvcc not on PATH")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_nvcc_builds_every_searched_tile_without_spills(arch, dtype, tmp_path):
+    t = get_target(arch)
+    built = 0
+    for kw in LAYERS:
+        p = dw(**kw, dtype=dtype)
+        for tile in MMA_TILES:
+            ok, why = is_valid_direct_config(p, t, mma_config(*tile))
+            if not ok:
+                assert "shared memory" in why and arch == "sm_80", why
+                continue
+            b = offline.inspect_nvidia(make_direct_spec(p, t, mma_config(*tile)).emit().text, arch, tmp_path, "k")
+            assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.spill_load_bytes == 0 \
+                and b.stack_bytes == 0, (kw, tile, b.registers)
+            assert b.count("mma.sync.aligned.m16n8k16") > 0 and b.count("ldmatrix") > 0
+            built += 1
+    assert built >= 3 * len(MMA_TILES) - 3
