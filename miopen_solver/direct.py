@@ -71,10 +71,13 @@ block's filter taps in fp32, ``Y*X`` rows of ``TN*kpg`` floats rounded up to 4, 
 ``lds_k_outer`` 1 or 2 the staged dY window, ``(TQH + spany) x (TQW + spanx) x TNY`` storage
 elements (1) or floats (2) (span = the largest tap-offset spread over the phases, TNY = the
 block's dY channels). A config whose total exceeds the target's shared memory is refused.
-The mma body: the taps ``[Y*X][tile_n]`` in the storage type (rounded up to 16 bytes),
-then one dY plane per channel, ``(tile_k + spany) x pitch`` with ``pitch = tile_m +
-16*(k-steps - 1) + 8`` (an odd number of 16-byte units: ldmatrix's 8 row addresses hit 8
-bank groups), then one output plane per channel, ``tile_k x (tile_m + 8)``.
+The mma body: the band table, ``Y x tile_n x (16*k-steps + 16)`` 32-bit pairs of A's
+diagonals (the phase's W taps by offset, zeros off the band), then one dY plane per
+channel, ``(tile_k + spany) x pitch`` with ``pitch = tile_m + 16*(k-steps - 1) + 8`` (an odd
+number of 16-byte units: ldmatrix's 8 row addresses hit 8 bank groups), then one output
+plane per channel, ``tile_m`` columns of ``tile_k + 8`` (``+ 16`` when ``tile_k`` is an odd
+multiple of 8) rows, rows consecutive: inside the channel's dY plane where it fits (only
+the warp that reads a plane writes its output there), else after the dY planes.
 """
 
 from __future__ import annotations
@@ -111,6 +114,8 @@ MAX_MMA_KSTEPS = 4
 """Most k-steps of 16 dY columns one banded A spans in the mma body (spanx <= 48)."""
 MAX_MMA_WARPS = 16
 """Most warps per block in the mma body."""
+MMA_MIN_REGISTERS = 128
+"""Registers a thread of the mma body may always use (its largest tiles take about 100)."""
 BLOCK_RESERVED_LDS = 1024
 """Shared memory the CUDA runtime reserves per block on sm_80+ (bytes)."""
 MMA_BODY = 2
@@ -292,8 +297,9 @@ class DirectSpec:
     plane_rows: int = 0      # mma body: rows of a channel's dY plane (tile_k + spany)
     plane_width: int = 0     # mma body: columns the k-steps read (tile_m + 16*(ksteps-1))
     plane_pitch: int = 0     # mma body: elements per plane row (odd 16-byte units)
-    out_pitch: int = 0       # mma body: elements per output-plane row
+    out_pitch: int = 0       # mma body: elements per output-plane column (its rows consecutive)
     plane_bytes: int = 0     # mma body: bytes of the dY planes
+    out_in_plane: bool = False   # mma body: each output plane lives in its channel's dY plane
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -335,10 +341,10 @@ class DirectSpec:
     @property
     def min_blocks(self) -> int:
         """mma body: the blocks per multiprocessor its shared memory allows (each block also
-        reserves :data:`BLOCK_RESERVED_LDS` bytes), at most what leaves 64 registers a
-        thread; ``__launch_bounds__``' second argument."""
+        reserves :data:`BLOCK_RESERVED_LDS` bytes), at most what leaves
+        :data:`MMA_MIN_REGISTERS` registers a thread; ``__launch_bounds__``' second argument."""
         fit = self.target.lds_bytes // (self.lds_bytes + BLOCK_RESERVED_LDS)
-        return max(1, min(fit, self.target.regs_per_cu // (64 * self.block_threads)))
+        return max(1, min(fit, self.target.regs_per_cu // (MMA_MIN_REGISTERS * self.block_threads)))
 
     @property
     def block_threads(self) -> int:
@@ -406,9 +412,10 @@ class DirectSpec:
             return [("DD_THREADS", self.block_threads), ("DD_WARPS", self.warps), ("DD_TN", self.tn),
                     ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_RB", self.tqh // 8), ("DD_CBW", self.tqw // 16),
                     ("DD_KS", self.ksteps), ("DD_PR", self.plane_rows), ("DD_PW", self.plane_width),
-                    ("DD_PP", self.plane_pitch), ("DD_OP", self.out_pitch), ("DD_NPH_H", self.nph_h),
-                    ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h), ("DD_TILES_W", self.tiles_w),
-                    ("DD_CB", self.cblocks), ("DD_WS_BYTES", self.ws_bytes), ("DD_PLANE_BYTES", self.plane_bytes),
+                    ("DD_PP", self.plane_pitch), ("DD_OPR", self.out_pitch), ("DD_BW", self.ws_pitch),
+                    ("DD_NPH_H", self.nph_h), ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h),
+                    ("DD_TILES_W", self.tiles_w), ("DD_CB", self.cblocks), ("DD_BAND_BYTES", self.ws_bytes),
+                    ("DD_PLANE_BYTES", self.plane_bytes), ("DD_OUT_IN_PLANE", int(self.out_in_plane)),
                     ("DD_IDX64", int(self.idx64)), ("DD_MIN_BLOCKS", self.min_blocks)]
         return [("DD_THREADS", self.block_threads), ("DD_TN", self.tn), ("DD_V", self.vec),
                 ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_TPW", self.tpw), ("DD_TPH", self.tph),
@@ -566,11 +573,13 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig) -> DirectSpec:
     plane_rows = c.tile_k + spany
     plane_width = c.tile_m + 16 * (ksteps - 1)
     plane_pitch = plane_width + 8
-    out_pitch = c.tile_m + 8
-    ws_bytes = _cdiv(p.Y * p.X * c.tile_n * eb, 16) * 16
+    out_pitch = c.tile_k + (8 if c.tile_k % 16 == 0 else 16)     # 32-bit words = 4 mod 8: no bank conflict
+    band_width = 16 * ksteps + 16
+    ws_bytes = p.Y * c.tile_n * band_width * 4
     plane_bytes = c.tile_n * plane_rows * plane_pitch * eb
-    lds = ws_bytes + plane_bytes + c.tile_n * c.tile_k * out_pitch * eb
-    _check(lds <= t.lds_bytes, f"{lds} bytes of shared memory (filter taps {ws_bytes}, dY planes {plane_bytes}, "
+    out_in_plane = c.tile_m * out_pitch <= plane_rows * plane_pitch
+    lds = ws_bytes + plane_bytes + (0 if out_in_plane else c.tile_n * c.tile_m * out_pitch * eb)
+    _check(lds <= t.lds_bytes, f"{lds} bytes of shared memory (band table {ws_bytes}, dY planes {plane_bytes}, "
                                f"output planes {lds - ws_bytes - plane_bytes}) exceed {t.arch}'s {t.lds_bytes}; "
                                f"lower tile_n, tile_m or tile_k")
     nph_h, nph_w = min(p.sH, p.Hi), min(p.sW, p.Wi)
@@ -583,10 +592,10 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig) -> DirectSpec:
     return DirectSpec(problem=p, target=t, config=c, vec=8, tn=c.tile_n, tqw=c.tile_m, tqh=c.tile_k,
                       tpw=16, tph=8, stage=True, ct=c.tile_n // 8, twt=c.tile_m // 16, tht=c.tile_k // 8,
                       ny=1, tny=c.tile_n, ly=8, lys=8, lx=8, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h,
-                      tiles_w=tiles_w, cblocks=cblocks, ws_pitch=c.tile_n, ws_bytes=ws_bytes,
+                      tiles_w=tiles_w, cblocks=cblocks, ws_pitch=band_width, ws_bytes=ws_bytes,
                       stage_cols=plane_width, lds_bytes=lds, idx64=idx64, mma=True, warps=c.warp_m,
                       ksteps=ksteps, plane_rows=plane_rows, plane_width=plane_width, plane_pitch=plane_pitch,
-                      out_pitch=out_pitch, plane_bytes=plane_bytes)
+                      out_pitch=out_pitch, plane_bytes=plane_bytes, out_in_plane=out_in_plane)
 
 
 def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int) -> PerfConfig:

@@ -197,6 +197,7 @@ struct emu_dim3 { unsigned x, y, z; };
 static thread_local emu_dim3 threadIdx;
 static emu_dim3 blockIdx, gridDim;
 #define __syncthreads() emu_block_bar->arrive_and_wait()
+#define __syncwarp(...) emu_wave_sync()
 static float emu_b16_to_f(uint16_t u, int dtype) {
     if (dtype == 2) return emu_bf2f((short)u);
     _Float16 h;

@@ -89,7 +89,10 @@ def test_spec_fields_name_dict_and_record():
     assert s.mma and s.block_threads == 128 and s.ksteps == 2            # 16 + 4 columns: 2 k-steps
     assert s.plane_rows == 8 + 2 and s.plane_width == 32 + 16 and s.plane_pitch == 56
     assert (s.plane_pitch // 8) % 2 == 1
-    assert s.lds_bytes == 16 * 3 * 5 * 2 + 16 * 10 * 56 * 2 + 16 * 8 * 40 * 2
+    assert s.lds_bytes == 3 * 16 * 48 * 4 + 16 * 10 * 56 * 2 + 16 * 32 * 24 * 2     # band, dY planes, output planes
+    assert not s.out_in_plane                    # 32 columns x 24 > 10 rows x 56: output planes after the dY planes
+    s2 = make_direct_spec(p, SM90, mma_config(16, 16, 16, 4))
+    assert s2.out_in_plane and s2.lds_bytes == 3 * 16 * 48 * 4 + 16 * 18 * 40 * 2       # 16 x 24 <= 18 x 40
     assert s.kernel_name == f"dgrad_direct_mma_sm_90_fp16_t32x16x8_w4_k2_{p.short_tag()}"
     d = json.loads(json.dumps(s.as_dict()))
     assert d["body"] == "mma" and d["mma"] == {"atom": "m16n8k16", "warps": 4, "k_steps": 2, "plane_rows": 10,
@@ -110,8 +113,8 @@ def test_min_blocks_is_what_shared_memory_and_registers_allow():
     for tile in MMA_TILES:
         s = make_direct_spec(dw(C=96, Hi=56, Wi=56, Y=7, X=7, pH=3, pW=3), SM90, mma_config(*tile))
         fit = SM90.lds_bytes // (s.lds_bytes + 1024)
-        assert s.min_blocks == max(1, min(fit, 65536 // (64 * s.block_threads)))
-        assert s.min_blocks * s.block_threads * 64 <= 65536 or s.min_blocks == 1
+        assert s.min_blocks == max(1, min(fit, 65536 // (128 * s.block_threads)))
+        assert s.min_blocks * s.block_threads * 128 <= 65536 or s.min_blocks == 1
 
 
 def test_search_reaches_the_mma_body_only_where_it_applies():
@@ -192,7 +195,7 @@ def test_a_wrong_band_fails(tmp_path):
     p = FIXED[0]
     s = make_direct_spec(p, SM90, mma_config(16, 16, 8, 4))
     src = s.emit()
-    bad = src.text.replace("(k - m + xmin) * DG_SW", "(k - m + xmin + 1) * DG_SW")
+    bad = src.text.replace("(d + h + xmin) * DG_SW", "(d + h + xmin + 1) * DG_SW")
     assert bad != src.text
 
     class Bent:                      # run_direct reads the problem and the emitted source

@@ -23,13 +23,16 @@
 // one channel and every ldmatrix row address is 16-byte aligned (plane columns start at
 // min_off; pitch an odd number of 16-byte units, so the 8 rows hit 8 different bank groups).
 //
-// Block steps: (1) the block's filter taps to shared memory, [tap][channel]; (2) the dY
-// window to the planes, 16-byte global loads of 8 channels, zeros outside dY and outside
-// the columns and rows any tap reads; (3) each warp takes channels warp, warp + DD_WARPS,
-// ..., sums every valid filter row's MMAs into fp32 accumulators and stores them, rounded
-// to the storage type, into the channel's output plane; (4) the output planes go to dX in
-// 16-byte stores of 8 channels. Every dX element of the block is written exactly once
-// (zeros where no tap reaches); no atomics, no zero-fill pass, no workspace.
+// Block steps: (1) the band table: for every filter row y and channel, A's diagonals as
+// 32-bit pairs (A[m][k] depends on k - m only), so a warp loads its A fragment with 4*DD_KS
+// shared loads at fixed offsets; (2) the dY window to the planes, 16-byte global loads of
+// 8 channels, zeros outside dY and outside the columns and rows any tap reads; (3) each
+// warp takes channels warp, warp + DD_WARPS, ..., sums every valid filter row's MMAs into
+// fp32 accumulators and stores them, rounded to the storage type, into the channel's
+// output plane (inside the channel's dY plane where it fits: only that warp reads it);
+// (4) the output planes go to dX in 16-byte stores of 8 channels. Every dX
+// element of the block is written exactly once (zeros where no tap reaches); no atomics,
+// no zero-fill pass, no workspace.
 //
 // Non-finite inputs: A's zeros multiply dY values outside a pixel's taps, so an Inf or NaN
 // in dY makes NaN the dX values of its 16-column neighbourhood that the exact sum leaves
@@ -53,7 +56,14 @@ static_assert(DD_TQW == 16 * DD_CBW && DD_TQH == 8 * DD_RB, "units of 16 columns
 static_assert(DD_THREADS == 32 * DD_WARPS && DD_WARPS <= DD_TN, "warps");
 static_assert(DD_KS >= 1 && DD_PW == DD_TQW + 16 * (DD_KS - 1), "plane columns the k-steps read");
 static_assert(DD_PP >= DD_PW && DD_PP % 8 == 0 && (DD_PP / 8) % 2 == 1, "plane pitch: odd 16-byte units");
-static_assert(DD_OP >= DD_TQW, "output plane pitch");
+static_assert(DD_OPR >= DD_TQH && DD_OPR % 2 == 0, "output plane pitch (rows consecutive)");
+#if DD_OUT_IN_PLANE
+#define DD_OUT_STRIDE (DD_PR * DD_PP)
+static_assert(DD_TQW * DD_OPR <= DD_PR * DD_PP, "an output plane fits its channel's dY plane");
+#else
+#define DD_OUT_STRIDE (DD_TQW * DD_OPR)
+#endif
+static_assert(DD_BW >= 16 * DD_KS + 16, "band entries per (row, channel)");
 
 // Blocks per multiprocessor that shared memory allows (DD_MIN_BLOCKS, from direct.py): told to
 // ptxas, whose default register budget otherwise spills a few bytes in the banded-A loop.
@@ -96,9 +106,11 @@ DD_DEVICE bool dd_tap_ok(int r, int pad, int stride, int dil, int t) {
 // ------------------------------------------------------------------ the kernel
 DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restrict__ w, dd_t* __restrict__ dx) {
     extern DD_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
-    dd_t* ws = reinterpret_cast<dd_t*>(dg_smem);                                     // [Y*X][TN]
-    dd_t* planes = reinterpret_cast<dd_t*>(dg_smem + DD_WS_BYTES);                   // [TN][PR][PP]
-    dd_t* outp = reinterpret_cast<dd_t*>(dg_smem + DD_WS_BYTES + DD_PLANE_BYTES);    // [TN][TQH][OP]
+    dd_u32* band = reinterpret_cast<dd_u32*>(dg_smem);                              // [Y][TN][BW]
+    dd_t* planes = reinterpret_cast<dd_t*>(dg_smem + DD_BAND_BYTES);                 // [TN][PR][PP]
+    // Output planes [TN][TQW][OPR], DD_OUT_STRIDE elements apart: in the channel's own dY plane
+    // where it fits (DD_OUT_IN_PLANE; only the warp that reads a plane writes it), else after them.
+    dd_t* outp = planes + (DD_OUT_IN_PLANE ? 0 : DD_TN * DD_PR * DD_PP);
     const int tid = DD_TID();
     long long b = DD_BID();
     const int cb = (int)(b % DD_CB);
@@ -131,35 +143,50 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
     }
     const bool taps = ymax >= ymin && xmax >= xmin;
 
-    // (1) The block's filter taps, [tap][channel] (zeros past C), read in memory order.
-    constexpr int TAPS = DG_Y * DG_X;
-    for (int i = tid; i < DD_TN * TAPS; i += DD_THREADS) {
-        const int cl = i / TAPS;
-        const int tap = i % TAPS;
-        ws[tap * DD_TN + cl] = c0 + cl < DG_C ? w[(dd_idx)(c0 + cl) * TAPS + tap] : (dd_t)0;
+    // (1) The band table: band[y][c][16 + d] holds A[m][k], A[m][k+1] for k - m = d, i.e. the
+    // W[c,y,x] of the taps whose offsets are d + xmin and d + 1 + xmin (0 where no valid x),
+    // so a thread's A fragment is 4*DD_KS 32-bit shared loads at fixed offsets.
+    for (int i = tid; i < DG_Y * DD_TN * DD_BW; i += DD_THREADS) {
+        const int d = i % DD_BW - 16;
+        const int t = i / DD_BW;
+        const int cl = t % DD_TN;
+        const int y = t / DD_TN;
+        dd_u32 pair = 0;
+        if (c0 + cl < DG_C) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int num = rw + DG_PW - (d + h + xmin) * DG_SW;           // = x * dW for a tap x
+                if (num >= 0 && num % DG_DW == 0 && num / DG_DW < DG_X)
+                    pair |= (dd_u32)w[((dd_idx)(c0 + cl) * DG_Y + y) * DG_X + num / DG_DW] << (16 * h);
+            }
+        }
+        band[i] = pair;
     }
 
     // (2) The dY window, channel-major: plane row pr, column pc hold dY row qh0 + ymin + pr,
-    // column qw0 + xmin + pc; zeros outside dY and outside what a tap reads.
+    // column qw0 + xmin + pc; zeros outside dY and outside what a tap reads. A thread moves
+    // two neighbouring pixels of 8 channels: two 16-byte loads, eight 32-bit stores.
     constexpr int GROUPS = DD_TN / 8;
     const int rows_read = DD_TQH + (ymax - ymin);
     const int cols_read = DD_TQW + (xmax - xmin);
-    for (int i = tid; i < GROUPS * DD_PR * DD_PW; i += DD_THREADS) {
-        const int pc = i % DD_PW;
-        const int t = i / DD_PW;
+    for (int i = tid; i < GROUPS * DD_PR * (DD_PW / 2); i += DD_THREADS) {
+        const int pc = 2 * (i % (DD_PW / 2));
+        const int t = i / (DD_PW / 2);
         const int pr = t % DD_PR;
         const int g8 = t / DD_PR;
         const int ho = qh0 + ymin + pr;
         const int wo = qw0 + xmin + pc;
         const int c = c0 + 8 * g8;
-        dd_t e[8];
-        if (taps && pr < rows_read && pc < cols_read && ho >= 0 && ho < DG_HO && wo >= 0 && wo < DG_WO && c < DG_C)
-            dd_load<8, true>(e, dy + (((dd_idx)n * DG_HO + ho) * DG_WO + wo) * DG_C + c);
-        else
-            dd_zero<8>(e);
-        dd_t* dst = planes + (8 * g8 * DD_PR + pr) * DD_PP + pc;
+        const bool row_ok = taps && pr < rows_read && ho >= 0 && ho < DG_HO && c < DG_C;
+        const dd_t* src = dy + (((dd_idx)n * DG_HO + ho) * DG_WO + wo) * DG_C + c;
+        dd_t e0[8], e1[8];
+        if (row_ok && pc < cols_read && wo >= 0 && wo < DG_WO) dd_load<8, true>(e0, src);
+        else dd_zero<8>(e0);
+        if (row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO) dd_load<8, true>(e1, src + DG_C);
+        else dd_zero<8>(e1);
+        dd_u32* dst = reinterpret_cast<dd_u32*>(planes + (8 * g8 * DD_PR + pr) * DD_PP + pc);
 #pragma unroll
-        for (int k = 0; k < 8; ++k) dst[k * DD_PR * DD_PP] = e[k];
+        for (int k = 0; k < 8; ++k) dst[k * (DD_PR * DD_PP / 2)] = (dd_u32)e0[k] | ((dd_u32)e1[k] << 16);
     }
     DD_SYNC();
 
@@ -169,6 +196,9 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
     const int g = lane / 4;
     const int t4 = lane % 4;
     const dg_u32 plane_base = dg_smem_addr(planes);
+    // A fragment (m16n8k16, row-major): a[s][r] holds A[m][k], A[m][k+1] with m = g + 8*(r&1),
+    // k = 16*s + 2*t4 + 8*(r>>1): band entry 16 + k - m.
+    const int band_lane = 16 + 2 * t4 - g;
     for (int cl = warp; cl < DD_TN; cl += DD_WARPS) {
         float acc[DD_RB][DD_CBW][4];
 #pragma unroll
@@ -181,27 +211,12 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
             for (int ty = 0; ty < DG_Y; ++ty) {
                 if (!dd_tap_ok(rh, DG_PH, DG_SH, DG_DH, ty)) continue;
                 const int row0 = (rh + DG_PH - ty * DG_DH) / DG_SH - ymin;    // plane row of unit row 0
-                // A fragment (m16n8k16, row-major): a[s][r] holds A[m][k], A[m][k+1] with
-                // m = g + 8*(r&1), k = 16*s + 2*t4 + 8*(r>>1); A[m][k] is the tap x whose
-                // offset is k - m + xmin, if that x is valid in this phase.
+                const dd_u32* brow = band + (ty * DD_TN + cl) * DD_BW + band_lane;
                 dg_u32 a[DD_KS][4];
 #pragma unroll
                 for (int s = 0; s < DD_KS; ++s)
 #pragma unroll
-                    for (int r = 0; r < 4; ++r) {
-                        dg_u32 pair = 0;
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const int m = g + 8 * (r & 1);
-                            const int k = 16 * s + 2 * t4 + 8 * (r >> 1) + h;
-                            const int num = rw + DG_PW - (k - m + xmin) * DG_SW;    // = x * dW for a tap x
-                            dd_t v = (dd_t)0;
-                            if (num >= 0 && num % DG_DW == 0 && num / DG_DW < DG_X)
-                                v = ws[(ty * DG_X + num / DG_DW) * DD_TN + cl];
-                            pair |= (dg_u32)v << (16 * h);
-                        }
-                        a[s][r] = pair;
-                    }
+                    for (int r = 0; r < 4; ++r) a[s][r] = brow[16 * s + 8 * (r >> 1) - 8 * (r & 1)];
 #pragma unroll
                 for (int rb = 0; rb < DD_RB; ++rb)
 #pragma unroll
@@ -225,32 +240,45 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                     }
             }
         }
-        // C fragment: acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit.
+#if DD_OUT_IN_PLANE
+        __syncwarp();                   // every lane's ldmatrix reads of this plane are done
+#endif
+        // C fragment: acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit;
+        // the output plane is column-major (rows consecutive), so rows j, j+1 are one 32-bit store.
 #pragma unroll
         for (int rb = 0; rb < DD_RB; ++rb)
 #pragma unroll
             for (int cw = 0; cw < DD_CBW; ++cw)
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    outp[(cl * DD_TQH + 8 * rb + 2 * t4 + (e & 1)) * DD_OP + 16 * cw + g + 8 * (e >> 1)] =
-                        dd_from_f(acc[rb][cw][e]);
+                for (int e = 0; e < 4; e += 2)
+                    *reinterpret_cast<dd_u32*>(outp + cl * DD_OUT_STRIDE + (16 * cw + g + 8 * (e >> 1)) * DD_OPR +
+                                               8 * rb + 2 * t4) =
+                        (dd_u32)dd_from_f(acc[rb][cw][e]) | ((dd_u32)dd_from_f(acc[rb][cw][e + 1]) << 16);
     }
     DD_SYNC();
 
-    // (4) Output planes -> dX, 16-byte stores of 8 channels (group fastest: one pixel's
-    // channels are consecutive in memory).
-    for (int i = tid; i < GROUPS * DD_TQH * DD_TQW; i += DD_THREADS) {
+    // (4) Output planes -> dX: a thread takes rows qr, qr+1 of column qc for 8 channels (eight
+    // 32-bit shared loads, two 16-byte stores); group fastest, so a pixel's channels are
+    // consecutive in memory.
+    for (int i = tid; i < GROUPS * (DD_TQH / 2) * DD_TQW; i += DD_THREADS) {
         const int g8 = i % GROUPS;
         const int t = i / GROUPS;
         const int qc = t % DD_TQW;
-        const int qr = t / DD_TQW;
+        const int qr = 2 * (t / DD_TQW);
         const int hi = (qh0 + qr) * DG_SH + rh;
         const int wi = (qw0 + qc) * DG_SW + rw;
         const int c = c0 + 8 * g8;
         if (hi >= DG_HI || wi >= DG_WI || c >= DG_C) continue;
-        dd_t e[8];
+        dd_t e0[8], e1[8];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) e[k] = outp[((8 * g8 + k) * DD_TQH + qr) * DD_OP + qc];
-        dd_store<8>(dx + (((dd_idx)n * DG_HI + hi) * DG_WI + wi) * DG_C + c, e);
+        for (int k = 0; k < 8; ++k) {
+            const dd_u32 v =
+                *reinterpret_cast<const dd_u32*>(outp + (8 * g8 + k) * DD_OUT_STRIDE + qc * DD_OPR + qr);
+            e0[k] = (dd_t)(v & 0xffffu);
+            e1[k] = (dd_t)(v >> 16);
+        }
+        dd_t* dst = dx + (((dd_idx)n * DG_HI + hi) * DG_WI + wi) * DG_C + c;
+        dd_store<8>(dst, e0);
+        if (hi + DG_SH < DG_HI) dd_store<8>(dst + (dd_idx)DG_SH * DG_WI * DG_C, e1);
     }
 }
