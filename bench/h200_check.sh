@@ -70,6 +70,10 @@
 #      layers whose GemmK is at most 512 (cpg > 32, kpg >= 16, fp16/bf16;
 #      bench/results/2026-12-02_s13/short_k_lines.txt): the data to judge a short-K default
 #      leave-one-layer-out (short_k.md, short_k.json)
+#      mma_direct: the direct schedule's mma body (banded-W MMAs, kernels/direct_mma.cu): its GPU
+#      tests (tests/test_gpu.py -k mma_body), then bench/direct_h200.py on its 15 depthwise and
+#      grouped layers, fp16 and bf16: the two lean policies against the 8 searched mma tiles,
+#      cuDNN and the bandwidth floor (mma_direct/table.md, results.json)
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of VALID_STEPS, set below this header; default DEFAULT_STEPS: gpu_tests,replay,compare,first_launch) splits it, e.g.
@@ -89,7 +93,7 @@
 # number, a ZOO_TUNE_LOG that is not a readable file, an OUT_DIR or TAR_TO that cannot be
 # written: one line on stderr naming it, exit 2, and no OUT_DIR or TAR_TO file made.
 set -uo pipefail
-VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,zoo,zoo_model,zoo_tune
+VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,mma_direct,zoo,zoo_model,zoo_tune
 DEFAULT_STEPS=gpu_tests,replay,compare,first_launch
 die() { echo "h200_check: $*" >&2; exit 2; }
 absolute() {  # a path as given, resolved against the caller's directory (the script cd's to the repo root)
@@ -211,6 +215,12 @@ exit $rc' "$OUTDIR"
 step short_k 540 python bench/time_configs.py --suite bench/results/2026-12-02_s13/short_k_lines.txt --only _ \
     --configs "128,64,32,1,1,128,64,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,2;64,64,32,1,1,64,64,0,0,0,1,-1,3,1;64,128,32,1,1,64,128,0,0,0,1,-1,3,1;64,256,32,1,1,64,256,0,0,0,1,-1,3,1" \
     --out "$OUTDIR/short_k.md" --json "$OUTDIR/short_k.json"
+step mma_direct 540 bash -c 'rc=0
+    DGRAD_GPU_EXAMPLES=24 python -m pytest -q tests/test_gpu.py -k mma_body || rc=1
+    python bench/direct_h200.py --dtypes fp16,bf16 --policies v8_p8x1_t128_l1_s1_lean,v8_p8x2_t128_l1_s1_lean \
+        --configs "$(python -c "from miopen_solver.direct import MMA_TILES, mma_config; print(chr(59).join(mma_config(*t).serialize() for t in MMA_TILES))")" \
+        --out "$0/mma_direct" || rc=1
+    exit $rc' "$OUTDIR"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \
     --plot "$OUTDIR/${ZOO_TAG}_h200.png" --json "$OUTDIR/$ZOO_TAG.json" ${ZOO_ARGS:-}

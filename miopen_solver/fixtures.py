@@ -14,7 +14,9 @@ allowed; nothing else (no comments). A record::
 
 ``perf_config`` (optional) is run on every golden target and in the numerics instead of the
 default config (``DgradSolver.get_solution`` with it): how a kernel no default chooses,
-e.g. split-K through the workspace, is pinned; it must be valid on each target. Its syntax
+e.g. split-K through the workspace, is pinned. A golden target that refuses it (an
+NVIDIA-only body on gfx942) pins the refusal instead: ``perf_config_refused``, the
+:class:`PerfConfigError` text. Its syntax
 (:meth:`~miopen_solver.config.PerfConfig.parse`) is checked when the file is loaded: a
 malformed one is a :class:`FixtureError` (bad input), not a failed replay.
 
@@ -39,7 +41,10 @@ malformed one is a :class:`FixtureError` (bad input), not a failed replay.
                     "split_n": [launches, images per launch],
                     # only when the solution needs a device workspace (NCHW tensors'
                     # copies, split-K's fp32 slices):
-                    "workspace_bytes": n}},
+                    "workspace_bytes": n,
+                    # instead of the kernel fields, when the record's perf_config is not
+                    # valid on this target (applicable stays true: the default would run):
+                    "perf_config_refused": "<the config error>"}},
      "numerics": {"command": "<the shrunk line actually run>",
                   "ok": bool, "rms_error": float (3 significant digits), "tolerance": float}
                  | {"command": "...", "skipped": "<why>"}}
@@ -143,7 +148,8 @@ _EXPECT_SCHEMA = {
     "problem_key": str,
     "targets": {"*": {"applicable": bool, "reasons": [str], "notes": [str], "perf_config": str,
                       "kernel_name": str, "grid": [int], "block": int, "shared_bytes": int,
-                      "source_sha256": str, "defines_sha256": str, "split_n": [int], "workspace_bytes": int}},
+                      "source_sha256": str, "defines_sha256": str, "split_n": [int], "workspace_bytes": int,
+                      "perf_config_refused": str}},
     "numerics": {"command": str, "ok": bool, "rms_error": _NUMBER, "tolerance": _NUMBER, "nonfinite": int,
                  "skipped": str},
 }
@@ -429,6 +435,11 @@ def target_record(problem: ConvProblem, target: Target, perf_config: str | None 
     verdict = solver.is_applicable(problem, target)
     rec = {"applicable": verdict.ok, "reasons": [r.code for r in verdict.reasons],
            "notes": [n.code for n in verdict.notes]}
+    if verdict.ok and perf_config is not None:
+        ok, why = solver.is_valid_performance_config(problem, target, _config(perf_config))
+        if not ok:
+            rec["perf_config_refused"] = why
+            return rec
     if verdict.ok:
         sol = solver.get_solution(problem, target, _config(perf_config))    # split-N decided
         spec = sol.spec

@@ -75,7 +75,7 @@ def test_corpus_has_at_least_80_real_lines_each_with_a_source_and_golden():
     missing = [f.id for f in ALL if f.expect is None]
     assert not missing, f"fixtures without golden: {missing}; run {fx.REGENERATE_COMMAND}"
     names = sorted(p.name for p in FIXTURES.glob("*.jsonl"))
-    assert names == ["bench_suite.jsonl", "coverage.jsonl", "group_pack.jsonl", "gtest.jsonl",
+    assert names == ["bench_suite.jsonl", "coverage.jsonl", "direct_mma.jsonl", "group_pack.jsonl", "gtest.jsonl",
                      "iree_turbine_bf16.jsonl", "issues.jsonl", "nchw_pw.jsonl", "patch.jsonl", "perf_models.jsonl",
                      "splitk_ws.jsonl", "tf32.jsonl", "tma_split.jsonl"]
 
@@ -523,7 +523,7 @@ def test_a_pinned_perf_config_runs_instead_of_the_default():
     """``perf_config`` pins a config no default chooses (split-K through the workspace, a
     group pack no default takes): the golden holds its kernel on every target, the numerics
     run it, a record keeps the key."""
-    pinned = [f for f in ALL if f.perf_config is not None]
+    pinned = [f for f in ALL if f.perf_config is not None and not f.path.endswith("direct_mma.jsonl")]
     assert pinned and all(f.path.endswith(("splitk_ws.jsonl", "group_pack.jsonl")) for f in pinned)
     assert any(f.path.endswith("group_pack.jsonl") for f in pinned)
     for f in pinned:
@@ -538,6 +538,25 @@ def test_a_pinned_perf_config_runs_instead_of_the_default():
     # 2*7*7*33 fp32 = 12936 bytes -> 13056 per slice, 2 slices
     assert rec["targets"]["gfx942"]["workspace_bytes"] == 2 * 13056
     assert "_skws" not in fx.compute(line, numerics=False)["targets"]["sm_90"]["kernel_name"]
+
+
+def test_a_pinned_config_a_target_refuses_pins_the_refusal():
+    """The mma body (NVIDIA-only): sm_90's golden holds its kernel, gfx942's the config error
+    (the problem stays applicable there: its default would run); the numerics run it."""
+    pinned = [f for f in ALL if f.path.endswith("direct_mma.jsonl")]
+    assert len(pinned) >= 3
+    for f in pinned:
+        sm90, gfx = f.expect["targets"]["sm_90"], f.expect["targets"]["gfx942"]
+        assert sm90["perf_config"] == f.perf_config and sm90["kernel_name"].startswith("dgrad_direct_mma_sm_90_")
+        assert gfx["applicable"] and "kernel_name" not in gfx
+        assert gfx["perf_config_refused"].startswith("vector_size_a=2 (mma body): ") and "gfx942" in gfx["perf_config_refused"]
+        assert f.expect["numerics"]["ok"]
+    line = "convfp16 -n 2 -c 16 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+    rec = fx.compute(line, numerics=False, perf_config="16,16,8,4,1,16,8,2,0,8,1,1,1,4")
+    assert "perf_config_refused" in rec["targets"]["gfx942"] and "perf_config_refused" not in rec["targets"]["sm_90"]
+    rec = fx.compute(line, numerics=False, perf_config="16,16,8,4,1,16,8,2,0,4,1,1,1,4")     # refused on both
+    assert "vector_size_c must be 0 (auto) or 8" in rec["targets"]["sm_90"]["perf_config_refused"]
+    assert "gfx942 has none" in rec["targets"]["gfx942"]["perf_config_refused"]
 
 
 def test_a_bad_perf_config_key_is_one_error(tmp_path):

@@ -539,6 +539,50 @@ def test_direct_stage32_verifies(engine, dtype, line):
         assert _check(engine, p, cfg, rng) is not None
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", DIRECT_LINES)
+def test_direct_mma_body_verifies(engine, dtype, line):
+    """The direct schedule's mma body (``vector_size_a`` 2: banded-W MMAs on tensor cores)
+    on every searched tile, where it applies (depthwise, C a multiple of 8, NVIDIA)."""
+    from miopen_solver.config import KernelSchedule
+    from miopen_solver.direct import MMA_BODY, mma_reason
+    from miopen_solver.solver import DgradSolver
+    p = _nhwc_problem(dtype, line)
+    if mma_reason(p, engine.target) is not None:
+        pytest.skip(mma_reason(p, engine.target))
+    rng = np.random.default_rng(14)
+    cfgs = [c for c in DgradSolver().search(p, engine.target)
+            if c.schedule is KernelSchedule.DIRECT and c.vector_size_a == MMA_BODY]
+    assert cfgs
+    assert sum(_check(engine, p, cfg, rng) is not None for cfg in cfgs) >= 1
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("DGRAD_GPU_EXAMPLES", "12"))))
+def test_direct_mma_body_random_problems(engine, seed):
+    """Random depthwise problems (strides 1-5, dilations 1-4, pads, odd image sizes, fp16 and
+    bf16) on a random searched mma tile, dX NaN-poisoned, against the float64 reference."""
+    import random
+    from miopen_solver.direct import MMA_TILES, is_valid_direct_config, mma_config, mma_reason
+    R = random.Random(9000 + seed)
+    while True:
+        Y, X, C = R.randint(1, 7), R.randint(1, 7), 8 * R.randint(1, 12)
+        try:
+            p = ConvProblem(N=R.randint(1, 4), C=C, K=C, G=C, Hi=R.randint(1, 70), Wi=R.randint(1, 70), Y=Y, X=X,
+                            pH=R.randint(0, Y), pW=R.randint(0, X), sH=R.randint(1, 5), sW=R.randint(1, 5),
+                            dH=R.randint(1, 4), dW=R.randint(1, 4), dtype=R.choice(["fp16", "bf16"]),
+                            in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+        except ValueError:
+            continue
+        if mma_reason(p, engine.target) is None:
+            break
+        if engine.target.vendor != "nvidia":
+            pytest.skip(mma_reason(p, engine.target))
+    tiles = [t for t in MMA_TILES if is_valid_direct_config(p, engine.target, mma_config(*t))[0]]
+    assert tiles
+    cfg = mma_config(*R.choice(tiles))
+    assert _check(engine, p, cfg, np.random.default_rng(seed)) is not None
+
+
 # ------------------------------------------------------------------ split-N (issue 16)
 SPLIT_LINES = [   # (line, config or None for the default): 3 launches of 2 images each, forced
     ("convfp16 -n 6 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", None),
