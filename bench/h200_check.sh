@@ -74,6 +74,10 @@
 #      tests (tests/test_gpu.py -k mma_body), then bench/direct_h200.py on its 15 depthwise and
 #      grouped layers, fp16 and bf16: the two lean policies against the 8 searched mma tiles,
 #      cuDNN and the bandwidth floor (mma_direct/table.md, results.json)
+#      mma_zoo: the zoo's 16-bit depthwise lines (class=depthwise) timed by bench/time_configs.py
+#      at their default and the 8 mma tiles: NHWC on the DIRECT schedule (mma_zoo_nhwc.md), and
+#      as MIOpen's default NCHW on DIRECT_NCHW (no transform) against the NCHW default, which
+#      transposes around the NHWC kernel (mma_zoo_nchw.md); cuDNN in the same layout in each
 #      (emulated kernels: tests/test_gemm_emu.py runs on the CPU, not here.)
 # About 8-9 minutes on an H200, more than one device call may run: STEPS (a comma-separated
 # subset of VALID_STEPS, set below this header; default DEFAULT_STEPS: gpu_tests,replay,compare,first_launch) splits it, e.g.
@@ -93,7 +97,7 @@
 # number, a ZOO_TUNE_LOG that is not a readable file, an OUT_DIR or TAR_TO that cannot be
 # written: one line on stderr naming it, exit 2, and no OUT_DIR or TAR_TO file made.
 set -uo pipefail
-VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,mma_direct,zoo,zoo_model,zoo_tune
+VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,mma_direct,mma_zoo,zoo,zoo_model,zoo_tune
 DEFAULT_STEPS=gpu_tests,replay,compare,first_launch
 die() { echo "h200_check: $*" >&2; exit 2; }
 absolute() {  # a path as given, resolved against the caller's directory (the script cd's to the repo root)
@@ -220,6 +224,16 @@ step mma_direct 540 bash -c 'rc=0
     python bench/direct_h200.py --dtypes fp16,bf16 --policies v8_p8x1_t128_l1_s1_lean,v8_p8x2_t128_l1_s1_lean \
         --configs "$(python -c "from miopen_solver.direct import MMA_TILES, mma_config; print(chr(59).join(mma_config(*t).serialize() for t in MMA_TILES))")" \
         --out "$0/mma_direct" || rc=1
+    exit $rc' "$OUTDIR"
+step mma_zoo 570 bash -c 'rc=0
+    grep "class=depthwise" bench/zoo.txt | grep -v "^conv " > "$0/dw_nhwc.txt"
+    sed -E "s/ --(in|out|fil)_layout NHWC//g" "$0/dw_nhwc.txt" > "$0/dw_nchw.txt"
+    for sched in 4 14; do
+        lay=$([ $sched = 4 ] && echo nhwc || echo nchw)
+        cfgs=$(python -c "import sys; from miopen_solver.direct import MMA_TILES, mma_config; print(chr(59).join(mma_config(*t).serialize().rsplit(chr(44), 1)[0] + chr(44) + sys.argv[1] for t in MMA_TILES))" $sched)
+        timeout 270 python bench/time_configs.py --suite "$0/dw_$lay.txt" --only _ --configs "$cfgs" \
+            --out "$0/mma_zoo_$lay.md" --json "$0/mma_zoo_$lay.json" || rc=1
+    done
     exit $rc' "$OUTDIR"
 ZOO_TAG=zoo$(echo "${ZOO_ARGS:-}" | sed -n 's/.*--shard \([0-9]*\)\/\([0-9]*\).*/_\1of\2/p')
 step zoo 570 python bench/compare.py --suite bench/zoo.txt --dtypes line --out "$OUTDIR/$ZOO_TAG.md" \

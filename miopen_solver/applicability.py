@@ -376,6 +376,6 @@ def is_applicable(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_
         default = default_performance_config(launch_problem(problem), target)
     except PerfConfigError as e:
         return Verdict(False, (Reason(NO_VALID_CONFIG, str(e)),), verdict.notes)
-    if default.schedule is KernelSchedule.DIRECT:      # the note is about GEMMs: the default is not one
+    if default.schedule.direct:      # the note is about GEMMs: the default is not one
         return Verdict(True, (), tuple(n for n in verdict.notes if n.code != DEPTHWISE))
     return verdict

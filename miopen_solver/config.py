@@ -96,6 +96,11 @@ class KernelSchedule(enum.IntEnum):
       the tap, on the ``WGMMA_TMA`` main loop with the operands' roles swapped (W^T in the
       workspace is A; dY rows of 64 pixels are B's MN-major blocks; dX stored NCHW by the
       direct epilogue), sm_90a, 16-bit (:mod:`miopen_solver.nchw_tma`).
+    * ``DIRECT_NCHW`` (14): the ``DIRECT`` schedule's mma body (``vector_size_a`` 2) reading dY
+      and writing dX in their own memory order, NCHW or NHWC, in place: its dY planes are
+      channel-major, so an NCHW dY row is copied as it lies and an NCHW dX row stored as it
+      lies; depthwise W is the same bytes in either order. No transform, no workspace
+      (:mod:`miopen_solver.direct`).
     """
 
     WARP_MMA = 0
@@ -112,6 +117,7 @@ class KernelSchedule(enum.IntEnum):
     GROUP_PACK = 11
     GROUP_PACK_WGMMA = 12
     NCHW_TMA = 13
+    DIRECT_NCHW = 14
 
     @property
     def warpgroup(self) -> bool:
@@ -134,9 +140,14 @@ class KernelSchedule(enum.IntEnum):
 
     @property
     def nchw_native(self) -> bool:
-        """Reads dY and writes dX in NCHW in place (no dY/dX transform; W^T its only one):
-        the NCHW pointwise schedules and ``NCHW_TMA``."""
-        return self.nchw_pointwise or self is KernelSchedule.NCHW_TMA
+        """Reads dY and writes dX in NCHW in place (no dY/dX transform; W^T its only one, or
+        none for ``DIRECT_NCHW``): the NCHW pointwise schedules, ``NCHW_TMA`` and ``DIRECT_NCHW``."""
+        return self.nchw_pointwise or self in (KernelSchedule.NCHW_TMA, KernelSchedule.DIRECT_NCHW)
+
+    @property
+    def direct(self) -> bool:
+        """No GEMM tiles: the direct schedule's spec and rules (:mod:`miopen_solver.direct`)."""
+        return self in (KernelSchedule.DIRECT, KernelSchedule.DIRECT_NCHW)
 
     @property
     def group_pack(self) -> bool:
@@ -148,7 +159,7 @@ class KernelSchedule(enum.IntEnum):
         """Runs a GEMM main loop on a virtual problem with its own operand or epilogue
         addressing (:attr:`patch`, :attr:`nchw_native`, :attr:`group_pack`): its own spec
         and rules, then the main loop's."""
-        return self.patch or self.nchw_native or self.group_pack
+        return self.patch or self.nchw_pointwise or self is KernelSchedule.NCHW_TMA or self.group_pack
 
     @property
     def persistent(self) -> bool:

@@ -234,9 +234,23 @@ def phase_spans(problem: ConvProblem) -> tuple:
     return spany, spanx
 
 
-def mma_reason(problem: ConvProblem, target: Target) -> str | None:
-    """Why the mma body (``vector_size_a`` 2) cannot serve ``problem`` on ``target``, or None."""
+def _all_nhwc(p: ConvProblem) -> ConvProblem:
+    return p.replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+
+
+def mma_reason(problem: ConvProblem, target: Target, native: bool = False) -> str | None:
+    """Why the mma body (``vector_size_a`` 2) cannot serve ``problem`` on ``target``, or None;
+    ``native``: on the ``DIRECT_NCHW`` schedule, which reads dY and writes dX in their own
+    memory order (NCHW or NHWC, at least one of them NCHW) and W in either."""
     p, t = problem, target
+    if native:
+        orders = {x: memory_order(p, x) for x in ("dY", "W", "dX")}
+        if None in orders.values() or p.is_3d:
+            return (f"the direct NCHW schedule reads 2-D NCHW or NHWC tensors; got dX {p.in_layout}, "
+                    f"dY {p.out_layout}, W {p.fil_layout}")
+        if orders["dY"] != "NCHW" and orders["dX"] != "NCHW":
+            return "the direct NCHW schedule serves a dY or dX that is NCHW in memory; both are NHWC here"
+        p = _all_nhwc(p)                # the same arithmetic; the rest of the rules are the layout's twin's
     why = direct_reason(p, t)
     if why is not None:
         return why
@@ -291,6 +305,8 @@ class DirectSpec:
     lean: bool = False       # the lean body (vector_size_a=1; the kernel's ``lean`` section)
     stage32: bool = False    # dY staged as fp32 (lds_k_outer=2; the kernel's ``stage32`` section)
     lyg: int = 0             # dY staging load width with stage32, elements (0 otherwise)
+    dy_nchw: bool = False    # DIRECT_NCHW: dY read NCHW in place
+    dx_nchw: bool = False    # DIRECT_NCHW: dX written NCHW in place
     mma: bool = False        # the mma body (vector_size_a=2; kernel direct_mma.cu)
     warps: int = 0           # mma body: warps per block
     ksteps: int = 0          # mma body: k-steps of 16 dY columns per banded A
@@ -308,7 +324,13 @@ class DirectSpec:
     # ------------------------------------------------------------ the schedule interface
     @property
     def schedule(self) -> KernelSchedule:
-        return KernelSchedule.DIRECT
+        """``DIRECT``, or ``DIRECT_NCHW`` (the mma body on tensors in their own layouts)."""
+        return self.config.schedule
+
+    def transforms(self, whole: ConvProblem) -> tuple:
+        """``DIRECT_NCHW``'s layout transforms: none (dY and dX in place; depthwise W is the
+        same bytes in either order)."""
+        return ()
 
     @property
     def lds_k_outer(self) -> bool:
@@ -367,8 +389,10 @@ class DirectSpec:
         p = self.problem
         arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
         if self.mma:
+            native = (f"_dy{'NCHW' if self.dy_nchw else 'NHWC'}_dx{'NCHW' if self.dx_nchw else 'NHWC'}"
+                      if self.schedule is KernelSchedule.DIRECT_NCHW else "")
             return (f"dgrad_direct_mma_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_w{self.warps}"
-                    f"_k{self.ksteps}{'_i64' if self.idx64 else ''}_{p.short_tag()}")
+                    f"_k{self.ksteps}{native}{'_i64' if self.idx64 else ''}_{p.short_tag()}")
         path = ("lds32" if self.stage32 else "lds") if self.stage else "l1"
         return (f"dgrad_direct_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_p{self.tpw}x{self.tph}"
                 f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}_s{self.config.stages}"
@@ -402,7 +426,9 @@ class DirectSpec:
             "workspace_bytes": self.workspace_bytes,
             "index_bits": 64 if self.idx64 else 32,
         } | ({"mma": {"atom": "m16n8k16", "warps": self.warps, "k_steps": self.ksteps,
-                      "plane_rows": self.plane_rows, "plane_pitch": self.plane_pitch}} if self.mma else {})
+                      "plane_rows": self.plane_rows, "plane_pitch": self.plane_pitch,
+                      "dy_order": "NCHW" if self.dy_nchw else "NHWC",
+                      "dx_order": "NCHW" if self.dx_nchw else "NHWC"}} if self.mma else {})
 
     def defines(self) -> list:
         """The ``DD_*`` defines of ``kernels/direct.cu`` (problem ``DG_*`` defines apart);
@@ -416,7 +442,8 @@ class DirectSpec:
                     ("DD_NPH_H", self.nph_h), ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h),
                     ("DD_TILES_W", self.tiles_w), ("DD_CB", self.cblocks), ("DD_BAND_BYTES", self.ws_bytes),
                     ("DD_PLANE_BYTES", self.plane_bytes), ("DD_OUT_IN_PLANE", int(self.out_in_plane)),
-                    ("DD_IDX64", int(self.idx64)), ("DD_MIN_BLOCKS", self.min_blocks)]
+                    ("DD_IDX64", int(self.idx64)), ("DD_MIN_BLOCKS", self.min_blocks),
+                    ("DD_DY_NCHW", int(self.dy_nchw)), ("DD_DX_NCHW", int(self.dx_nchw))]
         return [("DD_THREADS", self.block_threads), ("DD_TN", self.tn), ("DD_V", self.vec),
                 ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_TPW", self.tpw), ("DD_TPH", self.tph),
                 ("DD_CT", self.ct), ("DD_TWT", self.twt), ("DD_THT", self.tht),
@@ -466,6 +493,10 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
             as one sentence naming the field.
     """
     p, t, c = problem, target, config
+    if c.schedule is KernelSchedule.DIRECT_NCHW:
+        _check(c.vector_size_a == MMA_BODY,
+               f"vector_size_a must be 2 (the mma body) for schedule 14 (direct-nchw), got {c.vector_size_a}")
+        return _make_mma_spec(p, t, c, native=True)
     why = direct_reason(p, t)
     _check(why is None, f"the direct schedule does not apply: {why}")
     if c.vector_size_a == MMA_BODY:
@@ -548,10 +579,13 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
                       stage32=stage32, lyg=lyg)
 
 
-def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig) -> DirectSpec:
-    """:func:`make_direct_spec` for the mma body (``vector_size_a`` 2)."""
-    why = mma_reason(p, t)
+def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = False) -> DirectSpec:
+    """:func:`make_direct_spec` for the mma body (``vector_size_a`` 2; ``native``: on the
+    ``DIRECT_NCHW`` schedule, tensors in their own memory order)."""
+    why = mma_reason(p, t, native)
     _check(why is None, f"vector_size_a=2 (mma body): {why}")
+    dy_nchw = native and memory_order(p, "dY") == "NCHW"
+    dx_nchw = native and memory_order(p, "dX") == "NCHW"
     for name, want in (("warp_n", 1), ("vector_size_b", 0), ("split_k", 1), ("warp_tile_m", 16),
                        ("warp_tile_n", 8), ("lds_k_outer", 1), ("stages", 1)):
         got = getattr(c, name)
@@ -573,11 +607,14 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig) -> DirectSpec:
     plane_rows = c.tile_k + spany
     plane_width = c.tile_m + 16 * (ksteps - 1)
     plane_pitch = plane_width + 8
-    out_pitch = c.tile_k + (8 if c.tile_k % 16 == 0 else 16)     # 32-bit words = 4 mod 8: no bank conflict
+    if dx_nchw:         # rows of tile_m columns (NCHW rows stored as they lie): 16-bit fragment stores
+        out_pitch = c.tile_m + 8
+    else:               # columns of tile_k rows, 32-bit fragment stores; words = 4 mod 8: no bank conflict
+        out_pitch = c.tile_k + (8 if c.tile_k % 16 == 0 else 16)
     band_width = 16 * ksteps + 16
     ws_bytes = p.Y * c.tile_n * band_width * 4
     plane_bytes = c.tile_n * plane_rows * plane_pitch * eb
-    out_in_plane = c.tile_m * out_pitch <= plane_rows * plane_pitch
+    out_in_plane = (c.tile_k if dx_nchw else c.tile_m) * out_pitch <= plane_rows * plane_pitch
     lds = ws_bytes + plane_bytes + (0 if out_in_plane else c.tile_n * c.tile_m * out_pitch * eb)
     _check(lds <= t.lds_bytes, f"{lds} bytes of shared memory (band table {ws_bytes}, dY planes {plane_bytes}, "
                                f"output planes {lds - ws_bytes - plane_bytes}) exceed {t.arch}'s {t.lds_bytes}; "
@@ -595,7 +632,8 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig) -> DirectSpec:
                       tiles_w=tiles_w, cblocks=cblocks, ws_pitch=band_width, ws_bytes=ws_bytes,
                       stage_cols=plane_width, lds_bytes=lds, idx64=idx64, mma=True, warps=c.warp_m,
                       ksteps=ksteps, plane_rows=plane_rows, plane_width=plane_width, plane_pitch=plane_pitch,
-                      out_pitch=out_pitch, plane_bytes=plane_bytes, out_in_plane=out_in_plane)
+                      out_pitch=out_pitch, plane_bytes=plane_bytes, out_in_plane=out_in_plane,
+                      dy_nchw=dy_nchw, dx_nchw=dx_nchw)
 
 
 def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int) -> PerfConfig:
@@ -612,12 +650,14 @@ MMA_TILES = ((32, 16, 16, 4), (32, 32, 16, 8), (64, 16, 8, 4), (32, 32, 8, 8), (
 pixels of 16 or 32 channels per block, 4 or 8 warps."""
 
 
-def mma_search_space(problem: ConvProblem, target: Target):
-    """The mma body's candidate configs (unvalidated; none where :func:`mma_reason` refuses)."""
-    if mma_reason(problem, target) is not None:
+def mma_search_space(problem: ConvProblem, target: Target, native: bool = False):
+    """The mma body's candidate configs (unvalidated; none where :func:`mma_reason` refuses),
+    on the ``DIRECT_NCHW`` schedule with ``native``."""
+    if mma_reason(problem, target, native) is not None:
         return
     for tile in MMA_TILES:
-        yield mma_config(*tile)
+        cfg = mma_config(*tile)
+        yield cfg.replace(schedule=KernelSchedule.DIRECT_NCHW) if native else cfg
 
 
 def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:
@@ -810,6 +850,26 @@ def direct_search_space(problem: ConvProblem, target: Target):
 
 
 # ----------------------------------------------------------------------------- CPU engine
+def direct_native_run(spec: DirectSpec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) -> None:
+    """One launch of a ``DIRECT_NCHW`` spec on the CPU, as its kernel reads and writes: ``dy``
+    the launch's dY bytes in their memory order (NCHW or NHWC), ``w`` W's bytes (depthwise:
+    the same in either order), ``dx`` a C-contiguous array of the launch's dX elements
+    written in place in dX's memory order; the arithmetic is :func:`direct_nhwc`'s.
+
+    Raises:
+        ValueError: ``dx`` is not C-contiguous (it could not be written through a view).
+    """
+    p = spec.problem
+    if not dx.flags.c_contiguous:
+        raise ValueError("the direct NCHW engine writes dX through a view: pass a C-contiguous array")
+    src = np.asarray(dy)
+    src = src.reshape(p.N, p.K, p.Ho, p.Wo).transpose(0, 2, 3, 1) if spec.dy_nchw else src.reshape(p.N, p.Ho, p.Wo, p.K)
+    out = direct_nhwc(p, src, np.asarray(w).reshape(p.K, p.Y, p.X, p.cpg))
+    if spec.dx_nchw:
+        out = out.transpose(0, 3, 1, 2)
+    dx.reshape(-1)[:] = out.astype(dx.dtype).reshape(-1)
+
+
 def run_direct_cpu(spec: DirectSpec, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
     """dX from the schedule's own phase/tap structure, in numpy (:func:`direct_nhwc`).
 

@@ -13,7 +13,7 @@ from typing import Iterator
 
 from . import cost_model, nchw_tma, vectors
 from .config import KernelSchedule, PerfConfig
-from .direct import default_direct_config, direct_reason, direct_search_space
+from .direct import default_direct_config, direct_reason, direct_search_space, mma_search_space
 from .errors import PerfConfigError
 from .group_pack import PACK_OF, pack_reason
 from .group_pack import virtual_problem as pack_virtual
@@ -607,10 +607,16 @@ def _nchw_tma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -
                     yield c
 
 
-SEARCH_SPACES = (_nchw_pw_candidates, _nchw_tma_candidates, _direct_candidates, _patch_candidates, _pack_candidates,
-                 _warpgroup_candidates, _warp_mma_candidates)
-"""Each schedule family's candidate generator, fastest family first. The NCHW TMA and NCHW
-pointwise ones see the problem in its own layouts, the others the problem with dY and W NHWC
+def _direct_nchw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The direct schedule's mma body on tensors in their own layouts (``DIRECT_NCHW``), where
+    dY or dX is NCHW in memory and it serves the problem."""
+    yield from mma_search_space(p, t, native=True)
+
+
+SEARCH_SPACES = (_nchw_pw_candidates, _nchw_tma_candidates, _direct_nchw_candidates, _direct_candidates,
+                 _patch_candidates, _pack_candidates, _warpgroup_candidates, _warp_mma_candidates)
+"""Each schedule family's candidate generator, fastest family first. The NCHW TMA, NCHW
+pointwise and direct NCHW ones see the problem in its own layouts, the others the problem with dY and W NHWC
 (:func:`~miopen_solver.transpose.native_problem`) their kernel runs between the layout
 transforms."""
 
@@ -635,7 +641,7 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     splits = _SPLIT_K
     native = native_problem(problem)
     for space in SEARCH_SPACES:
-        own = space in (_nchw_tma_candidates, _nchw_pw_candidates)
+        own = space in (_nchw_tma_candidates, _nchw_pw_candidates, _direct_nchw_candidates)
         yield from space(problem if own else native, target, splits, max_k)
 
 

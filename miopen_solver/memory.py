@@ -108,7 +108,7 @@ def engine_plan(spec) -> EnginePlan:
     (:func:`~miopen_solver.runtime.cpu.live_taps`), as the engine pads."""
     from .config import KernelSchedule
     from .runtime.cpu import live_taps
-    if spec.schedule is KernelSchedule.DIRECT:
+    if spec.schedule.direct:
         return EnginePlan(direct=True)
     tf32 = spec.math == "tf32"
     if spec.schedule.patch:

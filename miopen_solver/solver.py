@@ -648,7 +648,7 @@ class DgradSolver:
         whose = {"default": f"the {kind} default", "perfdb": "the perf-db config"}.get(choice.source)
         moved = False
         if whose and asked != cfg and (cfg.schedule.warpgroup or cfg.schedule.virtual_gemm
-                                       or cfg.schedule is KernelSchedule.DIRECT):
+                                       or cfg.schedule.direct):
             ok, why = is_valid_performance_config(problem, target, asked)
             fallbacks = []
             if cfg.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA):
@@ -709,7 +709,11 @@ class DgradSolver:
         if narrowed:        # caps, not demands: a wider vector than the problem allows is clamped
             choice.notes.append(f"Vector widths narrowed to what the problem allows: {', '.join(narrowed)}")
         transforms = run_transforms(spec, problem)
-        if spec.schedule.nchw_native:
+        if spec.schedule is KernelSchedule.DIRECT_NCHW:
+            choice.notes.append(
+                f"Layout: dY read as {memory_order(problem, 'dY')} and dX written as {memory_order(problem, 'dX')} "
+                f"in place by the direct schedule's mma body (W: the same bytes in either order); no transform")
+        elif spec.schedule.nchw_native:
             choice.notes.append(
                 f"Layout: dY and dX read and written in NCHW by per-image GEMMs; {transforms[0].label} (W^T "
                 f"per group) through a {workspace_bytes(transforms)}-byte workspace")
@@ -855,7 +859,7 @@ class _Settings:
         keeps its own split for ``-1`` (its split is the choice: the schedule resolves no
         ``-1``); the reduction is set only where the config may split (split_k not 1)."""
         kouter, split_k = self.kouter, self.split_k
-        if cfg.schedule is KernelSchedule.DIRECT:
+        if cfg.schedule.direct:
             kouter = None if kouter == "auto" else kouter
             split_k = None if split_k in (-1, 1) else split_k
         if cfg.schedule in SPLIT_PERSISTENT and split_k == -1 and cfg.split_k > 1:

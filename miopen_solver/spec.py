@@ -594,7 +594,7 @@ def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
 
 
 def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
-    if config.schedule is KernelSchedule.DIRECT:     # no GEMM tiles: its own spec type and rules
+    if config.schedule.direct:                       # no GEMM tiles: its own spec type and rules
         from .direct import make_direct_spec
         return make_direct_spec(problem, target, config)
     if config.schedule.patch:                        # a GEMM spec of a virtual problem inside
@@ -836,6 +836,7 @@ SCHEDULE_RULES = {
     KernelSchedule.WGMMA_PERSISTENT: (_warpgroup_rules, _persistent_rules),
     KernelSchedule.WGMMA_TMA: (_warpgroup_rules, check_tma, _persistent_rules),   # tile_k 64 before k-tiles
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
+    KernelSchedule.DIRECT_NCHW: (),
     KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
     KernelSchedule.PATCH_GEMM_WGMMA: (),
     KernelSchedule.PATCH_GEMM_PERSISTENT: (),

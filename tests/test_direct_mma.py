@@ -96,7 +96,7 @@ def test_spec_fields_name_dict_and_record():
     assert s.kernel_name == f"dgrad_direct_mma_sm_90_fp16_t32x16x8_w4_k2_{p.short_tag()}"
     d = json.loads(json.dumps(s.as_dict()))
     assert d["body"] == "mma" and d["mma"] == {"atom": "m16n8k16", "warps": 4, "k_steps": 2, "plane_rows": 10,
-                                               "plane_pitch": 56}
+                                               "plane_pitch": 56, "dy_order": "NHWC", "dx_order": "NHWC"}
     assert d["threads"] == 128 and d["accumulators_per_thread"] == 2 * 4 and d["schedule"] == "direct"
     src = s.emit()
     assert src.block == (128, 1, 1) and src.shared_bytes == s.lds_bytes and not src.pre_memset
@@ -234,3 +234,99 @@ def test_nvcc_builds_every_searched_tile_without_spills(arch, dtype, tmp_path):
             assert b.count("mma.sync.aligned.m16n8k16") > 0 and b.count("ldmatrix") > 0
             built += 1
     assert built >= 3 * len(MMA_TILES) - 3
+
+
+# ----------------------------------------------------------------------------- DIRECT_NCHW
+from miopen_solver.config import KernelSchedule  # noqa: E402
+from miopen_solver.solver import DgradSolver  # noqa: E402
+
+LAYOUT_CASES = [("NCHW", "NCHW", "NCHW"), ("NHWC", "NCHW", "NCHW"), ("NCHW", "NHWC", "NHWC"), ("NCHW", "NHWC", "NCHW"),
+                ("NHWC", "NCHW", "NHWC")]
+"""(dX, dY, W) layouts DIRECT_NCHW serves: at least one of dY and dX NCHW, W in either."""
+
+
+def native(tile=(16, 16, 8, 4)):
+    return mma_config(*tile).replace(schedule=KernelSchedule.DIRECT_NCHW)
+
+
+def laid(p: ConvProblem, lay) -> ConvProblem:
+    return p.replace(in_layout=lay[0], out_layout=lay[1], fil_layout=lay[2])
+
+
+def test_direct_nchw_serves_a_tensor_in_nchw_only():
+    p = dw()
+    assert "both are NHWC" in mma_reason(p, SM90, native=True)
+    assert mma_reason(laid(p, ("NCHW", "NCHW", "NCHW")), SM90, native=True) is None
+    assert "NVIDIA sm_80+" in mma_reason(laid(p, ("NCHW", "NCHW", "NCHW")), get_target("gfx942"), native=True)
+    with pytest.raises(PerfConfigError, match="both are NHWC"):
+        make_direct_spec(p, SM90, native())
+    with pytest.raises(PerfConfigError, match="vector_size_a must be 2"):
+        make_direct_spec(laid(p, ("NCHW", "NCHW", "NCHW")), SM90, native().replace(vector_size_a=1))
+
+
+@pytest.mark.parametrize("lay", LAYOUT_CASES)
+def test_direct_nchw_solution_has_no_transform_and_names_its_layouts(lay):
+    p = laid(dw(C=32, Hi=20, Wi=24, Y=7, X=7, pH=3, pW=3), lay)
+    solver = DgradSolver()
+    cfgs = [c for c in solver.search(p, SM90) if c.schedule is KernelSchedule.DIRECT_NCHW]
+    assert len(cfgs) == len(MMA_TILES) and all(c.vector_size_a == MMA_BODY for c in cfgs)
+    sol = solver.get_solution(p, SM90, cfgs[0])
+    dy_order, dx_order = ("NCHW" if lay[1] == "NCHW" else "NHWC"), ("NCHW" if lay[0] == "NCHW" else "NHWC")
+    assert f"_dy{dy_order}_dx{dx_order}_" in sol.kernel_name and "+transpose" not in sol.kernel_name
+    assert sol.workspace_bytes == 0 and sol.transforms == ()
+    assert any(n.startswith(f"Layout: dY read as {dy_order} and dX written as {dx_order} in place") for n in sol.notes)
+    assert solver.get_workspace_size(p, SM90, cfgs[0]) == 0
+    assert Solution.from_record(json.loads(json.dumps(sol.to_record()))).spec == sol.spec
+    d = sol.spec.as_dict()
+    assert d["schedule"] == "direct-nchw" and d["mma"]["dy_order"] == dy_order and d["mma"]["dx_order"] == dx_order
+    nhwc = [c for c in solver.search(laid(p, ("NHWC",) * 3), SM90) if c.schedule is KernelSchedule.DIRECT_NCHW]
+    assert nhwc == []
+
+
+@pytest.mark.parametrize("lay", LAYOUT_CASES)
+def test_cpu_engine_runs_direct_nchw_in_every_layout(lay):
+    from miopen_solver.runtime.cpu import CpuEngine
+    from miopen_solver.reference import verify
+    p = laid(dw(C=16, Hi=11, Wi=13, Y=5, X=5, pH=2, pW=2, sH=2, sW=2, dtype="bf16"), lay)
+    cpu = get_target("cpu")
+    sol = DgradSolver().get_solution(p, cpu, native())
+    rng = np.random.default_rng(5)
+    st = layouts.storage_dtype(p.dtype)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(np.float32).astype(st)
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(np.float32).astype(st)
+    v = verify(p, CpuEngine(cpu).run(sol, dy, w), dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0, v
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("case", range(len(LAYOUT_CASES) + 6))
+def test_emulated_direct_nchw_matches_float64_reference(case, tmp_path):
+    """The mma body reading dY and writing dX in their own layouts (each case of
+    LAYOUT_CASES on a fixed 7x7 problem, then random problems and tiles), dX NaN-poisoned."""
+    R = random.Random(800 + case)
+    if case < len(LAYOUT_CASES):
+        p, tile = laid(FIXED[0], LAYOUT_CASES[case]), (16, 16, 8, 4)
+    else:
+        p = None
+        while p is None or mma_reason(laid(p, ("NCHW",) * 3), SM90, native=True) is not None:
+            p = random_mma_problem(R)
+        p, tile = laid(p, R.choice(LAYOUT_CASES)), R.choice(SMALL_TILES)
+    s = make_direct_spec(p, SM90, native(tile))
+    st = layouts.storage_dtype(p.dtype)
+    rng = np.random.default_rng(case)
+    dy = rng.standard_normal(layouts.dy_shape(p)).astype(np.float32).astype(st)
+    w = rng.standard_normal(layouts.w_shape(p)).astype(np.float32).astype(st)
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor="nvidia").reshape(layouts.dx_shape(p))
+    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), tile)
+    ref = dgrad_reference(p, dy, w)
+    assert rms_range(ref, out) < default_tolerance(p.dtype, implicit_gemm=False), (p.short_tag(), p.in_layout, tile)
+
+
+@pytest.mark.skipif(not offline.shutil.which("nvcc"), reason="nvcc not on PATH")
+@pytest.mark.parametrize("lay", LAYOUT_CASES[:3])
+def test_nvcc_builds_direct_nchw_without_spills(lay, tmp_path):
+    for kw in LAYERS:
+        p = laid(dw(**kw), lay)
+        for tile in ((32, 16, 16, 4), (64, 16, 16, 8), (32, 32, 8, 8)):
+            b = offline.inspect_nvidia(make_direct_spec(p, SM90, native(tile)).emit().text, "sm_90", tmp_path, "k")
+            assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.stack_bytes == 0, (kw, tile)

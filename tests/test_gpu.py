@@ -583,6 +583,26 @@ def test_direct_mma_body_random_problems(engine, seed):
     assert _check(engine, p, cfg, np.random.default_rng(seed)) is not None
 
 
+@pytest.mark.parametrize("lay", [("NCHW", "NCHW", "NCHW"), ("NHWC", "NCHW", "NCHW"), ("NCHW", "NHWC", "NHWC")])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", DIRECT_LINES)
+def test_direct_nchw_verifies(engine, dtype, line, lay):
+    """``DIRECT_NCHW`` (the mma body reading dY and writing dX in their own layouts, no
+    transform) on every searched tile, where it applies."""
+    from miopen_solver.config import KernelSchedule
+    from miopen_solver.direct import mma_reason
+    from miopen_solver.solver import DgradSolver
+    p = _nhwc_problem(dtype, line).replace(in_layout=lay[0], out_layout=lay[1], fil_layout=lay[2])
+    if mma_reason(p, engine.target, native=True) is not None:
+        pytest.skip(mma_reason(p, engine.target, native=True))
+    solver = DgradSolver()
+    cfgs = [c for c in solver.search(p, engine.target) if c.schedule is KernelSchedule.DIRECT_NCHW]
+    assert cfgs
+    for i, cfg in enumerate(cfgs):
+        if solver.is_valid_performance_config(p, engine.target, cfg)[0]:
+            _verify_solution(engine, solver.get_solution(p, engine.target, cfg), seed=15 + i)   # inputs in p's layouts
+
+
 # ------------------------------------------------------------------ split-N (issue 16)
 SPLIT_LINES = [   # (line, config or None for the default): 3 launches of 2 images each, forced
     ("convfp16 -n 6 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", None),

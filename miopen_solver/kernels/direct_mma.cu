@@ -34,6 +34,11 @@
 // element of the block is written exactly once (zeros where no tap reaches); no atomics,
 // no zero-fill pass, no workspace.
 //
+// Layouts: dY and dX NHWC (schedule DIRECT), or each in its own memory order, NCHW or NHWC
+// (DIRECT_NCHW: DD_DY_NCHW, DD_DX_NCHW): the planes are channel-major, so an NCHW dY row is
+// copied as it lies and an NCHW dX row stored as it lies (row-major output planes); W of a
+// depthwise layer is the same bytes in NCHW and NHWC.
+//
 // Non-finite inputs: A's zeros multiply dY values outside a pixel's taps, so an Inf or NaN
 // in dY makes NaN the dX values of its 16-column neighbourhood that the exact sum leaves
 // finite or infinite (still non-finite: a loss-scaling check sees them).
@@ -56,12 +61,16 @@ static_assert(DD_TQW == 16 * DD_CBW && DD_TQH == 8 * DD_RB, "units of 16 columns
 static_assert(DD_THREADS == 32 * DD_WARPS && DD_WARPS <= DD_TN, "warps");
 static_assert(DD_KS >= 1 && DD_PW == DD_TQW + 16 * (DD_KS - 1), "plane columns the k-steps read");
 static_assert(DD_PP >= DD_PW && DD_PP % 8 == 0 && (DD_PP / 8) % 2 == 1, "plane pitch: odd 16-byte units");
+#if DD_DX_NCHW
+static_assert(DD_OPR >= DD_TQW && DD_OPR % 8 == 0, "output plane pitch (columns consecutive, 16-byte rows)");
+#else
 static_assert(DD_OPR >= DD_TQH && DD_OPR % 2 == 0, "output plane pitch (rows consecutive)");
+#endif
 #if DD_OUT_IN_PLANE
 #define DD_OUT_STRIDE (DD_PR * DD_PP)
-static_assert(DD_TQW * DD_OPR <= DD_PR * DD_PP, "an output plane fits its channel's dY plane");
+static_assert((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR <= DD_PR * DD_PP, "an output plane fits its channel's dY plane");
 #else
-#define DD_OUT_STRIDE (DD_TQW * DD_OPR)
+#define DD_OUT_STRIDE ((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR)
 #endif
 static_assert(DD_BW >= 16 * DD_KS + 16, "band entries per (row, channel)");
 
@@ -164,11 +173,29 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
     }
 
     // (2) The dY window, channel-major: plane row pr, column pc hold dY row qh0 + ymin + pr,
-    // column qw0 + xmin + pc; zeros outside dY and outside what a tap reads. A thread moves
-    // two neighbouring pixels of 8 channels: two 16-byte loads, eight 32-bit stores.
+    // column qw0 + xmin + pc; zeros outside dY and outside what a tap reads.
     constexpr int GROUPS = DD_TN / 8;
     const int rows_read = DD_TQH + (ymax - ymin);
     const int cols_read = DD_TQW + (xmax - xmin);
+#if DD_DY_NCHW
+    // NCHW dY: a plane row is a piece of a dY row; consecutive threads take consecutive
+    // column pairs (coalesced loads, one 32-bit shared store each).
+    for (int i = tid; i < DD_TN * DD_PR * (DD_PW / 2); i += DD_THREADS) {
+        const int pc = 2 * (i % (DD_PW / 2));
+        const int t = i / (DD_PW / 2);
+        const int pr = t % DD_PR;
+        const int cl = t / DD_PR;
+        const int ho = qh0 + ymin + pr;
+        const int wo = qw0 + xmin + pc;
+        const bool row_ok = taps && pr < rows_read && ho >= 0 && ho < DG_HO && c0 + cl < DG_C;
+        const dd_t* src = dy + (((dd_idx)n * DG_C + c0 + cl) * DG_HO + ho) * DG_WO + wo;
+        const dd_t e0 = row_ok && pc < cols_read && wo >= 0 && wo < DG_WO ? src[0] : (dd_t)0;
+        const dd_t e1 = row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO ? src[1] : (dd_t)0;
+        *reinterpret_cast<dd_u32*>(planes + (cl * DD_PR + pr) * DD_PP + pc) = (dd_u32)e0 | ((dd_u32)e1 << 16);
+    }
+#else
+    // NHWC dY: a thread moves two neighbouring pixels of 8 channels: two 16-byte loads,
+    // eight 32-bit shared stores.
     for (int i = tid; i < GROUPS * DD_PR * (DD_PW / 2); i += DD_THREADS) {
         const int pc = 2 * (i % (DD_PW / 2));
         const int t = i / (DD_PW / 2);
@@ -188,6 +215,7 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
 #pragma unroll
         for (int k = 0; k < 8; ++k) dst[k * (DD_PR * DD_PP / 2)] = (dd_u32)e0[k] | ((dd_u32)e1[k] << 16);
     }
+#endif
     DD_SYNC();
 
     // (3) Per channel: every valid filter row's banded A times the staged dY rows.
@@ -243,6 +271,18 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
 #if DD_OUT_IN_PLANE
         __syncwarp();                   // every lane's ldmatrix reads of this plane are done
 #endif
+#if DD_DX_NCHW
+        // C fragment: acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit;
+        // the output plane is row-major (an NCHW dX row as it lies): 16-bit stores.
+#pragma unroll
+        for (int rb = 0; rb < DD_RB; ++rb)
+#pragma unroll
+            for (int cw = 0; cw < DD_CBW; ++cw)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    outp[cl * DD_OUT_STRIDE + (8 * rb + 2 * t4 + (e & 1)) * DD_OPR + 16 * cw + g + 8 * (e >> 1)] =
+                        dd_from_f(acc[rb][cw][e]);
+#else
         // C fragment: acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit;
         // the output plane is column-major (rows consecutive), so rows j, j+1 are one 32-bit store.
 #pragma unroll
@@ -254,9 +294,35 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                     *reinterpret_cast<dd_u32*>(outp + cl * DD_OUT_STRIDE + (16 * cw + g + 8 * (e >> 1)) * DD_OPR +
                                                8 * rb + 2 * t4) =
                         (dd_u32)dd_from_f(acc[rb][cw][e]) | ((dd_u32)dd_from_f(acc[rb][cw][e + 1]) << 16);
+#endif
     }
     DD_SYNC();
 
+#if DD_DX_NCHW
+    // (4) Output planes -> NCHW dX: a thread takes 8 consecutive columns of one row of one
+    // channel (one 16-byte shared load); consecutive threads take consecutive pieces of a row.
+    // With W-stride 1 and rows of a multiple of 8 elements the 8 dX elements are one aligned
+    // 16-byte store, else 8 stores (W-strided phases scatter).
+    for (int i = tid; i < DD_TN * DD_TQH * (DD_TQW / 8); i += DD_THREADS) {
+        const int q8 = 8 * (i % (DD_TQW / 8));
+        const int t = i / (DD_TQW / 8);
+        const int qr = t % DD_TQH;
+        const int cl = t / DD_TQH;
+        const int hi = (qh0 + qr) * DG_SH + rh;
+        const int wi0 = (qw0 + q8) * DG_SW + rw;
+        if (hi >= DG_HI || wi0 >= DG_WI || c0 + cl >= DG_C) continue;
+        dd_t e[8];
+        dd_load<8, false>(e, outp + cl * DD_OUT_STRIDE + qr * DD_OPR + q8);
+        dd_t* dst = dx + (((dd_idx)n * DG_C + c0 + cl) * DG_HI + hi) * DG_WI + wi0;
+        if (DG_SW == 1 && DG_WI % 8 == 0 && wi0 + 8 <= DG_WI) {
+            dd_store<8>(dst, e);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                if (wi0 + k * DG_SW < DG_WI) dst[k * DG_SW] = e[k];
+        }
+    }
+#else
     // (4) Output planes -> dX: a thread takes rows qr, qr+1 of column qc for 8 channels (eight
     // 32-bit shared loads, two 16-byte stores); group fastest, so a pixel's channels are
     // consecutive in memory.
@@ -281,4 +347,5 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
         dd_store<8>(dst, e0);
         if (hi + DG_SH < DG_HI) dd_store<8>(dst + (dd_idx)DG_SH * DG_WI * DG_C, e1);
     }
+#endif
 }

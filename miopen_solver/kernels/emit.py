@@ -193,7 +193,7 @@ def emit(spec) -> KernelSource:
     Grid: x = tiles over all sub-GEMMs, or the persistent blocks (``spec.tile_blocks``),
     (+ zero-fill blocks), y = G, z = split_k.
     """
-    if spec.schedule is KernelSchedule.DIRECT or spec.schedule.virtual_gemm:     # their own emitters
+    if spec.schedule.direct or spec.schedule.virtual_gemm:     # their own emitters
         return spec.emit()
     return emit_gemm(spec)
 

@@ -255,6 +255,10 @@ class CpuEngine(Engine):
             from ..direct import direct_nhwc
             dx[...] = direct_nhwc(p, dy, w)
             return
+        if spec.schedule is KernelSchedule.DIRECT_NCHW:   # the same, dY and dX bytes in their own order
+            from ..direct import direct_native_run
+            direct_native_run(spec, dy, w, dx)
+            return
         if spec.schedule.patch:                        # one GEMM scattered into dX patches
             from ..patch import patch_nhwc
             patch_nhwc(spec, round_tf32(dy) if tf32 else dy, round_tf32(w) if tf32 else w, dx)
