@@ -118,6 +118,8 @@ MMA_MIN_REGISTERS = 128
 """Registers a thread of the mma body may always use (its largest tiles take about 100)."""
 BLOCK_RESERVED_LDS = 1024
 """Shared memory the CUDA runtime reserves per block on sm_80+ (bytes)."""
+MMA_ATOMS = {"nvidia": "mma16816", "amd": "mfma16x16x16"}
+"""The matrix atom of the mma body per vendor (``cpu``: NVIDIA's form)."""
 MMA_BODY = 2
 """``vector_size_a`` of the mma body."""
 MAX_WIN = 96
@@ -254,9 +256,11 @@ def mma_reason(problem: ConvProblem, target: Target, native: bool = False) -> st
     why = direct_reason(p, t)
     if why is not None:
         return why
-    if t.vendor == "amd" or t.atom(p.dtype, "mma16816") is None:
-        return (f"the mma body needs mma.sync.m16n8k16 for {p.dtype} (NVIDIA sm_80+, fp16/bf16); "
-                f"{t.arch} has none")
+    if p.dtype not in ("fp16", "bf16"):
+        return f"the mma body takes fp16 or bf16 data; got {p.dtype}"
+    if t.atom(p.dtype, MMA_ATOMS["amd" if t.vendor == "amd" else "nvidia"]) is None:
+        return (f"the mma body needs mma.sync.m16n8k16 (NVIDIA sm_80+) or v_mfma_f32_16x16x16 (AMD CDNA) "
+                f"for {p.dtype}; {t.arch} has neither")
     if p.cpg != 1 or p.kpg != 1:
         return f"the mma body serves depthwise problems (cpg = kpg = 1); got cpg={p.cpg}, kpg={p.kpg}"
     if p.C % 8:
@@ -370,7 +374,7 @@ class DirectSpec:
 
     @property
     def block_threads(self) -> int:
-        return 32 * self.warps if self.mma else self.ct * self.twt * self.tht
+        return self.target.wave_size * self.warps if self.mma else self.ct * self.twt * self.tht
 
     @property
     def threads(self) -> int:
@@ -410,7 +414,7 @@ class DirectSpec:
             "threads": self.block_threads,
             "grid": list(self.grid),
             "block_tile": {"rows": self.tqh, "columns": self.tqw, "channels": self.tn},
-            "thread_tile": {"rows": self.tph, "columns": self.tpw, "channels": self.vec},
+            "thread_tile": None if self.mma else {"rows": self.tph, "columns": self.tpw, "channels": self.vec},
             "vector_dy": self.ly,
             "vector_dx": self.lx,
             "dy_path": ("lds32" if self.stage32 else "lds") if self.stage else "l1",
@@ -418,14 +422,15 @@ class DirectSpec:
             "body": "mma" if self.mma else "lean" if self.lean else "original",
             "phases": [self.nph_h, self.nph_w],
             "lds_bytes": self.lds_bytes,
-            "accumulators_per_thread": (self.tqh // 8) * (self.tqw // 16) * 4 if self.mma
+            "accumulators_per_thread": (self.tqh // self.tph) * (self.tqw // 16) * 4 if self.mma
             else self.tph * self.tpw * self.vec,
             "split_k": self.split_k,
             "zero_fill": self.zero_fill,
             "sub_gemms": len(self.sub_gemms),
             "workspace_bytes": self.workspace_bytes,
             "index_bits": 64 if self.idx64 else 32,
-        } | ({"mma": {"atom": "m16n8k16", "warps": self.warps, "k_steps": self.ksteps,
+        } | ({"mma": {"atom": "m16n8k16" if self.tph == 8 else "mfma16x16x16", "unit": {"rows": self.tph, "columns": 16},
+                      "channels_per_warp_pass": 1, "warps": self.warps, "k_steps": self.ksteps,
                       "plane_rows": self.plane_rows, "plane_pitch": self.plane_pitch,
                       "dy_order": "NCHW" if self.dy_nchw else "NHWC",
                       "dx_order": "NCHW" if self.dx_nchw else "NHWC"}} if self.mma else {})
@@ -436,7 +441,7 @@ class DirectSpec:
         (``kernels/direct_mma.cu``) its own."""
         if self.mma:
             return [("DD_THREADS", self.block_threads), ("DD_WARPS", self.warps), ("DD_TN", self.tn),
-                    ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_RB", self.tqh // 8), ("DD_CBW", self.tqw // 16),
+                    ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_RB", self.tqh // self.tph), ("DD_CBW", self.tqw // 16),
                     ("DD_KS", self.ksteps), ("DD_PR", self.plane_rows), ("DD_PW", self.plane_width),
                     ("DD_PP", self.plane_pitch), ("DD_OPR", self.out_pitch), ("DD_BW", self.ws_pitch),
                     ("DD_NPH_H", self.nph_h), ("DD_NPH_W", self.nph_w), ("DD_TILES_H", self.tiles_h),
@@ -499,6 +504,9 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
         return _make_mma_spec(p, t, c, native=True)
     why = direct_reason(p, t)
     _check(why is None, f"the direct schedule does not apply: {why}")
+    _check(c.vector_size_a in (0, 1, MMA_BODY),      # first: it decides what the other slots mean
+           f"vector_size_a must be 0 (original body), 1 (lean body) or 2 (mma body) for the direct schedule, "
+           f"got {c.vector_size_a}")
     if c.vector_size_a == MMA_BODY:
         return _make_mma_spec(p, t, c)
     for name, want in FIXED_SLOTS:
@@ -513,9 +521,6 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     _check(c.stages in (1, 2), f"stages must be 1 (no dY row prefetch) or 2 (prefetch one row), got {c.stages}")
     _check(not (c.lds_k_outer == 2 and c.stages == 2),
            "lds_k_outer=2 (dY staged as fp32) needs stages=1: the row prefetch holds raw dY rows in registers")
-    _check(c.vector_size_a in (0, 1),
-           f"vector_size_a must be 0 (original body), 1 (lean body) or 2 (mma body) for the direct schedule, "
-           f"got {c.vector_size_a}")
     _check(c.tile_m % c.warp_tile_m == 0,
            f"tile_m={c.tile_m} must be a multiple of warp_tile_m={c.warp_tile_m} (columns per thread)")
     _check(c.tile_k % c.warp_tile_n == 0,
@@ -579,28 +584,39 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
                       stage32=stage32, lyg=lyg)
 
 
+def unit_rows(target: Target) -> int:
+    """dX rows of one MMA unit (16 columns wide): 8 for ``mma.sync.m16n8k16``, 16 for AMD's
+    ``v_mfma_f32_16x16x16``."""
+    return 16 if target.vendor == "amd" else 8
+
+
 def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = False) -> DirectSpec:
     """:func:`make_direct_spec` for the mma body (``vector_size_a`` 2; ``native``: on the
     ``DIRECT_NCHW`` schedule, tensors in their own memory order)."""
     why = mma_reason(p, t, native)
-    _check(why is None, f"vector_size_a=2 (mma body): {why}")
+    _check(why is None, f"{KernelSchedule.DIRECT_NCHW.label}: {why}" if native else f"vector_size_a=2 (mma body): {why}")
     dy_nchw = native and memory_order(p, "dY") == "NCHW"
     dx_nchw = native and memory_order(p, "dX") == "NCHW"
+    rows = unit_rows(t)
     for name, want in (("warp_n", 1), ("vector_size_b", 0), ("split_k", 1), ("warp_tile_m", 16),
-                       ("warp_tile_n", 8), ("lds_k_outer", 1), ("stages", 1)):
+                       ("warp_tile_n", rows), ("lds_k_outer", 1), ("stages", 1)):
         got = getattr(c, name)
-        _check(got == want, f"{name} must be {want} for the direct schedule's mma body, got {got}")
+        _check(got == want, f"{name} must be {want} for the direct schedule's mma body on {t.arch}, got {got}")
     _check(c.vector_size_c in (0, 8),
            f"vector_size_c must be 0 (auto) or 8 for the mma body (16-byte groups of 8 channels), got {c.vector_size_c}")
     _check(c.tile_m >= 16 and c.tile_m % 16 == 0, f"tile_m={c.tile_m} must be a positive multiple of 16 (mma body)")
-    _check(c.tile_k >= 8 and c.tile_k % 8 == 0, f"tile_k={c.tile_k} must be a positive multiple of 8 (mma body)")
+    _check(c.tile_k >= rows and c.tile_k % rows == 0,
+           f"tile_k={c.tile_k} must be a positive multiple of {rows} (mma body on {t.arch})")
     _check(c.tile_n >= 8 and c.tile_n % 8 == 0, f"tile_n={c.tile_n} must be a positive multiple of 8 (mma body)")
     _check(1 <= c.warp_m <= min(MAX_MMA_WARPS, c.tile_n),
            f"warp_m={c.warp_m} (warps per block) must be 1 to min({MAX_MMA_WARPS}, tile_n={c.tile_n}) for the "
            f"mma body")
-    units = (c.tile_k // 8) * (c.tile_m // 16)
+    _check(c.warp_m * t.wave_size <= t.max_threads,
+           f"warp_m={c.warp_m} waves of {t.wave_size} exceed {t.max_threads} threads on {t.arch}")
+    units = (c.tile_k // rows) * (c.tile_m // 16)
     _check(units * 4 <= MAX_ACC,
-           f"tile_k/8 x tile_m/16 = {units} units of 16 x 8 need {units * 4} accumulators per thread, more than {MAX_ACC}")
+           f"tile_k/{rows} x tile_m/16 = {units} units of 16 x {rows} need {units * 4} accumulators per thread, "
+           f"more than {MAX_ACC}")
     spany, spanx = phase_spans(p)
     ksteps = _cdiv(16 + spanx, 16)
     eb = p.elem_bytes
@@ -627,7 +643,7 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
     _check(blocks <= t.max_grid[0], f"{blocks} blocks exceed the grid limit {t.max_grid[0]}; raise tile_m or tile_k")
     idx64 = max(p.dy_elems, p.dx_elems, p.w_elems) > 2**31 - 1
     return DirectSpec(problem=p, target=t, config=c, vec=8, tn=c.tile_n, tqw=c.tile_m, tqh=c.tile_k,
-                      tpw=16, tph=8, stage=True, ct=c.tile_n // 8, twt=c.tile_m // 16, tht=c.tile_k // 8,
+                      tpw=16, tph=rows, stage=True, ct=c.tile_n // 8, twt=c.tile_m // 16, tht=c.tile_k // rows,
                       ny=1, tny=c.tile_n, ly=8, lys=8, lx=8, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h,
                       tiles_w=tiles_w, cblocks=cblocks, ws_pitch=band_width, ws_bytes=ws_bytes,
                       stage_cols=plane_width, lds_bytes=lds, idx64=idx64, mma=True, warps=c.warp_m,
@@ -636,18 +652,25 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
                       dy_nchw=dy_nchw, dx_nchw=dx_nchw)
 
 
-def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int) -> PerfConfig:
-    """The mma body's config of a ``tile_k x tile_m`` dX tile of ``tile_n`` channels and
-    ``warps`` warps (not validated)."""
+def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int, rows: int = 8) -> PerfConfig:
+    """The mma body's config of a ``tile_k x tile_m`` dX tile of ``tile_n`` channels,
+    ``warps`` warps (waves) and units of ``rows`` dX rows (:func:`unit_rows`; not validated)."""
     return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, warp_m=warps, warp_n=1, warp_tile_m=16,
-                      warp_tile_n=8, vector_size_a=MMA_BODY, vector_size_b=0, vector_size_c=8, split_k=1,
+                      warp_tile_n=rows, vector_size_a=MMA_BODY, vector_size_b=0, vector_size_c=8, split_k=1,
                       lds_k_outer=1, stages=1, schedule=KernelSchedule.DIRECT)
 
 
 MMA_TILES = ((32, 16, 16, 4), (32, 32, 16, 8), (64, 16, 8, 4), (32, 32, 8, 8), (16, 32, 16, 8),
              (64, 16, 16, 8), (32, 16, 32, 8), (64, 32, 16, 8))
-"""The mma body's searched tiles, ``(tile_m, tile_n, tile_k, warps)``: 256 to 1024 dX
-pixels of 16 or 32 channels per block, 4 or 8 warps."""
+"""The mma body's searched tiles on NVIDIA, ``(tile_m, tile_n, tile_k, warps)``: 256 to 1024
+dX pixels of 16 or 32 channels per block, 4 or 8 warps."""
+AMD_MMA_TILES = ((32, 16, 16, 4), (16, 16, 16, 4), (32, 8, 16, 2), (64, 8, 16, 2), (32, 8, 32, 2), (16, 8, 16, 2))
+"""The mma body's searched tiles on AMD (units of 16 rows, waves of 64, 64 KiB of LDS)."""
+
+
+def mma_tiles(target: Target) -> tuple:
+    """The searched mma tiles of ``target``'s vendor."""
+    return AMD_MMA_TILES if target.vendor == "amd" else MMA_TILES
 
 
 def mma_search_space(problem: ConvProblem, target: Target, native: bool = False):
@@ -655,8 +678,8 @@ def mma_search_space(problem: ConvProblem, target: Target, native: bool = False)
     on the ``DIRECT_NCHW`` schedule with ``native``."""
     if mma_reason(problem, target, native) is not None:
         return
-    for tile in MMA_TILES:
-        cfg = mma_config(*tile)
+    for tile in mma_tiles(target):
+        cfg = mma_config(*tile, rows=unit_rows(target))
         yield cfg.replace(schedule=KernelSchedule.DIRECT_NCHW) if native else cfg
 
 

@@ -114,6 +114,7 @@ AMD = r"""
 #define EMU_BLOCK_START()
 #define EMU_THREAD_START(t)
 #define amdgpu_flat_work_group_size(lo, hi) unused
+#define __builtin_amdgcn_wave_barrier() emu_wave_sync()
 #define __builtin_amdgcn_workitem_id_x() emu_tid_x
 #define __builtin_amdgcn_workitem_id_y() emu_tid_y
 #define __builtin_amdgcn_grid_size_x() (emu_grid[0] * emu_block_x)

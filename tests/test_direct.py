@@ -171,7 +171,7 @@ def test_unused_slots_are_documented_fixed_values():
             assert all(getattr(c, k) == v for k, v in FIXED_SLOTS)
         bodies.add(c.vector_size_a)
     assert bodies == {0, 1, 2}                     # tune and search() reach the lean and mma bodies
-    assert {c.vector_size_a for c in direct_search_space(dw(), get_target("gfx942"))} == {0, 1}
+    assert {c.vector_size_a for c in direct_search_space(dw(dtype="fp32"), get_target("gfx942"))} == {0, 1}
 
 
 def test_auto_vector_is_widest_valid_up_to_16_bytes():

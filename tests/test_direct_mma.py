@@ -39,8 +39,8 @@ def dw(**kw) -> ConvProblem:
 
 # ----------------------------------------------------------------------------- rules
 @pytest.mark.parametrize("problem, arch, words", [
-    (dw(), "gfx942", "NVIDIA sm_80+"),
-    (dw(dtype="fp32"), "sm_90", "fp32"),
+    (dw(dtype="fp32"), "gfx942", "the mma body takes fp16 or bf16 data; got fp32"),
+    (dw(dtype="fp32"), "sm_90", "the mma body takes fp16 or bf16 data; got fp32"),
     (dw(C=32, K=32, G=16), "sm_90", "cpg=2"),
     (dw(C=16, K=32, G=16), "sm_90", "kpg=2"),
     (dw(C=12), "sm_90", "C=12 is not a multiple of 8"),
@@ -95,8 +95,11 @@ def test_spec_fields_name_dict_and_record():
     assert s2.out_in_plane and s2.lds_bytes == 3 * 16 * 48 * 4 + 16 * 18 * 40 * 2       # 16 x 24 <= 18 x 40
     assert s.kernel_name == f"dgrad_direct_mma_sm_90_fp16_t32x16x8_w4_k2_{p.short_tag()}"
     d = json.loads(json.dumps(s.as_dict()))
-    assert d["body"] == "mma" and d["mma"] == {"atom": "m16n8k16", "warps": 4, "k_steps": 2, "plane_rows": 10,
-                                               "plane_pitch": 56, "dy_order": "NHWC", "dx_order": "NHWC"}
+    assert d["body"] == "mma" and d["mma"] == {"atom": "m16n8k16", "unit": {"rows": 8, "columns": 16},
+                                               "channels_per_warp_pass": 1, "warps": 4, "k_steps": 2,
+                                               "plane_rows": 10, "plane_pitch": 56, "dy_order": "NHWC",
+                                               "dx_order": "NHWC"}
+    assert d["thread_tile"] is None                  # lanes own fragments of units, not a pixel tile
     assert d["threads"] == 128 and d["accumulators_per_thread"] == 2 * 4 and d["schedule"] == "direct"
     src = s.emit()
     assert src.block == (128, 1, 1) and src.shared_bytes == s.lds_bytes and not src.pre_memset
@@ -121,7 +124,8 @@ def test_search_reaches_the_mma_body_only_where_it_applies():
     def bodies(p, t):
         return {c.vector_size_a for c in direct_search_space(p, t)}
     assert MMA_BODY in bodies(dw(), SM90) and MMA_BODY in bodies(dw(dtype="bf16"), SM80)
-    for p, t in ((dw(), get_target("gfx90a")), (dw(dtype="fp32"), SM90), (dw(C=12), SM90),
+    assert MMA_BODY in bodies(dw(), get_target("gfx90a")) and MMA_BODY in bodies(dw(dtype="bf16"), get_target("gfx942"))
+    for p, t in ((dw(dtype="fp32"), get_target("gfx942")), (dw(dtype="fp32"), SM90), (dw(C=12), SM90),
                  (dw(C=32, K=32, G=16), SM90)):
         assert MMA_BODY not in bodies(p, t)
 
@@ -257,7 +261,8 @@ def test_direct_nchw_serves_a_tensor_in_nchw_only():
     p = dw()
     assert "both are NHWC" in mma_reason(p, SM90, native=True)
     assert mma_reason(laid(p, ("NCHW", "NCHW", "NCHW")), SM90, native=True) is None
-    assert "NVIDIA sm_80+" in mma_reason(laid(p, ("NCHW", "NCHW", "NCHW")), get_target("gfx942"), native=True)
+    assert mma_reason(laid(p, ("NCHW", "NCHW", "NCHW")), get_target("gfx942"), native=True) is None
+    assert "fp32" in mma_reason(laid(p.replace(dtype="fp32"), ("NCHW",) * 3), get_target("gfx942"), native=True)
     with pytest.raises(PerfConfigError, match="both are NHWC"):
         make_direct_spec(p, SM90, native())
     with pytest.raises(PerfConfigError, match="vector_size_a must be 2"):
@@ -330,3 +335,70 @@ def test_nvcc_builds_direct_nchw_without_spills(lay, tmp_path):
         for tile in ((32, 16, 16, 4), (64, 16, 16, 8), (32, 32, 8, 8)):
             b = offline.inspect_nvidia(make_direct_spec(p, SM90, native(tile)).emit().text, "sm_90", tmp_path, "k")
             assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.stack_bytes == 0, (kw, tile)
+
+
+# ----------------------------------------------------------------------------- AMD (v_mfma_f32_16x16x16)
+from miopen_solver.direct import AMD_MMA_TILES, unit_rows  # noqa: E402
+
+GFX942, GFX90A = get_target("gfx942"), get_target("gfx90a")
+
+
+def test_amd_units_are_16_rows_in_waves_of_64():
+    assert unit_rows(GFX942) == unit_rows(GFX90A) == 16 and unit_rows(SM90) == 8
+    s = make_direct_spec(dw(), GFX942, mma_config(32, 16, 16, 4, rows=16))
+    assert s.block_threads == 256 and s.tph == 16 and s.as_dict()["mma"]["atom"] == "mfma16x16x16"
+    assert ("DD_RB", 1) in s.defines() and "__builtin_amdgcn_mfma_f32_16x16x16f16" in s.emit().text
+    ok, why = is_valid_direct_config(dw(), GFX942, mma_config(32, 16, 8, 4))
+    assert not ok and why == "warp_tile_n must be 16 for the direct schedule's mma body on gfx942, got 8"
+    ok, why = is_valid_direct_config(dw(), GFX942, mma_config(32, 16, 8, 4, rows=16))
+    assert not ok and "tile_k=8 must be a positive multiple of 16" in why
+    assert is_valid_direct_config(dw(C=16), GFX942, mma_config(32, 16, 16, 16, rows=16))[0]     # 1024 threads
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("case", range(len(FIXED) + 6))
+def test_emulated_amd_mma_body_matches_float64_reference(case, tmp_path):
+    """The AMD flavour (MFMA emulated from its operand layouts) on the fixed problems, then
+    random problems, tiles and layouts (NHWC on schedule 4, own layouts on schedule 14)."""
+    R = random.Random(900 + case)
+    if case < len(FIXED):
+        p, tile, nat = FIXED[case], (16, 16, 16, 2), False
+    else:
+        p = None
+        while p is None:
+            p = random_mma_problem(R)
+        nat = R.random() < 0.5
+        p = laid(p, R.choice(LAYOUT_CASES)) if nat else p
+    sched = KernelSchedule.DIRECT_NCHW if nat else KernelSchedule.DIRECT
+    if case >= len(FIXED):
+        tile = R.choice([t for t in AMD_MMA_TILES
+                         if is_valid_direct_config(p, GFX942, mma_config(*t, rows=16).replace(schedule=sched))[0]])
+    s = make_direct_spec(p, GFX942, mma_config(*tile, rows=16).replace(schedule=sched))
+    st = layouts.storage_dtype(p.dtype)
+    rng = np.random.default_rng(case)
+    dy = rng.standard_normal(layouts.dy_shape(p)).astype(np.float32).astype(st)
+    w = rng.standard_normal(layouts.w_shape(p)).astype(np.float32).astype(st)
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor="amd").reshape(layouts.dx_shape(p))
+    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), tile)
+    assert rms_range(dgrad_reference(p, dy, w), out) < default_tolerance(p.dtype, implicit_gemm=False), (p.short_tag(), tile)
+
+
+@pytest.mark.skipif(offline.find_amd_clang() is None, reason="no clang with AMDGPU targets")
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+def test_clang_builds_amd_mma_tiles_without_scratch(arch, tmp_path):
+    t = get_target(arch)
+    built = 0
+    for kw in LAYERS:
+        for lay, sched in (("NHWC", KernelSchedule.DIRECT), ("NCHW", KernelSchedule.DIRECT_NCHW)):
+            for dtype in ("fp16", "bf16"):
+                p = laid(dw(**kw, dtype=dtype), (lay,) * 3)
+                for tile in AMD_MMA_TILES:
+                    cfg = mma_config(*tile, rows=16).replace(schedule=sched)
+                    ok, why = is_valid_direct_config(p, t, cfg)
+                    if not ok:
+                        assert "shared memory" in why, why
+                        continue
+                    co = offline.compile_amd(make_direct_spec(p, t, cfg).emit().text, arch, tmp_path)
+                    assert co.data and co.resources.get("ScratchSize [bytes/lane]", 0) == 0, (kw, tile, co.resources)
+                    built += 1
+    assert built >= 3 * 2 * 2 * 4

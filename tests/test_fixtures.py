@@ -541,22 +541,27 @@ def test_a_pinned_perf_config_runs_instead_of_the_default():
 
 
 def test_a_pinned_config_a_target_refuses_pins_the_refusal():
-    """The mma body (NVIDIA-only): sm_90's golden holds its kernel, gfx942's the config error
-    (the problem stays applicable there: its default would run); the numerics run it."""
+    """The mma body with NVIDIA's 8-row units: sm_90's golden holds its kernel, gfx942's the
+    config error (AMD's units are 16 rows; the problem stays applicable there: its default
+    would run); the numerics run it."""
     pinned = [f for f in ALL if f.path.endswith("direct_mma.jsonl")]
     assert len(pinned) >= 3
     for f in pinned:
         sm90, gfx = f.expect["targets"]["sm_90"], f.expect["targets"]["gfx942"]
         assert sm90["perf_config"] == f.perf_config and sm90["kernel_name"].startswith("dgrad_direct_mma_sm_90_")
         assert gfx["applicable"] and "kernel_name" not in gfx
-        assert gfx["perf_config_refused"].startswith("vector_size_a=2 (mma body): ") and "gfx942" in gfx["perf_config_refused"]
+        assert gfx["perf_config_refused"] == ("warp_tile_n must be 16 for the direct schedule's mma body on gfx942, "
+                                              "got 8")          # its units are 16 rows (v_mfma_f32_16x16x16)
         assert f.expect["numerics"]["ok"]
     line = "convfp16 -n 2 -c 16 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -g 16 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
     rec = fx.compute(line, numerics=False, perf_config="16,16,8,4,1,16,8,2,0,8,1,1,1,4")
     assert "perf_config_refused" in rec["targets"]["gfx942"] and "perf_config_refused" not in rec["targets"]["sm_90"]
     rec = fx.compute(line, numerics=False, perf_config="16,16,8,4,1,16,8,2,0,4,1,1,1,4")     # refused on both
     assert "vector_size_c must be 0 (auto) or 8" in rec["targets"]["sm_90"]["perf_config_refused"]
-    assert "gfx942 has none" in rec["targets"]["gfx942"]["perf_config_refused"]
+    assert "warp_tile_n must be 16" in rec["targets"]["gfx942"]["perf_config_refused"]
+    rec = fx.compute(line, numerics=False, perf_config="16,16,16,2,1,16,16,2,0,8,1,1,1,4")    # AMD's unit: refused on sm_90
+    assert "warp_tile_n must be 8" in rec["targets"]["sm_90"]["perf_config_refused"]
+    assert rec["targets"]["gfx942"]["kernel_name"].startswith("dgrad_direct_mma_gfx942_fp16_t16x16x16_w2_k2_")
 
 
 def test_a_bad_perf_config_key_is_one_error(tmp_path):

@@ -52,13 +52,17 @@
 
 // ------------------------------------------------------------------ rules (mirror direct.py)
 #if defined(DG_VENDOR_AMD)
-#error "the direct schedule's mma body is NVIDIA-only (mma.sync.m16n8k16)"
+#define DD_WAVE 64           // v_mfma_f32_16x16x16: units of 16 dX columns x 16 dX rows
+#define DD_UNIT_ROWS 16
+#else
+#define DD_WAVE 32           // mma.sync.m16n8k16: units of 16 dX columns x 8 dX rows
+#define DD_UNIT_ROWS 8
 #endif
 static_assert(DG_DTYPE == 1 || DG_DTYPE == 2, "16-bit storage (fp16, bf16)");
 static_assert(DG_CPG == 1 && DG_KPG == 1, "depthwise");
 static_assert(DG_C % 8 == 0 && DD_TN % 8 == 0, "channels in 16-byte groups of 8");
-static_assert(DD_TQW == 16 * DD_CBW && DD_TQH == 8 * DD_RB, "units of 16 columns x 8 rows");
-static_assert(DD_THREADS == 32 * DD_WARPS && DD_WARPS <= DD_TN, "warps");
+static_assert(DD_TQW == 16 * DD_CBW && DD_TQH == DD_UNIT_ROWS * DD_RB, "units of 16 columns x DD_UNIT_ROWS rows");
+static_assert(DD_THREADS == DD_WAVE * DD_WARPS && DD_WARPS <= DD_TN, "warps");
 static_assert(DD_KS >= 1 && DD_PW == DD_TQW + 16 * (DD_KS - 1), "plane columns the k-steps read");
 static_assert(DD_PP >= DD_PW && DD_PP % 8 == 0 && (DD_PP / 8) % 2 == 1, "plane pitch: odd 16-byte units");
 #if DD_DX_NCHW
@@ -74,12 +78,37 @@ static_assert((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR <= DD_PR * DD_PP, "an outp
 #endif
 static_assert(DD_BW >= 16 * DD_KS + 16, "band entries per (row, channel)");
 
+// ------------------------------------------------------------------ matrix instructions
+#if defined(DG_VENDOR_AMD)
+// v_mfma_f32_16x16x16{f16,bf16_1k} (CDNA3 ISA, "Dense matrix arithmetic"): lane l feeds
+// A[m = l%16][k = 4*(l/16) .. +3] and B[k = 4*(l/16) .. +3][n = l%16]; its four results are
+// C[4*(l/16) + e][l%16].
+typedef float dd_accv __attribute__((ext_vector_type(4)));
+#if DG_DTYPE == 1
+typedef _Float16 dd_opv __attribute__((ext_vector_type(4)));
+#else
+typedef short dd_opv __attribute__((ext_vector_type(4)));
+#endif
+DD_DEVICE dd_accv dd_mfma(dd_opv a, dd_opv b, dd_accv c) {
+#if DG_DTYPE == 1
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0);
+#else
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0);
+#endif
+}
+DD_DEVICE dd_opv dd_opv_of(dd_u32 lo, dd_u32 hi) {
+    union { dd_u32 u[2]; dd_opv v; } c;
+    c.u[0] = lo;
+    c.u[1] = hi;
+    return c.v;
+}
+#define DD_WAVE_SYNC() __builtin_amdgcn_wave_barrier()
+#else
 // Blocks per multiprocessor that shared memory allows (DD_MIN_BLOCKS, from direct.py): told to
 // ptxas, whose default register budget otherwise spills a few bytes in the banded-A loop.
 #undef DD_GLOBAL
 #define DD_GLOBAL extern "C" __global__ __launch_bounds__(DD_THREADS, DD_MIN_BLOCKS)
-
-// ------------------------------------------------------------------ matrix instructions
+#define DD_WAVE_SYNC() __syncwarp()
 #define DG_DEVICE DD_DEVICE
 typedef dd_u32 dg_u32;
 
@@ -105,6 +134,7 @@ DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1)
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 
 // ------------------------------------------------------------------ phase taps
 // Whether tap t is valid along an axis in phase r (its dY index is exact), and its offset.
@@ -219,14 +249,20 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
     DD_SYNC();
 
     // (3) Per channel: every valid filter row's banded A times the staged dY rows.
-    const int warp = tid / 32;
-    const int lane = tid % 32;
+    const int warp = tid / DD_WAVE;
+    const int lane = tid % DD_WAVE;
+#if defined(DG_VENDOR_AMD)
+    const int lm = lane % 16;                  // A's row m, B's column n (a dY row of the unit)
+    const int lk = 4 * (lane / 16);            // the lane's 4 k columns
+    const int band_lane = 16 + lk - lm;        // band entry of A[m][k], A[m][k+1]
+#else
     const int g = lane / 4;
     const int t4 = lane % 4;
     const dg_u32 plane_base = dg_smem_addr(planes);
     // A fragment (m16n8k16, row-major): a[s][r] holds A[m][k], A[m][k+1] with m = g + 8*(r&1),
     // k = 16*s + 2*t4 + 8*(r>>1): band entry 16 + k - m.
     const int band_lane = 16 + 2 * t4 - g;
+#endif
     for (int cl = warp; cl < DD_TN; cl += DD_WARPS) {
         float acc[DD_RB][DD_CBW][4];
 #pragma unroll
@@ -240,6 +276,26 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                 if (!dd_tap_ok(rh, DG_PH, DG_SH, DG_DH, ty)) continue;
                 const int row0 = (rh + DG_PH - ty * DG_DH) / DG_SH - ymin;    // plane row of unit row 0
                 const dd_u32* brow = band + (ty * DD_TN + cl) * DD_BW + band_lane;
+#if defined(DG_VENDOR_AMD)
+                dd_opv a[DD_KS];
+#pragma unroll
+                for (int s = 0; s < DD_KS; ++s) a[s] = dd_opv_of(brow[16 * s], brow[16 * s + 2]);
+#pragma unroll
+                for (int rb = 0; rb < DD_RB; ++rb)
+#pragma unroll
+                    for (int cw = 0; cw < DD_CBW; ++cw) {
+                        // B: 4 consecutive dY columns of plane row row0 + 16*rb + lm (8 bytes)
+                        const dd_t* bp = planes + (cl * DD_PR + row0 + 16 * rb + lm) * DD_PP + 16 * cw + lk;
+                        dd_accv c = {acc[rb][cw][0], acc[rb][cw][1], acc[rb][cw][2], acc[rb][cw][3]};
+#pragma unroll
+                        for (int s = 0; s < DD_KS; ++s) {
+                            const dd_u32* bw = reinterpret_cast<const dd_u32*>(bp + 16 * s);
+                            c = dd_mfma(a[s], dd_opv_of(bw[0], bw[1]), c);
+                        }
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) acc[rb][cw][e] = c[e];
+                    }
+#else
                 dg_u32 a[DD_KS][4];
 #pragma unroll
                 for (int s = 0; s < DD_KS; ++s)
@@ -266,14 +322,29 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                             dg_mma(acc[rb][cw], a[DD_KS - 1], r[0], r[1]);
                         }
                     }
+#endif
             }
         }
 #if DD_OUT_IN_PLANE
-        __syncwarp();                   // every lane's ldmatrix reads of this plane are done
+        DD_WAVE_SYNC();                 // every lane's reads of this plane are done
 #endif
+        // The accumulators -> the channel's output plane, rounded to the storage type.
+#if defined(DG_VENDOR_AMD)
+        // acc[..][e] is dX column m = lk + e, row j = lm of the unit.
+#pragma unroll
+        for (int rb = 0; rb < DD_RB; ++rb)
+#pragma unroll
+            for (int cw = 0; cw < DD_CBW; ++cw)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
 #if DD_DX_NCHW
-        // C fragment: acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit;
-        // the output plane is row-major (an NCHW dX row as it lies): 16-bit stores.
+                    outp[cl * DD_OUT_STRIDE + (16 * rb + lm) * DD_OPR + 16 * cw + lk + e] = dd_from_f(acc[rb][cw][e]);
+#else
+                    outp[cl * DD_OUT_STRIDE + (16 * cw + lk + e) * DD_OPR + 16 * rb + lm] = dd_from_f(acc[rb][cw][e]);
+#endif
+#elif DD_DX_NCHW
+        // acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit; the output
+        // plane is row-major (an NCHW dX row as it lies): 16-bit stores.
 #pragma unroll
         for (int rb = 0; rb < DD_RB; ++rb)
 #pragma unroll
@@ -283,8 +354,8 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                     outp[cl * DD_OUT_STRIDE + (8 * rb + 2 * t4 + (e & 1)) * DD_OPR + 16 * cw + g + 8 * (e >> 1)] =
                         dd_from_f(acc[rb][cw][e]);
 #else
-        // C fragment: acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit;
-        // the output plane is column-major (rows consecutive), so rows j, j+1 are one 32-bit store.
+        // acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit; the output
+        // plane is column-major (rows consecutive), so rows j, j+1 are one 32-bit store.
 #pragma unroll
         for (int rb = 0; rb < DD_RB; ++rb)
 #pragma unroll
