@@ -314,6 +314,19 @@ def _given_config(opts: dict):
         raise BadInput(f"--perf-config {opts['perf-config']!r}: {e}") from None
 
 
+
+def spec_text(value) -> str:
+    """A spec field for the human ``config`` output: a dict as ``key=value`` pairs (nested
+    dicts in parentheses), a list as ``x``-joined numbers, None as ``-``; JSON keeps the data."""
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={'(' + spec_text(v) + ')' if isinstance(v, dict) else spec_text(v)}"
+                        for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return " x ".join(spec_text(v) for v in value)
+    return str(value)
+
 def _config_text(doc: dict) -> str:
     launch = doc["launch"]
     lines = [f"kernel: {doc['kernel_name']}",
@@ -329,7 +342,7 @@ def _config_text(doc: dict) -> str:
         lines.append(f"split-K reduction: {red['kernel']}  grid: {' x '.join(map(str, red['grid']))}  "
                      f"block: {' x '.join(map(str, red['block']))}  {red['slices']} slices of {red['slice_bytes']} "
                      f"bytes at workspace offset {red['workspace_offset']}")
-    lines += [f"  {k}: {v}" for k, v in doc["spec"].items() if k not in ("kernel_name", "problem_key")]
+    lines += [f"  {k}: {spec_text(v)}" for k, v in doc["spec"].items() if k not in ("kernel_name", "problem_key")]
     return "\n".join(lines)
 
 
