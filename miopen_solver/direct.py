@@ -54,17 +54,18 @@ image), y = z = 1; ``tiles_h = ceil(ceil(Hi/sH)/TQH)``, ``tiles_w = ceil(ceil(Wi
 phases ``min(sH, Hi) * min(sW, Wi)``, channel blocks ``ceil(C/TN)``.
 
 The mma body (``vector_size_a`` 2, kernel ``direct_mma.cu``): depthwise (cpg = kpg = 1),
-fp16/bf16, C a multiple of 8, on targets with ``mma.sync.m16n8k16`` (NVIDIA sm_80+). Per
-channel and valid filter row, 16 dX columns x 8 dX rows are one m16n8k16 MMA per 16
-k-columns: A is the banded (Toeplitz) matrix of the row's W taps (``A[m][k] = W[y, x]``
-where ``k = m + off(x) - min_off``), B the 8 staged dY rows of that channel, so the taps
-run on tensor cores instead of FP32 FMAs. Its slots: ``tile_m`` dX columns (a multiple of
-16), ``tile_k`` dX rows (a multiple of 8), ``tile_n`` channels (a multiple of 8),
-``warp_tile_m`` 16 and ``warp_tile_n`` 8 (the MMA unit), ``vector_size_c`` 0 or 8 (16-byte
-groups of 8 channels), ``lds_k_outer`` 1 (the window is staged channel-major in shared
-memory), ``stages`` 1, ``warp_m`` the warps per block (each takes every ``warp_m``-th
-channel of the block). K spans ``16 + spanx`` columns: ``ceil((16 + spanx)/16)`` k-steps,
-at most :data:`MAX_MMA_KSTEPS`.
+fp16/bf16, C a multiple of 8, on targets with ``mma.sync.m16n8k16`` (NVIDIA sm_80+; units of
+16 dX columns x 8 rows) or ``v_mfma_f32_16x16x16`` (AMD CDNA; units of 16 x 16, waves of
+64). Per channel and valid filter row, each unit is one MMA per 16 k-columns: A is the
+banded (Toeplitz) matrix of the row's W taps (``A[m][k] = W[y, x]`` where ``k = m + off(x)
+- min_off``), B the unit's staged dY rows of that channel, so the taps run on tensor cores
+instead of FP32 FMAs. Its slots: ``tile_m`` dX columns (a multiple of 16), ``tile_k`` dX
+rows (a multiple of the unit's rows, :func:`unit_rows`), ``tile_n`` channels (a multiple of
+8), ``warp_tile_m`` 16 and ``warp_tile_n`` the unit's rows, ``vector_size_c`` 0 or 8
+(16-byte groups of 8 channels), ``lds_k_outer`` 1 (the window is staged channel-major in
+shared memory), ``stages`` 1, ``warp_m`` the warps (waves) per block, 1 to
+min(:data:`MAX_MMA_WARPS`, ``tile_n``) (each takes every ``warp_m``-th channel of the
+block). K spans ``16 + spanx`` columns: ``ceil((16 + spanx)/16)`` k-steps, at most :data:`MAX_MMA_KSTEPS`.
 
 Shared memory (all dynamic, passed at launch as the KernelSource's ``shared_bytes``): the
 block's filter taps in fp32, ``Y*X`` rows of ``TN*kpg`` floats rounded up to 4, plus 4, then with

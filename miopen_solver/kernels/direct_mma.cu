@@ -1,5 +1,6 @@
 // Direct backward-data convolution on tensor cores: the `mma` body of the direct schedule,
-// for depthwise layers (cpg = kpg = 1), NHWC, 16-bit storage, NVIDIA mma.sync (sm_80+).
+// for depthwise layers (cpg = kpg = 1), 16-bit storage, on NVIDIA mma.sync.m16n8k16 (sm_80+)
+// or AMD v_mfma_f32_16x16x16 (CDNA: gfx90a, gfx942).
 //
 //   dX[n,hi,wi,c] = sum_{y,x} dY[n,ho,wo,c] * W[c,y,x]
 //   ho = (hi + pH - y*dH)/sH, counted only when exact and 0 <= ho < Ho (wo likewise).
@@ -9,19 +10,20 @@
 // tap t reads dY at the phase-local index plus off(t) = (r + pad - t*dil)/stride.
 //
 // The banded-matrix form. For one channel c and one valid filter row y, the 16 dX columns
-// qw0+m (m < 16) of 8 dX rows qh0+j (j < 8) are
+// qw0+m (m < 16) of DD_UNIT_ROWS dX rows qh0+j (8 on NVIDIA, 16 on AMD) are
 //
 //   dX[m][j] += sum_k A[m][k] * B[k][j],   A[m][k] = W[c,y,x] where k = m + off(x) - min_off,
 //                                          B[k][j] = dY[qh0 + j + offy(y)][qw0 + min_off + k],
 //
-// A is zero off its band (the valid x taps), so one m16n8k16 MMA per 16 columns of k does
-// 16 x 8 x 16 multiply-adds of which 16 x 8 x (taps in the band) are useful. K spans
-// 16 + spanx columns, DD_KS k-steps of 16. A warp builds A for (c, y) in registers, once,
-// and reuses it over its DD_RB x DD_CBW units of 8 rows x 16 columns; B comes from
-// shared memory by ldmatrix: the block's dY window is staged channel-major (one plane of
-// DD_PR rows x DD_PP elements per channel), so the 8 rows of a B fragment are 8 dY rows of
-// one channel and every ldmatrix row address is 16-byte aligned (plane columns start at
-// min_off; pitch an odd number of 16-byte units, so the 8 rows hit 8 different bank groups).
+// A is zero off its band (the valid x taps), so one MMA per 16 columns of k does
+// 16 x rows x 16 multiply-adds of which 16 x rows x (taps in the band) are useful. K spans
+// 16 + spanx columns, DD_KS k-steps of 16. A warp (wave) loads A for (c, y) into registers
+// once and reuses it over its DD_RB x DD_CBW units; B comes from shared memory: the block's
+// dY window is staged channel-major (one plane of DD_PR rows x DD_PP elements per channel),
+// so a B fragment's columns are dY rows of one channel. NVIDIA: ldmatrix, every row address
+// 16-byte aligned (plane columns start at min_off; pitch an odd number of 16-byte units, so
+// the 8 rows hit 8 different bank groups). AMD: each lane reads its 4 k-columns of one dY
+// row as one 8-byte LDS load.
 //
 // Block steps: (1) the band table: for every filter row y and channel, A's diagonals as
 // 32-bit pairs (A[m][k] depends on k - m only), so a warp loads its A fragment with 4*DD_KS
