@@ -198,7 +198,6 @@ struct emu_dim3 { unsigned x, y, z; };
 static thread_local emu_dim3 threadIdx;
 static emu_dim3 blockIdx, gridDim;
 #define __syncthreads() emu_block_bar->arrive_and_wait()
-#define __syncwarp(...) emu_wave_sync()
 static float emu_b16_to_f(uint16_t u, int dtype) {
     if (dtype == 2) return emu_bf2f((short)u);
     _Float16 h;
@@ -581,7 +580,7 @@ NVIDIA_LDG = re.compile(r'asm\("ld\.global\.nc[^"]*"[^;]*;')
 # warp barrier, so the lanes of a warp stay in step as on the GPU -- a lane that released a
 # stage (mbarrier arrive) has all its warp's reads of it behind it; the mbarrier-init fence
 # orders nothing when every operation completes at issue.
-NVIDIA_WARP_SYNCS = re.compile(r'asm volatile\("wgmma\.(?:fence|commit_group|wait_group)[^"]*"[^;]*;')
+NVIDIA_WARP_SYNCS = re.compile(r'asm volatile\("(?:wgmma\.(?:fence|commit_group|wait_group)|bar\.warp\.sync)[^"]*"[^;]*;')
 NVIDIA_NOOPS = re.compile(r'asm volatile\("fence\.mbarrier_init[^"]*"[^;]*;')
 
 

@@ -110,7 +110,8 @@ DD_DEVICE dd_opv dd_opv_of(dd_u32 lo, dd_u32 hi) {
 // ptxas, whose default register budget otherwise spills a few bytes in the banded-A loop.
 #undef DD_GLOBAL
 #define DD_GLOBAL extern "C" __global__ __launch_bounds__(DD_THREADS, DD_MIN_BLOCKS)
-#define DD_WAVE_SYNC() __syncwarp()
+// __syncwarp() without a header (NVRTC compiles with none)
+#define DD_WAVE_SYNC() asm volatile("bar.warp.sync -1;" ::: "memory");
 #define DG_DEVICE DD_DEVICE
 typedef dd_u32 dg_u32;
 
