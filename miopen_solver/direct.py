@@ -76,9 +76,11 @@ The mma body: the band table, ``Y x tile_n x (16*k-steps + 16)`` 32-bit pairs of
 diagonals (the phase's W taps by offset, zeros off the band), then one dY plane per
 channel, ``(tile_k + spany) x pitch`` with ``pitch = tile_m + 16*(k-steps - 1) + 8`` (an odd
 number of 16-byte units: ldmatrix's 8 row addresses hit 8 bank groups), then one output
-plane per channel, ``tile_m`` columns of ``tile_k + 8`` (``+ 16`` when ``tile_k`` is an odd
-multiple of 8) rows, rows consecutive: inside the channel's dY plane where it fits (only
-the warp that reads a plane writes its output there), else after the dY planes.
+plane per channel: for an NHWC dX ``tile_m`` columns of ``tile_k + 8`` (``+ 16`` when
+``tile_k`` is an odd multiple of 8) rows, rows consecutive; for an NCHW dX (schedule 14)
+``tile_k`` rows of ``tile_m + 8`` columns, columns consecutive; inside the channel's dY plane
+where it fits (only the warp that reads a plane writes its output there), else after the
+dY planes.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ MAX_TAPS = 256
 MAX_W_PHASES = 8
 """Most W phases (``min(sW, Wi)``): each is one compiled instantiation of the body."""
 MAX_ACC = 64
-"""Most fp32 accumulators per thread (TPH*TPW*V; the mma body: 4 per unit of 16 x 8)."""
+"""Most fp32 accumulators per thread (TPH*TPW*V; the mma body: 4 per MMA unit)."""
 MAX_MMA_KSTEPS = 4
 """Most k-steps of 16 dY columns one banded A spans in the mma body (spanx <= 48)."""
 MAX_MMA_WARPS = 16
