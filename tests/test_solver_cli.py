@@ -153,6 +153,33 @@ def test_config_text_and_json_agree():
     assert f"  lds_bytes: {j['spec']['lds_bytes']}" in t.stdout
 
 
+DW7 = "convfp16 -n 8 -c 96 -H 56 -W 56 -k 96 -y 7 -x 7 -p 3 -q 3 -g 96 -F 2"
+
+
+@pytest.mark.parametrize("line, extra", [
+    (SUITE_LINE, []),                                                                   # wgmma-tma (lists)
+    (DW7 + " --in_layout NHWC --out_layout NHWC --fil_layout NHWC", []),                # direct (dicts)
+    (DW7, ["--perf-config", "32,16,16,4,1,16,8,2,0,8,1,1,1,14"]),                        # mma body (nested, None)
+    ("convfp16 -n 2 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16 -F 2", []),       # patch GEMM
+])
+def test_config_text_shows_spec_fields_as_text_not_python_reprs(line, extra):
+    """Every spec field of the human ``config`` output is plain text: dicts as key=value pairs,
+    lists joined by x, None as '-' (it printed Python reprs: ``{'rows': 16, ...}``, ``None``);
+    the JSON keeps the data."""
+    t = run(config_cmd, shlex.split(line) + ["--arch", "sm_90"] + extra)
+    j = json.loads(run(config_cmd, shlex.split(line) + ["--arch", "sm_90", "--json"] + extra).stdout)
+    assert t.exit_code == 0
+    fields = [x for x in t.stdout.splitlines() if x.startswith("  ")]
+    assert fields and not any(c in x for x in fields for c in ("{", "}", "[", "]", "'", "None", "True,"))
+    for key, value in j["spec"].items():
+        if isinstance(value, dict):
+            assert any(x.startswith(f"  {key}: ") and all(f"{k}=" in x for k in value) for x in fields), key
+        elif isinstance(value, list):
+            assert f"  {key}: {' x '.join(map(str, value))}" in fields, key
+        elif value is None:
+            assert f"  {key}: -" in fields, key
+
+
 def test_config_with_given_perf_config():
     cfg = "64,64,32,2,2,32,32,0,0,0,-1,-1,3"
     r = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perf-config", cfg, "--json"])

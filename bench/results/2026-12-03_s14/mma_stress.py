@@ -1,28 +1,59 @@
-import sys, random, tempfile, numpy as np
+"""Stress check of the direct schedule's mma body on the kernel emulator (no GPU): COUNT random
+depthwise problems (tests/test_direct_mma.py's generator: strides 1-4, dilations 1-3, pads,
+fp16/bf16), half NHWC on schedule 4 and half in a random own-layout case on schedule 14, each
+on a random tile that fits, against the float64 reference with NaN-poisoned dX.
+
+Usage (repo root): ``python bench/results/2026-12-03_s14/mma_stress.py SEED COUNT [nvidia|amd]``
+"""
+
+import random
+import sys
+import tempfile
+
+import numpy as np
+
 sys.path.insert(0, "tests")
-import kernel_emu
-from test_direct_mma import random_mma_problem, SMALL_TILES, LAYOUT_CASES, laid, native, SM90
-from miopen_solver.direct import make_direct_spec, mma_config, mma_reason, MMA_TILES, is_valid_direct_config
-from miopen_solver import layouts
-from miopen_solver.reference import dgrad_reference, rms_range, default_tolerance
-R = random.Random(int(sys.argv[1]))
-n_ok = 0
-for i in range(int(sys.argv[2])):
-    p = None
-    while p is None:
-        p = random_mma_problem(R)
-    nat = R.random() < 0.5
-    if nat:
-        p = laid(p, R.choice(LAYOUT_CASES))
-    tiles = [t for t in SMALL_TILES + MMA_TILES if is_valid_direct_config(p, SM90, native(t) if nat else mma_config(*t))[0]]
-    tile = R.choice(tiles)
-    s = make_direct_spec(p, SM90, native(tile) if nat else mma_config(*tile))
-    st = layouts.storage_dtype(p.dtype)
-    rng = np.random.default_rng(i)
-    dy = rng.standard_normal(layouts.dy_shape(p)).astype(np.float32).astype(st)
-    w = rng.standard_normal(layouts.w_shape(p)).astype(np.float32).astype(st)
-    out = kernel_emu.run_direct(s, dy, w, tempfile.mkdtemp(), vendor="nvidia").reshape(layouts.dx_shape(p))
-    ok = np.isfinite(out.astype(np.float32)).all() and rms_range(dgrad_reference(p, dy, w), out) < default_tolerance(p.dtype, implicit_gemm=False)
-    n_ok += ok
-    if not ok: print("FAIL", p.short_tag(), p.in_layout, p.out_layout, tile, nat, flush=True)
-print(f"{n_ok}/{sys.argv[2]} verified", flush=True)
+import kernel_emu  # noqa: E402
+from test_direct_mma import LAYOUT_CASES, SMALL_TILES, laid, random_mma_problem  # noqa: E402
+
+from miopen_solver import layouts  # noqa: E402
+from miopen_solver.config import KernelSchedule  # noqa: E402
+from miopen_solver.direct import (AMD_MMA_TILES, MMA_TILES, is_valid_direct_config, make_direct_spec,  # noqa: E402
+                                  mma_config, unit_rows)
+from miopen_solver.reference import default_tolerance, dgrad_reference, rms_range  # noqa: E402
+from miopen_solver.target import get_target  # noqa: E402
+
+
+def main(seed: int, count: int, vendor: str) -> int:
+    target = get_target("gfx942" if vendor == "amd" else "sm_90")
+    rows = unit_rows(target)
+    tiles = AMD_MMA_TILES if vendor == "amd" else SMALL_TILES + MMA_TILES
+    R = random.Random(seed)
+    ok_count = 0
+    for i in range(count):
+        p = None
+        while p is None:
+            p = random_mma_problem(R)
+        native = R.random() < 0.5
+        sched = KernelSchedule.DIRECT_NCHW if native else KernelSchedule.DIRECT
+        if native:
+            p = laid(p, R.choice(LAYOUT_CASES))
+        cfgs = [mma_config(*t, rows=rows).replace(schedule=sched) for t in tiles]
+        cfg = R.choice([c for c in cfgs if is_valid_direct_config(p, target, c)[0]])
+        s = make_direct_spec(p, target, cfg)
+        st = layouts.storage_dtype(p.dtype)
+        rng = np.random.default_rng(i)
+        dy = rng.standard_normal(layouts.dy_shape(p)).astype(np.float32).astype(st)
+        w = rng.standard_normal(layouts.w_shape(p)).astype(np.float32).astype(st)
+        out = kernel_emu.run_direct(s, dy, w, tempfile.mkdtemp(), vendor=vendor).reshape(layouts.dx_shape(p))
+        ok = bool(np.isfinite(out.astype(np.float32)).all()
+                  and rms_range(dgrad_reference(p, dy, w), out) < default_tolerance(p.dtype, implicit_gemm=False))
+        ok_count += ok
+        if not ok:
+            print("FAIL", p.short_tag(), p.in_layout, p.out_layout, cfg.serialize(), flush=True)
+    print(f"{ok_count}/{count} verified ({vendor})", flush=True)
+    return 0 if ok_count == count else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "nvidia"))
