@@ -148,6 +148,21 @@ def fresh_inputs(p: ConvProblem, rng):
     return dy, w
 
 
+def emulated_matches_reference(s, seed: int, vendor: str, tmp_path):
+    """Run spec ``s`` on the kernel emulator (``vendor`` flavour) with fresh inputs in the
+    problem's own layouts into a NaN-poisoned dX: every element written, within MIOpen's
+    tolerance of the float64 reference."""
+    p = s.problem
+    st = layouts.storage_dtype(p.dtype)
+    rng = np.random.default_rng(seed)
+    dy = rng.standard_normal(layouts.dy_shape(p)).astype(np.float32).astype(st)
+    w = rng.standard_normal(layouts.w_shape(p)).astype(np.float32).astype(st)
+    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor=vendor).reshape(layouts.dx_shape(p))
+    tag = (p.short_tag(), p.in_layout, p.out_layout, s.config.serialize())
+    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", *tag)
+    assert rms_range(dgrad_reference(p, dy, w), out) < default_tolerance(p.dtype, implicit_gemm=False), tag
+
+
 def random_mma_problem(R: random.Random) -> ConvProblem | None:
     Y, X = R.randint(1, 7), R.randint(1, 7)
     C = 8 * R.randint(1, 3)
@@ -317,14 +332,7 @@ def test_emulated_direct_nchw_matches_float64_reference(case, tmp_path):
             p = random_mma_problem(R)
         p, tile = laid(p, R.choice(LAYOUT_CASES)), R.choice(SMALL_TILES)
     s = make_direct_spec(p, SM90, native(tile))
-    st = layouts.storage_dtype(p.dtype)
-    rng = np.random.default_rng(case)
-    dy = rng.standard_normal(layouts.dy_shape(p)).astype(np.float32).astype(st)
-    w = rng.standard_normal(layouts.w_shape(p)).astype(np.float32).astype(st)
-    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor="nvidia").reshape(layouts.dx_shape(p))
-    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), tile)
-    ref = dgrad_reference(p, dy, w)
-    assert rms_range(ref, out) < default_tolerance(p.dtype, implicit_gemm=False), (p.short_tag(), p.in_layout, tile)
+    emulated_matches_reference(s, case, "nvidia", tmp_path)
 
 
 @pytest.mark.skipif(not offline.shutil.which("nvcc"), reason="nvcc not on PATH")
@@ -374,13 +382,7 @@ def test_emulated_amd_mma_body_matches_float64_reference(case, tmp_path):
         tile = R.choice([t for t in AMD_MMA_TILES
                          if is_valid_direct_config(p, GFX942, mma_config(*t, rows=16).replace(schedule=sched))[0]])
     s = make_direct_spec(p, GFX942, mma_config(*tile, rows=16).replace(schedule=sched))
-    st = layouts.storage_dtype(p.dtype)
-    rng = np.random.default_rng(case)
-    dy = rng.standard_normal(layouts.dy_shape(p)).astype(np.float32).astype(st)
-    w = rng.standard_normal(layouts.w_shape(p)).astype(np.float32).astype(st)
-    out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor="amd").reshape(layouts.dx_shape(p))
-    assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), tile)
-    assert rms_range(dgrad_reference(p, dy, w), out) < default_tolerance(p.dtype, implicit_gemm=False), (p.short_tag(), tile)
+    emulated_matches_reference(s, case, "amd", tmp_path)
 
 
 @pytest.mark.skipif(offline.find_amd_clang() is None, reason="no clang with AMDGPU targets")
