@@ -165,7 +165,7 @@ def summary_lines(results, backend: str, seconds: float, n_files: int, command: 
         lines.append("moved: " + ", ".join(f"{path} ({n})" for path, n in moved))
     if fx.only_kernel_body_moved(results):
         lines.append("Only source_sha256 moved (defines, names, configs, verdicts and numerics are unchanged): "
-                     "the kernel text (dgrad.cu) changed. If that is intended, regenerate the golden with: "
+                     "a kernel text (miopen_solver/kernels/*.cu) changed. If that is intended, regenerate the golden with: "
                      f"{command}")
     elif fx.only_hashes_moved(results):
         moved = sorted({r.fixture.id for r in results

@@ -171,6 +171,36 @@ NARROW_N_DEFAULT = PerfConfig(128, 32, 64, 2, 1, 64, 32, 0, 0, 0, 1, -1, 4, 1)
 (64-byte swizzled B rows)."""
 
 
+SHORT_K_DEFAULT = PerfConfig(64, 64, 32, 1, 1, 64, 64, 0, 0, 0, 1, -1, 3, 1)
+"""The warpgroup tile for short 1x1 GEMMs (:func:`short_k_config`): 64x64x32 on one warpgroup,
+3 stages."""
+SHORT_K_MAX_GEMM_K = 96
+"""GemmK (= kpg for a 1x1 filter) up to which :func:`short_k_config` applies: where 64-deep
+k-tiles give one k-tile or two with padding (kpg 80: 128 deep for 80), 32-deep ones give
+more k-tiles to overlap loads with MMAs and less padding; at 112 and 128 they only add
+k-loop overhead."""
+
+
+def short_k_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
+    """The sm_90a default for fp16/bf16 pointwise layers (1x1, stride 1) with cpg > 32 and a
+    short GEMM K: 16 <= kpg <= :data:`SHORT_K_MAX_GEMM_K`, kpg != 32 (that one keeps
+    :data:`NARROW_K_DEFAULT`) and not where :func:`wgmma_config` takes the persistent schedule
+    (cpg >= 256, one k-tile, two waves of 128x256 tiles: measured there): :data:`SHORT_K_DEFAULT`
+    where it validates, else None.
+
+    Judged on the H200 on every zoo layer with GemmK <= 512 (29 layers, six tile_k-32 tiles
+    against the defaults; bench/RESULTS.md, fifteenth session): on the six with GemmK <= 96
+    this tile ran 0.96-1.38x the previous defaults (warp-MMA below kpg 64, warpgroup tiles
+    with tile_k 64 above), and tile_k 32 lost on the layers with GemmK 128 and more."""
+    p = problem
+    if not (target.wgmma and p.dtype in ("fp16", "bf16") and not p.tf32 and p.is_pointwise and p.cpg > 32
+            and 16 <= p.kpg <= SHORT_K_MAX_GEMM_K and p.kpg != 32):
+        return None
+    if p.kpg >= 64 and wgmma_config(p, target).schedule == KernelSchedule.WGMMA_PERSISTENT:
+        return None     # the measured one-k-tile rule for wide layers on many tiles
+    return SHORT_K_DEFAULT if is_valid_performance_config(p, target, SHORT_K_DEFAULT)[0] else None
+
+
 def narrow_wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
     """The sm_90a default for fp16/bf16 layers with 32 channels on one side, where the
     128-byte-swizzled warpgroup tiles do not serve them: kpg 32 with cpg > 32 takes
@@ -369,12 +399,13 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
     cpg), and a group-pack schedule for grouped problems with narrow groups
-    (:func:`pack_config`); else NVIDIA takes :func:`measured_nvidia_config` (fitted to H200 sweeps),
+    (:func:`pack_config`); else NVIDIA takes :func:`short_k_config` for short pointwise GEMMs
+    (measured on the zoo), then :func:`measured_nvidia_config` (fitted to H200 sweeps),
     replaced on the problems the warpgroup cost model times (all-NHWC, :func:`cost_model.modelled
     <miopen_solver.cost_model.modelled>`) by :func:`~miopen_solver.cost_model.default_config`
     (the model's pick where it expects the rules' config to be clearly slower; ``allow_model=False``
-    keeps the rules: the virtual problems of the patch, group-pack and NCHW pointwise families,
-    whose kernels the model was not fitted on; ``coefficients`` replaces the model's shipped
+    keeps the rules and skips the short-K rule: the virtual problems of the patch, group-pack and
+    NCHW pointwise families, whose kernels the model was not fitted on; ``coefficients`` replaces the model's shipped
     :data:`~miopen_solver.cost_model.H200` weights, for judging a refit). Other
     targets (AMD, where nothing has been measured yet) use these rules, constant time in
     the problem size (they read sub-GEMM sizes, not data):
@@ -408,6 +439,9 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
         if packed is not None:
             return packed
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
+        short = short_k_config(p, t) if allow_model else None
+        if short is not None:   # before the model, which does not see what 32-deep k-tiles gain
+            return short
         rules = measured_nvidia_config(p, t)
         if allow_model and p.all_nhwc and cost_model.modelled(p, t):
             return cost_model.default_config(p, t, rules,

@@ -184,7 +184,7 @@ def test_emission_matches_golden():
     if not defines:
         pytest.fail(
             f"Only source_sha256 moved ({kernels_moved} kernels in {len(moved)} fixtures); the emitted "
-            f"defines are unchanged, so the kernel text (dgrad.cu) changed. If that is intended, "
+            f"defines are unchanged, so a kernel text (miopen_solver/kernels/*.cu) changed. If that is intended, "
             f"regenerate the golden with ONE command:\n    {fx.REGENERATE_COMMAND}", pytrace=False)
     pytest.fail(
         f"The emitted defines moved for {len(defines)} of {len(ALL)} fixtures: {', '.join(defines)}.\n"

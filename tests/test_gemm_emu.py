@@ -461,6 +461,10 @@ NARROW_CASES = [
     (f"convbfp16 -n 2 -c 32 -H 6 -W 8 -k 64 -y 1 -x 1 {NHWC}", "64,32,64,1,1,64,32,0,0,0,1,-1,2,2"),
     (f"convfp16 -n 2 -c 32 -H 7 -W 7 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
      "128,32,32,1,1,128,32,0,0,0,1,-1,3,2"),
+    # the short-K default (heuristics.SHORT_K_DEFAULT): GemmK 24 (under one k-tile), 80 (two
+    # and a half), column and pixel tails
+    (f"convfp16 -n 2 -c 72 -H 5 -W 7 -k 24 -y 1 -x 1 {NHWC}", "64,64,32,1,1,64,64,0,0,0,1,-1,3,1"),
+    (f"convbfp16 -n 1 -c 40 -H 9 -W 5 -k 80 -y 1 -x 1 {NHWC}", "64,64,32,1,1,64,64,0,0,0,1,-1,3,1"),
 ]
 
 

@@ -251,6 +251,38 @@ def test_random_narrow_wgmma_search_configs_match_reference(engine, data):
     assert _check(engine, p, cfg, np.random.default_rng(data.draw(st.integers(0, 2 ** 31)))) is not None
 
 
+# The short-K default (heuristics.short_k_config: 64x64x32 on one warpgroup) on the zoo's six
+# short pointwise layers at small N, and kpg 16 (GemmK under one k-tile), column and pixel tails,
+# NCHW tensors around it. Select with ``-k short_k``.
+SHORT_K_LINES = [
+    "-n 2 -c 64 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",       # ResNet-50 layer1.0.conv1
+    "-n 2 -c 144 -H 56 -W 56 -k 24 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # MobileNetV2 project, kpg 24
+    "-n 4 -c 576 -H 14 -W 14 -k 96 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "-n 2 -c 240 -H 28 -W 28 -k 40 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "-n 2 -c 192 -H 35 -W 35 -k 48 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # Inception, odd image
+    "-n 2 -c 128 -H 80 -W 80 -k 80 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # YOLOv8, two k-tiles of 32 + 16
+    "-n 3 -c 200 -H 13 -W 11 -k 16 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # kpg 16, column and row tails
+    "-n 2 -c 96 -H 9 -W 7 -k 72 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -g 2",    # groups of 48 x 36
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", SHORT_K_LINES)
+def test_short_k_default_verifies(engine, dtype, line):
+    """Each line's default is the short-K tile (where the target has warpgroup MMA) and runs
+    against the float64 reference with NaN-poisoned dX, in NHWC and in MIOpen's NCHW."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    from miopen_solver.heuristics import SHORT_K_DEFAULT
+    p = _nhwc_problem(dtype, line)
+    cfg = default_performance_config(p, engine.target)
+    assert cfg == SHORT_K_DEFAULT, cfg.serialize()
+    assert _check(engine, p, cfg, np.random.default_rng(29)) is not None
+    from miopen_solver.solver import DgradSolver
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    _verify_solution(engine, DgradSolver().find_solution(parse(f"{base} {line} -F 2").problem, engine.target), seed=31)
+
+
 # warp_tile_n 96 and 192 (m64n96k16 with W in 64-byte swizzled 32-wide blocks and 32-wide TMA
 # boxes; m64n192k16 in 128-byte swizzled 64-wide blocks), tile_n not a power of two, on the
 # plain, persistent and TMA schedules, the TMA schedule at 7-8 stages: the zoo's small-image

@@ -1145,6 +1145,38 @@ def test_narrow_warpgroup_default_only_for_32_channels_on_one_side(c, k, g, fps,
         assert got is None                                              # FFMA: no warpgroup tile
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from((24, 48, 64, 144, 256, 576)), st.sampled_from((8, 16, 24, 32, 40, 64, 80, 96, 112, 128)),
+       st.sampled_from((1, 2)), st.sampled_from(((1, 0, 1), (1, 0, 2), (3, 1, 1))),
+       st.sampled_from((7, 14, 56)), st.sampled_from(("fp16", "bf16", "fp32")))
+def test_short_k_default_only_for_short_pointwise_gemms(c, k, g, fps, hw, dtype):
+    """sm_90: a 1x1 stride-1 layer with cpg > 32 and kpg 16-96 (not 32) takes the short-K tile,
+    unless the one-k-tile persistent rule applies; nothing else does, no other target, and the
+    default always validates."""
+    from miopen_solver.heuristics import SHORT_K_DEFAULT, short_k_config, wgmma_config
+    f, pad, s = fps
+    p = nhwc(N=2, C=c * g, K=k * g, G=g, Hi=hw, Wi=hw, Y=f, X=f, pH=pad, pW=pad, sH=s, sW=s, dtype=dtype)
+    domain = (dtype != "fp32" and p.is_pointwise and p.cpg > 32 and 16 <= p.kpg <= 96 and p.kpg != 32
+              and not (p.kpg >= 64 and wgmma_config(p, SM90).schedule == KernelSchedule.WGMMA_PERSISTENT))
+    got = short_k_config(p, SM90)
+    assert got == (SHORT_K_DEFAULT if domain else None)
+    dflt = default_performance_config(p, SM90)
+    assert is_valid_performance_config(p, SM90, dflt)[0]
+    if domain:
+        assert dflt == SHORT_K_DEFAULT
+    assert short_k_config(p, SM80) is None and short_k_config(p, get_target("gfx942")) is None
+
+
+def test_short_k_rule_leaves_the_virtual_gemms_alone():
+    """A patch stem whose virtual pointwise GEMM is short (ConvNeXt 4x4/s4: kpg 96, cpg 48) keeps
+    the patch default: the short-K tile was not measured on the patch kernels."""
+    from miopen_solver.heuristics import SHORT_K_DEFAULT, patch_config
+    p = nhwc(N=2, C=3, K=96, Hi=224, Wi=224, Y=4, X=4, pH=0, pW=0, sH=4, sW=4)
+    dflt = default_performance_config(p, SM90)
+    assert dflt.schedule.patch and dflt == patch_config(p, SM90)
+    assert (dflt.tile_m, dflt.tile_n, dflt.tile_k) != (SHORT_K_DEFAULT.tile_m, SHORT_K_DEFAULT.tile_n, SHORT_K_DEFAULT.tile_k)
+
+
 @needs_emit
 def test_tma_split_k_walks_work_units_on_a_grid_of_one_slice():
     """Split-K on the TMA schedule: grid z is 1 and the persistent grid is sized by the work

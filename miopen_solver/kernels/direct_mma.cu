@@ -79,6 +79,7 @@ static_assert((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR <= DD_PR * DD_PP, "an outp
 #define DD_OUT_STRIDE ((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR)
 #endif
 static_assert(DD_BW >= 16 * DD_KS + 16, "band entries per (row, channel)");
+#define DD_BATCH 4           // loads a thread issues before it stores any (staging and the band table)
 
 // ------------------------------------------------------------------ matrix instructions
 #if defined(DG_VENDOR_AMD)
@@ -128,11 +129,13 @@ DG_DEVICE void dg_ldmatrix_x2(dg_u32 (&r)[2], dg_u32 p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
                  : "=r"(r[0]), "=r"(r[1]) : "r"(p));
 }
+// Not volatile: a pure function of its registers, so the compiler may interleave independent
+// units' MMAs (ldmatrix stays volatile: it reads shared memory written before a barrier).
 DG_DEVICE void dg_mma(float (&c)[4], const dg_u32 (&a)[4], dg_u32 b0, dg_u32 b1) {
 #if DG_DTYPE == 1
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 #else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 #endif
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -188,21 +191,31 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
     // (1) The band table: band[y][c][16 + d] holds A[m][k], A[m][k+1] for k - m = d, i.e. the
     // W[c,y,x] of the taps whose offsets are d + xmin and d + 1 + xmin (0 where no valid x),
     // so a thread's A fragment is 4*DD_KS 32-bit shared loads at fixed offsets.
-    for (int i = tid; i < DG_Y * DD_TN * DD_BW; i += DD_THREADS) {
-        const int d = i % DD_BW - 16;
-        const int t = i / DD_BW;
-        const int cl = t % DD_TN;
-        const int y = t / DD_TN;
-        dd_u32 pair = 0;
-        if (c0 + cl < DG_C) {
+    // DD_BATCH entries a thread: their loads are issued together, then stored (one round trip
+    // to L2 per batch instead of one per entry).
+    constexpr int BAND_N = DG_Y * DD_TN * DD_BW;
+    for (int i0 = tid; i0 < BAND_N; i0 += DD_BATCH * DD_THREADS) {
+        dd_u32 pair[DD_BATCH];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int num = rw + DG_PW - (d + h + xmin) * DG_SW;           // = x * dW for a tap x
-                if (num >= 0 && num % DG_DW == 0 && num / DG_DW < DG_X)
-                    pair |= (dd_u32)w[((dd_idx)(c0 + cl) * DG_Y + y) * DG_X + num / DG_DW] << (16 * h);
+        for (int u = 0; u < DD_BATCH; ++u) {
+            const int i = i0 + u * DD_THREADS;
+            const int d = i % DD_BW - 16;
+            const int t = i / DD_BW;
+            const int cl = t % DD_TN;
+            const int y = t / DD_TN;
+            pair[u] = 0;
+            if (i < BAND_N && c0 + cl < DG_C) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int num = rw + DG_PW - (d + h + xmin) * DG_SW;       // = x * dW for a tap x
+                    if (num >= 0 && num % DG_DW == 0 && num / DG_DW < DG_X)
+                        pair[u] |= (dd_u32)w[((dd_idx)(c0 + cl) * DG_Y + y) * DG_X + num / DG_DW] << (16 * h);
+                }
             }
         }
-        band[i] = pair;
+#pragma unroll
+        for (int u = 0; u < DD_BATCH; ++u)
+            if (i0 + u * DD_THREADS < BAND_N) band[i0 + u * DD_THREADS] = pair[u];
     }
 
     // (2) The dY window, channel-major: plane row pr, column pc hold dY row qh0 + ymin + pr,
@@ -213,40 +226,67 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
 #if DD_DY_NCHW
     // NCHW dY: a plane row is a piece of a dY row; consecutive threads take consecutive
     // column pairs (coalesced loads, one 32-bit shared store each).
-    for (int i = tid; i < DD_TN * DD_PR * (DD_PW / 2); i += DD_THREADS) {
-        const int pc = 2 * (i % (DD_PW / 2));
-        const int t = i / (DD_PW / 2);
-        const int pr = t % DD_PR;
-        const int cl = t / DD_PR;
-        const int ho = qh0 + ymin + pr;
-        const int wo = qw0 + xmin + pc;
-        const bool row_ok = taps && pr < rows_read && ho >= 0 && ho < DG_HO && c0 + cl < DG_C;
-        const dd_t* src = dy + (((dd_idx)n * DG_C + c0 + cl) * DG_HO + ho) * DG_WO + wo;
-        const dd_t e0 = row_ok && pc < cols_read && wo >= 0 && wo < DG_WO ? src[0] : (dd_t)0;
-        const dd_t e1 = row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO ? src[1] : (dd_t)0;
-        *reinterpret_cast<dd_u32*>(planes + (cl * DD_PR + pr) * DD_PP + pc) = (dd_u32)e0 | ((dd_u32)e1 << 16);
+    // 4 * DD_BATCH pairs a thread in flight at once.
+    constexpr int STAGE_N = DD_TN * DD_PR * (DD_PW / 2);
+    for (int i0 = tid; i0 < STAGE_N; i0 += 4 * DD_BATCH * DD_THREADS) {
+        dd_u32 v[4 * DD_BATCH];
+#pragma unroll
+        for (int u = 0; u < 4 * DD_BATCH; ++u) {
+            const int i = i0 + u * DD_THREADS;
+            const int pc = 2 * (i % (DD_PW / 2));
+            const int t = i / (DD_PW / 2);
+            const int pr = t % DD_PR;
+            const int cl = t / DD_PR;
+            const int ho = qh0 + ymin + pr;
+            const int wo = qw0 + xmin + pc;
+            const bool row_ok = i < STAGE_N && taps && pr < rows_read && ho >= 0 && ho < DG_HO && c0 + cl < DG_C;
+            const dd_t* src = dy + (((dd_idx)n * DG_C + c0 + cl) * DG_HO + ho) * DG_WO + wo;
+            const dd_t e0 = row_ok && pc < cols_read && wo >= 0 && wo < DG_WO ? src[0] : (dd_t)0;
+            const dd_t e1 = row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO ? src[1] : (dd_t)0;
+            v[u] = (dd_u32)e0 | ((dd_u32)e1 << 16);
+        }
+#pragma unroll
+        for (int u = 0; u < 4 * DD_BATCH; ++u) {
+            const int i = i0 + u * DD_THREADS;
+            if (i < STAGE_N)
+                *reinterpret_cast<dd_u32*>(planes + (i / (DD_PW / 2)) * DD_PP + 2 * (i % (DD_PW / 2))) = v[u];
+        }
     }
 #else
     // NHWC dY: a thread moves two neighbouring pixels of 8 channels: two 16-byte loads,
-    // eight 32-bit shared stores.
-    for (int i = tid; i < GROUPS * DD_PR * (DD_PW / 2); i += DD_THREADS) {
-        const int pc = 2 * (i % (DD_PW / 2));
-        const int t = i / (DD_PW / 2);
-        const int pr = t % DD_PR;
-        const int g8 = t / DD_PR;
-        const int ho = qh0 + ymin + pr;
-        const int wo = qw0 + xmin + pc;
-        const int c = c0 + 8 * g8;
-        const bool row_ok = taps && pr < rows_read && ho >= 0 && ho < DG_HO && c < DG_C;
-        const dd_t* src = dy + (((dd_idx)n * DG_HO + ho) * DG_WO + wo) * DG_C + c;
-        dd_t e0[8], e1[8];
-        if (row_ok && pc < cols_read && wo >= 0 && wo < DG_WO) dd_load<8, true>(e0, src);
-        else dd_zero<8>(e0);
-        if (row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO) dd_load<8, true>(e1, src + DG_C);
-        else dd_zero<8>(e1);
-        dd_u32* dst = reinterpret_cast<dd_u32*>(planes + (8 * g8 * DD_PR + pr) * DD_PP + pc);
+    // eight 32-bit shared stores. The channel group is the fastest index, so neighbouring
+    // threads read neighbouring 16-byte pieces of a pixel (whole 32-byte sectors); DD_BATCH
+    // pixel pairs a thread are loaded before any is stored.
+    constexpr int STAGE_N = GROUPS * DD_PR * (DD_PW / 2);
+    for (int i0 = tid; i0 < STAGE_N; i0 += DD_BATCH * DD_THREADS) {
+        dd_t e0[DD_BATCH][8], e1[DD_BATCH][8];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) dst[k * (DD_PR * DD_PP / 2)] = (dd_u32)e0[k] | ((dd_u32)e1[k] << 16);
+        for (int u = 0; u < DD_BATCH; ++u) {
+            const int i = i0 + u * DD_THREADS;
+            const int g8 = i % GROUPS;
+            const int t = i / GROUPS;
+            const int pc = 2 * (t % (DD_PW / 2));
+            const int pr = t / (DD_PW / 2);
+            const int ho = qh0 + ymin + pr;
+            const int wo = qw0 + xmin + pc;
+            const int c = c0 + 8 * g8;
+            const bool row_ok = i < STAGE_N && taps && pr < rows_read && ho >= 0 && ho < DG_HO && c < DG_C;
+            const dd_t* src = dy + (((dd_idx)n * DG_HO + ho) * DG_WO + wo) * DG_C + c;
+            if (row_ok && pc < cols_read && wo >= 0 && wo < DG_WO) dd_load<8, true>(e0[u], src);
+            else dd_zero<8>(e0[u]);
+            if (row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO) dd_load<8, true>(e1[u], src + DG_C);
+            else dd_zero<8>(e1[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < DD_BATCH; ++u) {
+            const int i = i0 + u * DD_THREADS;
+            if (i >= STAGE_N) continue;
+            const int t = i / GROUPS;
+            dd_u32* dst = reinterpret_cast<dd_u32*>(
+                planes + (8 * (i % GROUPS) * DD_PR + t / (DD_PW / 2)) * DD_PP + 2 * (t % (DD_PW / 2)));
+#pragma unroll
+            for (int k = 0; k < 8; ++k) dst[k * (DD_PR * DD_PP / 2)] = (dd_u32)e0[u][k] | ((dd_u32)e1[u][k] << 16);
+        }
     }
 #endif
     DD_SYNC();
