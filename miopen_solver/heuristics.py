@@ -188,10 +188,9 @@ def short_k_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
     (cpg >= 256, one k-tile, two waves of 128x256 tiles: measured there): :data:`SHORT_K_DEFAULT`
     where it validates, else None.
 
-    Judged on the H200 on every zoo layer with GemmK <= 512 (29 layers, six tile_k-32 tiles
-    against the defaults; bench/RESULTS.md, fifteenth session): on the six with GemmK <= 96
-    this tile ran 0.96-1.38x the previous defaults (warp-MMA below kpg 64, warpgroup tiles
-    with tile_k 64 above), and tile_k 32 lost on the layers with GemmK 128 and more."""
+    Judged on the H200 against the previous defaults on every zoo layer with GemmK <= 512
+    (bench/RESULTS.md, fifteenth session): faster on five of the six with GemmK <= 96 (the
+    sixth 4 % slower), a tie at 112, slower from 128."""
     p = problem
     if not (target.wgmma and p.dtype in ("fp16", "bf16") and not p.tf32 and p.is_pointwise and p.cpg > 32
             and 16 <= p.kpg <= SHORT_K_MAX_GEMM_K and p.kpg != 32):
