@@ -468,6 +468,21 @@ NARROW_CASES = [
 ]
 
 
+@pytest.mark.parametrize("line", [
+    "convfp16 -n 2 -c 72 -H 5 -W 7 -k 24 -y 1 -x 1 -F 2",                 # NCHW, H*W odd: transposed dY, NCHW dX epilogue
+    f"convbfp16 -n 3 -c 48 -H 3 -W 5 -k 80 -y 1 -x 1 {NHWC}",
+])
+def test_short_k_default_runs_end_to_end_on_the_emulator(tmp_path, line):
+    """The short-K default (heuristics.SHORT_K_DEFAULT) as the solver runs it on sm_90, in
+    NHWC and in MIOpen's NCHW (dY transposed, dX stored NCHW by the epilogue): float64
+    reference, NaN-poisoned dX."""
+    from miopen_solver.heuristics import SHORT_K_DEFAULT
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, "sm_90", tmp_path, seed=5)
+    assert sol.perf_config == SHORT_K_DEFAULT
+    assert v.nonfinite == 0 and v.ok, v
+
+
 @pytest.mark.parametrize("line,cfg", NARROW_CASES, ids=[f"narrow{i}-{c[1]}" for i, c in enumerate(NARROW_CASES)])
 def test_narrow_wgmma_kernels_match_the_reference(tmp_path, line, cfg):
     p = parse(line.split()).problem
