@@ -75,7 +75,7 @@ def cli():
 @click.option("--kouter", type=click.Choice(tuple(KOUTER)), default=None,
               help="B tile k-outer in LDS (lds_k_outer): auto = the solver's policy.")
 @click.option("--split-k", "split_k", type=int, default=None,
-              help="Split-K degree: N >= 1, or -1 to let the solver choose (the choice is printed).")
+              help="Split-K degree: N from 1 to 64, or -1 to let the solver choose (the choice is printed).")
 @click.option("--split-k-reduce", "split_k_reduce", type=click.Choice(SPLIT_K_REDUCE), default=None,
               help="How split-K slices are summed: atomic adds into dX, or an fp32 workspace and a "
                    "reduction kernel (deterministic); auto = atomics where allowed.")

@@ -292,7 +292,7 @@ def perfdb_options(f):
     """``--perfdb PATH`` and ``--no-perfdb``."""
     f = click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Ignore the perf-db.")(f)
     return click.option("--perfdb", "perfdb", default=None, metavar="PATH",
-                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else the user cache dir). "
+                        help="Perf-db file (default $MIOPEN_DGRAD_PERFDB, else MIOpen's user db directory, ~/.config/miopen). "
                              "Read: an unusable one is a warning and the default config; tune writes it "
                              "and refuses an unwritable one.")(f)
 

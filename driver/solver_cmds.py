@@ -9,7 +9,7 @@ MIOpenDriver has no flag of the same name:
 ``--json``              one JSON object on stdout instead of text
 ``--perf-config STR``   (config) a serialised PerfConfig to resolve instead of the default
 ``--perfdb PATH``       (config) perf-db to look the problem up in (default: ``$MIOPEN_DGRAD_PERFDB``,
-                        else the user cache dir); ``--no-perfdb`` skips the lookup
+                        else MIOpen's user db directory); ``--no-perfdb`` skips the lookup
 ``--kouter``, ``--split-k``, ``--split-k-reduce``  (config) a run's settings, resolved as a run
                         resolves them
 
@@ -53,6 +53,8 @@ from .run_cmd import (SPLIT_K_ALLOWED, check_kouter, check_solution, check_split
                       with_note)
 
 DEFAULT_ARCH = "gfx942"
+DEFAULT_NVIDIA_ARCH = "sm_90"
+"""The arch ``--backend cuda`` answers for without ``--arch`` (no device is opened here)."""
 _SETTINGS = dict(ignore_unknown_options=True, allow_interspersed_args=False)
 _VALUED = ("--arch", "--backend", "--perf-config", "--perfdb", "--kouter", "--split-k", "--split-k-reduce")
 BACKENDS = ("auto", "cpu", "cuda", "hip")
@@ -61,6 +63,8 @@ line pastes as it is. Neither opens a device: ``config`` files its perf-db looku
 arch a run with that backend uses (``<arch>@cpu`` for a target simulated on the CPU engine,
 :attr:`driver.run_cmd.Device.perfdb_arch`)."""
 _SWITCHES = ("--json", "--no-perfdb")
+_RUN_ONLY = ("--ref", "--warmup", "--timeout", "--print-name-only")
+"""Options of a run that launches: a pasted run line carrying one is told so (nothing runs here)."""
 
 
 class BadInput(Exception):
@@ -78,9 +82,9 @@ def split_own_options(tokens) -> tuple:
         BadInput: a valued option without its value.
     """
     tokens = list(tokens)
-    if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
+    if tokens and any(ch.isspace() for ch in tokens[0]):     # a quoted line, maybe with more flags after it
         try:
-            tokens = split_command(tokens[0])
+            tokens = split_command(tokens[0]) + tokens[1:]
         except MiopenCommandError as e:
             raise BadInput(str(e)) from None
     rest, opts = [], {}
@@ -99,6 +103,9 @@ def split_own_options(tokens) -> tuple:
             opts[tok[2:]] = True
         elif name in _SWITCHES and eq:
             raise BadInput(f"{cut_values(tok)}: {name} takes no value; allowed: {name} alone")
+        elif name in _RUN_ONLY:
+            raise BadInput(f"{name}: an option of a run, and nothing is launched here; allowed: the line "
+                           f"without it (or run the line: dgrad-driver <line> {name} ...)")
         else:
             rest.append(tok)
         i += 1
@@ -114,15 +121,21 @@ def _merge(opts: dict, **given) -> dict:
 
 def _target(opts: dict):
     """The ``--arch`` target; without one, the ``cpu`` target a run with ``--backend cpu``
-    runs (so the pasted run line is answered for what that run launches), else
-    :data:`DEFAULT_ARCH`."""
-    arch = opts.get("arch")
+    runs (so the pasted run line is answered for what that run launches), with ``--backend
+    cuda`` :data:`DEFAULT_NVIDIA_ARCH`, else :data:`DEFAULT_ARCH`. An ``--arch`` of the other
+    vendor than ``--backend cuda``/``hip`` launches is bad input."""
+    arch, backend = opts.get("arch"), opts.get("backend")
     if arch is None:
-        return get_target("cpu" if opts.get("backend") == "cpu" else DEFAULT_ARCH)
+        return get_target("cpu" if backend == "cpu" else DEFAULT_NVIDIA_ARCH if backend == "cuda" else DEFAULT_ARCH)
     try:
-        return arch_target(arch)
+        target = arch_target(arch)
     except UserError as e:
         raise BadInput(str(e)) from None
+    vendor = {"cuda": "nvidia", "hip": "amd"}.get(backend)
+    if vendor is not None and target.vendor != vendor:
+        raise BadInput(f"--arch {arch} with --backend {backend}: a {backend} run launches on {vendor.upper()} "
+                       f"targets only; allowed: an {vendor.upper()} --arch, --backend cpu (simulated), or no --backend")
+    return target
 
 
 def _perfdb_arch(opts: dict, target) -> str:
@@ -179,7 +192,7 @@ def _emit(doc: dict, as_json: bool, text: str) -> None:
 
 
 @click.command("applicable", cls=Command, context_settings=_SETTINGS)
-@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; cpu with --backend cpu, as a run).")
+@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; {DEFAULT_NVIDIA_ARCH} with --backend cuda; cpu with --backend cpu, as a run).")
 @click.option("--backend", default=None, help="As for a run (accepted so a run line pastes; no device is opened).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
@@ -208,7 +221,7 @@ def applicable_cmd(arch, backend, as_json, line):
 
 
 @click.command("config", cls=Command, context_settings=_SETTINGS)
-@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; cpu with --backend cpu, as a run).")
+@click.option("--arch", default=None, help=f"Target arch preset (default {DEFAULT_ARCH}; {DEFAULT_NVIDIA_ARCH} with --backend cuda; cpu with --backend cpu, as a run).")
 @click.option("--perf-config", "perf_config", default=None,
               help="Serialised PerfConfig (tile_m,tile_n,...,stages[,schedule]) to resolve.")
 @click.option("--backend", default=None,
@@ -246,9 +259,11 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
         doc = _verdict_doc(problem, target, verdict, math_note)
         _emit(doc, as_json, _verdict_text(doc))
         raise SystemExit(1)
-    db = None if opts.get("no-perfdb") or given is not None else (opts.get("perfdb") or default_path())
+    db = None if opts.get("no-perfdb") or given is not None else \
+        (opts["perfdb"] if opts.get("perfdb") is not None else default_path())     # "" as a run takes it
     try:
-        solution = solver.find_solution(problem, target, perf_config=given, perfdb=db, perfdb_arch=db_arch,
+        typed = opts["perf-config"] if given is not None else None     # its errors quote it as typed
+        solution = solver.find_solution(problem, target, perf_config=typed, perfdb=db, perfdb_arch=db_arch,
                                         perfdb_label=perfdb_label(opts.get("perfdb")), kouter=settings[0],
                                         split_k=settings[1], split_k_reduce=settings[2])   # as a run resolves it
     except PerfConfigError as e:    # the given config or settings are not valid here: bad input, as in a run

@@ -46,7 +46,11 @@ malformed one is a :class:`FixtureError` (bad input), not a failed replay.
                     # valid on this target (applicable stays true: the default would run):
                     "perf_config_refused": "<the config error>"}},
      "numerics": {"command": "<the shrunk line actually run>",
-                  "ok": bool, "rms_error": float (3 significant digits), "tolerance": float}
+                  "ok": bool, "rms_error": float (3 significant digits), "tolerance": float,
+                  # only when the record's perf_config is valid on a GPU target alone
+                  # (e.g. a warpgroup schedule): the first golden target taking it,
+                  # simulated on the CPU engine, as `run --backend cpu --arch <arch>` runs it
+                  "arch": "<arch>@cpu"}
                  | {"command": "...", "skipped": "<why>"}}
 
 ``source_sha256`` covers the whole kernel text (defines + ``dgrad.cu``), so an edit of the
@@ -151,7 +155,7 @@ _EXPECT_SCHEMA = {
                       "source_sha256": str, "defines_sha256": str, "split_n": [int], "workspace_bytes": int,
                       "perf_config_refused": str}},
     "numerics": {"command": str, "ok": bool, "rms_error": _NUMBER, "tolerance": _NUMBER, "nonfinite": int,
-                 "skipped": str},
+                 "skipped": str, "arch": str},
 }
 """The shape of ``expect`` (module docstring): a dict maps keys to the shape of their value
 (``"*"``: any key), ``[t]`` is a list of ``t``, a tuple allows several, ``None`` is JSON null."""
@@ -459,6 +463,16 @@ def _config(text: str | None):
     return None if text is None else PerfConfig.parse(text)
 
 
+def _simulated_target(problem: ConvProblem, cfg) -> Target | None:
+    """The first golden target on which ``problem`` is applicable and ``cfg`` valid, or None."""
+    solver = DgradSolver()
+    for arch in GOLDEN_TARGETS:
+        t = get_target(arch)
+        if solver.is_applicable(problem, t).ok and solver.is_valid_performance_config(problem, t, cfg)[0]:
+            return t
+    return None
+
+
 def numerics_record(problem: ConvProblem, engine, perf_config: str | None = None) -> dict:
     """Run the shrunk problem on ``engine`` with the default config (or ``perf_config``)
     and verify it (see the module docstring).
@@ -467,8 +481,10 @@ def numerics_record(problem: ConvProblem, engine, perf_config: str | None = None
     with its ``name``, ``target`` and ``verify(solution, seed)`` (the driver's verification
     worker, for GPU backends).
 
-    The numeric target is the engine's (``cpu`` for the CPU engine). Returns
-    ``{"command", "ok", "rms_error", "tolerance"}`` or ``{"command", "skipped"}``.
+    The numeric target is the engine's (``cpu`` for the CPU engine); on the CPU engine a
+    ``perf_config`` the cpu target refuses runs on the first golden target that takes it,
+    simulated (``arch``: ``"<arch>@cpu"``). Returns ``{"command", "ok", "rms_error",
+    "tolerance"[, "arch"]}`` or ``{"command", "skipped"}``.
     """
     q = shrink(problem)
     rec = {"command": format_command(q)}
@@ -481,11 +497,18 @@ def numerics_record(problem: ConvProblem, engine, perf_config: str | None = None
                           f"dY {q.out_layout}, W {q.fil_layout})")
         return rec
     solver = DgradSolver()
+    cfg = _config(perf_config)
+    if cfg is not None and not target.is_gpu and not solver.is_valid_performance_config(q, target, cfg)[0]:
+        simulated = _simulated_target(q, cfg)
+        if simulated is not None:       # a GPU-only config: its target simulated on the CPU engine
+            from .runtime.cpu import CpuEngine
+            engine, target = CpuEngine(simulated), simulated
+            rec["arch"] = f"{simulated.arch}@cpu"
     verdict = solver.is_applicable(q, target)
     if not verdict.ok:
         rec["skipped"] = f"not applicable on {target.arch}: " + "+".join(verdict.codes)
         return rec
-    v = engine.verify(solver.get_solution(q, target, _config(perf_config)), NUMERIC_SEED)
+    v = engine.verify(solver.get_solution(q, target, cfg), NUMERIC_SEED)
     rec.update(ok=bool(v.ok), rms_error=round_sig(v.error), tolerance=v.tolerance)
     if v.nonfinite:
         rec["nonfinite"] = v.nonfinite

@@ -381,6 +381,25 @@ def test_failures_and_regressions(tmp_path):
     assert r.status == fx.DRIFTED and [d.path for d in r.drifts] == ["numerics.rms_error"]
 
 
+@pytest.mark.parametrize("cfg, arch", [
+    ("128,128,64,1,1,128,128,0,0,0,1,-1,4,3", "sm_90"),      # warpgroup TMA: sm_90a only
+    ("64,64,32,1,1,64,64,0,0,0,1,-1,3,1", "sm_90"),          # the short-K warpgroup tile
+])
+def test_a_gpu_only_perf_config_runs_its_numerics_on_a_simulated_target(cfg, arch):
+    """A pinned config the cpu target refuses runs its numerics on the first golden target
+    taking it, simulated on the CPU engine (as ``run --backend cpu --arch``), and says so; the
+    record verifies and replays clean."""
+    line = "convfp16 -n 2 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+    rec = fx.compute(line, CpuEngine(), perf_config=cfg)
+    num = rec["numerics"]
+    assert num["arch"] == f"{arch}@cpu" and num["ok"] and num["rms_error"] < num["tolerance"]
+    assert rec["targets"][arch]["perf_config"] == cfg
+    f = fx.Fixture(id="x", command=line, source="t", perf_config=cfg, expect=rec)
+    assert fx.replay(f, CpuEngine()).status == fx.PASSED
+    # what the cpu target takes keeps the cpu numerics (no arch key)
+    assert "arch" not in fx.compute(line, CpuEngine(), perf_config="64,64,32,2,2,32,32,0,0,0,1,0,2")["numerics"]
+
+
 def test_summaries_of_hash_only_drifts():
     def res(*drifts):
         return fx.Result(fixture=ALL[0], status=fx.DRIFTED if drifts else fx.PASSED, drifts=list(drifts))

@@ -226,6 +226,57 @@ def test_config_reads_the_perfdb(tmp_path, monkeypatch):
     assert other_arch["source"] == "default"
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_config_takes_an_empty_perfdb_path_as_a_run_does(tmp_path, monkeypatch, value):
+    """``--perfdb ''`` is the unusable path a run warns about (and then takes the default):
+    config must not fall back to the default perf-db, where a record would answer instead."""
+    problem = parse(SUITE_LINE).problem
+    path = tmp_path / "tuned.sqlite"
+    with PerfDb(path) as db:
+        db.update(problem.problem_key(), "sm_90", SOLVER_NAME, "32,32,32,1,2,32,16,0,0,0,1,0,4", 0.1)
+    monkeypatch.setenv(ENV_VAR, str(path))          # the default perf-db holds a record
+    r = run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perfdb", value, "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["source"] == "default"
+    assert "--perfdb" in r.stderr and "unusable" in r.stderr and "using the default config" in r.stderr
+
+
+@pytest.mark.parametrize("typed", ["-64,64,32,1,1,64,64,0,0,0,1,-1,3,0", " 64,0,32,1,1,64,64,0,0,0,1,-1,3,0 "])
+def test_config_quotes_a_refused_perf_config_as_typed(typed):
+    """A perf config that parses but that the solver refuses is quoted as the user typed it
+    (not re-serialised: a trailing schedule 0 or spaces stay), as a run quotes it."""
+    msg = one_line_error(run(config_cmd, shlex.split(SUITE_LINE) + ["--arch", "sm_90", "--perf-config", typed]))
+    assert f"--perf-config {typed!r}:" in msg
+
+
+@pytest.mark.parametrize("cmd", [config_cmd, applicable_cmd])
+def test_a_quoted_line_takes_flags_after_it(cmd):
+    """A quoted line followed by more MIOpenDriver flags and our options reads as the same
+    line typed unquoted."""
+    unquoted = run(cmd, shlex.split(SUITE_LINE) + ["-t", "1", "--arch", "sm_90", "--json"])
+    quoted = run(cmd, [SUITE_LINE, "-t", "1", "--arch", "sm_90", "--json"])
+    assert unquoted.exit_code == quoted.exit_code == 0 and json.loads(quoted.stdout) == json.loads(unquoted.stdout)
+
+
+@pytest.mark.parametrize("cmd", [config_cmd, applicable_cmd])
+@pytest.mark.parametrize("opt", [["--warmup", "2"], ["--timeout", "5"], ["--ref", "cpu"], ["--print-name-only"]])
+def test_a_run_option_is_named_as_one(cmd, opt):
+    msg = one_line_error(run(cmd, shlex.split(SUITE_LINE) + opt))
+    assert msg.startswith(f"dgrad-driver: error: {opt[0]}: an option of a run") and "unknown flag" not in msg
+
+
+def test_backend_decides_the_vendor_config_answers_for():
+    """Without --arch, --backend cuda answers for the NVIDIA default (a CUDA run never runs
+    gfx942); an --arch of the other vendor than --backend cuda/hip is one error line."""
+    cuda = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--backend", "cuda", "--json"]).stdout)
+    assert cuda["arch"] == "sm_90"
+    assert json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--json"]).stdout)["arch"] == "gfx942"
+    for cmd in (config_cmd, applicable_cmd):
+        for backend, arch, vendor in (("hip", "sm_90", "AMD"), ("cuda", "gfx942", "NVIDIA")):
+            msg = one_line_error(run(cmd, shlex.split(SUITE_LINE) + ["--backend", backend, "--arch", arch]))
+            assert f"--arch {arch} with --backend {backend}" in msg and f"{vendor} targets only" in msg
+        assert run(cmd, shlex.split(SUITE_LINE) + ["--backend", "cpu", "--arch", "sm_90"]).exit_code == 0
+
+
 def test_commands_are_exported_for_registration():
     for cmd, name in ((applicable_cmd, "applicable"), (config_cmd, "config")):
         assert cmd.name == name
@@ -372,9 +423,9 @@ def test_config_with_backend_cpu_and_no_arch_answers_for_the_runs_cpu_target(tmp
     assert doc["kernel_name"].startswith("dgrad_cpu_")
     doc = json.loads(run(applicable_cmd, shlex.split(SUITE_LINE) + ["--backend", "cpu", "--json"]).stdout)
     assert doc["arch"] == "cpu"
-    for backend in ("auto", "cuda", "hip"):        # the device is not known without opening it
+    for backend, arch in (("auto", "gfx942"), ("cuda", "sm_90"), ("hip", "gfx942")):  # no device is opened:
         doc = json.loads(run(config_cmd, shlex.split(SUITE_LINE) + ["--backend", backend, "--json"]).stdout)
-        assert doc["arch"] == "gfx942", backend
+        assert doc["arch"] == arch, backend                                           # the vendor's default
 
 
 @pytest.mark.parametrize("cmd,switch", [(config_cmd, "--json"), (config_cmd, "--no-perfdb"),
