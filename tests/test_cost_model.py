@@ -422,7 +422,8 @@ def test_the_judgement_takes_the_refit_default_the_solver_would_make():
     """Each judged layer's ``refit`` is the default the solver would make with the weights
     fitted without the layer: the rules' config unless the model predicts it at least
     MIN_GAIN slower than the model's cheapest candidate (computed here from ranked() and
-    estimate_us(), not through default_config), with the campaign's time of it or None."""
+    estimate_us(), not through default_config), or the short-K tile where that rule applies,
+    with the campaign's time of it or None."""
     rows = fit.load([RESULTS / "zoo_tune.jsonl.gz"], "bench/zoo.txt", [], SM90)
     table = fit.judge(rows, target=SM90)
     assert table
@@ -436,6 +437,9 @@ def test_the_judgement_takes_the_refit_default_the_solver_would_make():
         want = pick if cm.estimate_us(p, SM90, rules, coef) >= (1 + cm.MIN_GAIN) * cm.estimate_us(p, SM90, pick, coef) \
             else rules
         changed += want != rules
+        short = heuristics.short_k_config(p, SM90)
+        if short is not None:       # the short-K rule stands before the model, whatever its weights
+            want = short
         assert t["refit"] == str(want)
         assert t["refit_us"] == next((r["us"] for r in rs if r["config"] == want), None)
     assert changed         # the margin rule is exercised: some layer takes the pick
