@@ -388,12 +388,12 @@ def measure_ceilings(torch, dtype: str):
     b = torch.randn(n, n, device="cuda", dtype=tdt)
     ms = graph_time_ms(torch, lambda: torch.matmul(a, b), 3, 5)
     rate = 2 * n ** 3 / (ms * 1e-3)
-    del a, b
+    a = b = None
     src = torch.ones(2 ** 29, dtype=torch.float32, device="cuda")  # 2 GiB, vectorised copy
     dst = torch.empty_like(src)
     ms = graph_time_ms(torch, lambda: dst.copy_(src), 5, 5)
     bw = 2 * src.numel() * src.element_size() / (ms * 1e-3)
-    del src, dst
+    src = dst = None
     torch.cuda.empty_cache()
     return rate, bw
 

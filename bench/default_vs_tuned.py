@@ -13,6 +13,12 @@ needs no GPU::
 
 Times are the campaign's medians (ms); ``default/best`` is >= 1 (1 = the default is the best
 timed). A problem the log has no verdict for (not reached, nothing timed) is ``n/a``.
+
+Which default: ``--defaults current`` (the default) judges the default the solver picks *now*
+for the campaign's target (the ``arch`` of its session record) -- after a default changed, a
+campaign run before the change still answers, from the time its tune recorded for that
+config; a current default the campaign never timed is ``n/a (not timed)``.
+``--defaults logged`` judges the default the campaign itself ran.
 """
 
 from __future__ import annotations
@@ -209,18 +215,65 @@ def read_plan(path) -> list:
     return plan
 
 
-def rows(plan, found: dict, within: float) -> list:
+def timed_configs(paths) -> dict:
+    """problem key -> {perf config -> median ms} of the ok timing records of the logs
+    ``paths`` (a later record of the same config wins). Raises FileError as :func:`log_records`."""
+    out = {}
+    for path in paths:
+        for _, rec in log_records(path):
+            if rec.get("type") == "timing" and rec.get("status") == "ok" and isinstance(rec.get("median_ms"), (int, float)):
+                out.setdefault(rec.get("problem_key"), {})[rec.get("perf_config")] = float(rec["median_ms"])
+    return out
+
+
+def campaign_arch(paths) -> str:
+    """The ``arch`` of the logs' session records (the target the campaign tuned for).
+
+    Raises:
+        ValueError: no session record names an arch, or two logs name different ones."""
+    arches = {rec.get("arch") for path in paths for _, rec in log_records(path) if rec.get("type") == "session"}
+    arches.discard(None)
+    if len(arches) != 1:
+        why = "no session record names an arch" if not arches else f"the logs name {len(arches)} arches: " + \
+            ", ".join(sorted(map(str, arches)))
+        raise ValueError(f"--defaults current: {why}; allowed: --defaults logged, or logs of one target")
+    return arches.pop()
+
+
+def current_defaults(plan, arch: str) -> dict:
+    """problem key -> the serialized default config the solver picks now on ``arch``
+    (:meth:`~miopen_solver.solver.DgradSolver.get_default_performance_config`)."""
+    from miopen_solver.solver import DgradSolver
+    from miopen_solver.target import get_target
+    solver, target = DgradSolver(), get_target(arch)
+    out = {}
+    for item in plan:
+        problem = parse(item["cmd"].split()).problem
+        out[problem.problem_key()] = solver.get_default_performance_config(problem, target).serialize()
+    return out
+
+
+def rows(plan, found: dict, within: float, *, defaults: dict | None = None, timed: dict | None = None) -> list:
     """One dict per suite line: ``label, cls, dtype, configs, default, default_ms, best,
     best_ms, ratio`` (default/best), ``ok`` (ratio <= 1 + within); ``ratio`` is None without
-    a verdict with both times."""
+    a verdict with both times. With ``defaults`` (key -> the current default) and ``timed``
+    (:func:`timed_configs`), the default is the current one, its time the campaign's for that
+    config (``changed``: it is not the default the campaign ran; ``default_ms`` None where the
+    campaign never timed it)."""
     out = []
     for item in plan:
         key = item.get("key") or parse(item["cmd"].split()).problem.problem_key()
         v = found.get(key) or {}
-        d, b = v.get("default_median_ms"), v.get("winner_median_ms")
+        d, b, default = v.get("default_median_ms"), v.get("winner_median_ms"), v.get("default")
+        changed = False
+        if defaults is not None and v:
+            now = defaults.get(key, default)
+            changed = now != default
+            if changed:
+                default, d = now, (timed or {}).get(key, {}).get(now)
         ratio = d / b if d and b else None
         out.append({"label": item["label"], "cls": item["cls"], "dtype": item["dtype"], "key": key,
-                    "configs": v.get("ok"), "default": v.get("default"), "default_ms": d,
+                    "configs": v.get("ok"), "default": default, "default_ms": d, "changed": changed,
                     "best": v.get("winner"), "best_ms": b, "ratio": ratio,
                     "ok": None if ratio is None else ratio <= 1 + within})
     return out
@@ -248,12 +301,15 @@ def layer_table(table: list) -> list:
     lines = ["| layer | class | dtype | configs | default ms | best ms | default/best | default | best |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(table, key=lambda r: -(r["ratio"] or 0)):
+        now = " (changed since the campaign)" if r.get("changed") else ""
         if r["ratio"] is None:
-            lines.append(f"| {r['label']} | {r['cls']} | {r['dtype']} | n/a | | | n/a | | |")
+            why = "n/a (not timed)" if r.get("changed") else "n/a"
+            shown = f"`{r['default']}`{now}" if r.get("changed") else ""
+            lines.append(f"| {r['label']} | {r['cls']} | {r['dtype']} | n/a | | | {why} | {shown} | |")
             continue
         mark = "" if r["ok"] else " **"
         lines.append(f"| {r['label']} | {r['cls']} | {r['dtype']} | {r['configs']} | {r['default_ms'] * 1e3:.1f} us | "
-                     f"{r['best_ms'] * 1e3:.1f} us | {r['ratio']:.3f}{mark} | `{r['default']}` | `{r['best']}` |")
+                     f"{r['best_ms'] * 1e3:.1f} us | {r['ratio']:.3f}{mark} | `{r['default']}`{now} | `{r['best']}` |")
     return lines
 
 
@@ -273,6 +329,8 @@ def _main(argv=None) -> int:
     ap.add_argument("--suite", default="bench/zoo.txt", help="the suite file the campaign tuned")
     ap.add_argument("--within", type=within_arg, default=WITHIN_DEFAULT,
                     help="the default counts as good within this fraction of the best (default 0.10)")
+    ap.add_argument("--defaults", choices=("current", "logged"), default="current",
+                    help="judge the default the solver picks now (current, the default) or the one the campaign ran")
     ap.add_argument("--out", help="write the markdown here (else stdout)")
     ap.add_argument("--json", help="also write the rows as JSON here")
     a = ap.parse_args(argv)
@@ -287,13 +345,16 @@ def _main(argv=None) -> int:
         plan = read_plan(a.suite)
         try:
             found = verdicts(a.logs)
+            if found and not any(item["key"] in found for item in plan):
+                raise ValueError(f"--suite {a.suite!r}: none of its {len(plan)} lines has a verdict in the logs "
+                                 f"(they hold {len(found)}, all for other problems); allowed: {SUITE_ALLOWED}")
             timing = timing_methods(a.logs)
+            now = timed = None
+            if a.defaults == "current" and found:
+                now, timed = current_defaults(plan, campaign_arch(a.logs)), timed_configs(a.logs)
         except FileError as e:
             raise ValueError(f"log {e}") from None
-        table = rows(plan, found, a.within)
-        if found and not any(r["key"] in found for r in table):
-            raise ValueError(f"--suite {a.suite!r}: none of its {len(table)} lines has a verdict in the logs "
-                             f"(they hold {len(found)}, all for other problems); allowed: {SUITE_ALLOWED}")
+        table = rows(plan, found, a.within, defaults=now, timed=timed)
         text = "\n".join([timing, ""] + summary(table, a.within) + [""] + layer_table(table)) + "\n"
         if a.out:
             _write("--out", a.out, text)

@@ -202,7 +202,7 @@ def time_cudnn(torch, graph_time_ms, p, sets, launches, replays):
                                                 [0, 0], p.G, [True, False, False])
 
     ms = graph_time_ms(torch, fn, launches, replays) / sets
-    del dys, x, w
+    dys = x = w = None
     return ms
 
 
@@ -222,7 +222,7 @@ def copy_bw(torch, graph_time_ms) -> float:
     src = torch.ones(2 ** 29, dtype=torch.float32, device="cuda")
     dst = torch.empty_like(src)
     ms = graph_time_ms(torch, lambda: dst.copy_(src), 5, 5)
-    del src, dst
+    src = dst = None
     torch.cuda.empty_cache()
     return 2 * 2 ** 29 * 4 / (ms * 1e-3)
 

@@ -729,9 +729,9 @@ def serve(role: str, rfd: int, wfd: int, parent_pid: int) -> int:
     rx = Connection(rfd, writable=False)
     tx = Connection(wfd, readable=False)
     _preload(os.environ.get(PRELOAD_ENV, "").strip())
-    import miopen_solver.solver  # noqa: F401  (the heavy imports happen before "ready")
+    importlib.import_module("miopen_solver.solver")  # the heavy imports happen before "ready"
     if role != "probe":
-        import miopen_solver.runtime.cpu  # noqa: F401
+        importlib.import_module("miopen_solver.runtime.cpu")
     state = _State()
     handler = _HANDLERS[role]
     tx.send({"ready": os.getpid()})

@@ -95,7 +95,6 @@ from .errors import PerfConfigError
 from .patch import patch_reason
 from .transpose import memory_order, native_problem
 from .problem import DTYPE_BYTES, ConvProblem
-from .config import KernelSchedule
 from .heuristics import default_performance_config
 from .target import Target
 from .tf32 import target_reason

@@ -106,7 +106,6 @@ def engine_plan(spec) -> EnginePlan:
     """The :class:`EnginePlan` of a spec (a :class:`~miopen_solver.solver.Solution`'s
     ``spec``): the padding follows the dY rows and columns its live taps read
     (:func:`~miopen_solver.runtime.cpu.live_taps`), as the engine pads."""
-    from .config import KernelSchedule
     from .runtime.cpu import live_taps
     if spec.schedule.direct:
         return EnginePlan(direct=True)

@@ -48,7 +48,7 @@ from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import TF32_ATOMS, MmaAtom, Target
-from .tilde import AxisTilde, Decomposition, SubGemm, cached_decompose
+from .tilde import Decomposition, cached_decompose
 from .tma import TMA_MAX_STAGES, TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
@@ -380,7 +380,7 @@ class DgradSpec:
         tile) and the staged epilogue's C tile (it reuses the same memory), rows padded.
         wgmma tiles are swizzled instead of padded and need 1024-byte alignment (1024
         bytes of slack are added)."""
-        c, pad = self.config, self.lds_pad
+        c = self.config
         if self.wgmma:
             main = c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * self.problem.elem_bytes
             if self.tma:  # no dX staging; a full and an empty barrier (8 bytes each) per stage

@@ -17,7 +17,6 @@ from miopen_solver import prng
 from miopen_solver.command import parse
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import make_spec
 from miopen_solver.target import get_target
 
 DATA = os.path.join(ROOT, "tests", "data", "perf_models")

@@ -43,7 +43,7 @@ def test_the_table_from_a_log(tmp_path, capsys):
                                           "default": "c", "winner": "c", "default_median_ms": 0.010,
                                           "winner_median_ms": 0.010}])
     out = tmp_path / "t.md"
-    assert dvt.main([log1, log2, "--suite", str(suite), "--out", str(out), "--json", str(tmp_path / "t.json")]) == 0
+    assert dvt.main([log1, log2, "--suite", str(suite), "--out", str(out), "--json", str(tmp_path / "t.json"), "--defaults", "logged"]) == 0
     rows = {r["label"]: r for r in json.loads((tmp_path / "t.json").read_text())}
     assert abs(rows["net/a"]["ratio"] - 0.021 / 0.020) < 1e-12 and rows["net/a"]["ok"]
     assert rows["net/b"]["ratio"] == 1.0 and rows["net/b"]["ok"]
@@ -52,7 +52,7 @@ def test_the_table_from_a_log(tmp_path, capsys):
     assert "| dense_3x3 | 2 | 1 | 1 | 1.050 | 1.050 |" in text
     assert "| **total** | 3 | 2 | 2 |" in text
     # only the first log: line 0 is 1.5x off the best, flagged
-    assert dvt.main([log1, "--suite", str(suite), "--within", "0.1"]) == 0
+    assert dvt.main([log1, "--suite", str(suite), "--within", "0.1", "--defaults", "logged"]) == 0
     shown = capsys.readouterr().out
     assert "| dense_3x3 | 2 | 1 | 0 | 1.500 | 1.500 |" in shown and "1.500 **" in shown
 
@@ -115,7 +115,7 @@ def test_a_read_only_log_with_a_torn_tail_is_read(tmp_path, capsys):
                                          "winner": "a", "default_median_ms": 0.01,
                                          "winner_median_ms": 0.01}) + '\n{"type": "verd')
     log.chmod(0o444)
-    assert dvt.main([str(log), "--suite", str(suite)]) == 0
+    assert dvt.main([str(log), "--suite", str(suite), "--defaults", "logged"]) == 0
     assert "| **total** | 3 | 1 | 1 |" in capsys.readouterr().out
 
 
@@ -228,7 +228,7 @@ def test_a_tf32_line_is_a_tf32_row(tmp_path, capsys):
         {"type": "verdict", "problem_key": _key(line), "default_median_ms": t, "winner_median_ms": t}
         for line, t in ((fp32, 0.02), (fp32 + " -M 0", 0.01))]
     js = tmp_path / "t.json"
-    assert dvt.main([_log(tmp_path / "l.jsonl", recs), "--suite", str(suite), "--json", str(js)]) == 0
+    assert dvt.main([_log(tmp_path / "l.jsonl", recs), "--suite", str(suite), "--json", str(js), "--defaults", "logged"]) == 0
     rows = {r["label"]: r for r in json.loads(js.read_text())}
     assert (rows["n/ieee"]["dtype"], rows["n/tf32"]["dtype"], rows["n/half"]["dtype"]) == ("fp32", "tf32", "fp16")
     assert rows["n/ieee"]["key"] != rows["n/tf32"]["key"] and rows["n/tf32"]["best_ms"] == 0.01
@@ -247,9 +247,67 @@ def test_the_table_says_how_its_configs_were_timed(tmp_path, capsys):
                                       dict(t, method="events"), dict(t, status="failed", method="events"),
                                       {"type": "verdict", "problem_key": _key(line0), "ok": 3, "default": "a",
                                        "winner": "a", "default_median_ms": 0.02, "winner_median_ms": 0.02}])
-    assert dvt.main([log, "--suite", str(suite)]) == 0
+    assert dvt.main([log, "--suite", str(suite), "--defaults", "logged"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first == "Timing: 2 configs as graph replays (-J 1), 1 configs as single launches (CUDA events)"
     empty = _log(tmp_path / "e.jsonl", [{"type": "session"}])
-    assert dvt.main([empty, "--suite", str(suite)]) == 0
+    assert dvt.main([empty, "--suite", str(suite), "--defaults", "logged"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "Timing: no timed config in the logs"
+
+
+def test_the_current_default_is_judged_by_the_campaign_s_time_for_it(tmp_path, capsys):
+    """``--defaults current`` (the default): after a default changed, the row judges the
+    default the solver picks now on the campaign's arch, by the time the campaign recorded
+    for that config; a current default the campaign never timed is ``n/a (not timed)``; a
+    default that did not change keeps the verdict's own time."""
+    from miopen_solver.solver import DgradSolver
+    from miopen_solver.target import get_target
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    lines = [ln.split("#")[0].split() for ln in SUITE.splitlines() if ln and not ln.startswith("#")]
+    now = [DgradSolver().get_default_performance_config(parse(ln).problem, get_target("sm_90")).serialize()
+           for ln in lines]
+    keys = [_key(" ".join(ln)) for ln in lines]
+    old = "64,32,32,2,1,32,32,0,0,0,1,-1,2"
+    assert old not in now
+    recs = [{"type": "session", "log_format": 1, "arch": "sm_90"},
+            # line 0: the campaign ran an older default; it timed today's default at 0.012 ms
+            {"type": "timing", "status": "ok", "problem_key": keys[0], "perf_config": now[0], "median_ms": 0.012},
+            {"type": "verdict", "problem_key": keys[0], "ok": 40, "default": old, "winner": "w",
+             "default_median_ms": 0.030, "winner_median_ms": 0.010},
+            # line 1: an older default, today's never timed
+            {"type": "verdict", "problem_key": keys[1], "ok": 40, "default": old, "winner": "w",
+             "default_median_ms": 0.030, "winner_median_ms": 0.010},
+            # line 2: the default did not change
+            {"type": "verdict", "problem_key": keys[2], "ok": 40, "default": now[2], "winner": "w",
+             "default_median_ms": 0.011, "winner_median_ms": 0.010}]
+    log = _log(tmp_path / "l.jsonl", recs)
+    js = tmp_path / "t.json"
+    assert dvt.main([log, "--suite", str(suite), "--json", str(js)]) == 0
+    rows = [r for r in json.loads(js.read_text())]
+    assert rows[0]["default"] == now[0] and rows[0]["changed"] and abs(rows[0]["ratio"] - 1.2) < 1e-12
+    assert not rows[0]["ok"]
+    assert rows[1]["default"] == now[1] and rows[1]["changed"] and rows[1]["ratio"] is None
+    assert rows[2]["default"] == now[2] and not rows[2]["changed"] and abs(rows[2]["ratio"] - 1.1) < 1e-12
+    out = capsys.readouterr().out
+    assert "n/a (not timed)" in out and "(changed since the campaign)" in out
+    # the logged default, as the campaign ran it
+    assert dvt.main([log, "--suite", str(suite), "--json", str(js), "--defaults", "logged"]) == 0
+    rows = json.loads(js.read_text())
+    assert [r["default"] for r in rows] == [old, old, now[2]] and abs(rows[0]["ratio"] - 3.0) < 1e-12
+
+
+@pytest.mark.parametrize("sessions, why", [
+    ([{"type": "session", "log_format": 1}], "no session record names an arch"),
+    ([{"type": "session", "log_format": 1, "arch": "sm_90"}, {"type": "session", "log_format": 1, "arch": "sm_80"}],
+     "the logs name 2 arches: sm_80, sm_90"),
+])
+def test_current_defaults_need_one_arch(tmp_path, capsys, sessions, why):
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    line = [ln for ln in SUITE.splitlines() if ln and not ln.startswith("#")][0]
+    verdict = {"type": "verdict", "problem_key": _key(line), "default_median_ms": 0.02, "winner_median_ms": 0.01}
+    logs = [_log(tmp_path / f"l{i}.jsonl", [s, verdict]) for i, s in enumerate(sessions)]
+    assert dvt.main(logs + ["--suite", str(suite)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and why in err and "--defaults logged" in err

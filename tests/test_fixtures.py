@@ -19,7 +19,7 @@ import pytest
 
 from conftest import naive_dgrad, suite_lines
 from miopen_solver import fixtures as fx
-from miopen_solver import kernels, prng
+from miopen_solver import prng
 from miopen_solver.command import parse
 from miopen_solver.errors import MiopenCommandError
 from miopen_solver.problem import ConvProblem

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import kernel_emu
 from miopen_solver import applicability as ap
-from miopen_solver import layouts, transpose
+from miopen_solver import layouts
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule
 from miopen_solver.reference import dgrad_reference, verify
@@ -404,7 +404,7 @@ def test_random_search_configs_on_the_emulated_kernel(tmp_path, line, arch, pick
 @pytest.mark.parametrize("line,arch,cfg", [
     (f"conv -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -M 0 {NHWC}", "sm_80", None),
     (f"conv -n 2 -c 24 -H 7 -W 6 -k 40 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -M 0 {NHWC}", "sm_90", None),
-    (f"conv -n 1 -c 20 -H 5 -W 7 -k 24 -y 2 -x 3 -p 1 -q 1 -l 2 -j 1 -g 2 -M 0 -F 2", "sm_90", None),
+    ("conv -n 1 -c 20 -H 5 -W 7 -k 24 -y 2 -x 3 -p 1 -q 1 -l 2 -j 1 -g 2 -M 0 -F 2", "sm_90", None),
     (f"conv -n 2 -c 16 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -M 0 {NHWC}", "gfx942", None),
     # warpgroup TF32 (wgmma m64nNk8 .tf32, K-major B through the rounding loaders): N 64/128/256,
     # two m64 rows per warpgroup, two k blocks of 32, stride 2, 1x1, NCHW dX, split-K
@@ -412,7 +412,7 @@ def test_random_search_configs_on_the_emulated_kernel(tmp_path, line, arch, pick
     (f"conv -n 2 -c 128 -H 5 -W 7 -k 96 -y 1 -x 1 -M 0 {NHWC}", "sm_90", "128,128,64,1,1,128,128,0,0,0,1,-1,2,1"),
     (f"conv -n 1 -c 256 -H 7 -W 6 -k 72 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -M 0 {NHWC}", "sm_90",
      "64,256,32,1,1,64,256,0,0,0,1,-1,3,1"),
-    (f"conv -n 2 -c 64 -H 6 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 -M 0 -F 2", "sm_90", "128,64,32,2,1,64,64,0,0,0,2,-1,4,1"),
+    ("conv -n 2 -c 64 -H 6 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 -M 0 -F 2", "sm_90", "128,64,32,2,1,64,64,0,0,0,2,-1,4,1"),
 ])
 def test_tf32_kernels_match_the_cpu_engine_s_tf32(tmp_path, line, arch, cfg):
     """TF32 math (-M 0): the mma.m16n8k8 / xf32 kernels on the emulator give the CPU engine's

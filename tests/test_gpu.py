@@ -273,7 +273,7 @@ def test_short_k_default_verifies(engine, dtype, line):
     against the float64 reference with NaN-poisoned dX, in NHWC and in MIOpen's NCHW."""
     if not engine.target.wgmma:
         pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
-    from miopen_solver.heuristics import SHORT_K_DEFAULT
+    from miopen_solver.heuristics import SHORT_K_DEFAULT, default_performance_config
     p = _nhwc_problem(dtype, line)
     cfg = default_performance_config(p, engine.target)
     assert cfg == SHORT_K_DEFAULT, cfg.serialize()

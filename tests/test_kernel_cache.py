@@ -127,7 +127,7 @@ def test_a_failed_store_is_a_warning_not_a_failed_build(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_mod, "write_bytes", full)
     rt = FakeRuntime()
     eng = GpuEngine(rt, BinaryCache(tmp_path))
-    k = eng.build(_spec(LINE))
+    eng.build(_spec(LINE))
     assert rt.compiles == 1 and ("load", _spec(LINE).kernel_name) in rt.calls
     (warning,) = eng.take_warnings()
     assert warning.startswith("kernel cache entry ") and "not stored (cannot write (No space left" in warning

@@ -23,7 +23,6 @@ from miopen_solver.runtime.cache import BinaryCache
 from miopen_solver.runtime.cpu import CpuEngine
 from miopen_solver.runtime.gpu import GpuEngine
 from miopen_solver.solver import DgradSolver, Solution
-from miopen_solver.spec import PerfConfig
 from miopen_solver.target import get_target
 from miopen_solver.transpose import writes_nchw_dx
 

@@ -25,7 +25,6 @@ from test_cpu_engine import EPS, TINY, problems
 from test_spec import problems as nhwc_problems
 from test_split_n import ComputingRuntime, tap_mask
 from miopen_solver import applicability as ap
-from miopen_solver import layouts
 from miopen_solver.command import parse
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import PerfConfigError

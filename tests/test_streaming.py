@@ -23,7 +23,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from driver import batch_cmd, tune_cmd, workers
+from driver import tune_cmd, workers
 from driver.batch_cmd import BatchOptions, batch_file
 from driver.tune_cmd import TuneOptions, tune_line
 from miopen_solver import prng

@@ -21,7 +21,7 @@ from miopen_solver.runtime.cpu import CpuEngine
 from miopen_solver.config import PerfConfig
 from miopen_solver.solver import DgradSolver, Solution
 from miopen_solver.spec import make_spec
-from miopen_solver.target import PRESETS, from_device, get_target
+from miopen_solver.target import get_target
 
 FAULTS = os.path.join(ROOT, "tests", "worker_faults.py")
 LINE = ("convfp16 -n 2 -c 8 -H 9 -W 7 -k 12 -y 3 -x 3 -p 1 -q 1 -u 2 -v 1 -F 2 "

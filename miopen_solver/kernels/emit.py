@@ -18,7 +18,6 @@ from functools import lru_cache
 from math import gcd
 from pathlib import Path
 
-from ..config import KernelSchedule
 from ..problem import ConvProblem
 from ..tma import tma_box_tiles
 
