@@ -310,6 +310,23 @@ def unhonoured_flag_notes(cmd: DriverCommand, environ=None) -> list:
     return out
 
 
+def info_lines(cmd: DriverCommand, device, target, environ=None) -> list:
+    """The run's ``Info:`` lines, in the order the text report prints them: an old ``-S`` id
+    (:func:`legacy_id_note`), flags not honoured (:func:`unhonoured_flag_notes`), a graph
+    flag on the CPU engine, the CPU engine simulating a GPU target. ``--json`` carries the
+    same lines as its ``info`` list."""
+    out = []
+    note = legacy_id_note(cmd)
+    if note:
+        out.append(note)
+    out.extend(unhonoured_flag_notes(cmd, environ))
+    if cmd.time and int(cmd.flags["use_hip_graph"]) != 0 and device.backend == "cpu":
+        out.append(graph_on_cpu_note(cmd))
+    if device.backend == "cpu" and target.vendor != "cpu":
+        out.append(SIMULATED_NOTE.format(arch=target.arch))
+    return out
+
+
 def parse_line(tokens) -> DriverCommand:
     """Parse a ``-F 2`` line and refuse the flags this driver cannot honour.
 
@@ -679,16 +696,10 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
                                           report.stamp_time(o.environ)))
     lines.extend(search_notes)
     lines.extend(solution.notes)
-    note = legacy_id_note(cmd)
-    if note:
-        lines.append(note)
-    lines.extend(unhonoured_flag_notes(cmd, o.environ))
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
-    if cmd.time and graph and device.backend == "cpu":
-        lines.append(graph_on_cpu_note(cmd))
-    if device.backend == "cpu" and target.vendor != "cpu":
-        lines.append(SIMULATED_NOTE.format(arch=target.arch))
+    infos = info_lines(cmd, device, target, o.environ)     # printed as text, and in --json's "info"
+    lines.extend(infos)
     dy_file, w_file = check_input_files(cmd)
     plan = memory.engine_plan(spec)
 
@@ -752,6 +763,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
             rec["search"] = {"ran": True, **search_rec}
         elif search_notes:          # asked, and not run: why
             rec["search"] = {"ran": False, "notes": search_notes}
+        rec["info"] = infos
         return status, [json.dumps(rec, sort_keys=True)]
 
     dumps = vrec["dumps"] if vrec else []

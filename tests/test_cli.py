@@ -784,6 +784,23 @@ def test_unhonoured_miopen_flags_say_so(capsys, flags, needle):
     assert not any("is not honoured" in l for l in out)
 
 
+@pytest.mark.parametrize("flags", [
+    ["-b", "1"], ["-C", "/tmp/cache"], ["-M", "0"], ["-N", "0"], ["-b", "1", "-N", "0", "-M", "0"],
+    ["--backend", "cpu", "--arch", "sm_90"], ["-J", "1", "--backend", "cpu"], [],
+])
+def test_json_carries_the_info_lines_the_text_prints(capsys, flags):
+    """--json dropped the Info: lines of -b 1, -M 0 and the rest (a fresh-user trial): its
+    ``info`` list is exactly the text report's Info: lines, in order, for every kind."""
+    status, out, _ = run(capsys, SMALL, *flags, "--no-perfdb")
+    assert status == 0
+    text = [l for l in out if l.startswith("Info: ")]
+    status, out, _ = run(capsys, SMALL, *flags, "--no-perfdb", "--json")
+    assert status == 0
+    rec = json.loads(out[-1])
+    assert rec["info"] == text
+    assert bool(text) == bool(flags)
+
+
 @pytest.mark.parametrize("reason", ["RuntimeUnavailable: no ROCm runtime found: failed to dlopen 'b'libamdhip64.so'': "
                                     "b'libamdhip64.so: cannot open shared object file: No such file or directory'",
                                     "RuntimeUnavailable: no CUDA runtime found: b'libcuda.so.1' missing"])
