@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import numpy as np
@@ -214,3 +215,14 @@ def _user_db_dir(monkeypatch, tmp_path_factory):
     """No test reads or writes the real MIOpen user db dir (the default perf-db's home)."""
     if not os.environ.get("MIOPEN_USER_DB_PATH"):
         monkeypatch.setenv("MIOPEN_USER_DB_PATH", str(tmp_path_factory.mktemp("udb")))
+
+
+def pytest_configure(config):
+    """A test run started with SIGINT ignored (a background job of a non-interactive shell,
+    nohup) hands that to every process it starts, and the Ctrl-C tests then test nothing but
+    the inheritance: give the pytest process Python's own handler (an exec resets a handler,
+    not an ignore, so its children start with SIGINT at its default). A normal start already
+    has it. A hook, not import-time code: a pool process that imports this module to unpickle
+    a test's function has ignored SIGINT on purpose."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

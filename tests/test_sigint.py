@@ -190,3 +190,21 @@ def test_sigint_to_a_campaign_with_a_compile_pool_ends_it_with_one_line(tmp_path
     while _group_alive(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _group_alive(proc.pid) == []
+
+
+def test_the_ctrl_c_tests_hold_in_a_run_started_with_sigint_ignored(tmp_path):
+    """CI started from a non-interactive shell's background job (or nohup) starts pytest with
+    SIGINT ignored; every Ctrl-C test then failed, testing only the inheritance (the
+    fifteenth session's CI). conftest's ``pytest_configure`` gives the run Python's handler:
+    a Ctrl-C test passes in such a run, and the pool tests that rely on an ignored SIGINT in
+    their children still do."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    launch = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+              "sys.exit(subprocess.call([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', "
+              "'--rootdir', sys.argv[1], "
+              "sys.argv[1] + '/tests/test_driver_errors.py::test_ctrl_c_exits_130_and_ends_the_workers', "
+              "sys.argv[1] + '/tests/test_sigint.py::test_compile_pool_processes_ignore_sigint']))")
+    r = subprocess.run([sys.executable, "-c", launch, ROOT], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=20 * BOUND_S)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and "failed" not in r.stdout
