@@ -21,6 +21,7 @@ from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
 from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
+from .sub_wave import sub_wave_config
 from .spec import WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance_config, split_k_atomics_reason
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
@@ -398,7 +399,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
     cpg), and a group-pack schedule for grouped problems with narrow groups
-    (:func:`pack_config`); else NVIDIA takes :func:`short_k_config` for short pointwise GEMMs
+    (:func:`pack_config`); else NVIDIA takes :func:`~miopen_solver.sub_wave.sub_wave_config` where the
+    grid is under one wave (a latency model), then :func:`short_k_config` for short pointwise GEMMs
     (measured on the zoo), then :func:`measured_nvidia_config` (fitted to H200 sweeps),
     replaced on the problems the warpgroup cost model times (all-NHWC, :func:`cost_model.modelled
     <miopen_solver.cost_model.modelled>`) by :func:`~miopen_solver.cost_model.default_config`
@@ -438,6 +440,9 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
         if packed is not None:
             return packed
     if t.vendor == "nvidia" and not p.is_3d and p.dtype in ("fp16", "bf16", "fp32"):
+        sub_wave = sub_wave_config(p, t) if allow_model else None
+        if sub_wave is not None:  # less than one wave: a latency model, not the throughput one
+            return sub_wave
         short = short_k_config(p, t) if allow_model else None
         if short is not None:   # before the model, which does not see what 32-deep k-tiles gain
             return short

@@ -483,6 +483,23 @@ def test_short_k_default_runs_end_to_end_on_the_emulator(tmp_path, line):
     assert v.nonfinite == 0 and v.ok, v
 
 
+@pytest.mark.parametrize("line, split", [
+    ("convfp16 -n 5 -c 28 -H 1 -W 1 -k 672 -y 1 -x 1 -F 2", 16),        # an SE fc2 in NCHW (1x1 image: same bytes)
+    (f"convbfp16 -n 3 -c 48 -H 1 -W 1 -k 1152 -y 1 -x 1 {NHWC}", 16),   # split slices of 72: k-tiles straddle slices
+    (f"convfp16 -n 2 -c 27 -H 1 -W 1 -k 640 -y 1 -x 1 {NHWC}", 1),     # odd cpg: no atomic split, a column tail
+    (f"convfp16 -n 1 -c 40 -H 3 -W 3 -k 200 -y 3 -x 3 -p 1 -q 1 {NHWC}", 16),   # taps: a batch-1 3x3
+])
+def test_sub_wave_default_runs_end_to_end_on_the_emulator(tmp_path, line, split):
+    """The sub-wave default (miopen_solver.sub_wave: 64x32x32, split_k from its latency model)
+    as the solver runs it on sm_90: the split the model picks, packed-pair atomics into a
+    zeroed dX, against the float64 reference with NaN-poisoned dX."""
+    from miopen_solver.sub_wave import SUB_WAVE_TILE
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, "sm_90", tmp_path, seed=7)
+    assert sol.perf_config == SUB_WAVE_TILE.replace(split_k=split), sol.perf_config.serialize()
+    assert v.nonfinite == 0 and v.ok, v
+
+
 @pytest.mark.parametrize("line,cfg", NARROW_CASES, ids=[f"narrow{i}-{c[1]}" for i, c in enumerate(NARROW_CASES)])
 def test_narrow_wgmma_kernels_match_the_reference(tmp_path, line, cfg):
     p = parse(line.split()).problem

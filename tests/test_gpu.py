@@ -283,6 +283,37 @@ def test_short_k_default_verifies(engine, dtype, line):
     _verify_solution(engine, DgradSolver().find_solution(parse(f"{base} {line} -F 2").problem, engine.target), seed=31)
 
 
+# grids under one wave (miopen_solver.sub_wave): SE 1x1 layers on 1x1 images at a small N,
+# split_k 16 with slices that straddle k-tiles, an odd cpg (split 1, column tail), batch-1
+# 3x3 with taps, NCHW, bf16. Select with ``-k sub_wave``.
+SUB_WAVE_LINES = [
+    "-n 8 -c 28 -H 1 -W 1 -k 672 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "-n 5 -c 48 -H 1 -W 1 -k 1152 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "-n 3 -c 27 -H 1 -W 1 -k 640 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "-n 1 -c 512 -H 7 -W 7 -k 512 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
+    "-n 2 -c 64 -H 9 -W 9 -k 96 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", SUB_WAVE_LINES)
+def test_sub_wave_default_verifies(engine, dtype, line):
+    """Each line's default is the sub-wave tile at the model's split (where the target has
+    warpgroup MMA) and runs against the float64 reference with NaN-poisoned dX, in NHWC and
+    in MIOpen's NCHW."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    from miopen_solver.heuristics import default_performance_config
+    from miopen_solver.sub_wave import sub_wave_config
+    p = _nhwc_problem(dtype, line)
+    cfg = default_performance_config(p, engine.target)
+    assert cfg == sub_wave_config(p, engine.target), cfg.serialize()
+    assert _check(engine, p, cfg, np.random.default_rng(41)) is not None
+    from miopen_solver.solver import DgradSolver
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    _verify_solution(engine, DgradSolver().find_solution(parse(f"{base} {line} -F 2").problem, engine.target), seed=43)
+
+
 # warp_tile_n 96 and 192 (m64n96k16 with W in 64-byte swizzled 32-wide blocks and 32-wide TMA
 # boxes; m64n192k16 in 128-byte swizzled 64-wide blocks), tile_n not a power of two, on the
 # plain, persistent and TMA schedules, the TMA schedule at 7-8 stages: the zoo's small-image
