@@ -16,6 +16,11 @@ The three constants are a least-squares fit to H200 graph-replay times of that t
 1-16 on the zoo's seven SE layers (N = 64; bench/RESULTS.md, sixteenth session; relative
 rms error 0.12); on the same layers at N = 16 and 256 (held out, ``bench/se_heldout.txt``)
 its pick was within 7 % of the best split on all 14.
+
+Only 1x1 filters (any stride): on held-out sub-wave lines with taps
+(``bench/subwave_heldout.txt``) the tile won on six and lost on four (0.81-0.95 of the
+previous default: long tap chains, where 64-deep k-steps and wider tiles do better than
+the model's 32-deep steps), so filters with taps keep the other rules.
 """
 
 from __future__ import annotations
@@ -58,12 +63,12 @@ def estimate_us(blocks: int, k_tiles: int, split_k: int, num_cus: int) -> float:
 
 def applies(problem: ConvProblem, target: Target) -> bool:
     """Whether :func:`sub_wave_config` chooses the default: fp16/bf16 (not TF32, not 3-D) on a
-    target with warpgroup MMA, cpg > 16 (narrower groups take the direct and warp-MMA
-    schedules), kpg >= 16 (one m64n32k16 step), and fewer 64 x 32 output tiles than
-    multiprocessors (less than one wave at split_k 1)."""
+    target with warpgroup MMA, a 1x1 filter (any stride), cpg > 16 (narrower groups take the
+    direct and warp-MMA schedules), kpg >= 16 (one m64n32k16 step), and fewer 64 x 32
+    output tiles than multiprocessors (less than one wave at split_k 1)."""
     p = problem
     if not (target.wgmma and p.dtype in ("fp16", "bf16") and not p.tf32 and not p.is_3d
-            and p.cpg > 16 and p.kpg >= 16):
+            and p.Y == 1 and p.X == 1 and p.cpg > 16 and p.kpg >= 16):
         return False
     return grid_shape(p)[0] < target.num_cus
 

@@ -475,19 +475,23 @@ NARROW_CASES = [
 def test_short_k_default_runs_end_to_end_on_the_emulator(tmp_path, line):
     """The short-K default (heuristics.SHORT_K_DEFAULT) as the solver runs it on sm_90, in
     NHWC and in MIOpen's NCHW (dY transposed, dX stored NCHW by the epilogue): float64
-    reference, NaN-poisoned dX."""
+    reference, NaN-poisoned dX. These lines are small enough to emulate, so their grids are
+    under one wave and their own default is the sub-wave tile: the short-K tile is asked for,
+    and the same shapes at a batch that fills a wave are shown to default to it."""
     from miopen_solver.heuristics import SHORT_K_DEFAULT
     p = parse(line.split()).problem
-    sol, v = run_emulated(p, "sm_90", tmp_path, seed=5)
+    sol, v = run_emulated(p, "sm_90", tmp_path, seed=5, perf_config=SHORT_K_DEFAULT)
     assert sol.perf_config == SHORT_K_DEFAULT
     assert v.nonfinite == 0 and v.ok, v
+    big = p.replace(N=p.N * 256)
+    assert SOLVER.find_solution(big, get_target("sm_90")).perf_config == SHORT_K_DEFAULT
 
 
 @pytest.mark.parametrize("line, split", [
     ("convfp16 -n 5 -c 28 -H 1 -W 1 -k 672 -y 1 -x 1 -F 2", 16),        # an SE fc2 in NCHW (1x1 image: same bytes)
     (f"convbfp16 -n 3 -c 48 -H 1 -W 1 -k 1152 -y 1 -x 1 {NHWC}", 16),   # split slices of 72: k-tiles straddle slices
     (f"convfp16 -n 2 -c 27 -H 1 -W 1 -k 640 -y 1 -x 1 {NHWC}", 1),     # odd cpg: no atomic split, a column tail
-    (f"convfp16 -n 1 -c 40 -H 3 -W 3 -k 200 -y 3 -x 3 -p 1 -q 1 {NHWC}", 16),   # taps: a batch-1 3x3
+    (f"convfp16 -n 1 -c 40 -H 6 -W 5 -k 400 -y 1 -x 1 -u 2 -v 2 {NHWC}", 8),    # 1x1 stride 2: zero-filled rows
 ])
 def test_sub_wave_default_runs_end_to_end_on_the_emulator(tmp_path, line, split):
     """The sub-wave default (miopen_solver.sub_wave: 64x32x32, split_k from its latency model)

@@ -261,8 +261,8 @@ SHORT_K_LINES = [
     "-n 2 -c 240 -H 28 -W 28 -k 40 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
     "-n 2 -c 192 -H 35 -W 35 -k 48 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # Inception, odd image
     "-n 2 -c 128 -H 80 -W 80 -k 80 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # YOLOv8, two k-tiles of 32 + 16
-    "-n 3 -c 200 -H 13 -W 11 -k 16 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # kpg 16, column and row tails
-    "-n 2 -c 96 -H 9 -W 7 -k 72 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -g 2",    # groups of 48 x 36
+    "-n 9 -c 200 -H 13 -W 11 -k 16 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # kpg 16, column and row tails
+    "-n 4 -c 96 -H 27 -W 21 -k 72 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -g 2",  # groups of 48 x 36
 ]
 
 
@@ -284,14 +284,14 @@ def test_short_k_default_verifies(engine, dtype, line):
 
 
 # grids under one wave (miopen_solver.sub_wave): SE 1x1 layers on 1x1 images at a small N,
-# split_k 16 with slices that straddle k-tiles, an odd cpg (split 1, column tail), batch-1
-# 3x3 with taps, NCHW, bf16. Select with ``-k sub_wave``.
+# split_k 16 with slices that straddle k-tiles, an odd cpg (split 1, column tail), a batch-1
+# 1x1, a 1x1 stride 2 (zero-filled rows), NCHW, bf16. Select with ``-k sub_wave``.
 SUB_WAVE_LINES = [
     "-n 8 -c 28 -H 1 -W 1 -k 672 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
     "-n 5 -c 48 -H 1 -W 1 -k 1152 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
     "-n 3 -c 27 -H 1 -W 1 -k 640 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
-    "-n 1 -c 512 -H 7 -W 7 -k 512 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
-    "-n 2 -c 64 -H 9 -W 9 -k 96 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+    "-n 1 -c 2048 -H 7 -W 7 -k 512 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "-n 2 -c 64 -H 28 -W 28 -k 640 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2",
 ]
 
 

@@ -1151,9 +1151,11 @@ def test_narrow_warpgroup_default_only_for_32_channels_on_one_side(c, k, g, fps,
        st.sampled_from((7, 14, 56)), st.sampled_from(("fp16", "bf16", "fp32")))
 def test_short_k_default_only_for_short_pointwise_gemms(c, k, g, fps, hw, dtype):
     """sm_90: a 1x1 stride-1 layer with cpg > 32 and kpg 16-96 (not 32) takes the short-K tile,
-    unless the one-k-tile persistent rule applies; nothing else does, no other target, and the
-    default always validates."""
+    unless the one-k-tile persistent rule applies (or its grid is under one wave: the
+    sub-wave rule comes first); nothing else does, no other target, and the default always
+    validates."""
     from miopen_solver.heuristics import SHORT_K_DEFAULT, short_k_config, wgmma_config
+    from miopen_solver.sub_wave import sub_wave_config
     f, pad, s = fps
     p = nhwc(N=2, C=c * g, K=k * g, G=g, Hi=hw, Wi=hw, Y=f, X=f, pH=pad, pW=pad, sH=s, sW=s, dtype=dtype)
     domain = (dtype != "fp32" and p.is_pointwise and p.cpg > 32 and 16 <= p.kpg <= 96 and p.kpg != 32
@@ -1163,7 +1165,7 @@ def test_short_k_default_only_for_short_pointwise_gemms(c, k, g, fps, hw, dtype)
     dflt = default_performance_config(p, SM90)
     assert is_valid_performance_config(p, SM90, dflt)[0]
     if domain:
-        assert dflt == SHORT_K_DEFAULT
+        assert dflt == (sub_wave_config(p, SM90) or SHORT_K_DEFAULT)
     assert short_k_config(p, SM80) is None and short_k_config(p, get_target("gfx942")) is None
 
 

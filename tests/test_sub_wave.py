@@ -56,7 +56,8 @@ def test_short_chains_never_split_and_a_split_never_costs_more_than_it_saves(blo
     (f"convfp16 -n 64 -c 48 -H 1 -W 1 -k 1152 -y 1 -x 1 -F 2 {NHWC}", 16),
     (f"convfp16 -n 64 -c 1152 -H 1 -W 1 -k 48 -y 1 -x 1 -F 2 {NHWC}", 1),      # 36 blocks, 2 k-tiles
     (f"convfp16 -n 256 -c 168 -H 1 -W 1 -k 672 -y 1 -x 1 -F 2 {NHWC}", 4),     # 24 blocks: 4 x 24 fill one wave
-    (f"convbfp16 -n 1 -c 512 -H 7 -W 7 -k 512 -y 3 -x 3 -p 1 -q 1 -F 2 {NHWC}", 8),  # batch 1, taps
+    (f"convbfp16 -n 1 -c 2048 -H 7 -W 7 -k 512 -y 1 -x 1 -F 2 {NHWC}", 1),   # batch 1: 64 blocks, 16 k-tiles
+    (f"convfp16 -n 2 -c 64 -H 28 -W 28 -k 640 -y 1 -x 1 -u 2 -v 2 -F 2 {NHWC}", 8),   # 1x1 stride 2
     (f"convfp16 -n 64 -c 27 -H 1 -W 1 -k 640 -y 1 -x 1 -F 2 {NHWC}", 1),       # odd cpg: no atomic split
 ])
 def test_the_default_of_sub_wave_problems(line, split):
@@ -77,6 +78,8 @@ def test_the_default_of_sub_wave_problems(line, split):
     (f"convfp16 -n 64 -c 48 -H 1 -W 1 -k 1152 -y 1 -x 1 -F 2 {NHWC}", "sm_80", "no warpgroup MMA"),
     (f"convfp16 -n 64 -c 48 -H 1 -W 1 -k 1152 -y 1 -x 1 -F 2 {NHWC}", "gfx942", "AMD"),
     (f"convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 {NHWC}", "sm_90", "a large grid"),
+    (f"convbfp16 -n 1 -c 512 -H 7 -W 7 -k 512 -y 3 -x 3 -p 1 -q 1 -F 2 {NHWC}", "sm_90", "taps: measured slower"),
+    (f"convfp16 -n 16 -c 192 -H 23 -W 1 -k 192 -y 3 -x 1 -F 2 {NHWC}", "sm_90", "a 3x1 filter"),
 ])
 def test_the_rule_stays_out_of_its_domain(line, arch, why):
     p, t = _problem(line), get_target(arch)
