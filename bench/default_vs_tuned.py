@@ -34,11 +34,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (AS_WRITTEN, CLASSES, UNTAGGED, OneLineParser, _write, check_outputs, geomean,  # noqa: E402
-                           guarded_main, number_arg, plan_rows)
+                           guarded_main, number_arg, plan_rows, positive_number)
 from miopen_solver.command import parse  # noqa: E402
-from miopen_solver.errors import FileError  # noqa: E402
+from miopen_solver.errors import FileError, TargetError  # noqa: E402
 from miopen_solver.fileio import read_bytes, read_text, stat_regular  # noqa: E402
 from miopen_solver.results_log import parse_log  # noqa: E402
+from miopen_solver.target import get_target  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 
@@ -117,6 +118,31 @@ def log_records(path) -> list:
     return list(zip(contents.lines, contents.records))
 
 
+def _shown(rec: dict, key: str) -> str:
+    return "missing" if key not in rec else shorten(json.dumps(rec[key]))
+
+
+def ok_timings(path):
+    """``(line number, record)`` per ``ok`` timing record of the campaign log at ``path``,
+    each checked: a ``problem_key`` and a ``perf_config`` string, a ``median_ms`` that is a
+    finite number > 0.
+
+    Raises:
+        FileError: see :func:`log_records`; a record that is not so, naming the line and field.
+    """
+    for n, r in log_records(path):
+        if r.get("type") != "timing" or r.get("status") != "ok":
+            continue
+        for key in ("problem_key", "perf_config"):
+            if not isinstance(r.get(key), str):
+                raise FileError(path, f"line {n}: an ok timing record without a {key} string ({key}: {_shown(r, key)})",
+                                LOG_ALLOWED)
+        if not positive_number(r.get("median_ms")):
+            raise FileError(path, f"line {n}: an ok timing record without a median_ms time, a finite number > 0 "
+                                  f"(median_ms: {_shown(r, 'median_ms')})", LOG_ALLOWED)
+        yield n, r
+
+
 def read_verdicts(path) -> list:
     """The ``verdict`` records of the campaign log at ``path``, in file order
     (:func:`log_records`).
@@ -138,6 +164,10 @@ def read_verdicts(path) -> list:
                                   or not math.isfinite(v) or v < 0):
                 raise FileError(path, f"line {n}: {f} {shorten(v)} is not a time (a number >= 0 or null)",
                                 LOG_ALLOWED)
+        for f in ("default", "winner"):
+            if rec.get(f) is not None and not isinstance(rec[f], str):
+                raise FileError(path, f"line {n}: a verdict whose {f} is not a perf config string ({f}: "
+                                      f"{_shown(rec, f)})", LOG_ALLOWED)
         out.append(rec)
     return out
 
@@ -220,9 +250,8 @@ def timed_configs(paths) -> dict:
     ``paths`` (a later record of the same config wins). Raises FileError as :func:`log_records`."""
     out = {}
     for path in paths:
-        for _, rec in log_records(path):
-            if rec.get("type") == "timing" and rec.get("status") == "ok" and isinstance(rec.get("median_ms"), (int, float)):
-                out.setdefault(rec.get("problem_key"), {})[rec.get("perf_config")] = float(rec["median_ms"])
+        for _, rec in ok_timings(path):
+            out.setdefault(rec["problem_key"], {})[rec["perf_config"]] = float(rec["median_ms"])
     return out
 
 
@@ -230,9 +259,20 @@ def campaign_arch(paths) -> str:
     """The ``arch`` of the logs' session records (the target the campaign tuned for).
 
     Raises:
+        FileError: a session record's arch is not a known arch name (naming the log and line).
         ValueError: no session record names an arch, or two logs name different ones."""
-    arches = {rec.get("arch") for path in paths for _, rec in log_records(path) if rec.get("type") == "session"}
-    arches.discard(None)
+    arches = set()
+    for path in paths:
+        for n, rec in log_records(path):
+            if rec.get("type") != "session" or rec.get("arch") is None:
+                continue
+            arch = rec["arch"]
+            try:
+                get_target(arch)
+            except TargetError as e:
+                raise FileError(path, f"line {n}: the session record's arch {_shown(rec, 'arch')} is not an arch name "
+                                      f"({shorten(e)})", LOG_ALLOWED) from None
+            arches.add(arch)
     if len(arches) != 1:
         why = "no session record names an arch" if not arches else f"the logs name {len(arches)} arches: " + \
             ", ".join(sorted(map(str, arches)))
@@ -244,7 +284,6 @@ def current_defaults(plan, arch: str) -> dict:
     """problem key -> the serialized default config the solver picks now on ``arch``
     (:meth:`~miopen_solver.solver.DgradSolver.get_default_performance_config`)."""
     from miopen_solver.solver import DgradSolver
-    from miopen_solver.target import get_target
     solver, target = DgradSolver(), get_target(arch)
     out = {}
     for item in plan:

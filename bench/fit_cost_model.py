@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (REPORT_ALLOWED, OneLineParser, _write, check_outputs, guarded_main,  # noqa: E402
                            positive_number, read_report, row_problem)
-from bench.default_vs_tuned import (LOG_ALLOWED, MAX_LOG_BYTES, WITHIN_DEFAULT, log_records, read_plan,  # noqa: E402
+from bench.default_vs_tuned import (LOG_ALLOWED, MAX_LOG_BYTES, WITHIN_DEFAULT, ok_timings, read_plan,  # noqa: E402
                                     within_arg)
 from miopen_solver import cost_model, heuristics  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
@@ -58,16 +58,7 @@ def _timings(path, plan: dict):
     timing record is checked (a ``problem_key`` and ``perf_config`` string, a ``median_ms``
     > 0). Raises FileError naming the line (and see
     :func:`bench.default_vs_tuned.log_records`)."""
-    for n, r in log_records(path):
-        if r.get("type") != "timing" or r.get("status") != "ok":
-            continue
-        for key in ("problem_key", "perf_config"):
-            if not isinstance(r.get(key), str):
-                raise FileError(path, f"line {n}: an ok timing record without a {key} string ({key}: {_shown(r, key)})",
-                                LOG_ALLOWED)
-        if not positive_number(r.get("median_ms")):
-            raise FileError(path, f"line {n}: an ok timing record without a median_ms time, a finite number > 0 "
-                                  f"(median_ms: {_shown(r, 'median_ms')})", LOG_ALLOWED)
+    for _, r in ok_timings(path):
         yield r, plan.get(r["problem_key"])
 
 

@@ -224,7 +224,7 @@ def check_line(cmd: DriverCommand) -> None:
         raise UserError(str(e)) from None
     if cmd.problem.mode != "conv":
         raise UserError("-m trans: backward data of a transposed convolution is a forward "
-                        "convolution in MIOpen; this solver runs -m conv only")
+                        "convolution in MIOpen, which this solver does not run; allowed: -m conv")
     check_solution(cmd)
 
 
@@ -675,8 +675,11 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
 
     base = dict(command=cmd.command_line(), problem=problem, solution=solution)
     lines = [report.echo_line(cmd.argv)]
+    more_infos = info_lines(cmd, device, target, o.environ)
+    # --json's "info": every Info: line the text prints, in its order (the search's first)
+    infos = [n for n in search_notes if n.startswith("Info: ")] + more_infos
     if device.compile_only:
-        known = lines + search_notes + list(solution.notes)
+        known = lines + search_notes + list(solution.notes) + more_infos
         if emit is not None and not o.as_json:
             for text in known:
                 emit(text)
@@ -686,6 +689,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
                                      compile_only=crec)
             if search_notes:
                 rec["search"] = {"ran": False, "notes": search_notes}
+            rec["info"] = infos
             return status, [json.dumps(rec, sort_keys=True)]
         return status, (known if emit is None else []) + more
 
@@ -698,8 +702,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     lines.extend(solution.notes)
     f = cmd.flags
     graph = int(f["use_hip_graph"]) != 0
-    infos = info_lines(cmd, device, target, o.environ)     # printed as text, and in --json's "info"
-    lines.extend(infos)
+    lines.extend(more_infos)
     dy_file, w_file = check_input_files(cmd)
     plan = memory.engine_plan(spec)
 

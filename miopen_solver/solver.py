@@ -39,7 +39,7 @@ from .nchw_tma import nchw_tma_reason
 from .nchw_tma import wt_transform as nchw_tma_wt
 from .problem import ConvProblem
 from .records import NO_FIELD, check_int, check_list, check_optional, check_str, fields_of, first_difference
-from .spec import (SPLIT_PERSISTENT, DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, make_spec,
+from .spec import (DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, make_spec,
                    split_k_atomics_reason)
 from .splitk import SplitKReduce
 from .target import PRESETS, Target, get_target
@@ -855,14 +855,15 @@ class _Settings:
     def apply(self, cfg: PerfConfig) -> PerfConfig:
         """``cfg`` with the settings' fields. A direct-schedule config already is what
         ``auto`` and split-K ``-1``/``1`` ask for (its own dY path, one write per dX
-        element), so those leave it unchanged; a TMA config (:data:`~miopen_solver.spec.SPLIT_PERSISTENT`)
-        keeps its own split for ``-1`` (its split is the choice: the schedule resolves no
-        ``-1``); the reduction is set only where the config may split (split_k not 1)."""
+        element), so those leave it unchanged; a config that already splits (a default or
+        perf-db record with split_k > 1: the TMA schedule's work units, the sub-wave model's
+        split, a rule's split) keeps its own split for ``-1`` -- that split is the solver's
+        choice; the reduction is set only where the config may split (split_k not 1)."""
         kouter, split_k = self.kouter, self.split_k
         if cfg.schedule.direct:
             kouter = None if kouter == "auto" else kouter
             split_k = None if split_k in (-1, 1) else split_k
-        if cfg.schedule in SPLIT_PERSISTENT and split_k == -1 and cfg.split_k > 1:
+        if split_k == -1 and cfg.split_k > 1:
             split_k = None
         if kouter is not None:
             cfg = cfg.replace(lds_k_outer=KOUTER[kouter])

@@ -181,7 +181,8 @@ def test_unwritten_output_fails_verification(capsys, faults):
     ("convint8 -n 2 -F 2", "int8"),
     ("conv -n 2 -F 2 --out_layout CHWN", "LAYOUT"),                  # neither NCHW nor NHWC
     ("conv -n 2 -F 2 -_ 3", "SPATIAL_DIM"),
-    ("conv -n 2 -F 2 -m trans", "-m trans"),
+    ("conv -n 2 -F 2 -m trans", "-m trans: backward data of a transposed convolution is a forward convolution in "
+                                "MIOpen, which this solver does not run; allowed: -m conv"),
     ("conv -n 2 -F 2 -U fp16", "cast types"),
     ("conv -n 2 -F 2 --backend nope", "--backend"),
     ("conv -n 2 -F 2 --perf-config 1,2,3", "13"),
@@ -628,6 +629,24 @@ def test_compile_only_nvidia(capsys):
     status, out, _ = run(capsys, SMALL, "--arch", "sm_90", "--json")
     c = json.loads(out[0])["compile_only"]
     assert c["compiled"] and c["compiler"] == "nvcc" and 0 < c["resources"]["registers"] <= 255
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="no nvcc")
+def test_a_compile_only_run_prints_and_records_its_info_lines(capsys):
+    """A fresh-user trial: a compile-only run (--arch sm_90, no GPU) dropped the Info: lines of
+    -b 1, -M 0 and -N 0 from its text and had no ``info`` in --json; the search's Info: line
+    (-s 1) is one of them, as in a run that launches."""
+    from driver import workers
+    if workers.gpu_device_nodes():
+        pytest.skip("a GPU is present")
+    flags = ["--arch", "sm_90", "-b", "1", "-M", "0", "-N", "0", "-s", "1"]
+    status, out, _ = run(capsys, SMALL, *flags)
+    text = [l for l in out if l.startswith("Info: ")]
+    assert status == 0 and len(text) == 4, out
+    assert [t.split("'")[1] for t in text] == ["-s 1", "-b 1", "-M 0", "-N 0"]
+    status, out, _ = run(capsys, SMALL, *flags, "--json")
+    rec = json.loads(out[0])
+    assert status == 0 and rec["compile_only"]["compiled"] and rec["info"] == text
 
 
 def test_arch_cpu_backend_simulates(capsys):

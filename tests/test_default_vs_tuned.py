@@ -311,3 +311,46 @@ def test_current_defaults_need_one_arch(tmp_path, capsys, sessions, why):
     assert dvt.main(logs + ["--suite", str(suite)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and why in err and "--defaults logged" in err
+
+
+@pytest.mark.parametrize("where, field, value, why", [
+    ("timing", "perf_config", [1], "without a perf_config string"),
+    ("timing", "problem_key", {"a": 1}, "without a problem_key string"),
+    ("timing", "median_ms", -5.0, "without a median_ms time, a finite number > 0"),
+    ("timing", "median_ms", float("nan"), "without a median_ms time"),
+    ("timing", "median_ms", 1e400, "without a median_ms time"),
+    ("timing", "median_ms", True, "without a median_ms time"),
+    ("timing", "median_ms", 0, "without a median_ms time"),
+    ("verdict", "default", 123, "whose default is not a perf config string"),
+    ("verdict", "winner", [1], "whose winner is not a perf config string"),
+    ("session", "arch", ["sm_90"], "is not an arch name"),
+    ("session", "arch", {"a": 1}, "is not an arch name"),
+    ("session", "arch", "", "is not an arch name"),
+    ("session", "arch", "sm_99", "is not an arch name"),
+])
+@pytest.mark.parametrize("defaults", ["current", "logged"])
+def test_a_field_of_a_hand_edited_log_is_one_line_naming_it(tmp_path, capsys, where, field, value, why, defaults):
+    """A fresh-user trial edited a campaign log: unhashable fields, negative, NaN, infinite and
+    boolean times crashed the table with a traceback, 'math domain error', or a nan geomean.
+    Every record kind's field is checked (in both --defaults modes where the mode reads it):
+    one line naming the log, the line and the field, exit 2."""
+    suite = tmp_path / "zoo.txt"
+    suite.write_text(SUITE)
+    line = [ln for ln in SUITE.splitlines() if ln and not ln.startswith("#")][0]
+    key = _key(line)
+    session = {"type": "session", "log_format": 1, "arch": "sm_90"}
+    timing = {"type": "timing", "status": "ok", "problem_key": key, "perf_config": "c", "median_ms": 0.01}
+    verdict = {"type": "verdict", "problem_key": key, "ok": 1, "default": "c", "winner": "c",
+               "default_median_ms": 0.01, "winner_median_ms": 0.01}
+    rec = {"session": session, "timing": timing, "verdict": verdict}[where]
+    rec[field] = value
+    path = tmp_path / "l.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (session, timing, verdict)))
+    assert dvt.main([str(path), "--suite", str(suite), "--defaults", defaults]) == (
+        0 if defaults == "logged" and where != "verdict" else 2)
+    err = capsys.readouterr().err
+    if defaults == "logged" and where != "verdict":     # the logged mode reads no timing or arch
+        assert err == ""
+        return
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert str(path) in err and why in err and "line " in err, err

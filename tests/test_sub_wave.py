@@ -103,3 +103,17 @@ def test_in_the_zoo_exactly_the_squeeze_and_excitation_layers_take_it():
              and sub_wave.applies(p, SM90)}
     assert taken == {label for label, p in _zoo("zoo.txt") if p.Hi == p.Wi == 1 and p.dtype != "fp32"}
     assert len(taken) == 7
+
+
+def test_split_k_minus_one_keeps_the_model_s_split():
+    """A fresh-user trial: ``--split-k -1`` ("the solver chooses") on the SE fc2 resolved by
+    the generic rule to 4 while the default's own model chose 16. A default that already
+    splits keeps its split for -1, on every schedule; 1 and N still set it."""
+    p = _problem(f"convfp16 -n 64 -c 28 -H 1 -W 1 -k 672 -y 1 -x 1 -F 2 {NHWC}")
+    solver = DgradSolver()
+    chosen = solver.find_solution(p, SM90)
+    assert chosen.spec.split_k == 16
+    again = solver.find_solution(p, SM90, split_k=-1)
+    assert again.spec.split_k == 16 and again.kernel_name == chosen.kernel_name
+    assert solver.find_solution(p, SM90, split_k=1).spec.split_k == 1
+    assert solver.find_solution(p, SM90, split_k=4).spec.split_k == 4
