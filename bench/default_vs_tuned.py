@@ -118,7 +118,8 @@ def log_records(path) -> list:
     return list(zip(contents.lines, contents.records))
 
 
-def _shown(rec: dict, key: str) -> str:
+def shown_field(rec: dict, key: str) -> str:
+    """A record's field as an error message quotes it: its JSON, shortened, or ``missing``."""
     return "missing" if key not in rec else shorten(json.dumps(rec[key]))
 
 
@@ -135,11 +136,11 @@ def ok_timings(path):
             continue
         for key in ("problem_key", "perf_config"):
             if not isinstance(r.get(key), str):
-                raise FileError(path, f"line {n}: an ok timing record without a {key} string ({key}: {_shown(r, key)})",
+                raise FileError(path, f"line {n}: an ok timing record without a {key} string ({key}: {shown_field(r, key)})",
                                 LOG_ALLOWED)
         if not positive_number(r.get("median_ms")):
             raise FileError(path, f"line {n}: an ok timing record without a median_ms time, a finite number > 0 "
-                                  f"(median_ms: {_shown(r, 'median_ms')})", LOG_ALLOWED)
+                                  f"(median_ms: {shown_field(r, 'median_ms')})", LOG_ALLOWED)
         yield n, r
 
 
@@ -167,7 +168,7 @@ def read_verdicts(path) -> list:
         for f in ("default", "winner"):
             if rec.get(f) is not None and not isinstance(rec[f], str):
                 raise FileError(path, f"line {n}: a verdict whose {f} is not a perf config string ({f}: "
-                                      f"{_shown(rec, f)})", LOG_ALLOWED)
+                                      f"{shown_field(rec, f)})", LOG_ALLOWED)
         out.append(rec)
     return out
 
@@ -270,7 +271,7 @@ def campaign_arch(paths) -> str:
             try:
                 get_target(arch)
             except TargetError as e:
-                raise FileError(path, f"line {n}: the session record's arch {_shown(rec, 'arch')} is not an arch name "
+                raise FileError(path, f"line {n}: the session record's arch {shown_field(rec, 'arch')} is not an arch name "
                                       f"({shorten(e)})", LOG_ALLOWED) from None
             arches.add(arch)
     if len(arches) != 1:

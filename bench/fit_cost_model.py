@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (REPORT_ALLOWED, OneLineParser, _write, check_outputs, guarded_main,  # noqa: E402
                            positive_number, read_report, row_problem)
-from bench.default_vs_tuned import (LOG_ALLOWED, MAX_LOG_BYTES, WITHIN_DEFAULT, ok_timings, read_plan,  # noqa: E402
+from bench.default_vs_tuned import (LOG_ALLOWED, MAX_LOG_BYTES, WITHIN_DEFAULT, ok_timings, read_plan, shown_field,  # noqa: E402
                                     within_arg)
 from miopen_solver import cost_model, heuristics  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
@@ -46,10 +46,6 @@ from miopen_solver.spec import make_spec  # noqa: E402
 from miopen_solver.target import PRESETS, get_target  # noqa: E402
 
 METHODS = ("graph", "events")
-
-
-def _shown(rec: dict, key: str) -> str:
-    return "missing" if key not in rec else shorten(json.dumps(rec[key]))
 
 
 def _timings(path, plan: dict):
@@ -101,7 +97,7 @@ def _configs_rows(path):
         if r.get("ours_ms") is None or r.get("config") is None:
             continue
         if not isinstance(r["config"], str) or not positive_number(r["ours_ms"]):
-            raise FileError(path, f"row {n}: config {_shown(r, 'config')} / ours_ms {_shown(r, 'ours_ms')} is not "
+            raise FileError(path, f"row {n}: config {shown_field(r, 'config')} / ours_ms {shown_field(r, 'ours_ms')} is not "
                                   "a string / a positive finite number", CONFIGS_ALLOWED)
         yield n, r, _line_problem(path, n, r["line"], CONFIGS_ALLOWED)
 
