@@ -70,6 +70,11 @@
 #      layers whose GemmK is at most 512 (cpg > 32, kpg >= 16, fp16/bf16;
 #      bench/results/2026-12-02_s13/short_k_lines.txt): the data to judge a short-K default
 #      leave-one-layer-out (short_k.md, short_k.json)
+#      subpixel: the sub-pixel schedules (15-17: a strided problem's phases as one stride-1
+#      GEMM) -- tests/test_gpu.py -k subpixel (bounded at 200 s), then bench/time_configs.py of
+#      SUBPIXEL_CONFIGS (five TMA tiles and one plain warpgroup tile) on the zoo's strided and
+#      strided 1-D lines against their defaults and cuDNN (subpixel.md, subpixel.json);
+#      subpixel_heldout: the same timing on bench/strided_heldout.txt (subpixel_heldout.md/.json)
 #      mma_direct: the direct schedule's mma body (banded-W MMAs, kernels/direct_mma.cu): its GPU
 #      tests (tests/test_gpu.py -k mma_body), then bench/direct_h200.py on its 15 depthwise and
 #      grouped layers, fp16 and bf16: the two lean policies against the 8 searched mma tiles,
@@ -97,7 +102,7 @@
 # number, a ZOO_TUNE_LOG that is not a readable file, an OUT_DIR or TAR_TO that cannot be
 # written: one line on stderr naming it, exit 2, and no OUT_DIR or TAR_TO file made.
 set -uo pipefail
-VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,mma_direct,mma_zoo,zoo,zoo_model,zoo_tune
+VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,subpixel,subpixel_heldout,mma_direct,mma_zoo,zoo,zoo_model,zoo_tune
 DEFAULT_STEPS=gpu_tests,replay,compare,first_launch
 die() { echo "h200_check: $*" >&2; exit 2; }
 absolute() {  # a path as given, resolved against the caller's directory (the script cd's to the repo root)
@@ -219,6 +224,15 @@ exit $rc' "$OUTDIR"
 step short_k 540 python bench/time_configs.py --suite bench/results/2026-12-02_s13/short_k_lines.txt --only _ \
     --configs "128,64,32,1,1,128,64,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,2;64,64,32,1,1,64,64,0,0,0,1,-1,3,1;64,128,32,1,1,64,128,0,0,0,1,-1,3,1;64,256,32,1,1,64,256,0,0,0,1,-1,3,1" \
     --out "$OUTDIR/short_k.md" --json "$OUTDIR/short_k.json"
+SUBPIXEL_CONFIGS="128,128,64,2,1,64,128,0,0,0,1,-1,4,17;256,128,64,2,1,128,128,0,0,0,1,-1,4,17;128,256,64,2,1,64,256,0,0,0,1,-1,4,17;128,64,64,2,1,64,64,0,0,0,1,-1,4,17;128,128,64,1,1,128,128,0,0,0,1,-1,4,17;128,128,64,2,1,64,128,0,0,0,1,-1,4,16"
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-30}" step subpixel 570 bash -c 'rc=0
+    timeout 200 python -m pytest -q tests/test_gpu.py -k subpixel || rc=1
+    grep -E "class=strided|k3s2" bench/zoo.txt > "$0/strided_zoo.txt"
+    python bench/time_configs.py --suite "$0/strided_zoo.txt" --only _ --configs "$1" \
+        --out "$0/subpixel.md" --json "$0/subpixel.json" || rc=1
+    exit $rc' "$OUTDIR" "$SUBPIXEL_CONFIGS"
+step subpixel_heldout 570 python bench/time_configs.py --suite bench/strided_heldout.txt --only _ \
+    --configs "$SUBPIXEL_CONFIGS" --out "$OUTDIR/subpixel_heldout.md" --json "$OUTDIR/subpixel_heldout.json"
 step mma_direct 540 bash -c 'rc=0
     DGRAD_GPU_EXAMPLES=24 python -m pytest -q tests/test_gpu.py -k mma_body || rc=1
     python bench/direct_h200.py --dtypes fp16,bf16 --policies v8_p8x1_t128_l1_s1_lean,v8_p8x2_t128_l1_s1_lean \

@@ -101,6 +101,12 @@ class KernelSchedule(enum.IntEnum):
       channel-major, so an NCHW dY row is copied as it lies and an NCHW dX row stored as it
       lies; depthwise W is the same bytes in either order. No transform, no workspace
       (:mod:`miopen_solver.direct`).
+    * ``SUBPIXEL`` (15): strided problems as one stride-1 GEMM over dY whose columns are the
+      stride phases x channels (a pixel shuffle): W' (the phases' taps, zeros where a phase has
+      none) packed into the workspace, the ``WARP_MMA`` main loop on that virtual problem, an
+      epilogue storing each column run into its phase's dX pixel (:mod:`miopen_solver.subpixel`).
+    * ``SUBPIXEL_WGMMA`` (16) and ``SUBPIXEL_TMA`` (17): the same on the ``WGMMA`` and
+      ``WGMMA_TMA`` main loops (sm_90a).
     """
 
     WARP_MMA = 0
@@ -118,6 +124,9 @@ class KernelSchedule(enum.IntEnum):
     GROUP_PACK_WGMMA = 12
     NCHW_TMA = 13
     DIRECT_NCHW = 14
+    SUBPIXEL = 15
+    SUBPIXEL_WGMMA = 16
+    SUBPIXEL_TMA = 17
 
     @property
     def warpgroup(self) -> bool:
@@ -125,7 +134,8 @@ class KernelSchedule(enum.IntEnum):
         return self in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA,
                         KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA,
                         KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA,
-                        KernelSchedule.GROUP_PACK_WGMMA, KernelSchedule.NCHW_TMA)
+                        KernelSchedule.GROUP_PACK_WGMMA, KernelSchedule.NCHW_TMA, KernelSchedule.SUBPIXEL_WGMMA,
+                        KernelSchedule.SUBPIXEL_TMA)
 
     @property
     def patch(self) -> bool:
@@ -155,22 +165,28 @@ class KernelSchedule(enum.IntEnum):
         return self in (KernelSchedule.GROUP_PACK, KernelSchedule.GROUP_PACK_WGMMA)
 
     @property
+    def subpixel(self) -> bool:
+        """All stride phases as one stride-1 GEMM over dY (:mod:`miopen_solver.subpixel`)."""
+        return self in (KernelSchedule.SUBPIXEL, KernelSchedule.SUBPIXEL_WGMMA, KernelSchedule.SUBPIXEL_TMA)
+
+    @property
     def virtual_gemm(self) -> bool:
         """Runs a GEMM main loop on a virtual problem with its own operand or epilogue
-        addressing (:attr:`patch`, :attr:`nchw_native`, :attr:`group_pack`): its own spec
-        and rules, then the main loop's."""
-        return self.patch or self.nchw_pointwise or self is KernelSchedule.NCHW_TMA or self.group_pack
+        addressing (:attr:`patch`, :attr:`nchw_native`, :attr:`group_pack`, :attr:`subpixel`):
+        its own spec and rules, then the main loop's."""
+        return (self.patch or self.nchw_pointwise or self is KernelSchedule.NCHW_TMA or self.group_pack
+                or self.subpixel)
 
     @property
     def persistent(self) -> bool:
         """The grid holds as many blocks as fit at once; each loops over output tiles."""
         return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
-                        KernelSchedule.PATCH_GEMM_TMA)
+                        KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA)
 
     @property
     def tma(self) -> bool:
         """Tiles arrive by tensor-memory copies issued by a producer warp."""
-        return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA)
+        return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA)
 
     @property
     def slug(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
-from . import cost_model, nchw_tma, vectors
+from . import cost_model, nchw_tma, subpixel, vectors
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space, mma_search_space
 from .errors import PerfConfigError
@@ -606,6 +606,13 @@ def _patch_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> I
         yield from _virtual_candidates(virtual_problem(p), t, PATCH_SEARCH_OF, tuple(PATCH_SEARCH_OF))
 
 
+def _subpixel_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The sub-pixel schedules' candidates where they serve the problem: the warp-MMA,
+    warpgroup and TMA tiles of its virtual stride-1 problem (:func:`_virtual_candidates`)."""
+    if subpixel.subpixel_reason(p, t) is None:
+        yield from _virtual_candidates(subpixel.virtual_problem(p), t, subpixel.SUBPIXEL_OF, tuple(subpixel.SUBPIXEL_OF))
+
+
 def _pack_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
     """The group-pack schedules' candidates where they serve the problem: for each pack
     ``P >= 2`` dividing G whose packed width ``P*cpg`` is one of the generators' column
@@ -652,7 +659,8 @@ def _direct_nchw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int
 
 
 SEARCH_SPACES = (_nchw_pw_candidates, _nchw_tma_candidates, _direct_nchw_candidates, _direct_candidates,
-                 _patch_candidates, _pack_candidates, _warpgroup_candidates, _warp_mma_candidates)
+                 _patch_candidates, _pack_candidates, _subpixel_candidates, _warpgroup_candidates,
+                 _warp_mma_candidates)
 """Each schedule family's candidate generator, fastest family first. The NCHW TMA, NCHW
 pointwise and direct NCHW ones see the problem in its own layouts, the others the problem with dY and W NHWC
 (:func:`~miopen_solver.transpose.native_problem`) their kernel runs between the layout

@@ -44,7 +44,7 @@ from .spec import (DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_s
 from .splitk import SplitKReduce
 from .target import PRESETS, Target, get_target
 from .tf32 import math_note
-from .transpose import (WORKSPACE_ALIGN, layout_transforms, memory_order, transform_launches,
+from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, transform_launches,
                         workspace_bytes, writes_nchw_dx)
 
 ALGORITHM = "miopenConvolutionBwdDataAlgoImplicitGEMM"
@@ -197,12 +197,13 @@ class Solution:
 
     @property
     def kernel_name(self) -> str:
-        """The dgrad kernel's name, with ``+transpose_<tensors>`` when layout transforms run
-        around it (e.g. ``..._dxnchw_...+transpose_dy`` for an NCHW problem with a 1x1
-        filter whose kernel stores dX NCHW)."""
-        if not self.transforms:
-            return self.spec.kernel_name
-        return f"{self.spec.kernel_name}+transpose_{'_'.join(t.tensor.lower() for t in self.transforms)}"
+        """The dgrad kernel's name, with ``+pack_w`` when the sub-pixel schedules' W' pack runs
+        before it and ``+transpose_<tensors>`` when layout transforms run around it (e.g.
+        ``..._dxnchw_...+transpose_dy`` for an NCHW problem with a 1x1 filter whose kernel
+        stores dX NCHW)."""
+        layout = [t.tensor.lower() for t in self.transforms if isinstance(t, LayoutTransform)]
+        packs = "+pack_w" if len(layout) < len(self.transforms) else ""
+        return self.spec.kernel_name + packs + (f"+transpose_{'_'.join(layout)}" if layout else "")
 
     @property
     def transform_launches(self) -> tuple:
@@ -826,7 +827,7 @@ def run_transforms(spec, whole: ConvProblem) -> tuple:
     (:meth:`~miopen_solver.nchw_tma.NchwTmaSpec.transforms`), else the NHWC copies of its
     NCHW tensors (:func:`~miopen_solver.transpose.layout_transforms`), without dX's when the
     kernel stores dX NCHW itself or the split-K reduction stores dX (in its own layout)."""
-    if spec.schedule.nchw_native:
+    if spec.schedule.nchw_native or spec.schedule.subpixel:
         return spec.transforms(whole)
     return layout_transforms(whole, nchw_dx=writes_nchw_dx(spec) or getattr(spec, "workspace_reduce", False))
 

@@ -606,6 +606,9 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     if config.schedule is KernelSchedule.NCHW_TMA:   # the TMA GEMM per image and tap in NCHW
         from .nchw_tma import make_nchw_tma_spec
         return make_nchw_tma_spec(problem, target, config)
+    if config.schedule.subpixel:                     # every stride phase in one stride-1 GEMM
+        from .subpixel import make_subpixel_spec
+        return make_subpixel_spec(problem, target, config)
     if config.schedule.group_pack:                   # narrow groups packed, W block-diagonal
         from .group_pack import make_group_pack_spec
         return make_group_pack_spec(problem, target, config)
@@ -846,6 +849,9 @@ SCHEDULE_RULES = {
     KernelSchedule.GROUP_PACK: (),      # its own rules (miopen_solver.group_pack), then its main loop's
     KernelSchedule.GROUP_PACK_WGMMA: (),
     KernelSchedule.NCHW_TMA: (),        # its own rules (miopen_solver.nchw_tma), then its main loop's
+    KernelSchedule.SUBPIXEL: (),        # its own rules (miopen_solver.subpixel), then its main loop's
+    KernelSchedule.SUBPIXEL_WGMMA: (),
+    KernelSchedule.SUBPIXEL_TMA: (),
 }
 """Each schedule's rules beyond the common ones, in order (the first broken one is the
 reason); every schedule has an entry (test_spec checks)."""

@@ -345,8 +345,12 @@ def transform_launches(transforms, target) -> tuple:
     the pair's blocks fit in :data:`PAIR_MAX_WAVES` waves of resident blocks
     (:func:`pair_resident_blocks` on each of ``target.num_cus`` multiprocessors): a short
     transform, whose time is mostly the launch. Never past :data:`PAIR_MAX_BLOCKS`."""
+    own = tuple(t for t in transforms if not isinstance(t, LayoutTransform))   # their own launch (a W' pack)
+    transforms = [t for t in transforms if isinstance(t, LayoutTransform)]
     before = [t for t in transforms if t.before]
     after = tuple(TransposeLaunch((t,)) for t in transforms if not t.before)
+    if own:
+        return own + tuple(TransposeLaunch((t,)) for t in before) + after
     if len(before) == 2:
         pair = TransposeLaunch(tuple(before))
         waves = PAIR_MAX_WAVES * pair_resident_blocks(target) * target.num_cus

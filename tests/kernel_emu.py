@@ -3,8 +3,8 @@ host with the AMDGPU builtins it uses mapped onto host threads -- one std::threa
 thread, a std::barrier per block for ``s_barrier`` and one per wave for the matrix
 instructions, blocks one after another, atomics as host atomics. Both kernels run:
 ``dgrad.cu`` (the GEMM schedules, :func:`launch_gemm`) and ``direct.cu`` (:func:`run_direct`),
-and beside them the layout transpose (:func:`launch_transpose`) and the split-K reduction
-(:func:`launch_reduce`).
+and beside them the layout transpose (:func:`launch_transpose`), the split-K reduction
+(:func:`launch_reduce`) and the sub-pixel schedules' W' pack (:func:`launch_pack`).
 
 The MFMA builtins are emulated from AMD's operand layouts (CDNA3 ISA, "Dense matrix
 arithmetic"; the AMD Matrix Instruction Calculator), written here independently of the
@@ -794,6 +794,13 @@ def launch_reduce(text: str, grid, block, ws: bytes, dx: bytes, args, workdir) -
     (:meth:`~miopen_solver.splitk.SplitKReduce.args`). Returns dX's bytes after it."""
     call = "DR_KERNEL_NAME((const float*)(dy), (dg_t*)(dx), " + ", ".join(f"{int(a)}ll" for a in args) + ")"
     return _run(text, call, grid, block, ws, b"", dx, workdir, static_shared=True)
+
+
+def launch_pack(text: str, grid, block, w: bytes, wp: bytes, workdir) -> bytes:
+    """One launch of the sub-pixel W' pack ``subpixel_pack.cu`` (``text``; ``grid`` blocks of
+    ``block`` threads) from the raw bytes of W into ``wp``; returns W''s bytes after it."""
+    call = "DP_KERNEL_NAME((const dp_t*)(dy), (dp_t*)(dx))"
+    return _run(text, call, grid, block, w, b"", wp, workdir, static_shared=True)
 
 
 def run_direct(spec, dy: np.ndarray, w: np.ndarray, workdir, vendor: str = "amd") -> np.ndarray:

@@ -60,6 +60,14 @@ class EmuRuntime(ComputingRuntime):
     def launch(self, func, grid, block, shared, args):
         src = self.sol.spec.emit()
         self.calls.append(("launch", func[1], tuple(grid), tuple(block), shared, tuple(args)))
+        if func[1].startswith("dgrad_subpixel_pack_"):  # the sub-pixel W' pack: (w, w')
+            launch, tgt = self.sol.transform_launches[self.transposed], self.sol.spec.target
+            assert (func[1], tuple(grid), tuple(block)) == (launch.kernel_name, launch.grid, launch.block)
+            (sbuf, soff), (dbuf, doff) = self._at(args[0]), self._at(args[1])
+            dbuf[doff:] = kernel_emu.launch_pack(launch.emit(tgt.vendor, tgt.arch).text, grid, block,
+                                                 bytes(sbuf[soff:]), bytes(dbuf[doff:]), self.work)
+            self.transposed += 1
+            return
         if func[1].startswith("dgrad_transpose_"):     # the transform launches, in the engine's order
             launch, tgt = self.sol.transform_launches[self.transposed], self.sol.spec.target
             assert (func[1], tuple(grid), tuple(block)) == (launch.kernel_name, launch.grid, launch.block)
@@ -224,6 +232,19 @@ CASES = [
      "256,128,64,2,1,128,128,0,0,0,2,-1,4,3", "wgmma-tma"),
     ("convfp16 -n 1 -c 128 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 -F 2", "sm_90",
      "128,64,64,1,1,128,64,0,0,0,4,-1,4,3", "wgmma-tma"),
+    # the sub-pixel GEMM (every stride phase as channels of one stride-1 GEMM, W' packed first):
+    # 3x3/s2 on the three main loops, odd H (clipped last phase), a 3x3/s2 pad-0 filter, 5x5/s2
+    # grouped, stride 3 with uncovered rows (memset), AMD MFMA
+    (f"convfp16 -n 2 -c 32 -H 10 -W 12 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,4,17", "subpixel-tma"),
+    (f"convbfp16 -n 2 -c 16 -H 9 -W 11 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", "sm_90",
+     "128,64,64,2,1,64,64,0,0,0,1,-1,4,17", "subpixel-tma"),
+    (f"convfp16 -n 2 -c 32 -H 9 -W 9 -k 64 -y 3 -x 3 -u 2 -v 2 {NHWC}", "sm_90",
+     "128,128,64,2,1,64,128,0,0,0,1,-1,4,16", "subpixel-wgmma"),
+    (f"convfp16 -n 1 -c 32 -H 10 -W 10 -k 64 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -g 2 {NHWC}", "sm_80",
+     "64,64,32,2,2,32,32,0,0,0,1,-1,3,15", "subpixel"),
+    (f"conv -n 2 -c 8 -H 10 -W 7 -k 16 -y 3 -x 3 -p 1 -u 3 -v 2 {NHWC}", "gfx942",
+     "64,32,16,2,1,32,32,0,0,0,1,-1,2,15", "subpixel"),
     # NCHW pointwise: per-image GEMMs reading dY and writing dX NCHW in place
     ("convfp16 -n 2 -c 24 -H 4 -W 4 -k 32 -y 1 -x 1 -F 2", "gfx942", "64,32,32,2,1,32,32,0,0,0,1,-1,2,7",
      "nchw-pointwise"),

@@ -879,6 +879,60 @@ def test_random_patch_problems_match_reference(engine, data):
     assume(_check(engine, p, cfg, rng) is not None)
 
 
+# ------------------------------------------------------------------ sub-pixel GEMM (issue 15)
+# Strided problems as one stride-1 GEMM over dY whose columns are the stride phases x
+# channels (miopen_solver.subpixel): W' packed on the device first, the phase-scattering
+# epilogue on every main loop; dX NaN-poisoned (rows/columns of the last phase past Hi/Wi,
+# uncovered rows zeroed by the memset), against float64.
+SUBPIXEL_LINES = [
+    "-n 2 -c 32 -H 64 -W 64 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",        # YOLOv5s stem shape
+    "-n 2 -c 640 -H 32 -W 32 -k 640 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",      # SD1.5 downsampler
+    "-n 2 -c 288 -H 35 -W 35 -k 384 -y 3 -x 3 -u 2 -v 2",                # Inception Mixed_6a (pad 0, odd H)
+    "-n 2 -c 64 -H 29 -W 30 -k 128 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2",       # 5x5/s2, odd H
+    "-n 2 -c 64 -H 20 -W 17 -k 64 -y 3 -x 3 -p 1 -q 0 -u 3 -v 2",        # stride 3x2: uncovered rows
+    "-n 2 -c 128 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2", # groups
+]
+SUBPIXEL_CONFIGS = [
+    "128,128,64,2,1,64,128,0,0,0,1,-1,4,17",
+    "256,128,64,2,1,128,128,0,0,0,1,-1,4,17",
+    "128,256,64,2,1,64,256,0,0,0,1,-1,4,17",
+    "128,64,64,2,1,64,64,0,0,0,1,-1,4,17",
+    "128,128,64,2,1,64,128,0,0,0,1,-1,4,16",
+    "64,64,64,1,1,64,64,0,0,0,1,-1,3,16",
+    "128,64,32,2,2,64,32,0,0,0,1,-1,3,15",
+    "64,32,16,2,1,32,32,0,0,0,1,0,2,15",
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", SUBPIXEL_LINES)
+def test_subpixel_gemm_verifies(engine, dtype, line):
+    p = _nhwc_problem(dtype, line)
+    rng = np.random.default_rng(23)
+    ran = [c for c in SUBPIXEL_CONFIGS if _check(engine, p, PerfConfig.parse(c), rng) is not None]
+    assert ran, "some sub-pixel config serves the line"
+
+
+@settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_subpixel_problems_match_reference(engine, data):
+    dtype = data.draw(st.sampled_from(["fp16", "bf16", "fp32"]))
+    G = data.draw(st.sampled_from([1, 1, 1, 2]))
+    cpg = data.draw(st.sampled_from([8, 16, 24, 32, 40, 64, 5, 12]))
+    kpg = data.draw(st.sampled_from([16, 32, 64, 72, 128]))
+    sH, sW = data.draw(st.sampled_from([(2, 2), (2, 2), (3, 3), (2, 1), (4, 4), (5, 5)]))
+    Y = data.draw(st.integers(sH, sH + 4))
+    X = data.draw(st.integers(sW, sW + 4))
+    pH, pW = data.draw(st.integers(0, Y - 1)), data.draw(st.integers(0, X - 1))
+    Hi, Wi = data.draw(st.integers(Y, 40)), data.draw(st.integers(X, 40))
+    p = ConvProblem(N=data.draw(st.integers(1, 3)), C=G * cpg, Hi=Hi, Wi=Wi, K=G * kpg, Y=Y, X=X, pH=pH, pW=pW,
+                    sH=sH, sW=sW, G=G, dtype=dtype, in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    cfg = PerfConfig.parse(data.draw(st.sampled_from(SUBPIXEL_CONFIGS)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    assume(_check(engine, p, cfg, rng) is not None)
+
+
 # ------------------------------------------------------------------ group packing
 # Narrow groups packed into one tile with a block-diagonal W (miopen_solver.group_pack):
 # the default of ResNeXt-like grouped layers, every main loop's packed tiles, random packed

@@ -398,7 +398,7 @@ def _resolved(spec):
     c = spec.config
     return (c.tile_m, c.tile_n, c.tile_k, c.warp_m, c.warp_n, c.warp_tile_m, c.warp_tile_n,
             spec.atom.name, spec.vec_a, spec.vec_b, spec.vec_c, spec.split_k, spec.lds_k_outer, c.stages,
-            spec.persistent, spec.tma)
+            spec.persistent, spec.tma, type(spec).__name__)     # the family: a sub-pixel spec of a strided problem
 
 
 PROBLEMS_FOR_NAMES = [

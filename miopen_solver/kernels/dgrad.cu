@@ -119,6 +119,18 @@ static_assert(DG_G == 1 ? ((DG_PATCH_X * DG_PATCH_CPG) % DG_VEC_C == 0 && (DG_PA
                         : DG_PATCH_CPG % DG_VEC_C == 0,
               "a dX vector store stays inside one contiguous, aligned run of a patch row");
 // #end patch
+// #section subpix
+// The sub-pixel GEMM (miopen_solver/subpixel.py, a strided problem's phases as channels): the
+// DG_* problem defines describe the virtual stride-1, pad-0 problem over dY (dX' of Hi' x Wi'
+// pixels of SH*SW*cpg channels per group, W' packed by subpixel_pack.cu); DG_SP_* the real dX
+// its epilogue scatters into: virtual pixel (a', b'), column (ry*SW + rx)*cpg + c is real
+// pixel (SH*(a' - TOP) + ry, SW*(b' - LEFT) + rx), stored where it lies inside dX.
+static_assert(DG_SPLIT_K == 1 && DG_ZF_BLOCKS == 0 && DG_SH == 1 && DG_SW == 1 && DG_PH == 0 && DG_PW == 0 &&
+              DG_DH == 1 && DG_DW == 1, "the sub-pixel GEMM is a stride-1, pad-0 GEMM, each dX element written once");
+static_assert(DG_CPG == DG_SP_SH * DG_SP_SW * DG_SP_CPG && DG_SP_SH * DG_SP_SW > 1,
+              "one GEMM column per (phase row, phase column, channel)");
+static_assert(DG_SP_CPG % DG_VEC_C == 0, "a dX vector store stays inside one phase's channels");
+// #end subpix
 // #section group_pack
 // Group packing (miopen_solver/group_pack.py): the DG_* problem defines describe the virtual
 // problem whose groups are DG_CPG / DG_PACK_CPG real groups each; W is the real one (rows of
@@ -1629,6 +1641,26 @@ DG_DEVICE long long dg_patch_offset(int m, int g, int j) {
 }
 
 // #end patch
+// #section subpix
+// dX offset of virtual dX' pixel pix, column j = (ry*SW + rx)*cpg + c of group g, or -1 where
+// its real pixel lies outside dX (rows and columns of the last phase past Hi, Wi; the virtual
+// rows before the first real one).
+DG_DEVICE long long dg_subpix_offset(int pix, int g, int j) {
+    const int bv = pix % DG_WI;
+    const int nh = pix / DG_WI;
+    const int av = nh % DG_HI;
+    const int n = nh / DG_HI;
+    const int ry = j / (DG_SP_SW * DG_SP_CPG);
+    const int r = j - ry * (DG_SP_SW * DG_SP_CPG);
+    const int rx = r / DG_SP_CPG;
+    const int c = r - rx * DG_SP_CPG;
+    const int hi = DG_SP_SH * (av - DG_SP_TOP) + ry;
+    const int wi = DG_SP_SW * (bv - DG_SP_LEFT) + rx;
+    if (hi < 0 || hi >= DG_SP_HI || wi < 0 || wi >= DG_SP_WI) return -1;
+    return ((long long)n * DG_SP_HI + hi) * ((long long)DG_SP_WI * DG_SP_C) + (long long)wi * DG_SP_C + g * DG_SP_CPG + c;
+}
+
+// #end subpix
 #if DG_SPLIT_K == 1
 // Staged epilogue: the block's accumulators go to a TILE_M x TILE_N tile in shared memory
 // (storage type, rows padded), then every thread stores whole DG_VEC_C-wide runs of c for
@@ -1740,6 +1772,14 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
         *reinterpret_cast<dg_vc_t*>(dx + dg_patch_offset(m, g, c)) = *reinterpret_cast<const dg_vc_t*>(Cs + row * DG_C_ROW + col);
         continue;
 // #end patch
+// #section subpix
+        {
+            const int vpix = dg_dx_pixel(s, m);
+            const long long o = vpix < 0 ? -1 : dg_subpix_offset(vpix, g, c);
+            if (o >= 0) *reinterpret_cast<dg_vc_t*>(dx + o) = *reinterpret_cast<const dg_vc_t*>(Cs + row * DG_C_ROW + col);
+            continue;
+        }
+// #end subpix
         const int pix = dg_dx_pixel(s, m);
         if (pix < 0) continue;
         *reinterpret_cast<dg_vc_t*>(dx + (long long)pix * DG_C + g * DG_CPG + c) =
@@ -1857,6 +1897,13 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
                     *reinterpret_cast<dg_b16*>(dx + dg_patch_offset(pix, g, c)) = v;
                     continue;
 // #end patch
+// #section subpix
+                    {   // the sub-pixel GEMM: the chunk is 8 channels of one phase of virtual pixel pix
+                        const long long o = dg_subpix_offset(pix, g, c);
+                        if (o >= 0) *reinterpret_cast<dg_b16*>(dx + o) = v;
+                        continue;
+                    }
+// #end subpix
 // #section nchw_tma
                     // the NCHW TMA GEMM: row pix is a channel, the chunk 8 pixels of one dX row
                     if (dg_nt_inside(tt, c)) *reinterpret_cast<dg_b16*>(dx + dg_nt_offset(tt, g, pix, c)) = v;

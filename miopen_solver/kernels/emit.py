@@ -348,6 +348,19 @@ def emit_transpose(elem_bytes: int, vendor: str, arch: str, grid, block, form: s
                  _read("transpose.cu"), grid, block, 0)
 
 
+def emit_subpixel_pack(problem, vendor: str, arch: str, name: str, grid, block) -> KernelSource:
+    """The W -> W' pack of the sub-pixel schedules (``subpixel_pack.cu``) for ``problem``
+    (:class:`~miopen_solver.subpixel.PackW`): its sizes are defines, arguments ``(w, w')``.
+    ``grid``/``block``: the launch (``block`` 256 threads)."""
+    from ..subpixel import virtual_filter
+    p = problem
+    yv, xv, top, left = virtual_filter(p)
+    d = [("DP_KERNEL_NAME", name), ("DP_EB", p.elem_bytes), ("DP_K", p.K), ("DP_Y", p.Y), ("DP_X", p.X),
+         ("DP_CPG", p.cpg), ("DP_SH", p.sH), ("DP_SW", p.sW), ("DP_PH", p.pH), ("DP_PW", p.pW), ("DP_YV", yv),
+         ("DP_XV", xv), ("DP_TOP", top), ("DP_LEFT", left), ("DP_BLOCKS", grid[0])]
+    return _make(name, "amd" if vendor == "amd" else "nvidia", arch, d, _read("subpixel_pack.cu"), grid, block, 0)
+
+
 def emit_splitk_reduce(dtype: str, layout: str, vendor: str, arch: str, grid, block) -> KernelSource:
     """The split-K reduction (``splitk_reduce.cu``) for dX of ``dtype`` stored ``layout``
     (``"NHWC"`` or ``"NCHW"``); its sizes are kernel arguments (:class:`~miopen_solver.splitk.SplitKReduce`),

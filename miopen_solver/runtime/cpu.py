@@ -202,7 +202,8 @@ class CpuEngine(Engine):
         native = {"dY": dy.reshape(p.N, p.Ho, p.Wo, p.K), "W": w.reshape(p.K, p.Y, p.X, p.cpg)}  # NHWC bytes
         for t in sol.transforms:          # the layout transforms, as the device runs them
             if t.before:
-                native[t.tensor] = t.apply({"dY": dy, "W": w}[t.tensor]).reshape(native[t.tensor].shape)
+                shape = getattr(t, "dst_shape", native[t.tensor].shape)   # a W' pack has its own
+                native[t.tensor] = t.apply({"dY": dy, "W": w}[t.tensor]).reshape(shape)
         red = sol.reduce
         if red is not None:               # split-K through the workspace: partials, then the reduction
             ws = np.full((red.split_k, red.slice_elems), np.nan, dtype=np.float32)      # poison, reused per chunk
@@ -254,6 +255,15 @@ class CpuEngine(Engine):
         if spec.schedule is KernelSchedule.DIRECT:     # the direct schedule's own phases and taps
             from ..direct import direct_nhwc
             dx[...] = direct_nhwc(p, dy, w)
+            return
+        if spec.schedule.subpixel:                     # the virtual stride-1 GEMM, then the phase scatter
+            from ..subpixel import scatter, virtual_problem
+            v = virtual_problem(p)
+            dxv = np.full((v.N, v.Hi, v.Wi, v.C), np.nan, dtype=dx.dtype)
+            self._run_launch(spec.gemm, dy, w, dxv)
+            if spec.zero_fill == "memset":
+                dx[...] = 0
+            scatter(p, dxv, dx)
             return
         if spec.schedule is KernelSchedule.DIRECT_NCHW:   # the same, dY and dX bytes in their own order
             from ..direct import direct_native_run
