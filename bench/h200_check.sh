@@ -72,7 +72,8 @@
 #      leave-one-layer-out (short_k.md, short_k.json)
 #      subpixel: the sub-pixel schedules (15-17: a strided problem's phases as one stride-1
 #      GEMM) -- tests/test_gpu.py -k subpixel (bounded at 200 s), then bench/time_configs.py of
-#      SUBPIXEL_CONFIGS (five TMA tiles and one plain warpgroup tile) on the zoo's strided and
+#      SUBPIXEL_CONFIGS (five TMA tiles, two plain warpgroup tiles and the narrow tilde tile
+#      128x32 the 32-channel strided layers took before) on the zoo's strided and
 #      strided 1-D lines against their defaults and cuDNN (subpixel.md, subpixel.json);
 #      subpixel_heldout: the same timing on bench/strided_heldout.txt (subpixel_heldout.md/.json)
 #      mma_direct: the direct schedule's mma body (banded-W MMAs, kernels/direct_mma.cu): its GPU
@@ -224,7 +225,7 @@ exit $rc' "$OUTDIR"
 step short_k 540 python bench/time_configs.py --suite bench/results/2026-12-02_s13/short_k_lines.txt --only _ \
     --configs "128,64,32,1,1,128,64,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,1;128,128,32,1,1,128,128,0,0,0,1,-1,3,2;64,64,32,1,1,64,64,0,0,0,1,-1,3,1;64,128,32,1,1,64,128,0,0,0,1,-1,3,1;64,256,32,1,1,64,256,0,0,0,1,-1,3,1" \
     --out "$OUTDIR/short_k.md" --json "$OUTDIR/short_k.json"
-SUBPIXEL_CONFIGS="128,128,64,2,1,64,128,0,0,0,1,-1,4,17;256,128,64,2,1,128,128,0,0,0,1,-1,4,17;128,256,64,2,1,64,256,0,0,0,1,-1,4,17;128,64,64,2,1,64,64,0,0,0,1,-1,4,17;128,128,64,1,1,128,128,0,0,0,1,-1,4,17;128,128,64,2,1,64,128,0,0,0,1,-1,4,16"
+SUBPIXEL_CONFIGS="128,128,64,2,1,64,128,0,0,0,1,-1,4,17;256,128,64,2,1,128,128,0,0,0,1,-1,4,16;128,32,64,2,1,64,32,0,0,0,1,-1,4,1;256,128,64,2,1,128,128,0,0,0,1,-1,4,17;128,256,64,2,1,64,256,0,0,0,1,-1,4,17;128,64,64,2,1,64,64,0,0,0,1,-1,4,17;128,128,64,1,1,128,128,0,0,0,1,-1,4,17;128,128,64,2,1,64,128,0,0,0,1,-1,4,16"
 DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-30}" step subpixel 570 bash -c 'rc=0
     timeout 200 python -m pytest -q tests/test_gpu.py -k subpixel || rc=1
     grep -E "class=strided|k3s2" bench/zoo.txt > "$0/strided_zoo.txt"

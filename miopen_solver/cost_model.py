@@ -272,6 +272,70 @@ def default_config(problem: ConvProblem, target: Target, rules: PerfConfig,
     return pick if ours >= (1 + MIN_GAIN) * estimate_us(problem, target, pick, coefficients) else rules
 
 
+SUBPIXEL_PACK_US = 2.5
+"""The sub-pixel schedules' W' pack: one more launch in a CUDA graph (2.5-3 us on the H200,
+bench/RESULTS.md, twelfth session), added to the model's time of their main loop."""
+
+
+def subpixel_estimate_us(problem: ConvProblem, target: Target, config: PerfConfig,
+                         coefficients: Coefficients = H200) -> float:
+    """The model's time of a sub-pixel ``config`` (schedules 16 and 17) on ``problem``: its
+    main loop's launch on the virtual stride-1 problem plus :data:`SUBPIXEL_PACK_US`.
+
+    Raises:
+        PerfConfigError: ``config`` does not build a spec for ``problem`` on ``target``.
+        ValueError: its main loop is not modelled.
+    """
+    return coefficients.time_us(features(make_spec(problem, target, config).gemm)) + SUBPIXEL_PACK_US
+
+
+def subpixel_config(problem: ConvProblem, target: Target, tilde: PerfConfig,
+                    coefficients: Coefficients = H200) -> PerfConfig | None:
+    """The sub-pixel default of a strided problem, or None to keep ``tilde`` (the tilde
+    GEMM's default). The sub-pixel GEMM (:mod:`miopen_solver.subpixel`) is one stride-1 GEMM of
+    ``sH*sW*cpg`` columns with the MMAs of W''s zero taps (16 for 9 on a 3x3 stride-2 filter);
+    the tilde GEMM runs each phase with ``cpg`` columns. Where the virtual problem is
+    :func:`modelled`, the model ranks the :data:`TILES` on its plain and TMA main loops
+    (schedules 16 and 17, :func:`subpixel_estimate_us`), and the pick is the default
+
+    * where the problem itself is not modelled because its groups are narrow (``cpg <= 32``,
+      which the model's warpgroup tiles do not serve and the tilde GEMM runs with 32-column
+      tiles), or
+    * where the model expects ``tilde`` at least :data:`MIN_GAIN` slower than the pick.
+
+    Only fp16/bf16 on warpgroup-MMA targets; None where the sub-pixel schedules do not serve
+    the problem."""
+    from .subpixel import SUBPIXEL_OF, subpixel_reason, virtual_problem
+    if subpixel_reason(problem, target) is not None:
+        return None
+    v = virtual_problem(problem)
+    if not modelled(v, target):
+        return None
+    best = None
+    for c in candidates(v):
+        if c.split_k != 1 or c.schedule not in SUBPIXEL_OF or c.schedule is KernelSchedule.WGMMA_PERSISTENT:
+            continue
+        for cfg in (c, c.replace(stages=7 - c.stages)):
+            cfg = cfg.replace(schedule=SUBPIXEL_OF[cfg.schedule])
+            try:
+                us = subpixel_estimate_us(problem, target, cfg, coefficients)
+            except (PerfConfigError, ValueError):
+                continue
+            if best is None or us < best[0]:
+                best = (us, cfg)
+            break
+    if best is None:
+        return None
+    if not modelled(problem, target):
+        return best[1] if problem.cpg <= 32 else None
+    try:
+        ours = estimate_us(problem, target, tilde, coefficients)
+    except (PerfConfigError, ValueError):
+        return None
+    return best[1] if ours >= (1 + MIN_GAIN) * best[0] else None
+
+
 __all__ = ["Coefficients", "Features", "H200", "CAPPED_THREADS", "MAX_SUB_GEMMS", "MIN_GAIN", "MODELLED", "NOMINAL_DEVICE_BYTES",
            "NOMINAL_SM_BYTES", "NOMINAL_SM_FLOPS", "SHARED", "estimate_us", "features",
-           "candidates", "default_config", "model_config", "modelled", "ranked", "TILES", "TMA_SPLITS"]
+           "candidates", "default_config", "model_config", "modelled", "ranked", "SUBPIXEL_PACK_US",
+           "subpixel_config", "subpixel_estimate_us", "TILES", "TMA_SPLITS"]

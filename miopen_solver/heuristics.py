@@ -404,7 +404,10 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     (measured on the zoo), then :func:`measured_nvidia_config` (fitted to H200 sweeps),
     replaced on the problems the warpgroup cost model times (all-NHWC, :func:`cost_model.modelled
     <miopen_solver.cost_model.modelled>`) by :func:`~miopen_solver.cost_model.default_config`
-    (the model's pick where it expects the rules' config to be clearly slower; ``allow_model=False``
+    (the model's pick where it expects the rules' config to be clearly slower), and strided problems
+    by :func:`~miopen_solver.cost_model.subpixel_config` (all stride phases as one GEMM where the
+    tilde GEMM's groups are too narrow for the model's tiles or the model expects it clearly
+    faster; ``allow_model=False``
     keeps the rules and skips the short-K rule: the virtual problems of the patch, group-pack and
     NCHW pointwise families, whose kernels the model was not fitted on; ``coefficients`` replaces the model's shipped
     :data:`~miopen_solver.cost_model.H200` weights, for judging a refit). Other
@@ -447,9 +450,11 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
         if short is not None:   # before the model, which does not see what 32-deep k-tiles gain
             return short
         rules = measured_nvidia_config(p, t)
+        coeffs = cost_model.H200 if coefficients is None else coefficients
         if allow_model and p.all_nhwc and cost_model.modelled(p, t):
-            return cost_model.default_config(p, t, rules,
-                                             cost_model.H200 if coefficients is None else coefficients)
+            rules = cost_model.default_config(p, t, rules, coeffs)
+        if allow_model and p.all_nhwc:     # strided: all phases as one GEMM where the model says so
+            return cost_model.subpixel_config(p, t, rules, coeffs) or rules
         return rules
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
     tile_n = 16
