@@ -913,6 +913,24 @@ def test_subpixel_gemm_verifies(engine, dtype, line):
     assert ran, "some sub-pixel config serves the line"
 
 
+SUBPIXEL_DEFAULT_LINES = [   # 32-channel strided layers whose default is the sub-pixel GEMM
+    "-n 2 -c 32 -H 320 -W 320 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",      # YOLOv5s stem
+    "-n 2 -c 32 -H 417 -W 415 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",      # odd sizes
+    "-n 3 -c 32 -H 160 -W 160 -k 96 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", SUBPIXEL_DEFAULT_LINES)
+def test_subpixel_default_verifies(engine, dtype, line):
+    from miopen_solver.solver import DgradSolver
+    p = _nhwc_problem(dtype, line)
+    default = DgradSolver().get_default_performance_config(p, engine.target)
+    if engine.target.wgmma:
+        assert default.schedule.subpixel, default
+    assert _check(engine, p, default, np.random.default_rng(29)) is not None
+
+
 @settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
