@@ -42,6 +42,7 @@ from .records import NO_FIELD, check_int, check_list, check_optional, check_str,
 from .spec import (DgradSpec, MAX_SPLIT_K, is_valid_performance_config, launch_spec, make_spec,
                    split_k_atomics_reason)
 from .splitk import SplitKReduce
+from .subpixel import PackW, subpixel_reason
 from .target import PRESETS, Target, get_target
 from .tf32 import math_note
 from .transpose import (WORKSPACE_ALIGN, LayoutTransform, layout_transforms, memory_order, transform_launches,
@@ -467,7 +468,8 @@ class DgradSolver:
         (each slot 256-byte aligned; MIOpen's NHWC solvers size theirs the same way,
         ``GetWorkspaceSizeLayoutTransformConv``): the NHWC copies of the tensors stored NCHW
         (0 for a problem NHWC in memory; no dX copy when the kernel stores dX NCHW itself),
-        or for an NCHW pointwise or NCHW TMA config W^T alone; plus the kernel's own: split-K through the
+        or for an NCHW pointwise or NCHW TMA config W^T alone, for a sub-pixel config its packed W'
+        (:class:`~miopen_solver.subpixel.PackW`); plus the kernel's own: split-K through the
         fp32 workspace needs ``split_k`` slices of one launch's dX (``N*Hi*Wi*C`` fp32
         elements each, 256-byte aligned; reused by every split-N launch), atomic split-K none.
         Without a config, the most the default or any config :meth:`search` offers needs
@@ -496,6 +498,8 @@ class DgradSolver:
                 sizes.append(workspace_bytes((wt_transform(problem),)))
             if nchw_tma_reason(launch, target) is None:                       # W^T of every tap
                 sizes.append(workspace_bytes((nchw_tma_wt(problem),)))
+            if subpixel_reason(launch, target) is None:                       # the sub-pixel W'
+                sizes.append(workspace_bytes((PackW(problem),)))
             return max(sizes)
         spec = launch_spec(launch_problem(problem), target, config)
         return workspace_bytes(run_transforms(spec, problem)) + spec.workspace_bytes
