@@ -10,7 +10,9 @@ Formulas from CK ``transform_conv_bwd_data_to_gemm_v1.hpp`` (also MIOpen
     HEnd        = min(HTilde, ceil((pH + Hi - 1) / sH) + 1)
     YDotSlice   = ceil((Y - i_ytilde) / YTilde)       (NOT MIOpen V4R1's older formula, #575)
 
-Sub-GEMM (i_ytilde, i_xtilde) in NHWC orientation::
+Sub-GEMM (i_ytilde, i_xtilde) in NHWC orientation, over its phase's own rows (the shared
+slice trimmed to the ``htilde`` whose dX row lies in ``[0, Hi)``: :meth:`AxisTilde.phase_slice`;
+HBegin and HTildeSlice below are the phase's)::
 
     GemmM = N * HTildeSlice * WTildeSlice     row m -> (n, htl, wtl), htilde = HBegin + htl
     GemmN = cpg                               column c
@@ -82,6 +84,16 @@ class AxisTilde:
     def dx_offset(self, i: int) -> int:
         """dX coordinate of ``htl == 0`` in phase i: ``dH*i + sH*HBegin - pH``."""
         return self.dilation * i + self.stride * self.begin - self.pad
+
+    def phase_slice(self, i: int) -> tuple:
+        """``(begin, slice, dx_offset)`` of phase ``i``'s own rows: HTildeSlice trimmed to the
+        ``htilde`` whose dX row ``sH*htilde + dH*i - pH`` lies in ``[0, Hi)`` (the shared slice
+        also holds rows of other phases' range: 17 for 16 with a 3x3/s2/p1 filter, a GEMM row
+        in 17 computed and dropped, and TMA boxes that fit 16-row grids badly), the dX row of
+        its first row. O(1). A phase that writes no row keeps the shared slice (its sub-GEMM
+        writes nothing, as a problem whose dX no tap reaches needs one to run)."""
+        t0, t1 = valid_range(self.dx_offset(i), self.stride, self.slice, self.size_in)
+        return self.begin + t0, t1 - t0, self.dx_offset(i) + self.stride * t0
 
     def rows_written(self, i: int) -> int:
         """How many dX rows (``0 <= hi < Hi``) phase ``i`` writes (O(1))."""
@@ -207,17 +219,23 @@ def decompose(problem: ConvProblem) -> Decomposition:
     subs = []
     for iy in h.phases():
         yds = h.dot_slice(iy)
+        hb0, hs0, hoff0 = h.phase_slice(iy)
         for ix in w.phases():
+            hb, hs, hoff = hb0, hs0, hoff0
             xds = w.dot_slice(ix)
+            wb, ws, woff = w.phase_slice(ix)
+            if hs == 0 or ws == 0:          # writes no dX pixel: the shared slice, all masked, as before
+                hb, hs, hoff = h.begin, h.slice, h.dx_offset(iy)
+                wb, ws, woff = w.begin, w.slice, w.dx_offset(ix)
             subs.append(SubGemm(
                 index=len(subs), i_ytilde=iy, i_xtilde=ix,
-                gemm_m=p.N * h.slice * w.slice, gemm_n=p.cpg, gemm_k=yds * xds * p.kpg,
-                h_slice=h.slice, w_slice=w.slice, h_begin=h.begin, w_begin=w.begin,
+                gemm_m=p.N * hs * ws, gemm_n=p.cpg, gemm_k=yds * xds * p.kpg,
+                h_slice=hs, w_slice=ws, h_begin=hb, w_begin=wb,
                 y_dot_slice=yds, x_dot_slice=xds,
                 dy_h_coeff=h.dy_coeff, dy_w_coeff=w.dy_coeff,
                 y_stride=h.tilde, y_offset=iy, x_stride=w.tilde, x_offset=ix,
-                dx_h_stride=h.stride, dx_h_offset=h.dx_offset(iy),
-                dx_w_stride=w.stride, dx_w_offset=w.dx_offset(ix),
+                dx_h_stride=h.stride, dx_h_offset=hoff,
+                dx_w_stride=w.stride, dx_w_offset=woff,
             ))
     # Zero-fill verdict, exact for any stride/dilation/pad, in O(phases): a pixel is covered
     # iff its row is written by a non-empty row phase and its column by a non-empty column

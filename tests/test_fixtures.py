@@ -547,16 +547,20 @@ def test_replay_on_the_gpu():
 
 def test_a_pinned_perf_config_runs_instead_of_the_default():
     """``perf_config`` pins a config no default chooses (split-K through the workspace, a
-    group pack no default takes): the golden holds its kernel on every target, the numerics
+    group pack no default takes, the sub-pixel GEMM's TMA and warp-MMA forms): the golden holds its kernel on every target, the numerics
     run it, a record keeps the key."""
     pinned = [f for f in ALL if f.perf_config is not None and not f.path.endswith("direct_mma.jsonl")]
-    assert pinned and all(f.path.endswith(("splitk_ws.jsonl", "group_pack.jsonl")) for f in pinned)
-    assert any(f.path.endswith("group_pack.jsonl") for f in pinned)
+    families = {"splitk_ws.jsonl": "_skws_", "group_pack.jsonl": "dgrad_group_pack2_", "subpixel.jsonl": "dgrad_subpixel_"}
+    assert pinned and all(f.path.endswith(tuple(families)) for f in pinned)
+    assert all(any(f.path.endswith(name) for f in pinned) for name in families)
     for f in pinned:
-        family = "_skws_" if f.path.endswith("splitk_ws.jsonl") else "dgrad_group_pack2_"
+        family = next(v for k, v in families.items() if f.path.endswith(k))
         for arch, rec in f.expect["targets"].items():
+            if family == "dgrad_subpixel_" and "perf_config_refused" in rec:     # the TMA form: NVIDIA only
+                assert arch == "gfx942" and "schedule 17 (subpixel-tma)" in rec["perf_config_refused"], f.id
+                continue
             assert rec["perf_config"] == f.perf_config and family in rec["kernel_name"], (f.id, arch)
-            assert family != "_skws_" or rec["workspace_bytes"] > 0
+            assert family == "dgrad_group_pack2_" or rec["workspace_bytes"] > 0     # the slices, the W' pack
         assert f.record()["perf_config"] == f.perf_config and f.expect["numerics"]["ok"]
     line = "convfp16 -n 2 -c 33 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
     rec = fx.compute(line, numerics=False, perf_config="64,64,32,2,2,32,32,0,0,0,2,-1,2")

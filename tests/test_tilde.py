@@ -27,14 +27,15 @@ def test_3x3_s2_p1_hi56():
     assert [s.gemm_k for s in d.sub_gemms] == [4 * kpg, 2 * kpg, 2 * kpg, 1 * kpg]
     assert sum(s.gemm_k for s in d.sub_gemms) == 9 * kpg          # 9 taps per pixel in all
     s0, s3 = d.sub_gemms[0], d.sub_gemms[3]
-    # phase 0: y in {0, 2}, hi = 2*htilde - 1 (htilde = 0 -> hi = -1, masked)
+    # phase 0: y in {0, 2}, hi = 2*htilde - 1: the shared slice's htilde = 0 (hi = -1) is
+    # trimmed, so its rows start at htilde 1 (hi = 1) and end at htilde 28 (hi = 55)
     assert [yd * s0.y_stride + s0.y_offset for yd in range(s0.y_dot_slice)] == [0, 2]
-    assert (s0.dx_h_stride, s0.dx_h_offset) == (2, -1)
-    # phase 1: y = 1, hi = 2*htilde (htilde = 28 -> hi = 56, masked)
+    assert (s0.dx_h_stride, s0.dx_h_offset, s0.h_begin, s0.h_slice) == (2, 1, 1, 28)
+    # phase 1: y = 1, hi = 2*htilde: htilde = 28 (hi = 56) is trimmed, rows 0 .. 54
     assert [yd * s3.y_stride + s3.y_offset for yd in range(s3.y_dot_slice)] == [1]
-    assert (s3.dx_h_stride, s3.dx_h_offset) == (2, 0)
-    assert s3.dx_h_offset + (s3.h_slice - 1) * s3.dx_h_stride == 56
-    assert all(s.gemm_m == 2 * 29 * 29 and s.gemm_n == p.cpg for s in d.sub_gemms)
+    assert (s3.dx_h_stride, s3.dx_h_offset, s3.h_begin, s3.h_slice) == (2, 0, 0, 28)
+    assert s3.dx_h_offset + (s3.h_slice - 1) * s3.dx_h_stride == 54
+    assert all(s.gemm_m == 2 * 28 * 28 and s.gemm_n == p.cpg for s in d.sub_gemms)   # 29*29 untrimmed
     assert all(s.dy_h_coeff == 1 for s in d.sub_gemms)
     assert not d.needs_zero_fill
 
@@ -174,3 +175,20 @@ def test_needs_zero_fill_iff_some_pixel_uncovered(hp, wp):
         assert s.gemm_m == p.N * s.h_slice * s.w_slice
         assert s.gemm_n == p.cpg and s.gemm_k == s.taps * p.kpg
         assert s.dx_h_stride == sH and s.dy_h_coeff == dH // gcd(sH, dH)
+
+
+@given(Hi=st.integers(1, 40), Y=st.integers(1, 9), s=st.integers(1, 6), d=st.integers(1, 4), data=st.data())
+def test_phase_slices_hold_exactly_the_phase_rows_inside_dx(Hi, Y, s, d, data):
+    """Each phase's own slice (AxisTilde.phase_slice) is the shared HTildeSlice trimmed to the
+    rows whose dX row lies in [0, Hi): the same dX rows, none outside, in the same order."""
+    p = data.draw(st.integers(0, 2 * Y))
+    Ho = (Hi + 2 * p - d * (Y - 1) - 1) // s + 1
+    if Ho < 1:
+        return
+    h = axis_tilde(Hi, Ho, Y, p, s, d)
+    for i in h.phases():
+        begin, count, off = h.phase_slice(i)
+        shared = [h.dx_offset(i) + s * t for t in range(h.slice)]
+        inside = [r for r in shared if 0 <= r < Hi]
+        assert [off + s * t for t in range(count)] == inside
+        assert off == h.dilation * i + s * begin - p                     # the dX row of htilde = begin
