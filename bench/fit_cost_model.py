@@ -306,7 +306,7 @@ def coefficients_literal(c: cost_model.Coefficients) -> str:
         return "{" + ", ".join(f"KernelSchedule.{s.name}: {v:.4g}" for s, v in d.items()) + "}"
     shared = ", ".join(f"{v:.4g}" for v in c.shared)
     return (f"H200 = Coefficients(\n    intercept={per(c.intercept)},\n    mma={per(c.mma)},\n"
-            f"    shared=({shared}),\n)")
+            f"    shared=({shared}),\n    strided_plain=STRIDED_PLAIN,\n)")
 
 
 MODELLED_ARCHS = tuple(name for name, t in PRESETS.items() if t.wgmma)
