@@ -93,6 +93,8 @@ class AxisTilde:
         its first row. O(1). A phase that writes no row keeps the shared slice (its sub-GEMM
         writes nothing, as a problem whose dX no tap reaches needs one to run)."""
         t0, t1 = valid_range(self.dx_offset(i), self.stride, self.slice, self.size_in)
+        if t1 == t0:
+            return self.begin, self.slice, self.dx_offset(i)
         return self.begin + t0, t1 - t0, self.dx_offset(i) + self.stride * t0
 
     def rows_written(self, i: int) -> int:
@@ -219,14 +221,10 @@ def decompose(problem: ConvProblem) -> Decomposition:
     subs = []
     for iy in h.phases():
         yds = h.dot_slice(iy)
-        hb0, hs0, hoff0 = h.phase_slice(iy)
+        hb, hs, hoff = h.phase_slice(iy)
         for ix in w.phases():
-            hb, hs, hoff = hb0, hs0, hoff0
             xds = w.dot_slice(ix)
             wb, ws, woff = w.phase_slice(ix)
-            if hs == 0 or ws == 0:          # writes no dX pixel: the shared slice, all masked, as before
-                hb, hs, hoff = h.begin, h.slice, h.dx_offset(iy)
-                wb, ws, woff = w.begin, w.slice, w.dx_offset(ix)
             subs.append(SubGemm(
                 index=len(subs), i_ytilde=iy, i_xtilde=ix,
                 gemm_m=p.N * hs * ws, gemm_n=p.cpg, gemm_k=yds * xds * p.kpg,

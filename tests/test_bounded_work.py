@@ -48,7 +48,8 @@ def _ceil(a, b):
 def brute_force_axis(size_in, size_out, filt, pad, stride, dil):
     """Every tilde phase of one axis, by the definitions (CK's transform, module docstring
     of miopen_solver.tilde), enumerated one by one: ``[(i, YDotSlice, slice, begin, dX
-    offset)]`` for the phases with taps and rows."""
+    offset)]`` for the phases with taps and rows, each slice trimmed row by row to the rows
+    whose dX row lies inside dX (the shared one where none does)."""
     tilde = stride // gcd(stride, dil)
     htilde = size_out + _ceil(dil * (filt - 1), stride)
     begin = max(0, pad - dil * (tilde - 1)) // stride
@@ -57,7 +58,12 @@ def brute_force_axis(size_in, size_out, filt, pad, stride, dil):
     for i in range(tilde):
         dot_slice = max(0, _ceil(filt - i, tilde))
         if dot_slice > 0 and end - begin > 0:
-            out.append((i, dot_slice, end - begin, begin, dil * i + stride * begin - pad))
+            base = dil * i + stride * begin - pad
+            inside = [t for t in range(end - begin) if 0 <= base + stride * t < size_in]   # the phase's own rows
+            if inside:
+                out.append((i, dot_slice, len(inside), begin + inside[0], base + stride * inside[0]))
+            else:                       # no row inside dX: the shared slice, all masked
+                out.append((i, dot_slice, end - begin, begin, base))
     return out
 
 
