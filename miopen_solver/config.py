@@ -170,6 +170,13 @@ class KernelSchedule(enum.IntEnum):
         return self in (KernelSchedule.SUBPIXEL, KernelSchedule.SUBPIXEL_WGMMA, KernelSchedule.SUBPIXEL_TMA)
 
     @property
+    def own_layouts(self) -> bool:
+        """Runs on the problem in its own layouts, with no layout transform of dY, dX (and W
+        for the sub-pixel schedules, whose only transform is the W' pack): :attr:`nchw_native`
+        and :attr:`subpixel`."""
+        return self.nchw_native or self.subpixel
+
+    @property
     def virtual_gemm(self) -> bool:
         """Runs a GEMM main loop on a virtual problem with its own operand or epilogue
         addressing (:attr:`patch`, :attr:`nchw_native`, :attr:`group_pack`, :attr:`subpixel`):

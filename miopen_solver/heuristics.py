@@ -454,7 +454,7 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
         if allow_model and p.all_nhwc and cost_model.modelled(p, t):
             rules = cost_model.default_config(p, t, rules, coeffs)
         if allow_model and p.all_nhwc:     # strided: all phases as one GEMM where the model says so
-            return cost_model.subpixel_config(p, t, rules, coeffs) or rules
+            return cost_model.subpixel_config(problem, t, rules, coeffs) or rules   # in its own layouts
         return rules
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
     tile_n = 16
@@ -692,7 +692,7 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     splits = _SPLIT_K
     native = native_problem(problem)
     for space in SEARCH_SPACES:
-        own = space in (_nchw_tma_candidates, _nchw_pw_candidates, _direct_nchw_candidates)
+        own = space in (_nchw_tma_candidates, _nchw_pw_candidates, _direct_nchw_candidates, _subpixel_candidates)
         yield from space(problem if own else native, target, splits, max_k)
 
 

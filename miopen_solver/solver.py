@@ -718,6 +718,11 @@ class DgradSolver:
             choice.notes.append(
                 f"Layout: dY read as {memory_order(problem, 'dY')} and dX written as {memory_order(problem, 'dX')} "
                 f"in place by the direct schedule's mma body (W: the same bytes in either order); no transform")
+        elif spec.schedule.subpixel:
+            choice.notes.append(
+                f"Layout: dY, W and dX NHWC in place; W packed into the sub-pixel GEMM's W' (the stride "
+                f"phases' taps) by one launch before the kernel through a {workspace_bytes(transforms)}-byte "
+                f"workspace")
         elif spec.schedule.nchw_native:
             choice.notes.append(
                 f"Layout: dY and dX read and written in NCHW by per-image GEMMs; {transforms[0].label} (W^T "

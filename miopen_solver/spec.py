@@ -590,7 +590,7 @@ def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     Raises:
         PerfConfigError: the first rule the config breaks, as a sentence.
     """
-    return make_spec(problem if config.schedule.nchw_native else native_problem(problem), target, config)
+    return make_spec(problem if config.schedule.own_layouts else native_problem(problem), target, config)
 
 
 def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):

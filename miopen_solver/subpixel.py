@@ -34,7 +34,8 @@ Schedules and config slots: :attr:`KernelSchedule.SUBPIXEL` (15) runs the
 mean for that main loop on the virtual problem, e.g. ``128,128,64,2,1,64,128,0,0,0,1,-1,4,17``.
 Rules beyond the main loop's: ``split_k`` 1 or -1 (each dX element is written once); the dX
 store width ``vector_size_c`` is clamped (never refused) to a power of two dividing cpg; the
-TMA form stores 16-byte chunks, so it needs ``cpg % 8 == 0`` (16-bit) or ``% 4`` (fp32).
+TMA form (16-bit, like its main loop) stores 16-byte chunks, so it needs ``cpg % 8 == 0``;
+dY, W and dX NHWC in memory (no layout transform runs around these schedules).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from .errors import require
 from .problem import ConvProblem
 from .spec import ZERO_FILL_TAGS, arch_tag
 from .target import Target
+from .transpose import memory_order
 from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
 
 MAIN_LOOP = {KernelSchedule.SUBPIXEL: KernelSchedule.WARP_MMA,
@@ -135,9 +137,11 @@ def subpixel_reason(problem: ConvProblem, target: Target) -> str | None:
                 f"multiply zeros")
     if (p.sH, p.sW) == (p.Y, p.X) and not (p.pH or p.pW):
         return "stride equal to the filter without padding is the patch GEMM (schedules 5, 6, 9, 10)"
-    if "NHWC" not in p.in_layout or "NHWC" not in p.out_layout or "NHWC" not in p.fil_layout:
-        return (f"layouts {p.in_layout}/{p.out_layout}/{p.fil_layout}: the sub-pixel schedules read dY and W "
-                f"and store dX NHWC")
+    orders = {t: memory_order(p, t) for t in ("dY", "W", "dX")}
+    if any(o != "NHWC" for o in orders.values()):
+        shown = ", ".join(f"{t} {o or 'neither NHWC nor NCHW'}" for t, o in orders.items())
+        return (f"{shown} in memory: the sub-pixel schedules read dY and W and store dX NHWC, with no "
+                f"layout transform")
     return None
 
 

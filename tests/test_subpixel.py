@@ -129,7 +129,7 @@ def test_problems_the_schedules_refuse_say_why(change, why):
 def test_dilation_and_nchw_are_refused_with_their_values():
     p = _problem()
     assert "dilation 2x1" in subpixel.subpixel_reason(p.replace(dH=2), SM90)
-    assert "layouts NCHW/NHWC/NHWC" in subpixel.subpixel_reason(p.replace(in_layout="NCHW"), SM90)
+    assert "dY NHWC, W NHWC, dX NCHW in memory" in subpixel.subpixel_reason(p.replace(in_layout="NCHW"), SM90)
 
 
 def test_tma_form_needs_whole_16_byte_chunks_of_one_phase():
@@ -271,3 +271,32 @@ def test_the_problem_workspace_covers_every_searched_config(line):
         families.add(cfg.schedule.subpixel)
         assert need <= whole, (cfg.serialize(), need, whole)
     assert families
+
+
+LAYOUT_COMBOS = [(dx, dy, w) for dx in ("NHWC", "NCHW") for dy in ("NHWC", "NCHW") for w in ("NHWC", "NCHW")]
+
+
+@pytest.mark.parametrize("dx,dy,w", LAYOUT_COMBOS)
+def test_every_layout_combination_is_refused_or_exact(dx, dy, w):
+    """A fresh-user trial found mixed-layout lines (NCHW dY or W, NHWC dX) run on the sub-pixel
+    schedules without their transposes: wrong dX that fp16's tolerance let pass. Every layout
+    combination, in fp32 (a tolerance that catches it), through the whole solution on the CPU
+    engine: the sub-pixel config is refused (naming each tensor's memory order) unless all three
+    are NHWC, and then it verifies; the sm_90 default of the same line in fp16 is sub-pixel
+    only when all three are NHWC."""
+    line = f"-n 2 -c 32 -k 64 -H 11 -W 13 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --in_layout {dx} --out_layout {dy} --fil_layout {w}"
+    p = parse(f"conv {line}".split()).problem
+    all_nhwc = (dx, dy, w) == ("NHWC", "NHWC", "NHWC")
+    try:
+        sol = DgradSolver().find_solution(p, SM90, perf_config="128,128,32,2,2,64,64,0,0,0,1,-1,2,15")
+    except PerfConfigError as e:
+        assert not all_nhwc and f"dY {dy}, W {w}, dX {dx} in memory" in str(e)
+    else:
+        assert all_nhwc and sol.schedule.subpixel
+        rng = np.random.default_rng(11)
+        dy_, w_ = (rng.uniform(-1, 1, layouts.dy_shape(p)).astype(np.float32),
+                   rng.uniform(-1, 1, layouts.w_shape(p)).astype(np.float32))
+        v = verify(p, CpuEngine(SM90).run(sol, dy_, w_), dgrad_reference(p, dy_, w_))
+        assert v.ok and v.nonfinite == 0, v
+    fp16 = parse(f"convfp16 {line}".split()).problem
+    assert DgradSolver().get_default_performance_config(fp16, SM90).schedule.subpixel == all_nhwc
