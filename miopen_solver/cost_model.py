@@ -238,12 +238,14 @@ def candidates(problem: ConvProblem) -> tuple:
 
 
 def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H200,
-           pool: tuple | None = None) -> list:
+           pool: tuple | None = None, estimate=None) -> list:
     """``(estimate_us, config)`` of every candidate (``pool``, default :func:`candidates`)
     that builds a spec for ``problem`` -- in its own stage count, else in 7 minus it --
     cheapest first (ties keep candidate order). Split-K candidates only where split-K may
     reduce by atomics (:func:`~miopen_solver.spec.split_k_atomics_reason`): the workspace
-    reduction's cost is not modelled."""
+    reduction's cost is not modelled. ``estimate``: the time of one config (default
+    :func:`estimate_us`; :func:`subpixel_estimate_us` for the sub-pixel schedules)."""
+    estimate = estimate or estimate_us
     out = []
     splits = split_k_atomics_reason(problem, target) is None
     for i, c in enumerate(pool if pool is not None else candidates(problem)):
@@ -251,7 +253,7 @@ def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H2
             continue
         for cfg in (c, c.replace(stages=7 - c.stages)):
             try:
-                out.append((estimate_us(problem, target, cfg, coefficients), i, cfg))
+                out.append((estimate(problem, target, cfg, coefficients), i, cfg))
                 break
             except (PerfConfigError, ValueError):
                 continue
@@ -336,21 +338,12 @@ def subpixel_config(problem: ConvProblem, target: Target, tilde: PerfConfig,
     v = virtual_problem(problem)
     if not modelled(v, target):
         return None
-    best = None
-    for c in candidates(v):
-        if c.split_k != 1 or c.schedule not in SUBPIXEL_OF or c.schedule is KernelSchedule.WGMMA_PERSISTENT:
-            continue
-        for cfg in (c, c.replace(stages=7 - c.stages)):
-            cfg = cfg.replace(schedule=SUBPIXEL_OF[cfg.schedule])
-            try:
-                us = subpixel_estimate_us(problem, target, cfg, coefficients)
-            except (PerfConfigError, ValueError):
-                continue
-            if best is None or us < best[0]:
-                best = (us, cfg)
-            break
-    if best is None:
+    pool = tuple(c.replace(schedule=SUBPIXEL_OF[c.schedule]) for c in candidates(v)
+                 if c.split_k == 1 and c.schedule in SUBPIXEL_OF)
+    r = ranked(problem, target, coefficients, pool, estimate=subpixel_estimate_us)
+    if not r:
         return None
+    best = r[0]
     if not modelled(problem, target):
         return best[1] if problem.cpg <= 32 else None
     try:

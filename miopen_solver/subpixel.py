@@ -67,11 +67,10 @@ PACK_MAX_BLOCKS = 1024
 
 
 # ----------------------------------------------------------------------------- geometry
-def offsets(size_pad_stride_filter: tuple) -> tuple:
-    """``(lo, hi)``: the least and greatest ``e = o - a`` over the phases of one axis, for
-    ``(pad, stride, filter)``: every ``(r, k)`` with ``r`` in ``[0, stride)``, ``k`` in
-    ``[0, filter)`` and ``(r + pad - k) % stride == 0`` has ``e = (r + pad - k) // stride``."""
-    pad, stride, filt = size_pad_stride_filter
+def offsets(pad: int, stride: int, filt: int) -> tuple:
+    """``(lo, hi)``: the least and greatest ``e = o - a`` over the phases of one axis: every
+    ``(r, k)`` with ``r`` in ``[0, stride)``, ``k`` in ``[0, filt)`` and ``(r + pad - k) % stride
+    == 0`` has ``e = (r + pad - k) // stride``."""
     es = [(r + pad - k) // stride for r in range(stride) for k in range(filt) if (r + pad - k) % stride == 0]
     return min(es), max(es)
 
@@ -80,8 +79,8 @@ def virtual_filter(problem: ConvProblem) -> tuple:
     """``(Y', X', hiH, hiW)``: the stride-1 filter over dY that holds every phase's taps, and
     the offsets its tap 0 has (``o = a' - t``; real row ``a = a' - hiH``)."""
     p = problem
-    loH, hiH = offsets((p.pH, p.sH, p.Y))
-    loW, hiW = offsets((p.pW, p.sW, p.X))
+    loH, hiH = offsets(p.pH, p.sH, p.Y)
+    loW, hiW = offsets(p.pW, p.sW, p.X)
     return hiH - loH + 1, hiW - loW + 1, hiH, hiW
 
 
@@ -272,10 +271,6 @@ class SubpixelSpec(VirtualGemmSpec):
     def transforms(self, whole: ConvProblem) -> tuple:
         """The W' pack of a run over the ``whole`` batch (W does not depend on N)."""
         return (PackW(whole.replace(N=self.problem.N)),)
-
-    @property
-    def workspace_bytes(self) -> int:
-        return 0
 
     def defines(self) -> list:
         """The ``DG_SP_*`` defines: the real dX the epilogue scatters into and the row and
