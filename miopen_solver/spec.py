@@ -570,14 +570,20 @@ class DgradSpec:
 def make_spec(problem: ConvProblem, target: Target, config: PerfConfig) -> DgradSpec:
     """Validate ``config`` for ``problem`` on ``target`` and resolve every derived value.
 
-    Specs are memoised per (problem, target, config): a process builds each spec once, however
-    many verbs ask (default, validity, solution, search). The spec holds ``problem`` as given,
-    layout flags included (see :func:`launch_spec` for the problem of a launch).
+    Specs and refusals are memoised per (problem, target, config): a process builds each spec
+    once, however many verbs ask (default, validity, solution, search), and does not rebuild a
+    config it refused (a rule checked on the built spec refuses after construction). The spec
+    holds ``problem`` as given, layout flags included (see :func:`launch_spec` for the problem
+    of a launch).
 
     Raises:
-        PerfConfigError: the first rule the config breaks, as a sentence.
+        PerfConfigError: the first rule the config breaks, as a sentence (a fresh exception
+            each call, so a caller's ``config`` attribute never leaks into the next).
     """
-    return _cached_spec(problem, target, config)
+    built = _cached_spec(problem, target, config)
+    if isinstance(built, PerfConfigError):
+        raise PerfConfigError(str(built), built.config)
+    return built
 
 
 def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
@@ -857,7 +863,14 @@ SCHEDULE_RULES = {
 reason); every schedule has an entry (test_spec checks)."""
 
 
-_cached_spec = lru_cache(maxsize=1024)(_build_spec)
+def _spec_or_refusal(problem: ConvProblem, target: Target, config: PerfConfig):
+    try:
+        return _build_spec(problem, target, config)
+    except PerfConfigError as e:
+        return e
+
+
+_cached_spec = lru_cache(maxsize=1024)(_spec_or_refusal)
 
 
 def register_cap(target: Target, block_threads: int) -> int:

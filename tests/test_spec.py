@@ -5,6 +5,7 @@ Expected numbers are worked out by hand in the comments (formulas from research
 dgrad_kernels.md sections 2 and 3), never read back from the module under test.
 """
 
+import collections
 import hashlib
 import json
 import re
@@ -303,16 +304,53 @@ def test_grid_limits():
     assert make_spec(huge, SM90, tiny).tiles_per_group == 2**26
 
 
+def test_a_refused_config_is_not_rebuilt_and_each_refusal_is_a_fresh_exception(monkeypatch):
+    """make_spec memoises refusals as well as specs: a config refused by a rule checked on the
+    built spec (accumulators, registers, shared memory) or inside a family's virtual GEMM is
+    not constructed again, and every call raises its own exception with the same reason."""
+    import itertools
+    import miopen_solver.spec as spec_mod
+    spec_mod._cached_spec.cache_clear()
+    built = []
+    real = spec_mod.DgradSpec.__init__
+
+    def counting(self, *a, **kw):
+        real(self, *a, **kw)
+        built.append((self.problem, self.config))
+    monkeypatch.setattr(spec_mod.DgradSpec, "__init__", counting)
+    strided = nhwc(Hi=20, Wi=20, sH=2, sW=2)
+    refused = 0
+    for problem, sched in itertools.product((nhwc(), strided), (2, 3, 4, 15, 16, 17)):
+        for tm, tn, wm in itertools.product((64, 256), (64, 256), (1, 4)):
+            cfg = PerfConfig(tm, tn, 64, wm, 1, tm // wm, tn, 0, 0, 0, 1, -1, 3, sched)
+            first = second = None
+            for attempt in range(2):
+                try:
+                    make_spec(problem, SM90, cfg)
+                except PerfConfigError as e:
+                    if attempt == 0:
+                        first = e
+                    else:
+                        second = e
+            assert (first is None) == (second is None)
+            if first is not None:
+                refused += 1
+                assert str(first) == str(second) and first is not second
+    counts = collections.Counter(built)
+    assert refused and counts and max(counts.values()) == 1, counts.most_common(3)
+
+
 # ------------------------------------------------------------------ derived values
 def test_tiles_per_group_3x3_s2():
-    # 3x3 s2 p1 Hi=56: Ho=28, YTilde=2, HTilde=29, slice [0,29): four sub-GEMMs of
-    # GemmM = N*29*29 each (N=2: 1682 rows -> ceil(1682/64) = 27 row tiles), cpg 64 -> 1.
+    # 3x3 s2 p1 Hi=56: Ho=28, YTilde=2, HTilde=29, shared slice [0,29); each stride phase
+    # owns 28 of the 56 dX rows (and columns), so its trimmed slice has 28 rows: four
+    # sub-GEMMs of GemmM = N*28*28 (N=2: 1568 rows -> ceil(1568/64) = 25 row tiles), cpg 64 -> 1.
     p = nhwc(Hi=56, Wi=56, sH=2, sW=2)
     spec = make_spec(p, SM90, C64)
     assert len(spec.sub_gemms) == 4
-    assert [s.gemm_m for s in spec.sub_gemms] == [1682] * 4
+    assert [s.gemm_m for s in spec.sub_gemms] == [1568] * 4
     assert [s.gemm_k for s in spec.sub_gemms] == [4 * 64, 2 * 64, 2 * 64, 1 * 64]
-    assert spec.tiles_per_group == 4 * 27
+    assert spec.tiles_per_group == 4 * 25
     assert spec.zero_fill == "none" and not spec.pointwise
 
 

@@ -19,7 +19,6 @@ from miopen_solver import SOLVER_NAME, prng
 from miopen_solver.command import parse
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, PerfDb
 from miopen_solver.solver import DgradSolver
-from miopen_solver.spec import make_spec
 from miopen_solver.target import get_target
 
 FAULTS = os.path.join(ROOT, "tests", "worker_faults.py")
@@ -102,9 +101,9 @@ def test_sweep_with_a_crash_csv_perfdb_and_a_plain_run_that_uses_the_winner(caps
     avgs = [float(r["average_ms"]) for r in ok]
     assert avgs == sorted(avgs) and all(a > 0 for a in avgs)
     assert [r["verified"] for r in ok] == ["OK", "OK", "OK", ""]
-    for r in ok:   # names and resolved fields match the solver's own spec of that config
-        spec = make_spec(PROBLEM, CPU, next(c for c in CANDIDATES if c.serialize() == r["perf_config"]))
-        assert r["kernel_name"] == spec.kernel_name and int(r["split_k"]) == spec.split_k
+    for r in ok:   # names and resolved fields match the solver's own solution of that config
+        sol = DgradSolver().get_solution(PROBLEM, CPU, next(c for c in CANDIDATES if c.serialize() == r["perf_config"]))
+        assert r["kernel_name"] == sol.kernel_name and int(r["split_k"]) == sol.spec.split_k
         assert float(r["gflops"]) == pytest.approx(PROBLEM.flops / float(r["average_ms"]) / 1e6)
 
     # the winner: the fastest verified row, in the perf-db under this problem key and arch
