@@ -76,6 +76,9 @@
 #      128x32 the 32-channel strided layers took before) on the zoo's strided and
 #      strided 1-D lines against their defaults and cuDNN (subpixel.md, subpixel.json);
 #      subpixel_heldout: the same timing on bench/strided_heldout.txt (subpixel_heldout.md/.json)
+#      stream_k: stream-K on the TMA schedule (split_k_reduce 3) -- tests/test_gpu.py -k stream_k
+#      (bounded at 230 s), then bench/time_configs.py --configs default+stream on
+#      bench/stream_k_lines.txt (each line's default beside its tile as stream-K; stream_k.md/.json)
 #      mma_direct: the direct schedule's mma body (banded-W MMAs, kernels/direct_mma.cu): its GPU
 #      tests (tests/test_gpu.py -k mma_body), then bench/direct_h200.py on its 15 depthwise and
 #      grouped layers, fp16 and bf16: the two lean policies against the 8 searched mma tiles,
@@ -103,7 +106,7 @@
 # number, a ZOO_TUNE_LOG that is not a readable file, an OUT_DIR or TAR_TO that cannot be
 # written: one line on stderr naming it, exit 2, and no OUT_DIR or TAR_TO file made.
 set -uo pipefail
-VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,subpixel,subpixel_heldout,mma_direct,mma_zoo,zoo,zoo_model,zoo_tune
+VALID_STEPS=gpu_tests,replay,compare,first_launch,perf_models,nchw,nchw_tma,transforms,big,patch,patch_forms,tf32,tf32_wgmma,splitk,tmask,short_k,subpixel,subpixel_heldout,stream_k,mma_direct,mma_zoo,zoo,zoo_model,zoo_tune
 DEFAULT_STEPS=gpu_tests,replay,compare,first_launch
 die() { echo "h200_check: $*" >&2; exit 2; }
 absolute() {  # a path as given, resolved against the caller's directory (the script cd's to the repo root)
@@ -232,6 +235,11 @@ DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-30}" step subpixel 570 bash -c 'rc=0
     python bench/time_configs.py --suite "$0/strided_zoo.txt" --only _ --configs "$1" \
         --out "$0/subpixel.md" --json "$0/subpixel.json" || rc=1
     exit $rc' "$OUTDIR" "$SUBPIXEL_CONFIGS"
+DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-30}" step stream_k 590 bash -c 'rc=0
+    timeout 230 python -m pytest -q tests/test_gpu.py -k stream_k || rc=1
+    python bench/time_configs.py --suite bench/stream_k_lines.txt --only _ --configs default+stream \
+        --out "$0/stream_k.md" --json "$0/stream_k.json" || rc=1
+    exit $rc' "$OUTDIR"
 step subpixel_heldout 570 python bench/time_configs.py --suite bench/strided_heldout.txt --only _ \
     --configs "$SUBPIXEL_CONFIGS" --out "$OUTDIR/subpixel_heldout.md" --json "$OUTDIR/subpixel_heldout.json"
 step mma_direct 540 bash -c 'rc=0

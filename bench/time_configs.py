@@ -7,7 +7,9 @@ CUDA graphs as ``bench/compare.py`` times them -- to decide a default between ca
         --out configs.md --json configs.json
 
 A config the solver refuses for a line is a row saying why (not an error); lines are the
-suite's as written (``--dtypes line``).
+suite's as written (``--dtypes line``). The entry ``default+stream`` is each line's default
+tile with stream-K (the TMA schedule, ``split_k_reduce`` 3), to judge stream-K against the
+default it would replace.
 """
 
 from __future__ import annotations
@@ -35,11 +37,29 @@ def parse_configs(text: str) -> list:
     if not entries or len(entries) > MAX_CONFIGS:
         raise BadInput(f"--configs {shorten(text)!r}: allowed: 1 to {MAX_CONFIGS} perf configs separated by ';'")
     for c in entries:
+        if c == DEFAULT_STREAM:
+            continue
         try:
             PerfConfig.parse(c)
         except PerfConfigError as e:
             raise BadInput(f"--configs entry {shorten(c)!r}: {e}") from None
     return entries
+
+
+DEFAULT_STREAM = "default+stream"
+"""The ``--configs`` entry for each line's default tile with stream-K."""
+
+
+def default_with_stream_k(p, target) -> str:
+    """The default config of ``p`` on ``target`` as stream-K (the TMA schedule, unsplit,
+    ``split_k_reduce`` 3); the default's text when it is not a warpgroup GEMM config (the
+    solver then refuses or runs it as asked)."""
+    from miopen_solver.config import KernelSchedule
+    from miopen_solver.solver import DgradSolver
+    cfg = DgradSolver().get_default_performance_config(p, target)
+    if cfg.schedule not in (KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA):
+        return f"{cfg.serialize()} (default, not a warpgroup GEMM: no stream-K form)"
+    return cfg.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1, split_k_reduce=3).serialize()
 
 
 def _timed(torch, eng, chosen, configs, args):
@@ -48,6 +68,8 @@ def _timed(torch, eng, chosen, configs, args):
         p = row_problem(item["cmd"])
         cudnn = time_cudnn(torch, p, args.launches, args.replays)
         for cfg in [None] + configs:
+            if cfg == DEFAULT_STREAM:
+                cfg = default_with_stream_k(p, eng.target)
             r = {"label": item["label"], "dtype": item["dtype"], "line": item["cmd"], "asked": cfg or "default",
                  "cudnn_ms": cudnn, **ours_or_error(eng, p, args.launches, args.replays, cfg)}
             if r.get("ours_ms"):

@@ -231,12 +231,16 @@ FIELDS = ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n", "warp_tile_m", "warp
 OPTIONAL_FIELDS = 2
 """Trailing fields that may be left out (then 0): ``schedule``, ``split_k_reduce``."""
 
-SPLIT_K_REDUCE = ("auto", "atomic", "workspace")
-"""The ``split_k_reduce`` field's codes 0, 1, 2 by name (a run's ``--split-k-reduce``):
+SPLIT_K_REDUCE = ("auto", "atomic", "workspace", "stream")
+"""The ``split_k_reduce`` field's codes 0-3 by name (a run's ``--split-k-reduce``):
 ``auto`` lets :func:`~miopen_solver.spec.split_k_reduce_mode` choose, ``atomic`` adds every
 split's partial sums into dX atomically, ``workspace`` stores them in an fp32 workspace that
-a reduction kernel sums (:mod:`miopen_solver.splitk`). Only a split-K launch (split_k > 1)
-reads it."""
+a reduction kernel sums (:mod:`miopen_solver.splitk`); codes 0-2 are read only by a split-K
+launch (split_k > 1). ``stream`` is stream-K on the TMA schedule (split_k 1 or -1): the
+launch's k-tiles divided evenly over the persistent blocks, a tile cut between blocks summed
+in the kernel through the fp32 workspace (``dgrad.cu``'s ``tmsk`` sections; Osama et al.,
+"Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix Multiplication on the
+GPU", PPoPP 2023)."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import itertools
 from typing import Iterator
 
 from . import cost_model, nchw_tma, subpixel, vectors
-from .config import KernelSchedule, PerfConfig
+from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space, mma_search_space
 from .errors import PerfConfigError
 from .group_pack import PACK_OF, pack_reason
@@ -22,7 +22,8 @@ from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
 from .sub_wave import sub_wave_config
-from .spec import WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance_config, split_k_atomics_reason
+from .spec import (WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance_config, make_spec,
+                   split_k_atomics_reason)
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
 from .tma import TMA_MAX_STAGES, TMA_MIN_FILL, tma_fill, tma_reason
@@ -511,6 +512,8 @@ _TILE_K = {"fp16": (16, 32, 64), "bf16": (16, 32, 64), "fp32": (8, 16, 32)}
 _WARPS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
 _SPLIT_K = (1, 2, 4, 8, 16)
 _WGMMA_N = (64, 128, 256)
+STREAM_K = SPLIT_K_REDUCE.index("stream")
+"""The ``split_k_reduce`` code of stream-K."""
 TMA_SEARCH_SPLITS = cost_model.TMA_SPLITS
 """split_k the search gives the TMA schedule (at 4 stages), the cost model's candidates': its
 persistent blocks already even out the tiles, a split only has to fill the last wave of a
@@ -537,7 +540,8 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
     warp_tile_n 96 and 192 (:data:`~miopen_solver.spec.WGMMA_N_WIDE`: the vendor libraries'
     128x96 / 128x192 tiles on small images with many channels) on every warpgroup schedule,
     and the TMA schedule 6 to 8 stages (its limit, where shared memory holds them) and, at 4
-    stages, split_k :data:`TMA_SEARCH_SPLITS` (work units of one k-slice of one tile)."""
+    stages, split_k :data:`TMA_SEARCH_SPLITS` (work units of one k-slice of one tile) and
+    stream-K (``split_k_reduce`` 3, one group)."""
     tf32 = p.compute_type == "tf32"     # fp32 with TF32 math: k8 instructions, the plain main loop
     if not (t.wgmma and (p.dtype in ("fp16", "bf16") or tf32)):
         return
@@ -562,10 +566,12 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
                 if st == 5:     # deeper mbarrier pipelines (the TMA schedule only)
                     for deep in range(6, TMA_MAX_STAGES + 1):
                         yield base.replace(schedule=KernelSchedule.WGMMA_TMA, stages=deep)
-                if st == 4:     # work units of one k-slice
+                if st == 4:     # work units of one k-slice; stream-K (runs of k-tiles per block)
                     for split in TMA_SEARCH_SPLITS:
                         if split * tk <= max_k:
                             yield base.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=split)
+                    if p.G == 1:
+                        yield base.replace(schedule=KernelSchedule.WGMMA_TMA, split_k_reduce=STREAM_K)
 
 
 def _warp_mma_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
@@ -707,6 +713,23 @@ def max_search_split_k(problem: ConvProblem, target: Target) -> int:
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
     fits = [s for s in _SPLIT_K if s > 1 and s * min(_TILE_K.get(problem.dtype, (16,))) <= max_k]
     return max(fits, default=0)
+
+
+def max_stream_k_workspace(problem: ConvProblem, target: Target) -> int:
+    """The most workspace a stream-K config of :func:`search_space` needs for ``problem`` (one
+    launch's), bytes (0: none is valid): the stream-K tiles' specs (a fixed few, whatever the
+    problem's size)."""
+    if problem.is_3d or problem.G != 1 or _too_many_sub_gemms(problem):
+        return 0
+    max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
+    most = 0
+    for cfg in _warpgroup_candidates(problem, target, (1,), max_k):
+        if cfg.split_k_reduce == STREAM_K:
+            try:
+                most = max(most, make_spec(problem, target, cfg).workspace_bytes)
+            except PerfConfigError:
+                continue
+    return most
 
 
 # ------------------------------------------------------------------- sampling

@@ -33,7 +33,7 @@ from . import SOLVER_ID, SOLVER_NAME
 from .applicability import NotApplicableError, Verdict, check, is_applicable, launch_problem
 from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig, as_perf_config
 from .errors import PerfConfigError, PerfDbError, RecordError, TargetError, shown_value
-from .heuristics import default_performance_config, max_search_split_k, search_space
+from .heuristics import default_performance_config, max_search_split_k, max_stream_k_workspace, search_space
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .nchw_tma import nchw_tma_reason
 from .nchw_tma import wt_transform as nchw_tma_wt
@@ -205,6 +205,12 @@ class Solution:
         layout = [t.tensor.lower() for t in self.transforms if isinstance(t, LayoutTransform)]
         packs = "+pack_w" if len(layout) < len(self.transforms) else ""
         return self.spec.kernel_name + packs + (f"+transpose_{'_'.join(layout)}" if layout else "")
+
+    @property
+    def kernel_workspace_offset(self) -> int:
+        """Where the kernel's own workspace (split-K slices, stream-K's flags and slots)
+        starts, bytes: after the layout transforms' copies."""
+        return workspace_bytes(self.transforms)
 
     @property
     def transform_launches(self) -> tuple:
@@ -475,7 +481,7 @@ class DgradSolver:
         Without a config, the most the default or any config :meth:`search` offers needs
         (MIOpen sizes a solver's workspace per problem, not per config): every NCHW tensor
         copied, plus the widest split of the search space where it offers split-K through
-        the workspace; a given config that asks for more reports it here with the config.
+        the workspace, or the largest stream-K flags and slots it offers; a given config that asks for more reports it here with the config.
         ``config``: a :class:`PerfConfig` or its text.
 
         Raises:
@@ -493,7 +499,8 @@ class DgradSolver:
         if config is None:
             launch = launch_problem(problem)
             splits = max_search_split_k(launch, target)
-            sizes = [workspace_bytes(layout_transforms(problem)) + splits * _slice_bytes(launch)]
+            copies = workspace_bytes(layout_transforms(problem))
+            sizes = [copies + splits * _slice_bytes(launch), copies + max_stream_k_workspace(launch, target)]
             if nchw_pw_reason(launch, target) is None:
                 sizes.append(workspace_bytes((wt_transform(problem),)))
             if nchw_tma_reason(launch, target) is None:                       # W^T of every tap

@@ -96,6 +96,8 @@ SPLIT_PERSISTENT = frozenset({KernelSchedule.WGMMA_TMA})
 sections), instead of a grid z of slices."""
 SKWS_TAG = "_skws"
 """How a kernel name says that its split-K partial sums go to the workspace."""
+STREAM_K_TAG = "_skst"
+"""How a kernel name says stream-K (:attr:`DgradSpec.stream_k`)."""
 
 
 def arch_tag(target: Target) -> str:
@@ -179,7 +181,9 @@ def split_k_reduce_mode(problem: ConvProblem, target: Target, config: PerfConfig
       (:func:`split_k_atomics_reason`: fp32, or fp16/bf16 with an even cpg and the target's
       packed atomic), else the workspace (16-bit with an odd cpg, sm_80/gfx90a bf16);
     * atomic (1): atomics, refused where they are not allowed;
-    * workspace (2): the workspace, on the schedules of :data:`WORKSPACE_SCHEDULES`.
+    * workspace (2): the workspace, on the schedules of :data:`WORKSPACE_SCHEDULES`;
+    * stream (3): ``"stream"``, stream-K on the TMA schedule with split_k 1 or -1
+      (:func:`stream_k_rules`), whatever ``split`` would have been.
 
     An NCHW dX keeps today's atomic path under auto (the kernel stores NCHW where
     :func:`~miopen_solver.transpose.nchw_dx_rule` allows, else NHWC through the dX
@@ -188,9 +192,17 @@ def split_k_reduce_mode(problem: ConvProblem, target: Target, config: PerfConfig
     Raises:
         PerfConfigError: the asked reduction cannot run here, as a sentence.
     """
+    asked = SPLIT_K_REDUCE[config.split_k_reduce]
+    if asked == "stream":
+        require(config.schedule is KernelSchedule.WGMMA_TMA,
+                f"stream-K (split_k_reduce 3) runs on {KernelSchedule.WGMMA_TMA.label} (schedule 3); "
+                f"the config's schedule is {config.schedule.label}")
+        require(split <= 1, f"stream-K divides the k-tiles over the blocks itself; split_k must be 1 or -1, "
+                            f"got {config.split_k}")
+        stream_k_rules(problem, config)
+        return "stream"
     if split <= 1:
         return "none"
-    asked = SPLIT_K_REDUCE[config.split_k_reduce]
     why = split_k_atomics_reason(problem, target)
     if asked == "atomic":
         require(why is None, f"{why}; split_k_reduce 2 (workspace) has no such rule")
@@ -203,6 +215,21 @@ def split_k_reduce_mode(problem: ConvProblem, target: Target, config: PerfConfig
         return "atomic"
     require(config.schedule in WORKSPACE_SCHEDULES, why or "")
     return "workspace"
+
+
+def stream_k_rules(problem: ConvProblem, config: PerfConfig) -> None:
+    """Stream-K's own rules (``dgrad.cu`` ``tmsk``): one group (the persistent blocks of one
+    grid row share the k-tiles), and every tile the same k-tiles (``ceil(kpg / tile_k)``
+    chunks of the same taps: one sub-GEMM, or sub-GEMMs of equal taps), so a block's run of
+    k-tiles maps onto tiles by one division.
+
+    Raises:
+        PerfConfigError: the first rule broken, as a sentence.
+    """
+    require(problem.G == 1, f"stream-K runs one group; the problem has G={problem.G}")
+    taps = {sg.y_dot_slice * sg.x_dot_slice for sg in cached_decompose(problem).sub_gemms}
+    require(len(taps) == 1, "stream-K needs every tile to have the same k-tiles; the sub-GEMMs have "
+                            f"{', '.join(map(str, sorted(taps)))} taps")
 
 
 def default_lds_k_outer(problem: ConvProblem, target: Target, cfg: PerfConfig) -> bool:
@@ -277,8 +304,29 @@ class DgradSpec:
         if not (self.persistent or self.tma):
             return self.tiles_per_group
         slots = self.target.num_cus * self.resident_blocks
+        if self.stream_k:       # every resident block takes a run of k-tiles, none empty
+            return max(1, min(self.tiles_per_group * self.stream_k_tiles, slots))
         units = self.tiles_per_group * (self.split_k if self.config.schedule in SPLIT_PERSISTENT else 1)
         return max(1, min(units, slots // self.problem.G))
+
+    @property
+    def stream_k(self) -> bool:
+        """Stream-K (:func:`split_k_reduce_mode` ``"stream"``): the launch's k-tiles divided
+        evenly over the persistent blocks, cut tiles summed in the kernel through the
+        workspace."""
+        return self.split_k_reduce == "stream"
+
+    @property
+    def stream_k_tiles(self) -> int:
+        """k-tiles of every tile (stream-K's rule: all equal): the channel chunks of kpg
+        times the taps."""
+        return tma_min_k_tiles(self.problem, self.config.tile_k)
+
+    @property
+    def stream_k_flag_words(self) -> int:
+        """32-bit flags at the start of the stream-K workspace, one per block, rounded up to
+        256 bytes (the partial-sum slots after them stay aligned)."""
+        return -(-self.tile_blocks // 64) * 64 if self.stream_k else 0
 
     @property
     def resident_blocks(self) -> int:
@@ -481,9 +529,13 @@ class DgradSpec:
 
     @property
     def workspace_bytes(self) -> int:
-        """The kernel's own device workspace: ``split_k`` fp32 slices of the launch's dX
-        (:attr:`workspace_slice_elems` each) with the workspace reduction, else 0 (NHWC is
-        native, atomic split-K adds straight into dX). A split-N run reuses it per launch."""
+        """The kernel's own device workspace, bytes: ``split_k`` fp32 slices of the launch's dX
+        (:attr:`workspace_slice_elems` each) with the workspace reduction; with stream-K
+        :attr:`stream_k_flag_words` flags and a tile_m x tile_n fp32 slot per block; else 0
+        (NHWC is native, atomic split-K adds straight into dX). A split-N run reuses it per
+        launch."""
+        if self.stream_k:       # the flags, then one slot of fp32 partial sums per block
+            return (self.stream_k_flag_words + self.tile_blocks * self.config.tile_m * self.config.tile_n) * 4
         return self.split_k * self.workspace_slice_elems * 4
 
     @cached_property
@@ -506,7 +558,7 @@ class DgradSpec:
         if self.tma:
             path += f"_tma{self.tile_blocks}"
         dx = "_dxnchw" if self.nchw_dx else ""
-        ws = SKWS_TAG if self.workspace_reduce else ""
+        ws = SKWS_TAG if self.workspace_reduce else STREAM_K_TAG if self.stream_k else ""
         return f"dgrad_{arch_tag(self.target)}_{self.math}_{self.tile_tag}_{path}{zf}{ws}{dx}_{p.short_tag()}"
 
     @property

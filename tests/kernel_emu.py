@@ -58,6 +58,8 @@ static thread_local int emu_tid, emu_tid_x, emu_tid_y;   // linear, and (x, y) i
 static int emu_bid[3], emu_grid[3], emu_block_x, emu_block_y;
 static int emu_wave;                      // lanes per wave (64) or warp (32)
 static std::barrier<>* emu_block_bar;
+static std::barrier<>* emu_consumer_bar;   // bar.sync 1 of the warpgroups (stream-K)
+static std::vector<float> emu_sk_ws;       // stream-K's workspace: flags, then slots
 static std::barrier<>* emu_wave_bar[64];
 static void emu_wave_sync() { emu_wave_bar[emu_tid / emu_wave]->arrive_and_wait(); }
 
@@ -542,6 +544,29 @@ NVIDIA_WRAPPERS.update({
     emu_tma_load(dst, reinterpret_cast<unsigned long long>(map), c, bar);
 }""",
 })
+# Stream-K's flags and partial sums (dgrad.cu's tmsk section): the warpgroups' named barrier,
+# flags as host atomics (a wait that never ends stops the run), plain loads.
+NVIDIA_WRAPPERS.update({
+    "dg_consumer_sync": "DG_DEVICE void dg_consumer_sync() { emu_consumer_bar->arrive_and_wait(); }",
+    "dg_sk_raise": """DG_DEVICE void dg_sk_raise(unsigned* f, int tid) {
+    dg_consumer_sync();
+    if (tid == 0) std::atomic_ref<unsigned>(*f).store(1u);
+}""",
+    "dg_sk_wait": """DG_DEVICE void dg_sk_wait(const unsigned* f, int tid) {
+    if (tid == 0) {
+        const auto start = std::chrono::steady_clock::now();
+        while (!std::atomic_ref<unsigned>(*const_cast<unsigned*>(f)).load()) {
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+                fprintf(stderr, "stream-K flag %d was never raised (deadlock)\\n", (int)(f - (const unsigned*)emu_sk_ws.data()));
+                exit(7);
+            }
+        }
+    }
+    dg_consumer_sync();
+}""",
+    "dg_ld_l2": "DG_DEVICE float dg_ld_l2(const float* p) { return *p; }",
+})
 # The TF32 atom (dgrad.cu's tf32 section).
 NVIDIA_WRAPPERS.update({
     "dg_tf32": "DG_DEVICE dg_u32 dg_tf32(float f) { return emu_cvt_rna_tf32(f); }",
@@ -619,6 +644,11 @@ def nvidia_host_text(text: str) -> str:
 
 
 MAIN = r"""
+#ifdef DG_SK_ITERS
+#define EMU_SK_ARG , emu_sk_ws.data()
+#else
+#define EMU_SK_ARG
+#endif
 static std::vector<unsigned char> slurp(const char* path) {
     FILE* f = fopen(path, "rb");
     if (!f) { perror(path); exit(2); }
@@ -642,13 +672,28 @@ int main(int argc, char** argv) {
     emu_block_x = atoi(argv[8]);
     emu_block_y = threads / emu_block_x;
     emu_wave = EMU_WAVE;
+#ifdef DG_SK_ITERS
+    // Stream-K: flags zeroed (as the runtime clears them), slots NaN (a slot read before it
+    // was written poisons dX); a block waits for the blocks after it, which on a GPU run at
+    // the same time, so here they run first: blocks in descending order.
+    emu_sk_ws.assign(DG_SK_FLAGS + (size_t)DG_TILE_BLOCKS * DG_SK_SLOT, __builtin_nanf(""));
+    std::fill(emu_sk_ws.begin(), emu_sk_ws.begin() + DG_SK_FLAGS, 0.0f);
+    const bool reversed = true;
+#else
+    const bool reversed = false;
+#endif
     for (int z = 0; z < grid[2]; ++z)
         for (int y = 0; y < grid[1]; ++y)
-            for (int x = 0; x < grid[0]; ++x) {
+            for (int xi = 0; xi < grid[0]; ++xi) {
+                const int x = reversed ? grid[0] - 1 - xi : xi;
                 emu_bid[0] = x; emu_bid[1] = y; emu_bid[2] = z;
                 EMU_BLOCK_START();
                 std::barrier<> bar(threads);
                 emu_block_bar = &bar;
+#ifdef DG_SK_ITERS
+                std::barrier<> consumers(DG_THREADS);
+                emu_consumer_bar = &consumers;
+#endif
                 std::vector<std::barrier<>*> waves;
                 for (int i = 0; i * emu_wave < threads; ++i)  // the last wave may be partial
                     waves.push_back(emu_wave_bar[i] = new std::barrier<>(std::min(emu_wave, threads - i * emu_wave)));
@@ -680,7 +725,7 @@ def available() -> bool:
 
 
 GEMM_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(dx))"
-GEMM_TMA_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(dx) EMU_MAP_ARGS)"
+GEMM_TMA_LAUNCH = "DG_KERNEL_NAME((const dg_t*)(dy), (const dg_t*)(w), (dg_t*)(dx) EMU_SK_ARG EMU_MAP_ARGS)"
 DIRECT_LAUNCH = "DG_KERNEL_NAME((const dd_t*)(dy), (const dd_t*)(w), (dd_t*)(dx))"
 
 

@@ -100,6 +100,10 @@ class EmuRuntime(ComputingRuntime):
         assert tuple(block) == tuple(src.block) and shared == src.shared_bytes
         text = self.mangle(src.text) if self.mangle else src.text
         bufs = [self._at(a) for a in args[:3]]
+        if src.workspace_arg:      # stream-K: the harness keeps its own cleared workspace
+            ws, off = self._at(args[3])
+            assert len(ws) - off >= src.workspace_arg and off == self.sol.kernel_workspace_offset
+            args = args[:3] + args[4:]
         maps = [m[2] for m in args[3:]]
         assert [m[1] for m in args[3:]] == [args[0 if d.operand == "dy" else 1] for d in maps]
         out = kernel_emu.launch_gemm(text, grid, block[0], *(bytes(b[o:]) for b, o in bufs), self.work, maps)
@@ -741,6 +745,70 @@ def test_tma_split_k_mistakes_fail(tmp_path, mutant, reduce):
         return text.replace(a, b)
     sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=f"128,64,64,2,1,64,64,0,0,0,3,-1,4,3,{reduce}",
                           mangle=mangle)
+    assert not v.ok, sol.kernel_name
+
+
+STREAM_K_CASES = [
+    # (line, config, SMs): 1x1 with 3 tiles x 4 k-tiles over 5 blocks (every tile cut, runs
+    # inside one tile); 3x3 stride 1 with 2 tiles x 54 k-tiles over 15 blocks (two and three
+    # contributors per tile); a box of pixels (TMA rect), bf16, 2 stages; more
+    # blocks than tiles on 7 SMs; an NCHW dX stored by the same epilogue; 1x1 stride 2 with
+    # its zero-fill blocks
+    (f"convfp16 -n 2 -c 128 -H 9 -W 10 -k 256 -y 1 -x 1 {NHWC}", "64,128,64,1,1,64,128,0,0,0,1,-1,4,3,3", 5),
+    (f"convfp16 -n 1 -c 64 -H 8 -W 12 -k 384 -y 3 -x 3 -p 1 -q 1 {NHWC}", "64,64,64,1,1,64,64,0,0,0,1,-1,3,3,3", 5),
+    (f"convbfp16 -n 2 -c 64 -H 8 -W 8 -k 192 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,64,64,2,1,64,64,0,0,0,-1,-1,2,3,3", 3),
+    (f"convfp16 -n 2 -c 64 -H 6 -W 6 -k 128 -y 1 -x 1 {NHWC}", "64,64,64,1,1,64,64,0,0,0,1,-1,4,3,3", 7),
+    ("convfp16 -n 2 -c 64 -H 6 -W 8 -k 192 -y 1 -x 1 -F 2 --in_layout NCHW --out_layout NHWC --fil_layout NHWC",
+     "64,64,64,1,1,64,64,0,0,0,1,-1,4,3,3", 5),
+    (f"convfp16 -n 2 -c 64 -H 9 -W 8 -k 128 -y 1 -x 1 -u 2 -v 2 {NHWC}", "64,64,64,1,1,64,64,0,0,0,1,-1,4,3,3", 3),
+]
+
+
+@pytest.mark.parametrize("line,cfg,sms", STREAM_K_CASES)
+def test_stream_k_on_the_emulated_kernel(tmp_path, line, cfg, sms):
+    """Stream-K (split_k_reduce 3) on a small device: the k-tiles of all tiles cut into one
+    run per block, tiles cut between blocks summed by their owners from the others' slots
+    (NaN until written), against the float64 reference with NaN-poisoned dX."""
+    p = parse(line.split()).problem
+    tgt = get_target("sm_90").with_(num_cus=sms)
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg, target=tgt)
+    s = sol.spec
+    assert s.stream_k and "_skst_" in sol.kernel_name and s.grid[0] == s.tile_blocks + s.zero_fill_blocks
+    iters = s.tiles_per_group * s.stream_k_tiles
+    starts = [b * iters // s.tile_blocks for b in range(s.tile_blocks)]
+    assert s.tile_blocks == min(iters, sms * s.resident_blocks)
+    assert any(x % s.stream_k_tiles for x in starts), "some block's run starts inside a tile"
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+STREAM_K_MUTANTS = {
+    # the owner adds only the first later block's partial sums
+    "one contributor": ("b < DG_TILE_BLOCKS && (long long)b * DG_SK_ITERS / DG_TILE_BLOCKS < base + DG_SK_KT; ++b",
+                        "b < DG_TILE_BLOCKS && b == bid + 1; ++b"),
+    # a block stores its partial sums in the slot of the block before it
+    "wrong slot": ("(long long)b * DG_SK_SLOT + tid;\n    int r = 0;", "(long long)(b - 1) * DG_SK_SLOT + tid;\n    int r = 0;"),
+    # a cut tile's later segment stores dX instead of handing its sums on
+    "no hand-off": ("if (kt0 > 0) {", "if (false) {"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(STREAM_K_MUTANTS))
+def test_stream_k_mistakes_fail(tmp_path, mutant):
+    """A stream-K kernel that drops a contributor, reads the wrong slot or stores a partial
+    tile as dX does not verify (or stops on a flag that is never raised)."""
+    a, b = STREAM_K_MUTANTS[mutant]
+    line, cfg, sms = STREAM_K_CASES[1]
+    p = parse(line.split()).problem
+
+    def mangle(text):
+        assert a in text, a
+        return text.replace(a, b)
+    try:
+        sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg, mangle=mangle,
+                              target=get_target("sm_90").with_(num_cus=sms))
+    except RuntimeError as e:          # the emulator stopped on a wait that never ends
+        assert "never raised" in str(e)
+        return
     assert not v.ok, sol.kernel_name
 
 

@@ -439,6 +439,52 @@ def test_tma_split_k_blocks_walk_many_units(engine, line, cfg):
     _check_on_three_sms(engine, line, cfg, 31)
 
 
+STREAM_K_LINES = [
+    "-n 4 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 -p 0 -q 0",
+    "-n 2 -c 256 -H 8 -W 8 -k 320 -y 3 -x 3 -p 1 -q 1",
+    "-n 3 -c 264 -H 9 -W 11 -k 200 -y 1 -x 1 -p 0 -q 0",
+    "-n 2 -c 64 -H 14 -W 14 -k 512 -y 1 -x 1 -p 0 -q 0 -u 2 -v 2",
+    "-n 2 -c 128 -H 15 -W 9 -k 192 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2",
+    "-n 1 -c 64 -H 5 -W 300 -k 64 -y 1 -x 3 -p 0 -q 1",
+]
+CONFIGS_STREAM_K = [
+    PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=1, stages=4, schedule=3, split_k_reduce=3),
+    PerfConfig(128, 256, 64, 2, 1, 64, 256, split_k=1, stages=4, schedule=3, split_k_reduce=3),
+    PerfConfig(64, 128, 64, 1, 1, 64, 128, split_k=-1, stages=4, schedule=3, split_k_reduce=3),
+    PerfConfig(64, 64, 64, 1, 1, 64, 64, split_k=1, stages=4, schedule=3, split_k_reduce=3),
+    PerfConfig(256, 128, 64, 2, 1, 128, 128, split_k=1, stages=3, schedule=3, split_k_reduce=3),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_STREAM_K, ids=lambda c: "stream_k-" + c.serialize())
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", STREAM_K_LINES)
+def test_stream_k_verifies(engine, dtype, layout, line, cfg):
+    """Stream-K kernels (runs of k-tiles per block, cut tiles summed in the kernel) against
+    the float64 reference with NaN-poisoned dX and NaN-poisoned slots, NHWC and all-NCHW."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem(dtype, line)
+    if layout == "NCHW":
+        base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+        p = parse(f"{base} {line} -F 2".split()).problem
+    from miopen_solver.solver import DgradSolver
+    sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg.serialize())    # every pair is valid
+    assert sol.spec.stream_k and sol.kernels[0].source.workspace_cleared
+    _verify_solution(engine, sol, 37)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_STREAM_K[:3], ids=lambda c: "stream_k-" + c.serialize())
+@pytest.mark.parametrize("line", STREAM_K_LINES[:3])
+def test_stream_k_on_three_sms(engine, line, cfg):
+    """Stream-K with the grid sized for a 3-SM device: every block's run crosses many tiles,
+    most tiles whole, the cut ones summed from up to two other blocks."""
+    if engine.target.wgmma:
+        make_spec(_nhwc_problem("fp16", line), engine.target.with_(num_cus=3), cfg)   # valid: never a skip
+    _check_on_three_sms(engine, line, cfg, 41)
+
+
 # Shapes for the TMA kernel. Pointwise (flat GEMM rows): GemmM, cpg and K tails
 # (boxes that leave the tensor read zeros), one tile, groups, the suite's 1x1 lines at small
 # N. With filter taps (dX pixel boxes): whole rows with an H tail, whole images with an N

@@ -100,6 +100,24 @@ static_assert(DG_TMA && !DG_PERSIST && DG_SPLIT_K > 1 && DG_STAGES >= 2,
 static_assert(DG_SPLIT_K <= DG_MIN_KTILES,
               "every work unit has a k-tile (an empty one would release a stage it never took)");
 // #end tmask
+// #section tmsk
+// Stream-K on the TMA schedule (spec.split_k_reduce "stream"): the DG_TILES x DG_SK_KT
+// k-tiles of the launch, tile-major, are cut into DG_TILE_BLOCKS equal runs, one per
+// persistent block (run b = [b*I/B, (b+1)*I/B), I = DG_SK_ITERS, never empty). A block's
+// runs of k-tiles form segments of at most two partial tiles (its first and last) and whole
+// tiles between. The block that computes a tile's first k-tile owns it: it adds the partial
+// sums of the later blocks whose runs start inside the tile (in block order, each waiting on
+// that block's flag) and stores dX. A block whose run starts inside a tile stores that first
+// segment's fp32 partial sums in its workspace slot and raises its flag; it never waits
+// before that, so the waits form no cycle. Every block must be resident at once (the grid
+// is at most the blocks that fit: spec.tile_blocks). Workspace (the fourth argument):
+// DG_SK_FLAGS words of flags (zeroed before each launch), then DG_TILE_BLOCKS slots of
+// DG_SK_SLOT floats.
+static_assert(DG_TMA && !DG_PERSIST && DG_SPLIT_K == 1 && DG_STAGES >= 2 && DG_G == 1,
+              "stream-K is the TMA schedule's, unsplit, one group");
+static_assert(DG_SK_ITERS == (long long)DG_TILES * DG_SK_KT && DG_TILE_BLOCKS <= DG_SK_ITERS,
+              "every block's run of k-tiles is non-empty");
+// #end tmsk
 #if DG_TMA
 static_assert(DG_WGMMA && DG_TILE_K == 64 && DG_TILE_M <= 256, "TMA boxes: 64-wide k rows, at most 256 rows");
 static_assert(DG_K % 8 == 0 && DG_CPG % 8 == 0, "TMA tensor strides are multiples of 16 bytes");
@@ -1945,6 +1963,64 @@ DG_DEVICE void dg_epilogue_split(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N
         }
 }
 // #end tmask
+// #section tmsk
+// The stream-K fixup. Only the warpgroups take part (named barrier 1; the producer warp has
+// returned). A slot holds register r of consumer thread tid at r * DG_THREADS + tid.
+#define DG_SK_SLOT (DG_THREADS * DG_MMA_M * DG_MMA_N * DG_ACC_PER_ATOM)
+DG_DEVICE void dg_consumer_sync() { asm volatile("bar.sync 1, %0;" ::"n"(DG_THREADS) : "memory"); }
+// Raise flag f once every consumer thread's stores before it are visible device-wide
+// (each thread's fence, the barrier, then one release store).
+DG_DEVICE void dg_sk_raise(unsigned* f, int tid) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    dg_consumer_sync();
+    if (tid == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(f), "r"(1u) : "memory");
+}
+// Wait until flag f is raised (one thread acquires it, the barrier passes it on).
+DG_DEVICE void dg_sk_wait(const unsigned* f, int tid) {
+    if (tid == 0) {
+        unsigned v = 0;
+        for (;;) {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
+            if (v) break;
+            asm volatile("nanosleep.u32 64;");
+        }
+    }
+    dg_consumer_sync();
+}
+DG_DEVICE float dg_ld_l2(const float* p) {   // past L1, which other blocks' stores do not update
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+    return v;
+}
+// A later segment of a tile: its partial sums into this block's slot, then its flag.
+DG_DEVICE void dg_sk_store(float* ws, int b, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM], int tid) {
+    float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + tid;
+    int r = 0;
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j)
+#pragma unroll
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e, ++r) slot[r * DG_THREADS] = acc[i][j][e];
+    dg_sk_raise(reinterpret_cast<unsigned*>(ws) + b, tid);
+}
+// The owner of the tile whose k-tiles start at `base` (its run ends inside the tile): add the
+// partial sums of blocks bid+1, bid+2, ... whose runs start before the tile ends, in order.
+DG_DEVICE void dg_sk_fixup(float* ws, int bid, long long base, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
+                           int tid) {
+    for (int b = bid + 1; b < DG_TILE_BLOCKS && (long long)b * DG_SK_ITERS / DG_TILE_BLOCKS < base + DG_SK_KT; ++b) {
+        dg_sk_wait(reinterpret_cast<const unsigned*>(ws) + b, tid);
+        const float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + tid;
+        int r = 0;
+#pragma unroll
+        for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+            for (int j = 0; j < DG_MMA_N; ++j)
+#pragma unroll
+                for (int e = 0; e < DG_ACC_PER_ATOM; ++e, ++r) acc[i][j][e] += dg_ld_l2(slot + r * DG_THREADS);
+    }
+}
+// #end tmsk
 #endif
 
 // ------------------------------------------------------------------ zero fill
@@ -2052,6 +2128,9 @@ DG_DEVICE void dg_zero_acc(float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM]) {
 
 // ------------------------------------------------------------------ the kernel
 DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restrict__ w, dg_t* __restrict__ dx
+// #section tmsk
+                               , float* __restrict__ ws
+// #end tmsk
 #if DG_TMA
                                , const __grid_constant__ dg_tmap tm_dy, const __grid_constant__ dg_tmap tm_w
 #endif
@@ -2155,12 +2234,21 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         {
 // #end ntshift
             int it = 0;
-// #section !tmask
+// #section !tmask|tmsk
             for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
                 const dg_tma_tile tt = dg_tma_tile_at(t);
                 const int k_tiles = chunks * tt.taps;
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-// #end !tmask
+// #end !tmask|tmsk
+// #section tmsk
+            const long long it0 = (long long)bid * DG_SK_ITERS / DG_TILE_BLOCKS;
+            const long long it1 = (long long)(bid + 1) * DG_SK_ITERS / DG_TILE_BLOCKS;
+            for (int t = (int)(it0 / DG_SK_KT); (long long)t * DG_SK_KT < it1; ++t) {
+                const dg_tma_tile tt = dg_tma_tile_at(t);
+                const long long base = (long long)t * DG_SK_KT;
+                const int kt1 = base + DG_SK_KT < it1 ? DG_SK_KT : (int)(it1 - base);
+                for (int kt = it0 > base ? (int)(it0 - base) : 0; kt < kt1; ++kt, ++it) {
+// #end tmsk
 // #section tmask
             for (int u = bid; u < DG_TILES * DG_SPLIT_K; u += DG_TILE_BLOCKS) {
                 const int z = u / DG_TILES;
@@ -2251,11 +2339,22 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         return;
     }
     int it = 0;
-// #section !tmask
+// #section !tmask|tmsk
     for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
         const dg_tma_tile tt = dg_tma_tile_at(t);
         const int k_tiles = chunks * tt.taps;
-// #end !tmask
+// #end !tmask|tmsk
+// #section tmsk
+    (void)chunks;
+    const long long it0 = (long long)bid * DG_SK_ITERS / DG_TILE_BLOCKS;
+    const long long it1 = (long long)(bid + 1) * DG_SK_ITERS / DG_TILE_BLOCKS;
+    for (int t = (int)(it0 / DG_SK_KT); (long long)t * DG_SK_KT < it1; ++t) {
+        const dg_tma_tile tt = dg_tma_tile_at(t);
+        const long long base = (long long)t * DG_SK_KT;
+        const int kt0 = it0 > base ? (int)(it0 - base) : 0;
+        const int kt1 = base + DG_SK_KT < it1 ? DG_SK_KT : (int)(it1 - base);
+        const int k_tiles = kt1 - kt0;
+// #end tmsk
 // #section tmask
     for (int u = bid; u < DG_TILES * DG_SPLIT_K; u += DG_TILE_BLOCKS) {
         const int z = u / DG_TILES;
@@ -2272,12 +2371,20 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         }
         dg_mma_drain();
         if ((tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
-// #section !tmask
+// #section !tmask|tmsk
         dg_epilogue_direct(dx, acc, g, tt, tt.n_tile, wm, wn, lane);
-// #end !tmask
+// #end !tmask|tmsk
 // #section tmask
         dg_epilogue_split(dx, acc, g, tt, z, wm, wn, lane);
 // #end tmask
+// #section tmsk
+        if (kt0 > 0) {                   // a later segment of tile t: its partial sums go to the owner
+            dg_sk_store(ws, bid, acc, tid);
+            continue;
+        }
+        if (kt1 < DG_SK_KT) dg_sk_fixup(ws, bid, base, acc, tid);   // the tile goes on in later blocks
+        dg_epilogue_direct(dx, acc, g, tt, tt.n_tile, wm, wn, lane);
+// #end tmsk
     }
 #elif DG_PERSIST
     // Persistent blocks (DG_TILE_BLOCKS of them) walk the tiles t = bid, bid + DG_TILE_BLOCKS, ...

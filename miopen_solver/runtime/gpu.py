@@ -38,7 +38,8 @@ class DeviceMemoryError(MemoryError):
 @dataclass(frozen=True)
 class _Step:
     """One launch of a run: a loaded kernel, its geometry and arguments; ``memset_bytes`` of
-    dX (``args[2]``) zeroed before it (split-K); ``after``: a transform after the kernel."""
+    dX (``args[2]``) zeroed before it (split-K), and ``cleared`` ``(pointer, bytes)``
+    zeroed too (stream-K's flags); ``after``: a transform after the kernel."""
 
     kernel: "Loaded"
     grid: tuple
@@ -47,6 +48,7 @@ class _Step:
     args: tuple
     memset_bytes: int = 0
     after: bool = False
+    cleared: tuple = ()
 
 
 @dataclass
@@ -165,20 +167,23 @@ class GpuEngine(Engine):
             for ptr in ptrs:
                 self.rt.free(ptr)
 
-    def kernel_args(self, k: Loaded, dy: int, w: int, dx: int) -> tuple:
-        """The kernel's arguments: the dY, W and dX pointers, then the bytes of each tensor
-        map the source asks for (built once per buffer set, outside any timed region).
+    def kernel_args(self, k: Loaded, dy: int, w: int, dx: int, own_workspace: int = 0) -> tuple:
+        """The kernel's arguments: the dY, W and dX pointers, the kernel's own workspace
+        (``own_workspace``) when the source takes one (``workspace_arg``), then the bytes of
+        each tensor map the source asks for (built once per buffer set, outside any timed
+        region).
 
         Raises:
             RuntimeError: the source needs tensor maps and the runtime cannot build them.
         """
+        ptrs = (dy, w, dx) + ((own_workspace,) if k.source.workspace_arg else ())
         if not k.source.tensor_maps:
-            return (dy, w, dx)
+            return ptrs
         build = getattr(self.rt, "tensor_map", None)
         if build is None:
             raise RuntimeError(f"{k.source.name} needs TMA tensor maps, which the {self.name} runtime cannot build")
-        ptrs = {"dy": dy, "w": w}
-        return (dy, w, dx) + tuple(build(ptrs[d.operand], d) for d in k.source.tensor_maps)
+        bufs = {"dy": dy, "w": w}
+        return ptrs + tuple(build(bufs[d.operand], d) for d in k.source.tensor_maps)
 
     def launches(self, sol, k: Loaded, dy: int, w: int, dx: int, workspace: int = 0) -> list:
         """One run of the solution as ``[_Step, ...]``, in order: the layout transforms
@@ -209,11 +214,13 @@ class GpuEngine(Engine):
         dy_img, dx_img = p.dy_elems // p.N * eb, p.dx_elems // p.N * eb
         red = sol.reduce
         main = []
+        own = workspace + sol.kernel_workspace_offset if k.source.workspace_arg else 0
         for n0, n in sol.chunks:
             out = workspace + red.offset if red else native["dX"] + n0 * dx_img
             main.append(_Step(k, k.source.grid, k.source.block, k.source.shared_bytes,
-                              self.kernel_args(k, native["dY"] + n0 * dy_img, native["W"], out),
-                              memset_bytes=n * dx_img if k.source.pre_memset else 0))
+                              self.kernel_args(k, native["dY"] + n0 * dy_img, native["W"], out, own),
+                              memset_bytes=n * dx_img if k.source.pre_memset else 0,
+                              cleared=((own, k.source.workspace_cleared),) if k.source.workspace_cleared else ()))
             if red:
                 rk = self.load(red.emit(self.rt.vendor, self.target.arch))
                 main.append(_Step(rk, red.grid, red.block, 0, red.args(out, native["dX"] + n0 * dx_img)))
@@ -227,13 +234,19 @@ class GpuEngine(Engine):
         for st in steps:
             if st.memset_bytes:
                 self.rt.memset(st.args[2], 0, st.memset_bytes)
+            for ptr, nbytes in st.cleared:
+                self.rt.memset(ptr, 0, nbytes)
             self.rt.launch(st.kernel.func, st.grid, st.block, st.shared, st.args)
 
     @staticmethod
     def _poison_ranges(sol) -> tuple:
-        """Workspace ranges the kernel writes (the NHWC dX copy, the split-K slices),
-        poisoned with dX: an element the reduction reads and no split wrote is NaN."""
+        """Workspace ranges the kernel writes (the NHWC dX copy, the split-K slices,
+        stream-K's partial-sum slots), poisoned with dX: an element the reduction or a
+        stream-K owner reads and no block wrote is NaN."""
         slices = ((sol.reduce.offset, sol.reduce.nbytes),) if sol.reduce else ()
+        if getattr(sol.spec, "stream_k", False):       # the slots after the flags (those are cleared)
+            src = sol.kernels[0].source
+            slices = ((sol.kernel_workspace_offset + src.workspace_cleared, src.workspace_arg - src.workspace_cleared),)
         return tuple((t.offset, t.nbytes) for t in sol.transforms if not t.before) + slices
 
     # ----------------------------------------------------------------- run / time
