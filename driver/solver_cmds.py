@@ -230,7 +230,7 @@ def applicable_cmd(arch, backend, as_json, line):
 @click.option("--no-perfdb", "no_perfdb", is_flag=True, help="Do not consult a perf-db.")
 @click.option("--kouter", default=None, help="As for a run: auto, on or off (lds_k_outer).")
 @click.option("--split-k", "split_k", default=None, help="As for a run: -1 (choose) or 1..64.")
-@click.option("--split-k-reduce", "split_k_reduce", default=None, help="As for a run: auto, atomic or workspace.")
+@click.option("--split-k-reduce", "split_k_reduce", default=None, help="As for a run: auto, atomic, workspace or stream.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, split_k_reduce, as_json, line):

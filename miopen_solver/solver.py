@@ -567,7 +567,8 @@ class DgradSolver:
         it validates on ``target`` (a record that does not is ignored with a note); else the
         default. Then the settings: ``kouter`` (``auto``/``on``/``off``: ``lds_k_outer``),
         ``split_k`` (-1 or 1..64) and ``split_k_reduce`` (``auto``/``atomic``/``workspace``:
-        how a split-K launch sums its slices, :func:`~miopen_solver.spec.split_k_reduce_mode`;
+        how a split-K launch sums its slices, or ``stream``: stream-K on the TMA schedule;
+        :func:`~miopen_solver.spec.split_k_reduce_mode`;
         it sets the config's field where split_k is not 1). A setting that a default or perf-db config of a
         warpgroup schedule cannot take moves to the nearest config that can (the plain
         warpgroup form, else the warp-MMA default), with a note; a given config is kept as
@@ -693,8 +694,8 @@ class DgradSolver:
             chosen = launch_spec(problem, target, asked).split_k
             choice.config = asked.replace(split_k=chosen)
             choice.notes.append(f"Split-K: -1 resolved to {chosen}")
-        if settings.split_k_reduce is not None and getattr(launch_spec(problem, target, choice.config),
-                                                           "split_k", 1) == 1:
+        if settings.split_k_reduce not in (None, "stream") and getattr(launch_spec(problem, target, choice.config),
+                                                                       "split_k", 1) == 1:
             choice.notes.append(f"--split-k-reduce {settings.split_k_reduce}: split_k is 1, nothing to reduce")
 
     @staticmethod
@@ -875,7 +876,8 @@ class _Settings:
         element), so those leave it unchanged; a config that already splits (a default or
         perf-db record with split_k > 1: the TMA schedule's work units, the sub-wave model's
         split, a rule's split) keeps its own split for ``-1`` -- that split is the solver's
-        choice; the reduction is set only where the config may split (split_k not 1)."""
+        choice; the reduction is set only where the config may split (split_k not 1), and
+        ``stream`` (stream-K, which splits no config's K: split_k stays 1 or -1) always."""
         kouter, split_k = self.kouter, self.split_k
         if cfg.schedule.direct:
             kouter = None if kouter == "auto" else kouter
@@ -886,7 +888,7 @@ class _Settings:
             cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
         if split_k is not None:
             cfg = cfg.replace(split_k=split_k)
-        if self.split_k_reduce is not None and cfg.split_k != 1:
+        if self.split_k_reduce is not None and (cfg.split_k != 1 or self.split_k_reduce == "stream"):
             cfg = cfg.replace(split_k_reduce=SPLIT_K_REDUCE_CODES[self.split_k_reduce])
         return cfg
 

@@ -28,7 +28,7 @@ from miopen_solver import applicability as ap
 from miopen_solver.command import parse
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import PerfConfigError
-from miopen_solver.heuristics import default_performance_config
+from miopen_solver.heuristics import default_performance_config, max_stream_k_workspace
 from miopen_solver.kernels.emit import _read, emit_splitk_reduce
 from miopen_solver.problem import ConvProblem
 from miopen_solver.reference import dgrad_reference, verify
@@ -151,9 +151,12 @@ def test_workspace_sizes_by_hand():
     assert sol.as_dict()["split_k_reduce"]["bytes"] == 39168
     # no config: the widest split search offers here (16: 16 x 16 <= GemmK 9*64), 16 slices
     assert SOLVER.get_workspace_size(p, SM90) == 16 * 13056
-    # atomics where allowed: no workspace, with or without a config
+    # atomics where allowed: no workspace for the config; without one, what the search's
+    # stream-K configs need (their flags and slots), and nothing where it offers none (fp32)
     even = p.replace(C=32, K=64)
-    assert SOLVER.get_workspace_size(even, SM90, cfg) == SOLVER.get_workspace_size(even, SM90) == 0
+    assert SOLVER.get_workspace_size(even, SM90, cfg) == 0
+    assert SOLVER.get_workspace_size(even, SM90) == max_stream_k_workspace(even, SM90) > 0
+    assert SOLVER.get_workspace_size(even.replace(dtype="fp32"), SM90) == 0
 
 
 def test_slices_follow_the_layout_copies_and_an_nchw_dx_needs_no_transform():

@@ -1,0 +1,189 @@
+"""Stream-K on the TMA schedule (``split_k_reduce`` 3): its rules, its workspace, the kernel
+text it adds, the launch plan that clears its flags and passes its workspace, and the driver's
+options. The kernel itself runs on the emulator (tests/test_gemm_emu.py, ``-k stream_k``) and
+on the GPU (tests/test_gpu.py, ``-k stream_k``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from driver.cli import main
+from miopen_solver.command import parse
+from miopen_solver.config import SPLIT_K_REDUCE, PerfConfig
+from miopen_solver.errors import PerfConfigError
+from miopen_solver.heuristics import max_stream_k_workspace, search_space
+from miopen_solver.reference import dgrad_reference, verify
+from miopen_solver.runtime.cache import BinaryCache
+from miopen_solver.runtime.gpu import POISON_BYTE, GpuEngine
+from miopen_solver.solver import DgradSolver
+from miopen_solver.spec import make_spec
+from miopen_solver.target import get_target
+
+from test_split_n import ComputingRuntime
+
+SM90 = get_target("sm_90")
+NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+SOLVER = DgradSolver()
+SK = PerfConfig(128, 128, 64, 2, 1, 64, 128, split_k=1, stages=4, schedule=3, split_k_reduce=3)
+R50 = f"convfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1 {NHWC}"
+
+
+def _p(line):
+    return parse(line.split()).problem
+
+
+def test_the_code_is_named_stream():
+    assert SPLIT_K_REDUCE[3] == "stream" and SK.reduce == "stream"
+    assert SK.serialize() == "128,128,64,2,1,64,128,0,0,0,1,-1,4,3,3"
+
+
+@pytest.mark.parametrize("line,cfg,needle", [
+    (R50, SK.replace(schedule=1), "stream-K (split_k_reduce 3) runs on"),
+    (R50, SK.replace(split_k=2), "split_k must be 1 or -1, got 2"),
+    (f"convfp16 -n 2 -c 256 -H 8 -W 8 -k 256 -y 1 -x 1 -g 2 {NHWC}", SK, "stream-K runs one group; the problem has G=2"),
+    # 3x3 stride 2: sub-GEMMs of 4, 2, 2 and 1 taps
+    (f"convfp16 -n 2 -c 128 -H 16 -W 16 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}", SK,
+     "the sub-GEMMs have 1, 2, 4 taps"),
+])
+def test_refusals_name_the_rule(line, cfg, needle):
+    with pytest.raises(PerfConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        make_spec(_p(line), SM90, cfg)
+
+
+@pytest.mark.parametrize("line", [
+    R50,
+    f"convbfp16 -n 2 -c 128 -H 16 -W 16 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}",
+    f"convfp16 -n 2 -c 64 -H 14 -W 14 -k 512 -y 1 -x 1 -u 2 -v 2 {NHWC}",      # one sub-GEMM, zero fill
+    "convfp16 -n 2 -c 64 -H 14 -W 14 -k 512 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2 -F 2",   # all NCHW, dilated
+])
+def test_grid_workspace_and_name_by_hand(line):
+    """Blocks: every resident block (132 SMs x resident blocks), never more than the k-tiles;
+    workspace: one flag per block rounded up to 64, then a 128x128 fp32 slot per block."""
+    p = _p(line)
+    s = make_spec(SOLVER.get_solution(p, SM90, SK).spec.problem, SM90, SK)
+    kt = -(-p.kpg // 64) * (p.Y * p.X if p.sH == 1 else 1)
+    tiles = s.tiles_per_group
+    assert s.stream_k and s.stream_k_tiles == kt and s.split_k == 1
+    assert s.tile_blocks == min(132 * s.resident_blocks, tiles * kt)
+    flags = -(-s.tile_blocks // 64) * 64
+    assert s.stream_k_flag_words == flags
+    assert s.workspace_bytes == flags * 4 + s.tile_blocks * 128 * 128 * 4
+    assert "_skst_" in s.kernel_name and f"_tma{s.tile_blocks}_" in s.kernel_name
+    assert s.grid == (s.tile_blocks + s.zero_fill_blocks, 1, 1)
+    sol = SOLVER.get_solution(p, SM90, SK)
+    src = sol.kernels[0].source
+    assert (src.workspace_arg, src.workspace_cleared) == (s.workspace_bytes, flags * 4)
+    assert sol.workspace_bytes == sol.kernel_workspace_offset + s.workspace_bytes
+    assert SOLVER.get_workspace_size(p, SM90, SK) == sol.workspace_bytes
+
+
+def test_the_text_has_the_sections_only_for_stream_k():
+    """The stream-K sections (fixup, fourth argument, runs of k-tiles) are in a stream-K
+    kernel's text and nowhere else: the same tile unsplit or split keeps its text."""
+    p = _p(R50)
+    sk = SOLVER.get_solution(p, SM90, SK).kernels[0].source.text
+    assert "dg_sk_fixup(ws, bid, base, acc, tid)" in sk and "float* __restrict__ ws" in sk
+    assert "#define DG_SK_KT 32" in sk and "tmsk" not in sk
+    for other in (SK.replace(split_k_reduce=0), SK.replace(split_k=2, split_k_reduce=0), SK.replace(split_k=2, split_k_reduce=2)):
+        text = SOLVER.get_solution(p, SM90, other).kernels[0].source.text
+        assert "dg_sk_" not in text and "__restrict__ ws" not in text and "DG_SK_" not in text
+
+
+def test_the_problem_workspace_covers_every_stream_k_config():
+    """get_workspace_size without a config holds the largest stream-K config search offers."""
+    for line in (R50, "convfp16 -n 8 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2"):
+        p = _p(line)
+        whole = SOLVER.get_workspace_size(p, SM90)
+        offered = [c for c in search_space(p, SM90) if c.reduce == "stream"]
+        assert offered
+        need = 0
+        for cfg in offered:
+            try:
+                need = max(need, SOLVER.get_workspace_size(p, SM90, cfg))
+            except PerfConfigError:
+                continue
+        assert 0 < need <= whole
+        launch = SOLVER.get_solution(p, SM90, offered[0]).spec.problem
+        assert max_stream_k_workspace(launch, SM90) >= need - SOLVER.get_solution(p, SM90, offered[0]).kernel_workspace_offset
+
+
+def test_search_offers_stream_k_only_to_one_group():
+    grouped = _p(f"convfp16 -n 2 -c 256 -H 8 -W 8 -k 256 -y 1 -x 1 -g 2 {NHWC}")
+    assert not [c for c in search_space(grouped, SM90) if c.reduce == "stream"]
+    assert max_stream_k_workspace(grouped, SM90) == 0
+
+
+class _SkRuntime(ComputingRuntime):
+    """The computing fake device with TMA tensor maps (as placeholders naming their buffer)."""
+
+    def tensor_map(self, ptr, desc):
+        return ("tensor_map", ptr, desc)
+
+
+def test_the_launch_clears_the_flags_poisons_the_slots_and_passes_the_workspace(tmp_path):
+    """One run: the slots after the flags NaN-poisoned with dX, the flags zeroed right before
+    the kernel, the kernel's fourth argument the workspace at the kernel's offset (after the
+    NCHW copies), tensor maps after it; dX verifies (the fake device computes it)."""
+    p = _p("convfp16 -n 2 -c 64 -H 6 -W 8 -k 192 -y 1 -x 1 -F 2 --in_layout NHWC --out_layout NCHW --fil_layout NHWC")
+    sol = SOLVER.find_solution(p, SM90, perf_config=SK.replace(tile_m=64, warp_m=1))
+    rt = _SkRuntime(sol)
+    rng = np.random.default_rng(3)
+    dy = rng.uniform(-1, 1, (2, 192, 6, 8)).astype(np.float16)
+    w = rng.uniform(-1, 1, (192, 1, 1, 64)).astype(np.float16)
+    dx = GpuEngine(rt, BinaryCache(tmp_path / "cache")).run(sol, dy, w)
+    assert verify(p, dx, dgrad_reference(p, dy, w)).ok
+    src = sol.kernels[0].source
+    ws = next(c[1] for c in rt.calls if c[0] == "alloc" and c[2] == sol.workspace_bytes)
+    own = ws + sol.kernel_workspace_offset
+    assert sol.kernel_workspace_offset > 0                      # dY's NCHW copy comes first
+    memsets = [c for c in rt.calls if c[0] == "memset"]
+    assert ("memset", own + src.workspace_cleared, POISON_BYTE, src.workspace_arg - src.workspace_cleared) in memsets
+    i = next(k for k, c in enumerate(rt.calls) if c[0] == "launch" and c[1] == src.name)
+    assert rt.calls[i - 1] == ("memset", own, 0, src.workspace_cleared)
+    args = rt.calls[i][5]
+    assert args[3] == own and [a[0] for a in args[4:]] == ["tensor_map", "tensor_map"]
+
+
+def test_compiles_for_sm90_without_spills(tmp_path):
+    """nvcc builds stream-K kernels (a 1x1 and a 3x3 line, 128- and 256-column tiles) with no
+    spills or stack."""
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc not on PATH")
+    for line, cfg in ((R50, SK), (f"convbfp16 -n 2 -c 256 -H 8 -W 8 -k 320 -y 3 -x 3 -p 1 -q 1 {NHWC}",
+                                  SK.replace(tile_n=256, warp_tile_n=256))):
+        src = SOLVER.get_solution(_p(line), SM90, cfg).kernels[0].source
+        cu = tmp_path / "k.cu"
+        cu.write_text(src.text)
+        r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "k.cubin"), str(cu), "-Xptxas", "-v"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "0 bytes spill stores, 0 bytes spill loads" in r.stderr and "0 bytes stack frame" in r.stderr
+
+
+def test_the_driver_takes_split_k_reduce_stream(capsys):
+    """``--split-k-reduce stream`` on a TMA config runs stream-K (verified on the CPU engine's
+    decomposition); ``config --json`` reports the reduction, the workspace and the name."""
+    base = ["convfp16", "-n", "2", "-c", "128", "-H", "9", "-W", "10", "-k", "256", "-y", "1", "-x", "1",
+            "-F", "2", "--in_layout", "NHWC", "--out_layout", "NHWC", "--fil_layout", "NHWC"]
+    cfg = "64,128,64,1,1,64,128,0,0,0,1,-1,4,3"
+    assert main(base + ["--arch", "sm_90", "--backend", "cpu", "--perf-config", cfg, "--split-k-reduce", "stream"]) == 0
+    out = capsys.readouterr().out
+    assert "Verifies OK" in out
+    assert main(["config"] + base + ["--arch", "sm_90", "--perf-config", cfg, "--split-k-reduce", "stream", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["spec"]["split_k_reduce"] == "stream" and "_skst_" in doc["kernel_name"]
+    assert doc["workspace_bytes"] == make_spec(_p(" ".join(base)), SM90, PerfConfig.parse(cfg + ",3")).workspace_bytes
+
+
+def test_a_stream_k_setting_on_a_config_that_cannot_take_it_is_one_line(capsys):
+    base = ["convfp16", "-n", "2", "-c", "128", "-H", "9", "-W", "10", "-k", "256", "-y", "1", "-x", "1", "-F", "2",
+            "--in_layout", "NHWC", "--out_layout", "NHWC", "--fil_layout", "NHWC"]
+    status = main(base + ["--arch", "sm_90", "--backend", "cpu", "--perf-config", "64,128,64,1,1,64,128,0,0,0,1,-1,4,1",
+                          "--split-k-reduce", "stream"])
+    err = capsys.readouterr().err
+    assert status != 0 and "stream-K (split_k_reduce 3) runs on" in err and "Traceback" not in err
