@@ -123,15 +123,25 @@ def shown_field(rec: dict, key: str) -> str:
     return "missing" if key not in rec else shorten(json.dumps(rec[key]))
 
 
-def ok_timings(path):
-    """``(line number, record)`` per ``ok`` timing record of the campaign log at ``path``,
-    each checked: a ``problem_key`` and a ``perf_config`` string, a ``median_ms`` that is a
-    finite number > 0.
+def read_logs(paths) -> list:
+    """``(path, records)`` per campaign log, its :func:`log_records` read once (every reader
+    below takes these).
 
     Raises:
-        FileError: see :func:`log_records`; a record that is not so, naming the line and field.
+        FileError: see :func:`log_records`.
     """
-    for n, r in log_records(path):
+    return [(path, log_records(path)) for path in paths]
+
+
+def ok_timings(path, records):
+    """``(line number, record)`` per ``ok`` timing record of ``records`` (:func:`log_records`
+    of the campaign log at ``path``), each checked: a ``problem_key`` and a ``perf_config``
+    string, a ``median_ms`` that is a finite number > 0.
+
+    Raises:
+        FileError: a record that is not so, naming the log, the line and the field.
+    """
+    for n, r in records:
         if r.get("type") != "timing" or r.get("status") != "ok":
             continue
         for key in ("problem_key", "perf_config"):
@@ -144,17 +154,16 @@ def ok_timings(path):
         yield n, r
 
 
-def read_verdicts(path) -> list:
-    """The ``verdict`` records of the campaign log at ``path``, in file order
-    (:func:`log_records`).
+def read_verdicts(path, records) -> list:
+    """The ``verdict`` records of ``records`` (:func:`log_records` of the campaign log at
+    ``path``), in file order.
 
     Raises:
-        FileError: the file cannot be read or is not a campaign log (:func:`log_records`),
-            or a verdict has no string ``problem_key`` or a time that is not a finite
+        FileError: a verdict has no string ``problem_key`` or a time that is not a finite
             number >= 0 (or null). The message names the log and the line.
     """
     out = []
-    for n, rec in log_records(path):
+    for n, rec in records:
         if rec.get("type") != "verdict":
             continue
         if not isinstance(rec.get("problem_key"), str):
@@ -178,14 +187,13 @@ METHOD_NAMES = {"graph": "graph replays (-J 1)", "events": "single launches (CUD
 """How a timing record's ``method`` says its times were taken (the campaign worker's)."""
 
 
-def timing_methods(paths) -> str:
-    """One line saying how the ok timing records of the logs ``paths`` were timed, e.g.
-    ``Timing: 1000 configs as graph replays (-J 1)``: a table of event-timed launches is not
-    the benchmark's (below ~30 us launch latency reorders configs). Raises FileError as
-    :func:`log_records` (the logs are read again, only their timing records counted)."""
+def timing_methods(logs) -> str:
+    """One line saying how the ok timing records of ``logs`` (:func:`read_logs`) were timed,
+    e.g. ``Timing: 1000 configs as graph replays (-J 1)``: a table of event-timed launches is
+    not the benchmark's (below ~30 us launch latency reorders configs)."""
     counts = {}
-    for path in paths:
-        for _, rec in log_records(path):
+    for _, records in logs:
+        for _, rec in records:
             if rec.get("type") == "timing" and rec.get("status") == "ok":
                 m = rec.get("method")
                 counts[m] = counts.get(m, 0) + 1
@@ -196,13 +204,12 @@ def timing_methods(paths) -> str:
     return "Timing: " + ", ".join(parts)
 
 
-def verdicts(paths) -> dict:
-    """problem key -> the last ``verdict`` record over the logs ``paths`` (in order: a resumed
-    campaign's later verdict wins). Raises FileError for a log that is not a campaign's
-    (see :func:`read_verdicts`)."""
+def verdicts(logs) -> dict:
+    """problem key -> the last ``verdict`` record over ``logs`` (:func:`read_logs`, in order: a
+    resumed campaign's later verdict wins). Raises FileError as :func:`read_verdicts`."""
     out = {}
-    for path in paths:
-        for rec in read_verdicts(path):
+    for path, records in logs:
+        for rec in read_verdicts(path, records):
             out[rec["problem_key"]] = rec
     return out
 
@@ -246,25 +253,27 @@ def read_plan(path) -> list:
     return plan
 
 
-def timed_configs(paths) -> dict:
-    """problem key -> {perf config -> median ms} of the ok timing records of the logs
-    ``paths`` (a later record of the same config wins). Raises FileError as :func:`log_records`."""
+def timed_configs(logs) -> dict:
+    """problem key -> {perf config -> median ms} of the ok timing records of ``logs``
+    (:func:`read_logs`; a later record of the same config wins). Raises FileError as
+    :func:`ok_timings`."""
     out = {}
-    for path in paths:
-        for _, rec in ok_timings(path):
+    for path, records in logs:
+        for _, rec in ok_timings(path, records):
             out.setdefault(rec["problem_key"], {})[rec["perf_config"]] = float(rec["median_ms"])
     return out
 
 
-def campaign_arch(paths) -> str:
-    """The ``arch`` of the logs' session records (the target the campaign tuned for).
+def campaign_arch(logs) -> str:
+    """The ``arch`` of the session records of ``logs`` (:func:`read_logs`; the target the
+    campaign tuned for).
 
     Raises:
         FileError: a session record's arch is not a known arch name (naming the log and line).
         ValueError: no session record names an arch, or two logs name different ones."""
     arches = set()
-    for path in paths:
-        for n, rec in log_records(path):
+    for path, records in logs:
+        for n, rec in records:
             if rec.get("type") != "session" or rec.get("arch") is None:
                 continue
             arch = rec["arch"]
@@ -384,14 +393,15 @@ def _main(argv=None) -> int:
         check_outputs([("log", p) for p in a.logs] + [("--suite", a.suite)], out=a.out, json=a.json)
         plan = read_plan(a.suite)
         try:
-            found = verdicts(a.logs)
+            logs = read_logs(a.logs)
+            found = verdicts(logs)
             if found and not any(item["key"] in found for item in plan):
                 raise ValueError(f"--suite {a.suite!r}: none of its {len(plan)} lines has a verdict in the logs "
                                  f"(they hold {len(found)}, all for other problems); allowed: {SUITE_ALLOWED}")
-            timing = timing_methods(a.logs)
+            timing = timing_methods(logs)
             now = timed = None
             if a.defaults == "current" and found:
-                now, timed = current_defaults(plan, campaign_arch(a.logs)), timed_configs(a.logs)
+                now, timed = current_defaults(plan, campaign_arch(logs)), timed_configs(logs)
         except FileError as e:
             raise ValueError(f"log {e}") from None
         table = rows(plan, found, a.within, defaults=now, timed=timed)

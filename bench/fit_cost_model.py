@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (REPORT_ALLOWED, OneLineParser, _write, check_outputs, guarded_main,  # noqa: E402
                            positive_number, read_report, row_problem)
-from bench.default_vs_tuned import (LOG_ALLOWED, MAX_LOG_BYTES, WITHIN_DEFAULT, ok_timings, read_plan, shown_field,  # noqa: E402
-                                    within_arg)
+from bench.default_vs_tuned import (LOG_ALLOWED, MAX_LOG_BYTES, WITHIN_DEFAULT, log_records, ok_timings, read_plan,  # noqa: E402
+                                    shown_field, within_arg)
 from miopen_solver import cost_model, heuristics  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.config import PerfConfig  # noqa: E402
@@ -54,7 +54,7 @@ def _timings(path, plan: dict):
     timing record is checked (a ``problem_key`` and ``perf_config`` string, a ``median_ms``
     > 0). Raises FileError naming the line (and see
     :func:`bench.default_vs_tuned.log_records`)."""
-    for _, r in ok_timings(path):
+    for _, r in ok_timings(path, log_records(path)):
         yield r, plan.get(r["problem_key"])
 
 

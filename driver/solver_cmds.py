@@ -268,6 +268,16 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
                                         split_k=settings[1], split_k_reduce=settings[2])   # as a run resolves it
     except PerfConfigError as e:    # the given config or settings are not valid here: bad input, as in a run
         _fail(f"{e} (on {target.arch})")
+    shown_source = None
+    if solution.source != "perf-config" and any(v is not None for v in settings):
+        # the default or perf-db config with --kouter/--split-k/--split-k-reduce on top: say so
+        # in the text where the settings changed it (the JSON "source" stays where it came from)
+        plain = solver.find_solution(problem, target, perfdb=db, perfdb_arch=db_arch,
+                                     perfdb_label=perfdb_label(opts.get("perfdb")))
+        if plain.perf_config != solution.perf_config:
+            flags = " ".join(f"--{name} {value}" for name, value in zip(("kouter", "split-k", "split-k-reduce"), settings)
+                             if value is not None)
+            shown_source = f"{solution.source}, with {flags}"
     solution = with_note(solution, math_note)
     for text in solution.warnings:
         warn(text)
@@ -284,7 +294,7 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
                       "workspace_bytes": solution.workspace_bytes},
            "split_k_reduce": facts["split_k_reduce"],
            "split_n": facts["split_n"]}
-    _emit(doc, as_json, _config_text(doc))
+    _emit(doc, as_json, _config_text(doc, shown_source))
 
 
 def _spec_doc(spec) -> dict:
@@ -342,12 +352,14 @@ def spec_text(value) -> str:
         return " x ".join(spec_text(v) for v in value)
     return str(value)
 
-def _config_text(doc: dict) -> str:
+def _config_text(doc: dict, source: str | None = None) -> str:
+    """``config``'s text form of ``doc``; ``source``: how the perf config line names where
+    the config came from (default: ``doc["source"]``)."""
     launch = doc["launch"]
     lines = [f"kernel: {doc['kernel_name']}",
              f"solver: {doc['solver']} on {doc['arch']}",
              f"problem key: {doc['problem_key']}",
-             f"perf config: {doc['perf_config']} ({doc['source']})",
+             f"perf config: {doc['perf_config']} ({source or doc['source']})",
              f"math: {doc['math']} (verification tolerance {doc['tolerance']:g})",
              *(f"note: {text}" for text in doc["notes"]),
              f"grid: {' x '.join(map(str, launch['grid']))}  block: {launch['block'][0]}  "

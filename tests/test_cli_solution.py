@@ -33,3 +33,25 @@ def test_unsplittable_line_is_one_error_line(args):
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2
     assert "cannot split the line" in r.output and "Traceback" not in r.output
+
+
+CFG_LINE = ["convfp16", "-n", "2", "-c", "64", "-H", "14", "-W", "14", "-k", "256", "-y", "1", "-x", "1", "-F", "2",
+            "--in_layout", "NHWC", "--out_layout", "NHWC", "--fil_layout", "NHWC", "--arch", "sm_90"]
+
+
+@pytest.mark.parametrize("settings,shown", [
+    ([], "(default)"),
+    (["--split-k", "2"], "(default, with --split-k 2)"),
+    (["--split-k-reduce", "atomic"], "(default)"),                # split_k 1: nothing changes
+    (["--kouter", "off", "--split-k", "4"], "(default, with --kouter off --split-k 4)"),
+])
+def test_config_says_when_settings_changed_the_default(settings, shown):
+    """``config``'s text names the settings that changed the default it shows (its JSON
+    ``source`` stays ``default``); a setting that changes nothing leaves it ``(default)``."""
+    import json
+    r = CliRunner().invoke(cli, ["config"] + CFG_LINE + settings)
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.startswith("perf config: "))
+    assert line.endswith(shown), line
+    j = CliRunner().invoke(cli, ["config"] + CFG_LINE + settings + ["--json"])
+    assert json.loads(j.output)["source"] == "default"

@@ -354,3 +354,24 @@ def test_a_field_of_a_hand_edited_log_is_one_line_naming_it(tmp_path, capsys, wh
         return
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert str(path) in err and why in err and "line " in err, err
+
+
+def test_each_log_is_read_once(tmp_path, monkeypatch):
+    """Verdicts, timing methods, the arch and the timed configs all come from one read of
+    each log (they were four reads)."""
+    zoo = tmp_path / "zoo.txt"
+    line = "convfp16 -n 2 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+    zoo.write_text(f"{line}  # net/a class=dense_1x1\n")
+    from miopen_solver.command import parse
+    key = parse(line.split()).problem.problem_key()
+    recs = [{"type": "session", "arch": "sm_90"},
+            {"type": "timing", "status": "ok", "problem_key": key, "perf_config": "64,64,64,1,1,64,64,0,0,0,1,-1,4,3",
+             "median_ms": 0.01, "method": "graph"},
+            {"type": "verdict", "problem_key": key, "default": "64,64,64,1,1,64,64,0,0,0,1,-1,4,3",
+             "default_ms": 0.01, "winner": "64,64,64,1,1,64,64,0,0,0,1,-1,4,3", "winner_ms": 0.01}]
+    logs = [_log(tmp_path / f"l{i}.jsonl", recs) for i in range(2)]
+    reads = []
+    real = dvt.log_records
+    monkeypatch.setattr(dvt, "log_records", lambda path: reads.append(str(path)) or real(path))
+    assert dvt.main(logs + ["--suite", str(zoo)]) == 0
+    assert sorted(reads) == sorted(logs)
