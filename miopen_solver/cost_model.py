@@ -162,6 +162,8 @@ def features(spec: DgradSpec) -> Features:
     if spec.schedule not in MODELLED:
         raise ValueError(f"schedule {spec.schedule.name} is not modelled; allowed: "
                          + ", ".join(s.name for s in MODELLED))
+    if getattr(spec, "stream_k", False):
+        return _stream_k_features(spec)
     p, t, c = spec.problem, spec.target, spec.config
     split = spec.split_k
     box = spec.tma_box
@@ -187,6 +189,31 @@ def features(spec: DgradSpec) -> Features:
     per_step = 0 if spec.tma else (c.tile_m * c.tile_k / spec.vec_a + c.tile_k * c.tile_n / spec.vec_b)
     issue = busiest * (per_step * mean_k + c.tile_m * c.tile_n / spec.vec_c) / spec.threads / 1e3
     return Features(spec.schedule, mma, loads, stores, float(-(-blocks // slots)), steps, traffic, atomics, issue,
+                    mma if spec.threads > CAPPED_THREADS else 0.0, len(spec.sub_gemms))
+
+
+def _stream_k_features(spec: DgradSpec) -> Features:
+    """:class:`Features` of a stream-K launch (``dgrad.cu`` ``tmsk``): its ``tile_blocks``
+    blocks, all resident (one wave), each a run of ``ceil(tiles x k-tiles / blocks)``
+    k-tiles; the busiest multiprocessor runs ``ceil(blocks / num_cus)`` of them. A run covers
+    at most ``run / k-tiles + 2`` tiles, whose dX it stores (``stores``), and its fixup moves
+    two fp32 tiles through L2 (its own slot written, one read back by an owner). Not among
+    :func:`candidates`: no H200 timing has fitted or checked it yet."""
+    p, t, c = spec.problem, spec.target, spec.config
+    kt = spec.stream_k_tiles
+    blocks = spec.tile_blocks
+    run = -(-spec.tiles_per_group * kt // blocks)
+    per_sm = -(-blocks // t.num_cus)
+    eb = p.elem_bytes
+    us = 1e6
+    tiles = run / kt + 2
+    mma = per_sm * 2.0 * c.tile_m * c.tile_n * c.tile_k * run / NOMINAL_SM_FLOPS * us
+    loads = per_sm * (c.tile_m + c.tile_n) * c.tile_k * eb * run / NOMINAL_SM_BYTES * us
+    stores = per_sm * c.tile_m * c.tile_n * (eb * tiles + 2 * 4) / NOMINAL_SM_BYTES * us
+    traffic = (p.dx_elems + p.dy_elems + p.w_elems) * eb / NOMINAL_DEVICE_BYTES * us
+    steps = per_sm * run / min(spec.resident_blocks, per_sm)
+    issue = per_sm * tiles * c.tile_m * c.tile_n / spec.vec_c / spec.threads / 1e3
+    return Features(spec.schedule, mma, loads, stores, 1.0, steps, traffic, 0.0, issue,
                     mma if spec.threads > CAPPED_THREADS else 0.0, len(spec.sub_gemms))
 
 

@@ -187,3 +187,23 @@ def test_a_stream_k_setting_on_a_config_that_cannot_take_it_is_one_line(capsys):
                           "--split-k-reduce", "stream"])
     err = capsys.readouterr().err
     assert status != 0 and "stream-K (split_k_reduce 3) runs on" in err and "Traceback" not in err
+
+
+def test_the_cost_model_s_features_of_a_stream_k_launch_by_hand():
+    """ResNet-50 layer4.1.conv3 (N=64, 1x1, c512 k2048, 7x7) at 128x128 stream-K on the H200:
+    25 x 4 = 100 tiles of 32 k-tiles over 132 blocks (one per SM): runs of 25 k-tiles, one
+    wave; the features count 25 k-tiles of MMA and loads, and about 2.8 tiles' stores plus two
+    fp32 tiles of fixup. Stream-K is not among the model's candidates."""
+    from miopen_solver import cost_model as cm
+    p = _p(R50)
+    s = make_spec(p, SM90, SK)
+    assert (s.tiles_per_group, s.stream_k_tiles, s.tile_blocks) == (100, 32, 132)
+    f = cm.features(s)
+    assert f.waves == 1.0 and f.atomics == 0.0 and f.phases == 1
+    assert f.mma == pytest.approx(2 * 128 * 128 * 64 * 25 / cm.NOMINAL_SM_FLOPS * 1e6)
+    assert f.loads == pytest.approx(256 * 64 * 2 * 25 / cm.NOMINAL_SM_BYTES * 1e6)
+    assert f.stores == pytest.approx(128 * 128 * (2 * (25 / 32 + 2) + 8) / cm.NOMINAL_SM_BYTES * 1e6)
+    assert f.steps == 25
+    plain = cm.features(make_spec(p, SM90, SK.replace(split_k_reduce=0)))
+    assert plain.mma == pytest.approx(2 * 128 * 128 * 64 * 32 / cm.NOMINAL_SM_FLOPS * 1e6)   # one tile per SM
+    assert not any(c.split_k_reduce == 3 for c in cm.candidates(p))
