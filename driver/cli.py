@@ -78,7 +78,8 @@ def cli():
               help="Split-K degree: N from 1 to 64, or -1 to let the solver choose (the choice is printed).")
 @click.option("--split-k-reduce", "split_k_reduce", type=click.Choice(SPLIT_K_REDUCE), default=None,
               help="How split-K slices are summed: atomic adds into dX, or an fp32 workspace and a "
-                   "reduction kernel (deterministic); auto = atomics where allowed.")
+                   "reduction kernel (deterministic); auto = atomics where allowed; stream = stream-K on a "
+                   "TMA config (schedule 3).")
 @click.option("--print-name-only", is_flag=True, help="Print the kernel name and exit (nothing is launched).")
 @ref_option
 @warmup_option

@@ -2,7 +2,8 @@
 
 1. The candidates are :meth:`DgradSolver.search` (valid configs, one per distinct kernel,
    the default first; ``--split-k-reduce atomic|workspace`` sets every split-K candidate's
-   reduction, to compare the two). ``--max-configs N`` keeps the default plus N-1 configs
+   reduction, to compare the two; ``--split-k-reduce stream`` keeps the stream-K candidates,
+   refused where none is valid). ``--max-configs N`` keeps the default plus N-1 configs
    evenly spaced over the search order, so a bounded sweep still spans every tile shape.
 2. Each candidate is compiled and timed (warm-up, then ``-i`` launches) in the *timing*
    worker: one process times them one after another and is restarted after a failure,
@@ -43,6 +44,7 @@ import click
 from miopen_solver import SOLVER_NAME, memory, prng
 from miopen_solver.config import SPLIT_K_REDUCE
 from miopen_solver.errors import PerfDbError
+from miopen_solver.heuristics import stream_k_reason
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 
@@ -327,6 +329,10 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     problem = cmd.problem
     check_applicable(problem, target)
     candidates = list(DgradSolver().search(problem, target, split_k_reduce=o.split_k_reduce))
+    if o.split_k_reduce == "stream" and not any(c.reduce == "stream" for c in candidates[1:]):
+        raise UserError(f"--split-k-reduce stream: no stream-K config is valid for this problem on {target.arch} "
+                        f"({stream_k_reason(problem, target)}); allowed: one group, every tile the same k-tiles, "
+                        f"fp16/bf16 on a target with the TMA schedule")
     picked = select_configs(candidates, o.max_configs)
     if o.list_only:  # needs no device: the configs depend only on the problem and the target
         listed = [c.serialize() for c in picked]
@@ -464,7 +470,7 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
 @click.option("--list", "list_only", is_flag=True, help="Print the configs the sweep would time, and exit.")
 @click.option("--split-k-reduce", "split_k_reduce", type=click.Choice(SPLIT_K_REDUCE), default=None,
               help="Every split-K candidate sums through atomics or the fp32 workspace (default: the "
-                   "solver's rule, atomics where allowed).")
+                   "solver's rule, atomics where allowed); stream: time the stream-K candidates (after the default).")
 @warmup_option
 @timeout_option
 @perfdb_options

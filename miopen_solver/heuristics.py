@@ -23,7 +23,7 @@ from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
 from .sub_wave import sub_wave_config
 from .spec import (WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance_config, make_spec,
-                   split_k_atomics_reason)
+                   split_k_atomics_reason, stream_k_rules)
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
 from .tma import TMA_MAX_STAGES, TMA_MIN_FILL, tma_fill, tma_reason
@@ -597,9 +597,10 @@ def _virtual_candidates(v: ConvProblem, t: Target, family: dict,
                         loops=(KernelSchedule.WARP_MMA, KernelSchedule.WGMMA)) -> Iterator[PerfConfig]:
     """The warpgroup and warp-MMA tiles of the virtual problem ``v`` (pointwise for the patch
     and NCHW pointwise families, tilde for group packing) without split K whose main loop is
-    one of ``loops``, on that loop's schedule in ``family``."""
+    one of ``loops`` (not stream-K: the plain TMA schedule's alone), on that loop's schedule
+    in ``family``."""
     for cfg in itertools.chain(_warpgroup_candidates(v, t, (1,), v.kpg), _warp_mma_candidates(v, t, (1,), v.kpg)):
-        if cfg.schedule in loops and not _narrow_warpgroup(v, cfg):
+        if cfg.schedule in loops and not _narrow_warpgroup(v, cfg) and cfg.split_k_reduce != STREAM_K:
             yield cfg.replace(schedule=family[cfg.schedule])
 
 
@@ -713,6 +714,22 @@ def max_search_split_k(problem: ConvProblem, target: Target) -> int:
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
     fits = [s for s in _SPLIT_K if s > 1 and s * min(_TILE_K.get(problem.dtype, (16,))) <= max_k]
     return max(fits, default=0)
+
+
+def stream_k_reason(problem: ConvProblem, target: Target) -> str | None:
+    """Why no stream-K config of :func:`search_space` can run ``problem`` (a whole problem;
+    its launch's is checked) on ``target``: the first rule broken of stream-K's own
+    (:func:`~miopen_solver.spec.stream_k_rules`) or of the TMA schedule on its 128x128 tile,
+    or None."""
+    launch = native_problem(problem)
+    probe = PerfConfig(128, 128, 64, 2, 1, 64, 128, 0, 0, 0, 1, -1, 4, KernelSchedule.WGMMA_TMA, STREAM_K)
+    try:
+        stream_k_rules(launch, probe)
+    except PerfConfigError as e:
+        return str(e)
+    if not (target.wgmma and launch.dtype in ("fp16", "bf16")):
+        return f"stream-K runs on the TMA schedule: fp16/bf16 on a target with warpgroup MMA ({launch.dtype} on {target.arch})"
+    return tma_reason(launch, target, probe)
 
 
 def max_stream_k_workspace(problem: ConvProblem, target: Target) -> int:

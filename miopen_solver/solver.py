@@ -664,7 +664,11 @@ class DgradSolver:
                                        or cfg.schedule.direct):
             ok, why = is_valid_performance_config(problem, target, asked)
             fallbacks = []
-            if cfg.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA):
+            if (settings.split_k_reduce == "stream" and cfg.schedule.warpgroup and not cfg.schedule.virtual_gemm
+                    and cfg.schedule is not KernelSchedule.WGMMA_TMA):     # stream-K: the tile on TMA
+                fallbacks.append(("the TMA form", cfg.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1)))
+            if cfg.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA) \
+                    and settings.split_k_reduce != "stream":
                 plain = "the non-persistent form" if cfg.schedule is KernelSchedule.WGMMA_PERSISTENT \
                     else "the form without TMA"
                 fallbacks.append((plain, cfg.replace(schedule=KernelSchedule.WGMMA)))
@@ -772,7 +776,8 @@ class DgradSolver:
         times what it takes. Yields nothing for a problem that is not applicable.
         Split-K candidates sum by atomics where they are allowed, else through the fp32
         workspace; ``split_k_reduce`` (``auto``/``atomic``/``workspace``, for comparisons)
-        sets every split-K candidate's reduction instead (those it makes invalid are left out).
+        sets every split-K candidate's reduction instead (those it makes invalid are left out);
+        ``stream`` keeps only the stream-K candidates after the default.
 
         Raises:
             PerfConfigError: an unknown ``split_k_reduce``.
@@ -785,8 +790,11 @@ class DgradSolver:
         seen = set()
         launch = launch_problem(problem)        # a split batch: one launch's configs
         first = self.get_default_performance_config(problem, target)
-        for cfg in itertools.chain((first,), search_space(launch, target)):
-            if split_k_reduce is not None and cfg.split_k != 1:
+        for i, cfg in enumerate(itertools.chain((first,), search_space(launch, target))):
+            if split_k_reduce == "stream":      # the default, then the stream-K candidates alone
+                if i and cfg.reduce != "stream":
+                    continue
+            elif split_k_reduce is not None and cfg.split_k != 1:
                 cfg = cfg.replace(split_k_reduce=SPLIT_K_REDUCE_CODES[split_k_reduce])
             try:
                 name = launch_spec(launch, target, cfg).kernel_name
@@ -877,7 +885,9 @@ class _Settings:
         perf-db record with split_k > 1: the TMA schedule's work units, the sub-wave model's
         split, a rule's split) keeps its own split for ``-1`` -- that split is the solver's
         choice; the reduction is set only where the config may split (split_k not 1), and
-        ``stream`` (stream-K, which splits no config's K: split_k stays 1 or -1) always."""
+        ``stream`` (stream-K, which splits no config's K: split_k stays 1 or -1) always. On a
+        stream-K config any ``--split-k-reduce`` replaces its reduction, and ``--split-k N``
+        (N > 1) alone makes it a split-K config (the rule's reduction)."""
         kouter, split_k = self.kouter, self.split_k
         if cfg.schedule.direct:
             kouter = None if kouter == "auto" else kouter
@@ -888,7 +898,10 @@ class _Settings:
             cfg = cfg.replace(lds_k_outer=KOUTER[kouter])
         if split_k is not None:
             cfg = cfg.replace(split_k=split_k)
-        if self.split_k_reduce is not None and (cfg.split_k != 1 or self.split_k_reduce == "stream"):
+        stream = cfg.reduce == "stream"
+        if stream and self.split_k_reduce is None and cfg.split_k > 1:
+            cfg = cfg.replace(split_k_reduce=0)     # --split-k N on stream-K: split K instead
+        if self.split_k_reduce is not None and (cfg.split_k != 1 or self.split_k_reduce == "stream" or stream):
             cfg = cfg.replace(split_k_reduce=SPLIT_K_REDUCE_CODES[self.split_k_reduce])
         return cfg
 

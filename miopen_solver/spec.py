@@ -195,8 +195,8 @@ def split_k_reduce_mode(problem: ConvProblem, target: Target, config: PerfConfig
     asked = SPLIT_K_REDUCE[config.split_k_reduce]
     if asked == "stream":
         require(config.schedule is KernelSchedule.WGMMA_TMA,
-                f"stream-K (split_k_reduce 3) runs on {KernelSchedule.WGMMA_TMA.label} (schedule 3); "
-                f"the config's schedule is {config.schedule.label}")
+                f"stream-K (split_k_reduce 3) runs on {KernelSchedule.WGMMA_TMA.label} only; the config's "
+                f"schedule is {config.schedule.label}")
         require(split <= 1, f"stream-K divides the k-tiles over the blocks itself; split_k must be 1 or -1, "
                             f"got {config.split_k}")
         stream_k_rules(problem, config)
@@ -652,6 +652,9 @@ def launch_spec(problem: ConvProblem, target: Target, config: PerfConfig):
 
 
 def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
+    require(config.reduce != "stream" or config.schedule is KernelSchedule.WGMMA_TMA,
+            f"stream-K (split_k_reduce 3) runs on {KernelSchedule.WGMMA_TMA.label} only; the config's "
+            f"schedule is {config.schedule.label}")
     if config.schedule.direct:                       # no GEMM tiles: its own spec type and rules
         from .direct import make_direct_spec
         return make_direct_spec(problem, target, config)

@@ -14,7 +14,7 @@ import pytest
 
 from driver.cli import main
 from miopen_solver.command import parse
-from miopen_solver.config import SPLIT_K_REDUCE, PerfConfig
+from miopen_solver.config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.heuristics import max_stream_k_workspace, search_space
 from miopen_solver.reference import dgrad_reference, verify
@@ -43,7 +43,7 @@ def test_the_code_is_named_stream():
 
 
 @pytest.mark.parametrize("line,cfg,needle", [
-    (R50, SK.replace(schedule=1), "stream-K (split_k_reduce 3) runs on"),
+    (R50, SK.replace(schedule=1), "stream-K (split_k_reduce 3) runs on schedule 3 (wgmma-tma) only"),
     (R50, SK.replace(split_k=2), "split_k must be 1 or -1, got 2"),
     (f"convfp16 -n 2 -c 256 -H 8 -W 8 -k 256 -y 1 -x 1 -g 2 {NHWC}", SK, "stream-K runs one group; the problem has G=2"),
     # 3x3 stride 2: sub-GEMMs of 4, 2, 2 and 1 taps
@@ -207,3 +207,64 @@ def test_the_cost_model_s_features_of_a_stream_k_launch_by_hand():
     plain = cm.features(make_spec(p, SM90, SK.replace(split_k_reduce=0)))
     assert plain.mma == pytest.approx(2 * 128 * 128 * 64 * 32 / cm.NOMINAL_SM_FLOPS * 1e6)   # one tile per SM
     assert not any(c.split_k_reduce == 3 for c in cm.candidates(p))
+
+
+@pytest.mark.parametrize("schedule", [s for s in KernelSchedule if s is not KernelSchedule.WGMMA_TMA],
+                         ids=lambda s: s.slug)
+def test_every_other_schedule_refuses_stream_k_naming_itself(schedule):
+    """Stream-K is the plain TMA schedule's: every other schedule (the families on the TMA
+    main loop too, whose virtual GEMMs would otherwise have taken the field) refuses field 15
+    = 3, naming the schedule the config gave."""
+    cfg = SK.replace(schedule=schedule)
+    with pytest.raises(PerfConfigError) as e:
+        make_spec(_p(R50), SM90, cfg)
+    assert str(e.value) == ("stream-K (split_k_reduce 3) runs on schedule 3 (wgmma-tma) only; the config's "
+                            f"schedule is {schedule.label}")
+
+
+@pytest.mark.parametrize("line", [
+    f"convfp16 -n 1 -c 256 -H 8 -W 8 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",     # sub-pixel TMA
+    f"convfp16 -n 2 -c 64 -H 16 -W 16 -k 128 -y 2 -x 2 -u 2 -v 2 {NHWC}",             # patch TMA
+    "convfp16 -n 2 -c 64 -H 16 -W 16 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2",                  # NCHW TMA
+])
+def test_search_offers_stream_k_on_the_tma_schedule_only(line):
+    p = _p(line)
+    offered = [c for c in SOLVER.search(p, SM90) if c.reduce == "stream"]
+    assert all(c.schedule is KernelSchedule.WGMMA_TMA for c in offered)
+    whole = SOLVER.get_workspace_size(p, SM90)
+    assert all(SOLVER.get_workspace_size(p, SM90, c) <= whole for c in offered)
+
+
+@pytest.mark.parametrize("config,settings,expect", [
+    # any --split-k-reduce replaces a stream-K config's reduction
+    (SK, {"split_k_reduce": "atomic"}, SK.replace(split_k_reduce=1)),
+    # --split-k N alone makes it a split-K config of the same tile
+    (SK, {"split_k": 2}, SK.replace(split_k=2, split_k_reduce=0)),
+    # --split-k-reduce stream on a TMA config
+    (SK.replace(split_k_reduce=0), {"split_k_reduce": "stream"}, SK),
+])
+def test_settings_on_stream_k_configs(config, settings, expect):
+    sol = SOLVER.find_solution(_p(R50), SM90, perf_config=config.serialize(), **settings)
+    assert sol.perf_config == expect
+
+
+def test_stream_setting_on_a_plain_warpgroup_default_takes_its_tma_form():
+    p = _p(f"convfp16 -n 1 -c 64 -H 8 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}")
+    default = SOLVER.get_default_performance_config(p, SM90)
+    assert default.schedule is KernelSchedule.WGMMA
+    sol = SOLVER.find_solution(p, SM90, split_k_reduce="stream")
+    assert sol.perf_config == default.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1, split_k_reduce=3)
+    assert "using the TMA form with the setting" in sol.notes[-1]
+
+
+def test_tune_stream_lists_the_default_then_stream_k_and_refuses_where_none_runs(capsys):
+    base = ["convfp16", "-n", "1", "-c", "64", "-H", "8", "-W", "8", "-k", "64", "-y", "3", "-x", "3", "-p", "1",
+            "-q", "1", "-F", "2", "--in_layout", "NHWC", "--out_layout", "NHWC", "--fil_layout", "NHWC"]
+    assert main(["tune"] + base + ["--backend", "cpu", "--arch", "sm_90", "--split-k-reduce", "stream", "--list"]) == 0
+    listed = [PerfConfig.parse(x) for x in capsys.readouterr().out.split()]
+    assert listed[0] == SOLVER.get_default_performance_config(_p(" ".join(base)), SM90)
+    assert len(listed) > 1 and all(c.reduce == "stream" for c in listed[1:])
+    assert main(["tune"] + base + ["-g", "2", "--backend", "cpu", "--arch", "sm_90", "--split-k-reduce", "stream",
+                                   "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no stream-K config is valid for this problem" in err[0] and "G=2" in err[0]
