@@ -781,6 +781,37 @@ def test_stream_k_on_the_emulated_kernel(tmp_path, line, cfg, sms):
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
 
 
+@st.composite
+def stream_k_problems(draw):
+    """One-group problems of 8..136 channels (multiples of 8: TMA strides), kpg 64..256,
+    1x1 (strides 1-2) or 3x3 (stride 1, pads 0-1), fp16 and bf16, with a stream-K tile and a
+    device of 2-9 SMs."""
+    dtype = draw(st.sampled_from(["fp16", "bf16"]))
+    cpg = draw(st.sampled_from([8, 24, 64, 72, 136]))
+    kpg = draw(st.sampled_from([64, 128, 192, 256]))
+    y = draw(st.sampled_from([1, 3]))
+    s_ = draw(st.integers(1, 2)) if y == 1 else 1
+    pad = draw(st.integers(0, 1)) if y == 3 else 0
+    hi, wi = draw(st.integers(3, 10)), draw(st.integers(3, 10))
+    base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+    line = (f"{base} -n {draw(st.integers(1, 2))} -c {cpg} -H {hi} -W {wi} -k {kpg} -y {y} -x {y} "
+            f"-p {pad} -q {pad} -u {s_} -v {s_} {NHWC}")
+    tm, tn = draw(st.sampled_from([(64, 64), (128, 64), (64, 128)]))
+    cfg = f"{tm},{tn},64,{tm // 64},1,64,{tn},0,0,0,1,-1,{draw(st.sampled_from([2, 4]))},3,3"
+    return line, cfg, draw(st.integers(2, 9))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=stream_k_problems())
+def test_random_stream_k_problems_on_the_emulated_kernel(tmp_path, case):
+    """Stream-K on random one-group problems, tiles and device sizes (every run split some
+    other way) against the float64 reference with NaN-poisoned dX and slots."""
+    line, cfg, sms = case
+    p = parse(line.split()).problem
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg, target=get_target("sm_90").with_(num_cus=sms))
+    assert sol.spec.stream_k and v.ok and v.nonfinite == 0, (line, cfg, sms, sol.kernel_name, v)
+
+
 STREAM_K_MUTANTS = {
     # the owner adds only the first later block's partial sums
     "one contributor": ("b < DG_TILE_BLOCKS && (long long)b * DG_SK_ITERS / DG_TILE_BLOCKS < base + DG_SK_KT; ++b",
