@@ -481,7 +481,8 @@ class DgradSolver:
         Without a config, the most the default or any config :meth:`search` offers needs
         (MIOpen sizes a solver's workspace per problem, not per config): every NCHW tensor
         copied, plus the widest split of the search space where it offers split-K through
-        the workspace, or the largest stream-K flags and slots it offers; a given config that asks for more reports it here with the config.
+        the workspace, or the largest stream-K flags and slots it offers; a given config that
+        asks for more reports it here with the config.
         ``config``: a :class:`PerfConfig` or its text.
 
         Raises:

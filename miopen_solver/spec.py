@@ -193,10 +193,7 @@ def split_k_reduce_mode(problem: ConvProblem, target: Target, config: PerfConfig
         PerfConfigError: the asked reduction cannot run here, as a sentence.
     """
     asked = SPLIT_K_REDUCE[config.split_k_reduce]
-    if asked == "stream":
-        require(config.schedule is KernelSchedule.WGMMA_TMA,
-                f"stream-K (split_k_reduce 3) runs on {KernelSchedule.WGMMA_TMA.label} only; the config's "
-                f"schedule is {config.schedule.label}")
+    if asked == "stream":           # on the TMA schedule alone: make_spec refuses it on the others first
         require(split <= 1, f"stream-K divides the k-tiles over the blocks itself; split_k must be 1 or -1, "
                             f"got {config.split_k}")
         stream_k_rules(problem, config)
