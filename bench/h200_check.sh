@@ -78,7 +78,9 @@
 #      subpixel_heldout: the same timing on bench/strided_heldout.txt (subpixel_heldout.md/.json)
 #      stream_k: stream-K on the TMA schedule (split_k_reduce 3) -- tests/test_gpu.py -k stream_k
 #      (bounded at 230 s), then bench/time_configs.py --configs default+stream on
-#      bench/stream_k_lines.txt (each line's default beside its tile as stream-K; stream_k.md/.json)
+#      bench/stream_k_lines.txt (each line's default beside its tile as stream-K; stream_k.md/.json);
+#      STREAM_K_ARGS adds time_configs options, e.g. "--shard 1/2" in one call and "--shard 2/2"
+#      in the next (the GPU tests run in both)
 #      mma_direct: the direct schedule's mma body (banded-W MMAs, kernels/direct_mma.cu): its GPU
 #      tests (tests/test_gpu.py -k mma_body), then bench/direct_h200.py on its 15 depthwise and
 #      grouped layers, fp16 and bf16: the two lean policies against the 8 searched mma tiles,
@@ -238,7 +240,7 @@ DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-30}" step subpixel 570 bash -c 'rc=0
 DGRAD_GPU_EXAMPLES="${DGRAD_GPU_EXAMPLES:-30}" step stream_k 590 bash -c 'rc=0
     timeout 230 python -m pytest -q tests/test_gpu.py -k stream_k || rc=1
     python bench/time_configs.py --suite bench/stream_k_lines.txt --only _ --configs default+stream \
-        --out "$0/stream_k.md" --json "$0/stream_k.json" || rc=1
+        $STREAM_K_ARGS --out "$0/stream_k.md" --json "$0/stream_k.json" || rc=1
     exit $rc' "$OUTDIR"
 step subpixel_heldout 570 python bench/time_configs.py --suite bench/strided_heldout.txt --only _ \
     --configs "$SUBPIXEL_CONFIGS" --out "$OUTDIR/subpixel_heldout.md" --json "$OUTDIR/subpixel_heldout.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, check_outputs, count_arg, gpu,  # noqa: E402
-                           ours_or_error, plan_rows, read_suite, row_problem, select, stream_table,
+                           ours_or_error, plan_rows, read_suite, row_problem, select, shard_arg, stream_table,
                            time_cudnn)
 from miopen_solver.config import PerfConfig  # noqa: E402
 from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
@@ -85,6 +85,7 @@ def main(argv=None) -> int:
     ap.add_argument("--suite", default="bench/zoo.txt")
     ap.add_argument("--only", required=True, help="comma list of label substrings (a line matching any is timed)")
     ap.add_argument("--configs", required=True, help="perf configs separated by ';'")
+    ap.add_argument("--shard", type=shard_arg, default=None, help="K/N: every N-th selected line from the K-th")
     ap.add_argument("--launches", type=count_arg, default=20)
     ap.add_argument("--replays", type=count_arg, default=15)
     ap.add_argument("--out", default=None, help="markdown table here")
@@ -105,6 +106,8 @@ def main(argv=None) -> int:
                 if item["label"] not in seen:
                     seen.add(item["label"])
                     chosen.append(item)
+        if args.shard:
+            chosen = select(chosen, shard=args.shard)
         if not chosen:
             raise BadInput(f"--only {shorten(args.only)!r}: selects no line of {args.suite}; allowed: a comma list "
                            f"of label substrings (e.g. {plan[0]['label']!r})" if plan else f"--suite {args.suite}: no lines")

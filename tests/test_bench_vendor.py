@@ -22,6 +22,8 @@ CFG = "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"
     (["--only", "k32_", "--configs", CFG, "--out", "/nonexistent/dir/x.md"], "--out "),
     (["--only", "k32_", "--configs", CFG, "--launches", "0"], "--launches"),
     (["--configs", CFG], "--only"),
+    (["--only", "k32_", "--configs", CFG, "--shard", "3/2"], "--shard"),
+    (["--only", "k32_", "--configs", "default+streams"], "--configs entry 'default+streams'"),
 ])
 def test_time_configs_refuses_bad_input_in_one_line(capsys, argv, says):
     assert says in refused_in_one_line(capsys, time_configs.main, argv, "time_configs.py")
@@ -61,3 +63,17 @@ def test_stream_table_prints_each_row_and_writes_both_outputs(tmp_path, capsys):
     assert capsys.readouterr().out == "| x |\n| y |\n| z |\n"
     assert (tmp_path / "r.md").read_text() == "| h |\n|---|\n| x |\n| y |\n| z |\n"
     assert json.loads((tmp_path / "r.json").read_text()) == [{"a": 1}, {"a": 2}]
+
+
+def test_time_configs_shards_the_selected_lines(monkeypatch):
+    """``--shard K/N`` keeps every N-th selected line from the K-th (after the checks, before
+    any GPU work): the lines the timing gets, seen by a stub in its place."""
+    import bench.compare as compare
+    seen = []
+    monkeypatch.setattr(time_configs, "gpu", lambda: (None, None))
+    monkeypatch.setattr(time_configs, "_timed", lambda torch, eng, chosen, configs, args: seen.extend(chosen) or iter(()))
+    monkeypatch.setattr(time_configs, "stream_table", lambda rows, *a: list(rows))
+    plan = compare.plan_rows(compare.read_suite("bench/stream_k_lines.txt"), compare.AS_WRITTEN)
+    assert time_configs.main(["--suite", "bench/stream_k_lines.txt", "--only", "_", "--configs", "default+stream",
+                              "--shard", "2/3"]) == 0
+    assert [c["label"] for c in seen] == [r["label"] for r in plan][1::3]
