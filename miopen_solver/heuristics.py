@@ -22,7 +22,7 @@ from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
 from .sub_wave import sub_wave_config
-from .spec import (WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance_config, make_spec,
+from .spec import (WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance_config, launch_spec,
                    split_k_atomics_reason, stream_k_rules)
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
@@ -743,7 +743,7 @@ def max_stream_k_workspace(problem: ConvProblem, target: Target) -> int:
     for cfg in _warpgroup_candidates(problem, target, (1,), max_k):
         if cfg.split_k_reduce == STREAM_K:
             try:
-                most = max(most, make_spec(problem, target, cfg).workspace_bytes)
+                most = max(most, launch_spec(problem, target, cfg).workspace_bytes)
             except PerfConfigError:
                 continue
     return most

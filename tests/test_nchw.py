@@ -22,6 +22,7 @@ from miopen_solver import layouts, transpose
 from miopen_solver.command import parse
 from miopen_solver.kernels.emit import emit_transpose
 from miopen_solver.problem import ConvProblem
+from miopen_solver.heuristics import max_stream_k_workspace
 from miopen_solver.reference import dgrad_reference, verify
 from miopen_solver.runtime.cache import BinaryCache
 from miopen_solver.runtime.cpu import CpuEngine
@@ -82,7 +83,10 @@ def test_nhwc_bytes_need_no_transform():
     assert [t.tensor for t in layout_transforms(p)] == ["dY", "dX"]
     assert layout_transforms(p.replace(in_layout="NHWC", out_layout="NHWC")) == ()
     fc = _p("convfp16 -n 2 -c 16 -H 1 -W 1 -k 8 -y 1 -x 1 -F 2")
-    assert layout_transforms(fc) == () and SOLVER.get_workspace_size(fc, SM90) == 0
+    # no copy: the workspace is only what the search's stream-K configs need (flags and
+    # slots), none in fp32 (no TMA schedule)
+    assert layout_transforms(fc) == () and SOLVER.get_workspace_size(fc, SM90) == max_stream_k_workspace(fc, SM90)
+    assert SOLVER.get_workspace_size(fc.replace(dtype="fp32"), SM90) == 0
 
 
 @pytest.mark.parametrize("line,nchw_dx", [

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from miopen_solver import applicability as ap
 from miopen_solver import layouts
 from miopen_solver.command import parse
+from miopen_solver.heuristics import max_stream_k_workspace
 from miopen_solver.heuristics import NCHW_PW_MIN_VECTOR_BYTES, nchw_pw_config, nchw_pw_vector_bytes
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
@@ -204,11 +205,16 @@ def test_workspace_size_with_and_without_a_config():
     assert SOLVER.get_workspace_size(p, SM90, PerfConfig.parse(WG)) == wt
     transposing = SOLVER.get_workspace_size(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,3,1"))
     assert transposing == 2 * 32 * 56 * 56 * 256                  # dY (256 ch) copy, fp16; dX stored NCHW
-    # without a config: the most any config needs (a TMA config copies dY and dX)
-    assert SOLVER.get_workspace_size(p, SM90) == max(wt, 2 * 32 * 56 * 56 * 320)
-    # W^T can exceed the transposes: 2 pixels, 2048 x 2048 channels
+    # without a config: the most any config needs (a TMA config copies dY and dX; every copy
+    # plus the largest stream-K flags and slots bounds the stream-K configs)
+    copies = 2 * 32 * 56 * 56 * 320
+    assert SOLVER.get_workspace_size(p, SM90) == max(wt, copies + max_stream_k_workspace(p, SM90)) > copies
+    # W^T can exceed the transposes: 2 pixels, 2048 x 2048 channels (in fp32, where no
+    # stream-K config adds its flags and slots, it is the most)
     big = _p("convfp16 -n 1 -c 2048 -H 1 -W 2 -k 2048 -y 1 -x 1 -F 2")
-    assert SOLVER.get_workspace_size(big, SM90) == 2048 * 2048 * 2 > 2 * 2 * 4096
+    copies = 2 * 2 * 4096
+    assert SOLVER.get_workspace_size(big, SM90) == max(2048 * 2048 * 2, copies + max_stream_k_workspace(big, SM90))
+    assert SOLVER.get_workspace_size(big.replace(dtype="fp32"), SM90) == 2048 * 2048 * 4 > 2 * copies
 
 
 def test_solution_record_round_trip():
