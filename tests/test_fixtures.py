@@ -547,17 +547,20 @@ def test_replay_on_the_gpu():
 
 def test_a_pinned_perf_config_runs_instead_of_the_default():
     """``perf_config`` pins a config no default chooses (split-K through the workspace, a
-    group pack no default takes, the sub-pixel GEMM's TMA and warp-MMA forms): the golden holds its kernel on every target, the numerics
-    run it, a record keeps the key."""
+    group pack no default takes, the sub-pixel GEMM's TMA and warp-MMA forms, stream-K): the
+    golden holds its kernel on every target that takes it (the TMA forms: NVIDIA only), the
+    numerics run it, a record keeps the key."""
     pinned = [f for f in ALL if f.perf_config is not None and not f.path.endswith("direct_mma.jsonl")]
-    families = {"splitk_ws.jsonl": "_skws_", "group_pack.jsonl": "dgrad_group_pack2_", "subpixel.jsonl": "dgrad_subpixel_"}
+    families = {"splitk_ws.jsonl": "_skws_", "group_pack.jsonl": "dgrad_group_pack2_", "subpixel.jsonl": "dgrad_subpixel_",
+                "stream_k.jsonl": "_skst_"}
+    tma_only = {"dgrad_subpixel_": "schedule 17 (subpixel-tma)", "_skst_": "schedule 3 (wgmma-tma)"}
     assert pinned and all(f.path.endswith(tuple(families)) for f in pinned)
     assert all(any(f.path.endswith(name) for f in pinned) for name in families)
     for f in pinned:
         family = next(v for k, v in families.items() if f.path.endswith(k))
         for arch, rec in f.expect["targets"].items():
-            if family == "dgrad_subpixel_" and "perf_config_refused" in rec:     # the TMA form: NVIDIA only
-                assert arch == "gfx942" and "schedule 17 (subpixel-tma)" in rec["perf_config_refused"], f.id
+            if family in tma_only and "perf_config_refused" in rec:     # the TMA forms: NVIDIA only
+                assert arch == "gfx942" and tma_only[family] in rec["perf_config_refused"], f.id
                 continue
             assert rec["perf_config"] == f.perf_config and family in rec["kernel_name"], (f.id, arch)
             assert family == "dgrad_group_pack2_" or rec["workspace_bytes"] > 0     # the slices, the W' pack
