@@ -69,22 +69,23 @@ def test_wgmma_field_is_optional_and_written_only_when_set():
 
 
 def test_split_k_reduce_field_is_optional_and_written_only_when_set():
-    # The 15th field: 0 auto, 1 atomic, 2 workspace; written (with the schedule, 0 or not)
-    # only when it is not 0, so 13- and 14-field records read and write as before.
+    # The 15th field: 0 auto, 1 atomic, 2 workspace, 3 stream-K; written (with the schedule, 0
+    # or not) only when it is not 0, so 13- and 14-field records read and write as before.
     base = "64,64,32,2,2,32,32,0,0,0,2,-1,2"
     assert PerfConfig.parse(base + ",0,0").serialize() == base
     assert PerfConfig.parse(base + ",1,0").serialize() == base + ",1"
     ws = PerfConfig.parse(base + ",0,2")
     assert (ws.split_k_reduce, ws.reduce, ws.serialize()) == (2, "workspace", base + ",0,2")
     assert PerfConfig.parse(base + ",1,1").reduce == "atomic" and PerfConfig.parse(base).reduce == "auto"
-    for bad in ("-1", "3", "9"):
+    assert PerfConfig.parse(base + ",3,3").reduce == "stream"
+    for bad in ("-1", "4", "9"):
         with pytest.raises(PerfConfigError, match=f"split_k_reduce={bad} is not a split-K reduction; allowed: "
-                                                  r"0 \(auto\), 1 \(atomic\), 2 \(workspace\)"):
+                                                  r"0 \(auto\), 1 \(atomic\), 2 \(workspace\), 3 \(stream\)"):
             PerfConfig.parse(f"{base},0,{bad}")
 
 
 @given(st.lists(st.integers(-5, 4096), min_size=13, max_size=13),
-       st.one_of(st.just(None), st.sampled_from([0, 1, 2, 3])), st.one_of(st.just(None), st.sampled_from([0, 1, 2])))
+       st.one_of(st.just(None), st.sampled_from([0, 1, 2, 3])), st.one_of(st.just(None), st.sampled_from([0, 1, 2, 3])))
 def test_round_trip(values, schedule, reduce):
     values = values + ([] if schedule is None else [schedule])
     if reduce is not None:
@@ -436,7 +437,8 @@ def _resolved(spec):
     c = spec.config
     return (c.tile_m, c.tile_n, c.tile_k, c.warp_m, c.warp_n, c.warp_tile_m, c.warp_tile_n,
             spec.atom.name, spec.vec_a, spec.vec_b, spec.vec_c, spec.split_k, spec.lds_k_outer, c.stages,
-            spec.persistent, spec.tma, type(spec).__name__)     # the family: a sub-pixel spec of a strided problem
+            spec.persistent, spec.tma, type(spec).__name__,     # the family: a sub-pixel spec of a strided problem
+            getattr(spec, "split_k_reduce", "none"))             # stream-K: the same tile, another kernel
 
 
 PROBLEMS_FOR_NAMES = [
