@@ -409,6 +409,19 @@ CONFIGS_TMASK = [
 ]
 
 
+def _tma_solution(engine, dtype: str, layout: str, line: str, cfg):
+    """The solution of ``cfg`` (every pair given is valid) on ``line`` in ``dtype``, NHWC or
+    all-NCHW; skips without warpgroup MMA."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem(dtype, line)
+    if layout == "NCHW":
+        base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
+        p = parse(f"{base} {line} -F 2".split()).problem
+    from miopen_solver.solver import DgradSolver
+    return DgradSolver().find_solution(p, engine.target, perf_config=cfg.serialize())
+
+
 @pytest.mark.parametrize("cfg", CONFIGS_TMASK, ids=lambda c: "tmask-" + c.serialize())
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -417,14 +430,7 @@ def test_tma_split_k_verifies(engine, dtype, layout, line, cfg):
     """TMA split-K kernels against the float64 reference (NaN-poisoned dX where no memset
     zeroes it), NHWC and all-NCHW (dY through the transform, dX by the atomic NCHW epilogue or
     the reduction)."""
-    if not engine.target.wgmma:
-        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
-    p = _nhwc_problem(dtype, line)
-    if layout == "NCHW":
-        base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
-        p = parse(f"{base} {line} -F 2".split()).problem
-    from miopen_solver.solver import DgradSolver
-    sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg.serialize())    # every pair is valid
+    sol = _tma_solution(engine, dtype, layout, line, cfg)
     assert sol.spec.tma and sol.spec.split_k == cfg.split_k
     _verify_solution(engine, sol, 29)
 
@@ -463,14 +469,7 @@ CONFIGS_STREAM_K = [
 def test_stream_k_verifies(engine, dtype, layout, line, cfg):
     """Stream-K kernels (runs of k-tiles per block, cut tiles summed in the kernel) against
     the float64 reference with NaN-poisoned dX and NaN-poisoned slots, NHWC and all-NCHW."""
-    if not engine.target.wgmma:
-        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
-    p = _nhwc_problem(dtype, line)
-    if layout == "NCHW":
-        base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
-        p = parse(f"{base} {line} -F 2".split()).problem
-    from miopen_solver.solver import DgradSolver
-    sol = DgradSolver().find_solution(p, engine.target, perf_config=cfg.serialize())    # every pair is valid
+    sol = _tma_solution(engine, dtype, layout, line, cfg)
     assert sol.spec.stream_k and sol.kernels[0].source.workspace_cleared
     _verify_solution(engine, sol, 37)
 

@@ -1992,16 +1992,21 @@ DG_DEVICE float dg_ld_l2(const float* p) {   // past L1, which other blocks' sto
     asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
     return v;
 }
-// A later segment of a tile: its partial sums into this block's slot, then its flag.
-DG_DEVICE void dg_sk_store(float* ws, int b, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM], int tid) {
-    float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + tid;
+// f(register r, accumulator) over this thread's accumulators, in slot order.
+template <typename F>
+DG_DEVICE void dg_sk_each(float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM], F f) {
     int r = 0;
 #pragma unroll
     for (int i = 0; i < DG_MMA_M; ++i)
 #pragma unroll
         for (int j = 0; j < DG_MMA_N; ++j)
 #pragma unroll
-            for (int e = 0; e < DG_ACC_PER_ATOM; ++e, ++r) slot[r * DG_THREADS] = acc[i][j][e];
+            for (int e = 0; e < DG_ACC_PER_ATOM; ++e, ++r) f(r, acc[i][j][e]);
+}
+// A later segment of a tile: its partial sums into this block's slot, then its flag.
+DG_DEVICE void dg_sk_store(float* ws, int b, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM], int tid) {
+    float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + tid;
+    dg_sk_each(acc, [&](int r, float& a) { slot[r * DG_THREADS] = a; });
     dg_sk_raise(reinterpret_cast<unsigned*>(ws) + b, tid);
 }
 // The owner of the tile whose k-tiles start at `base` (its run ends inside the tile): add the
@@ -2011,13 +2016,7 @@ DG_DEVICE void dg_sk_fixup(float* ws, int bid, long long base, float (&acc)[DG_M
     for (int b = bid + 1; b < DG_TILE_BLOCKS && (long long)b * DG_SK_ITERS / DG_TILE_BLOCKS < base + DG_SK_KT; ++b) {
         dg_sk_wait(reinterpret_cast<const unsigned*>(ws) + b, tid);
         const float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + tid;
-        int r = 0;
-#pragma unroll
-        for (int i = 0; i < DG_MMA_M; ++i)
-#pragma unroll
-            for (int j = 0; j < DG_MMA_N; ++j)
-#pragma unroll
-                for (int e = 0; e < DG_ACC_PER_ATOM; ++e, ++r) acc[i][j][e] += dg_ld_l2(slot + r * DG_THREADS);
+        dg_sk_each(acc, [&](int r, float& a) { a += dg_ld_l2(slot + r * DG_THREADS); });
     }
 }
 // #end tmsk
