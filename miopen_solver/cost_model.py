@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .config import KernelSchedule, PerfConfig
+from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
 from .errors import PerfConfigError
 from .problem import ConvProblem
 from .spec import DgradSpec, make_spec, split_k_atomics_reason
@@ -88,6 +88,9 @@ class Features:
     phases: int = 1
     """Tilde sub-GEMMs of the launch (stride phases with taps); not a weighted feature: it
     selects :attr:`Coefficients.strided_plain`."""
+    stream_k: bool = False
+    """A stream-K launch; not a weighted feature: it selects :attr:`Coefficients.stream_k_scale`
+    and :attr:`Coefficients.stream_k_us`."""
 
 
 @dataclass(frozen=True)
@@ -95,17 +98,22 @@ class Coefficients:
     """Fitted weights: per schedule an ``intercept`` (us) and an ``mma`` weight, and one
     weight per :data:`SHARED` feature (``shared``, in that order); ``strided_plain`` scales
     the whole time of the plain and persistent schedules (cp.async gathers) on launches of
-    more than one sub-GEMM (1: none; see :data:`H200`)."""
+    more than one sub-GEMM (1: none; see :data:`H200`); a stream-K launch's time is
+    ``stream_k_scale`` times the fitted one plus ``stream_k_us`` (1 and 0: none; see
+    :data:`STREAM_K_US`)."""
 
     intercept: dict
     mma: dict
     shared: tuple
     strided_plain: float = 1.0
+    stream_k_scale: float = 1.0
+    stream_k_us: float = 0.0
 
     def time_us(self, f: Features) -> float:
         us = (self.intercept[f.schedule] + self.mma[f.schedule] * f.mma
               + sum(w * getattr(f, name) for w, name in zip(self.shared, SHARED)))
-        return us * (self.strided_plain if strided_plain(f) else 1.0)
+        us *= self.strided_plain if strided_plain(f) else 1.0
+        return us * self.stream_k_scale + self.stream_k_us if f.stream_k else us
 
 
 def strided_plain(f: Features) -> bool:
@@ -124,11 +132,26 @@ does not see it (put into the fit as a given factor, it moved 20 zoo and suite d
 stride-1 ones among them, that no run has judged)."""
 
 
+STREAM_K_US = 2.42
+"""The H200's :attr:`Coefficients.stream_k_us`: what a stream-K launch pays beyond its
+features, with :data:`STREAM_K_SCALE`, fitted apart from the main fit by
+``bench/fit_stream_k.py`` (relative least squares) on 344 H200 rows of bench/stream_k_lines.txt
+as stream-K at four tiles (bench/results/2026-12-03_s19; the fit is in bench/RESULTS.md).
+It stands for the graph's second node (the flags' memset, like :data:`SUBPIXEL_PACK_US`'s
+pack launch) and the hand-offs' fences and waits; a term in the fp32 slot bytes the fixup
+moves fitted to about zero and is left out."""
+STREAM_K_SCALE = 1.109
+"""The H200's :attr:`Coefficients.stream_k_scale` (see :data:`STREAM_K_US`): a stream-K
+launch ran 11% slower, beyond that fixed cost, than the features of its runs predict."""
+
+
 H200 = Coefficients(
     intercept={KernelSchedule.WGMMA: 1.519, KernelSchedule.WGMMA_PERSISTENT: 2.109, KernelSchedule.WGMMA_TMA: 2.662},
     mma={KernelSchedule.WGMMA: 0.8596, KernelSchedule.WGMMA_PERSISTENT: 0.9475, KernelSchedule.WGMMA_TMA: 0.6881},
     shared=(0.0699, 0.2465, 0.5309, 0.0202, 0.2381, 0.6455, 9.82, 0.1922),
     strided_plain=STRIDED_PLAIN,
+    stream_k_scale=STREAM_K_SCALE,
+    stream_k_us=STREAM_K_US,
 )
 """The H200 fit (``bench/fit_cost_model.py`` over the H200 timings of
 bench/results/2026-12-01_s7 and 2026-12-02_s8: a tune campaign slice, the zoo's default rows
@@ -197,8 +220,8 @@ def _stream_k_features(spec: DgradSpec) -> Features:
     blocks, all resident (one wave), each a run of ``ceil(tiles x k-tiles / blocks)``
     k-tiles; the busiest multiprocessor runs ``ceil(blocks / num_cus)`` of them. A run covers
     at most ``run / k-tiles + 2`` tiles, whose dX it stores (``stores``), and its fixup moves
-    two fp32 tiles through L2 (its own slot written, one read back by an owner). Not among
-    :func:`candidates`: no H200 timing has fitted or checked it yet."""
+    two fp32 tiles through L2 (its own slot written, one read back by an owner). The
+    :class:`Coefficients` add what a stream-K launch pays beyond these (:data:`STREAM_K_US`)."""
     p, t, c = spec.problem, spec.target, spec.config
     kt = spec.stream_k_tiles
     blocks = spec.tile_blocks
@@ -214,7 +237,7 @@ def _stream_k_features(spec: DgradSpec) -> Features:
     steps = per_sm * run / min(spec.resident_blocks, per_sm)
     issue = per_sm * tiles * c.tile_m * c.tile_n / spec.vec_c / spec.threads / 1e3
     return Features(spec.schedule, mma, loads, stores, 1.0, steps, traffic, 0.0, issue,
-                    mma if spec.threads > CAPPED_THREADS else 0.0, len(spec.sub_gemms))
+                    mma if spec.threads > CAPPED_THREADS else 0.0, len(spec.sub_gemms), stream_k=True)
 
 
 def estimate_us(problem: ConvProblem, target: Target, config: PerfConfig,
@@ -235,6 +258,9 @@ warpgroup 64 or 128 rows by the tile's columns, tile_k 64 -- the shapes the H200
 tune campaigns timed."""
 
 
+STREAM_K = SPLIT_K_REDUCE.index("stream")
+"""The ``split_k_reduce`` code of stream-K."""
+
 TMA_SPLITS = (2, 3, 4)
 """split_k of the TMA schedule's split candidates (work units of one k-slice, ``dgrad.cu``'s
 ``tmask``), here and in the search (:data:`~miopen_solver.heuristics.TMA_SEARCH_SPLITS`): a
@@ -244,9 +270,9 @@ tiles."""
 
 def candidates(problem: ConvProblem) -> tuple:
     """The configs the model chooses among: every :data:`TILES` entry in each modelled
-    schedule, split_k 1, plus split_k 2 and 4 on the plain warpgroup schedule and
+    schedule, split_k 1, plus split_k 2 and 4 on the plain warpgroup schedule,
     :data:`TMA_SPLITS` on the TMA schedule (its work units; the features count a unit as a
-    block of one k-slice). The model has
+    block of one k-slice) and stream-K on every TMA tile. The model has
     no term for the pipeline depth, so the stage count is the rules': 4 for filters with
     taps and for the TMA schedule, 3 for 1x1 on the others
     (:func:`~miopen_solver.heuristics.wgmma_config`; on the H200 the TMA schedule ran five
@@ -259,8 +285,9 @@ def candidates(problem: ConvProblem) -> tuple:
             stages = 4 if taps or sched is KernelSchedule.WGMMA_TMA else 3
             out.append(PerfConfig(tm, tn, 64, wm, 1, wtm, tn, 0, 0, 0, 1, -1, stages, sched))
     out += [c.replace(split_k=s) for c in out if c.schedule is KernelSchedule.WGMMA for s in (2, 4)]
-    out += [c.replace(split_k=s) for c in out if c.schedule is KernelSchedule.WGMMA_TMA and c.split_k == 1
-            for s in TMA_SPLITS]
+    tma = [c for c in out if c.schedule is KernelSchedule.WGMMA_TMA]
+    out += [c.replace(split_k=s) for c in tma for s in TMA_SPLITS]
+    out += [c.replace(split_k_reduce=STREAM_K) for c in tma]
     return tuple(out)
 
 

@@ -12,7 +12,7 @@ import itertools
 from typing import Iterator
 
 from . import cost_model, nchw_tma, subpixel, vectors
-from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig
+from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space, mma_search_space
 from .errors import PerfConfigError
 from .group_pack import PACK_OF, pack_reason
@@ -512,7 +512,7 @@ _TILE_K = {"fp16": (16, 32, 64), "bf16": (16, 32, 64), "fp32": (8, 16, 32)}
 _WARPS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
 _SPLIT_K = (1, 2, 4, 8, 16)
 _WGMMA_N = (64, 128, 256)
-STREAM_K = SPLIT_K_REDUCE.index("stream")
+STREAM_K = cost_model.STREAM_K
 """The ``split_k_reduce`` code of stream-K."""
 TMA_SEARCH_SPLITS = cost_model.TMA_SPLITS
 """split_k the search gives the TMA schedule (at 4 stages), the cost model's candidates': its
@@ -733,14 +733,17 @@ def stream_k_reason(problem: ConvProblem, target: Target) -> str | None:
 
 
 def max_stream_k_workspace(problem: ConvProblem, target: Target) -> int:
-    """The most workspace a stream-K config of :func:`search_space` needs for ``problem`` (one
+    """The most workspace a stream-K config of :func:`search_space` or of the cost model's
+    candidates (a default may be one, in either stage count) needs for ``problem`` (one
     launch's), bytes (0: none is valid): the stream-K tiles' specs (a fixed few, whatever the
     problem's size)."""
     if problem.is_3d or problem.G != 1 or _too_many_sub_gemms(problem):
         return 0
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
+    model = [c for c in cost_model.candidates(problem) if c.split_k_reduce == STREAM_K]
     most = 0
-    for cfg in _warpgroup_candidates(problem, target, (1,), max_k):
+    for cfg in [*_warpgroup_candidates(problem, target, (1,), max_k), *model,
+                *(c.replace(stages=7 - c.stages) for c in model)]:
         if cfg.split_k_reduce == STREAM_K:
             try:
                 most = max(most, launch_spec(problem, target, cfg).workspace_bytes)

@@ -545,7 +545,7 @@ NVIDIA_WRAPPERS.update({
 }""",
 })
 # Stream-K's flags and partial sums (dgrad.cu's tmsk section): the warpgroups' named barrier,
-# flags as host atomics (a wait that never ends stops the run), plain loads.
+# flags as host atomics (a wait that never ends stops the run), plain loads and stores.
 NVIDIA_WRAPPERS.update({
     "dg_consumer_sync": "DG_DEVICE void dg_consumer_sync() { emu_consumer_bar->arrive_and_wait(); }",
     "dg_sk_raise": """DG_DEVICE void dg_sk_raise(unsigned* f, int tid) {
@@ -565,7 +565,12 @@ NVIDIA_WRAPPERS.update({
     }
     dg_consumer_sync();
 }""",
-    "dg_ld_l2": "DG_DEVICE float dg_ld_l2(const float* p) { return *p; }",
+    "dg_sk_st4": """DG_DEVICE void dg_sk_st4(float* p, const float (&a)[4]) {
+    for (int e = 0; e < 4; ++e) p[e] = a[e];
+}""",
+    "dg_sk_ld4": """DG_DEVICE void dg_sk_ld4(const float* p, float (&v)[4]) {
+    for (int e = 0; e < 4; ++e) v[e] = p[e];
+}""",
 })
 # The TF32 atom (dgrad.cu's tf32 section).
 NVIDIA_WRAPPERS.update({

@@ -547,13 +547,15 @@ def test_replay_on_the_gpu():
 
 def test_a_pinned_perf_config_runs_instead_of_the_default():
     """``perf_config`` pins a config no default chooses (split-K through the workspace, a
-    group pack no default takes, the sub-pixel GEMM's TMA and warp-MMA forms, stream-K): the
-    golden holds its kernel on every target that takes it (the TMA forms: NVIDIA only), the
-    numerics run it, a record keeps the key."""
+    group pack no default takes, the sub-pixel GEMM's TMA and warp-MMA forms, stream-K, the TMA
+    schedule's split-K by atomics where stream-K became the default): the golden holds its
+    kernel on every target that takes it (the TMA forms: NVIDIA only), the numerics run it, a
+    record keeps the key."""
     pinned = [f for f in ALL if f.perf_config is not None and not f.path.endswith("direct_mma.jsonl")]
     families = {"splitk_ws.jsonl": "_skws_", "group_pack.jsonl": "dgrad_group_pack2_", "subpixel.jsonl": "dgrad_subpixel_",
-                "stream_k.jsonl": "_skst_"}
-    tma_only = {"dgrad_subpixel_": "schedule 17 (subpixel-tma)", "_skst_": "schedule 3 (wgmma-tma)"}
+                "stream_k.jsonl": "_skst_", "tma_split.jsonl": "_sk3_"}
+    tma_only = {"dgrad_subpixel_": "schedule 17 (subpixel-tma)", "_skst_": "schedule 3 (wgmma-tma)",
+                "_sk3_": "schedule 3 (wgmma-tma)"}
     assert pinned and all(f.path.endswith(tuple(families)) for f in pinned)
     assert all(any(f.path.endswith(name) for f in pinned) for name in families)
     for f in pinned:
@@ -563,7 +565,8 @@ def test_a_pinned_perf_config_runs_instead_of_the_default():
                 assert arch == "gfx942" and tma_only[family] in rec["perf_config_refused"], f.id
                 continue
             assert rec["perf_config"] == f.perf_config and family in rec["kernel_name"], (f.id, arch)
-            assert family == "dgrad_group_pack2_" or rec["workspace_bytes"] > 0     # the slices, the W' pack
+            # the slices, the W' pack, the flags and slots (a pack and atomics need none)
+            assert family in ("dgrad_group_pack2_", "_sk3_") or rec["workspace_bytes"] > 0
         assert f.record()["perf_config"] == f.perf_config and f.expect["numerics"]["ok"]
     line = "convfp16 -n 2 -c 33 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
     rec = fx.compute(line, numerics=False, perf_config="64,64,32,2,2,32,32,0,0,0,2,-1,2")

@@ -817,7 +817,8 @@ STREAM_K_MUTANTS = {
     "one contributor": ("b < DG_TILE_BLOCKS && (long long)b * DG_SK_ITERS / DG_TILE_BLOCKS < base + DG_SK_KT; ++b",
                         "b < DG_TILE_BLOCKS && b == bid + 1; ++b"),
     # a block stores its partial sums in the slot of the block before it
-    "wrong slot": ("(long long)b * DG_SK_SLOT + tid;\n    dg_sk_each", "(long long)(b - 1) * DG_SK_SLOT + tid;\n    dg_sk_each"),
+    "wrong slot": ("(long long)b * DG_SK_SLOT + 4 * tid;\n#pragma unroll\n    for (int i",
+                   "(long long)(b - 1) * DG_SK_SLOT + 4 * tid;\n#pragma unroll\n    for (int i"),
     # a cut tile's later segment stores dX instead of handing its sums on
     "no hand-off": ("if (kt0 > 0) {", "if (false) {"),
 }

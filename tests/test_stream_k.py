@@ -5,6 +5,7 @@ on the GPU (tests/test_gpu.py, ``-k stream_k``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -95,12 +96,17 @@ def test_the_text_has_the_sections_only_for_stream_k():
 
 
 def test_the_problem_workspace_covers_every_stream_k_config():
-    """get_workspace_size without a config holds the largest stream-K config search offers."""
-    for line in (R50, "convfp16 -n 8 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2"):
+    """get_workspace_size without a config holds the largest stream-K config search offers,
+    and every stream-K candidate of the cost model in either stage count (a default may be one)."""
+    from miopen_solver import cost_model as cm
+    for line in (R50, "convfp16 -n 8 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2",
+                 f"convfp16 -n 8 -c 640 -H 32 -W 32 -k 640 -y 3 -x 3 -p 1 -q 1 {NHWC}"):
         p = _p(line)
         whole = SOLVER.get_workspace_size(p, SM90)
         offered = [c for c in search_space(p, SM90) if c.reduce == "stream"]
         assert offered
+        model = [c for c in cm.candidates(p) if c.split_k_reduce == 3]
+        offered += model + [c.replace(stages=7 - c.stages) for c in model]
         need = 0
         for cfg in offered:
             try:
@@ -193,7 +199,8 @@ def test_the_cost_model_s_features_of_a_stream_k_launch_by_hand():
     """ResNet-50 layer4.1.conv3 (N=64, 1x1, c512 k2048, 7x7) at 128x128 stream-K on the H200:
     25 x 4 = 100 tiles of 32 k-tiles over 132 blocks (one per SM): runs of 25 k-tiles, one
     wave; the features count 25 k-tiles of MMA and loads, and about 2.8 tiles' stores plus two
-    fp32 tiles of fixup. Stream-K is not among the model's candidates."""
+    fp32 tiles of fixup. Stream-K is among the model's candidates, every TMA tile, and its
+    time is the fitted one scaled by ``stream_k_scale`` plus ``stream_k_us``."""
     from miopen_solver import cost_model as cm
     p = _p(R50)
     s = make_spec(p, SM90, SK)
@@ -206,7 +213,12 @@ def test_the_cost_model_s_features_of_a_stream_k_launch_by_hand():
     assert f.steps == 25
     plain = cm.features(make_spec(p, SM90, SK.replace(split_k_reduce=0)))
     assert plain.mma == pytest.approx(2 * 128 * 128 * 64 * 32 / cm.NOMINAL_SM_FLOPS * 1e6)   # one tile per SM
-    assert not any(c.split_k_reduce == 3 for c in cm.candidates(p))
+    tma = [c for c in cm.candidates(p) if c.schedule is KernelSchedule.WGMMA_TMA and c.split_k == 1]
+    assert {c.replace(split_k_reduce=0) for c in tma if c.split_k_reduce == 3} == \
+        {c for c in tma if c.split_k_reduce == 0} and len(tma) == 2 * len(cm.TILES)
+    base = dataclasses.replace(cm.H200, stream_k_scale=1.0, stream_k_us=0.0)
+    assert cm.H200.time_us(f) == pytest.approx(cm.STREAM_K_SCALE * base.time_us(f) + cm.STREAM_K_US)
+    assert cm.H200.time_us(plain) == pytest.approx(base.time_us(plain))   # data-parallel: untouched
 
 
 @pytest.mark.parametrize("schedule", [s for s in KernelSchedule if s is not KernelSchedule.WGMMA_TMA],
@@ -268,3 +280,29 @@ def test_tune_stream_lists_the_default_then_stream_k_and_refuses_where_none_runs
                                    "--list"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no stream-K config is valid for this problem" in err[0] and "G=2" in err[0]
+
+
+def test_fit_stream_k_recovers_known_terms(tmp_path, capsys):
+    """bench/fit_stream_k.py on rows built as 1.25 x the model's base time + 4 us recovers
+    both terms; a missing file is one line, exit 2."""
+    import sys
+    from pathlib import Path
+
+    from miopen_solver import cost_model as cm
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import fit_stream_k
+    base = dataclasses.replace(cm.H200, stream_k_scale=1.0, stream_k_us=0.0)
+    rows = []
+    for line in (R50, f"convfp16 -n 8 -c 640 -H 32 -W 32 -k 640 -y 3 -x 3 -p 1 -q 1 {NHWC}"):
+        for cfg in (SK, SK.replace(tile_n=256, warp_tile_n=256), SK.replace(split_k_reduce=0)):
+            us = base.time_us(cm.features(make_spec(_p(line), get_target("sm_90a"), cfg)))
+            t = 1.25 * us + 4.0 if cfg.split_k_reduce == 3 else us
+            rows.append({"line": line, "config": cfg.serialize(), "ours_ms": t / 1e3})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(rows))
+    assert fit_stream_k.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "stream-K rows: 4; fit: measured = 1.250 x base + 4.00 us" in out and "rms log error: 0.000 fitted" in out
+    assert fit_stream_k.main([str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "none.json" in err

@@ -1965,7 +1965,7 @@ DG_DEVICE void dg_epilogue_split(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N
 // #end tmask
 // #section tmsk
 // The stream-K fixup. Only the warpgroups take part (named barrier 1; the producer warp has
-// returned). A slot holds register r of consumer thread tid at r * DG_THREADS + tid.
+// returned).
 #define DG_SK_SLOT (DG_THREADS * DG_MMA_M * DG_MMA_N * DG_ACC_PER_ATOM)
 DG_DEVICE void dg_consumer_sync() { asm volatile("bar.sync 1, %0;" ::"n"(DG_THREADS) : "memory"); }
 // Raise flag f once every consumer thread's stores before it are visible device-wide
@@ -1987,26 +1987,27 @@ DG_DEVICE void dg_sk_wait(const unsigned* f, int tid) {
     }
     dg_consumer_sync();
 }
-DG_DEVICE float dg_ld_l2(const float* p) {   // past L1, which other blocks' stores do not update
-    float v;
-    asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
-    return v;
+// A slot holds the 4 accumulators of atom (i, j) of consumer thread tid as one 16-byte vector
+// at float4 index (i * DG_MMA_N + j) * DG_THREADS + tid: each warp stores and loads 512
+// contiguous bytes, and the loads are ordinary (not volatile) so they issue back to back.
+static_assert(DG_ACC_PER_ATOM == 4, "a stream-K slot stores one 16-byte vector per atom");
+#define DG_SK_BATCH 4
+DG_DEVICE void dg_sk_st4(float* p, const float (&a)[4]) {
+    *reinterpret_cast<float4*>(p) = make_float4(a[0], a[1], a[2], a[3]);
 }
-// f(register r, accumulator) over this thread's accumulators, in slot order.
-template <typename F>
-DG_DEVICE void dg_sk_each(float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM], F f) {
-    int r = 0;
-#pragma unroll
-    for (int i = 0; i < DG_MMA_M; ++i)
-#pragma unroll
-        for (int j = 0; j < DG_MMA_N; ++j)
-#pragma unroll
-            for (int e = 0; e < DG_ACC_PER_ATOM; ++e, ++r) f(r, acc[i][j][e]);
+// Past L1, which other blocks' stores do not update (ld.global.cg); ordered after the
+// acquire by dg_sk_wait's barrier.
+DG_DEVICE void dg_sk_ld4(const float* p, float (&v)[4]) {
+    const float4 t = __ldcg(reinterpret_cast<const float4*>(p));
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
 }
 // A later segment of a tile: its partial sums into this block's slot, then its flag.
 DG_DEVICE void dg_sk_store(float* ws, int b, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM], int tid) {
-    float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + tid;
-    dg_sk_each(acc, [&](int r, float& a) { slot[r * DG_THREADS] = a; });
+    float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + 4 * tid;
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int j = 0; j < DG_MMA_N; ++j) dg_sk_st4(slot + (i * DG_MMA_N + j) * 4 * DG_THREADS, acc[i][j]);
     dg_sk_raise(reinterpret_cast<unsigned*>(ws) + b, tid);
 }
 // The owner of the tile whose k-tiles start at `base` (its run ends inside the tile): add the
@@ -2015,8 +2016,20 @@ DG_DEVICE void dg_sk_fixup(float* ws, int bid, long long base, float (&acc)[DG_M
                            int tid) {
     for (int b = bid + 1; b < DG_TILE_BLOCKS && (long long)b * DG_SK_ITERS / DG_TILE_BLOCKS < base + DG_SK_KT; ++b) {
         dg_sk_wait(reinterpret_cast<const unsigned*>(ws) + b, tid);
-        const float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + tid;
-        dg_sk_each(acc, [&](int r, float& a) { a += dg_ld_l2(slot + r * DG_THREADS); });
+        const float* slot = ws + DG_SK_FLAGS + (long long)b * DG_SK_SLOT + 4 * tid;
+        float (*a)[4] = reinterpret_cast<float (*)[4]>(&acc[0][0][0]);   // atom q = i * DG_MMA_N + j
+#pragma unroll
+        for (int q0 = 0; q0 < DG_MMA_M * DG_MMA_N; q0 += DG_SK_BATCH) {   // DG_SK_BATCH loads in flight
+            float v[DG_SK_BATCH][4];
+#pragma unroll
+            for (int u = 0; u < DG_SK_BATCH; ++u)
+                if (q0 + u < DG_MMA_M * DG_MMA_N) dg_sk_ld4(slot + (q0 + u) * 4 * DG_THREADS, v[u]);
+#pragma unroll
+            for (int u = 0; u < DG_SK_BATCH; ++u)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (q0 + u < DG_MMA_M * DG_MMA_N) a[q0 + u][e] += v[u][e];
+        }
     }
 }
 // #end tmsk
