@@ -7,9 +7,10 @@ H200 timings of stream-K configs, e.g.::
 Each input is a ``bench/time_configs.py --json`` file. The stream-K rows of modelled problems
 are predicted by the shipped :data:`~miopen_solver.cost_model.H200` weights without the two
 terms (``base``); ``measured ~= scale * base + us`` is fitted by least squares on the relative
-error (every row weighs the same, whatever its size). Prints the fit, its rms log error and
-the same for the data-parallel rows (the main fit's own error, for comparison). A bad path or
-file is one line on stderr and exit 2.
+error (every row weighs the same, whatever its size; a config timed in two files counts
+twice). Prints the fit, its rms log error and the same for the data-parallel rows (the main
+fit's own error, for comparison). A bad path, file or row is one line on stderr naming it,
+exit 2.
 """
 
 from __future__ import annotations
@@ -32,25 +33,62 @@ from miopen_solver.spec import make_spec  # noqa: E402
 from miopen_solver.target import get_target  # noqa: E402
 
 
+class BadInput(ValueError):
+    """A file or row this script cannot read (one line, naming the file and the row)."""
+
+
+def _row(path, i: int, r) -> tuple | None:
+    """``(line, config, ours_ms)`` of row ``i`` of ``path``, None for an untimed row."""
+    where = f"{path}: row {i}"
+    if not isinstance(r, dict):
+        raise BadInput(f"{where}: a JSON object expected (a time_configs.py --json row), got {type(r).__name__}")
+    ms, line, config = r.get("ours_ms"), r.get("line"), r.get("config")
+    if ms is None or config is None:            # a row the run could not time, or an error row
+        return None
+    if not isinstance(line, str) or not isinstance(config, str):
+        raise BadInput(f"{where}: 'line' and 'config' must be strings")
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not (math.isfinite(ms) and ms > 0):
+        raise BadInput(f"{where}: 'ours_ms' must be a finite number > 0, got {ms!r}")
+    return line, config, float(ms)
+
+
 def rows_of(paths) -> list:
-    """``(measured_us, base_us, stream_k)`` of every timed row of a modelled problem."""
+    """``(measured_us, base_us, stream_k)`` of every timed row of a modelled problem.
+
+    Raises:
+        BadInput: a file is missing, unreadable, not a JSON list of objects, or a row's
+            fields have the wrong types or a line does not parse.
+    """
     target = get_target("sm_90a")
     base = dataclasses.replace(cm.H200, stream_k_scale=1.0, stream_k_us=0.0)
     out = []
     for path in paths:
-        for r in json.loads(Path(path).read_text()):
-            if not r.get("ours_ms") or not r.get("config"):
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            raise BadInput(f"{path}: cannot read: {e}") from None
+        except ValueError as e:
+            raise BadInput(f"{path}: not JSON: {e}") from None
+        if not isinstance(data, list):
+            raise BadInput(f"{path}: a JSON list of time_configs.py --json rows expected, got {type(data).__name__}")
+        for i, r in enumerate(data):
+            row = _row(path, i, r)
+            if row is None:
                 continue
-            p = parse(r["line"].split()).problem
+            line, config, ms = row
+            try:
+                p = parse(line.split()).problem
+            except ValueError as e:
+                raise BadInput(f"{path}: row {i}: line: {e}") from None
             if not cm.modelled(p, target):
                 continue
             try:
-                spec = make_spec(p, target, PerfConfig.parse(r["config"]))
-            except PerfConfigError:
-                continue
+                spec = make_spec(p, target, PerfConfig.parse(config))
+            except (PerfConfigError, ValueError):
+                continue                        # a config the solver refuses here: not a timed kernel
             if spec.schedule not in cm.MODELLED:
                 continue
-            out.append((r["ours_ms"] * 1e3, base.time_us(cm.features(spec)), bool(spec.stream_k)))
+            out.append((ms * 1e3, base.time_us(cm.features(spec)), bool(spec.stream_k)))
     return out
 
 
@@ -66,7 +104,7 @@ def main(argv=None) -> int:
         return 2
     try:
         rows = rows_of(paths)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except BadInput as e:
         print(f"fit_stream_k.py: {e}", file=sys.stderr)
         return 2
     sk = [(m, b) for m, b, s in rows if s]

@@ -269,15 +269,19 @@ def config_cmd(arch, backend, perf_config, perfdb, no_perfdb, kouter, split_k, s
     except PerfConfigError as e:    # the given config or settings are not valid here: bad input, as in a run
         _fail(f"{e} (on {target.arch})")
     shown_source = None
-    if solution.source != "perf-config" and any(v is not None for v in settings):
-        # the default or perf-db config with --kouter/--split-k/--split-k-reduce on top: say so
-        # in the text where the settings changed it (the JSON "source" stays where it came from)
-        plain = solver.find_solution(problem, target, perfdb=db, perfdb_arch=db_arch,
-                                     perfdb_label=perfdb_label(opts.get("perfdb")))
-        if plain.perf_config != solution.perf_config:
-            flags = " ".join(f"--{name} {value}" for name, value in zip(("kouter", "split-k", "split-k-reduce"), settings)
-                             if value is not None)
-            shown_source = f"{solution.source}, with {flags}"
+    if any(v is not None for v in settings):
+        # the given, default or perf-db config with --kouter/--split-k/--split-k-reduce on top:
+        # say so in the text where the settings changed it (the JSON "source" stays as it was)
+        flags = " ".join(f"--{name} {value}" for name, value in zip(("kouter", "split-k", "split-k-reduce"), settings)
+                         if value is not None)
+        if solution.source == "perf-config":
+            if given != solution.perf_config:
+                shown_source = f"given, with {flags}"
+        else:
+            plain = solver.find_solution(problem, target, perfdb=db, perfdb_arch=db_arch,
+                                         perfdb_label=perfdb_label(opts.get("perfdb")))
+            if plain.perf_config != solution.perf_config:
+                shown_source = f"{solution.source}, with {flags}"
     solution = with_note(solution, math_note)
     for text in solution.warnings:
         warn(text)

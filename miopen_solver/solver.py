@@ -649,7 +649,8 @@ class DgradSolver:
     def _apply_settings(self, problem, target, choice: _Choice, settings: "_Settings", resolve: bool) -> None:
         """``--kouter``/``--split-k``/``--split-k-reduce`` on top of the chosen config. A default or perf-db config
         that cannot take a setting moves to the nearest config that can, with a note: a
-        warpgroup schedule to its plain form, else to the warp-MMA default; the direct schedule
+        warpgroup schedule to its plain form, else to the warp-MMA default (``stream``: the
+        tile on the TMA schedule, unsplit, and nothing else); the direct schedule
         (one write per dX element, its ``lds_k_outer`` slot means something else) to the GEMM
         default, except for ``auto`` and ``-1``/``1``, which it already is; a patch or NCHW
         pointwise wgmma schedule first to its own family's warp-MMA default (``--kouter``),
@@ -665,9 +666,12 @@ class DgradSolver:
                                        or cfg.schedule.direct):
             ok, why = is_valid_performance_config(problem, target, asked)
             fallbacks = []
-            if (settings.split_k_reduce == "stream" and cfg.schedule.warpgroup and not cfg.schedule.virtual_gemm
-                    and cfg.schedule is not KernelSchedule.WGMMA_TMA):     # stream-K: the tile on TMA
-                fallbacks.append(("the TMA form", cfg.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1)))
+            stream = settings.split_k_reduce == "stream"
+            tma = cfg.schedule is KernelSchedule.WGMMA_TMA
+            if (stream and cfg.schedule.warpgroup and not cfg.schedule.virtual_gemm and settings.split_k in (None, -1, 1)
+                    and not (tma and cfg.split_k in (-1, 1))):      # stream-K: the tile on TMA, unsplit
+                fallbacks.append(("the unsplit form" if tma else "the TMA form",
+                                  cfg.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1)))
             if cfg.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA) \
                     and settings.split_k_reduce != "stream":
                 plain = "the non-persistent form" if cfg.schedule is KernelSchedule.WGMMA_PERSISTENT \
@@ -677,7 +681,8 @@ class DgradSolver:
                 twin = default_performance_config(problem, target.with_(wgmma=False), allow_direct=False)
                 if twin.schedule.virtual_gemm:
                     fallbacks.append((f"the {twin.schedule.slug} default", twin))
-            fallbacks.append(("the warp-MMA default", self._gemm_default(problem, target.with_(wgmma=False))))
+            if not stream:                  # stream-K runs on the TMA schedule alone
+                fallbacks.append(("the warp-MMA default", self._gemm_default(problem, target.with_(wgmma=False))))
             tried = []
             for label, base in fallbacks if not ok else ():
                 alt = settings.apply(base)
@@ -689,8 +694,8 @@ class DgradSolver:
                     break
                 tried.append(f"{label} {alt.serialize()}: {alt_why}")
             if not ok and not moved:
-                raise PerfConfigError(f"not possible with {whose} {cfg.serialize()} ({why}), nor with "
-                                      + "; nor with ".join(tried), asked)
+                raise PerfConfigError(f"not possible with {whose} {cfg.serialize()} ({why})"
+                                      + "".join(f", nor with {t}" for t in tried), asked)
         if asked != cfg and not moved:      # a given config too: say what runs, not only what was typed
             choice.notes.append(f"{flags}: running {asked.serialize()} "
                                 f"({whose or 'the given config'} {cfg.serialize()} with the setting)")
@@ -900,7 +905,7 @@ class _Settings:
         if split_k is not None:
             cfg = cfg.replace(split_k=split_k)
         stream = cfg.reduce == "stream"
-        if stream and self.split_k_reduce is None and cfg.split_k > 1:
+        if stream and self.split_k_reduce is None and split_k is not None and split_k > 1:
             cfg = cfg.replace(split_k_reduce=0)     # --split-k N on stream-K: split K instead
         if self.split_k_reduce is not None and (cfg.split_k != 1 or self.split_k_reduce == "stream" or stream):
             cfg = cfg.replace(split_k_reduce=SPLIT_K_REDUCE_CODES[self.split_k_reduce])

@@ -55,3 +55,22 @@ def test_config_says_when_settings_changed_the_default(settings, shown):
     assert line.endswith(shown), line
     j = CliRunner().invoke(cli, ["config"] + CFG_LINE + settings + ["--json"])
     assert json.loads(j.output)["source"] == "default"
+
+
+@pytest.mark.parametrize("settings,shown", [
+    ([], "(given)"),
+    (["--split-k", "2"], "(given, with --split-k 2)"),
+    (["--split-k-reduce", "atomic"], "(given)"),                  # split_k 1: nothing changes
+    (["--kouter", "on", "--split-k", "4"], "(given, with --kouter on --split-k 4)"),
+])
+def test_config_says_when_settings_changed_the_given_config(settings, shown):
+    """The same for a given ``--perf-config``: the text names the settings that changed it
+    (its JSON ``source`` stays ``given``)."""
+    import json
+    given = ["--perf-config", "128,128,64,2,1,64,128,0,0,0,1,-1,4,3"]
+    r = CliRunner().invoke(cli, ["config"] + CFG_LINE + given + settings)
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.startswith("perf config: "))
+    assert line.endswith(shown), line
+    j = CliRunner().invoke(cli, ["config"] + CFG_LINE + given + settings + ["--json"])
+    assert json.loads(j.output)["source"] == "given"

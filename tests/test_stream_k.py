@@ -269,6 +269,42 @@ def test_stream_setting_on_a_plain_warpgroup_default_takes_its_tma_form():
     assert "using the TMA form with the setting" in sol.notes[-1]
 
 
+@pytest.mark.parametrize("split", [2, 3, 4, 5])
+def test_a_given_stream_k_config_that_splits_is_refused_everywhere(split, capsys):
+    """A perf config asking for stream-K and a split (field 15 = 3, split_k > 1) is invalid:
+    find_solution, get_workspace_size and make_spec all refuse it, none rewrites it into a
+    split-K config, and `config` says so in one line, exit 2."""
+    cfg = SK.replace(split_k=split)
+    p = _p(R50)
+    for ask in (lambda: SOLVER.find_solution(p, SM90, perf_config=cfg.serialize()),
+                lambda: SOLVER.get_workspace_size(p, SM90, cfg), lambda: make_spec(p, SM90, cfg)):
+        with pytest.raises(PerfConfigError, match=f"split_k must be 1 or -1, got {split}"):
+            ask()
+    assert main(["config"] + R50.split() + ["--arch", "sm_90", "--perf-config", cfg.serialize()]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "--perf-config" in err[0] and f"got {split}" in err[0] and "running" not in captured.out
+
+
+@pytest.mark.parametrize("line", [
+    f"convfp16 -n 8 -c 1280 -H 8 -W 8 -k 1280 -y 3 -x 3 -p 1 -q 1 {NHWC}",      # TMA default, split_k 3
+    f"convfp16 -n 1 -c 128 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}",        # plain warpgroup default, split
+])
+def test_stream_setting_on_a_default_that_splits_runs_its_tile_unsplit(line, capsys):
+    """--split-k-reduce stream on a warpgroup default that splits K runs the same tile as
+    stream-K on the TMA schedule, unsplit, with a note; with --split-k N > 1 as well it is one
+    error line naming only the default (stream-K splits no K; no unrelated fallback)."""
+    p = _p(line)
+    default = SOLVER.get_default_performance_config(p, SM90)
+    assert default.split_k > 1 and default.schedule.warpgroup
+    sol = SOLVER.find_solution(p, SM90, split_k_reduce="stream")
+    assert sol.perf_config == default.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1, split_k_reduce=3)
+    assert "with the setting" in sol.notes[-1]
+    assert main(["config"] + line.split() + ["--arch", "sm_90", "--split-k", "2", "--split-k-reduce", "stream"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and default.serialize() in err[0] and "nor with" not in err[0] and "warp-MMA" not in err[0]
+
+
 def test_tune_stream_lists_the_default_then_stream_k_and_refuses_where_none_runs(capsys):
     base = ["convfp16", "-n", "1", "-c", "64", "-H", "8", "-W", "8", "-k", "64", "-y", "3", "-x", "3", "-p", "1",
             "-q", "1", "-F", "2", "--in_layout", "NHWC", "--out_layout", "NHWC", "--fil_layout", "NHWC"]
@@ -306,3 +342,23 @@ def test_fit_stream_k_recovers_known_terms(tmp_path, capsys):
     assert fit_stream_k.main([str(tmp_path / "none.json")]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "none.json" in err
+
+
+@pytest.mark.parametrize("content,needle", [
+    ('{"line": "x"}', "a JSON list"), ('"str"', "a JSON list"), ("[1, 2]", "row 0: a JSON object"),
+    ("[null]", "row 0: a JSON object"), ('[{"ours_ms": 1, "config": "256,128", "line": 5}]', "must be strings"),
+    ('[{"ours_ms": -1, "config": "1", "line": "x"}]', "'ours_ms' must be a finite number > 0, got -1"),
+    ('[{"ours_ms": "abc", "config": "1", "line": "x"}]', "got 'abc'"),
+    ('[{"ours_ms": 1, "config": "1", "line": "convfp16 -n 1 -F 1"}]', "row 0: line:"),
+    ("", "not JSON"), (b"\xff\xfe", "cannot read"),
+])
+def test_fit_stream_k_bad_input_is_one_line_naming_the_file(tmp_path, capsys, content, needle):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import fit_stream_k
+    path = tmp_path / "t.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert fit_stream_k.main([str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and needle in err[0], err
