@@ -39,38 +39,27 @@ CFG_LINE = ["convfp16", "-n", "2", "-c", "64", "-H", "14", "-W", "14", "-k", "25
             "--in_layout", "NHWC", "--out_layout", "NHWC", "--fil_layout", "NHWC", "--arch", "sm_90"]
 
 
-@pytest.mark.parametrize("settings,shown", [
-    ([], "(default)"),
-    (["--split-k", "2"], "(default, with --split-k 2)"),
-    (["--split-k-reduce", "atomic"], "(default)"),                # split_k 1: nothing changes
-    (["--kouter", "off", "--split-k", "4"], "(default, with --kouter off --split-k 4)"),
-])
-def test_config_says_when_settings_changed_the_default(settings, shown):
-    """``config``'s text names the settings that changed the default it shows (its JSON
-    ``source`` stays ``default``); a setting that changes nothing leaves it ``(default)``."""
-    import json
-    r = CliRunner().invoke(cli, ["config"] + CFG_LINE + settings)
-    assert r.exit_code == 0, r.output
-    line = next(x for x in r.output.splitlines() if x.startswith("perf config: "))
-    assert line.endswith(shown), line
-    j = CliRunner().invoke(cli, ["config"] + CFG_LINE + settings + ["--json"])
-    assert json.loads(j.output)["source"] == "default"
+GIVEN = ["--perf-config", "128,128,64,2,1,64,128,0,0,0,1,-1,4,3"]
 
 
-@pytest.mark.parametrize("settings,shown", [
-    ([], "(given)"),
-    (["--split-k", "2"], "(given, with --split-k 2)"),
-    (["--split-k-reduce", "atomic"], "(given)"),                  # split_k 1: nothing changes
-    (["--kouter", "on", "--split-k", "4"], "(given, with --kouter on --split-k 4)"),
+@pytest.mark.parametrize("given,settings,shown", [
+    ([], [], "(default)"),
+    ([], ["--split-k", "2"], "(default, with --split-k 2)"),
+    ([], ["--split-k-reduce", "atomic"], "(default)"),                # split_k 1: nothing changes
+    ([], ["--kouter", "off", "--split-k", "4"], "(default, with --kouter off --split-k 4)"),
+    (GIVEN, [], "(given)"),
+    (GIVEN, ["--split-k", "2"], "(given, with --split-k 2)"),
+    (GIVEN, ["--split-k-reduce", "atomic"], "(given)"),
+    (GIVEN, ["--kouter", "on", "--split-k", "4"], "(given, with --kouter on --split-k 4)"),
 ])
-def test_config_says_when_settings_changed_the_given_config(settings, shown):
-    """The same for a given ``--perf-config``: the text names the settings that changed it
-    (its JSON ``source`` stays ``given``)."""
+def test_config_says_when_settings_changed_the_config(given, settings, shown):
+    """``config``'s text names the settings that changed the default or given config it
+    shows (its JSON ``source`` stays ``default`` or ``given``); a setting that changes
+    nothing leaves it ``(default)`` or ``(given)``."""
     import json
-    given = ["--perf-config", "128,128,64,2,1,64,128,0,0,0,1,-1,4,3"]
     r = CliRunner().invoke(cli, ["config"] + CFG_LINE + given + settings)
     assert r.exit_code == 0, r.output
     line = next(x for x in r.output.splitlines() if x.startswith("perf config: "))
     assert line.endswith(shown), line
     j = CliRunner().invoke(cli, ["config"] + CFG_LINE + given + settings + ["--json"])
-    assert json.loads(j.output)["source"] == "given"
+    assert json.loads(j.output)["source"] == ("given" if given else "default")
