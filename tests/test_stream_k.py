@@ -362,3 +362,34 @@ def test_fit_stream_k_bad_input_is_one_line_naming_the_file(tmp_path, capsys, co
     assert fit_stream_k.main([str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(path) in err[0] and needle in err[0], err
+
+
+SETTING_GRID = [dict(zip(("kouter", "split_k", "split_k_reduce"), v))
+                for v in __import__("itertools").product((None, "auto", "on"), (None, -1, 1, 2, 4),
+                                                         (None, "auto", "atomic", "workspace", "stream"))]
+
+
+@pytest.mark.parametrize("line", [
+    R50, f"convfp16 -n 8 -c 1280 -H 8 -W 8 -k 1280 -y 3 -x 3 -p 1 -q 1 {NHWC}",
+    f"convfp16 -n 1 -c 128 -H 8 -W 8 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}",
+    f"convbfp16 -n 8 -c 1280 -H 16 -W 16 -k 1280 -y 3 -x 3 -p 1 -q 1 {NHWC}",
+])
+@pytest.mark.parametrize("given", [None, SK, SK.replace(split_k=2), SK.replace(split_k_reduce=0, split_k=3)],
+                         ids=["default", "stream", "stream_split", "tma_split"])
+def test_settings_on_any_config_give_a_valid_config_or_one_refusal(line, given):
+    """Over every --kouter/--split-k/--split-k-reduce combination, on defaults and on given
+    stream-K and TMA split-K configs: the solver either refuses (PerfConfigError) or runs a
+    config that builds a spec; a given config runs as given when no setting is asked, and a
+    stream-K result never splits K."""
+    p = _p(line)
+    for settings in SETTING_GRID:
+        try:
+            sol = SOLVER.find_solution(p, SM90, perf_config=given.serialize() if given else None, **settings)
+        except PerfConfigError:
+            assert given is not None or any(v is not None for v in settings.values()), settings
+            continue
+        make_spec(p, SM90, sol.perf_config)
+        if given is not None and all(v is None for v in settings.values()):
+            assert sol.perf_config == given
+        if sol.perf_config.split_k_reduce == 3:
+            assert sol.perf_config.split_k in (-1, 1), (settings, sol.perf_config)
