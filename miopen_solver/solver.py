@@ -255,11 +255,19 @@ class Solution:
 
     @property
     def split_k_reduce(self) -> dict:
-        """How split-K partial sums meet: ``{"mode": "none"|"atomic"}``, or for the
-        workspace the reduction's kernel, launch and workspace share
-        (:meth:`~miopen_solver.splitk.SplitKReduce.as_dict`)."""
+        """How split-K partial sums meet: ``{"mode": "none"|"atomic"}``, for the workspace
+        the reduction's kernel, launch and workspace share
+        (:meth:`~miopen_solver.splitk.SplitKReduce.as_dict`), for stream-K its blocks,
+        k-tiles per tile and the kernel's workspace: ``flag_bytes`` (zeroed before every
+        launch) then one fp32 slot of ``slot_bytes`` per block."""
         if self.reduce is not None:
             return self.reduce.as_dict()
+        if getattr(self.spec, "stream_k", False):
+            s = self.spec
+            return {"mode": "stream", "blocks": s.tile_blocks, "tiles": s.tiles_per_group,
+                    "k_tiles_per_tile": s.stream_k_tiles, "flag_bytes": 4 * s.stream_k_flag_words,
+                    "slot_bytes": 4 * s.config.tile_m * s.config.tile_n,
+                    "kernel_workspace_bytes": self.kernels[0].source.workspace_arg}
         return {"mode": getattr(self.spec, "split_k_reduce", "none")}
 
     def to_record(self) -> dict:
@@ -768,6 +776,12 @@ class DgradSolver:
             why = "" if cfg.split_k_reduce else f"; atomics refused: {split_k_atomics_reason(launch, target)}"
             notes.append(f"Split-K: {r.split_k} slices of fp32 partial sums in {r.nbytes} bytes of the workspace, "
                          f"summed in order by {r.kernel_name} (no atomics, deterministic){why}")
+        if getattr(spec, "stream_k", False):
+            sk = sol.split_k_reduce
+            notes.append(f"Stream-K: {sk['tiles']} tiles of {sk['k_tiles_per_tile']} k-tiles over {sk['blocks']} "
+                         f"resident blocks; {sk['kernel_workspace_bytes']} bytes of the workspace: {sk['flag_bytes']} of "
+                         f"flags (zeroed before every launch), then one fp32 slot of {sk['slot_bytes']} bytes "
+                         f"per block")
         note = math_note(sol)
         if note:        # a TF32 problem: which math runs, and its tolerance
             notes.append(note)
