@@ -291,6 +291,12 @@ def candidates(problem: ConvProblem) -> tuple:
     return tuple(out)
 
 
+def stage_forms(config: PerfConfig) -> tuple:
+    """``config`` in its own stage count, then in the other of 3 and 4 (7 minus it): the
+    forms :func:`ranked` tries in order, the first that builds a spec being the one it times."""
+    return config, config.replace(stages=7 - config.stages)
+
+
 def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H200,
            pool: tuple | None = None, estimate=None) -> list:
     """``(estimate_us, config)`` of every candidate (``pool``, default :func:`candidates`)
@@ -305,7 +311,7 @@ def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H2
     for i, c in enumerate(pool if pool is not None else candidates(problem)):
         if c.split_k > 1 and not splits:      # the atomics feature is the only split-K cost modelled
             continue
-        for cfg in (c, c.replace(stages=7 - c.stages)):
+        for cfg in stage_forms(c):
             try:
                 out.append((estimate(problem, target, cfg, coefficients), i, cfg))
                 break

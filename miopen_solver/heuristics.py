@@ -740,10 +740,10 @@ def max_stream_k_workspace(problem: ConvProblem, target: Target) -> int:
     if problem.is_3d or problem.G != 1 or _too_many_sub_gemms(problem):
         return 0
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)
-    model = [c for c in cost_model.candidates(problem) if c.split_k_reduce == STREAM_K]
+    model = [f for c in cost_model.candidates(problem) if c.split_k_reduce == STREAM_K
+             for f in cost_model.stage_forms(c)]
     most = 0
-    for cfg in [*_warpgroup_candidates(problem, target, (1,), max_k), *model,
-                *(c.replace(stages=7 - c.stages) for c in model)]:
+    for cfg in [*_warpgroup_candidates(problem, target, (1,), max_k), *model]:
         if cfg.split_k_reduce == STREAM_K:
             try:
                 most = max(most, launch_spec(problem, target, cfg).workspace_bytes)

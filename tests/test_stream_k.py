@@ -6,6 +6,7 @@ on the GPU (tests/test_gpu.py, ``-k stream_k``)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import shutil
 import subprocess
@@ -318,15 +319,21 @@ def test_tune_stream_lists_the_default_then_stream_k_and_refuses_where_none_runs
     assert len(err) == 1 and "no stream-K config is valid for this problem" in err[0] and "G=2" in err[0]
 
 
+def _fit_stream_k():
+    """bench/fit_stream_k.py as a module (bench/ is not a package; the repository root on the
+    path finds it)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import fit_stream_k
+    return fit_stream_k
+
+
 def test_fit_stream_k_recovers_known_terms(tmp_path, capsys):
     """bench/fit_stream_k.py on rows built as 1.25 x the model's base time + 4 us recovers
     both terms; a missing file is one line, exit 2."""
-    import sys
-    from pathlib import Path
-
     from miopen_solver import cost_model as cm
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench import fit_stream_k
+    fit_stream_k = _fit_stream_k()
     base = dataclasses.replace(cm.H200, stream_k_scale=1.0, stream_k_us=0.0)
     rows = []
     for line in (R50, f"convfp16 -n 8 -c 640 -H 32 -W 32 -k 640 -y 3 -x 3 -p 1 -q 1 {NHWC}"):
@@ -353,10 +360,7 @@ def test_fit_stream_k_recovers_known_terms(tmp_path, capsys):
     ("", "not JSON"), (b"\xff\xfe", "cannot read"),
 ])
 def test_fit_stream_k_bad_input_is_one_line_naming_the_file(tmp_path, capsys, content, needle):
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench import fit_stream_k
+    fit_stream_k = _fit_stream_k()
     path = tmp_path / "t.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     assert fit_stream_k.main([str(path)]) == 2
@@ -365,8 +369,8 @@ def test_fit_stream_k_bad_input_is_one_line_naming_the_file(tmp_path, capsys, co
 
 
 SETTING_GRID = [dict(zip(("kouter", "split_k", "split_k_reduce"), v))
-                for v in __import__("itertools").product((None, "auto", "on"), (None, -1, 1, 2, 4),
-                                                         (None, "auto", "atomic", "workspace", "stream"))]
+                for v in itertools.product((None, "auto", "on"), (None, -1, 1, 2, 4),
+                                           (None, "auto", "atomic", "workspace", "stream"))]
 
 
 @pytest.mark.parametrize("line", [
