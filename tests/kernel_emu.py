@@ -609,9 +609,11 @@ NVIDIA_LDG = re.compile(r'asm\("ld\.global\.nc[^"]*"[^;]*;')
 # wgmma's group bookkeeping (.sync.aligned: every lane of the warp executes it together) is a
 # warp barrier, so the lanes of a warp stay in step as on the GPU -- a lane that released a
 # stage (mbarrier arrive) has all its warp's reads of it behind it; the mbarrier-init fence
-# orders nothing when every operation completes at issue.
+# orders nothing when every operation completes at issue; one launch at a time has no
+# predecessor grid to wait for (griddepcontrol).
 NVIDIA_WARP_SYNCS = re.compile(r'asm volatile\("(?:wgmma\.(?:fence|commit_group|wait_group)|bar\.warp\.sync)[^"]*"[^;]*;')
 NVIDIA_NOOPS = re.compile(r'asm volatile\("fence\.mbarrier_init[^"]*"[^;]*;')
+NVIDIA_GRID_DEPENDENCY = re.compile(r'asm volatile\("griddepcontrol\.[^"]*"\s*:::\s*"memory"\)')
 
 
 def _replace_definitions(text: str, name: str, new: str) -> str:
@@ -642,6 +644,7 @@ def nvidia_host_text(text: str) -> str:
     text = NVIDIA_LDG.sub("std::memcpy(&v, p, sizeof(v));", text)
     text = NVIDIA_WARP_SYNCS.sub("emu_wave_sync();", text)
     text = NVIDIA_NOOPS.sub(";", text)
+    text = NVIDIA_GRID_DEPENDENCY.sub("((void)0)", text)
     left = re.findall(r'asm(?: volatile)?\("[^"]*', text)
     if left:
         raise ValueError(f"PTX the emulator does not know: {left[:3]}")

@@ -793,6 +793,36 @@ def _verify_solution(engine, sol, seed=17):
     return dy, w
 
 
+# Runs of several launches (programmatic dependent launch on sm_90: each launch after the
+# first overlaps the one before it): the layout transforms, the split-K reduction, the
+# sub-pixel W pack, the NCHW pointwise W^T -- plain and from a graph of three runs.
+PDL_LINES = [   # (line, config or None for the default)
+    ("convfp16 -n 4 -c 64 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1 -F 2", None),                   # dY+W pair
+    ("convfp16 -n 4 -c 96 -H 17 -W 15 -k 40 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2", None),          # + dX
+    ("convbfp16 -n 4 -c 256 -H 14 -W 14 -k 128 -y 1 -x 1 -F 2", None),                            # W^T
+    ("convfp16 -n 2 -c 64 -H 7 -W 7 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2", "64,64,64,1,1,64,64,0,0,0,3,-1,3,1,2"),
+    ("convfp16 -n 2 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC "
+     "--fil_layout NHWC", "64,64,64,1,1,64,64,0,0,0,4,-1,3,1,2"),                                 # reduction
+    ("convfp16 -n 4 -c 64 -H 40 -W 40 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --in_layout NHWC "
+     "--out_layout NHWC --fil_layout NHWC", "128,128,64,2,1,64,128,0,0,0,1,-1,4,16"),              # W' pack
+    ("convbfp16 -n 4 -c 64 -H 40 -W 40 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --in_layout NHWC "
+     "--out_layout NHWC --fil_layout NHWC", "128,128,64,2,1,64,128,0,0,0,1,-1,4,17"),             # W', TMA
+]
+
+
+@pytest.mark.parametrize("line,cfg", PDL_LINES)
+def test_overlapped_launches_verify_plain_and_in_a_graph(engine, line, cfg):
+    from miopen_solver.solver import DgradSolver
+    try:
+        sol = DgradSolver().find_solution(parse(line).problem, engine.target, perf_config=cfg)
+    except PerfConfigError as e:
+        pytest.skip(f"{cfg} not valid on {engine.target.arch}: {e}")
+    dy, w = _verify_solution(engine, sol, seed=23)
+    p = sol.problem
+    v = verify(p, engine.run(sol, dy, w, graph_runs=3), dgrad_reference(p, dy, w))
+    assert v.nonfinite == 0 and v.ok, (sol.kernel_name, v)
+
+
 @pytest.mark.parametrize("form", ["tile", "band"])
 @pytest.mark.parametrize("eb", [2, 4])
 @pytest.mark.parametrize("batch,rows,cols", [(1, 64, 64), (3, 128, 192), (2, 65, 63), (5, 1, 7), (4, 7, 1),

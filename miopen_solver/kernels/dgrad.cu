@@ -264,6 +264,7 @@ static_assert((DG_NT_BH * 512) % DG_NT_PRODUCERS == 0, "the shift's units are wh
 #define DG_BID_X() ((int)__builtin_amdgcn_workgroup_id_x())
 #define DG_BID_Y() ((int)__builtin_amdgcn_workgroup_id_y())
 #define DG_BID_Z() ((int)__builtin_amdgcn_workgroup_id_z())
+#define DG_GRID_DEPENDENCY() do { } while (0)
 #else
 #define DG_GLOBAL extern "C" __global__ __launch_bounds__(DG_BLOCK_THREADS)
 #define DG_DEVICE __device__ __forceinline__
@@ -273,6 +274,15 @@ static_assert((DG_NT_BH * 512) % DG_NT_PRODUCERS == 0, "the shift's units are wh
 #define DG_BID_X() ((int)blockIdx.x)
 #define DG_BID_Y() ((int)blockIdx.y)
 #define DG_BID_Z() ((int)blockIdx.z)
+// Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+): a grid launched to overlap
+// the stream's previous kernel (runtime/gpu.py) waits here, before any global memory access,
+// until that grid has completed and its writes are visible, then lets the stream's next grid
+// begin launching. Without the launch attribute (or before sm_90) it does nothing.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DG_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define DG_GRID_DEPENDENCY() do { } while (0)
+#endif
 #endif
 // #end block vendor
 
@@ -2148,6 +2158,7 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
 #endif
 ) {
     extern DG_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
+    DG_GRID_DEPENDENCY();
     const int bid = DG_BID_X();
 #if DG_ZF_BLOCKS > 0
     if (bid >= DG_TILE_BLOCKS) {

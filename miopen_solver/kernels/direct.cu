@@ -58,6 +58,7 @@
     } while (0)
 #define DD_TID() ((int)__builtin_amdgcn_workitem_id_x())
 #define DD_BID() ((long long)__builtin_amdgcn_workgroup_id_x())
+#define DD_GRID_DEPENDENCY() do { } while (0)
 #else
 #define DD_GLOBAL extern "C" __global__ __launch_bounds__(DD_THREADS)
 #define DD_DEVICE __device__ __forceinline__
@@ -65,6 +66,15 @@
 #define DD_SYNC() __syncthreads()
 #define DD_TID() ((int)threadIdx.x)
 #define DD_BID() ((long long)blockIdx.x)
+// Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+): a grid launched to overlap
+// the stream's previous kernel (runtime/gpu.py) waits here, before any global memory access,
+// until that grid has completed and its writes are visible, then lets the stream's next grid
+// begin launching. Without the launch attribute (or before sm_90) it does nothing.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DD_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define DD_GRID_DEPENDENCY() do { } while (0)
+#endif
 #endif
 
 typedef unsigned short dd_u16;
@@ -725,6 +735,7 @@ DD_DEVICE void dd_dispatch(int rw, const dd_t* __restrict__ dy, const float* ws,
 // ------------------------------------------------------------------ the kernel
 DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restrict__ w, dd_t* __restrict__ dx) {
     extern DD_SHARED __attribute__((aligned(16))) unsigned char dd_smem[];
+    DD_GRID_DEPENDENCY();
     float* ws = reinterpret_cast<float*>(dd_smem);                      // [Y*X][DD_WSP] fp32
     dd_t* ys = reinterpret_cast<dd_t*>(dd_smem + DD_WS_BYTES);          // staged dY (DD_STAGE)
     const int tid = DD_TID();

@@ -151,6 +151,7 @@ DD_DEVICE bool dd_tap_ok(int r, int pad, int stride, int dil, int t) {
 // ------------------------------------------------------------------ the kernel
 DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restrict__ w, dd_t* __restrict__ dx) {
     extern DD_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
+    DD_GRID_DEPENDENCY();
     dd_u32* band = reinterpret_cast<dd_u32*>(dg_smem);                              // [Y][TN][BW]
     dd_t* planes = reinterpret_cast<dd_t*>(dg_smem + DD_BAND_BYTES);                 // [TN][PR][PP]
     // Output planes [TN][TQW][OPR], DD_OUT_STRIDE elements apart: in the channel's own dY plane

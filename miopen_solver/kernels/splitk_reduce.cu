@@ -78,6 +78,7 @@ struct __attribute__((aligned(16))) dr_f32x4 { float v[4]; };
 struct __attribute__((aligned(8))) dr_u32x2 { dg_u32 v[2]; };
 
 DG_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
+    DG_GRID_DEPENDENCY();
     const dr_cover k = {(int)cover, (int)ph, (int)sh, (int)dh, (int)gh, (int)th, (int)fh,
                         (int)pw, (int)sw, (int)dw, (int)gw, (int)tw, (int)fw};
     const int split_k = (int)split_ll, wi = (int)wi_ll, c = (int)c_ll, plane = (int)(hi_ll * wi_ll);
@@ -120,6 +121,7 @@ DG_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
 // images along grid y, both strided past the grid.
 DG_GLOBAL void DR_KERNEL_NAME(DR_ARGS) {
     __shared__ float tile[DR_TILE][DR_TILE + 1];
+    DG_GRID_DEPENDENCY();
     const dr_cover k = {(int)cover, (int)ph, (int)sh, (int)dh, (int)gh, (int)th, (int)fh,
                         (int)pw, (int)sw, (int)dw, (int)gw, (int)tw, (int)fw};
     const int split_k = (int)split_ll, wi = (int)wi_ll, c = (int)c_ll, n_img = (int)n_ll;

@@ -201,14 +201,47 @@ class CudaRuntime:
         return np.array(tmap.opaque, dtype=np.uint64).tobytes()
 
     # ----------------------------------------------------------------- launch
+    @staticmethod
+    def _params(args) -> tuple:
+        """The kernel-parameter array of ``args`` (device pointers as ints, by-value
+        parameters such as tensor maps as their bytes): ``(values, pointers)``; both must live
+        until the launch call returns."""
+        vals = [np.frombuffer(a, dtype=np.uint8).copy() if isinstance(a, bytes) else np.array([a], dtype=np.uint64)
+                for a in args]
+        return vals, np.array([v.ctypes.data for v in vals], dtype=np.uint64)
+
     def launch(self, func, grid, block, shared_bytes: int, args):
         """Launch ``func`` on the runtime's stream. ``args`` are device pointers (ints) or,
         for by-value parameters such as tensor maps, their bytes."""
-        vals = [np.frombuffer(a, dtype=np.uint8).copy() if isinstance(a, bytes) else np.array([a], dtype=np.uint64)
-                for a in args]
-        params = np.array([v.ctypes.data for v in vals], dtype=np.uint64)
+        _vals, params = self._params(args)
         self._ok(self._drv.cuLaunchKernel(func, *grid, *block, shared_bytes, self.stream,
                                           params.ctypes.data, 0), "cuLaunchKernel")
+
+    @property
+    def programmatic_launch(self) -> bool:
+        """Whether :meth:`launch_dependent` overlaps a launch with the stream's previous kernel:
+        programmatic dependent launch needs compute capability 9.0 or newer."""
+        return self._attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR") >= 9
+
+    def launch_dependent(self, func, grid, block, shared_bytes: int, args):
+        """:meth:`launch` with programmatic stream serialization (``cuLaunchKernelEx``,
+        ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``): the grid may begin launching
+        while the stream's previous kernel runs, and its ``griddepcontrol.wait`` (every kernel
+        source's first statement on sm_90+) holds it until that kernel has completed and its
+        writes are visible. Captured into a graph it becomes a programmatic edge."""
+        drv = self._drv
+        _vals, params = self._params(args)
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = (int(g) for g in grid)
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = (int(b) for b in block)
+        cfg.sharedMemBytes = int(shared_bytes)
+        cfg.hStream = self.stream
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+        self._ok(drv.cuLaunchKernelEx(cfg, func, params.ctypes.data, 0), "cuLaunchKernelEx")
 
     # ----------------------------------------------------------------- events / graphs
     def event(self):

@@ -9,10 +9,20 @@ tensor the caller holds NCHW is uploaded as it is and transposed on the device, 
 the solution's workspace (:mod:`miopen_solver.transpose`). Split-K through the workspace
 (:mod:`miopen_solver.splitk`) launches the reduction kernel after each chunk's dgrad kernel,
 which writes its partial sums into the workspace's slices instead of dX.
+
+A run's launches after its first follow a kernel of the same run on the same stream. On a
+runtime with programmatic dependent launch (CUDA, sm_90+) each of them that no memset
+precedes is launched to overlap that kernel: its blocks may be scheduled while the previous
+grid finishes, and its first statement (``griddepcontrol.wait`` in every kernel source) holds
+them until that grid has completed and its writes are visible (CUDA Programming Guide,
+"Programmatic Dependent Launch and Synchronization"). The first launch of a run is a plain
+one, so a run never overlaps what the stream ran before it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +38,9 @@ from .cache import BinaryCache, cache_key
 
 POISON_BYTE = 0xFF
 """dX is filled with 0xFF bytes before every run: NaN in fp32, fp16 and bf16."""
+PDL_ENV = "MIOPEN_DGRAD_PDL"
+"""Environment variable: ``0`` launches every step of a run plainly, without programmatic
+dependent launch (for comparisons); anything else, or unset, overlaps where the runtime can."""
 
 
 class DeviceMemoryError(MemoryError):
@@ -39,7 +52,9 @@ class DeviceMemoryError(MemoryError):
 class _Step:
     """One launch of a run: a loaded kernel, its geometry and arguments; ``memset_bytes`` of
     dX (``args[2]``) zeroed before it (split-K), and ``cleared`` ``(pointer, bytes)``
-    zeroed too (stream-K's flags); ``after``: a transform after the kernel."""
+    zeroed too (stream-K's flags); ``after``: a transform after the kernel; ``overlap``: it
+    follows a kernel of the same run with no memset between, so it may be launched to
+    overlap that kernel (programmatic dependent launch, :meth:`GpuEngine.launches`)."""
 
     kernel: "Loaded"
     grid: tuple
@@ -49,6 +64,7 @@ class _Step:
     memset_bytes: int = 0
     after: bool = False
     cleared: tuple = ()
+    overlap: bool = False
 
 
 @dataclass
@@ -66,12 +82,18 @@ class GpuEngine(Engine):
     supports_graphs = True
     has_gpu_reference = True
 
-    def __init__(self, runtime, cache: BinaryCache | None = None):
+    def __init__(self, runtime, cache: BinaryCache | None = None, pdl: bool | None = None):
+        """``pdl``: launch a run's later steps to overlap the step before them (programmatic
+        dependent launch) where the runtime can (``programmatic_launch``: sm_90+); None reads
+        :data:`PDL_ENV` (on unless ``0``)."""
         self.rt = runtime
         self.name = runtime.name
         self.cache = cache or BinaryCache()
         self._loaded = {}
         self._reported = 0
+        if pdl is None:
+            pdl = os.environ.get(PDL_ENV, "1").strip() != "0"
+        self.pdl = bool(pdl) and bool(getattr(runtime, "programmatic_launch", False))
 
     def take_warnings(self) -> list:
         """The binary cache's warnings not taken before (an unusable directory, a corrupt
@@ -224,19 +246,24 @@ class GpuEngine(Engine):
             if red:
                 rk = self.load(red.emit(self.rt.vendor, self.target.arch))
                 main.append(_Step(rk, red.grid, red.block, 0, red.args(out, native["dX"] + n0 * dx_img)))
-        return [s for s in steps if not s.after] + main + [s for s in steps if s.after]
+        ordered = [s for s in steps if not s.after] + main + [s for s in steps if s.after]
+        return [dataclasses.replace(s, overlap=i > 0 and not s.memset_bytes and not s.cleared)
+                for i, s in enumerate(ordered)]
 
     def _transform_kernel(self, launch) -> Loaded:
         return self.load(launch.emit(self.rt.vendor, self.target.arch))
 
     def _run_once(self, steps: list):
-        """One run of the solution: every step, in order, on the one stream."""
+        """One run of the solution: every step, in order, on the one stream; a step marked
+        ``overlap`` launched to overlap the kernel before it when :attr:`pdl` is on. The first
+        step always waits for whatever the stream ran before the run."""
         for st in steps:
             if st.memset_bytes:
                 self.rt.memset(st.args[2], 0, st.memset_bytes)
             for ptr, nbytes in st.cleared:
                 self.rt.memset(ptr, 0, nbytes)
-            self.rt.launch(st.kernel.func, st.grid, st.block, st.shared, st.args)
+            launch = self.rt.launch_dependent if st.overlap and self.pdl else self.rt.launch
+            launch(st.kernel.func, st.grid, st.block, st.shared, st.args)
 
     @staticmethod
     def _poison_ranges(sol) -> tuple:
@@ -250,9 +277,13 @@ class GpuEngine(Engine):
         return tuple((t.offset, t.nbytes) for t in sol.transforms if not t.before) + slices
 
     # ----------------------------------------------------------------- run / time
-    def run(self, work, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
+    def run(self, work, dy: np.ndarray, w: np.ndarray, graph_runs: int = 0) -> np.ndarray:
         """dX (the problem's ``in_layout``; storage type) from one run -- the layout
-        transforms and every chunk's launch -- into a NaN-poisoned buffer (and workspace)."""
+        transforms and every chunk's launch -- into a NaN-poisoned buffer (and workspace).
+        ``graph_runs`` > 0: from one replay of a graph of that many captured runs instead (as
+        :meth:`time_graph` times them, overlapped launches included); every run writes the
+        same dX, so an element a graph run misses, or a race between its launches changes,
+        is caught as in a plain run."""
         sol = as_solution(work)
         p = sol.problem
         layouts.check_inputs(p, dy, w)
@@ -260,7 +291,11 @@ class GpuEngine(Engine):
         out = np.empty(layouts.dx_shape(p), dtype=storage_dtype(p.dtype))
         with self._device_tensors(dy, w, out.nbytes, poison=True, workspace=sol.workspace_bytes,
                                   poison_ranges=self._poison_ranges(sol)) as (pdy, pw, pdx, pws):
-            self._run_once(self.launches(sol, k, pdy, pw, pdx, pws))
+            steps = self.launches(sol, k, pdy, pw, pdx, pws)
+            if graph_runs > 0:
+                self.rt.replay(self.rt.capture(lambda: [self._run_once(steps) for _ in range(graph_runs)]))
+            else:
+                self._run_once(steps)
             self.rt.synchronize()
             self.rt.copy_to_host(out, pdx)
         return out
