@@ -182,15 +182,30 @@ def test_every_kernel_entry_waits_for_its_predecessor_before_global_memory():
 
 
 def test_the_wait_is_sm90_ptx_and_a_no_op_elsewhere():
-    """Each vendor layer defines the wait as ``griddepcontrol.wait`` then
-    ``launch_dependents`` for sm_90+ only, and as nothing for AMD and older NVIDIA."""
-    for path in ("dgrad.cu", "direct.cu", "transpose.cu"):
+    """Each vendor layer defines the wait as ``griddepcontrol.wait`` (and, where the source
+    has input-preparing kernels, the early trigger as ``griddepcontrol.launch_dependents``)
+    for sm_90+ only, and both as nothing for AMD and older NVIDIA."""
+    for path, trigger in (("dgrad.cu", True), ("direct.cu", False), ("transpose.cu", True)):
         text = (KERNELS / path).read_text()
-        nv = re.findall(r"#if defined\(__CUDA_ARCH__\) && __CUDA_ARCH__ >= 900\n#define (\w+)\(\) asm volatile"
-                        r"\(\"griddepcontrol\.wait;\\n\\tgriddepcontrol\.launch_dependents;\" ::: \"memory\"\)\n"
-                        r"#else\n#define \1\(\) do \{ \} while \(0\)\n#endif", text)
-        assert len(nv) == 1, path
-        assert text.count(f"#define {nv[0]}() do {{ }} while (0)") == 2, path     # AMD, and NVIDIA before sm_90
+        prefix = {"dgrad.cu": "DG", "direct.cu": "DD", "transpose.cu": "DT"}[path]
+        nv = (f'#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n'
+              f'#define {prefix}_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;" ::: "memory")\n')
+        if trigger:
+            nv += f'#define {prefix}_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")\n'
+        assert text.count(nv) == 1, path
+        assert text.count(f"#define {prefix}_GRID_DEPENDENCY() do {{ }} while (0)") == 2, path    # AMD; NVIDIA < sm_90
+        assert text.count(f"#define {prefix}_LAUNCH_DEPENDENTS() do {{ }} while (0)") == (2 if trigger else 0), path
+
+
+def test_only_the_kernels_before_the_main_kernel_trigger_their_dependents_early():
+    """The layout transforms and the W' pack let the main kernel launch at once; the dgrad,
+    direct and reduction kernels never trigger early (their dependents' waiting blocks would
+    share the SMs they still run on)."""
+    early = {(name, entry) for name, entry, _, body in _entries() if re.search(r"\bD[GDT]_LAUNCH_DEPENDENTS\(\);", body)}
+    assert {name for name, _ in early} == {"transpose.cu", "subpixel_pack.cu"}
+    assert len(early) == 4                                 # tile, band and pair transposes, the pack
+    for name in ("dgrad.cu", "direct.cu", "direct_mma.cu", "splitk_reduce.cu"):
+        assert "LAUNCH_DEPENDENTS();" not in (KERNELS / name).read_text(), name
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
@@ -204,10 +219,10 @@ def test_nvcc_builds_the_wait_for_sm90_only(tmp_path, arch, present):
         from miopen_solver.kernels.emit import emit
         from miopen_solver.spec import make_spec
         texts[0] = emit(make_spec(sol.problem, get_target("sm_80"), PerfConfig.parse("64,16,32,2,1,32,16,0,0,0,2,-1,2,0,2"))).text
-    for i, text in enumerate(texts):
+    for i, text in enumerate(texts):                # the dgrad kernel, the transform, the reduction
         b = inspect_nvidia(text, arch, tmp_path / str(i), "k")
         assert (b.count("griddepcontrol.wait") >= 1) == present
-        assert (b.count("griddepcontrol.launch_dependents") >= 1) == present
+        assert (b.count("griddepcontrol.launch_dependents") >= 1) == (present and i == 1)
 
 
 def test_a_graph_run_captures_the_runs_and_reads_dx_after_the_replay(tmp_path):

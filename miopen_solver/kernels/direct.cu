@@ -66,12 +66,12 @@
 #define DD_SYNC() __syncthreads()
 #define DD_TID() ((int)threadIdx.x)
 #define DD_BID() ((long long)blockIdx.x)
-// Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+): a grid launched to overlap
-// the stream's previous kernel (runtime/gpu.py) waits here, before any global memory access,
-// until that grid has completed and its writes are visible, then lets the stream's next grid
-// begin launching. Without the launch attribute (or before sm_90) it does nothing.
+// Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+; runtime/gpu.py): a grid
+// launched to overlap the stream's previous kernel waits in DD_GRID_DEPENDENCY(), before any
+// global memory access, until that grid has completed and its writes are visible.
+// Without the launch attribute (or before sm_90) it does nothing.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DD_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#define DD_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;" ::: "memory")
 #else
 #define DD_GRID_DEPENDENCY() do { } while (0)
 #endif

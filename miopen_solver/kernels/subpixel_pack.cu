@@ -15,6 +15,7 @@ typedef unsigned int dp_t;
 
 DG_GLOBAL void DP_KERNEL_NAME(const dp_t* __restrict__ w, dp_t* __restrict__ wp) {
     DG_GRID_DEPENDENCY();
+    DG_LAUNCH_DEPENDENTS();
     const long long total = (long long)DP_K * DP_YV * DP_XV * DP_SH * DP_SW * DP_CPG;
     const long long step = (long long)DP_BLOCKS * DG_BLOCK_THREADS;
     for (long long e = (long long)DG_BID_X() * DG_BLOCK_THREADS + DG_TID(); e < total; e += step) {

@@ -47,6 +47,7 @@
 #define DT_BY() ((long long)__builtin_amdgcn_workgroup_id_y())
 #define DT_NBY() ((long long)(__builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y()))
 #define DT_GRID_DEPENDENCY() do { } while (0)
+#define DT_LAUNCH_DEPENDENTS() do { } while (0)
 #else
 #define DT_GLOBAL extern "C" __global__ __launch_bounds__(256)
 // the band and pair entries: at least 4 blocks of 256 threads per SM, 64 registers a thread
@@ -59,14 +60,19 @@
 #define DT_BX() ((long long)blockIdx.x)
 #define DT_BY() ((long long)blockIdx.y)
 #define DT_NBY() ((long long)gridDim.y)
-// Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+): a grid launched to overlap
-// the stream's previous kernel (runtime/gpu.py) waits here, before any global memory access,
-// until that grid has completed and its writes are visible, then lets the stream's next grid
-// begin launching. Without the launch attribute (or before sm_90) it does nothing.
+// Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90+; runtime/gpu.py): a grid
+// launched to overlap the stream's previous kernel waits in DT_GRID_DEPENDENCY(), before any
+// global memory access, until that grid has completed and its writes are visible.
+// DT_LAUNCH_DEPENDENTS() lets the stream's next grid begin launching at once: called by the
+// kernels that prepare the main kernel's inputs (layout transforms, the W' pack), never by the
+// main kernel, whose dependents' waiting blocks would share its SMs (on the H200 a sub-wave
+// split-K grid ran 5% slower). Without the launch attribute (or before sm_90) both do nothing.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DT_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#define DT_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define DT_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
 #else
 #define DT_GRID_DEPENDENCY() do { } while (0)
+#define DT_LAUNCH_DEPENDENTS() do { } while (0)
 #endif
 #endif
 
@@ -158,6 +164,7 @@ DT_GLOBAL void DT_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __restrict__ d
                               long long rows, long long cols) {
     __shared__ dt_tile_row tile[DT_TILE];
     DT_GRID_DEPENDENCY();
+    DT_LAUNCH_DEPENDENTS();
     dt_tile_body(tile, src, dst, batch, rows, cols, (int)DT_BX(), DT_BY(), DT_NBY());
 }
 
@@ -281,6 +288,7 @@ DT_GLOBAL_BAND void DT_BAND_KERNEL_NAME(const dt_t* __restrict__ src, dt_t* __re
                                         long long rows, long long cols) {
     __shared__ __attribute__((aligned(16))) dt_t band[DT_BAND_ELEMS];
     DT_GRID_DEPENDENCY();
+    DT_LAUNCH_DEPENDENTS();
     dt_band_body(band, src, dst, batch, rows, cols, (int)DT_BX(), DT_BY(), DT_NBY());
 }
 #endif
@@ -310,6 +318,7 @@ DT_GLOBAL_BAND void DT_PAIR_KERNEL_NAME(const dt_t* __restrict__ src0, dt_t* __r
                                         long long rows1, long long cols1, long long gx1, long long gy1, long long form1) {
     __shared__ __attribute__((aligned(16))) unsigned char smem[DT_PAIR_SMEM];
     DT_GRID_DEPENDENCY();
+    DT_LAUNCH_DEPENDENTS();
     const long long l = DT_BX(), n0 = gx0 * gy0;
     if (l < n0)
         dt_pair_job(smem, src0, dst0, batch0, rows0, cols0, gx0, gy0, form0, l);
