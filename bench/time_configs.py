@@ -9,11 +9,14 @@ CUDA graphs as ``bench/compare.py`` times them -- to decide a default between ca
 A config the solver refuses for a line is a row saying why (not an error); lines are the
 suite's as written (``--dtypes line``). The entry ``default+stream`` is each line's default
 tile with stream-K (the TMA schedule, ``split_k_reduce`` 3), to judge stream-K against the
-default it would replace.
+default it would replace; ``default@N`` is each line's default tile on schedule ``N`` (e.g.
+``default@8;default@18``: the NCHW pointwise tile on the plain and the persistent warpgroup
+main loops), refused with the solver's reason where schedule ``N`` does not serve the line.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -37,7 +40,7 @@ def parse_configs(text: str) -> list:
     if not entries or len(entries) > MAX_CONFIGS:
         raise BadInput(f"--configs {shorten(text)!r}: allowed: 1 to {MAX_CONFIGS} perf configs separated by ';'")
     for c in entries:
-        if c == DEFAULT_STREAM:
+        if c == DEFAULT_STREAM or DEFAULT_ON.fullmatch(c):
             continue
         try:
             PerfConfig.parse(c)
@@ -48,6 +51,18 @@ def parse_configs(text: str) -> list:
 
 DEFAULT_STREAM = "default+stream"
 """The ``--configs`` entry for each line's default tile with stream-K."""
+DEFAULT_ON = re.compile(r"default@([0-9]{1,2})")
+"""A ``--configs`` entry ``default@N``: each line's default tile on schedule ``N``."""
+
+
+def default_on_schedule(p, target, code: int) -> str:
+    """The default config of ``p`` on ``target`` with its schedule field set to ``code``
+    (the solver then runs it or refuses it with its reason)."""
+    from miopen_solver.solver import DgradSolver
+    cfg = DgradSolver().get_default_performance_config(p, target)
+    fields = cfg.serialize().split(",") + ["0"] * 2
+    fields[13] = str(code)
+    return ",".join(fields[:15]).removesuffix(",0")
 
 
 def default_with_stream_k(p, target) -> str:
@@ -70,6 +85,8 @@ def _timed(torch, eng, chosen, configs, args):
         for cfg in [None] + configs:
             if cfg == DEFAULT_STREAM:
                 cfg = default_with_stream_k(p, eng.target)
+            elif cfg and DEFAULT_ON.fullmatch(cfg):
+                cfg = default_on_schedule(p, eng.target, int(DEFAULT_ON.fullmatch(cfg).group(1)))
             r = {"label": item["label"], "dtype": item["dtype"], "line": item["cmd"], "asked": cfg or "default",
                  "cudnn_ms": cudnn, **ours_or_error(eng, p, args.launches, args.replays, cfg)}
             if r.get("ours_ms"):

@@ -32,8 +32,9 @@ Text forms of the schedules beside the tilde GEMM (examples; every field as abov
   ``64,128,32,2,2,32,64,0,0,0,1,-1,3,7`` (a warp-MMA tile of the per-image, per-group GEMM
   ``W_g^T [cpg, kpg] x dY[n, g] [kpg, H*W]`` written straight into NCHW dX: tile_m runs over
   the channels c, tile_n over the pixels); ``nchw-pointwise-wgmma``:
-  ``128,128,64,2,1,64,128,0,0,0,1,-1,4,8`` (a warpgroup tile of it, sm_90a). ``split_k``
-  must be 1 or -1.
+  ``128,128,64,2,1,64,128,0,0,0,1,-1,4,8`` (a warpgroup tile of it, sm_90a);
+  ``nchw-pointwise-persistent``: ``128,256,64,2,1,64,256,0,0,0,1,-1,3,18`` (its persistent
+  form, sm_90a). ``split_k`` must be 1 or -1.
 * ``group-pack`` (grouped problems with cpg below the tile's columns):
   ``128,64,32,2,2,64,32,0,0,0,1,-1,4,11`` (a warp-MMA tile of the problem with
   ``tile_n / cpg`` groups packed into one, W block-diagonal); ``group-pack-wgmma``:
@@ -107,6 +108,9 @@ class KernelSchedule(enum.IntEnum):
       epilogue storing each column run into its phase's dX pixel (:mod:`miopen_solver.subpixel`).
     * ``SUBPIXEL_WGMMA`` (16) and ``SUBPIXEL_TMA`` (17): the same on the ``WGMMA`` and
       ``WGMMA_TMA`` main loops (sm_90a).
+    * ``NCHW_POINTWISE_PERSISTENT`` (18): the ``NCHW_POINTWISE`` GEMMs on the
+      ``WGMMA_PERSISTENT`` main loop (sm_90a): per image and group a row of persistent
+      blocks walks that GEMM's tiles, loading the next tile during the current one's epilogue.
     """
 
     WARP_MMA = 0
@@ -127,6 +131,7 @@ class KernelSchedule(enum.IntEnum):
     SUBPIXEL = 15
     SUBPIXEL_WGMMA = 16
     SUBPIXEL_TMA = 17
+    NCHW_POINTWISE_PERSISTENT = 18
 
     @property
     def warpgroup(self) -> bool:
@@ -135,7 +140,7 @@ class KernelSchedule(enum.IntEnum):
                         KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA,
                         KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA,
                         KernelSchedule.GROUP_PACK_WGMMA, KernelSchedule.NCHW_TMA, KernelSchedule.SUBPIXEL_WGMMA,
-                        KernelSchedule.SUBPIXEL_TMA)
+                        KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT)
 
     @property
     def patch(self) -> bool:
@@ -146,7 +151,8 @@ class KernelSchedule(enum.IntEnum):
     @property
     def nchw_pointwise(self) -> bool:
         """Per-image pointwise GEMMs that read dY and write dX in NCHW (no dY/dX transform)."""
-        return self in (KernelSchedule.NCHW_POINTWISE, KernelSchedule.NCHW_POINTWISE_WGMMA)
+        return self in (KernelSchedule.NCHW_POINTWISE, KernelSchedule.NCHW_POINTWISE_WGMMA,
+                        KernelSchedule.NCHW_POINTWISE_PERSISTENT)
 
     @property
     def nchw_native(self) -> bool:
@@ -188,7 +194,7 @@ class KernelSchedule(enum.IntEnum):
     def persistent(self) -> bool:
         """The grid holds as many blocks as fit at once; each loops over output tiles."""
         return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
-                        KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA)
+                        KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT)
 
     @property
     def tma(self) -> bool:

@@ -25,7 +25,10 @@ Schedules and config slots: :attr:`KernelSchedule.NCHW_POINTWISE` (7) runs the
 :attr:`~KernelSchedule.WARP_MMA` main loop, :attr:`KernelSchedule.NCHW_POINTWISE_WGMMA` (8)
 the :attr:`~KernelSchedule.WGMMA` one (sm_90a); the 13 other fields mean what they mean for
 that main loop on the virtual problem (tile_m over channels, tile_n over pixels), e.g.
-``128,128,64,2,1,64,128,0,0,0,1,-1,4,8``. Rules beyond the main loop's: ``split_k`` 1 or -1
+``128,128,64,2,1,64,128,0,0,0,1,-1,4,8``; :attr:`KernelSchedule.NCHW_POINTWISE_PERSISTENT`
+(18) the :attr:`~KernelSchedule.WGMMA_PERSISTENT` one, each row of the grid (one image and
+group) holding :attr:`NchwPwSpec.tile_blocks` persistent blocks that walk its GEMM's tiles.
+Rules beyond the main loop's: ``split_k`` 1 or -1
 (each dX element is written once) and N*G within the grid's y limit (split-N cuts N per
 launch; past the limit the family is refused and the transposing path runs). Vector widths
 follow the virtual problem: dY loads and dX stores along p, at most the largest power of two
@@ -47,14 +50,15 @@ from .transpose import LayoutTransform, memory_order
 from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
 
 MAIN_LOOP = {KernelSchedule.NCHW_POINTWISE: KernelSchedule.WARP_MMA,
-             KernelSchedule.NCHW_POINTWISE_WGMMA: KernelSchedule.WGMMA}
+             KernelSchedule.NCHW_POINTWISE_WGMMA: KernelSchedule.WGMMA,
+             KernelSchedule.NCHW_POINTWISE_PERSISTENT: KernelSchedule.WGMMA_PERSISTENT}
 """The GEMM schedule whose main loop each NCHW pointwise schedule runs."""
 NCHW_PW_OF = {KernelSchedule.WARP_MMA: KernelSchedule.NCHW_POINTWISE,
               KernelSchedule.WGMMA: KernelSchedule.NCHW_POINTWISE_WGMMA,
-              KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.NCHW_POINTWISE_WGMMA,
+              KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.NCHW_POINTWISE_PERSISTENT,
               KernelSchedule.WGMMA_TMA: KernelSchedule.NCHW_POINTWISE_WGMMA}
-"""The NCHW pointwise schedule that runs a GEMM config's tile (persistent and TMA tiles on
-the plain warpgroup main loop)."""
+"""The NCHW pointwise schedule that runs a GEMM config's tile (TMA tiles on the plain
+warpgroup main loop)."""
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
 
@@ -124,9 +128,21 @@ class NchwPwSpec(VirtualGemmSpec):
     zero_fill = "none"
 
     @property
+    def tile_blocks(self) -> int:
+        """Blocks along x per (image, group): every tile of that GEMM its own block, or on the
+        persistent main loop the blocks that fit on the device at once shared out over the
+        ``N*G`` rows of the grid (at least one a row, never more than the tiles)."""
+        gemm = self.gemm
+        if not gemm.persistent:
+            return gemm.tile_blocks
+        slots = self.target.num_cus * gemm.resident_blocks
+        return max(1, min(gemm.tiles_per_group, slots // (self.problem.N * self.problem.G)))
+
+    @property
     def grid(self) -> tuple:
-        """Blocks along x (tiles of one image's GEMM), y (N*G: image-major), z (1)."""
-        return (self.gemm.grid[0], self.problem.N * self.problem.G, 1)
+        """Blocks along x (:attr:`tile_blocks`: tiles of one image's GEMM), y (N*G:
+        image-major), z (1)."""
+        return (self.tile_blocks, self.problem.N * self.problem.G, 1)
 
     @property
     def workspace_bytes(self) -> int:
@@ -138,7 +154,8 @@ class NchwPwSpec(VirtualGemmSpec):
         """``dgrad_nchw_pw_<arch>_<math>_<tile tag>_<problem>``: the main loop's tile tag
         (:attr:`DgradSpec.tile_tag`) and the launch problem's ``short_tag``."""
         p = self.problem
-        return f"dgrad_nchw_pw_{arch_tag(self.target)}_{self.math}_{self.gemm.tile_tag}_{p.short_tag()}"
+        loop = f"_pb{self.tile_blocks}" if self.gemm.persistent else ""
+        return f"dgrad_nchw_pw_{arch_tag(self.target)}_{self.math}_{self.gemm.tile_tag}{loop}_{p.short_tag()}"
 
     def transforms(self, whole: ConvProblem) -> tuple:
         """The layout transforms of a run over the ``whole`` batch: W -> W^T only."""
@@ -154,7 +171,7 @@ class NchwPwSpec(VirtualGemmSpec):
         per-(image, group) operand offsets) and the ``DG_NCHW_*`` defines, on :attr:`grid`."""
         from .kernels.emit import emit_gemm
         return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=("nchw_pw",),
-                         memset=False, grid=self.grid)
+                         memset=False, grid=self.grid, tile_blocks=self.tile_blocks)
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,

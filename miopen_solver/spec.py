@@ -904,6 +904,7 @@ SCHEDULE_RULES = {
     KernelSchedule.PATCH_GEMM_TMA: (),
     KernelSchedule.NCHW_POINTWISE: (),  # its own rules (miopen_solver.nchw_pw), then its main loop's
     KernelSchedule.NCHW_POINTWISE_WGMMA: (),
+    KernelSchedule.NCHW_POINTWISE_PERSISTENT: (),
     KernelSchedule.GROUP_PACK: (),      # its own rules (miopen_solver.group_pack), then its main loop's
     KernelSchedule.GROUP_PACK_WGMMA: (),
     KernelSchedule.NCHW_TMA: (),        # its own rules (miopen_solver.nchw_tma), then its main loop's

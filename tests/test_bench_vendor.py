@@ -24,6 +24,8 @@ CFG = "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"
     (["--configs", CFG], "--only"),
     (["--only", "k32_", "--configs", CFG, "--shard", "3/2"], "--shard"),
     (["--only", "k32_", "--configs", "default+streams"], "--configs entry 'default+streams'"),
+    (["--only", "k32_", "--configs", "default@"], "--configs entry 'default@'"),
+    (["--only", "k32_", "--configs", "default@123"], "--configs entry 'default@123'"),
 ])
 def test_time_configs_refuses_bad_input_in_one_line(capsys, argv, says):
     assert says in refused_in_one_line(capsys, time_configs.main, argv, "time_configs.py")
@@ -77,3 +79,21 @@ def test_time_configs_shards_the_selected_lines(monkeypatch):
     assert time_configs.main(["--suite", "bench/stream_k_lines.txt", "--only", "_", "--configs", "default+stream",
                               "--shard", "2/3"]) == 0
     assert [c["label"] for c in seen] == [r["label"] for r in plan][1::3]
+
+
+@pytest.mark.parametrize("line,code", [
+    ("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 2", 18),
+    ("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 2", 8),
+    ("convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC "
+     "--fil_layout NHWC", 3),
+])
+def test_default_at_a_schedule_is_the_default_tile_with_that_schedule(line, code):
+    """``default@N``: each field of the line's default config kept but the schedule (the
+    14th), set to N; the 15th (split-K reduction) kept when it is not 0."""
+    from miopen_solver.command import parse
+    from miopen_solver.solver import DgradSolver
+    from miopen_solver.target import get_target
+    p, sm90 = parse(line).problem, get_target("sm_90")
+    default = DgradSolver().get_default_performance_config(p, sm90).serialize().split(",")
+    got = time_configs.default_on_schedule(p, sm90, code)
+    assert got.split(",")[:13] == default[:13] and got.split(",")[13:] == [str(code)] + default[14:15]

@@ -1159,7 +1159,7 @@ def test_nchw_dx_split_n_forced_chunks_verify(engine, monkeypatch, cfg):
 
 # ------------------------------------------------------------------ NCHW pointwise (issue 16)
 # 1x1 stride-1 unpadded problems with dY and dX NCHW: per-(image, group) GEMMs W_g^T x dY[n, g]
-# written straight into NCHW dX (schedules 7 and 8), W^T the only transform. The default
+# written straight into NCHW dX (schedules 7, 8 and 18), W^T the only transform. The default
 # and the candidate tiles of both main loops, NaN-poisoned dX (the engine poisons it), the
 # suite's 1x1 layers in NCHW, odd H*W (scalar pixel vectors), odd channels, groups.
 NCHW_PW_LINES = [
@@ -1178,6 +1178,8 @@ NCHW_PW_CONFIGS = [
     "64,128,32,2,2,32,64,0,0,0,1,-1,3,7",
     "64,64,16,2,2,32,32,0,0,0,1,0,2,7",
     "32,64,32,1,2,32,32,0,0,0,1,-1,1,7",
+    "128,256,64,2,1,64,256,0,0,0,1,-1,3,18",
+    "64,128,64,1,1,64,128,0,0,0,1,-1,3,18",
 ]
 
 
@@ -1221,6 +1223,23 @@ def test_random_nchw_pointwise_problems_match_reference(engine, data):
     assume(p.K > 1)
     assume(_nchw_pw_run(engine, p, data.draw(st.sampled_from(NCHW_PW_CONFIGS + [None]))) is not None)
 
+
+
+@pytest.mark.parametrize("cfg", [c for c in NCHW_PW_CONFIGS if c.endswith(",18")])
+@pytest.mark.parametrize("line", NCHW_PW_LINES[:2] + NCHW_PW_LINES[4:6])
+def test_nchw_pointwise_persistent_rows_walk_many_tiles(engine, line, cfg):
+    """Schedule 18 with the grid sized for a 3-SM device: one block per (image, group) row,
+    each walking every tile of its GEMM, against the float64 reference."""
+    from miopen_solver.solver import DgradSolver
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = parse(f"convfp16 {line} -F 2".split()).problem
+    try:
+        sol = DgradSolver().find_solution(p, engine.target.with_(num_cus=3), perf_config=cfg)
+    except PerfConfigError as e:
+        pytest.skip(f"{cfg} not valid for {line}: {e}")
+    assert sol.spec.tile_blocks == 1 and sol.kernels[0].source.grid == (1, p.N * p.G, 1)
+    _verify_and_time(engine, sol, seed=31)
 
 
 # ------------------------------------------------------------------ NCHW on the TMA schedule

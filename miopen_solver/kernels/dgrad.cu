@@ -177,8 +177,9 @@ static_assert(DG_SPLIT_K == 1 || DG_DTYPE == 0 || (DG_HI * DG_WI) % 2 == 0,
 // NCHW pointwise (miopen_solver/nchw_pw.py, 1x1 stride 1, dY and dX NCHW): the DG_* problem
 // defines describe one (image, group) GEMM W_g^T [cpg, kpg] x dY[n, g] [kpg, H*W] as the
 // pointwise GEMM of cpg pixels (DG_WI) with H*W channels (DG_CPG); DG_NCHW_* the launch's
-// real problem, whose N*G GEMMs grid y enumerates.
-static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && !DG_TMA && !DG_PERSIST && DG_ZF_BLOCKS == 0,
+// real problem, whose N*G GEMMs grid y enumerates (with DG_PERSIST the DG_TILE_BLOCKS blocks of
+// a grid row walk the tiles of its GEMM).
+static_assert(DG_POINTWISE && DG_SPLIT_K == 1 && !DG_TMA && DG_ZF_BLOCKS == 0,
               "the NCHW pointwise GEMM is the pointwise GEMM with the staged epilogue, each dX element written once");
 static_assert(DG_N == 1 && DG_HI == 1 && DG_G == 1 && DG_NCHW_G * DG_KPG == DG_NCHW_K &&
               DG_NCHW_G * DG_WI == DG_NCHW_C, "one (image, group) GEMM: cpg rows of W^T, kpg deep, H*W columns");

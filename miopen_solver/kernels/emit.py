@@ -205,7 +205,8 @@ def emit(spec) -> KernelSource:
 
 
 def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tuple = (),
-              memset: bool | None = None, grid: tuple | None = None, maps: tuple | None = None) -> KernelSource:
+              memset: bool | None = None, grid: tuple | None = None, maps: tuple | None = None,
+              tile_blocks: int | None = None) -> KernelSource:
     """``dgrad.cu`` specialised for the DgradSpec ``spec``: :func:`emit`'s kernel, or with
     ``name`` (the entry point), ``extra`` defines appended, the ``sections`` of the source
     kept, ``memset`` (dX zeroed before the launch) set and the launch ``grid`` (default
@@ -224,7 +225,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     and a stream-K spec (``spec.stream_k``) the ``tmsk`` sections (runs of k-tiles, the
     in-kernel fixup; its workspace is the kernel's fourth argument, flags cleared before each
     launch), so every other kernel's text is unchanged. ``maps``: the TMA tensor maps, when a family's
-    operands are not ``spec``'s (default :func:`tensor_maps` of ``spec``)."""
+    operands are not ``spec``'s (default :func:`tensor_maps` of ``spec``). ``tile_blocks``: a
+    family's own count of the blocks walking one grid row's tiles (``DG_TILE_BLOCKS``; default
+    ``spec.tile_blocks``), where its grid has more rows than ``spec``'s groups."""
     p, t, c = spec.problem, spec.target, spec.config
     vendor = "amd" if t.vendor == "amd" else "nvidia"
     recs = sub_gemm_records(spec)
@@ -243,7 +246,7 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
           ("DG_YTILDE", spec.decomposition.h.tilde), ("DG_XTILDE", spec.decomposition.w.tilde),
           ("DG_GCD_H", gcd(p.sH, p.dH)), ("DG_GCD_W", gcd(p.sW, p.dW)),
           ("DG_NSUB", len(recs)), ("DG_TILES", spec.tiles_per_group), ("DG_ZF_BLOCKS", spec.zero_fill_blocks),
-          ("DG_PERSIST", int(spec.persistent)), ("DG_TMA", int(spec.tma)), ("DG_TILE_BLOCKS", spec.tile_blocks)]
+          ("DG_PERSIST", int(spec.persistent)), ("DG_TMA", int(spec.tma)), ("DG_TILE_BLOCKS", tile_blocks or spec.tile_blocks)]
     if spec.tma:
         box = spec.tma_box or (1, 1, c.tile_m)
         d += [("DG_TMA_RECT", int(spec.tma_box is not None)), ("DG_BOX_N", box[0]), ("DG_BOX_H", box[1]),
