@@ -548,14 +548,14 @@ def test_replay_on_the_gpu():
 def test_a_pinned_perf_config_runs_instead_of_the_default():
     """``perf_config`` pins a config no default chooses (split-K through the workspace, a
     group pack no default takes, the sub-pixel GEMM's TMA and warp-MMA forms, stream-K, the TMA
-    schedule's split-K by atomics where stream-K became the default): the golden holds its
-    kernel on every target that takes it (the TMA forms: NVIDIA only), the numerics run it, a
-    record keeps the key."""
+    schedule's split-K by atomics where stream-K became the default, the persistent NCHW
+    pointwise schedule): the golden holds its kernel on every target that takes it (the TMA and
+    persistent forms: NVIDIA only), the numerics run it, a record keeps the key."""
     pinned = [f for f in ALL if f.perf_config is not None and not f.path.endswith("direct_mma.jsonl")]
     families = {"splitk_ws.jsonl": "_skws_", "group_pack.jsonl": "dgrad_group_pack2_", "subpixel.jsonl": "dgrad_subpixel_",
-                "stream_k.jsonl": "_skst_", "tma_split.jsonl": "_sk3_"}
+                "stream_k.jsonl": "_skst_", "tma_split.jsonl": "_sk3_", "nchw_pw.jsonl": "_pb"}
     tma_only = {"dgrad_subpixel_": "schedule 17 (subpixel-tma)", "_skst_": "schedule 3 (wgmma-tma)",
-                "_sk3_": "schedule 3 (wgmma-tma)"}
+                "_sk3_": "schedule 3 (wgmma-tma)", "_pb": "schedule 18 (nchw-pointwise-persistent)"}
     assert pinned and all(f.path.endswith(tuple(families)) for f in pinned)
     assert all(any(f.path.endswith(name) for f in pinned) for name in families)
     for f in pinned:

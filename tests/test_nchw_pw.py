@@ -333,3 +333,42 @@ def test_an_nchw_pointwise_config_on_an_nhwc_problem_is_an_error():
     p = _p(R50).replace(in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
     with pytest.raises(PerfConfigError, match="dY is NHWC in memory"):
         SOLVER.find_solution(p, SM90, perf_config=MMA)
+
+
+# ------------------------------------------------------------------ schedule 18 (persistent)
+PB = "128,256,64,2,1,64,256,0,0,0,1,-1,3,18"
+
+
+@pytest.mark.parametrize("line,n_rows", [("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 2", 32),
+                                         ("convfp16 -n 2 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -g 2 -F 2", 4),
+                                         ("convfp16 -n 300 -c 256 -H 14 -W 14 -k 64 -y 1 -x 1 -F 2", 300)])
+def test_persistent_rows_share_the_resident_blocks(line, n_rows):
+    """Schedule 18: each of the N*G grid rows holds the device's resident blocks divided by
+    the rows (at least one, at most the tiles of its GEMM), the same count in the grid, the
+    kernel's ``DG_TILE_BLOCKS`` and its name."""
+    p = _p(line)
+    sol = SOLVER.find_solution(p, SM90, perf_config=PB)
+    spec, src = sol.spec, sol.kernels[0].source
+    gemm = spec.gemm
+    assert gemm.schedule is KernelSchedule.WGMMA_PERSISTENT and gemm.tile_blocks == min(gemm.tiles_per_group,
+                                                                                          SM90.num_cus * gemm.resident_blocks)
+    want = max(1, min(gemm.tiles_per_group, SM90.num_cus * gemm.resident_blocks // n_rows))
+    assert spec.tile_blocks == want and src.grid == (want, n_rows, 1)
+    assert f"#define DG_TILE_BLOCKS {want}\n" in src.text and "#define DG_PERSIST 1\n" in src.text
+    assert f"_pb{want}_" in sol.kernel_name and sol.kernel_name.startswith("dgrad_nchw_pw_sm_90_")
+
+
+def test_the_default_keeps_persistent_tiles_on_the_plain_main_loop_and_the_search_has_both():
+    """A GEMM default on the persistent main loop runs as schedule 8 (18 measured slower on
+    most lines); the search lists the persistent tiles as 18 too, and AMD refuses 18."""
+    p = _p("convfp16 -n 32 -c 256 -H 56 -W 56 -k 64 -y 1 -x 1 -F 2")
+    from miopen_solver.heuristics import heuristic_config
+    from miopen_solver.nchw_pw import gemm_twin
+    base = heuristic_config(gemm_twin(p), SM90, allow_direct=False, allow_patch=False, allow_nchw_pw=False,
+                            allow_pack=False, allow_model=False)
+    assert base.schedule is KernelSchedule.WGMMA_PERSISTENT
+    assert SOLVER.get_default_performance_config(p, SM90).schedule is KernelSchedule.NCHW_POINTWISE_WGMMA
+    found = {c.schedule for c in SOLVER.search(p, SM90)}
+    assert {KernelSchedule.NCHW_POINTWISE_WGMMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT} <= found
+    ok, why = is_valid_performance_config(p, get_target("gfx942"), PerfConfig.parse(PB))
+    assert not ok and why.startswith("schedule 18 (nchw-pointwise-persistent)")
