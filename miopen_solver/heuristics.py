@@ -17,7 +17,7 @@ from .direct import default_direct_config, direct_reason, direct_search_space, m
 from .errors import PerfConfigError
 from .group_pack import PACK_OF, pack_reason
 from .group_pack import virtual_problem as pack_virtual
-from .nchw_pw import DEFAULT_OF as NCHW_PW_DEFAULT_OF, NCHW_PW_OF, gemm_twin, nchw_pw_reason
+from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
 from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
@@ -349,13 +349,13 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
     default (:func:`heuristic_config`; on NVIDIA the H200-fitted rules) of
     :func:`~miopen_solver.nchw_pw.gemm_twin` (the per-image, per-group GEMM, its N*G
     launches counted as groups), its tile run by the NCHW pointwise schedule with the same
-    main loop (persistent and TMA tiles on the plain warpgroup one:
-    :data:`~miopen_solver.nchw_pw.DEFAULT_OF`), ``split_k`` 1; rows
+    main loop (:data:`~miopen_solver.nchw_pw.NCHW_PW_OF`: TMA tiles on the plain warpgroup
+    one), ``split_k`` 1; rows
     (channels) halved down to 64 while a tile holds two or more times the power of two
     covering cpg (half of a 128-row tile would be padding when cpg <= 64)."""
     base = heuristic_config(gemm_twin(problem), target, allow_direct=False, allow_patch=False, allow_nchw_pw=False,
                             allow_pack=False, allow_model=False)
-    cfg = base.replace(schedule=NCHW_PW_DEFAULT_OF[base.schedule], split_k=1)
+    cfg = base.replace(schedule=NCHW_PW_OF[base.schedule], split_k=1)
     cover = 16
     while cover < problem.cpg:
         cover *= 2

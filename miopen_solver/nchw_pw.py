@@ -57,14 +57,10 @@ NCHW_PW_OF = {KernelSchedule.WARP_MMA: KernelSchedule.NCHW_POINTWISE,
               KernelSchedule.WGMMA: KernelSchedule.NCHW_POINTWISE_WGMMA,
               KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.NCHW_POINTWISE_PERSISTENT,
               KernelSchedule.WGMMA_TMA: KernelSchedule.NCHW_POINTWISE_WGMMA}
-"""The NCHW pointwise schedule that runs a GEMM config's tile in the search (TMA tiles on the
-plain warpgroup main loop)."""
-DEFAULT_OF = {**NCHW_PW_OF, KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.NCHW_POINTWISE_WGMMA}
-"""The same for the default: persistent tiles on the plain warpgroup main loop too. On the
-H200 the persistent form (18) of each NCHW 1x1 zoo and suite line's default tile, or the best
-of two others, was slower than the plain one (8) on 23 of 35 lines (0.98 in geomean; 1.06-1.56x
-faster on 12, 0.5x on some): no rule separates them, so 18 is ``tune``'s to find
-(bench/RESULTS.md, twentieth session)."""
+"""The NCHW pointwise schedule that runs a GEMM config's tile, in the search and for the
+default (TMA tiles on the plain warpgroup main loop). On the H200 the two NCHW 1x1 zoo and
+suite lines whose GEMM default is persistent ran 1.23x and 1.24x faster on 18 than on 8; the
+33 others, forced onto 18, were slower on 21 (bench/RESULTS.md, twentieth session)."""
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
 
@@ -227,5 +223,5 @@ def nchw_pw_run(spec: NchwPwSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarray
         out[n0:n1] = np.matmul(a, b[n0:n1].astype(np.float32)).astype(dx.dtype)
 
 
-__all__ = ["CHUNK_BYTES", "DEFAULT_OF", "MAIN_LOOP", "NCHW_PW_OF", "NchwPwSpec", "gemm_config", "gemm_twin", "make_nchw_pw_spec",
+__all__ = ["CHUNK_BYTES", "MAIN_LOOP", "NCHW_PW_OF", "NchwPwSpec", "gemm_config", "gemm_twin", "make_nchw_pw_spec",
            "nchw_pw_reason", "nchw_pw_run", "virtual_problem", "wt_transform"]
