@@ -30,6 +30,8 @@ take is one error line naming the variable, the value and what is allowed (exit 
   name, or the old 200) runs; a list without it is refused (this driver has no other).
 * ``MIOPEN_CUSTOM_CACHE_DIR`` / ``MIOPEN_DISABLE_CACHE``: the kernel cache
   (:mod:`miopen_solver.runtime.cache`) -- checked here, used there.
+* ``MIOPEN_DGRAD_PDL`` (ours, boolean, default on): overlapped launches on CUDA sm_90+
+  (:mod:`miopen_solver.runtime.gpu`) -- checked here, used there.
 """
 
 from __future__ import annotations
@@ -155,6 +157,7 @@ def read(environ=None) -> MiopenEnv:
                     find_mode=_choice(env, "MIOPEN_FIND_MODE", FIND_MODE, 5, extra=FIND_MODE_EXTRA),
                     only_solver=_only_solver(env))
     _bool(env, "MIOPEN_DISABLE_CACHE")
+    _bool(env, "MIOPEN_DGRAD_PDL")          # ours: off turns overlapped launches off (runtime/gpu.py)
     cache_dir = env.get("MIOPEN_CUSTOM_CACHE_DIR")
     if cache_dir is not None and cache_dir.strip() and os.path.exists(os.path.expanduser(cache_dir)) \
             and not os.path.isdir(os.path.expanduser(cache_dir)):

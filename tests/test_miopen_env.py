@@ -27,7 +27,8 @@ def _isolated(monkeypatch, tmp_path):
     monkeypatch.setenv("MIOPEN_DGRAD_CACHE_DIR", str(tmp_path / "kernels"))
     monkeypatch.setenv("MIOPEN_DEBUG_DRIVER_PRNG_SEED", "7")
     for var in ("MIOPEN_LOG_LEVEL", "MIOPEN_ENABLE_LOGGING_CMD", "MIOPEN_FIND_ENFORCE", "MIOPEN_FIND_MODE",
-                "MIOPEN_DEBUG_FIND_ONLY_SOLVER", "MIOPEN_CUSTOM_CACHE_DIR", "MIOPEN_DISABLE_CACHE"):
+                "MIOPEN_DEBUG_FIND_ONLY_SOLVER", "MIOPEN_CUSTOM_CACHE_DIR", "MIOPEN_DISABLE_CACHE",
+                "MIOPEN_DGRAD_PDL"):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -230,6 +231,7 @@ def test_kernel_cache_variables(monkeypatch, tmp_path):
     ("MIOPEN_DEBUG_FIND_ONLY_SOLVER", "86", "allowed: 1000 or ConvDgradImplicitGemmTilde"),
     ("MIOPEN_DEBUG_FIND_ONLY_SOLVER", "ConvDirectNaiveConvBwd", "allowed: 1000 or ConvDgradImplicitGemmTilde"),
     ("MIOPEN_DISABLE_CACHE", "2", "allowed: 1, yes, true"),
+    ("MIOPEN_DGRAD_PDL", "maybe", "allowed: 1, yes, true"),
 ])
 def test_bad_values_are_one_error_line(capsys, tmp_path, monkeypatch, var, value, allowed):
     monkeypatch.setenv(var, value)

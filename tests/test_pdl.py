@@ -140,11 +140,18 @@ def test_without_pdl_every_launch_is_plain(tmp_path, monkeypatch, how):
     assert kinds == ["launch"] * 3
 
 
-def test_the_environment_default_is_on(tmp_path, monkeypatch):
-    monkeypatch.delenv(PDL_ENV, raising=False)
-    assert GpuEngine(PdlRuntime(), BinaryCache(tmp_path)).pdl
-    monkeypatch.setenv(PDL_ENV, "1")
-    assert GpuEngine(PdlRuntime(), BinaryCache(tmp_path)).pdl
+@pytest.mark.parametrize("value,on", [(None, True), ("", True), ("1", True), ("yes", True), ("ON", True),
+                                      ("0", False), ("no", False), ("False", False), ("off", False),
+                                      (" disabled ", False), ("disable", False)])
+def test_the_environment_takes_miopens_boolean_words(tmp_path, monkeypatch, value, on):
+    """Unset or a true word: on; a false word in any case (the words MIOpen's boolean
+    variables take; the driver refuses others, tests/test_miopen_env.py): off. A runtime that
+    cannot overlap is off whatever the variable says."""
+    if value is None:
+        monkeypatch.delenv(PDL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(PDL_ENV, value)
+    assert GpuEngine(PdlRuntime(), BinaryCache(tmp_path)).pdl is on
     assert not GpuEngine(FakeRuntime(), BinaryCache(tmp_path)).pdl
 
 

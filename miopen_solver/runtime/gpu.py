@@ -39,8 +39,11 @@ from .cache import BinaryCache, cache_key
 POISON_BYTE = 0xFF
 """dX is filled with 0xFF bytes before every run: NaN in fp32, fp16 and bf16."""
 PDL_ENV = "MIOPEN_DGRAD_PDL"
-"""Environment variable: ``0`` launches every step of a run plainly, without programmatic
-dependent launch (for comparisons); anything else, or unset, overlaps where the runtime can."""
+"""Environment variable: a false value (``0``, ``no``, ``false``, ``off``, ``disable(d)``, any
+case) launches every step of a run plainly, without programmatic dependent launch (for
+comparisons); unset or anything else overlaps where the runtime can (the driver refuses values
+that are neither true nor false: ``driver/miopen_env.py``)."""
+PDL_OFF = ("0", "no", "false", "off", "disable", "disabled")
 
 
 class DeviceMemoryError(MemoryError):
@@ -92,7 +95,7 @@ class GpuEngine(Engine):
         self._loaded = {}
         self._reported = 0
         if pdl is None:
-            pdl = os.environ.get(PDL_ENV, "1").strip() != "0"
+            pdl = os.environ.get(PDL_ENV, "").strip().lower() not in PDL_OFF
         self.pdl = bool(pdl) and bool(getattr(runtime, "programmatic_launch", False))
 
     def take_warnings(self) -> list:
