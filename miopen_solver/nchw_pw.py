@@ -58,9 +58,9 @@ NCHW_PW_OF = {KernelSchedule.WARP_MMA: KernelSchedule.NCHW_POINTWISE,
               KernelSchedule.WGMMA_PERSISTENT: KernelSchedule.NCHW_POINTWISE_PERSISTENT,
               KernelSchedule.WGMMA_TMA: KernelSchedule.NCHW_POINTWISE_WGMMA}
 """The NCHW pointwise schedule that runs a GEMM config's tile, in the search and for the
-default (TMA tiles on the plain warpgroup main loop). On the H200 the two NCHW 1x1 zoo and
-suite lines whose GEMM default is persistent ran 1.23x and 1.24x faster on 18 than on 8; the
-33 others, forced onto 18, were slower on 21 (bench/RESULTS.md, twentieth session)."""
+default (TMA tiles on the plain warpgroup main loop): the NCHW problem runs its GEMM
+default's tile on the main loop that default chose (schedule 18 measured, bench/RESULTS.md,
+twentieth session)."""
 CHUNK_BYTES = 16 << 20
 """CPU engine: fp32 GEMM output per chunk of images, bytes (at least one image)."""
 

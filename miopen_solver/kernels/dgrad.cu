@@ -281,8 +281,8 @@ static_assert((DG_NT_BH * 512) % DG_NT_PRODUCERS == 0, "the shift's units are wh
 // global memory access, until that grid has completed and its writes are visible.
 // DG_LAUNCH_DEPENDENTS() lets the stream's next grid begin launching at once: called by the
 // kernels that prepare the main kernel's inputs (layout transforms, the W' pack), never by the
-// main kernel, whose dependents' waiting blocks would share its SMs (on the H200 a sub-wave
-// split-K grid ran 5% slower). Without the launch attribute (or before sm_90) both do nothing.
+// main kernel, whose dependents' waiting blocks would share its SMs (bench/RESULTS.md,
+// twentieth session). Without the launch attribute (or before sm_90) both do nothing.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DG_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define DG_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")

@@ -65,8 +65,8 @@
 // global memory access, until that grid has completed and its writes are visible.
 // DT_LAUNCH_DEPENDENTS() lets the stream's next grid begin launching at once: called by the
 // kernels that prepare the main kernel's inputs (layout transforms, the W' pack), never by the
-// main kernel, whose dependents' waiting blocks would share its SMs (on the H200 a sub-wave
-// split-K grid ran 5% slower). Without the launch attribute (or before sm_90) both do nothing.
+// main kernel, whose dependents' waiting blocks would share its SMs (bench/RESULTS.md,
+// twentieth session). Without the launch attribute (or before sm_90) both do nothing.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DT_GRID_DEPENDENCY() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define DT_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")

@@ -88,7 +88,7 @@ class GpuEngine(Engine):
     def __init__(self, runtime, cache: BinaryCache | None = None, pdl: bool | None = None):
         """``pdl``: launch a run's later steps to overlap the step before them (programmatic
         dependent launch) where the runtime can (``programmatic_launch``: sm_90+); None reads
-        :data:`PDL_ENV` (on unless ``0``)."""
+        :data:`PDL_ENV` (on unless one of :data:`PDL_OFF`)."""
         self.rt = runtime
         self.name = runtime.name
         self.cache = cache or BinaryCache()
