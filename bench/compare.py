@@ -897,7 +897,7 @@ def gpu():
 
     Raises:
         BadInput: ``needs PyTorch with a CUDA GPU (<why>)``: no torch, no CUDA device, or
-            no CUDA runtime for our kernels.
+            no CUDA runtime for our kernels; or a bad ``MIOPEN_DGRAD_PDL``.
     """
     def need(why):
         return BadInput(f"needs PyTorch with a CUDA GPU ({shorten(why, 200)})")
@@ -912,6 +912,8 @@ def gpu():
         return torch, get_engine("cuda")
     except RuntimeUnavailable as e:
         raise need(e) from None
+    except ValueError as e:             # a bad MIOPEN_DGRAD_PDL
+        raise BadInput(str(e)) from None
 
 
 def cuda_engine():
@@ -925,6 +927,8 @@ def cuda_engine():
         return get_engine("cuda")
     except RuntimeUnavailable as e:
         raise BadInput(f"needs a CUDA GPU ({shorten(str(e), 200)})") from None
+    except ValueError as e:             # a bad MIOPEN_DGRAD_PDL
+        raise BadInput(str(e)) from None
 
 
 def label_filter(flag: str, text: str, labels, where: str, drop_empty: bool = True) -> list:

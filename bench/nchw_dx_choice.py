@@ -1,6 +1,7 @@
 """Where a kernel stores an NCHW dX itself, time that against the same config storing NHWC
 dX into the workspace and transposing it (the other design of issue 16), on every line of a
-suite with all three tensors NCHW (MIOpen's default layout), in CUDA graphs as
+suite run with all three tensors NCHW (MIOpen's default layout, whatever the line's layout
+flags say), in CUDA graphs as
 ``bench/compare.py`` times them -- to decide :func:`miopen_solver.transpose.nchw_dx_rule`
 by measurement::
 
@@ -74,9 +75,12 @@ def main(argv=None) -> int:
             raise BadInput(f"--suite {e}") from None
         except ValueError as e:
             raise BadInput(f"--suite {args.suite}: {e}") from None
+        if not plan:
+            raise BadInput(f"--suite {args.suite}: no lines")
         chosen = select(plan, args.only, shard=args.shard or "")
         if not chosen:
-            raise BadInput(f"--only {args.only!r}: selects no line of {args.suite}")
+            raise BadInput(f"--only {args.only!r}: selects no line of {args.suite}; allowed: a label substring "
+                           f"(e.g. {plan[0]['label']!r})")
         _torch, eng = gpu()
     except BadInput as e:
         print(f"nchw_dx_choice.py: {e}", file=sys.stderr)

@@ -10,8 +10,9 @@ A config the solver refuses for a line is a row saying why (not an error); lines
 suite's as written (``--dtypes line``). The entry ``default+stream`` is each line's default
 tile with stream-K (the TMA schedule, ``split_k_reduce`` 3), to judge stream-K against the
 default it would replace; ``default@N`` is each line's default tile on schedule ``N`` (e.g.
-``default@8;default@18``: the NCHW pointwise tile on the plain and the persistent warpgroup
-main loops), refused with the solver's reason where schedule ``N`` does not serve the line.
+``default@8;default@18`` on a suite of 1x1 lines without layout flags, i.e. NCHW: the NCHW
+pointwise tile on the plain and the persistent warpgroup main loops), refused with the
+solver's reason where schedule ``N`` does not serve the line.
 """
 
 from __future__ import annotations
@@ -39,9 +40,15 @@ def parse_configs(text: str) -> list:
     entries = [c.strip() for c in text.split(";") if c.strip()]
     if not entries or len(entries) > MAX_CONFIGS:
         raise BadInput(f"--configs {shorten(text)!r}: allowed: 1 to {MAX_CONFIGS} perf configs separated by ';'")
+    from miopen_solver.config import KernelSchedule
+    codes = sorted(int(s) for s in KernelSchedule)
     for c in entries:
-        if c == DEFAULT_STREAM or DEFAULT_ON.fullmatch(c):
+        m = DEFAULT_ON.fullmatch(c)
+        if c == DEFAULT_STREAM or (m and int(m.group(1)) in codes):
             continue
+        if c.lower().startswith("default"):
+            raise BadInput(f"--configs entry {shorten(c)!r}: allowed: {DEFAULT_STREAM}, default@N with N a kernel "
+                           f"schedule code ({codes[0]}-{codes[-1]}), or a perf config")
         try:
             PerfConfig.parse(c)
         except PerfConfigError as e:
@@ -101,7 +108,9 @@ def main(argv=None) -> int:
     ap = OneLineParser(prog="time_configs.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default="bench/zoo.txt")
     ap.add_argument("--only", required=True, help="comma list of label substrings (a line matching any is timed)")
-    ap.add_argument("--configs", required=True, help="perf configs separated by ';'")
+    ap.add_argument("--configs", required=True,
+                    help="';'-separated entries: perf configs, default+stream (each line's default tile as "
+                         "stream-K), default@N (each line's default tile on kernel schedule N)")
     ap.add_argument("--shard", type=shard_arg, default=None, help="K/N: every N-th selected line from the K-th")
     ap.add_argument("--launches", type=count_arg, default=20)
     ap.add_argument("--replays", type=count_arg, default=15)

@@ -39,9 +39,10 @@ from miopen_solver.command import BASE_DTYPES, REJECTED_BASES
 from miopen_solver.errors import MiopenCommandError
 from miopen_solver.fileio import EXIT_BROKEN_PIPE, GuardedStdout, StdoutError, run_guarding_stdout
 
-from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, Group, arch_option, backend_option,
-                      error_line, json_option, perfdb_options, ref_option, run_and_print, split_line, timeout_option,
-                      warmup_option)
+from . import miopen_env
+from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, Group, UserError, arch_option,
+                      backend_option, error_line, json_option, perfdb_options, ref_option, run_and_print, split_line,
+                      timeout_option, warmup_option)
 from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, run_line
 
 __all__ = ["cli", "main", "run_line", "RunOptions", "EXIT_BROKEN_PIPE", "GuardedStdout", "StdoutError"]
@@ -64,6 +65,10 @@ def cli():
 
     Run an MIOpenDriver line: dgrad-driver convfp16 -n 32 -c 64 ... -F 2 -t 1 -V 1
     """
+    try:                                # every subcommand: our variable is checked first
+        miopen_env.check_own()
+    except UserError as e:
+        raise click.UsageError(str(e)) from None
 
 
 @cli.command("run", context_settings=LINE_SETTINGS)

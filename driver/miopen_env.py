@@ -144,6 +144,16 @@ def _only_solver(env) -> tuple | None:
     return items
 
 
+def check_own(environ=None) -> None:
+    """Our own variable ``MIOPEN_DGRAD_PDL``, checked before any subcommand runs (the GPU
+    engine reads it: :func:`miopen_solver.runtime.gpu.pdl_from_env`).
+
+    Raises:
+        UserError: a value that is neither on nor off, as MIOpen's boolean variables take them.
+    """
+    _bool(os.environ if environ is None else environ, "MIOPEN_DGRAD_PDL")
+
+
 def read(environ=None) -> MiopenEnv:
     """The variables of ``environ`` (default ``os.environ``), checked.
 
@@ -157,7 +167,7 @@ def read(environ=None) -> MiopenEnv:
                     find_mode=_choice(env, "MIOPEN_FIND_MODE", FIND_MODE, 5, extra=FIND_MODE_EXTRA),
                     only_solver=_only_solver(env))
     _bool(env, "MIOPEN_DISABLE_CACHE")
-    _bool(env, "MIOPEN_DGRAD_PDL")          # ours: off turns overlapped launches off (runtime/gpu.py)
+    check_own(env)
     cache_dir = env.get("MIOPEN_CUSTOM_CACHE_DIR")
     if cache_dir is not None and cache_dir.strip() and os.path.exists(os.path.expanduser(cache_dir)) \
             and not os.path.isdir(os.path.expanduser(cache_dir)):

@@ -26,6 +26,9 @@ CFG = "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"
     (["--only", "k32_", "--configs", "default+streams"], "--configs entry 'default+streams'"),
     (["--only", "k32_", "--configs", "default@"], "--configs entry 'default@'"),
     (["--only", "k32_", "--configs", "default@123"], "--configs entry 'default@123'"),
+    (["--only", "k32_", "--configs", "default@19"],
+     "--configs entry 'default@19': allowed: default+stream, default@N with N a kernel schedule code (0-18)"),
+    (["--only", "k32_", "--configs", "Default@8"], "allowed: default+stream, default@N"),
 ])
 def test_time_configs_refuses_bad_input_in_one_line(capsys, argv, says):
     assert says in refused_in_one_line(capsys, time_configs.main, argv, "time_configs.py")
@@ -97,3 +100,23 @@ def test_default_at_a_schedule_is_the_default_tile_with_that_schedule(line, code
     default = DgradSolver().get_default_performance_config(p, sm90).serialize().split(",")
     got = time_configs.default_on_schedule(p, sm90, code)
     assert got.split(",")[:13] == default[:13] and got.split(",")[13:] == [str(code)] + default[14:15]
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--suite", "{empty}"], "--suite {empty}: no lines"),
+    (["--only", "no_such_layer"], "--only 'no_such_layer': selects no line of bench/zoo.txt; allowed: a label substring"),
+    (["--shard", "3/2"], "--shard"),
+    (["--out", "/nonexistent/dir/x.md"], "--out "),
+    (["--suite", "/nonexistent/zoo.txt"], "--suite "),
+    ([], "needs PyTorch"),
+])
+def test_nchw_dx_choice_refuses_bad_input_in_one_line(capsys, monkeypatch, tmp_path, argv, says):
+    """bench/nchw_dx_choice.py checks its input first, then needs a GPU (stubbed: no PyTorch)."""
+    import bench.compare as compare
+    from bench import nchw_dx_choice
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    monkeypatch.setattr(nchw_dx_choice, "gpu", lambda: (_ for _ in ()).throw(compare.BadInput("needs PyTorch")))
+    argv = [a.replace("{empty}", str(empty)) for a in argv]
+    assert says.replace("{empty}", str(empty)) in refused_in_one_line(capsys, nchw_dx_choice.main, argv,
+                                                                       "nchw_dx_choice.py")

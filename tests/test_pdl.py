@@ -244,3 +244,27 @@ def test_a_graph_run_captures_the_runs_and_reads_dx_after_the_replay(tmp_path):
     assert kinds.index("replay") > max(i for i, k in enumerate(kinds) if k.startswith("launch"))
     assert kinds.index("d2h") > kinds.index("replay")
     assert np.isnan(out.astype(np.float32)).all()          # the fake kernels wrote nothing
+
+
+@pytest.mark.parametrize("value", ["maybe", "2", "-1", "00", "o n"])
+def test_a_bad_value_is_an_error_in_the_library_and_in_every_subcommand(tmp_path, monkeypatch, capsys, value):
+    """A value that is neither on nor off: the engine raises naming it (``pdl_from_env``;
+    the bench scripts print it as their one line), and every dgrad-driver subcommand refuses
+    it in one line, exit 2, before doing anything."""
+    from miopen_solver.runtime.gpu import pdl_from_env
+    from driver.cli import main
+    monkeypatch.setenv(PDL_ENV, value)
+    with pytest.raises(ValueError, match=rf"^{PDL_ENV} '{re.escape(value)}': allowed: 1, yes, true"):
+        pdl_from_env()
+    with pytest.raises(ValueError):
+        GpuEngine(PdlRuntime(), BinaryCache(tmp_path))
+    assert GpuEngine(PdlRuntime(), BinaryCache(tmp_path), pdl=False).pdl is False     # an explicit choice wins
+    line = "convfp16 -n 2 -c 16 -H 6 -W 6 -k 16 -y 1 -x 1 -F 2"
+    for argv in (line.split() + ["--backend", "cpu"], ["run"] + line.split() + ["--backend", "cpu"],
+                 ["config"] + line.split(), ["applicable"] + line.split(),
+                 ["tune"] + line.split() + ["--backend", "cpu", "--max-configs", "1", "--no-perfdb"],
+                 ["replay", str(tmp_path / "none.jsonl")], ["perfdb", "list", "--perfdb", str(tmp_path / "x.db")]):
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"dgrad-driver: error: {PDL_ENV} '{value}': allowed:"), (argv, err)

@@ -39,11 +39,28 @@ from .cache import BinaryCache, cache_key
 POISON_BYTE = 0xFF
 """dX is filled with 0xFF bytes before every run: NaN in fp32, fp16 and bf16."""
 PDL_ENV = "MIOPEN_DGRAD_PDL"
-"""Environment variable: a false value (``0``, ``no``, ``false``, ``off``, ``disable(d)``, any
-case) launches every step of a run plainly, without programmatic dependent launch (for
-comparisons); unset or anything else overlaps where the runtime can (the driver refuses values
-that are neither true nor false: ``driver/miopen_env.py``)."""
+"""Environment variable: an off word (:data:`PDL_OFF`) launches every step of a run plainly,
+without programmatic dependent launch (for comparisons); unset, empty or an on word
+(:data:`PDL_ON`) overlaps where the runtime can; any other value is an error
+(:func:`pdl_from_env`)."""
 PDL_OFF = ("0", "no", "false", "off", "disable", "disabled")
+PDL_ON = ("1", "yes", "true", "on", "enable", "enabled")
+
+
+def pdl_from_env(environ=None) -> bool:
+    """Whether :data:`PDL_ENV` (in ``environ``, default ``os.environ``) leaves overlapped
+    launches on: unset, empty or one of :data:`PDL_ON` (any case) is on, :data:`PDL_OFF` off.
+
+    Raises:
+        ValueError: any other value, naming the variable, the value and what is allowed.
+    """
+    value = (os.environ if environ is None else environ).get(PDL_ENV)
+    v = "" if value is None else value.strip().lower()
+    if v in ("",) + PDL_ON:
+        return True
+    if v in PDL_OFF:
+        return False
+    raise ValueError(f"{PDL_ENV} {value!r}: allowed: {', '.join(PDL_ON)} (on) or {', '.join(PDL_OFF)} (off)")
 
 
 class DeviceMemoryError(MemoryError):
@@ -88,14 +105,17 @@ class GpuEngine(Engine):
     def __init__(self, runtime, cache: BinaryCache | None = None, pdl: bool | None = None):
         """``pdl``: launch a run's later steps to overlap the step before them (programmatic
         dependent launch) where the runtime can (``programmatic_launch``: sm_90+); None reads
-        :data:`PDL_ENV` (on unless one of :data:`PDL_OFF`)."""
+        :data:`PDL_ENV` (:func:`pdl_from_env`).
+
+        Raises:
+            ValueError: ``pdl`` None and a value of :data:`PDL_ENV` that is neither on nor off."""
         self.rt = runtime
         self.name = runtime.name
         self.cache = cache or BinaryCache()
         self._loaded = {}
         self._reported = 0
         if pdl is None:
-            pdl = os.environ.get(PDL_ENV, "").strip().lower() not in PDL_OFF
+            pdl = pdl_from_env()
         self.pdl = bool(pdl) and bool(getattr(runtime, "programmatic_launch", False))
 
     def take_warnings(self) -> list:
