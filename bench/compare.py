@@ -860,6 +860,25 @@ def check_args(args) -> None:
             raise BadInput(f"--perfdb {e}") from None
 
 
+def suite_plan(suite, dtypes: str) -> list:
+    """:func:`plan_rows` of the suite file ``suite`` (``--suite``) under ``dtypes``.
+
+    Raises:
+        BadInput: the file cannot be read, has a line that does not plan (another base with
+            ``--dtypes line``), or has no lines.
+    """
+    try:
+        plan = plan_rows(read_suite(suite), dtypes)
+    except FileError as e:
+        raise BadInput(f"--suite {e}") from None
+    except ValueError as e:
+        raise BadInput(f"--suite {shown_path(suite)}: {e}") from None
+    if not plan:
+        raise BadInput(f"--suite {shown_path(suite)}: no lines; allowed: a suite file (one MIOpenDriver line a row, "
+                       "'# label class=...' after it)")
+    return plan
+
+
 def plan_of(args) -> list:
     """The rows to time: ``--suite`` planned under ``--dtypes`` and selected by ``--only``,
     ``--classes`` and ``--shard``.
@@ -868,15 +887,7 @@ def plan_of(args) -> list:
         BadInput: the suite cannot be read, has no lines or a line with another base
             (``--dtypes line``), a class no line has, or a selection of no line.
     """
-    try:
-        plan = plan_rows(read_suite(args.suite), args.dtypes)
-    except FileError as e:
-        raise BadInput(f"--suite {e}") from None
-    except ValueError as e:
-        raise BadInput(f"--suite {shown_path(args.suite)}: {e}") from None
-    if not plan:
-        raise BadInput(f"--suite {shown_path(args.suite)}: no lines; allowed: a suite file (one MIOpenDriver line a row, "
-                       "'# label class=...' after it)")
+    plan = suite_plan(args.suite, args.dtypes)
     present = [c for c in dict.fromkeys(r["cls"] for r in plan) if c != UNTAGGED]
     unknown = [c for c in args.classes.split(",") if c not in present] if args.classes else []
     if unknown:

@@ -20,9 +20,8 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, check_outputs, count_arg, gpu,  # noqa: E402
-                           plan_rows, read_suite, row_problem, select, shard_arg, stream_table, time_solution)
+                           row_problem, select, shard_arg, stream_table, suite_plan, time_solution)
 from miopen_solver import spec as spec_module, transpose  # noqa: E402
-from miopen_solver.errors import FileError  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
 from miopen_solver.transpose import writes_nchw_dx  # noqa: E402
 
@@ -69,14 +68,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         check_outputs(out=args.out, json=args.json)
-        try:
-            plan = plan_rows(read_suite(args.suite), AS_WRITTEN)
-        except FileError as e:
-            raise BadInput(f"--suite {e}") from None
-        except ValueError as e:
-            raise BadInput(f"--suite {args.suite}: {e}") from None
-        if not plan:
-            raise BadInput(f"--suite {args.suite}: no lines")
+        plan = suite_plan(args.suite, AS_WRITTEN)
         chosen = select(plan, args.only, shard=args.shard or "")
         if not chosen:
             raise BadInput(f"--only {args.only!r}: selects no line of {args.suite}; allowed: a label substring "

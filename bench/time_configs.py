@@ -24,10 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.compare import (AS_WRITTEN, BadInput, OneLineParser, check_outputs, count_arg, gpu,  # noqa: E402
-                           ours_or_error, plan_rows, read_suite, row_problem, select, shard_arg, stream_table,
-                           time_cudnn)
+                           ours_or_error, row_problem, select, shard_arg, stream_table, suite_plan, time_cudnn)
 from miopen_solver.config import PerfConfig  # noqa: E402
-from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
+from miopen_solver.errors import PerfConfigError  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 MAX_CONFIGS = 64
@@ -120,12 +119,7 @@ def main(argv=None) -> int:
     try:
         configs = parse_configs(args.configs)
         check_outputs(out=args.out, json=args.json)
-        try:
-            plan = plan_rows(read_suite(args.suite), AS_WRITTEN)
-        except FileError as e:
-            raise BadInput(f"--suite {e}") from None
-        except ValueError as e:
-            raise BadInput(f"--suite {args.suite}: {e}") from None
+        plan = suite_plan(args.suite, AS_WRITTEN)
         chosen, seen = [], set()
         for sub in (s for s in args.only.split(",") if s):
             for item in select(plan, sub):
@@ -136,7 +130,7 @@ def main(argv=None) -> int:
             chosen = select(chosen, shard=args.shard)
         if not chosen:
             raise BadInput(f"--only {shorten(args.only)!r}: selects no line of {args.suite}; allowed: a comma list "
-                           f"of label substrings (e.g. {plan[0]['label']!r})" if plan else f"--suite {args.suite}: no lines")
+                           f"of label substrings (e.g. {plan[0]['label']!r})")
         torch, eng = gpu()
     except BadInput as e:
         print(f"time_configs.py: {e}", file=sys.stderr)
