@@ -137,8 +137,7 @@ class NchwPwSpec(VirtualGemmSpec):
         gemm = self.gemm
         if not gemm.persistent:
             return gemm.tile_blocks
-        slots = self.target.num_cus * gemm.resident_blocks
-        return max(1, min(gemm.tiles_per_group, slots // (self.problem.N * self.problem.G)))
+        return max(1, min(gemm.tiles_per_group, gemm.slots_per_row(self.problem.N * self.problem.G)))
 
     @property
     def grid(self) -> tuple:

@@ -300,11 +300,16 @@ class DgradSpec:
         on the TMA schedule)."""
         if not (self.persistent or self.tma):
             return self.tiles_per_group
-        slots = self.target.num_cus * self.resident_blocks
         if self.stream_k:       # every resident block takes a run of k-tiles, none empty
-            return max(1, min(self.tiles_per_group * self.stream_k_tiles, slots))
+            return max(1, min(self.tiles_per_group * self.stream_k_tiles, self.slots_per_row(1)))
         units = self.tiles_per_group * (self.split_k if self.config.schedule in SPLIT_PERSISTENT else 1)
-        return max(1, min(units, slots // self.problem.G))
+        return max(1, min(units, self.slots_per_row(self.problem.G)))
+
+    def slots_per_row(self, rows: int) -> int:
+        """The blocks that fit on the device at once (:attr:`resident_blocks` on every
+        multiprocessor) shared out over ``rows`` rows of a persistent grid (the G groups; a
+        family's own rows, e.g. the NCHW pointwise schedule's N*G); may be 0."""
+        return self.target.num_cus * self.resident_blocks // rows
 
     @property
     def stream_k(self) -> bool:
