@@ -4,9 +4,10 @@
         "convfp16 -n 64 -c 256 -H 64 -W 64 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC \\
          --out_layout NHWC --fil_layout NHWC" [--perf-config "..."]
 
-A bad line, perf config or backend, a config the solver refuses for the line, or no GPU
-runtime is one line on stderr and exit 2 (the line and the config are checked before a
-runtime is loaded).
+The line's solution runs as the solver builds it (its layout transforms too), on inputs in
+the line's own layouts. A bad line, perf config or backend, a config the solver refuses for
+the line, or no GPU runtime is one line on stderr and exit 2 (the line and the config are
+checked before a runtime is loaded).
 """
 
 import sys
@@ -19,10 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.compare import BadInput, OneLineParser  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.errors import PerfConfigError, RuntimeUnavailable  # noqa: E402
-from miopen_solver.heuristics import default_performance_config  # noqa: E402
+from miopen_solver import layouts  # noqa: E402
 from miopen_solver.layouts import storage_dtype  # noqa: E402
 from miopen_solver.runtime import BACKENDS, get_engine  # noqa: E402
-from miopen_solver.spec import PerfConfig, make_spec  # noqa: E402
+from miopen_solver.solver import DgradSolver  # noqa: E402
+from miopen_solver.spec import PerfConfig  # noqa: E402
 from miopen_solver.text import shorten  # noqa: E402
 
 
@@ -46,7 +48,7 @@ def main(argv=None) -> int:
         except RuntimeUnavailable as e:
             raise BadInput(f"--backend {a.backend}: needs a GPU ({shorten(str(e), 200)})") from None
         try:
-            spec = make_spec(p, eng.target, cfg or default_performance_config(p, eng.target))
+            sol = DgradSolver().find_solution(p, eng.target, perf_config=cfg)
         except ValueError as e:
             what = f"--perf-config {shorten(a.perf_config)!r}" if cfg else f"line {shorten(a.line)!r}"
             raise BadInput(f"{what}: {e}") from None
@@ -55,10 +57,10 @@ def main(argv=None) -> int:
         return 2
     rng = np.random.default_rng(0)
     dt = storage_dtype(p.dtype)
-    dy = rng.uniform(0, 0.01, (p.N, p.Ho, p.Wo, p.K)).astype(dt)
-    w = rng.uniform(-0.005, 0.005, (p.K, p.Y, p.X, p.cpg)).astype(dt)
-    eng.run(spec, dy, w)
-    print(spec.kernel_name)
+    dy = rng.uniform(0, 0.01, layouts.dy_shape(p)).astype(dt)          # in the line's own layouts
+    w = rng.uniform(-0.005, 0.005, layouts.w_shape(p)).astype(dt)
+    eng.run(sol, dy, w)
+    print(sol.kernel_name)
     return 0
 
 

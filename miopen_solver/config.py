@@ -111,6 +111,11 @@ class KernelSchedule(enum.IntEnum):
     * ``NCHW_POINTWISE_PERSISTENT`` (18): the ``NCHW_POINTWISE`` GEMMs on the
       ``WGMMA_PERSISTENT`` main loop (sm_90a): per image and group a row of persistent
       blocks walks that GEMM's tiles, loading the next tile during the current one's epilogue.
+    * ``DIRECT_PLANE`` (19): depthwise and small-cpg grouped problems whose dY and dX are NCHW in
+      memory, on the planes as they lie: a block stages the dY window of a tile of several
+      (image, channel) planes in shared memory and each thread sums the taps of consecutive
+      dX pixels of one plane in fp32; no GEMM tiles, no transform
+      (:mod:`miopen_solver.direct_plane`).
     """
 
     WARP_MMA = 0
@@ -132,6 +137,7 @@ class KernelSchedule(enum.IntEnum):
     SUBPIXEL_WGMMA = 16
     SUBPIXEL_TMA = 17
     NCHW_POINTWISE_PERSISTENT = 18
+    DIRECT_PLANE = 19
 
     @property
     def warpgroup(self) -> bool:
@@ -157,13 +163,16 @@ class KernelSchedule(enum.IntEnum):
     @property
     def nchw_native(self) -> bool:
         """Reads dY and writes dX in NCHW in place (no dY/dX transform; W^T its only one, or
-        none for ``DIRECT_NCHW``): the NCHW pointwise schedules, ``NCHW_TMA`` and ``DIRECT_NCHW``."""
-        return self.nchw_pointwise or self in (KernelSchedule.NCHW_TMA, KernelSchedule.DIRECT_NCHW)
+        none for ``DIRECT_NCHW`` and ``DIRECT_PLANE``): the NCHW pointwise schedules, ``NCHW_TMA``,
+        ``DIRECT_NCHW`` and ``DIRECT_PLANE``."""
+        return self.nchw_pointwise or self in (KernelSchedule.NCHW_TMA, KernelSchedule.DIRECT_NCHW,
+                                               KernelSchedule.DIRECT_PLANE)
 
     @property
     def direct(self) -> bool:
-        """No GEMM tiles: the direct schedule's spec and rules (:mod:`miopen_solver.direct`)."""
-        return self in (KernelSchedule.DIRECT, KernelSchedule.DIRECT_NCHW)
+        """No GEMM tiles: the direct schedules' specs and rules (:mod:`miopen_solver.direct`,
+        :mod:`miopen_solver.direct_plane`)."""
+        return self in (KernelSchedule.DIRECT, KernelSchedule.DIRECT_NCHW, KernelSchedule.DIRECT_PLANE)
 
     @property
     def group_pack(self) -> bool:

@@ -97,7 +97,7 @@ from .transpose import memory_order
 from .errors import PerfConfigError
 from .kernels.emit import KernelSource, _make, _problem_defines, _read
 from .problem import ConvProblem
-from .spec import family_reason
+from .spec import family_reason, spec_identity
 from .config import KernelSchedule, PerfConfig
 from .target import Target
 
@@ -194,6 +194,19 @@ def valid_vectors(problem: ConvProblem) -> list:
 
 
 # ----------------------------------------------------------------------------- rules
+def limits_reason(problem: ConvProblem, family: str) -> str | None:
+    """The limits every direct family shares (``family`` names it in the sentence): the data
+    type (:data:`DTYPES`), cpg <= :data:`MAX_CPG` and kpg <= :data:`MAX_KPG`; None within them."""
+    p = problem
+    if p.dtype not in DTYPES:
+        return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
+    if p.cpg > MAX_CPG:
+        return f"cpg={p.cpg} exceeds {family}'s limit of {MAX_CPG} channels per group"
+    if p.kpg > MAX_KPG:
+        return f"kpg={p.kpg} exceeds {family}'s limit of {MAX_KPG} output channels per group"
+    return None
+
+
 def direct_reason(problem: ConvProblem, target: Target) -> str | None:
     """Why the direct family cannot serve ``problem`` on ``target`` at all, or None."""
     p, t = problem, target
@@ -204,12 +217,9 @@ def direct_reason(problem: ConvProblem, target: Target) -> str | None:
         # an NCHW dX is the NHWC kernel's output transposed after it (transpose.py)
         return (f"the direct schedule reads dY and W NHWC in memory (dX NHWC or NCHW); got dX {p.in_layout}, "
                 f"dY {p.out_layout}, W {p.fil_layout}")
-    if p.dtype not in DTYPES:
-        return f"data type {p.dtype} is not one of {', '.join(DTYPES)}"
-    if p.cpg > MAX_CPG:
-        return f"cpg={p.cpg} exceeds the direct schedule's limit of {MAX_CPG} channels per group"
-    if p.kpg > MAX_KPG:
-        return f"kpg={p.kpg} exceeds the direct schedule's limit of {MAX_KPG} output channels per group"
+    why = limits_reason(p, "the direct schedule")
+    if why is not None:
+        return why
     if p.X > MAX_X:
         return f"filter width X={p.X} exceeds {MAX_X} (the W taps are unrolled)"
     if p.Y * p.X > MAX_TAPS:
@@ -276,8 +286,45 @@ def mma_reason(problem: ConvProblem, target: Target, native: bool = False) -> st
 
 
 # ----------------------------------------------------------------------------- spec
+class FmaSpec:
+    """What the specs of the direct families share (:class:`DirectSpec`,
+    :class:`~miopen_solver.direct_plane.PlaneSpec`): fp32 FMAs, one write per dX element, a 1-D
+    block of ``block_threads``, and their records."""
+
+    RECORD_KEY = "direct"
+    """The key of the resolved values in :meth:`to_record`."""
+
+    @property
+    def math(self) -> str:
+        """The storage type: each thread sums its taps in fp32 FMAs (the mma body: fp32
+        accumulators of 16-bit products), with no TF32 instruction, so a TF32 problem
+        (:mod:`miopen_solver.tf32`) runs IEEE fp32 here."""
+        return self.problem.dtype
+
+    @property
+    def zero_fill_blocks(self) -> int:
+        """Every dX element is written by its thread (zeros where no tap reaches)."""
+        return 0
+
+    @property
+    def threads(self) -> int:
+        return self.block_threads
+
+    @property
+    def block(self) -> tuple:
+        return (self.block_threads, 1, 1)
+
+    def to_record(self) -> dict:
+        """Plain data for a worker (every resolved value; checked by
+        :meth:`~miopen_solver.solver.Solution.from_record`)."""
+        rec = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("problem", "target", "config", "sub_gemms")}
+        return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
+                "config": self.config.serialize(), self.RECORD_KEY: rec}
+
+
 @dataclass(frozen=True)
-class DirectSpec:
+class DirectSpec(FmaSpec):
     """A validated direct config for one problem and target, every derived value resolved."""
 
     problem: ConvProblem
@@ -345,29 +392,6 @@ class DirectSpec:
         return self.stage
 
     @property
-    def math(self) -> str:
-        """The storage type: each thread sums its taps in fp32 FMAs, with no matrix
-        instruction, so a TF32 problem (:mod:`miopen_solver.tf32`) runs IEEE fp32 here."""
-        return self.problem.dtype
-
-    @property
-    def zero_fill_blocks(self) -> int:
-        """Every dX element is written by its thread (zeros where no tap reaches)."""
-        return 0
-
-    @property
-    def block(self) -> tuple:
-        return (self.block_threads, 1, 1)
-
-    def to_record(self) -> dict:
-        """Plain data for a worker (every resolved value; checked by
-        :meth:`~miopen_solver.solver.Solution.from_record`)."""
-        rec = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name not in ("problem", "target", "config", "sub_gemms")}
-        return {"problem": self.problem.as_dict(), "target": self.target.to_record(),
-                "config": self.config.serialize(), "direct": rec}
-
-    @property
     def min_blocks(self) -> int:
         """mma body: the blocks per multiprocessor its shared memory allows (each block also
         reserves :data:`BLOCK_RESERVED_LDS` bytes), at most what leaves
@@ -378,10 +402,6 @@ class DirectSpec:
     @property
     def block_threads(self) -> int:
         return self.target.wave_size * self.warps if self.mma else self.ct * self.twt * self.tht
-
-    @property
-    def threads(self) -> int:
-        return self.block_threads
 
     @property
     def grid(self) -> tuple:
@@ -407,14 +427,7 @@ class DirectSpec:
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready) describing the resolved spec."""
-        return {
-            "kernel_name": self.kernel_name,
-            "schedule": self.schedule.slug,
-            "problem_key": self.problem.problem_key(),
-            "math": self.math,
-            "arch": self.target.arch,
-            "perf_config": self.config.serialize(),
-            "threads": self.block_threads,
+        return spec_identity(self) | {
             "grid": list(self.grid),
             "block_tile": {"rows": self.tqh, "columns": self.tqw, "channels": self.tn},
             "thread_tile": None if self.mma else {"rows": self.tph, "columns": self.tpw, "channels": self.vec},

@@ -14,6 +14,7 @@ from typing import Iterator
 from . import cost_model, nchw_tma, subpixel, vectors
 from .config import KernelSchedule, PerfConfig
 from .direct import default_direct_config, direct_reason, direct_search_space, mma_search_space
+from .direct_plane import default_plane_config, plane_reason, plane_search_space
 from .errors import PerfConfigError
 from .group_pack import PACK_OF, pack_reason
 from .group_pack import virtual_problem as pack_virtual
@@ -432,6 +433,11 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     if (allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None
             and nchw_pw_vector_bytes(p) >= NCHW_PW_MIN_VECTOR_BYTES):
         return nchw_pw_config(p, t)
+    if allow_direct and t.vendor == "nvidia" and p.cpg == 1 and plane_reason(p, t) is None:
+        try:
+            return default_plane_config(p, t)
+        except PerfConfigError:     # no plane tile fits the launch limits: the NHWC direct default
+            pass
     p = native_problem(p)
     if allow_direct and t.vendor == "nvidia" and p.cpg <= DIRECT_DEFAULT_MAX_CPG and direct_reason(p, t) is None:
         try:
@@ -673,11 +679,17 @@ def _direct_nchw_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int
     yield from mma_search_space(p, t, native=True)
 
 
-SEARCH_SPACES = (_nchw_pw_candidates, _nchw_tma_candidates, _direct_nchw_candidates, _direct_candidates,
-                 _patch_candidates, _pack_candidates, _subpixel_candidates, _warpgroup_candidates,
-                 _warp_mma_candidates)
+def _plane_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) -> Iterator[PerfConfig]:
+    """The NCHW plane schedule (``DIRECT_PLANE``), where dY and dX are NCHW in memory and it
+    serves the problem."""
+    yield from plane_search_space(p, t)
+
+
+SEARCH_SPACES = (_nchw_pw_candidates, _nchw_tma_candidates, _plane_candidates, _direct_nchw_candidates,
+                 _direct_candidates, _patch_candidates, _pack_candidates, _subpixel_candidates,
+                 _warpgroup_candidates, _warp_mma_candidates)
 """Each schedule family's candidate generator, fastest family first. The NCHW TMA, NCHW
-pointwise and direct NCHW ones see the problem in its own layouts, the others the problem with dY and W NHWC
+pointwise, plane and direct NCHW ones see the problem in its own layouts, the others the problem with dY and W NHWC
 (:func:`~miopen_solver.transpose.native_problem`) their kernel runs between the layout
 transforms."""
 
@@ -702,7 +714,8 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     splits = _SPLIT_K
     native = native_problem(problem)
     for space in SEARCH_SPACES:
-        own = space in (_nchw_tma_candidates, _nchw_pw_candidates, _direct_nchw_candidates, _subpixel_candidates)
+        own = space in (_nchw_tma_candidates, _nchw_pw_candidates, _plane_candidates, _direct_nchw_candidates,
+                        _subpixel_candidates)
         yield from space(problem if own else native, target, splits, max_k)
 
 

@@ -744,6 +744,10 @@ class DgradSolver:
             choice.notes.append(
                 f"Layout: dY read as {memory_order(problem, 'dY')} and dX written as {memory_order(problem, 'dX')} "
                 f"in place by the direct schedule's mma body (W: the same bytes in either order); no transform")
+        elif spec.schedule is KernelSchedule.DIRECT_PLANE:
+            choice.notes.append(
+                f"Layout: dY read and dX written NCHW in place, plane by plane, W read as "
+                f"{'KCYX' if spec.w_nchw else 'KYXC'}; no transform")
         elif spec.schedule.subpixel:
             choice.notes.append(
                 f"Layout: dY, W and dX NHWC in place; W packed into the sub-pixel GEMM's W' (the stride "

@@ -105,6 +105,14 @@ def arch_tag(target: Target) -> str:
     return re.sub(r"\W", "_", target.arch.split(":")[0])
 
 
+def spec_identity(spec) -> dict:
+    """The first keys of every spec's ``as_dict`` (any spec type): its kernel name, schedule,
+    problem key, math, arch, perf config and threads per block."""
+    return {"kernel_name": spec.kernel_name, "schedule": spec.schedule.slug, "problem_key": spec.problem.problem_key(),
+            "math": spec.math, "arch": spec.target.arch, "perf_config": spec.config.serialize(),
+            "threads": spec.block_threads}
+
+
 def family_reason(problem: ConvProblem, target: Target, family: str) -> str | None:
     """The guards every kernel family with its own rules starts with (``family`` names it in
     the sentence, e.g. ``"the direct schedule"``): a known vendor, a 2-D problem, mode conv."""
@@ -593,14 +601,7 @@ class DgradSpec:
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready) describing the resolved spec."""
-        return {
-            "kernel_name": self.kernel_name,
-            "schedule": self.schedule.slug,
-            "problem_key": self.problem.problem_key(),
-            "math": self.math,
-            "arch": self.target.arch,
-            "perf_config": self.config.serialize(),
-            "threads": self.block_threads,
+        return spec_identity(self) | {
             "atom": self.atom.name,
             "accumulators_per_lane": self.accumulators_per_lane,
             "lds_bytes": self.lds_bytes,
@@ -657,6 +658,9 @@ def _build_spec(problem: ConvProblem, target: Target, config: PerfConfig):
     require(config.reduce != "stream" or config.schedule is KernelSchedule.WGMMA_TMA,
             f"stream-K (split_k_reduce 3) runs on {KernelSchedule.WGMMA_TMA.label} only; the config's "
             f"schedule is {config.schedule.label}")
+    if config.schedule is KernelSchedule.DIRECT_PLANE:   # no GEMM tiles, NCHW planes in place
+        from .direct_plane import make_plane_spec
+        return make_plane_spec(problem, target, config)
     if config.schedule.direct:                       # no GEMM tiles: its own spec type and rules
         from .direct import make_direct_spec
         return make_direct_spec(problem, target, config)
@@ -903,6 +907,7 @@ SCHEDULE_RULES = {
     KernelSchedule.WGMMA_TMA: (_warpgroup_rules, check_tma, _persistent_rules),   # tile_k 64 before k-tiles
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
     KernelSchedule.DIRECT_NCHW: (),
+    KernelSchedule.DIRECT_PLANE: (),    # its own spec and rules: miopen_solver.direct_plane
     KernelSchedule.PATCH_GEMM: (),      # its own rules (miopen_solver.patch), then its main loop's
     KernelSchedule.PATCH_GEMM_WGMMA: (),
     KernelSchedule.PATCH_GEMM_PERSISTENT: (),

@@ -711,6 +711,56 @@ def test_direct_nchw_verifies(engine, dtype, line, lay):
             _verify_solution(engine, solver.get_solution(p, engine.target, cfg), seed=15 + i)   # inputs in p's layouts
 
 
+@pytest.mark.parametrize("fil", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", DIRECT_LINES)
+def test_direct_plane_verifies(engine, dtype, line, fil):
+    """``DIRECT_PLANE`` (NCHW dY and dX in place, W in either order) on its default and the
+    first searched configs, where it applies."""
+    from miopen_solver.direct_plane import plane_reason
+    from miopen_solver.solver import DgradSolver
+    p = _nhwc_problem(dtype, line).replace(in_layout="NCHW", out_layout="NCHW", fil_layout=fil)
+    if plane_reason(p, engine.target) is not None:
+        pytest.skip(plane_reason(p, engine.target))
+    solver = DgradSolver()
+    cfgs = [c for c in solver.search(p, engine.target) if c.schedule is KernelSchedule.DIRECT_PLANE]
+    assert cfgs
+    checked = 0
+    for i, cfg in enumerate(cfgs[:6]):
+        if solver.is_valid_performance_config(p, engine.target, cfg)[0]:
+            _verify_solution(engine, solver.get_solution(p, engine.target, cfg), seed=25 + i)
+            checked += 1
+    assert checked >= 1
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("DGRAD_GPU_EXAMPLES", "12"))))
+def test_direct_plane_random_problems(engine, seed):
+    """Random depthwise and small-cpg problems in NCHW (strides 1-5, dilations 1-4, pads, odd
+    sizes and channel counts, multipliers, fp16/bf16/fp32) on a random searched plane config,
+    dX NaN-poisoned, against the float64 reference."""
+    import random
+    from miopen_solver.direct_plane import plane_reason
+    from miopen_solver.solver import DgradSolver
+    R = random.Random(9500 + seed)
+    while True:
+        Y, X, G = R.randint(1, 7), R.randint(1, 7), R.randint(1, 40)
+        cpg, kpg = R.choice([1, 1, 1, 2, 3, 4, 8]), R.choice([1, 1, 2, 3])
+        try:
+            p = ConvProblem(N=R.randint(1, 4), C=G * cpg, K=G * kpg, G=G, Hi=R.randint(1, 70), Wi=R.randint(1, 70),
+                            Y=Y, X=X, pH=R.randint(0, Y), pW=R.randint(0, X), sH=R.randint(1, 5), sW=R.randint(1, 5),
+                            dH=R.randint(1, 4), dW=R.randint(1, 4), dtype=R.choice(["fp16", "bf16", "fp32"]),
+                            in_layout="NCHW", out_layout="NCHW", fil_layout=R.choice(["NCHW", "NHWC"]))
+        except ValueError:
+            continue
+        if plane_reason(p, engine.target) is None:
+            break
+    solver = DgradSolver()
+    cfgs = [c for c in solver.search(p, engine.target) if c.schedule is KernelSchedule.DIRECT_PLANE
+            and solver.is_valid_performance_config(p, engine.target, c)[0]]
+    assert cfgs
+    _verify_solution(engine, solver.get_solution(p, engine.target, R.choice(cfgs)), seed=seed)
+
+
 # ------------------------------------------------------------------ split-N (issue 16)
 SPLIT_LINES = [   # (line, config or None for the default): 3 launches of 2 images each, forced
     ("convfp16 -n 6 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1", None),

@@ -185,7 +185,7 @@ def test_every_kernel_entry_waits_for_its_predecessor_before_global_memory():
         assert "(" not in re.sub(r"__attribute__\(\([^)]*\)\)|\[[^\]]*\]", "", before), \
             f"{name} {entry}: only declarations may come before the wait: {before!r}"
         seen += 1
-    assert seen >= 8                              # dgrad, direct, direct_mma, 2 reduce, pack, 3 transpose
+    assert seen >= 9                              # dgrad, direct, direct_mma, plane, 2 reduce, pack, 3 transpose
 
 
 def test_the_wait_is_sm90_ptx_and_a_no_op_elsewhere():
@@ -211,7 +211,7 @@ def test_only_the_kernels_before_the_main_kernel_trigger_their_dependents_early(
     early = {(name, entry) for name, entry, _, body in _entries() if re.search(r"\bD[GDT]_LAUNCH_DEPENDENTS\(\);", body)}
     assert {name for name, _ in early} == {"transpose.cu", "subpixel_pack.cu"}
     assert len(early) == 4                                 # tile, band and pair transposes, the pack
-    for name in ("dgrad.cu", "direct.cu", "direct_mma.cu", "splitk_reduce.cu"):
+    for name in ("dgrad.cu", "direct.cu", "direct_mma.cu", "direct_plane.cu", "splitk_reduce.cu"):
         assert "LAUNCH_DEPENDENTS();" not in (KERNELS / name).read_text(), name
 
 

@@ -265,6 +265,10 @@ class CpuEngine(Engine):
                 dx[...] = 0
             scatter(p, dxv, dx)
             return
+        if spec.schedule is KernelSchedule.DIRECT_PLANE:  # NCHW planes in and out, W in its own order
+            from ..direct_plane import plane_run
+            plane_run(spec, dy, w, dx)
+            return
         if spec.schedule is KernelSchedule.DIRECT_NCHW:   # the same, dY and dX bytes in their own order
             from ..direct import direct_native_run
             direct_native_run(spec, dy, w, dx)
