@@ -28,6 +28,9 @@ slot                meaning for ``direct-plane``
                     (depthwise, kpg 1, a tile covering the plane: the block's dY planes read
                     as one contiguous run, its dX planes written as one through a
                     plane-shaped output buffer in shared memory)
+``stages``          whole planes: 1 = a block per block of planes; 2 = persistent blocks
+                    (as many as are resident at once) walking the blocks of planes, the
+                    next one's dY loads in flight while this one is computed; rows: 1
 others              unused, fixed: ``warp_m`` 1, ``warp_n`` 1, ``vector_size_a`` 0,
                     ``vector_size_b`` 0, ``vector_size_c`` 0 (widths are resolved from the
                     problem), ``split_k`` 1, ``stages`` 1
@@ -49,7 +52,7 @@ from math import gcd
 import numpy as np
 
 from .config import KernelSchedule, PerfConfig
-from .direct import FmaSpec, _pow2_div, direct_nhwc, limits_reason
+from .direct import BLOCK_RESERVED_LDS, FmaSpec, _pow2_div, direct_nhwc, limits_reason
 from .errors import PerfConfigError
 from .kernels.emit import KernelSource, _make, _problem_defines, _read
 from .problem import ConvProblem
@@ -74,7 +77,13 @@ BLOCK_THREADS = 256
 MAX_TILE_THREADS_W = 32
 """Most threads along a tile row in the default (a tile wider than 32 threads' columns is split)."""
 FIXED_SLOTS = (("warp_m", 1), ("warp_n", 1), ("vector_size_a", 0), ("vector_size_b", 0), ("vector_size_c", 0),
-               ("split_k", 1), ("stages", 1))
+               ("split_k", 1))
+PERSISTENT_REGISTERS = (44, 2)
+"""``(base, per tap)``: the registers a thread of a persistent plane kernel is assumed to take
+when its grid is sized, ``base + per_tap * Y*X`` (it holds this and the next plane block's
+taps; ptxas gave 60, 72 and 124 to 3x3, 5x5 and 7x7 defaults). An overestimate leaves a
+multiprocessor a block short; an underestimate would queue the last blocks behind a second
+wave."""
 ROWS, WHOLE = 1, 2
 """``lds_k_outer`` codes: the dY window staged row by row, or as whole planes."""
 """Slots the plane schedule does not use and the one value each must hold."""
@@ -169,6 +178,7 @@ class PlaneSpec(FmaSpec):
     w_nchw: bool             # W read as (K, cpg, Y, X), else (K, Y, X, cpg)
     lds_bytes: int
     idx64: bool              # 64-bit offsets (a tensor over 2^31-1 elements)
+    persistent_blocks: int = 0   # whole planes with stages 2: the grid (0: a block per plane block)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -193,7 +203,7 @@ class PlaneSpec(FmaSpec):
 
     @property
     def grid(self) -> tuple:
-        return (self.pblocks * self.tiles_h * self.tiles_w, 1, 1)
+        return (self.persistent_blocks or self.pblocks * self.tiles_h * self.tiles_w, 1, 1)
 
     @property
     def kernel_name(self) -> str:
@@ -203,7 +213,8 @@ class PlaneSpec(FmaSpec):
         p = self.problem
         arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
         return (f"dgrad_plane_{arch}_{p.dtype}_t{self.tw}x{self.th}x{self.pb}_p{self.tpw}x{self.tph}"
-                f"_r{self.vr}_s{self.vs}_l{self.lv}{'_whole' if self.whole else ''}_th{self.block_threads}"
+                f"_r{self.vr}_s{self.vs}_l{self.lv}{'_whole' if self.whole else ''}"
+                f"{f'_pg{self.persistent_blocks}' if self.persistent_blocks else ''}_th{self.block_threads}"
                 f"_w{'kcyx' if self.w_nchw else 'kyxc'}"
                 f"{'_i64' if self.idx64 else ''}_{p.short_tag()}")
 
@@ -239,6 +250,7 @@ class PlaneSpec(FmaSpec):
                 ("DP_VS", self.vs), ("DP_LOADS", self.loads), ("DP_TILES_W", self.tiles_w),
                 ("DP_TILES_H", self.tiles_h), ("DP_W_NCHW", int(self.w_nchw)), ("DP_WHOLE", int(self.whole)),
                 ("DP_LV", self.lv), ("DP_OUT_OFFSET", self.out_offset), ("DP_CMOD", self.off_c % self.lv),
+                ("DP_PBLOCKS", self.pblocks), ("DP_GRID", self.grid[0]), ("DP_PIPE", int(bool(self.persistent_blocks))),
                 ("DP_NV", _cdiv(self.off_c % self.lv + self.wc, self.lv))]
 
     def emit(self) -> KernelSource:
@@ -280,7 +292,10 @@ def make_plane_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
     _check(c.tile_m % tpw == 0, f"tile_m={c.tile_m} must be a multiple of warp_tile_m={tpw} (columns per thread)")
     _check(c.tile_k % tph == 0, f"tile_k={c.tile_k} must be a multiple of warp_tile_n={tph} (rows per thread)")
     _check(tph * tpw <= MAX_ACC, f"warp_tile_n x warp_tile_m = {tph * tpw} accumulators per thread exceeds {MAX_ACC}")
+    _check(c.stages in (1, 2), f"stages must be 1 (a block per block of planes) or 2 (persistent blocks, whole "
+                               f"planes) for {SCHEDULE.label}, got {c.stages}")
     whole = c.lds_k_outer == WHOLE
+    _check(whole or c.stages == 1, "stages=2 (persistent blocks) needs lds_k_outer=2 (whole planes)")
     if whole:
         _check(p.cpg == 1 and p.kpg == 1, f"lds_k_outer=2 (whole planes) needs a depthwise problem with kpg 1 (its "
                                           f"dY planes consecutive); got cpg={p.cpg}, kpg={p.kpg}")
@@ -327,22 +342,30 @@ def make_plane_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
     if t.max_grid_work_items is not None:
         _check(blocks * threads <= t.max_grid_work_items,
                f"{blocks} blocks x {threads} threads exceed {t.max_grid_work_items} work-items")
+    persistent = 0
+    if c.stages == 2:
+        by_smem = (t.lds_bytes + BLOCK_RESERVED_LDS) // (lds + BLOCK_RESERVED_LDS)
+        base, per_tap = PERSISTENT_REGISTERS
+        by_regs = t.regs_per_cu // (threads * (base + per_tap * p.Y * p.X))
+        persistent = min(pblocks, t.num_cus * max(1, min(by_smem, by_regs)))
     idx64 = max(p.dy_elems, p.dx_elems, p.w_elems) > 2**31 - 1
     return PlaneSpec(problem=p, target=t, config=c, tw=c.tile_m, th=c.tile_k, pb=pb, tpw=tpw, tph=tph, twt=twt,
                      tht=tht, off_r=off_r, off_c=off_c, rt=rt, ct=ct, ctv=ctv, wr=wr, wc=wc, pitch=pitch, vr=vr,
                      vs=vs, loads=loads, whole=whole, lv=lv, out_offset=out_offset, tiles_w=tiles_w, tiles_h=tiles_h, pblocks=pblocks,
-                     w_nchw=memory_order(p, "W") == "NCHW", lds_bytes=lds, idx64=idx64)
+                     w_nchw=memory_order(p, "W") == "NCHW", lds_bytes=lds, idx64=idx64,
+                     persistent_blocks=persistent)
 
 
 # ----------------------------------------------------------------------------- configs
 def plane_config(problem: ConvProblem, target: Target, q: int = 4, m: int = 2,
-                 threads: int = BLOCK_THREADS, whole: bool = True) -> PerfConfig:
+                 threads: int = BLOCK_THREADS, whole: bool = True, persistent: bool = False) -> PerfConfig:
     """The config of ``q`` phase-local columns and ``m`` phase-local rows per thread (``TPW =
     q*sW``, ``TPH = m*sH``) and about ``threads`` threads a block (constant time; not
     validated): a tile row of at most :data:`MAX_TILE_THREADS_W` threads split evenly over
     the image width, rows up to the thread budget split evenly over the height, and as many
     planes per block as fill the rest; staged as whole planes (``lds_k_outer`` 2) where
-    ``whole`` and the problem and tile allow, else row by row."""
+    ``whole`` and the problem and tile allow (on persistent blocks, ``stages`` 2, where
+    ``persistent``), else row by row."""
     p = problem
     tpw, tph = q * p.sW, m * p.sH
     cols = _cdiv(p.Wi, tpw)
@@ -354,7 +377,8 @@ def plane_config(problem: ConvProblem, target: Target, q: int = 4, m: int = 2,
     covers = p.cpg == 1 and p.kpg == 1 and twt * tpw >= p.Wi and tht * tph >= p.Hi
     return PerfConfig(tile_m=twt * tpw, tile_n=pb, tile_k=tht * tph, warp_m=1, warp_n=1, warp_tile_m=tpw,
                       warp_tile_n=tph, vector_size_a=0, vector_size_b=0, vector_size_c=0, split_k=1,
-                      lds_k_outer=WHOLE if whole and covers else ROWS, stages=1, schedule=SCHEDULE)
+                      lds_k_outer=WHOLE if whole and covers else ROWS, stages=2 if persistent and whole and covers else 1,
+                      schedule=SCHEDULE)
 
 
 def _fits(problem: ConvProblem, target: Target, cfg: PerfConfig) -> bool:
@@ -393,7 +417,8 @@ def default_plane_config(problem: ConvProblem, target: Target) -> PerfConfig:
 def plane_search_space(problem: ConvProblem, target: Target):
     """Candidate configs (unvalidated, no duplicates; none where :func:`plane_reason` refuses):
     the default, then 1, 2, 4 or 8 phase-local columns x 1, 2 or 4 phase-local rows a thread
-    x 128, 256 or 512 threads, each staged as whole planes where it can be and row by row."""
+    x 128, 256 or 512 threads, each staged as whole planes where it can be (a block per block
+    of planes, and persistent) and row by row."""
     if plane_reason(problem, target) is not None:
         return
     seen = set()
@@ -406,8 +431,8 @@ def plane_search_space(problem: ConvProblem, target: Target):
     for q in (1, 2, 4, 8):
         for m in (1, 2, 4):
             for th in (128, 256, 512):
-                for whole in (True, False):
-                    cfg = plane_config(problem, target, q, m, th, whole)
+                for whole, persistent in ((True, False), (True, True), (False, False)):
+                    cfg = plane_config(problem, target, q, m, th, whole, persistent)
                     if cfg not in seen:
                         seen.add(cfg)
                         yield cfg

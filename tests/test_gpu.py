@@ -733,6 +733,21 @@ def test_direct_plane_verifies(engine, dtype, line, fil):
     assert checked >= 1
 
 
+@pytest.mark.parametrize("line", ["convfp16 -n 64 -c 960 -H 7 -W 7 -k 960 -y 3 -x 3 -p 1 -q 1 -g 960",
+                                  "convbfp16 -n 65 -c 577 -H 14 -W 13 -k 577 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -g 577",
+                                  "conv -n 64 -c 250 -H 9 -W 9 -k 250 -y 7 -x 7 -p 3 -q 3 -g 250"])
+def test_direct_plane_persistent_blocks_walk_many_plane_blocks(engine, line):
+    """Whole planes on persistent blocks (``stages`` 2): grids of fewer blocks than blocks of
+    planes, each block walking several with the next one's loads in flight, the last partial."""
+    from miopen_solver.solver import DgradSolver
+    p = parse(f"{line} -F 2").problem
+    solver = DgradSolver()
+    cfg = solver.get_default_performance_config(p, engine.target).replace(stages=2)
+    sol = solver.get_solution(p, engine.target, cfg)
+    assert sol.spec.persistent_blocks and sol.spec.pblocks > sol.spec.persistent_blocks
+    _verify_solution(engine, sol, seed=31)
+
+
 @pytest.mark.parametrize("seed", range(int(os.environ.get("DGRAD_GPU_EXAMPLES", "12"))))
 def test_direct_plane_random_problems(engine, seed):
     """Random depthwise and small-cpg problems in NCHW (strides 1-5, dilations 1-4, pads, odd

@@ -91,7 +91,7 @@ def test_nhwc_bytes_need_no_transform():
 
 @pytest.mark.parametrize("line,nchw_dx", [
     ("conv -n 2 -c 8 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2", True),            # warp-MMA (FFMA)
-    ("convfp16 -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 2", False),  # direct: dX transform
+    ("convfp16 -n 2 -c 16 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -g 4 -F 2", False),  # direct, cpg 4: dX transform
 ])
 def test_workspace_is_reported_like_miopen(line, nchw_dx):
     p = _p(line)
@@ -103,9 +103,19 @@ def test_workspace_is_reported_like_miopen(line, nchw_dx):
     # without a config: what any config may need (every NCHW tensor copied), as MIOpen sizes it
     assert SOLVER.get_workspace_size(p, SM90) == workspace_bytes(layout_transforms(p)) >= expect
     assert sol.as_dict()["workspace_bytes"] == expect
-    tensors = ["dY", "W"] if nchw_dx else ["dY", "dX"]       # the depthwise 3x3 W (8, 1, 3, 3) is KYXC
+    tensors = ["dY", "W"] if nchw_dx else ["dY", "W", "dX"]     # cpg 4: W (16, 4, 3, 3) is moved
     assert [t["tensor"] for t in sol.as_dict()["layout_transforms"]] == tensors
     assert any(n.startswith("Layout: " + ", ".join(t.label for t in sol.transforms)) for n in sol.notes)
+
+
+def test_nchw_depthwise_default_needs_no_workspace():
+    """MIOpen's default NCHW depthwise line runs on the plane schedule in place: its solution
+    has no transform and no workspace; without a config the size still covers any config."""
+    p = _p("convfp16 -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 2")
+    sol = SOLVER.find_solution(p, SM90)
+    assert sol.spec.schedule.slug == "direct-plane" and sol.transforms == ()
+    assert sol.workspace_bytes == 0 == SOLVER.get_workspace_size(p, SM90, sol.perf_config)
+    assert SOLVER.get_workspace_size(p, SM90) == workspace_bytes(layout_transforms(p)) > 0
 
 
 def test_the_key_is_the_problem_s_and_the_kernel_reads_nhwc():
@@ -189,11 +199,13 @@ def test_gpu_engine_runs_every_layout_combination(tmp_path, line, combo):
 
 
 @pytest.mark.parametrize("line", ["convfp16 -n 2 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2",
+                                  "convfp16 -n 2 -c 16 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -g 4 -F 2",
                                   "convfp16 -n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8 -F 2"])
 def test_an_unwritten_nchw_dx_is_nan(tmp_path, line):
     """A kernel that writes nothing gives NaN (no stale zeros): the user's dX is poisoned
-    where the kernel stores dX NCHW itself, and the workspace's dX copy is poisoned too where
-    a transform moves it (the direct schedule here)."""
+    where the kernel stores dX NCHW itself (the GEMM epilogue, the plane schedule), and the
+    workspace's dX copy is poisoned too where a transform moves it (the direct schedule at
+    cpg 4 here)."""
     p = _p(line)
     sol = SOLVER.find_solution(p, SM90)
 
@@ -206,7 +218,7 @@ def test_an_unwritten_nchw_dx_is_nan(tmp_path, line):
     dx = GpuEngine(rt, BinaryCache(tmp_path)).run(sol, *_inputs(p))
     assert np.isnan(dx.astype(np.float32)).all()
     after = [t for t in sol.transforms if not t.before]
-    if getattr(sol.spec, "nchw_dx", False):
+    if getattr(sol.spec, "nchw_dx", False) or sol.spec.schedule.nchw_native:
         dx_ptr = [c[1] for c in rt.calls if c[0] == "alloc"][2]          # dY, W, dX
         assert after == [] and ("memset", dx_ptr, POISON_BYTE, dx.nbytes) in rt.calls
         return
