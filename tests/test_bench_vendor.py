@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bench import time_configs, vendor_kernels
+from miopen_solver.config import KernelSchedule
 from conftest import refused_in_one_line
 
 CFG = "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"
@@ -26,8 +27,9 @@ CFG = "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"
     (["--only", "k32_", "--configs", "default+streams"], "--configs entry 'default+streams'"),
     (["--only", "k32_", "--configs", "default@"], "--configs entry 'default@'"),
     (["--only", "k32_", "--configs", "default@123"], "--configs entry 'default@123'"),
-    (["--only", "k32_", "--configs", "default@19"],
-     "--configs entry 'default@19': allowed: default+stream, default@N with N a kernel schedule code (0-18)"),
+    (["--only", "k32_", "--configs", f"default@{len(KernelSchedule)}"],
+     f"--configs entry 'default@{len(KernelSchedule)}': allowed: default+stream, default@N with N a kernel schedule "
+     f"code (0-{len(KernelSchedule) - 1})"),
     (["--only", "k32_", "--configs", "Default@8"], "allowed: default+stream, default@N"),
 ])
 def test_time_configs_refuses_bad_input_in_one_line(capsys, argv, says):

@@ -116,7 +116,7 @@ def test_spec_name_vectors_and_source():
 
 @pytest.mark.parametrize("cfg", [PERSISTENT, None], ids=["persistent", "direct"])
 def test_other_schedules_keep_the_dx_transform(tmp_path, cfg):
-    line = "-n 2 -c 64 -H 6 -W 6 -k 64 -y 1 -x 1" if cfg else "-n 2 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -g 8"
+    line = "-n 2 -c 64 -H 6 -W 6 -k 64 -y 1 -x 1" if cfg else "-n 2 -c 16 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -g 4"
     p = _p(line)
     sol = SOLVER.find_solution(p, SM90, perf_config=cfg)
     assert sol.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.DIRECT)

@@ -87,7 +87,11 @@ def test_a_3x3_and_a_grid_past_65535_rows_are_refused():
     assert "not pointwise" in nchw_pw_reason(_p("convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -F 2"), SM90)
     p = _p("convfp16 -n 1100 -c 64 -H 2 -W 2 -k 64 -y 1 -x 1 -g 64 -F 2")      # N*G = 70400 block rows
     assert "70400 (image, group) blocks exceed sm_90's grid limit 65535 along y" in nchw_pw_reason(p, SM90)
-    sol = SOLVER.find_solution(p, SM90)                           # the transposing path still serves it
+    sol = SOLVER.find_solution(p, SM90)                           # another schedule still serves it:
+    assert not sol.schedule.nchw_pointwise and sol.schedule.slug == "direct-plane"    # depthwise, in place
+    dense = _p("convfp16 -n 1100 -c 128 -H 2 -W 2 -k 128 -y 1 -x 1 -g 64 -F 2")       # cpg 2: transposes
+    assert "70400 (image, group) blocks" in nchw_pw_reason(dense, SM90)
+    sol = SOLVER.find_solution(dense, SM90)
     assert not sol.schedule.nchw_pointwise and [t.tensor for t in sol.transforms] == ["dY", "dX"]
 
 
