@@ -395,7 +395,9 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     GPU targets take an NCHW pointwise schedule for the 1x1 problems it serves (dY and dX
     NCHW in memory: :func:`nchw_pw_config`, no dY/dX transposes) where its pixel vectors
     are at least :data:`NCHW_PW_MIN_VECTOR_BYTES` wide (the NCHW TMA schedule is in the search
-    only); every other choice is made
+    only), and NVIDIA targets the plane schedule for depthwise problems (cpg 1) whose dY and dX
+    are NCHW (:func:`~miopen_solver.direct_plane.default_plane_config`; grouped cpg 4 measured
+    slower on it than between transposes, bench/RESULTS.md); every other choice is made
     on the problem with dY and W NHWC (:func:`~miopen_solver.transpose.native_problem`: the
     kernel between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
