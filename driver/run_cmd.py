@@ -57,8 +57,8 @@ from .options import (EXIT_OK, EXIT_VERIFY_FAILED, EXIT_WORKER_FAILED, UserError
 
 SOLUTION_NOT_SET = "-1"
 SIMULATED_NOTE = ("Info: --backend cpu simulates {arch}: the numpy engine runs this config's decomposition "
-                  "(its sub-GEMMs, or the direct schedule's phases and taps); no {arch} kernel runs, so its "
-                  "timing and numerics are not the kernel's")
+                  "(its sub-GEMMs, or the direct schedules' phases and taps, not their tiling); no {arch} "
+                  "kernel runs, so its timing and numerics are not the kernel's")
 GRAPH_ON_CPU_NOTE = ("Info: '{given}' is ignored on the cpu engine (no graph capture); "
                      "the timed launches are plain launches")
 """Printed for ``-J 1 -t 1`` on the CPU engine (GPU engines time replays of a captured graph),

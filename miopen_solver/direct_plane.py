@@ -33,7 +33,7 @@ slot                meaning for ``direct-plane``
                     next one's dY loads in flight while this one is computed; rows: 1
 others              unused, fixed: ``warp_m`` 1, ``warp_n`` 1, ``vector_size_a`` 0,
                     ``vector_size_b`` 0, ``vector_size_c`` 0 (widths are resolved from the
-                    problem), ``split_k`` 1, ``stages`` 1
+                    problem), ``split_k`` 1
 ==================  ===================================================================
 
 Threads per block ``PB * (TW/TPW) * (TH/TPH)``; grid x ``ceil(N*C/PB) * ceil(Hi/TH) *
@@ -58,7 +58,7 @@ from .kernels.emit import KernelSource, _make, _problem_defines, _read
 from .problem import ConvProblem
 from .spec import family_reason, spec_identity
 from .target import Target
-from .transpose import memory_order
+from .transpose import has_order, memory_order
 
 SCHEDULE = KernelSchedule.DIRECT_PLANE
 MAX_TAPS = 81
@@ -112,9 +112,10 @@ def plane_reason(problem: ConvProblem, target: Target) -> str | None:
     why = family_reason(p, t, SCHEDULE.label)
     if why is not None:
         return why
-    if memory_order(p, "dY") != "NCHW" or memory_order(p, "dX") != "NCHW" or memory_order(p, "W") is None:
-        return (f"{SCHEDULE.label} reads dY and writes dX NCHW in memory (W NCHW or NHWC); got dX "
-                f"{p.in_layout}, dY {p.out_layout}, W {p.fil_layout}")
+    for name, flag in (("dY", "--out_layout"), ("dX", "--in_layout"), ("W", "--fil_layout")):
+        if not (has_order(p, name, "NCHW") or (name == "W" and memory_order(p, name) is not None)):
+            return (f"{SCHEDULE.label} reads dY and writes dX NCHW in memory (W NCHW or NHWC); {name} "
+                    f"({flag} {p.tensor_layouts()[name]}) is not")
     why = limits_reason(p, SCHEDULE.label)
     if why is not None:
         return why
@@ -332,7 +333,8 @@ def make_plane_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
         loads = _cdiv(pb * wr * _cdiv(off_c % lv + wc, lv), threads)
         lds = win_bytes
     _check(loads <= MAX_LOADS, f"the window of {pb} planes x {wr} x {wc} needs {loads} staging loads a thread, "
-                               f"more than {MAX_LOADS}; lower tile_n, tile_m or tile_k")
+                               f"more than {MAX_LOADS}; lower tile_n, tile_m or tile_k, or warp_tile_m or "
+                               f"warp_tile_n (more threads share the window)")
     _check(lds <= t.lds_bytes, f"{lds} bytes of shared memory (the dY window{' and dX' if whole else ''} of {pb} "
                                f"planes) exceed {t.arch}'s {t.lds_bytes}; lower tile_n, tile_m or tile_k")
     tiles_w, tiles_h, pblocks = _cdiv(p.Wi, c.tile_m), _cdiv(p.Hi, c.tile_k), _cdiv(p.N * p.C, pb)

@@ -747,7 +747,8 @@ class DgradSolver:
         elif spec.schedule is KernelSchedule.DIRECT_PLANE:
             choice.notes.append(
                 f"Layout: dY read and dX written NCHW in place, plane by plane, W read as "
-                f"{'KCYX' if spec.w_nchw else 'KYXC'}; no transform")
+                f"{'KCYX' if spec.w_nchw else 'KYXC'}{' (the same bytes at cpg 1)' if problem.cpg == 1 else ''}; "
+                f"no transform")
         elif spec.schedule.subpixel:
             choice.notes.append(
                 f"Layout: dY, W and dX NHWC in place; W packed into the sub-pixel GEMM's W' (the stride "

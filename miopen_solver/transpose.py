@@ -74,6 +74,14 @@ def memory_order(problem: ConvProblem, tensor: str) -> str | None:
     return next((o for o in ORDERS if same_memory(lens, flag, o)), None)
 
 
+def has_order(problem: ConvProblem, tensor: str, order: str) -> bool:
+    """Whether ``tensor``'s bytes under its layout flag are those of the packed ``order``
+    (``"NCHW"`` or ``"NHWC"``), also where they are both's (:func:`memory_order` names NHWC
+    first)."""
+    lens, flag = problem.tensor_lengths()[tensor], problem.tensor_layouts()[tensor]
+    return sorted(flag) == sorted(lens) and same_memory(lens, flag, order)
+
+
 def native_problem(problem: ConvProblem) -> ConvProblem:
     """``problem`` with dY and W NHWC, and dX NCHW when it is NCHW in memory, else NHWC:
     what the kernel between the transforms computes (the perf-db key stays the given
