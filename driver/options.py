@@ -55,11 +55,12 @@ def one_line(message) -> str:
 
 
 def split_line(line) -> list:
-    """Tokens of an MIOpenDriver line given as argv tokens, or as one quoted argument."""
+    """Tokens of an MIOpenDriver line given as argv tokens, or as one quoted argument with
+    more flags after it (as the solver commands take it)."""
     tokens = list(line)
-    if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
+    if tokens and any(ch.isspace() for ch in tokens[0]):
         try:
-            tokens = split_command(tokens[0])
+            tokens = split_command(tokens[0]) + tokens[1:]
         except MiopenCommandError as e:
             click.echo(error_line(e), err=True)
             raise click.exceptions.Exit(EXIT_USER_ERROR) from None

@@ -259,6 +259,11 @@ def test_program_prefix_and_quoted_line(capsys):
     assert status == 0 and out[0] == "MIOpenDriver " + SMALL
     assert main([SMALL]) == 0                                      # the whole line as one argument
     assert capsys.readouterr().out.splitlines()[0] == "MIOpenDriver " + SMALL
+    # with more MIOpenDriver flags after it, as the solver commands take it (the whole quoted
+    # text was read as the base argument)
+    assert main(["run", SMALL, "-i", "1", "--backend", "cpu"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "MIOpenDriver " + SMALL + " -i 1" and OK.match(out[-1])
 
 
 def test_options_anywhere(capsys):
