@@ -3,7 +3,7 @@ NCHW planes, no GEMM tiles and no layout transform.
 
 Pure Python (no printing, no GPU). Kernel source: ``kernels/direct_plane.cu`` (its header
 comment describes the algorithm). dY ``(N, K, Ho, Wo)`` and dX ``(N, C, Hi, Wi)`` are NCHW in
-memory; W is ``(K, cpg, Y, X)`` (NCHW) or ``(K, Y, X, cpg)`` (NHWC), read in its own order.
+memory (whatever their flags, where the NCHW and NHWC bytes coincide); W is ``(K, cpg, Y, X)`` (NCHW) or ``(K, Y, X, cpg)`` (NHWC), read in its own order.
 
 In NCHW every (image, channel) pair is a contiguous plane, and a depthwise dX plane depends
 on one dY plane: a block stages the dY window of a tile of each of its planes in shared
@@ -30,14 +30,16 @@ slot                meaning for ``direct-plane``
                     plane-shaped output buffer in shared memory)
 ``stages``          whole planes: 1 = a block per block of planes; 2 = persistent blocks
                     (as many as are resident at once) walking the blocks of planes, the
-                    next one's dY loads in flight while this one is computed; rows: 1
+                    next one's dY loads and taps in flight while this one is computed;
+                    rows: 1
 others              unused, fixed: ``warp_m`` 1, ``warp_n`` 1, ``vector_size_a`` 0,
                     ``vector_size_b`` 0, ``vector_size_c`` 0 (widths are resolved from the
                     problem), ``split_k`` 1
 ==================  ===================================================================
 
 Threads per block ``PB * (TW/TPW) * (TH/TPH)``; grid x ``ceil(N*C/PB) * ceil(Hi/TH) *
-ceil(Wi/TW)`` (tile along W fastest, then along H, then the block of planes). Shared memory:
+ceil(Wi/TW)`` (tile along W fastest, then along H, then the block of planes), or on persistent
+blocks the blocks resident at once (estimated with :data:`PERSISTENT_REGISTERS`). Shared memory:
 ``PB * WR * pitch`` floats, WR the window rows and pitch its columns rounded for aligned reads
 (:class:`PlaneSpec`), and with whole planes ``PB * Hi * Wi`` storage elements after them (from a
 16-byte boundary).
