@@ -459,7 +459,7 @@ def plane_run(spec: PlaneSpec, dy: np.ndarray, w: np.ndarray, dx: np.ndarray) ->
     wk = np.asarray(w)
     wk = wk.reshape(p.K, p.cpg, p.Y, p.X).transpose(0, 2, 3, 1) if spec.w_nchw else wk.reshape(p.K, p.Y, p.X, p.cpg)
     out = direct_nhwc(p, src, wk).transpose(0, 3, 1, 2)
-    dx.reshape(-1)[:] = out.astype(dx.dtype).reshape(-1)
+    np.copyto(dx.reshape(p.N, p.C, p.Hi, p.Wi), out, casting="unsafe")   # rounded once, no storage-type copy
 
 
 __all__ = ["MAX_ACC", "MAX_LOADS", "MAX_ROW", "MAX_TAPS", "PlaneSpec", "default_plane_config", "make_plane_spec",
