@@ -116,6 +116,13 @@ class KernelSchedule(enum.IntEnum):
       (image, channel) planes in shared memory and each thread sums the taps of consecutive
       dX pixels of one plane in fp32; no GEMM tiles, no transform
       (:mod:`miopen_solver.direct_plane`).
+    * ``WGMMA_TMA_PINGPONG`` (20): the ``WGMMA_TMA`` producer and stages with two consumer
+      warpgroups that own whole tiles in turn (CUTLASS's "ping-pong" warp-specialised kernel):
+      the block's tiles go to warpgroup 0, 1, 0, ..., each warpgroup's main loop starts when
+      the other's has taken its last stage, so one warpgroup's epilogue runs while the other
+      multiplies. ``warp_m = warp_n = 1``: the tile is one warpgroup's (``tile_m =
+      warp_tile_m``, ``tile_n = warp_tile_n``), the block has 256 consumer threads, e.g.
+      ``128,128,64,1,1,128,128,0,0,0,1,-1,6,20``; ``split_k`` 1 or -1.
     """
 
     WARP_MMA = 0
@@ -138,6 +145,7 @@ class KernelSchedule(enum.IntEnum):
     SUBPIXEL_TMA = 17
     NCHW_POINTWISE_PERSISTENT = 18
     DIRECT_PLANE = 19
+    WGMMA_TMA_PINGPONG = 20
 
     @property
     def warpgroup(self) -> bool:
@@ -146,7 +154,8 @@ class KernelSchedule(enum.IntEnum):
                         KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.NCHW_POINTWISE_WGMMA,
                         KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA,
                         KernelSchedule.GROUP_PACK_WGMMA, KernelSchedule.NCHW_TMA, KernelSchedule.SUBPIXEL_WGMMA,
-                        KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT)
+                        KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT,
+                        KernelSchedule.WGMMA_TMA_PINGPONG)
 
     @property
     def patch(self) -> bool:
@@ -203,12 +212,19 @@ class KernelSchedule(enum.IntEnum):
     def persistent(self) -> bool:
         """The grid holds as many blocks as fit at once; each loops over output tiles."""
         return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
-                        KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT)
+                        KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT,
+                        KernelSchedule.WGMMA_TMA_PINGPONG)
 
     @property
     def tma(self) -> bool:
         """Tiles arrive by tensor-memory copies issued by a producer warp."""
-        return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA)
+        return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA,
+                        KernelSchedule.WGMMA_TMA_PINGPONG)
+
+    @property
+    def pingpong(self) -> bool:
+        """Two consumer warpgroups own whole tiles in turn (``WGMMA_TMA_PINGPONG``)."""
+        return self is KernelSchedule.WGMMA_TMA_PINGPONG
 
     @property
     def slug(self) -> str:

@@ -550,7 +550,8 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
     128x96 / 128x192 tiles on small images with many channels) on every warpgroup schedule,
     and the TMA schedule 6 to 8 stages (its limit, where shared memory holds them) and, at 4
     stages, split_k :data:`TMA_SEARCH_SPLITS` (work units of one k-slice of one tile) and
-    stream-K (``split_k_reduce`` 3, one group)."""
+    stream-K (``split_k_reduce`` 3, one group); every one-warpgroup TMA tile (64 or 128 rows)
+    also on the ping-pong schedule, at the same depths."""
     tf32 = p.compute_type == "tf32"     # fp32 with TF32 math: k8 instructions, the plain main loop
     if not (t.wgmma and (p.dtype in ("fp16", "bf16") or tf32)):
         return
@@ -572,9 +573,12 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
                 yield base.replace(schedule=KernelSchedule.WGMMA_PERSISTENT)
             if sk == 1 and tk == 64 and not narrow:
                 yield base.replace(schedule=KernelSchedule.WGMMA_TMA)
-                if st == 5:     # deeper mbarrier pipelines (the TMA schedule only)
+                if st == 5:     # deeper mbarrier pipelines (the TMA schedules only)
                     for deep in range(6, TMA_MAX_STAGES + 1):
                         yield base.replace(schedule=KernelSchedule.WGMMA_TMA, stages=deep)
+                if wm == 1:     # a one-warpgroup tile: two warpgroups take such tiles in turn
+                    for depth in (st,) + (tuple(range(6, TMA_MAX_STAGES + 1)) if st == 5 else ()):
+                        yield base.replace(schedule=KernelSchedule.WGMMA_TMA_PINGPONG, stages=depth)
                 if st == 4:     # work units of one k-slice; stream-K (runs of k-tiles per block)
                     for split in TMA_SEARCH_SPLITS:
                         if split * tk <= max_k:

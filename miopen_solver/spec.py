@@ -347,8 +347,10 @@ class DgradSpec:
 
     @property
     def threads(self) -> int:
+        """Threads that multiply: ``warp_m x warp_n`` warps (warpgroups), twice that on the
+        ping-pong schedule (two warpgroups, each owning whole tiles in turn)."""
         group = WGMMA_GROUP if self.wgmma else self.target.wave_size
-        return self.config.warp_m * self.config.warp_n * group
+        return self.config.warp_m * self.config.warp_n * group * (2 if self.schedule.pingpong else 1)
 
     @property
     def sub_gemms(self) -> tuple:
@@ -442,7 +444,8 @@ class DgradSpec:
         if self.wgmma:
             main = c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * self.problem.elem_bytes
             if self.tma:  # no dX staging; a full and an empty barrier (8 bytes each) per stage
-                return main + 16 * c.stages + 1024
+                order = 16 if self.schedule.pingpong else 0   # the warpgroups' two turn barriers
+                return main + 16 * c.stages + order + 1024
             epi = self.epilogue_bytes
             if self.persistent:  # the epilogue tile sits after the stages (they are refilling)
                 return main + epi + 1024
@@ -566,7 +569,7 @@ class DgradSpec:
         if self.persistent:
             path += f"_pb{self.tile_blocks}"
         if self.tma:
-            path += f"_tma{self.tile_blocks}"
+            path += f"_tma{'pp' if self.schedule.pingpong else ''}{self.tile_blocks}"
         dx = "_dxnchw" if self.nchw_dx else ""
         ws = SKWS_TAG if self.workspace_reduce else STREAM_K_TAG if self.stream_k else ""
         return f"dgrad_{arch_tag(self.target)}_{self.math}_{self.tile_tag}_{path}{zf}{ws}{dx}_{p.short_tag()}"
@@ -709,6 +712,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     else:
         atom = _pick_atom(t, p.compute_type, c)
     threads = c.warp_m * c.warp_n * (WGMMA_GROUP if c.schedule.warpgroup else t.wave_size)
+    threads *= 2 if c.schedule.pingpong else 1      # two warpgroups taking tiles in turn
     block = threads + (TMA_PRODUCER_THREADS if c.schedule.tma else 0)
     require(block <= t.max_threads, f"block of {block} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
@@ -900,11 +904,24 @@ def _persistent_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     require(c.stages >= 2, f"{s} prefetches the next tile; stages must be >= 2, got {c.stages}")
 
 
+def _pingpong_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
+    """The ping-pong schedule: each of the two consumer warpgroups owns a whole tile, so the
+    tile is one warpgroup's (``warp_m = warp_n = 1``: ``tile_m = warp_tile_m``, ``tile_n =
+    warp_tile_n``); :func:`_persistent_rules` keeps ``split_k`` at 1 or -1 and
+    :func:`_build_spec` refuses stream-K, so a tile is never split over k."""
+    s = c.schedule.label
+    require(c.warp_m == 1 and c.warp_n == 1,
+            f"{s}: each warpgroup owns a whole tile; warp_m and warp_n must be 1, got {c.warp_m}x{c.warp_n}")
+    require(c.tile_m == c.warp_tile_m,
+            f"{s}: the tile is one warpgroup's; tile_m must equal warp_tile_m, got {c.tile_m} and {c.warp_tile_m}")
+
+
 SCHEDULE_RULES = {
     KernelSchedule.WARP_MMA: (),
     KernelSchedule.WGMMA: (_warpgroup_rules,),
     KernelSchedule.WGMMA_PERSISTENT: (_warpgroup_rules, _persistent_rules),
     KernelSchedule.WGMMA_TMA: (_warpgroup_rules, check_tma, _persistent_rules),   # tile_k 64 before k-tiles
+    KernelSchedule.WGMMA_TMA_PINGPONG: (_warpgroup_rules, _pingpong_rules, check_tma, _persistent_rules),
     KernelSchedule.DIRECT: (),          # its own spec and rules: miopen_solver.direct
     KernelSchedule.DIRECT_NCHW: (),
     KernelSchedule.DIRECT_PLANE: (),    # its own spec and rules: miopen_solver.direct_plane

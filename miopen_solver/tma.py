@@ -120,14 +120,16 @@ def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
 
 def check_tma(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     """The rules of the TMA schedule beyond the warpgroup and persistent ones (see module
-    docstring)."""
-    require(t.vendor == "nvidia", f"{_S} needs tensor-memory copies (TMA), which {t.arch} lacks")
-    require(c.tile_k == TMA_BOX_K, f"{_S} loads 64-element (128-byte) swizzled rows; tile_k must be "
+    docstring); messages name the ping-pong schedule where ``c`` is one, else the TMA schedule
+    (the main loop the TMA families run on)."""
+    s = c.schedule.label if c.schedule.pingpong else _S
+    require(t.vendor == "nvidia", f"{s} needs tensor-memory copies (TMA), which {t.arch} lacks")
+    require(c.tile_k == TMA_BOX_K, f"{s} loads 64-element (128-byte) swizzled rows; tile_k must be "
                                   f"{TMA_BOX_K}, got {c.tile_k}")
-    require(c.tile_m <= TMA_MAX_BOX, f"{_S} loads the A tile in one box of at most {TMA_MAX_BOX} rows; "
+    require(c.tile_m <= TMA_MAX_BOX, f"{s} loads the A tile in one box of at most {TMA_MAX_BOX} rows; "
                                     f"tile_m {c.tile_m} is larger")
     require(p.K % 8 == 0 and p.cpg % 8 == 0,
-           f"{_S} needs K and cpg multiples of 8 (16-byte tensor strides), got K={p.K}, cpg={p.cpg}")
+           f"{s} needs K and cpg multiples of 8 (16-byte tensor strides), got K={p.K}, cpg={p.cpg}")
     require(p.G == 1 or p.kpg % TMA_BOX_K == 0,
-           f"{_S} with G > 1 needs kpg a multiple of {TMA_BOX_K} (a box must not cross groups), "
+           f"{s} with G > 1 needs kpg a multiple of {TMA_BOX_K} (a box must not cross groups), "
            f"got kpg={p.kpg}")

@@ -549,14 +549,16 @@ def test_a_pinned_perf_config_runs_instead_of_the_default():
     """``perf_config`` pins a config no default chooses (split-K through the workspace, a
     group pack no default takes, the sub-pixel GEMM's TMA and warp-MMA forms, stream-K, the TMA
     schedule's split-K by atomics where stream-K became the default, the persistent NCHW
-    pointwise schedule, the plane schedule on a grouped line and staged as whole planes): the golden holds its kernel on every target that takes it (the TMA and
+    pointwise schedule, the plane schedule on a grouped line and staged as whole planes, the
+    ping-pong schedule): the golden holds its kernel on every target that takes it (the TMA and
     persistent forms: NVIDIA only), the numerics run it, a record keeps the key."""
     pinned = [f for f in ALL if f.perf_config is not None and not f.path.endswith("direct_mma.jsonl")]
     families = {"splitk_ws.jsonl": "_skws_", "group_pack.jsonl": "dgrad_group_pack2_", "subpixel.jsonl": "dgrad_subpixel_",
                 "stream_k.jsonl": "_skst_", "tma_split.jsonl": "_sk3_", "nchw_pw.jsonl": "_pb",
-                "direct_plane.jsonl": "dgrad_plane_"}
+                "direct_plane.jsonl": "dgrad_plane_", "pingpong.jsonl": "_tmapp"}
     tma_only = {"dgrad_subpixel_": "schedule 17 (subpixel-tma)", "_skst_": "schedule 3 (wgmma-tma)",
-                "_sk3_": "schedule 3 (wgmma-tma)", "_pb": "schedule 18 (nchw-pointwise-persistent)"}
+                "_sk3_": "schedule 3 (wgmma-tma)", "_pb": "schedule 18 (nchw-pointwise-persistent)",
+                "_tmapp": "schedule 20 (wgmma-tma-pingpong)"}
     assert pinned and all(f.path.endswith(tuple(families)) for f in pinned)
     assert all(any(f.path.endswith(name) for f in pinned) for name in families)
     for f in pinned:
@@ -567,7 +569,7 @@ def test_a_pinned_perf_config_runs_instead_of_the_default():
                 continue
             assert rec["perf_config"] == f.perf_config and family in rec["kernel_name"], (f.id, arch)
             # the slices, the W' pack, the flags and slots (a pack, atomics and the planes need none)
-            assert family in ("dgrad_group_pack2_", "_sk3_", "dgrad_plane_") or rec["workspace_bytes"] > 0
+            assert family in ("dgrad_group_pack2_", "_sk3_", "dgrad_plane_", "_tmapp") or rec["workspace_bytes"] > 0
         assert f.record()["perf_config"] == f.perf_config and f.expect["numerics"]["ok"]
     line = "convfp16 -n 2 -c 33 -H 7 -W 7 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
     rec = fx.compute(line, numerics=False, perf_config="64,64,32,2,2,32,32,0,0,0,2,-1,2")

@@ -532,6 +532,45 @@ def test_tma_verifies(engine, line, cus, dtype, cfg):
         pytest.skip("config not valid for this problem")
 
 
+CONFIGS_PINGPONG = [
+    PerfConfig(128, 128, 64, 1, 1, 128, 128, stages=6, schedule=20),
+    PerfConfig(64, 256, 64, 1, 1, 64, 256, stages=5, schedule=20),
+    PerfConfig(64, 128, 64, 1, 1, 64, 128, stages=8, schedule=20),
+    PerfConfig(128, 64, 64, 1, 1, 128, 64, stages=2, schedule=20),
+    PerfConfig(128, 96, 64, 1, 1, 128, 96, stages=7, schedule=20),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_PINGPONG, ids=lambda c: "pingpong-" + c.serialize())
+@pytest.mark.parametrize("cus", [None, 3])
+@pytest.mark.parametrize("line", TMA_LINES)
+def test_pingpong_verifies(engine, line, cus, cfg):
+    """The ping-pong schedule (two warpgroups owning whole tiles in turn, turn barriers) on
+    the TMA kernel's shapes, fp16, on the device's own grid and on a grid sized for 3 SMs
+    (each block hands many tiles to its warpgroups in turn, the stage phases wrap across
+    tiles of different k-loops), NaN-poisoned dX against the float64 reference."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem("fp16", line)
+    target = engine.target.with_(num_cus=cus) if cus else None
+    if _check(engine, p, cfg, np.random.default_rng(47), target=target) is None:
+        pytest.skip("config not valid for this problem")
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_PINGPONG[:3], ids=lambda c: "pingpong-" + c.serialize())
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("line", TMA_LINES[4:8] + TMA_LINES[13:15])
+def test_pingpong_bf16_and_nchw_verify(engine, line, layout, cfg):
+    """bf16 ping-pong kernels, NHWC and all-NCHW (dY through the transform, dX stored NCHW by
+    the epilogue), through the solution's whole launch plan with NaN-poisoned dX."""
+    try:
+        sol = _tma_solution(engine, "bf16", layout, line, cfg)
+    except PerfConfigError:
+        pytest.skip("config not valid for this problem")
+    assert sol.spec.schedule.pingpong
+    _verify_solution(engine, sol, 53)
+
+
 @settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

@@ -438,7 +438,8 @@ def _resolved(spec):
     return (c.tile_m, c.tile_n, c.tile_k, c.warp_m, c.warp_n, c.warp_tile_m, c.warp_tile_n,
             spec.atom.name, spec.vec_a, spec.vec_b, spec.vec_c, spec.split_k, spec.lds_k_outer, c.stages,
             spec.persistent, spec.tma, type(spec).__name__,     # the family: a sub-pixel spec of a strided problem
-            getattr(spec, "split_k_reduce", "none"))             # stream-K: the same tile, another kernel
+            getattr(spec, "split_k_reduce", "none"),             # stream-K: the same tile, another kernel
+            spec.config.schedule.pingpong)                       # one warpgroup tile, two warpgroups in turn
 
 
 PROBLEMS_FOR_NAMES = [

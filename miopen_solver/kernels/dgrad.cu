@@ -2208,8 +2208,16 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     const int tid = DG_TID();
     const int lane = tid % DG_GROUP;  // lane of the warp / thread of the warpgroup
     const int warp = tid / DG_GROUP;
+// #section !pingpong
     const int wm = warp / DG_WARP_N;
     const int wn = warp - wm * DG_WARP_N;
+// #end !pingpong
+// #section pingpong
+    // Ping-pong: warpgroup `warp` (0 or 1) owns the block's tiles warp, warp + 2, ... (in the
+    // order the producer loads them), each a whole one-warpgroup tile.
+    const int wm = 0, wn = 0;
+    static_assert(DG_THREADS == 256 && DG_WARP_M == 1 && DG_WARP_N == 1, "ping-pong: two one-warpgroup tiles");
+// #end pingpong
 
     float acc[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM];
     dg_arow ar[DG_A_LOADS];
@@ -2239,6 +2247,13 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     const dg_u32 staged0 = full0 + 16 * DG_STAGES;
 // #end ntshift
     const dg_u32 empty0 = full0 + 8 * DG_STAGES;
+// #section pingpong
+    // Turn barriers: warpgroup w's main loop starts once turn0 + 8w has completed, i.e. once the
+    // other warpgroup has passed every stage wait of its previous tile. So the warpgroups
+    // multiply in turn (one's epilogue runs under the other's main loop), and a warpgroup
+    // waits on a stage at most one phase ahead of it (the parity wait stays exact).
+    const dg_u32 turn0 = empty0 + 8 * DG_STAGES;
+// #end pingpong
     if (tid == 0) {
 #pragma unroll
         for (int st = 0; st < DG_STAGES; ++st) {
@@ -2249,8 +2264,17 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
             dg_mbar_init(full0 + 8 * st, 1 + DG_NT_PRODUCERS);  // A's bytes, then every producer's B rows
             dg_mbar_init(staged0 + 8 * st, 1);                   // the staging copy's bytes
 // #end ntshift
+// #section !pingpong
             dg_mbar_init(empty0 + 8 * st, DG_THREADS / 32);  // one arrival per consumer warp
+// #end !pingpong
+// #section pingpong
+            dg_mbar_init(empty0 + 8 * st, 4);   // one arrival per warp of the stage's warpgroup
+// #end pingpong
         }
+// #section pingpong
+        dg_mbar_init(turn0, 4);
+        dg_mbar_init(turn0 + 8, 4);
+// #end pingpong
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     DG_SYNC();
@@ -2369,11 +2393,25 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         return;
     }
     int it = 0;
+// #section pingpong
+    int turn = 0;   // the block's tiles handed out so far
+// #end pingpong
 // #section !tmask|tmsk
     for (int t = bid; t < DG_TILES; t += DG_TILE_BLOCKS) {
         const dg_tma_tile tt = dg_tma_tile_at(t);
         const int k_tiles = chunks * tt.taps;
 // #end !tmask|tmsk
+// #section pingpong
+        const int round = turn >> 1;     // this warpgroup's main loops before this tile
+        if ((turn++ & 1) != warp) {      // the other warpgroup's tile: its k-tiles still use the stages
+            it += k_tiles;
+            continue;
+        }
+        // Warpgroup 1's round r follows warpgroup 0's round r (completion r of turn1);
+        // warpgroup 0's round r > 0 follows warpgroup 1's round r - 1 (completion r - 1 of turn0).
+        if (warp == 1) dg_mbar_wait(turn0 + 8, round & 1);
+        else if (round > 0) dg_mbar_wait(turn0, (round - 1) & 1);
+// #end pingpong
 // #section tmsk
     (void)chunks;
     const long long it0 = (long long)bid * DG_SK_ITERS / DG_TILE_BLOCKS;
@@ -2399,6 +2437,9 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
             // dg_compute leaves one wgmma group in flight: the previous k-tile's is done.
             if (kt > 0 && (tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
         }
+// #section pingpong
+        if ((tid & 31) == 0) dg_mbar_arrive(turn0 + 8 * (warp ^ 1));   // the other warpgroup's turn
+// #end pingpong
         dg_mma_drain();
         if ((tid & 31) == 0) dg_mbar_arrive(empty0 + 8 * ((it - 1) % DG_STAGES));
 // #section !tmask|tmsk

@@ -1,0 +1,198 @@
+"""Schedule 20 (``wgmma-tma-pingpong``): two consumer warpgroups owning whole tiles in turn on
+the TMA producer's stages. Its rules and their messages, the spec it resolves (threads,
+block, shared memory, name), the emitted text (turn barriers only in its own kernels), the
+search, nvcc builds, and the real kernel on the emulator against the float64 reference --
+including edits of its turn logic that must fail.
+
+Expected values are worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import kernel_emu
+from miopen_solver.command import parse
+from miopen_solver.config import KernelSchedule, PerfConfig
+from miopen_solver.errors import PerfConfigError
+from miopen_solver.heuristics import search_space
+from miopen_solver.spec import is_valid_performance_config, make_spec
+from miopen_solver.target import get_target
+
+PP = KernelSchedule.WGMMA_TMA_PINGPONG
+SM90 = get_target("sm_90")
+NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+
+
+def _problem(args: str, base: str = "convfp16", layout: str = NHWC):
+    return parse(f"{base} {args} {layout}".split()).problem
+
+
+P1X1 = _problem("-n 32 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1")
+
+
+def test_the_schedule_is_a_warpgroup_tma_persistent_schedule():
+    assert int(PP) == 20 and PP.slug == "wgmma-tma-pingpong"
+    assert PP.warpgroup and PP.tma and PP.persistent and PP.pingpong
+    assert not any(s.pingpong for s in KernelSchedule if s is not PP)
+
+
+def test_the_spec_has_two_consumer_warpgroups_and_two_turn_barriers():
+    spec = make_spec(P1X1, SM90, PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,6,20"))
+    # two warpgroups of 128 threads multiply, the producer warp beside them
+    assert spec.threads == 256 and spec.block == (288, 1, 1)
+    # 6 stages x (A 128x64 + B 64x128) x 2 bytes = 196608, + 16 bytes of barriers per stage
+    # (96), + the two turn barriers (16), + 1024 bytes of alignment slack
+    assert spec.lds_bytes == 196608 + 96 + 16 + 1024
+    # GemmM 32*14*14 = 6272 rows / 128 = 49 row tiles x 256/128 = 2 column tiles = 98 tiles;
+    # one block fits per SM (197 KB), so 98 blocks (fewer tiles than 132 SMs)
+    assert spec.tiles_per_group == 98 and spec.grid == (98, 1, 1)
+    assert "_pw_tmapp98_" in spec.kernel_name and spec.split_k == 1
+
+
+BAD = [
+    # (config, words the one-line reason holds)
+    ("128,128,64,2,1,64,128,0,0,0,1,-1,4,20", ["schedule 20 (wgmma-tma-pingpong)", "warp_m and warp_n must be 1",
+                                               "2x1"]),
+    ("128,128,64,1,1,64,128,0,0,0,1,-1,4,20", ["schedule 20", "tile_m must equal warp_tile_m", "128 and 64"]),
+    ("128,128,64,1,1,128,128,0,0,0,2,-1,4,20", ["schedule 20", "split_k must be 1 or -1", "got 2"]),
+    ("128,128,64,1,1,128,128,0,0,0,1,-1,4,20,3", ["stream-K", "schedule 3 (wgmma-tma) only"]),
+    ("128,128,64,1,1,128,128,0,0,0,1,-1,1,20", ["schedule 20", "stages must be >= 2"]),
+    ("128,128,32,1,1,128,128,0,0,0,1,-1,4,20", ["schedule 20", "tile_k"]),
+    ("128,128,64,1,1,128,128,0,0,0,1,-1,9,20", ["schedule 20", "stages must be <= 8"]),
+]
+
+
+@pytest.mark.parametrize("cfg,words", BAD, ids=[b[0] for b in BAD])
+def test_bad_configs_are_refused_naming_the_rule(cfg, words):
+    with pytest.raises(PerfConfigError) as e:
+        make_spec(P1X1, SM90, PerfConfig.parse(cfg))
+    msg = str(e.value)
+    assert "\n" not in msg and all(w in msg for w in words), msg
+
+
+def test_targets_and_problems_it_does_not_serve_are_named():
+    cfg = PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,4,20")
+    with pytest.raises(PerfConfigError, match=r"schedule 20 \(wgmma-tma-pingpong\) needs warpgroup MMA"):
+        make_spec(P1X1, get_target("gfx942"), cfg)
+    grouped = _problem("-n 2 -c 256 -H 8 -W 8 -k 96 -y 1 -x 1 -g 2")     # kpg 48: boxes would cross groups
+    with pytest.raises(PerfConfigError, match=r"schedule 20 \(wgmma-tma-pingpong\) with G > 1 needs kpg"):
+        make_spec(grouped, SM90, cfg)
+
+
+def test_turn_barriers_are_only_in_its_own_kernels():
+    pp = make_spec(P1X1, SM90, PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,6,20")).emit().text
+    tma = make_spec(P1X1, SM90, PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,6,3")).emit().text
+    assert "turn0" in pp and "dg_mbar_init(empty0 + 8 * st, 4)" in pp
+    assert "turn0" not in tma and "DG_THREADS / 32" in tma and "#section" not in pp + tma
+
+
+def test_the_search_offers_every_one_warpgroup_tma_tile_in_turn():
+    pp = [c for c in search_space(P1X1, SM90) if c.schedule is PP]
+    assert all(c.warp_m == c.warp_n == 1 and c.tile_m == c.warp_tile_m and c.split_k == 1 for c in pp)
+    assert {c.stages for c in pp} == set(range(3, 9))
+    built = {(c.tile_m, c.tile_n, c.stages) for c in pp if is_valid_performance_config(P1X1, SM90, c)[0]}
+    assert {(64, 64), (64, 128), (128, 128), (64, 256), (128, 64), (64, 96), (128, 96), (64, 192)} == \
+        {(m, n) for m, n, _ in built}
+    # the deepest pipelines shared memory holds: 64x64 and 64x128 at 8 stages (16 and 24 KB
+    # a stage), 128x64 at 8; 128x128 at 7 (7 x 32768 + 7 x 16 + 16 + 1024 = 230528 of sm_90's
+    # 232448 bytes), 64x256 at 5 (6 x 40960 = 245760 is over)
+    assert {(64, 64, 8), (64, 128, 8), (128, 64, 8), (128, 128, 7), (64, 256, 5)} <= built
+    assert (128, 128, 8) not in built and (64, 256, 6) not in built
+
+
+# ------------------------------------------------------------------ nvcc builds
+BUILDS = [
+    ("-n 64 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1", "128,128,64,1,1,128,128,0,0,0,1,-1,6,20"),
+    ("-n 64 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1", "64,256,64,1,1,64,256,0,0,0,1,-1,5,20"),
+    ("-n 64 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1", "64,128,64,1,1,64,128,0,0,0,1,-1,8,20"),
+    ("-n 32 -c 128 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2", "128,64,64,1,1,128,64,0,0,0,1,-1,8,20"),
+]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
+@pytest.mark.parametrize("args,cfg", BUILDS)
+def test_kernels_build_with_tensor_copies_and_no_accumulator_spills(tmp_path, args, cfg):
+    """ptxas: within the register cap of a 288-thread block, at most a few scalar bytes in
+    local memory (no accumulator spills: those are hundreds of bytes), the tile's wgmma per
+    k16 step, tensor copies and mbarrier waits, no per-thread copies."""
+    from miopen_solver.kernels.offline import inspect_nvidia
+    from miopen_solver.spec import register_cap
+    spec = make_spec(_problem(args), SM90, PerfConfig.parse(cfg))
+    b = inspect_nvidia(spec.emit().text, "sm_90", tmp_path, "k")
+    assert b.registers <= register_cap(SM90, 288) and b.spill_store_bytes <= 32, (spec.kernel_name, b.registers)
+    assert b.count(f"wgmma.mma_async.sync.aligned.m64n{spec.config.warp_tile_n}k16") >= spec.mma_m * 4
+    assert b.count("cp.async.bulk.tensor") >= 2 and b.count("mbarrier.try_wait.parity") >= 3
+    assert b.count("cp.async.cg") + b.count("cp.async.ca") == 0
+
+
+# ------------------------------------------------------------------ the emulated kernel
+EMU_CASES = [
+    # (line args, config, SMs): one block walks 16 pointwise tiles (8 turns each warpgroup);
+    # 4 strided sub-GEMMs of different k-loops (2 stages wrap across them) and zero-fill
+    # blocks on one SM; an odd tile count over 2 blocks (one warpgroup has a turn fewer); an
+    # NCHW dX stored by the epilogue, bf16, K tail
+    ("-n 2 -c 128 -H 16 -W 16 -k 128 -y 1 -x 1", "64,64,64,1,1,64,64,0,0,0,1,-1,3,20", 1, "convfp16", NHWC),
+    ("-n 2 -c 128 -H 9 -W 14 -k 192 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2", "64,128,64,1,1,64,128,0,0,0,1,-1,2,20", 1,
+     "convbfp16", NHWC),
+    ("-n 3 -c 64 -H 7 -W 9 -k 64 -y 3 -x 3 -p 1 -q 1", "64,64,64,1,1,64,64,0,0,0,1,-1,5,20", 2, "convfp16", NHWC),
+    ("-n 2 -c 64 -H 6 -W 8 -k 200 -y 3 -x 3 -p 1 -q 1", "128,64,64,1,1,128,64,0,0,0,1,-1,4,20", 1, "convbfp16",
+     "-F 2"),
+    # the 96-column warpgroup tile (32-wide W boxes in the 64-byte swizzle, m64n96k16)
+    ("-n 2 -c 192 -H 8 -W 8 -k 128 -y 1 -x 1", "128,96,64,1,1,128,96,0,0,0,1,-1,4,20", 1, "convfp16", NHWC),
+]
+
+
+def _emulate(case, mangle=None):
+    from test_gemm_emu import run_emulated
+    args, cfg, sms, base, layout = case
+    p = _problem(args, base, layout)
+    return run_emulated(p, "sm_90", Path(tempfile.mkdtemp()), perf_config=cfg, mangle=mangle,
+                        target=get_target("sm_90").with_(num_cus=sms))
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("case", EMU_CASES, ids=[c[1] for c in EMU_CASES])
+def test_the_emulated_kernel_matches_the_reference(case):
+    """NaN-poisoned dX against float64, each block handing several tiles to its two
+    warpgroups in turn (mbarrier phases and transaction bytes emulated)."""
+    sol, v = _emulate(case)
+    s = sol.spec
+    assert s.schedule is PP and s.tiles_per_group >= 2 * s.tile_blocks - 1, (s.tiles_per_group, s.tile_blocks)
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+MUTANTS = {
+    # a warpgroup skips the other's tiles without counting their k-tiles: it waits on the
+    # wrong stages and phases
+    "k-tiles not counted": ("            it += k_tiles;\n            continue;", "            continue;"),
+    # warpgroup 1 starts without waiting its turn: its parity waits run phases ahead
+    "no turn wait": ("if (warp == 1) dg_mbar_wait(turn0 + 8, round & 1);",
+                     "if (false) dg_mbar_wait(turn0 + 8, round & 1);"),
+    # both warpgroups take every tile
+    "no turns": ("if ((turn++ & 1) != warp) {", "if (turn++ < 0) {"),
+}
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_mistakes_in_the_turns_fail(mutant, monkeypatch):
+    """A kernel that loses count of the stages, lets a warpgroup run out of turn or gives
+    both warpgroups every tile does not verify, or stops on a barrier that never completes
+    (a wait of 20 s: every correct run here takes well under a second of waiting)."""
+    monkeypatch.setenv("DGRAD_EMU_WAIT_S", "20")
+    a, b = MUTANTS[mutant]
+
+    def mangle(text):
+        assert a in text, a
+        return text.replace(a, b)
+    try:
+        sol, v = _emulate(EMU_CASES[1], mangle)
+    except RuntimeError as e:          # the emulator stopped on a wait that never completes
+        assert "never completed" in str(e) or "deadlock" in str(e), str(e)[:300]
+        return
+    assert not v.ok or v.nonfinite, sol.kernel_name
