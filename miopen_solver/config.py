@@ -121,7 +121,8 @@ class KernelSchedule(enum.IntEnum):
       the block's tiles go to warpgroup 0, 1, 0, ..., each warpgroup's main loop starts when
       the other's has taken its last stage, so one warpgroup's epilogue runs while the other
       multiplies. ``warp_m = warp_n = 1``: the tile is one warpgroup's (``tile_m =
-      warp_tile_m``, ``tile_n = warp_tile_n``), the block has 256 consumer threads, e.g.
+      warp_tile_m``, ``tile_n = warp_tile_n``), the block has 256 consumer threads and a
+      producer warpgroup that hands registers to them (``setmaxnreg``), e.g.
       ``128,128,64,1,1,128,128,0,0,0,1,-1,6,20``; ``split_k`` 1 or -1.
     """
 

@@ -49,7 +49,8 @@ from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import TF32_ATOMS, MmaAtom, Target
 from .tilde import Decomposition, cached_decompose
-from .tma import TMA_MAX_STAGES, TMA_PRODUCER_THREADS, check_tma, tma_box, tma_box_tiles
+from .tma import (PINGPONG_PRODUCER_THREADS, PINGPONG_REGISTERS, TMA_MAX_STAGES, TMA_PRODUCER_THREADS, check_tma,
+                  tma_box, tma_box_tiles)
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
 WGMMA_N = (64, 128, 256)
@@ -296,7 +297,7 @@ class DgradSpec:
     def block_threads(self) -> int:
         """Threads per block: :attr:`threads` (the ones that multiply), plus the producer
         warp of a TMA kernel."""
-        return self.threads + (TMA_PRODUCER_THREADS if self.tma else 0)
+        return self.threads + producer_threads(self.schedule)
 
     @property
     def tile_blocks(self) -> int:
@@ -713,7 +714,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
         atom = _pick_atom(t, p.compute_type, c)
     threads = c.warp_m * c.warp_n * (WGMMA_GROUP if c.schedule.warpgroup else t.wave_size)
     threads *= 2 if c.schedule.pingpong else 1      # two warpgroups taking tiles in turn
-    block = threads + (TMA_PRODUCER_THREADS if c.schedule.tma else 0)
+    block = threads + producer_threads(c.schedule)
     require(block <= t.max_threads, f"block of {block} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
         require(c.stages <= 2, f"stages {c.stages} > 2 needs asynchronous copies, which {t.arch} lacks")
@@ -779,7 +780,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     require(spec.accumulators_per_lane <= t.max_accumulators,
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
     if t.vendor == "nvidia":
-        cap = register_cap(t, block)
+        cap = PINGPONG_REGISTERS[1] if c.schedule.pingpong else register_cap(t, block)
         require(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
                f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
                f"addresses and loads exceed the {cap} registers a thread of a {block}-thread block may use "
@@ -805,6 +806,15 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     require(p.G <= gy, f"G={p.G} groups exceed {t.arch}'s grid limit {gy} along y")
     require(split <= gz, f"split_k={split} exceeds {t.arch}'s grid limit {gz} along z")
     return spec
+
+
+def producer_threads(schedule: KernelSchedule) -> int:
+    """Threads beside the ones that multiply: the producer warp of a TMA schedule, the producer
+    warpgroup of the ping-pong schedule (:data:`~miopen_solver.tma.PINGPONG_PRODUCER_THREADS`),
+    else 0."""
+    if schedule.pingpong:
+        return PINGPONG_PRODUCER_THREADS
+    return TMA_PRODUCER_THREADS if schedule.tma else 0
 
 
 def resident_blocks(target: Target, lds_bytes: int, block_threads: int, accumulators_per_lane: int) -> int:

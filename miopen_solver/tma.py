@@ -20,6 +20,14 @@ _S = KernelSchedule.WGMMA_TMA.label
 
 TMA_PRODUCER_THREADS = 32
 """The producer warp of a TMA block."""
+PINGPONG_PRODUCER_THREADS = 128
+"""The ping-pong schedule's producer: a whole warpgroup (one thread issues the copies), since
+``setmaxnreg`` reallocates registers per warpgroup."""
+PINGPONG_REGISTERS = (40, 232)
+"""Registers a thread of the ping-pong schedule's producer and consumer warpgroups holds after
+``setmaxnreg`` (PTX ISA; CUTLASS's warp-specialised kernels use the same split): 40 x 128 +
+232 x 256 = 64512 of a multiprocessor's 65536, so one block is resident and each consumer
+thread has 232 registers where a 384-thread block would give it 168."""
 TMA_BOX_K = 64
 """k extent of a TMA box: one 128-byte swizzled row of fp16/bf16."""
 TMA_MAX_STAGES = 8

@@ -610,10 +610,11 @@ NVIDIA_LDG = re.compile(r'asm\("ld\.global\.nc[^"]*"[^;]*;')
 # wgmma's group bookkeeping (.sync.aligned: every lane of the warp executes it together) is a
 # warp barrier, so the lanes of a warp stay in step as on the GPU -- a lane that released a
 # stage (mbarrier arrive) has all its warp's reads of it behind it; the mbarrier-init fence
-# orders nothing when every operation completes at issue; one launch at a time has no
+# orders nothing when every operation completes at issue, and register reallocation
+# (setmaxnreg) nothing on host threads; one launch at a time has no
 # predecessor grid to wait for (griddepcontrol).
 NVIDIA_WARP_SYNCS = re.compile(r'asm volatile\("(?:wgmma\.(?:fence|commit_group|wait_group)|bar\.warp\.sync)[^"]*"[^;]*;')
-NVIDIA_NOOPS = re.compile(r'asm volatile\("fence\.mbarrier_init[^"]*"[^;]*;')
+NVIDIA_NOOPS = re.compile(r'asm volatile\("(?:fence\.mbarrier_init|setmaxnreg\.)[^"]*"[^;]*;')
 NVIDIA_GRID_DEPENDENCY = re.compile(r'asm volatile\("griddepcontrol\.[^"]*"\s*:::\s*"memory"\)')
 
 

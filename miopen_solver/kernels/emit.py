@@ -278,6 +278,8 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         sections = tuple(sections) + ("st8",)
     if spec.schedule.pingpong:          # two warpgroups owning whole tiles in turn
         sections = tuple(sections) + ("pingpong",)
+        from ..tma import PINGPONG_REGISTERS
+        d += [("DG_PP_PRODUCER_REGS", PINGPONG_REGISTERS[0]), ("DG_PP_CONSUMER_REGS", PINGPONG_REGISTERS[1])]
     if spec.tma and spec.split_k > 1:   # split-K work units of the TMA schedule
         sections = tuple(sections) + ("tmask",)
         from ..spec import tma_min_k_tiles
