@@ -63,7 +63,8 @@ class KernelSchedule(enum.IntEnum):
       ``warp_m x warp_n`` counts warpgroups of 128 threads.
     * ``WGMMA_PERSISTENT`` (2): the same with persistent blocks that load the next tile
       during the current tile's epilogue.
-    * ``WGMMA_TMA`` (3): warp-specialised persistent blocks: a producer warp issues
+    * ``WGMMA_TMA`` (3): warp-specialised persistent blocks: a producer warp (a warpgroup
+      handing its registers to two consumer warpgroups) issues
       tensor-memory copies (TMA) onto mbarrier stages, the warpgroups multiply and store.
       ``split_k`` > 1 (at most the k-tiles of the shortest sub-GEMM) makes the blocks walk
       ``tiles x split_k`` work units, one k-slice of one tile each, their partial sums added
@@ -218,7 +219,7 @@ class KernelSchedule(enum.IntEnum):
 
     @property
     def tma(self) -> bool:
-        """Tiles arrive by tensor-memory copies issued by a producer warp."""
+        """Tiles arrive by tensor-memory copies issued by a producer warp or warpgroup."""
         return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA,
                         KernelSchedule.WGMMA_TMA_PINGPONG)
 

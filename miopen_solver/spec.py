@@ -49,7 +49,7 @@ from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import TF32_ATOMS, MmaAtom, Target
 from .tilde import Decomposition, cached_decompose
-from .tma import (PINGPONG_PRODUCER_THREADS, PINGPONG_REGISTERS, TMA_MAX_STAGES, TMA_PRODUCER_THREADS, check_tma,
+from .tma import (TMA_MAX_STAGES, TMA_PRODUCER_THREADS, WARPGROUP_PRODUCER_THREADS, WARPGROUP_REGISTERS, check_tma,
                   tma_box, tma_box_tiles)
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
@@ -290,14 +290,20 @@ class DgradSpec:
     @property
     def tma(self) -> bool:
         """:attr:`KernelSchedule.WGMMA_TMA`: warp-specialised persistent blocks fed by
-        tensor-memory copies (one producer warp beside the warpgroups)."""
+        tensor-memory copies (a producer beside the warpgroups, :func:`producer_threads`)."""
         return self.schedule.tma
 
     @property
     def block_threads(self) -> int:
         """Threads per block: :attr:`threads` (the ones that multiply), plus the producer
         warp of a TMA kernel."""
-        return self.threads + producer_threads(self.schedule)
+        return self.threads + producer_threads(self.schedule, self.threads)
+
+    @property
+    def producer_warpgroup(self) -> bool:
+        """A TMA block whose producer is a warpgroup handing registers to two consumer
+        warpgroups (:func:`producer_threads`)."""
+        return self.block_threads - self.threads == WARPGROUP_PRODUCER_THREADS
 
     @property
     def tile_blocks(self) -> int:
@@ -714,7 +720,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
         atom = _pick_atom(t, p.compute_type, c)
     threads = c.warp_m * c.warp_n * (WGMMA_GROUP if c.schedule.warpgroup else t.wave_size)
     threads *= 2 if c.schedule.pingpong else 1      # two warpgroups taking tiles in turn
-    block = threads + producer_threads(c.schedule)
+    block = threads + producer_threads(c.schedule, threads)
     require(block <= t.max_threads, f"block of {block} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
         require(c.stages <= 2, f"stages {c.stages} > 2 needs asynchronous copies, which {t.arch} lacks")
@@ -780,7 +786,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     require(spec.accumulators_per_lane <= t.max_accumulators,
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
     if t.vendor == "nvidia":
-        cap = PINGPONG_REGISTERS[1] if c.schedule.pingpong else register_cap(t, block)
+        cap = WARPGROUP_REGISTERS[1] if block - threads == WARPGROUP_PRODUCER_THREADS else register_cap(t, block)
         require(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
                f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
                f"addresses and loads exceed the {cap} registers a thread of a {block}-thread block may use "
@@ -808,12 +814,14 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     return spec
 
 
-def producer_threads(schedule: KernelSchedule) -> int:
-    """Threads beside the ones that multiply: the producer warp of a TMA schedule, the producer
-    warpgroup of the ping-pong schedule (:data:`~miopen_solver.tma.PINGPONG_PRODUCER_THREADS`),
+def producer_threads(schedule: KernelSchedule, threads: int) -> int:
+    """Threads beside the ``threads`` that multiply: on a TMA schedule with two consumer
+    warpgroups (the ping-pong schedule, and 256-thread tiles) a producer warpgroup that hands
+    its registers to them (:data:`~miopen_solver.tma.WARPGROUP_PRODUCER_THREADS`,
+    :data:`~miopen_solver.tma.WARPGROUP_REGISTERS`), on the other TMA blocks a producer warp,
     else 0."""
-    if schedule.pingpong:
-        return PINGPONG_PRODUCER_THREADS
+    if schedule.tma and threads == 2 * WGMMA_GROUP:
+        return WARPGROUP_PRODUCER_THREADS
     return TMA_PRODUCER_THREADS if schedule.tma else 0
 
 

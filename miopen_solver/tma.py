@@ -1,6 +1,6 @@
 """Rules and geometry of the warp-specialised TMA schedule (:attr:`KernelSchedule.WGMMA_TMA`).
 
-A producer warp beside the warpgroups issues tensor-memory copies (``cp.async.bulk.tensor``)
+A producer (a warp, or a warpgroup beside two consumer warpgroups) issues tensor-memory copies (``cp.async.bulk.tensor``)
 of whole A/B tiles onto mbarrier stages. Pointwise problems take flat GemmM rows; other
 problems take boxes of a tilde sub-GEMM's (n, htilde, wtilde) pixel grid (:func:`tma_box`),
 and TMA's zero fill outside dY is the padding. Sources: CUDA driver API
@@ -20,14 +20,16 @@ _S = KernelSchedule.WGMMA_TMA.label
 
 TMA_PRODUCER_THREADS = 32
 """The producer warp of a TMA block."""
-PINGPONG_PRODUCER_THREADS = 128
-"""The ping-pong schedule's producer: a whole warpgroup (one thread issues the copies), since
+WARPGROUP_PRODUCER_THREADS = 128
+"""The producer of a TMA block with two consumer warpgroups (the ping-pong schedule's, and the
+TMA schedules' 256-thread tiles): a whole warpgroup (one thread issues the copies), since
 ``setmaxnreg`` reallocates registers per warpgroup."""
-PINGPONG_REGISTERS = (40, 232)
-"""Registers a thread of the ping-pong schedule's producer and consumer warpgroups holds after
+WARPGROUP_REGISTERS = (40, 232)
+"""Registers a thread of such a block's producer and consumer warpgroups holds after
 ``setmaxnreg`` (PTX ISA; CUTLASS's warp-specialised kernels use the same split): 40 x 128 +
 232 x 256 = 64512 of a multiprocessor's 65536, so one block is resident and each consumer
-thread has 232 registers where a 384-thread block would give it 168."""
+thread has 232 registers where a 384-thread block would give it 168 (and a block with a
+producer warp, 288 threads, also 168)."""
 TMA_BOX_K = 64
 """k extent of a TMA box: one 128-byte swizzled row of fp16/bf16."""
 TMA_MAX_STAGES = 8

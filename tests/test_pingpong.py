@@ -201,3 +201,40 @@ def test_mistakes_in_the_turns_fail(mutant, monkeypatch):
         assert "never completed" in str(e) or "deadlock" in str(e), str(e)[:300]
         return
     assert not v.ok or v.nonfinite, sol.kernel_name
+
+
+# ------------------------------------------------------------------ the producer warpgroup
+@pytest.mark.parametrize("cfg,block,handoff", [
+    ("128,256,64,2,1,64,256,0,0,0,1,-1,4,3", 384, True),       # two consumer warpgroups
+    ("256,128,64,2,1,128,128,0,0,0,1,-1,4,3", 384, True),
+    ("128,128,64,2,1,64,128,0,0,0,2,-1,4,3", 384, True),       # split-K work units
+    ("128,128,64,2,1,64,128,0,0,0,1,-1,4,3,3", 384, True),     # stream-K
+    ("128,128,64,1,1,128,128,0,0,0,1,-1,4,3", 160, False),     # one consumer warpgroup: a producer warp
+    ("256,64,64,4,1,64,64,0,0,0,1,-1,4,3", 544, False),        # four: a producer warp
+    ("128,128,64,1,1,128,128,0,0,0,1,-1,6,20", 384, True),     # ping-pong
+])
+def test_two_consumer_warpgroups_get_a_producer_warpgroup_and_its_registers(cfg, block, handoff):
+    """A TMA block whose threads are two warpgroups has a producer warpgroup that keeps 40
+    registers a thread and hands the rest to the consumers (232 each): the block, the rule's
+    register cap and the emitted ``setmaxnreg`` pair; other TMA blocks keep one producer warp."""
+    spec = make_spec(P1X1, SM90, PerfConfig.parse(cfg))
+    text = spec.emit().text
+    assert spec.block == (block, 1, 1) and spec.producer_warpgroup is handoff
+    assert ("setmaxnreg.inc" in text and "setmaxnreg.dec" in text) is handoff
+    if handoff:
+        assert "DG_PWG_PRODUCER_REGS 40" in text and "DG_PWG_CONSUMER_REGS 232" in text
+
+
+def test_the_nchw_tma_schedule_takes_the_hand_off_only_without_its_shifting_producer():
+    """The NCHW TMA schedule's kernel takes the producer warpgroup where two warpgroups
+    multiply and B arrives by tensor copies (1x1); its shifting producer (a warpgroup that
+    stores B rows and needs its registers; one consumer warpgroup at most) never does."""
+    from miopen_solver.solver import DgradSolver
+    solver = DgradSolver()
+    pw = solver.find_solution(_problem("-n 32 -c 256 -H 32 -W 32 -k 128 -y 1 -x 1", layout="-F 2"), SM90,
+                              perf_config="128,256,64,2,1,64,256,0,0,0,1,-1,4,13")
+    assert pw.spec.block == (384, 1, 1) and "setmaxnreg.inc" in pw.kernels[0].source.text
+    shift = solver.find_solution(_problem("-n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1", layout="-F 2"), SM90,
+                                 perf_config="64,128,64,1,1,64,128,0,0,0,1,-1,4,13")
+    text = shift.kernels[0].source.text
+    assert shift.spec.block == (256, 1, 1) and "setmaxnreg" not in text and "dg_nt_shift_smem" in text

@@ -932,25 +932,26 @@ def test_tma_rules(problem, cfg, reason):
 
 
 def test_tma_spec_geometry():
-    """wgmma=3: a producer warp on top of the warpgroups, persistent grid, no dX staging
+    """wgmma=3: a producer on top of the warpgroups (a warpgroup beside two: 128 threads),
+    persistent grid, no dX staging
     tile, two 8-byte barriers per stage, and the two tensor maps (dY GemmM x K in
     tile_m x 64 boxes, W K x cpg in 64 x 64 boxes) with byte strides."""
     from miopen_solver.solver import DgradSolver
     p = nhwc(N=64, C=512, K=512, Hi=64, Wi=64, Y=1, X=1, pH=0, pW=0)
     spec = make_spec(p, SM90, PerfConfig.parse("128,256,64,2,1,64,256,0,0,0,-1,-1,4,3"))
     assert spec.tma and not spec.persistent and spec.split_k == 1
-    assert (spec.threads, spec.block_threads) == (256, 288)
+    assert (spec.threads, spec.block_threads) == (256, 384) and spec.producer_warpgroup
     assert spec.lds_bytes == 4 * (128 * 64 + 64 * 256) * 2 + 4 * 16 + 1024
     assert spec.tile_blocks == SM90.num_cus and "_tma132_" in spec.kernel_name
     src = emit(spec)
-    assert src.grid == (132, 1, 1) and src.block == (288, 1, 1)
+    assert src.grid == (132, 1, 1) and src.block == (384, 1, 1)
     assert ("DG_TMA", 1) in src.defines and ("DG_THREADS", 256) in src.defines
     dy, w = src.tensor_maps
     assert (dy.operand, dy.dims, dy.strides, dy.box) == ("dy", (512, 64 * 64 * 64), (1024,), (64, 128))
     assert (w.operand, w.dims, w.strides, w.box) == ("w", (512, 1, 512), (1024, 1024), (64, 1, 64))
     assert spec.tma_box is None and ("DG_TMA_RECT", 0) in src.defines
     sol = DgradSolver().get_solution(p, SM90, spec.config)
-    assert sol.kernels[0].block == (288, 1, 1) and sol.kernels[0].grid == (132, 1, 1)
+    assert sol.kernels[0].block == (384, 1, 1) and sol.kernels[0].grid == (132, 1, 1)
     # groups: W rows are every group's k, the map's columns one group's cpg
     g = make_spec(nhwc(N=2, C=256, K=128, G=2, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0, dtype="bf16"), SM90,
                   PerfConfig.parse("64,64,64,1,1,64,64,0,0,0,1,-1,2,3"))

@@ -228,14 +228,14 @@ static_assert((DG_NT_BH * 512) % DG_NT_PRODUCERS == 0, "the shift's units are wh
 // Threads per block: the DG_THREADS that load and multiply, plus with DG_TMA one producer
 // warp that only issues tensor-memory copies.
 #if defined(DG_TMA) && DG_TMA
-// #section !ntshift|pingpong
+// #section !ntshift|pwg
 #define DG_BLOCK_THREADS (DG_THREADS + 32)
-// #end !ntshift|pingpong
-// #section pingpong
-// The ping-pong schedule's producer is a whole warpgroup (one thread issues the copies), so
-// that setmaxnreg can move registers from it to the consumer warpgroups.
+// #end !ntshift|pwg
+// #section pwg
+// Beside two consumer warpgroups the producer is a whole warpgroup instead (one thread issues
+// the copies), so that setmaxnreg can move registers from it to the consumers.
 #define DG_BLOCK_THREADS (DG_THREADS + 128)
-// #end pingpong
+// #end pwg
 // #section ntshift
 #define DG_BLOCK_THREADS (DG_THREADS + DG_NT_PRODUCERS)  // the NCHW TMA schedule's shifting producer warpgroup
 // #end ntshift
@@ -2285,12 +2285,12 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
     DG_SYNC();
     const int chunks = (DG_KPG + DG_TILE_K - 1) / DG_TILE_K;
     if (tid >= DG_THREADS) {
-// #section pingpong
-        // Registers: the producer warpgroup keeps DG_PP_PRODUCER_REGS a thread, each consumer
-        // warpgroup takes DG_PP_CONSUMER_REGS (PTX ISA "setmaxnreg"; 40 x 128 + 232 x 256 =
+// #section pwg
+        // Registers: the producer warpgroup keeps DG_PWG_PRODUCER_REGS a thread, each consumer
+        // warpgroup takes DG_PWG_CONSUMER_REGS (PTX ISA "setmaxnreg"; 40 x 128 + 232 x 256 =
         // 64512 of the 65536 a multiprocessor has, one block resident).
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DG_PP_PRODUCER_REGS));
-// #end pingpong
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DG_PWG_PRODUCER_REGS));
+// #end pwg
 // #section !ntshift
         if (tid == DG_THREADS) {
 // #end !ntshift
@@ -2403,9 +2403,9 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
         }
         return;
     }
-// #section pingpong
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DG_PP_CONSUMER_REGS));
-// #end pingpong
+// #section pwg
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DG_PWG_CONSUMER_REGS));
+// #end pwg
     int it = 0;
 // #section pingpong
     int turn = 0;   // the block's tiles handed out so far

@@ -222,7 +222,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     swizzled 32-wide blocks, m64n96k16, 32-wide TMA boxes), warp_tile_n 192 the ``wgn192``
     sections (m64n192k16), a TMA spec of 7 or 8 stages the ``st8`` sections and a TMA spec
     with split_k > 1 the ``tmask`` sections (work units of one k-slice, the split epilogue),
-    the ping-pong schedule the ``pingpong`` sections (two warpgroups taking tiles in turn),
+    the ping-pong schedule the ``pingpong`` sections (two warpgroups taking tiles in turn), a
+    TMA spec with a producer warpgroup (``spec.producer_warpgroup``) the ``pwg`` sections
+    (``setmaxnreg`` moving registers to the consumers),
     and a stream-K spec (``spec.stream_k``) the ``tmsk`` sections (runs of k-tiles, the
     in-kernel fixup; its workspace is the kernel's fourth argument, flags cleared before each
     launch), so every other kernel's text is unchanged. ``maps``: the TMA tensor maps, when a family's
@@ -278,8 +280,10 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         sections = tuple(sections) + ("st8",)
     if spec.schedule.pingpong:          # two warpgroups owning whole tiles in turn
         sections = tuple(sections) + ("pingpong",)
-        from ..tma import PINGPONG_REGISTERS
-        d += [("DG_PP_PRODUCER_REGS", PINGPONG_REGISTERS[0]), ("DG_PP_CONSUMER_REGS", PINGPONG_REGISTERS[1])]
+    if spec.producer_warpgroup and "ntshift" not in sections:   # registers handed to the consumers
+        sections = tuple(sections) + ("pwg",)
+        from ..tma import WARPGROUP_REGISTERS
+        d += [("DG_PWG_PRODUCER_REGS", WARPGROUP_REGISTERS[0]), ("DG_PWG_CONSUMER_REGS", WARPGROUP_REGISTERS[1])]
     if spec.tma and spec.split_k > 1:   # split-K work units of the TMA schedule
         sections = tuple(sections) + ("tmask",)
         from ..spec import tma_min_k_tiles
