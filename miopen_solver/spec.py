@@ -49,7 +49,7 @@ from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import TF32_ATOMS, MmaAtom, Target
 from .tilde import Decomposition, cached_decompose
-from .tma import (TMA_MAX_STAGES, TMA_PRODUCER_THREADS, WARPGROUP_PRODUCER_THREADS, WARPGROUP_REGISTERS, check_tma,
+from .tma import (TMA_BOX_K, TMA_MAX_STAGES, TMA_PRODUCER_THREADS, WARPGROUP_PRODUCER_THREADS, WARPGROUP_REGISTERS, check_tma,
                   tma_box, tma_box_tiles)
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
@@ -784,7 +784,10 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     spec = DgradSpec(problem=p, target=t, config=c, atom=atom, split_k=split, lds_k_outer=k_outer,
                      vec_a=va, vec_b=vb, vec_c=vc, decomposition=decomp, split_k_reduce=reduce)
     require(spec.accumulators_per_lane <= t.max_accumulators,
-           f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators}")
+           f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators} "
+           f"(warp_tile_m x warp_tile_n = {c.warp_tile_m}x{c.warp_tile_n} over one "
+           f"{'warpgroup' if c.schedule.warpgroup else 'warp'}'s threads); use a smaller warp tile, "
+           f"or more warps along warp_m / warp_n"),
     if t.vendor == "nvidia":
         cap = WARPGROUP_REGISTERS[1] if block - threads == WARPGROUP_PRODUCER_THREADS else register_cap(t, block)
         require(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
@@ -862,6 +865,9 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     else:
         require(p.dtype in ("fp16", "bf16"),
                 f"{s} needs fp16 or bf16 data (or fp32 with TF32 math, -M 0, on schedule 1), got {p.dtype}")
+    if c.schedule.tma:      # before the swizzle rules below, which admit other widths on other schedules
+        require(c.tile_k == TMA_BOX_K, f"{s} loads 64-element (128-byte) swizzled rows by tensor copies; "
+                                       f"tile_k must be {TMA_BOX_K}, got {c.tile_k}")
     require(c.warp_tile_m % 64 == 0, f"{s} needs warp_tile_m a multiple of 64 (m64 instructions), "
                                      f"got {c.warp_tile_m}")
     narrow_ok = not tf32 and c.schedule in NARROW_SCHEDULES
@@ -922,6 +928,11 @@ def _persistent_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     require(c.stages >= 2, f"{s} prefetches the next tile; stages must be >= 2, got {c.stages}")
 
 
+PINGPONG_TILE_M = (64, 128)
+"""tile_m of a ping-pong tile: one or two m64 wgmma instructions a warpgroup (the tiles its
+search offers and its tests run)."""
+
+
 def _pingpong_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     """The ping-pong schedule: each of the two consumer warpgroups owns a whole tile, so the
     tile is one warpgroup's (``warp_m = warp_n = 1``: ``tile_m = warp_tile_m``, ``tile_n =
@@ -932,6 +943,8 @@ def _pingpong_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
             f"{s}: each warpgroup owns a whole tile; warp_m and warp_n must be 1, got {c.warp_m}x{c.warp_n}")
     require(c.tile_m == c.warp_tile_m,
             f"{s}: the tile is one warpgroup's; tile_m must equal warp_tile_m, got {c.tile_m} and {c.warp_tile_m}")
+    require(c.tile_m in PINGPONG_TILE_M, f"{s}: tile_m must be 64 or 128 (one or two m64 instructions a "
+                                         f"warpgroup), got {c.tile_m}")
 
 
 SCHEDULE_RULES = {

@@ -75,7 +75,7 @@ def test_other_problems_are_refused_with_the_reason(line, arch, why):
 @pytest.mark.parametrize("cfg,field", [
     ("64,96,64,1,1,64,96,0,0,0,1,-1,4,13", "tile_n must be a multiple of 64"),
     ("64,256,64,1,2,64,128,0,0,0,1,-1,4,13", None),          # valid: two warpgroups side by side
-    ("64,64,32,1,1,64,64,0,0,0,1,-1,4,13", "needs tile_k a multiple of 64"),
+    ("64,64,32,1,1,64,64,0,0,0,1,-1,4,13", "tile_k must be 64"),
     ("64,256,64,1,1,64,256,0,0,0,2,-1,4,13", "split_k must be 1 or -1"),
     ("256,256,64,4,1,64,256,0,0,0,1,-1,4,13", "exceed the"),      # 4 warpgroups x 64x256: shared memory or registers
 ])

@@ -63,10 +63,14 @@ BAD = [
     ("128,128,64,1,1,128,128,0,0,0,2,-1,4,20", ["schedule 20", "split_k must be 1 or -1", "got 2"]),
     ("128,128,64,1,1,128,128,0,0,0,1,-1,4,20,3", ["stream-K", "schedule 3 (wgmma-tma) only"]),
     ("128,128,64,1,1,128,128,0,0,0,1,-1,1,20", ["schedule 20", "stages must be >= 2"]),
-    ("128,128,32,1,1,128,128,0,0,0,1,-1,4,20", ["schedule 20", "tile_k"]),
+    ("128,128,32,1,1,128,128,0,0,0,1,-1,4,20", ["schedule 20", "tile_k must be 64, got 32"]),
+    ("128,128,128,1,1,128,128,0,0,0,1,-1,3,20", ["schedule 20", "tile_k must be 64, got 128"]),
+    ("192,64,64,1,1,192,64,0,0,0,1,-1,4,20", ["schedule 20", "tile_m must be 64 or 128", "got 192"]),
+    ("256,64,64,1,1,256,64,0,0,0,1,-1,4,20", ["schedule 20", "tile_m must be 64 or 128", "got 256"]),
     ("128,128,64,1,1,128,128,0,0,0,1,-1,9,20", ["schedule 20", "stages must be <= 8"]),
     # 128x256 on one warpgroup: 256 accumulators a thread, past the target bound of 128
-    ("128,256,64,1,1,128,256,0,0,0,1,-1,3,20", ["256 accumulators per lane", "safe bound 128"]),
+    ("128,256,64,1,1,128,256,0,0,0,1,-1,3,20", ["256 accumulators per lane", "safe bound 128",
+                                                "warp_tile_m x warp_tile_n = 128x256", "smaller warp tile"]),
 ]
 
 

@@ -822,7 +822,7 @@ def test_narrow_wgmma_tiles_validate_and_keep_their_sections(problem, cfg, secti
 @pytest.mark.parametrize("problem,cfg,reason", [
     # the TMA schedule's tensor maps are built for 128-byte rows and 64-wide boxes
     (nhwc(N=2, C=128, K=32, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,128,32,2,1,64,128,0,0,0,1,-1,4,3",
-     "tile_k a multiple of 64 (128-byte swizzled rows), got 32"),
+     "tile_k must be 64, got 32"),
     (nhwc(N=2, C=32, K=64, Hi=9, Wi=9, Y=1, X=1, pH=0, pW=0), "128,32,64,2,1,64,32,0,0,0,1,-1,4,3",
      "warp_tile_n 32 (64-byte swizzled W rows) only for fp16/bf16 on the plain or persistent"),
     # TF32 (fp32 data, -M 0): K-major .tf32 operands in 128-byte rows only
