@@ -572,13 +572,13 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
             if sk == 1:
                 yield base.replace(schedule=KernelSchedule.WGMMA_PERSISTENT)
             if sk == 1 and tk == 64 and not narrow:
-                yield base.replace(schedule=KernelSchedule.WGMMA_TMA)
-                if st == 5:     # deeper mbarrier pipelines (the TMA schedules only)
-                    for deep in range(6, TMA_MAX_STAGES + 1):
-                        yield base.replace(schedule=KernelSchedule.WGMMA_TMA, stages=deep)
-                if wm == 1:     # a one-warpgroup tile: two warpgroups take such tiles in turn
-                    for depth in (st,) + (tuple(range(6, TMA_MAX_STAGES + 1)) if st == 5 else ()):
-                        yield base.replace(schedule=KernelSchedule.WGMMA_TMA_PINGPONG, stages=depth)
+                # a one-warpgroup tile also on the ping-pong schedule (two warpgroups in turn)
+                tmas = (KernelSchedule.WGMMA_TMA,) + ((KernelSchedule.WGMMA_TMA_PINGPONG,) if wm == 1 else ())
+                for sched in tmas:
+                    yield base.replace(schedule=sched)
+                    if st == 5:     # deeper mbarrier pipelines (the TMA schedules only)
+                        for deep in range(6, TMA_MAX_STAGES + 1):
+                            yield base.replace(schedule=sched, stages=deep)
                 if st == 4:     # work units of one k-slice; stream-K (runs of k-tiles per block)
                     for split in TMA_SEARCH_SPLITS:
                         if split * tk <= max_k:

@@ -49,8 +49,8 @@ from .errors import PerfConfigError, require
 from .problem import ConvProblem
 from .target import TF32_ATOMS, MmaAtom, Target
 from .tilde import Decomposition, cached_decompose
-from .tma import (TMA_BOX_K, TMA_MAX_STAGES, TMA_PRODUCER_THREADS, WARPGROUP_PRODUCER_THREADS, WARPGROUP_REGISTERS, check_tma,
-                  tma_box, tma_box_tiles)
+from .tma import (TMA_MAX_STAGES, TMA_PRODUCER_THREADS, WARPGROUP_PRODUCER_THREADS, WARPGROUP_REGISTERS, check_tma,
+                  tma_box, tma_box_tiles, tma_tile_k_rule)
 from .transpose import WORKSPACE_ALIGN, native_problem, nchw_dx_rule
 
 WGMMA_N = (64, 128, 256)
@@ -295,8 +295,8 @@ class DgradSpec:
 
     @property
     def block_threads(self) -> int:
-        """Threads per block: :attr:`threads` (the ones that multiply), plus the producer
-        warp of a TMA kernel."""
+        """Threads per block: :attr:`threads` (the ones that multiply), plus a TMA kernel's
+        producer (:func:`producer_threads`)."""
         return self.threads + producer_threads(self.schedule, self.threads)
 
     @property
@@ -354,10 +354,8 @@ class DgradSpec:
 
     @property
     def threads(self) -> int:
-        """Threads that multiply: ``warp_m x warp_n`` warps (warpgroups), twice that on the
-        ping-pong schedule (two warpgroups, each owning whole tiles in turn)."""
-        group = WGMMA_GROUP if self.wgmma else self.target.wave_size
-        return self.config.warp_m * self.config.warp_n * group * (2 if self.schedule.pingpong else 1)
+        """Threads that multiply (:func:`consumer_threads`)."""
+        return consumer_threads(self.config, self.target)
 
     @property
     def sub_gemms(self) -> tuple:
@@ -718,8 +716,7 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
         atom = MmaAtom(f"wgmma64x{c.warp_tile_n}x16", 64, c.warp_tile_n, 16)
     else:
         atom = _pick_atom(t, p.compute_type, c)
-    threads = c.warp_m * c.warp_n * (WGMMA_GROUP if c.schedule.warpgroup else t.wave_size)
-    threads *= 2 if c.schedule.pingpong else 1      # two warpgroups taking tiles in turn
+    threads = consumer_threads(c, t)
     block = threads + producer_threads(c.schedule, threads)
     require(block <= t.max_threads, f"block of {block} threads exceeds {t.arch}'s {t.max_threads}")
     if not t.async_copy:
@@ -787,9 +784,9 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
            f"{spec.accumulators_per_lane} accumulators per lane exceed {t.arch}'s safe bound {t.max_accumulators} "
            f"(warp_tile_m x warp_tile_n = {c.warp_tile_m}x{c.warp_tile_n} over one "
            f"{'warpgroup' if c.schedule.warpgroup else 'warp'}'s threads); use a smaller warp tile, "
-           f"or more warps along warp_m / warp_n"),
+           f"or more warps along warp_m / warp_n")
     if t.vendor == "nvidia":
-        cap = WARPGROUP_REGISTERS[1] if block - threads == WARPGROUP_PRODUCER_THREADS else register_cap(t, block)
+        cap = WARPGROUP_REGISTERS[1] if spec.producer_warpgroup else register_cap(t, block)
         require(spec.accumulators_per_lane + REGISTER_RESERVE <= cap,
                f"{spec.accumulators_per_lane} accumulators per thread plus about {REGISTER_RESERVE} registers for "
                f"addresses and loads exceed the {cap} registers a thread of a {block}-thread block may use "
@@ -815,6 +812,14 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     require(p.G <= gy, f"G={p.G} groups exceed {t.arch}'s grid limit {gy} along y")
     require(split <= gz, f"split_k={split} exceeds {t.arch}'s grid limit {gz} along z")
     return spec
+
+
+def consumer_threads(config: PerfConfig, target: Target) -> int:
+    """Threads of a block that multiply: ``warp_m x warp_n`` warps (warpgroups on the
+    warpgroup schedules), twice that on the ping-pong schedule (two warpgroups, each owning
+    whole tiles in turn)."""
+    group = WGMMA_GROUP if config.schedule.warpgroup else target.wave_size
+    return config.warp_m * config.warp_n * group * (2 if config.schedule.pingpong else 1)
 
 
 def producer_threads(schedule: KernelSchedule, threads: int) -> int:
@@ -866,8 +871,7 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
         require(p.dtype in ("fp16", "bf16"),
                 f"{s} needs fp16 or bf16 data (or fp32 with TF32 math, -M 0, on schedule 1), got {p.dtype}")
     if c.schedule.tma:      # before the swizzle rules below, which admit other widths on other schedules
-        require(c.tile_k == TMA_BOX_K, f"{s} loads 64-element (128-byte) swizzled rows by tensor copies; "
-                                       f"tile_k must be {TMA_BOX_K}, got {c.tile_k}")
+        tma_tile_k_rule(c, s)
     require(c.warp_tile_m % 64 == 0, f"{s} needs warp_tile_m a multiple of 64 (m64 instructions), "
                                      f"got {c.warp_tile_m}")
     narrow_ok = not tf32 and c.schedule in NARROW_SCHEDULES

@@ -128,14 +128,21 @@ def tma_reason(p: ConvProblem, t: Target, c: PerfConfig) -> str | None:
     return None
 
 
+def tma_tile_k_rule(c: PerfConfig, s: str) -> None:
+    """tile_k of a TMA config is one box of :data:`TMA_BOX_K` (``s`` names the schedule):
+    :func:`check_tma`'s rule, which the warpgroup rules also apply first on a TMA schedule
+    (before their swizzle rules, which admit other widths elsewhere)."""
+    require(c.tile_k == TMA_BOX_K, f"{s} loads 64-element (128-byte) swizzled rows; tile_k must be "
+                                  f"{TMA_BOX_K}, got {c.tile_k}")
+
+
 def check_tma(p: ConvProblem, t: Target, c: PerfConfig) -> None:
     """The rules of the TMA schedule beyond the warpgroup and persistent ones (see module
     docstring); messages name the ping-pong schedule where ``c`` is one, else the TMA schedule
     (the main loop the TMA families run on)."""
     s = c.schedule.label if c.schedule.pingpong else _S
     require(t.vendor == "nvidia", f"{s} needs tensor-memory copies (TMA), which {t.arch} lacks")
-    require(c.tile_k == TMA_BOX_K, f"{s} loads 64-element (128-byte) swizzled rows; tile_k must be "
-                                  f"{TMA_BOX_K}, got {c.tile_k}")
+    tma_tile_k_rule(c, s)
     require(c.tile_m <= TMA_MAX_BOX, f"{s} loads the A tile in one box of at most {TMA_MAX_BOX} rows; "
                                     f"tile_m {c.tile_m} is larger")
     require(p.K % 8 == 0 and p.cpg % 8 == 0,
