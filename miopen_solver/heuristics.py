@@ -387,6 +387,47 @@ def nchw_tma_config(problem: ConvProblem, target: Target) -> PerfConfig:
                       lds_k_outer=-1, stages=4, schedule=KernelSchedule.NCHW_TMA)
 
 
+def pingpong_form(problem: ConvProblem, target: Target, config: PerfConfig) -> PerfConfig:
+    """``config`` on the ping-pong schedule (20) where it is a one-warpgroup tile of the TMA
+    schedule (``warp_m = warp_n = 1``, ``split_k`` 1, not stream-K) of a stride-1 problem, and
+    the ping-pong block keeps at least as many warpgroups multiplying on a multiprocessor as
+    the one-warpgroup blocks do; else ``config`` unchanged.
+
+    The ping-pong kernel runs the same tile with two consumer warpgroups a block that own
+    tiles in turn, one's epilogue under the other's MMAs (CUTLASS's ping-pong kernel), at the
+    deepest stage count (at most :data:`~miopen_solver.tma.TMA_MAX_STAGES`) that validates.
+    Its register hand-off (:data:`~miopen_solver.tma.WARPGROUP_REGISTERS`) fits one such block
+    on a multiprocessor: 2 consumer warpgroups. One-warpgroup blocks of the TMA schedule fit
+    :attr:`~miopen_solver.spec.DgradSpec.resident_blocks` of them (3 at 64x64, 2 at 64x128 and
+    128x64, 1 at 128x128 and 64x256 on the H200), so the form is taken at 2 or fewer. Strided
+    problems keep the tile: both strided layers timed at 64x128 ran slower as ping-pong. The
+    tile stays the one the rules or the cost model chose; the H200 measurements are in
+    bench/RESULTS.md (twenty-third session)."""
+    c = config
+    if not (c.schedule is KernelSchedule.WGMMA_TMA and c.warp_m == 1 and c.warp_n == 1
+            and c.split_k in (1, -1) and c.split_k_reduce != STREAM_K):
+        return config
+    if problem.sH > 1 or problem.sW > 1:
+        return config
+    try:
+        one_wg = launch_spec(problem, target, c).resident_blocks
+    except PerfConfigError:
+        return config
+    if one_wg > PINGPONG_CONSUMERS:
+        return config
+    for stages in range(TMA_MAX_STAGES, c.stages - 1, -1):
+        cfg = c.replace(schedule=KernelSchedule.WGMMA_TMA_PINGPONG, stages=stages)
+        if is_valid_performance_config(problem, target, cfg)[0]:
+            return cfg
+    return config
+
+
+PINGPONG_CONSUMERS = 2
+"""Consumer warpgroups of a ping-pong block, one block a multiprocessor (its register hand-off
+takes 64512 of the 65536 registers): the most one-warpgroup TMA blocks a multiprocessor may
+hold for :func:`pingpong_form` to take the ping-pong form."""
+
+
 def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool = True,
                      allow_patch: bool = True, allow_nchw_pw: bool = True, allow_pack: bool = True,
                      allow_model: bool = True, coefficients=None) -> PerfConfig:
@@ -412,8 +453,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     (the model's pick where it expects the rules' config to be clearly slower), and strided problems
     by :func:`~miopen_solver.cost_model.subpixel_config` (all stride phases as one GEMM where the
     tilde GEMM's groups are too narrow for the model's tiles or the model expects it clearly
-    faster; ``allow_model=False``
-    keeps the rules and skips the short-K rule: the virtual problems of the patch, group-pack and
+    faster; a one-warpgroup TMA tile takes its ping-pong form, :func:`pingpong_form`; ``allow_model=False``
+    keeps the rules and skips the short-K rule and the ping-pong form: the virtual problems of the patch, group-pack and
     NCHW pointwise families, whose kernels the model was not fitted on; ``coefficients`` replaces the model's shipped
     :data:`~miopen_solver.cost_model.H200` weights, for judging a refit). Other
     targets (AMD, where nothing has been measured yet) use these rules, constant time in
@@ -464,8 +505,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
         if allow_model and p.all_nhwc and cost_model.modelled(p, t):
             rules = cost_model.default_config(p, t, rules, coeffs)
         if allow_model and p.all_nhwc:     # strided: all phases as one GEMM where the model says so
-            return cost_model.subpixel_config(problem, t, rules, coeffs) or rules   # in its own layouts
-        return rules
+            rules = cost_model.subpixel_config(problem, t, rules, coeffs) or rules   # in its own layouts
+        return pingpong_form(problem, t, rules) if allow_model else rules
     subs = cached_decompose(p).sub_gemms if not p.is_3d else ()
     tile_n = 16
     while tile_n < min(p.cpg, 128):

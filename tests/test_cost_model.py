@@ -351,12 +351,14 @@ def test_the_default_takes_the_pick_only_past_the_margin(monkeypatch):
 
 
 def test_the_solver_default_is_the_model_default_on_modelled_nhwc_problems_only():
-    from miopen_solver.heuristics import default_performance_config
+    from miopen_solver.heuristics import default_performance_config, pingpong_form
     p = _p("-n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1")
     rules = default_performance_config(p, SM90, allow_model=False)
-    assert default_performance_config(p, SM90) == cm.default_config(p, SM90, rules)
+    # the model's pick, in its ping-pong form where it is a one-warpgroup TMA tile
+    assert default_performance_config(p, SM90) == pingpong_form(p, SM90, cm.default_config(p, SM90, rules))
     nchw = parse("convfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem
-    assert default_performance_config(nchw, SM90) == default_performance_config(nchw, SM90, allow_model=False)
+    assert default_performance_config(nchw, SM90) == pingpong_form(
+        nchw, SM90, default_performance_config(nchw, SM90, allow_model=False))
     sm80 = get_target("sm_80")
     assert default_performance_config(p, sm80) == default_performance_config(p, sm80, allow_model=False)
 

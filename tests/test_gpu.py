@@ -273,14 +273,23 @@ def test_short_k_default_verifies(engine, dtype, line):
     against the float64 reference with NaN-poisoned dX, in NHWC and in MIOpen's NCHW."""
     if not engine.target.wgmma:
         pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
-    from miopen_solver.heuristics import SHORT_K_DEFAULT, default_performance_config
+    from miopen_solver.heuristics import SHORT_K_DEFAULT
+    _default_and_nchw_verify(engine, dtype, line, lambda cfg: cfg == SHORT_K_DEFAULT, seed=29)
+
+
+def _default_and_nchw_verify(engine, dtype: str, line: str, expected, seed: int):
+    """The NHWC default of MIOpenDriver ``line`` in ``dtype`` satisfies ``expected`` and runs
+    against the float64 reference with NaN-poisoned dX; the line in MIOpen's NCHW runs its own
+    default through the whole launch plan."""
+    from miopen_solver.heuristics import default_performance_config
+    from miopen_solver.solver import DgradSolver
     p = _nhwc_problem(dtype, line)
     cfg = default_performance_config(p, engine.target)
-    assert cfg == SHORT_K_DEFAULT, cfg.serialize()
-    assert _check(engine, p, cfg, np.random.default_rng(29)) is not None
-    from miopen_solver.solver import DgradSolver
+    assert expected(cfg), cfg.serialize()
+    assert _check(engine, p, cfg, np.random.default_rng(seed)) is not None
     base = {"fp16": "convfp16", "bf16": "convbfp16"}[dtype]
-    _verify_solution(engine, DgradSolver().find_solution(parse(f"{base} {line} -F 2").problem, engine.target), seed=31)
+    _verify_solution(engine, DgradSolver().find_solution(parse(f"{base} {line} -F 2").problem, engine.target),
+                     seed=seed + 2)
 
 
 # grids under one wave (miopen_solver.sub_wave): SE 1x1 layers on 1x1 images at a small N,
@@ -555,6 +564,33 @@ def test_pingpong_verifies(engine, line, cus, cfg):
     target = engine.target.with_(num_cus=cus) if cus else None
     if _check(engine, p, cfg, np.random.default_rng(47), target=target) is None:
         pytest.skip("config not valid for this problem")
+
+
+# Problems whose default is the ping-pong form of a one-warpgroup TMA tile
+# (miopen_solver.heuristics.pingpong_form): a 1x1 at 64x128 (8 stages), a 1x7 and a 1x3 (TMA
+# boxes of asymmetric windows), 3x3 at 128x128 (7 stages) on 20x20 and 33x33 images (row tails),
+# a 7x1, a dilated 3x3 on a 24x16 image. Select with ``-k pingpong_default``.
+PINGPONG_DEFAULT_LINES = [
+    "-n 48 -c 128 -H 28 -W 28 -k 512 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "-n 64 -c 128 -H 17 -W 17 -k 128 -y 1 -x 7 -p 0 -q 3 -u 1 -v 1",
+    "-n 48 -c 384 -H 8 -W 8 -k 384 -y 1 -x 3 -p 0 -q 1 -u 1 -v 1",
+    "-n 8 -c 512 -H 20 -W 20 -k 128 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
+    "-n 4 -c 256 -H 33 -W 33 -k 256 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",
+    "-n 64 -c 160 -H 17 -W 17 -k 192 -y 7 -x 1 -p 3 -q 0 -u 1 -v 1",
+    "-n 16 -c 144 -H 24 -W 16 -k 144 -y 3 -x 3 -p 2 -q 2 -u 1 -v 1 -l 2 -j 2",
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", PINGPONG_DEFAULT_LINES)
+def test_pingpong_default_verifies(engine, dtype, line):
+    """Each line's NHWC default is a ping-pong tile (on targets with warpgroup MMA) and runs
+    against the float64 reference with NaN-poisoned dX; the same line in MIOpen's NCHW runs
+    its own default through the whole launch plan."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    _default_and_nchw_verify(engine, dtype, line, lambda cfg: cfg.schedule is KernelSchedule.WGMMA_TMA_PINGPONG,
+                             seed=59)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS_PINGPONG[:3], ids=lambda c: "pingpong-" + c.serialize())

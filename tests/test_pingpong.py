@@ -14,13 +14,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kernel_emu
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.heuristics import search_space
-from miopen_solver.spec import is_valid_performance_config, make_spec
+from miopen_solver.spec import is_valid_performance_config, launch_spec, make_spec
 from miopen_solver.target import get_target
 
 PP = KernelSchedule.WGMMA_TMA_PINGPONG
@@ -242,3 +244,81 @@ def test_the_nchw_tma_schedule_takes_the_hand_off_only_without_its_shifting_prod
                                  perf_config="64,128,64,1,1,64,128,0,0,0,1,-1,4,13")
     text = shift.kernels[0].source.text
     assert shift.spec.block == (256, 1, 1) and "setmaxnreg" not in text and "dg_nt_shift_smem" in text
+
+
+# ------------------------------------------------------------- the default's ping-pong form
+def test_pingpong_form_runs_a_one_warpgroup_tma_tile_on_two_warpgroups_at_the_deepest_stages():
+    from miopen_solver.heuristics import pingpong_form
+    # 64x128 tile: a stage is A 64x64 + B 64x128 halves = 8192 + 16384 = 24576 bytes; 8 stages
+    # (196608 + barriers) fit the 227 KB of an sm_90 block, so the deepest, 8, is taken. Its
+    # one-warpgroup blocks: 4 stages = 98304 + 64 + 1024 = 99392 bytes, 2 on a multiprocessor
+    # (233472 // 100416), as many warpgroups as one ping-pong block multiplies with
+    one = PerfConfig.parse("64,128,64,1,1,64,128,0,0,0,1,-1,4,3")
+    assert make_spec(P1X1, SM90, one).resident_blocks == 2
+    assert pingpong_form(P1X1, SM90, one) == one.replace(schedule=PP, stages=8)
+    # 128x128: 32768 bytes a stage; 7 stages = 229376 + 7 x 16 (stage barriers) + 16 (turn
+    # barriers) + 1024 (alignment) = 230528 <= 232448 (227 KB); 8 stages (262144) do not fit
+    two = PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,4,3")
+    assert pingpong_form(P1X1, SM90, two) == two.replace(schedule=PP, stages=7)
+    assert make_spec(P1X1, SM90, two.replace(schedule=PP, stages=7)).lds_bytes == 230528
+    assert not is_valid_performance_config(P1X1, SM90, two.replace(schedule=PP, stages=8))[0]
+
+
+def test_pingpong_form_keeps_tiles_of_which_more_warpgroups_fit_and_strided_problems():
+    from miopen_solver.heuristics import pingpong_form
+    # 64x64 at 4 stages: 4 x 16384 + 64 + 1024 = 66624 bytes, 3 blocks (233472 // 67648): three
+    # warpgroups multiply on a multiprocessor, the ping-pong block two -- the tile stays
+    small = PerfConfig.parse("64,64,64,1,1,64,64,0,0,0,1,-1,4,3")
+    assert make_spec(P1X1, SM90, small).resident_blocks == 3
+    assert pingpong_form(P1X1, SM90, small) == small
+    # at 6 stages two such blocks fit: ping-pong form again (8 stages)
+    assert pingpong_form(P1X1, SM90, small.replace(stages=6)) == small.replace(schedule=PP, stages=8)
+    # stride 2 (3x3 and 1x1): the tile stays
+    for args in ("-n 32 -c 640 -H 32 -W 32 -k 640 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+                 "-n 24 -c 512 -H 28 -W 28 -k 1024 -y 1 -x 1 -u 2 -v 2"):
+        one = PerfConfig.parse("64,128,64,1,1,64,128,0,0,0,1,-1,4,3")
+        assert pingpong_form(_problem(args), SM90, one) == one
+
+
+@pytest.mark.parametrize("cfg", [
+    "128,256,64,2,1,64,256,0,0,0,1,-1,4,3",       # two warpgroups on one tile: cooperative stays
+    "64,128,64,1,1,64,128,0,0,0,2,-1,4,3",        # split-K work units: ping-pong has no split
+    "64,128,64,1,1,64,128,0,0,0,1,-1,4,3,3",      # stream-K
+    "64,128,64,1,1,64,128,0,0,0,1,-1,4,1",        # plain warpgroup schedule
+    "64,128,64,1,1,64,128,0,0,0,1,-1,4,10",       # the patch GEMM's TMA schedule
+])
+def test_pingpong_form_leaves_every_other_config_alone(cfg):
+    from miopen_solver.heuristics import pingpong_form
+    c = PerfConfig.parse(cfg)
+    assert pingpong_form(P1X1, SM90, c) == c
+
+
+def test_pingpong_form_keeps_a_tile_no_pingpong_depth_serves():
+    from miopen_solver.heuristics import pingpong_form
+    # fp32 is not served by the ping-pong schedule (fp16/bf16 only): the config comes back as is
+    p = _problem("-n 32 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1", base="conv")
+    c = PerfConfig.parse("64,128,64,1,1,64,128,0,0,0,1,-1,4,3")
+    assert pingpong_form(p, SM90, c) == c
+
+
+# Every default of an NVIDIA sm_90 fp16/bf16 problem that would be a one-warpgroup TMA tile of
+# two or fewer blocks a multiprocessor on a stride-1 problem is its ping-pong form: random
+# channel counts, images, filters, strides and layouts.
+@settings(max_examples=60, deadline=None)
+@given(c=st.sampled_from([64, 96, 128, 160, 192, 256, 384, 512, 640, 1024, 2048]),
+       k=st.sampled_from([64, 128, 192, 256, 320, 384, 512, 1024, 2048]),
+       hw=st.sampled_from([7, 8, 14, 16, 17, 28, 33, 56]), n=st.sampled_from([1, 4, 8, 16, 24, 32, 48, 64, 128]),
+       f=st.sampled_from([(1, 1, 1), (3, 3, 1), (3, 3, 2), (1, 7, 1), (7, 1, 1), (1, 1, 2)]),
+       dtype=st.sampled_from(["convfp16", "convbfp16"]), layout=st.sampled_from([NHWC, "-F 2"]))
+def test_defaults_take_the_pingpong_form_where_it_keeps_the_warpgroups(c, k, hw, n, f, dtype, layout):
+    from miopen_solver.heuristics import default_performance_config
+    y, x, u = f
+    p = _problem(f"-n {n} -c {c} -H {hw} -W {hw} -k {k} -y {y} -x {x} -p {y // 2} -q {x // 2} -u {u} -v {u}",
+                 base=dtype, layout=layout)
+    cfg = default_performance_config(p, SM90)
+    one_wg_tma = (cfg.schedule is KernelSchedule.WGMMA_TMA and cfg.warp_m == cfg.warp_n == 1
+                  and cfg.split_k in (1, -1) and cfg.split_k_reduce == 0)
+    if one_wg_tma:      # kept only where its blocks outnumber a ping-pong block's 2 warpgroups, or strided
+        assert u > 1 or launch_spec(p, SM90, cfg).resident_blocks > 2, cfg.serialize()
+    if cfg.schedule is PP:
+        assert is_valid_performance_config(p, SM90, cfg)[0]
