@@ -23,7 +23,9 @@
    problems the log holds. The table, the CSV and the perf-db are made from the log, so a
    crash or Ctrl-C loses at most the configs in flight.
 
-Exit status: 0 every problem has a winner; 1 some problem has none; 2 bad input (before
+Exit status: 0 every problem has a winner; 1 some problem has none, or a line of FILE is an
+error (it does not parse, or its flags or input files cannot be honoured: the lines ``batch``
+lists as ``error`` rows, and exits 1 for), after the rest has run; 2 bad input (before
 anything runs) or a CSV/perf-db write failing at the end (results printed first); 130
 interrupted (what was logged is written to the CSV and the perf-db first).
 """
@@ -102,6 +104,7 @@ class Problem:
 class Skipped:
     line: int
     reason: str
+    error: bool = False               # the line is bad input (batch's error row): the campaign exits 1
 
 
 # --------------------------------------------------------------------- problems
@@ -128,7 +131,7 @@ def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
         except MiopenCommandError as e:
             if o.file is None:
                 raise
-            skipped.append(Skipped(n, f"error: {one_line(e)}"))
+            skipped.append(Skipped(n, f"error: {one_line(e)}", error=True))
             continue
         forw = int(cmd.flags["forw"])
         if forw != 2:
@@ -140,7 +143,7 @@ def read_problems(o: CampaignOptions, device, seed: int) -> tuple:
         except UserError as e:
             if o.file is None:
                 raise
-            skipped.append(Skipped(n, f"error: {one_line(e)}"))
+            skipped.append(Skipped(n, f"error: {one_line(e)}", error=True))
             continue
         cmd, _ = for_target(cmd, target)        # -M 0 where there is no TF32: IEEE fp32 (its key too)
         problem = cmd.problem
@@ -680,7 +683,7 @@ def _report(o, device, problems, skipped, ignored, records, arch, run, executor,
             lines.append(f"Wrote {n} rows to {o.csv}")
     if o.store:
         lines.append(_store(o, problems, verdicts, arch, errors))
-    status = EXIT_OK if no_winner == 0 else EXIT_VERIFY_FAILED
+    status = EXIT_OK if no_winner == 0 and not any(s.error for s in skipped) else EXIT_VERIFY_FAILED
     if interrupted:
         lines.append(f"Interrupted: {run.timed_now} configs of this session are in the log; --resume continues")
         click.echo("dgrad-driver: interrupted", err=True)

@@ -42,7 +42,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from miopen_solver.text import shorten
+from miopen_solver.text import json_text, shorten
 
 from . import workers
 from .options import UserError
@@ -596,7 +596,7 @@ def _main(argv) -> int:
     ignore_sigint()                   # the provenance probe: a Ctrl-C is the driver's
     if len(argv) == 2 and argv[0] == "provenance":
         from miopen_solver.provenance import device_provenance
-        print(json.dumps(device_provenance(argv[1]), sort_keys=True))
+        print(json_text(device_provenance(argv[1]), sort_keys=True))
         return 0
     print("usage: python -m driver.executors provenance BACKEND", file=sys.stderr)
     return 2

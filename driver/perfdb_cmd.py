@@ -27,7 +27,6 @@ stderr.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 
@@ -40,7 +39,7 @@ from miopen_solver.fileio import STDOUT, read_text, write_text
 from miopen_solver.miopen_db import SCHEMA_VERSION, user_db_dir, user_perfdb_name
 from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
-from miopen_solver.text import CUT_LIMIT, shorten
+from miopen_solver.text import CUT_LIMIT, json_text, shorten
 
 from .options import (PERFDB_ALLOWED, Group, UserError, check_count, check_output_file, file_error, json_option,
                       perfdb_label, run_and_print, warn)
@@ -229,7 +228,7 @@ def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
         raise _db_error(perfdb, e) from None
     _warn_skipped(db)
     if as_json:
-        return 0, [json.dumps([{"problem_key": r.problem_key, "arch": r.arch, "solver": r.solver,
+        return 0, [json_text([{"problem_key": r.problem_key, "arch": r.arch, "solver": r.solver,
                                 "perf_config": r.values, "time_ms": r.time_ms} for r in recs])]
     return 0, [f"{r.arch} {r.problem_key} {r.solver} {r.values} "
                f"{'%.6f ms' % r.time_ms if r.time_ms is not None else '(no time)'}" for r in recs]

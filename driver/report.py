@@ -266,7 +266,8 @@ def json_record(*, command, problem, solution, backend, seed, status: str, timin
     """One machine-readable record of a run (``dgrad-driver ... --json``).
 
     The solution's facts are those ``dgrad-driver config --json`` reports, from
-    :class:`~miopen_solver.solver.Solution`: ``kernel_name`` (with ``+transpose_<tensors>``
+    :class:`~miopen_solver.solver.Solution`: ``schedule`` (the kernel schedule's slug, config's
+    ``spec.schedule``), ``kernel_name`` (with ``+transpose_<tensors>``
     when layout transforms run around the kernel), ``workspace_bytes`` (the solution's whole
     device workspace: the transforms' NHWC copies plus the kernel's own), ``notes``,
     ``layout_transforms``, ``split_n`` and ``split_k_reduce`` (``mode`` none/atomic/workspace,
@@ -306,6 +307,7 @@ def json_record(*, command, problem, solution, backend, seed, status: str, timin
         "math": solution.math,
         "tolerance": solution.tolerance,
         "perf_config": spec.config.serialize(),
+        "schedule": spec.schedule.slug,
         "config_source": solution.source,
         "perfdb": solution.perfdb_path,
         "tuned_ms": tuned_ms,

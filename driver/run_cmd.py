@@ -47,7 +47,7 @@ from miopen_solver.reference import Verdict
 from miopen_solver.config import SPLIT_K_REDUCE
 from miopen_solver.solver import KOUTER, MAX_SPLIT_K, DgradSolver
 from miopen_solver.target import Target, get_target
-from miopen_solver.text import shorten, without_bytes_reprs
+from miopen_solver.text import json_text, shorten, without_bytes_reprs
 from miopen_solver.tf32 import ENV_OVERRIDES, MATH_DEFAULT
 from miopen_solver.tf32 import resolve as resolve_tf32
 
@@ -671,7 +671,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     spec = solution.spec
     aux_ms = (time.perf_counter() - t_aux) * 1e3
     if o.print_name_only:
-        return EXIT_OK, [json.dumps({"kernel_name": solution.kernel_name}) if o.as_json else solution.kernel_name]
+        return EXIT_OK, [json_text({"kernel_name": solution.kernel_name}) if o.as_json else solution.kernel_name]
 
     base = dict(command=cmd.command_line(), problem=problem, solution=solution)
     lines = [report.echo_line(cmd.argv)]
@@ -690,7 +690,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
             if search_notes:
                 rec["search"] = {"ran": False, "notes": search_notes}
             rec["info"] = infos
-            return status, [json.dumps(rec, sort_keys=True)]
+            return status, [json_text(rec, sort_keys=True)]
         return status, (known if emit is None else []) + more
 
     seed = prng.resolve_seed(o.environ)
@@ -767,7 +767,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         elif search_notes:          # asked, and not run: why
             rec["search"] = {"ran": False, "notes": search_notes}
         rec["info"] = infos
-        return status, [json.dumps(rec, sort_keys=True)]
+        return status, [json_text(rec, sort_keys=True)]
 
     dumps = vrec["dumps"] if vrec else []
     lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")

@@ -35,8 +35,6 @@ backward-data line (``-F 2``) and refuses anything else as bad input (exit 2).
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from miopen_solver import SOLVER_NAME
@@ -46,7 +44,7 @@ from miopen_solver.errors import MiopenCommandError, PerfConfigError
 from miopen_solver.perfdb import default_path
 from miopen_solver.solver import DgradSolver
 from miopen_solver.target import get_target
-from miopen_solver.text import cut_values
+from miopen_solver.text import cut_values, json_text
 
 from .options import Command, UserError, arch_target, error_line, perfdb_label, warn
 from .run_cmd import (SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k, check_split_k_reduce, for_target,
@@ -188,7 +186,7 @@ def _verdict_text(doc: dict) -> str:
 
 
 def _emit(doc: dict, as_json: bool, text: str) -> None:
-    click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else text)
+    click.echo(json_text(doc, indent=2, sort_keys=True) if as_json else text)
 
 
 @click.command("applicable", cls=Command, context_settings=_SETTINGS)

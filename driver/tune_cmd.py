@@ -33,7 +33,6 @@ line); 3 never (worker failures are rows).
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -47,6 +46,7 @@ from miopen_solver.errors import PerfDbError
 from miopen_solver.heuristics import stream_k_reason
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
+from miopen_solver.text import json_text
 
 from . import report, workers
 from .campaign_cli import campaign_options, wants_campaign
@@ -71,6 +71,7 @@ class TuneRow:
     split_k: int
     lds_k_outer: bool
     split_k_reduce: str = "none"      # none | atomic | workspace
+    schedule: str = ""               # the kernel schedule's slug (config --json's spec.schedule)
     status: str = "pending"          # "ok" | "failed"
     average_ms: float | None = None
     median_ms: float | None = None
@@ -336,7 +337,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     picked = select_configs(candidates, o.max_configs)
     if o.list_only:  # needs no device: the configs depend only on the problem and the target
         listed = [c.serialize() for c in picked]
-        return EXIT_OK, [json.dumps(listed)] if o.as_json else listed
+        return EXIT_OK, [json_text(listed)] if o.as_json else listed
     if device.compile_only:
         raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "
                         f"use --backend cpu to tune on the CPU engine, or --list to print the configs")
@@ -350,7 +351,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
         sol = solver.get_solution(problem, target, cfg)
         solutions[cfg.serialize()] = sol
         rows.append(TuneRow(i, cfg.serialize(), sol.kernel_name, sol.spec.split_k, sol.spec.lds_k_outer,
-                            getattr(sol.spec, "split_k_reduce", "none")))
+                            getattr(sol.spec, "split_k_reduce", "none"), sol.spec.schedule.slug))
 
     seed = prng.resolve_seed(o.environ)
     f = cmd.flags
@@ -408,7 +409,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
                "rows": [r.as_dict() for r in ok_rows + failed_rows],
                "winner": winner.as_dict() if winner else None, "perfdb": stored,
                "csv": {"path": o.csv, "rows": csv_rows} if o.csv else None}
-        return _finish(status, [json.dumps(rec, sort_keys=True)], errors)
+        return _finish(status, [json_text(rec, sort_keys=True)], errors)
 
     if budget_hit:
         lines.append(f"Time budget {o.time_budget:g} s reached: timed {timed} of {len(rows)} configs")

@@ -98,6 +98,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +110,7 @@ from .fileio import read_text, write_text
 from .problem import ConvProblem
 from .solver import DgradSolver
 from .target import Target, get_target
-from .text import shorten, text_lines
+from .text import json_error, json_text, shorten, text_lines
 from .tf32 import resolve as resolve_tf32
 
 GOLDEN_TARGETS = ("gfx942", "sm_90")
@@ -147,20 +148,26 @@ MAX_FILE_BYTES = 64 << 20
 """The largest fixture file read (64 MiB; the committed ones are a few hundred KiB)."""
 
 _NUMBER = "number"
+_MAGNITUDE = "magnitude"
+"""A finite number >= 0 (an rms error, a tolerance: ``NaN``, an infinity or a negative
+one would make every replay drift, or pass, whatever the code computes)."""
+_TARGET_SCHEMA = {"applicable": bool, "reasons": [str], "notes": [str], "perf_config": str,
+                  "kernel_name": str, "grid": [int], "block": int, "shared_bytes": int,
+                  "source_sha256": str, "defines_sha256": str, "split_n": [int], "workspace_bytes": int,
+                  "perf_config_refused": str}
 _EXPECT_SCHEMA = {
     "parse_error": {"flag": str, "message": str, "value": (str, None)},
     "problem_key": str,
-    "targets": {"*": {"applicable": bool, "reasons": [str], "notes": [str], "perf_config": str,
-                      "kernel_name": str, "grid": [int], "block": int, "shared_bytes": int,
-                      "source_sha256": str, "defines_sha256": str, "split_n": [int], "workspace_bytes": int,
-                      "perf_config_refused": str}},
-    "numerics": {"command": str, "ok": bool, "rms_error": _NUMBER, "tolerance": _NUMBER, "nonfinite": int,
+    "targets": {arch: _TARGET_SCHEMA for arch in GOLDEN_TARGETS},
+    "numerics": {"command": str, "ok": bool, "rms_error": _MAGNITUDE, "tolerance": _MAGNITUDE, "nonfinite": int,
                  "skipped": str, "arch": str},
 }
 """The shape of ``expect`` (module docstring): a dict maps keys to the shape of their value
-(``"*"``: any key), ``[t]`` is a list of ``t``, a tuple allows several, ``None`` is JSON null."""
+(``"*"``: any key; ``targets`` takes the :data:`GOLDEN_TARGETS` alone), ``[t]`` is a list of
+``t``, a tuple allows several, ``None`` is JSON null."""
 
-_TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", _NUMBER: "a number", None: "null"}
+_TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", _NUMBER: "a number",
+               _MAGNITUDE: "a finite number >= 0", None: "null"}
 
 
 class FixtureError(ValueError):
@@ -197,7 +204,7 @@ class Fixture:
 
 def dumps(record: dict) -> str:
     """One record as its canonical line: JSON, keys sorted, no trailing newline."""
-    return json.dumps(record, sort_keys=True, ensure_ascii=False)
+    return json_text(record, sort_keys=True, ensure_ascii=False)
 
 
 def fixture_files(paths) -> list:
@@ -242,7 +249,10 @@ def load_file(path) -> list:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
-            raise FixtureError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+            raise FixtureError(f"{where}: not valid JSON ({json_error(e)})") from None
+        except ValueError:              # json's int(): a number past Python's digit limit
+            raise FixtureError(f"{where}: not valid JSON (a number of more than "
+                               f"{sys.get_int_max_str_digits()} digits)") from None
         except RecursionError:
             raise FixtureError(f"{where}: JSON nested too deeply") from None
         if not isinstance(rec, dict):
@@ -305,8 +315,8 @@ def _check_shape(value, shape, key: str, where: str) -> None:
     else:
         shapes = shape if isinstance(shape, tuple) else (shape,)
         if not any(_is(value, t) for t in shapes):
-            raise FixtureError(f"{where}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in shapes)}, "
-                               f"got {_json_type(value)}")
+            got = _json_number(value) if _MAGNITUDE in shapes and _is(value, _NUMBER) else _json_type(value)
+            raise FixtureError(f"{where}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in shapes)}, got {got}")
 
 
 def _is(value, t) -> bool:
@@ -314,9 +324,16 @@ def _is(value, t) -> bool:
         return value is None
     if t is _NUMBER:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t is _MAGNITUDE:
+        return _is(value, _NUMBER) and (isinstance(value, int) or math.isfinite(value)) and value >= 0
     if t is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, t)
+
+
+def _json_number(value) -> str:
+    """A number as the file spells it (``NaN``, ``-Infinity``, ``-0.5``)."""
+    return shorten(json.dumps(value))
 
 
 def _json_type(value) -> str:
@@ -748,7 +765,7 @@ def new_golden(result: Result) -> dict:
     """The record :func:`update_golden` writes for a drifted result: the computed one,
     except that an rms error still inside the band keeps its golden value (so replaying
     on another BLAS build does not churn the file)."""
-    new = json.loads(json.dumps(result.actual))
+    new = json.loads(json_text(result.actual))
     old = (result.fixture.expect or {}).get("numerics") or {}
     num = new.get("numerics") or {}
     if ("rms_error" in old and "rms_error" in num and old.get("tolerance") == num.get("tolerance")

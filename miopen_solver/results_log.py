@@ -27,7 +27,7 @@ import stat
 from dataclasses import dataclass, field
 
 from .errors import FileError
-from .text import shorten
+from .text import json_text, shorten
 
 ALLOWED = "a regular file, or a new file in an existing, writable directory"
 FORMAT = 1
@@ -209,8 +209,8 @@ class ResultsLog:
         """
         if self._fd is None:
             raise ValueError("the log is not open")
-        line = json.dumps({"log_format": FORMAT, **record}, sort_keys=True, separators=(",", ":"),
-                          default=str) + "\n"
+        line = json_text({"log_format": FORMAT, **record}, sort_keys=True, separators=(",", ":"),
+                         default=str) + "\n"
         data = line.encode()
         try:
             n = os.write(self._fd, data)

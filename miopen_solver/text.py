@@ -6,11 +6,17 @@
   errors and warnings of the CLI);
 * :func:`text_lines` splits a file's text into lines at ``"\\n"`` only (``str.splitlines``
   also breaks at U+2028, U+0085, form feed and other characters that can sit inside a
-  line), after dropping a leading byte-order mark; a ``"\\r"`` before the ``"\\n"`` goes too.
+  line), after dropping a leading byte-order mark; a ``"\\r"`` before the ``"\\n"`` goes too;
+* :func:`json_text` serialises every JSON the driver and the library write (stdout
+  ``--json`` records, results logs, fixture files) as strict JSON: a non-finite float
+  (NaN, an infinity) is ``null``, never the ``NaN``/``Infinity`` strict parsers reject;
+* :func:`json_error` words a ``json.JSONDecodeError`` for a message (what and the column).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 
 CUT_LIMIT = 60
@@ -79,3 +85,30 @@ def cut_values(message: str) -> str:
         return shorten(value) + word[len(value):]
 
     return _LONG_WORD.sub(cut_word, _QUOTED.sub(lambda m: f"'{shorten(m.group(1))}'", message))
+
+
+def json_safe(value):
+    """``value`` with every non-finite float (NaN, an infinity) in it, at any depth of
+    dicts, lists and tuples, replaced by None; anything else is returned as it is."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def json_text(value, **kwargs) -> str:
+    """``json.dumps(value, **kwargs)`` as strict JSON: :func:`json_safe` first (a non-finite
+    float is ``null``), then ``allow_nan=False``, so a value that still slips through raises
+    ``ValueError`` rather than writing ``NaN``. Every JSON the driver and the library write
+    goes through it."""
+    return json.dumps(json_safe(value), allow_nan=False, **kwargs)
+
+
+def json_error(e: json.JSONDecodeError) -> str:
+    """A decode error for a message, ``<what> at column <n>``: ``json``'s own ``msg`` ends
+    in ``at`` for some errors (``Unterminated string starting at``), not doubled here."""
+    what = e.msg[:-len(" at")] if e.msg.endswith(" at") else e.msg
+    return f"{what} at column {e.colno}"

@@ -219,10 +219,15 @@ def test_long_values_are_cut_to_where_they_differ(expected, actual, shown):
     ("targets.sm_90.applicable", 1, "expect.targets.sm_90.applicable must be true or false, got a number"),
     ("targets.sm_90.reasons", [None], "expect.targets.sm_90.reasons[0] must be a string, got null"),
     ("numerics", [1], "expect.numerics must be a JSON object, got a list"),
-    ("numerics.rms_error", "small", "expect.numerics.rms_error must be a number, got a string"),
-    ("numerics.tolerance", {"a": 1}, "expect.numerics.tolerance must be a number, got an object"),
+    ("numerics.rms_error", "small", "expect.numerics.rms_error must be a finite number >= 0, got a string"),
+    ("numerics.tolerance", {"a": 1}, "expect.numerics.tolerance must be a finite number >= 0, got an object"),
     ("problem_key", 5, "expect.problem_key must be a string, got a number"),
     ("surprise", 1, "unknown key expect.surprise; allowed: parse_error, problem_key, targets, numerics"),
+    ("targets.sm_99", {"applicable": False, "reasons": [], "notes": []},
+     "unknown key expect.targets.sm_99; allowed: gfx942, sm_90"),
+    ("numerics.tolerance", -0.5, "expect.numerics.tolerance must be a finite number >= 0, got -0.5"),
+    ("numerics.tolerance", None, "expect.numerics.tolerance must be a finite number >= 0, got null"),
+    ("numerics.rms_error", -1, "expect.numerics.rms_error must be a finite number >= 0, got -1"),
 ])
 def test_malformed_golden_is_one_line_exit_2(tmp_path, path, value, why):
     """A golden of the wrong shape is refused when the file is loaded (it gave tracebacks
@@ -270,9 +275,31 @@ def test_malformed_parse_error_and_deep_nesting_are_one_line_exit_2(tmp_path):
     one_line_error(invoke(f), "t.jsonl:1: JSON nested too deeply")
     f.write_text('{"id": "a", "source": "s", "command": "c", "expect": {"targets": ' + '{"x": ' * 50 + "1"
                  + "}" * 50 + "}}\n")
-    one_line_error(invoke(f), "t.jsonl:1: unknown key expect.targets.x.x; allowed: applicable, reasons")
+    one_line_error(invoke(f), "t.jsonl:1: unknown key expect.targets.x; allowed: gfx942, sm_90")
     f.write_text(fx.dumps({"id": "a", "source": "s", "command": "c", "expect": {"k" * 10_000: 1}}) + "\n")
     one_line_error(invoke(f), "t.jsonl:1: unknown key expect.kkk", "(10007 characters)")
+
+
+@pytest.mark.parametrize("path,value,why", [
+    ("targets.sm_99", {"applicable": False, "reasons": [], "notes": []},
+     "unknown key expect.targets.sm_99; allowed: gfx942, sm_90"),
+    ("numerics.tolerance", float("nan"), "expect.numerics.tolerance must be a finite number >= 0, got NaN"),
+    ("numerics.tolerance", float("inf"), "expect.numerics.tolerance must be a finite number >= 0, got Infinity"),
+    ("numerics.rms_error", float("-inf"), "expect.numerics.rms_error must be a finite number >= 0, got -Infinity"),
+])
+def test_an_unknown_target_or_a_non_finite_tolerance_is_refused_before_update_golden(tmp_path, path, value, why):
+    """A golden target name that is not a golden target (``sm_99``) was a drift that
+    ``--update-golden`` then dropped without a word; a ``NaN`` tolerance made every rms error
+    drift. Both are refused when the file is loaded, as other unknown keys and wrong types
+    are: one line, exit 2, the file left as it was."""
+    f = tmp_path / "t.jsonl"
+    recs = [{"id": k, "source": f"test {k}", "command": v, "expect": GOLDEN[k]} for k, v in LINES.items()]
+    recs[0] = {**recs[0], "expect": tampered("tiny_fp16", path, value)["tiny_fp16"]}
+    f.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in recs))     # NaN as a file may spell it
+    before = f.read_bytes()
+    one_line_error(invoke(f), f"t.jsonl:1: {why}")
+    one_line_error(invoke(f, "--update-golden"), f"t.jsonl:1: {why}")
+    assert f.read_bytes() == before
 
 
 def test_every_computed_golden_has_the_checked_shape():

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..errors import CompileError
 from ..target import compile_arch
+from ..text import json_text
 from ..runtime.cache import cache_key
 
 CLANG_CANDIDATES = ("clang-19", "clang-20", "clang-18", "clang")
@@ -67,7 +68,7 @@ def _cached(cache, key: str, fields: tuple) -> dict | None:
 
 def _store(cache, key: str, rec: dict) -> None:
     if cache is not None:
-        cache.put(key, json.dumps(rec).encode())
+        cache.put(key, json_text(rec).encode())
 
 
 def find_amd_clang() -> str | None:
