@@ -43,7 +43,7 @@ import click
 from miopen_solver import SOLVER_NAME, memory, prng
 from miopen_solver.config import SPLIT_K_REDUCE
 from miopen_solver.errors import PerfDbError
-from miopen_solver.heuristics import stream_k_reason
+from miopen_solver.heuristics import sample_configs, stream_k_reason
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.solver import DgradSolver
 from miopen_solver.text import json_text
@@ -92,16 +92,11 @@ class TuneRow:
 
 
 def select_configs(candidates: list, max_configs: int | None) -> list:
-    """``candidates`` when ``max_configs`` is None or covers them all, else the first (the
-    default) plus ``max_configs - 1`` evenly spaced over the rest, in search order."""
-    if max_configs is None or max_configs >= len(candidates):
-        return list(candidates)
-    if max_configs <= 1:
-        return list(candidates[:1])
-    rest = candidates[1:]
-    picks = max_configs - 1
-    idx = sorted({(i * len(rest)) // picks for i in range(picks)})
-    return [candidates[0]] + [rest[i] for i in idx]
+    """``candidates`` (a search order, the default first) when ``max_configs`` is None or
+    covers them all, else the stratified sample a campaign takes
+    (:func:`~miopen_solver.heuristics.sample_configs`): the default, then round-robin over
+    the kernel schedules and their tile shapes, in search order."""
+    return sample_configs(list(candidates), max_configs)
 
 
 class Progress:

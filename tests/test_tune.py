@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT
 from driver import workers
 from driver.cli import main
+from miopen_solver.config import KernelSchedule
 from driver.tune_cmd import CSV_FIELDS, Progress, TuneOptions, select_configs, tune_line
 from miopen_solver import SOLVER_NAME, prng
 from miopen_solver.command import parse
@@ -52,14 +53,20 @@ def read_csv(path):
 
 
 # ------------------------------------------------------------------ selection
-def test_select_configs_keeps_the_default_and_spreads_the_rest():
-    items = list(range(10))
-    assert select_configs(items, None) == items
-    assert select_configs(items, 10) == items and select_configs(items, 50) == items
-    assert select_configs(items, 1) == [0]
-    # default + 3 of the 9 others at indices 0, 3, 6 of the rest
-    assert select_configs(items, 4) == [0, 1, 4, 7]
-    assert select_configs(items, 2) == [0, 1]
+def test_select_configs_keeps_the_default_and_samples_every_schedule():
+    assert select_configs(CANDIDATES, None) == CANDIDATES
+    assert select_configs(CANDIDATES, len(CANDIDATES)) == CANDIDATES
+    assert select_configs(CANDIDATES, 1) == CANDIDATES[:1]
+    # sm_90: the search holds several schedules; a sample of as many configs as there are
+    # schedules reaches each of them (the campaign's stratified sample), in search order
+    p = parse("convfp16 -n 2 -c 128 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -F 2 "
+              "--in_layout NHWC --out_layout NHWC --fil_layout NHWC").problem
+    cands = list(DgradSolver().search(p, get_target("sm_90")))
+    schedules = {c.schedule for c in cands}
+    assert KernelSchedule.WGMMA_TMA_PINGPONG in schedules
+    got = select_configs(cands, len(schedules))
+    assert got[0] == cands[0] and {c.schedule for c in got} == schedules
+    assert got == sorted(got, key=cands.index)
 
 
 def test_list_prints_the_sweep(capsys):
