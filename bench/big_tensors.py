@@ -15,7 +15,6 @@ offset is wrong reads other values than the reference.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from miopen_solver import layouts  # noqa: E402
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.reference import verify  # noqa: E402
 from miopen_solver.solver import DgradSolver  # noqa: E402
-from miopen_solver.text import shorten  # noqa: E402
+from miopen_solver.text import json_text, shorten  # noqa: E402
 
 NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 LINES = [
@@ -116,9 +115,9 @@ def main(argv=None) -> int:
               f"{r['per_image_ratio']:.3f} |", flush=True)
         rows.append(r)
         if a.json:
-            Path(a.json).write_text(json.dumps(rows, indent=1))
+            Path(a.json).write_text(json_text(rows, indent=1))
     if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1))
+        Path(a.json).write_text(json_text(rows, indent=1))
     return 1 if bad else 0
 
 

@@ -58,7 +58,7 @@ from miopen_solver.errors import FileError, PerfConfigError, RuntimeUnavailable,
 from miopen_solver.fileio import (check_writable, read_text, run_guarding_stdout, stat_regular, write_bytes,  # noqa: E402
                                   write_text)
 from miopen_solver.layouts import dy_shape, storage_dtype, w_shape  # noqa: E402
-from miopen_solver.text import shorten  # noqa: E402
+from miopen_solver.text import json_text, shorten  # noqa: E402
 
 BASES = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}
 DTYPE_OF_BASE = {base: dtype for dtype, base in BASES.items()}
@@ -521,7 +521,7 @@ def stream_table(results, header: list, json_path=None, out_path=None) -> None:
         for line in new:
             print(line, flush=True)
         if json_path:
-            write_text(json_path, json.dumps(rows, indent=1) + "\n")
+            write_text(json_path, json_text(rows, indent=1) + "\n")
     if out_path:
         write_text(out_path, "\n".join(lines) + "\n")
 
@@ -734,7 +734,7 @@ def read_report(path) -> tuple:
 
 def report_json(meta: dict, results) -> str:
     """What ``--json`` writes: the meta and every row (:func:`read_report` reads it back)."""
-    return json.dumps({"meta": meta, "rows": results}, indent=1) + "\n"
+    return json_text({"meta": meta, "rows": results}, indent=1) + "\n"
 
 
 def load_reports(paths) -> tuple:

@@ -40,7 +40,7 @@ from miopen_solver.errors import FileError, TargetError  # noqa: E402
 from miopen_solver.fileio import read_bytes, read_text, stat_regular  # noqa: E402
 from miopen_solver.results_log import parse_log  # noqa: E402
 from miopen_solver.target import get_target  # noqa: E402
-from miopen_solver.text import shorten  # noqa: E402
+from miopen_solver.text import json_text, shorten  # noqa: E402
 
 
 LOG_ALLOWED = "a dgrad-driver tune --results log (JSON Lines, gzip allowed, a session record first)"
@@ -411,7 +411,7 @@ def _main(argv=None) -> int:
         else:
             sys.stdout.write(text)
         if a.json:
-            _write("--json", a.json, json.dumps(table, indent=1) + "\n")
+            _write("--json", a.json, json_text(table, indent=1) + "\n")
     except (OSError, ValueError) as e:     # FileError, BadInput, MiopenCommandError are ValueErrors
         print(f"default_vs_tuned: {e}", file=sys.stderr)
         return 2

@@ -16,7 +16,6 @@ Usage (on the GPU machine, from the repo root; needs torch, cuda-python, numpy):
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from compare import (BadInput, OneLineParser, _reason, _torch_dtype, check_outpu
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.config import PerfConfig  # noqa: E402
 from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
-from miopen_solver.text import shorten  # noqa: E402
+from miopen_solver.text import json_text, shorten  # noqa: E402
 
 NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 EXTRA = [
@@ -149,7 +148,7 @@ def main(argv=None) -> int:
         meta = {"device": eng.rt.device_name(), "arch": eng.target.arch, "commit": git_commit(),
                 "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                 "launches": args.launches, "replays": args.replays}
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": results}, indent=1) + "\n")
+        Path(args.json).write_text(json_text({"meta": meta, "rows": results}, indent=1) + "\n")
     return 0
 
 

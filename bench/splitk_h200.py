@@ -30,7 +30,6 @@ Usage (on the GPU machine, from the repo root; torch, cuda-python, numpy)::
 from __future__ import annotations
 
 import math
-import json
 import sys
 import time
 from pathlib import Path
@@ -44,7 +43,7 @@ from compare import (BASES, BadInput, OneLineParser, check_outputs, count_arg, g
                      time_solution)
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.errors import FileError  # noqa: E402
-from miopen_solver.text import shorten  # noqa: E402
+from miopen_solver.text import json_text, shorten  # noqa: E402
 
 VARIANTS = (("default", {}), ("sk1", {"split_k": 1}),
             ("atomic2", {"split_k": 2, "split_k_reduce": "atomic"}),
@@ -235,7 +234,7 @@ def main(argv=None) -> int:
         meta = {"device": eng.rt.device_name(), "arch": eng.target.arch, "commit": git_commit(),
                 "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                 "launches": args.launches, "replays": args.replays, "seconds": time.monotonic() - t0}
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": results}, indent=1) + "\n")
+        Path(args.json).write_text(json_text({"meta": meta, "rows": results}, indent=1) + "\n")
     return 0
 
 

@@ -30,7 +30,6 @@ Usage (on the GPU machine, from the repo root)::
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -42,6 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from compare import (BASES, BadInput, OneLineParser, _reason, check_outputs, geomean, git_commit,  # noqa: E402
                      gpu, ours_or_error, read_suite, split_label, time_cudnn)
 from miopen_solver.command import parse  # noqa: E402
+from miopen_solver.text import json_text  # noqa: E402
 from miopen_solver.fileio import write_text  # noqa: E402
 
 MODES = ("tf32", "ieee")
@@ -221,7 +221,7 @@ def _main(args) -> int:
         print(f"{r['label']}: tf32 ours {last['tf32'].get('ours_ms')} cuDNN {last['tf32'].get('cudnn_ms')}; "
               f"ieee ours {last['ieee'].get('ours_ms')} cuDNN {last['ieee'].get('cudnn_ms')}", flush=True)
         if args.json:
-            write_text(args.json, json.dumps({"header": header, "rows": results}, indent=1))
+            write_text(args.json, json_text({"header": header, "rows": results}, indent=1))
     text = render(results, header)
     print(text)
     if args.out:

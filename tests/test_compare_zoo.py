@@ -366,3 +366,14 @@ def test_the_script_refuses_in_one_line_without_a_traceback(tmp_path):
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
         assert r.stderr.count("\n") == 1 and part in r.stderr
+
+
+def test_report_json_is_strict_json_with_non_finite_times_as_null():
+    """A row whose time is NaN or infinite (a failed or overflowed measurement) is written as
+    null, never as the NaN/Infinity strict JSON parsers refuse."""
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+    rows = [{"label": "a", "ours_ms": float("nan"), "cudnn_ms": float("inf"), "ratio": 1.5}]
+    back = json.loads(compare.report_json({"commit": "x"}, rows), parse_constant=refuse)
+    assert back["rows"][0]["ours_ms"] is None and back["rows"][0]["cudnn_ms"] is None
+    assert back["rows"][0]["ratio"] == 1.5
