@@ -683,7 +683,11 @@ def _report(o, device, problems, skipped, ignored, records, arch, run, executor,
             lines.append(f"Wrote {n} rows to {o.csv}")
     if o.store:
         lines.append(_store(o, problems, verdicts, arch, errors))
-    status = EXIT_OK if no_winner == 0 and not any(s.error for s in skipped) else EXIT_VERIFY_FAILED
+    lost = [s.line for s in skipped if s.error]
+    status = EXIT_OK if no_winner == 0 and not lost else EXIT_VERIFY_FAILED
+    if lost:        # the exit status says a line was lost; say which, after the table
+        lines.append(f"Lines with errors, not tuned: {', '.join(map(str, lost))} of {where} "
+                     f"(their 'Skipped line N: error' above); exit status 1")
     if interrupted:
         lines.append(f"Interrupted: {run.timed_now} configs of this session are in the log; --resume continues")
         click.echo("dgrad-driver: interrupted", err=True)

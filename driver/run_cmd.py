@@ -357,8 +357,9 @@ def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:
     size = input_file_size(flag, path)
     item = np.dtype(dtype).itemsize
     if size != count * item:
-        raise UserError(f"{flag} {path}: holds {size // item} elements of {np.dtype(dtype).name}; "
-                        f"the problem needs {count}")
+        name = np.dtype(dtype).name
+        raise UserError(f"{flag} {path}: {size} bytes; allowed: exactly {count * item} bytes, the problem's "
+                        f"{count} {name} elements ({'x'.join(map(str, shape))} in the line's layout), raw binary")
 
 
 def check_input_files(cmd: DriverCommand) -> tuple:

@@ -399,10 +399,9 @@ def pingpong_form(problem: ConvProblem, target: Target, config: PerfConfig) -> P
     Its register hand-off (:data:`~miopen_solver.tma.WARPGROUP_REGISTERS`) fits one such block
     on a multiprocessor: 2 consumer warpgroups. One-warpgroup blocks of the TMA schedule fit
     :attr:`~miopen_solver.spec.DgradSpec.resident_blocks` of them (3 at 64x64, 2 at 64x128 and
-    128x64, 1 at 128x128 and 64x256 on the H200), so the form is taken at 2 or fewer. Strided
-    problems keep the tile: both strided layers timed at 64x128 ran slower as ping-pong. The
-    tile stays the one the rules or the cost model chose; the H200 measurements are in
-    bench/RESULTS.md (twenty-third session)."""
+    128x64, 1 at 128x128 and 64x256 on sm_90), so the form is taken at 2 or fewer. Strided
+    problems keep the tile (they ran slower as ping-pong). The tile stays the one the rules or
+    the cost model chose. Measured in bench/RESULTS.md, twenty-third session."""
     c = config
     if not (c.schedule is KernelSchedule.WGMMA_TMA and c.warp_m == 1 and c.warp_n == 1
             and c.split_k in (1, -1) and c.split_k_reduce != STREAM_K):

@@ -209,7 +209,8 @@ class Verdict:
         tolerance: the bound used.
         elements: number of dX elements compared.
         nonfinite: output elements that are NaN or infinite (e.g. never written).
-        max_abs_diff: largest elementwise |ref - out| over finite elements.
+        max_abs_diff: largest elementwise |ref - out| over finite output elements; None when
+            there is none (every output element NaN or infinite: nothing was compared).
     """
 
     ok: bool
@@ -217,7 +218,7 @@ class Verdict:
     tolerance: float
     elements: int
     nonfinite: int
-    max_abs_diff: float
+    max_abs_diff: float | None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -296,8 +297,9 @@ class Comparison:
     def verdict(self, tolerance: float) -> Verdict:
         err = self.error()
         ok = self.nonfinite == 0 and math.isfinite(err) and err < tolerance
+        compared = self.elements > self.nonfinite
         return Verdict(ok=ok, error=err, tolerance=tolerance, elements=self.elements, nonfinite=self.nonfinite,
-                       max_abs_diff=self.max_diff)
+                       max_abs_diff=self.max_diff if compared else None)
 
 
 def rms_range(ref: np.ndarray, out: np.ndarray) -> float:

@@ -33,7 +33,8 @@ from . import SOLVER_ID, SOLVER_NAME
 from .applicability import NotApplicableError, Verdict, check, is_applicable, launch_problem
 from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig, as_perf_config
 from .errors import PerfConfigError, PerfDbError, RecordError, TargetError, shown_value
-from .heuristics import default_performance_config, max_search_split_k, max_stream_k_workspace, search_space
+from .heuristics import (PINGPONG_CONSUMERS, TMA_DEFAULT, default_performance_config, max_search_split_k,
+                         max_stream_k_workspace, search_space)
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .nchw_tma import nchw_tma_reason
 from .nchw_tma import wt_transform as nchw_tma_wt
@@ -657,6 +658,7 @@ class DgradSolver:
     def _apply_settings(self, problem, target, choice: _Choice, settings: "_Settings", resolve: bool) -> None:
         """``--kouter``/``--split-k``/``--split-k-reduce`` on top of the chosen config. A default or perf-db config
         that cannot take a setting moves to the nearest config that can, with a note: a
+        ping-pong tile to its cooperative TMA form (the tile at the TMA default's stages), a
         warpgroup schedule to its plain form, else to the warp-MMA default (``stream``: the
         tile on the TMA schedule, unsplit, and nothing else); the direct schedule
         (one write per dX element, its ``lds_k_outer`` slot means something else) to the GEMM
@@ -676,15 +678,20 @@ class DgradSolver:
             fallbacks = []
             stream = settings.split_k_reduce == "stream"
             tma = cfg.schedule is KernelSchedule.WGMMA_TMA
+            # a ping-pong tile (no split-K, no k-inner W) falls back as its cooperative TMA form would
+            base = cfg.replace(schedule=KernelSchedule.WGMMA_TMA, stages=TMA_DEFAULT.stages) \
+                if cfg.schedule is KernelSchedule.WGMMA_TMA_PINGPONG else cfg
             if (stream and cfg.schedule.warpgroup and not cfg.schedule.virtual_gemm and settings.split_k in (None, -1, 1)
                     and not (tma and cfg.split_k in (-1, 1))):      # stream-K: the tile on TMA, unsplit
                 fallbacks.append(("the unsplit form" if tma else "the TMA form",
-                                  cfg.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1)))
-            if cfg.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA) \
+                                  base.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1)))
+            if base is not cfg and not stream:
+                fallbacks.append(("the cooperative TMA form", base))
+            if base.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA) \
                     and settings.split_k_reduce != "stream":
-                plain = "the non-persistent form" if cfg.schedule is KernelSchedule.WGMMA_PERSISTENT \
+                plain = "the non-persistent form" if base.schedule is KernelSchedule.WGMMA_PERSISTENT \
                     else "the form without TMA"
-                fallbacks.append((plain, cfg.replace(schedule=KernelSchedule.WGMMA)))
+                fallbacks.append((plain, base.replace(schedule=KernelSchedule.WGMMA)))
             if cfg.schedule.warpgroup and cfg.schedule.virtual_gemm:     # the family's own warp-MMA twin
                 twin = default_performance_config(problem, target.with_(wgmma=False), allow_direct=False)
                 if twin.schedule.virtual_gemm:
@@ -737,6 +744,12 @@ class DgradSolver:
                      ("vector_size_b", cfg.vector_size_b, getattr(spec, "vec_b", None)),
                      ("vector_size_c", cfg.vector_size_c, getattr(spec, "vec_c", None)))
                     if asked and got is not None and got < asked]
+        if choice.source == "default" and spec.schedule is KernelSchedule.WGMMA_TMA_PINGPONG:
+            choice.notes.append(
+                f"Default: the one-warpgroup TMA tile {cfg.tile_m}x{cfg.tile_n} runs as ping-pong (two consumer "
+                f"warpgroups a block owning tiles in turn, one's epilogue under the other's MMAs) at "
+                f"{cfg.stages} stages, where at most {PINGPONG_CONSUMERS} one-warpgroup blocks fit on a "
+                f"multiprocessor (heuristics.pingpong_form)")
         if narrowed:        # caps, not demands: a wider vector than the problem allows is clamped
             choice.notes.append(f"Vector widths narrowed to what the problem allows: {', '.join(narrowed)}")
         transforms = run_transforms(spec, problem)

@@ -302,7 +302,7 @@ def test_input_files_and_dumps(capsys, tmp_path, monkeypatch):
     assert np.allclose(got.reshape(want.shape), want, rtol=1e-6, atol=1e-9)
     np.zeros(5, np.float16).tofile("short.bin")
     status, _, err = run(capsys, SMALL, "-e", "short.bin")
-    assert status == 2 and "holds 5 elements" in err[0]
+    assert status == 2 and "short.bin: 10 bytes; allowed: exactly " in err[0] and "raw binary" in err[0]
 
 
 def test_help_and_version():

@@ -148,6 +148,7 @@ def test_a_campaign_that_lost_a_line_to_an_error_exits_1_after_the_rest(capsys, 
     skipped = [line for line in out if line.startswith("Skipped line 2: error: ")]
     assert status == 1 and len(skipped) == 1 and why in skipped[0], (out, err)
     assert any(line.strip().startswith("Winner ") for line in out)       # the rest of the work was done
+    assert out[-1].startswith("Lines with errors, not tuned: 2 of ") and out[-1].endswith("exit status 1"), out
     status, _, _ = run_cli(capsys, "batch", camp, "--backend", "cpu", "--no-verify")
     assert status == 1                                                   # the same exit as batch's
 
@@ -160,6 +161,7 @@ def test_a_campaign_whose_skips_are_not_errors_still_exits_0(capsys, tmp_path):
                                "--max-configs", "1", "--no-perfdb", "--quiet")
     assert status == 0, (out, err)
     assert sum(line.startswith("Skipped line ") for line in out) == 2
+    assert not any(line.startswith("Lines with errors") for line in out)
 
 
 # ------------------------------------------------------------------ 5. decode messages

@@ -322,3 +322,36 @@ def test_defaults_take_the_pingpong_form_where_it_keeps_the_warpgroups(c, k, hw,
         assert u > 1 or launch_spec(p, SM90, cfg).resident_blocks > 2, cfg.serialize()
     if cfg.schedule is PP:
         assert is_valid_performance_config(p, SM90, cfg)[0]
+
+
+# A setting a ping-pong default cannot take (split-K, stream-K, k-inner W) moves the default to
+# what its cooperative TMA form -- the same tile at the TMA default's 4 stages -- takes with the
+# setting, as a given config of that form would run it; the move is a note naming the form.
+@pytest.mark.parametrize("settings", [
+    dict(split_k=2), dict(split_k=3, split_k_reduce="workspace"), dict(split_k_reduce="stream"),
+    dict(kouter="off"), dict(split_k=2, kouter="off"),
+])
+def test_settings_on_a_pingpong_default_run_what_its_cooperative_form_would(settings):
+    from miopen_solver.solver import DgradSolver
+    p = _problem("-n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1")
+    solver = DgradSolver()
+    default = solver.get_default_performance_config(p, SM90)
+    assert default == PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,7,20")
+    got = solver.find_solution(p, SM90, **settings)
+    coop = default.replace(schedule=KernelSchedule.WGMMA_TMA, stages=4)
+    if settings.get("kouter") == "off":     # k-inner W: no TMA form; the warp-MMA default, as for the TMA tile
+        assert got.spec.config.schedule is KernelSchedule.WARP_MMA
+    else:
+        want = solver.find_solution(p, SM90, perf_config=coop, **settings).spec.config
+        assert got.spec.config == want and want.schedule is KernelSchedule.WGMMA_TMA
+        assert any("the cooperative TMA form" in n or "the TMA form" in n for n in got.notes), got.notes
+
+
+def test_a_pingpong_default_says_why_and_a_given_config_does_not():
+    from miopen_solver.solver import DgradSolver
+    p = _problem("-n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1")
+    notes = DgradSolver().find_solution(p, SM90).notes
+    assert any(n.startswith("Default: the one-warpgroup TMA tile 128x128 runs as ping-pong") and "7 stages" in n
+               for n in notes), notes
+    given = DgradSolver().find_solution(p, SM90, perf_config="128,128,64,1,1,128,128,0,0,0,1,-1,6,20").notes
+    assert not any(n.startswith("Default:") for n in given), given

@@ -115,6 +115,10 @@ def test_verdict_ok_fail_nan():
     poisoned[0, 1, 2, 3] = np.nan
     v = verify(p, poisoned, ref)
     assert not v.ok and v.nonfinite == 1 and math.isnan(v.error)
+    assert v.max_abs_diff == pytest.approx(0.0)             # the 31 finite elements match exactly
+    for fill in (np.nan, np.inf):                          # nothing finite: nothing compared, no max
+        none = verify(p, np.full_like(ref, fill), ref)
+        assert not none.ok and none.nonfinite == 32 and none.max_abs_diff is None
     assert verify(p, ref * 1.001, ref, tolerance=1e-6).ok is False
     assert set(ok.as_dict()) == {"ok", "error", "tolerance", "elements", "nonfinite", "max_abs_diff"}
     with pytest.raises(ValueError):

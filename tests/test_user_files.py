@@ -280,7 +280,7 @@ def bad_tensor_files(tmp_path) -> list:
     short = tmp_path / "short.bin"
     short.write_bytes(b"\0" * 10)
     return [(str(tmp_path / "missing.bin"), "cannot read (No such file or directory)"),
-            (str(short), "holds 5 elements of float16; the problem needs")] + special_inputs(tmp_path)[:2]
+            (str(short), "10 bytes; allowed: exactly ")] + special_inputs(tmp_path)[:2]
 
 
 @pytest.mark.parametrize("flag", ["-D", "-e"])
@@ -317,7 +317,7 @@ def test_file_lines_with_bad_input_tensors_are_errors(capsys, tmp_path, flag, mo
         lines.write_text(f"{TINY}\n" + lines.read_text())
         status, out, err = run(capsys, "tune", "--file", lines, "--backend", "cpu", "--max-configs", "1",
                                "--verify-top", "0", "--perfdb", tmp_path / "db.sqlite")
-        assert status == 0 and any(ln.startswith("Problem 1/1 (line 1)") for ln in out), (out, err)
+        assert status == 1 and any(ln.startswith("Problem 1/1 (line 1)") for ln in out), (out, err)   # lines lost: exit 1
         for n, (path, why) in enumerate(bad, 2):
             assert any(ln.startswith(f"Skipped line {n}: error: {flag} {path}: {why}") for ln in out + err), (out, err)
 
