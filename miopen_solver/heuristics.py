@@ -421,6 +421,16 @@ def pingpong_form(problem: ConvProblem, target: Target, config: PerfConfig) -> P
     return config
 
 
+def cooperative_form(config: PerfConfig) -> PerfConfig:
+    """The one-warpgroup TMA tile a ping-pong ``config`` is the form of (:func:`pingpong_form`'s
+    inverse for the defaults): the same tile on the TMA schedule at the stage count the rules and
+    the cost model give TMA tiles (:data:`TMA_DEFAULT`'s); what a setting the ping-pong schedule
+    cannot take (split-K, stream-K) starts from. ``config`` unchanged on other schedules."""
+    if config.schedule is not KernelSchedule.WGMMA_TMA_PINGPONG:
+        return config
+    return config.replace(schedule=KernelSchedule.WGMMA_TMA, stages=TMA_DEFAULT.stages)
+
+
 PINGPONG_CONSUMERS = 2
 """Consumer warpgroups of a ping-pong block, one block a multiprocessor (its register hand-off
 takes 64512 of the 65536 registers): the most one-warpgroup TMA blocks a multiprocessor may

@@ -33,7 +33,7 @@ from . import SOLVER_ID, SOLVER_NAME
 from .applicability import NotApplicableError, Verdict, check, is_applicable, launch_problem
 from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig, as_perf_config
 from .errors import PerfConfigError, PerfDbError, RecordError, TargetError, shown_value
-from .heuristics import (PINGPONG_CONSUMERS, TMA_DEFAULT, default_performance_config, max_search_split_k,
+from .heuristics import (PINGPONG_CONSUMERS, cooperative_form, default_performance_config, max_search_split_k,
                          max_stream_k_workspace, search_space)
 from .nchw_pw import nchw_pw_reason, wt_transform
 from .nchw_tma import nchw_tma_reason
@@ -658,7 +658,7 @@ class DgradSolver:
     def _apply_settings(self, problem, target, choice: _Choice, settings: "_Settings", resolve: bool) -> None:
         """``--kouter``/``--split-k``/``--split-k-reduce`` on top of the chosen config. A default or perf-db config
         that cannot take a setting moves to the nearest config that can, with a note: a
-        ping-pong tile to its cooperative TMA form (the tile at the TMA default's stages), a
+        ping-pong tile to its cooperative TMA form (:func:`~miopen_solver.heuristics.cooperative_form`), a
         warpgroup schedule to its plain form, else to the warp-MMA default (``stream``: the
         tile on the TMA schedule, unsplit, and nothing else); the direct schedule
         (one write per dX element, its ``lds_k_outer`` slot means something else) to the GEMM
@@ -679,8 +679,7 @@ class DgradSolver:
             stream = settings.split_k_reduce == "stream"
             tma = cfg.schedule is KernelSchedule.WGMMA_TMA
             # a ping-pong tile (no split-K, no k-inner W) falls back as its cooperative TMA form would
-            base = cfg.replace(schedule=KernelSchedule.WGMMA_TMA, stages=TMA_DEFAULT.stages) \
-                if cfg.schedule is KernelSchedule.WGMMA_TMA_PINGPONG else cfg
+            base = cooperative_form(cfg)
             if (stream and cfg.schedule.warpgroup and not cfg.schedule.virtual_gemm and settings.split_k in (None, -1, 1)
                     and not (tma and cfg.split_k in (-1, 1))):      # stream-K: the tile on TMA, unsplit
                 fallbacks.append(("the unsplit form" if tma else "the TMA form",

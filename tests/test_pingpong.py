@@ -260,6 +260,8 @@ def test_pingpong_form_runs_a_one_warpgroup_tma_tile_on_two_warpgroups_at_the_de
     # barriers) + 1024 (alignment) = 230528 <= 232448 (227 KB); 8 stages (262144) do not fit
     two = PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,4,3")
     assert pingpong_form(P1X1, SM90, two) == two.replace(schedule=PP, stages=7)
+    from miopen_solver.heuristics import cooperative_form     # and back, for settings ping-pong cannot take
+    assert cooperative_form(pingpong_form(P1X1, SM90, two)) == two and cooperative_form(two) == two
     assert make_spec(P1X1, SM90, two.replace(schedule=PP, stages=7)).lds_bytes == 230528
     assert not is_valid_performance_config(P1X1, SM90, two.replace(schedule=PP, stages=8))[0]
 
