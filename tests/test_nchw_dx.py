@@ -77,7 +77,8 @@ def test_the_rule_by_hand():
     p = _p("-n 2 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1")              # Hi*Wi = 25, odd
     for sched in KernelSchedule:
         want = sched in (KernelSchedule.WARP_MMA, KernelSchedule.WGMMA,      # persistent: registers (H200)
-                         KernelSchedule.WGMMA_TMA, KernelSchedule.GROUP_PACK, KernelSchedule.GROUP_PACK_WGMMA)
+                         KernelSchedule.WGMMA_TMA, KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.GROUP_PACK,
+                         KernelSchedule.GROUP_PACK_WGMMA)
         assert nchw_dx_rule(p, sched, 1) is want, sched
     assert not nchw_dx_rule(p.replace(in_layout="NHWC"), KernelSchedule.WARP_MMA, 1)
     # split-K: fp32 adds single elements; 16-bit ones add aligned pairs, so Hi*Wi must be even

@@ -120,18 +120,21 @@ BUILDS = [
     ("-n 64 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1", "64,256,64,1,1,64,256,0,0,0,1,-1,5,20"),
     ("-n 64 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1", "64,128,64,1,1,64,128,0,0,0,1,-1,8,20"),
     ("-n 32 -c 128 -H 28 -W 28 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2", "128,64,64,1,1,128,64,0,0,0,1,-1,8,20"),
+    # dX NCHW stored element by element from the accumulators (the nchw_dx epilogue)
+    ("-n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1", "128,128,64,1,1,128,128,0,0,0,1,-1,7,20", "NCHW"),
 ]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
-@pytest.mark.parametrize("args,cfg", BUILDS)
-def test_kernels_build_with_tensor_copies_and_no_accumulator_spills(tmp_path, args, cfg):
+@pytest.mark.parametrize("args,cfg,dx", [b if len(b) == 3 else (*b, "NHWC") for b in BUILDS])
+def test_kernels_build_with_tensor_copies_and_no_accumulator_spills(tmp_path, args, cfg, dx):
     """ptxas: no local memory and within a 384-thread block's 168 registers at launch, the
     register reallocation (40 for the producer warpgroup, 232 for each consumer warpgroup),
     the tile's wgmma per k16 step, tensor copies and mbarrier waits, no per-thread copies."""
     from miopen_solver.kernels.offline import inspect_nvidia
     from miopen_solver.spec import register_cap
-    spec = make_spec(_problem(args), SM90, PerfConfig.parse(cfg))
+    spec = make_spec(_problem(args, layout=f"{NHWC} --in_layout {dx}"), SM90, PerfConfig.parse(cfg))
+    assert spec.nchw_dx is (dx == "NCHW")
     b = inspect_nvidia(spec.emit().text, "sm_90", tmp_path, "k")
     assert b.registers <= register_cap(SM90, 384) == 168, (spec.kernel_name, b.registers)
     assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (spec.kernel_name, b.registers)
@@ -174,6 +177,8 @@ def test_the_emulated_kernel_matches_the_reference(case):
     sol, v = _emulate(case)
     s = sol.spec
     assert s.schedule is PP and s.tiles_per_group >= 2 * s.tile_blocks - 1, (s.tiles_per_group, s.tile_blocks)
+    # an NCHW dX is stored by the epilogue itself: no dX transform after the kernel
+    assert s.nchw_dx is (case[4] == "-F 2") and ("dX" in [t.tensor for t in sol.transforms]) is False
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
 
 
