@@ -596,8 +596,9 @@ def _warpgroup_candidates(p: ConvProblem, t: Target, splits: tuple, max_k: int) 
     :data:`~miopen_solver.spec.WGMMA_NARROW`): tile_k 32 where kpg is not a multiple of 64
     (kpg 32: one filter tap per k-tile, where a 64-wide one would pad), and one 32-wide
     warpgroup tile where cpg <= 32 (where a 64-wide one would pad). fp16/bf16 also get
-    warp_tile_n 96 and 192 (:data:`~miopen_solver.spec.WGMMA_N_WIDE`: the vendor libraries'
-    128x96 / 128x192 tiles on small images with many channels) on every warpgroup schedule,
+    warp_tile_n 96, 160, 192 and 224 (:data:`~miopen_solver.spec.WGMMA_N_WIDE`: the vendor
+    libraries' 128x96 / 128x192 tiles on small images with many channels, and tiles of 160 or
+    224 channels where 128 and 256 pad) on every warpgroup schedule,
     and the TMA schedule 6 to 8 stages (its limit, where shared memory holds them) and, at 4
     stages, split_k :data:`TMA_SEARCH_SPLITS` (work units of one k-slice of one tile) and
     stream-K (``split_k_reduce`` 3, one group); every one-warpgroup TMA tile (64 or 128 rows)
@@ -669,7 +670,7 @@ def _virtual_candidates(v: ConvProblem, t: Target, family: dict,
 
 def _narrow_warpgroup(p: ConvProblem, cfg: PerfConfig) -> bool:
     """A 16-bit warpgroup tile with a 32-wide side (tile_k or warp_tile_n: the 64-byte
-    swizzle) or a warp_tile_n of 96 or 192, which the virtual-GEMM families' searches leave
+    swizzle) or a wide warp_tile_n (96, 160, 192, 224), which the virtual-GEMM families' searches leave
     out (their kernels were not verified on it)."""
     return cfg.schedule.warpgroup and p.compute_type != "tf32" and (
         WGMMA_NARROW in (cfg.tile_k, cfg.warp_tile_n) or cfg.warp_tile_n in WGMMA_N_WIDE)

@@ -60,11 +60,13 @@ WGMMA_NARROW = 32
 """The narrow tile side of the 16-bit plain and persistent warpgroup schedules: tile_k 32 (a
 K-major A row of 64 bytes) and warp_tile_n 32 (an MN-major B row of 64 bytes, m64n32k16),
 both in the 64-byte swizzle (PTX ISA, "Shared Memory Matrix Layout")."""
-WGMMA_N_WIDE = (96, 192)
+WGMMA_N_WIDE = (96, 160, 192, 224)
 """warp_tile_n values of the 16-bit warpgroup schedules (plain, persistent and TMA) beyond
-:data:`WGMMA_N`, tile_n not a power of two: m64n96k16 (W in 64-byte swizzled blocks of 32
-columns, three per warpgroup; 32-wide TMA boxes) and m64n192k16 (three 128-byte swizzled
-blocks of 64 columns). tile_k is a multiple of 64 with them."""
+:data:`WGMMA_N`, tile_n not a power of two: m64n96k16, m64n160k16 and m64n224k16 (W in
+64-byte swizzled blocks of 32 columns, 3, 5 or 7 per warpgroup; 32-wide TMA boxes) and
+m64n192k16 (three 128-byte swizzled blocks of 64 columns). tile_k is a multiple of 64 with
+them. 160 and 224 cover 160- and 224-channel groups (and 320, 480, 672) in one or a few
+column tiles without padding, where 128 and 256 pad."""
 NARROW_SCHEDULES = frozenset({KernelSchedule.WGMMA, KernelSchedule.WGMMA_PERSISTENT})
 """The warpgroup schedules whose cp.async loaders store the 64-byte swizzle (the TMA one's
 tensor maps are built for 128-byte rows and 64-wide boxes)."""
@@ -881,15 +883,17 @@ def _warpgroup_rules(p: ConvProblem, t: Target, c: PerfConfig) -> None:
         require(narrow_ok, f"{s} takes warp_tile_n {WGMMA_NARROW} (64-byte swizzled W rows) only for fp16/bf16 "
                            f"on the plain or persistent warpgroup schedule (1, 2)")
     elif c.warp_tile_n in WGMMA_N_WIDE:
-        # m64n96k16 (W in 64-byte swizzled 32-wide blocks) and m64n192k16 (128-byte swizzled
-        # 64-wide blocks): 16-bit operands, k-tiles of 128-byte swizzled dY rows.
+        # m64n96k16, m64n160k16, m64n224k16 (W in 64-byte swizzled 32-wide blocks) and
+        # m64n192k16 (128-byte swizzled 64-wide blocks): 16-bit operands, k-tiles of
+        # 128-byte swizzled dY rows.
         require(not tf32, f"{s} takes warp_tile_n {c.warp_tile_n} only for fp16/bf16 "
                           f"(TF32 runs m64nNk8 with N in {{{', '.join(map(str, WGMMA_N))}}})")
         require(c.tile_k % 64 == 0, f"{s} with warp_tile_n {c.warp_tile_n} needs tile_k a multiple of 64 "
                                     f"(128-byte swizzled dY rows), got {c.tile_k}")
     else:
+        wide = "" if tf32 else f", or {', '.join(map(str, WGMMA_N_WIDE))} for fp16/bf16"
         require(c.warp_tile_n in WGMMA_N,
-                f"{s} needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}"
+                f"{s} needs warp_tile_n in {{{', '.join(map(str, WGMMA_N))}}}{wide}"
                 f"{f' (or {WGMMA_NARROW} for fp16/bf16 on schedules 1 and 2)' if narrow_ok else ''}, "
                 f"got {c.warp_tile_n}")
     # One instruction spans the warpgroup's whole column range (its N is warp_tile_n),

@@ -604,9 +604,9 @@ def test_random_narrow_wgmma_configs_on_the_emulated_kernel(tmp_path, line, pick
     assert v.ok and v.nonfinite == 0, (line, str(cfg), sol.kernel_name, v)
 
 
-# ---------------------------------------------------------------- warp_tile_n 96 and 192
-# m64n96k16 (B: 64-byte swizzled blocks of 32 W columns, three per warpgroup; TMA boxes of
-# 32 columns in a 64-byte-swizzled tensor map) and m64n192k16 (B: three 128-byte swizzled
+# ---------------------------------------------------------------- warp_tile_n 96, 160, 192, 224
+# m64n96k16, m64n160k16, m64n224k16 (B: 64-byte swizzled blocks of 32 W columns, 3, 5 or 7 per
+# warpgroup; TMA boxes of 32 columns in a 64-byte-swizzled tensor map) and m64n192k16 (B: three 128-byte swizzled
 # blocks of 64), on the plain (1), persistent (2) and TMA (3) schedules, tile_n not a power
 # of two and cpg not a multiple of it (column tails), and the TMA schedule's 7-8 stages.
 N96_CASES = [
@@ -636,6 +636,16 @@ N96_CASES = [
     (f"convbfp16 -n 2 -c 200 -H 9 -W 10 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
      "128,192,64,2,1,64,192,0,0,0,1,-1,4,3"),
     ("convfp16 -n 1 -c 200 -H 6 -W 10 -k 128 -y 3 -x 3 -p 1 -q 1 -F 2", "128,96,64,2,1,64,96,0,0,0,1,-1,7,3"),
+    # m64n160k16 and m64n224k16 (5 and 7 32-wide blocks a warpgroup): cpg 160 and 224 in one
+    # column tile, cpg 200 = 160 + 40 and 480 = 224 + 224 + 32 (column tails), on the plain,
+    # persistent, TMA and ping-pong schedules; two 160-wide warpgroups side by side; NCHW dX
+    (f"convfp16 -n 2 -c 160 -H 5 -W 7 -k 128 -y 1 -x 7 -p 0 -q 3 {NHWC}", "128,160,64,2,1,64,160,0,0,0,1,-1,4,1"),
+    (f"convbfp16 -n 2 -c 200 -H 6 -W 6 -k 64 -y 3 -x 3 -p 1 -q 1 {NHWC}", "64,160,64,1,1,64,160,0,0,0,1,-1,3,2"),
+    (f"convfp16 -n 2 -c 224 -H 6 -W 7 -k 640 -y 1 -x 1 {NHWC}", "128,224,64,2,1,64,224,0,0,0,1,-1,4,3"),
+    (f"convbfp16 -n 2 -c 480 -H 5 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 {NHWC}", "128,224,64,2,1,64,224,0,0,0,1,-1,4,1"),
+    (f"convfp16 -n 1 -c 640 -H 5 -W 6 -k 128 -y 3 -x 3 -p 1 -q 1 -g 2 {NHWC}", "128,320,64,2,2,64,160,0,0,0,1,-1,3,1"),
+    (f"convfp16 -n 3 -c 160 -H 7 -W 9 -k 192 -y 7 -x 1 -p 3 -q 0 {NHWC}", "64,160,64,1,1,64,160,0,0,0,1,-1,6,20"),
+    ("convbfp16 -n 2 -c 224 -H 6 -W 8 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", "64,224,64,1,1,64,224,0,0,0,1,-1,5,20"),
 ]
 
 
@@ -644,7 +654,7 @@ def test_n96_n192_wgmma_kernels_match_the_reference(tmp_path, line, cfg):
     p = parse(line.split()).problem
     sol, v = run_emulated(p, "sm_90", tmp_path, perf_config=cfg)
     c = sol.spec.config
-    assert sol.spec.wgmma and str(c) == cfg and c.warp_tile_n in (96, 192), sol.kernel_name
+    assert sol.spec.wgmma and str(c) == cfg and c.warp_tile_n in (96, 160, 192, 224), sol.kernel_name
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
 
 

@@ -379,7 +379,7 @@ def test_n96_persistent_blocks_walk_many_tiles(engine, line, cfg):
 @given(data=st.data())
 def test_random_n96_wgmma_search_configs_match_reference(engine, data):
     """Random many-channel problems (cpg 72..400, 1x1 and 3x3, strides 1-2, pads, groups,
-    fp16/bf16), each on a random warp_tile_n 96/192 config of ``search()``."""
+    fp16/bf16), each on a random warp_tile_n 96/160/192/224 config of ``search()``."""
     if not engine.target.wgmma:
         pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
     from miopen_solver.solver import DgradSolver
@@ -389,10 +389,63 @@ def test_random_n96_wgmma_search_configs_match_reference(engine, data):
     kpg = data.draw(st.sampled_from([64, 128, 192, 256, 512]))
     p = _random_problem(data, dtype, g, cpg, kpg, hw_max=30, n_max=4)
     configs = [c for c in DgradSolver().search(p, engine.target)
-               if c.schedule.warpgroup and c.warp_tile_n in (96, 192)]
+               if c.schedule.warpgroup and c.warp_tile_n in (96, 160, 192, 224)]
     assume(configs)
     cfg = configs[data.draw(st.integers(0, len(configs) - 1))]
     assert _check(engine, p, cfg, np.random.default_rng(data.draw(st.integers(0, 2 ** 31)))) is not None
+
+
+# warp_tile_n 160 and 224 (m64n160k16 / m64n224k16, W in 5 or 7 64-byte swizzled 32-wide
+# blocks, 32-wide TMA boxes) on the plain, persistent, TMA and ping-pong schedules: the zoo
+# layers whose channels they fit (Inception-v3 Mixed_6c's 1x7 and 7x1 at 160, DenseNet-121's
+# 1x1 at 224, EfficientNet-B0's 1x1 at 672 = 3 x 224) at a small N, column tails (cpg 200 =
+# 160 + 40, 480 = 2 x 224 + 32), strides, groups, NCHW. Select with ``-k wide``.
+WIDE_LINES = [
+    "-n 4 -c 160 -H 17 -W 17 -k 160 -y 1 -x 7 -p 0 -q 3 -u 1 -v 1",      # Mixed_6c 1x7
+    "-n 4 -c 160 -H 17 -W 17 -k 192 -y 7 -x 1 -p 3 -q 0 -u 1 -v 1",      # Mixed_6c 7x1
+    "-n 2 -c 224 -H 28 -W 28 -k 128 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # denselayer conv1
+    "-n 4 -c 672 -H 14 -W 14 -k 112 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",      # features.5.1.project
+    "-n 2 -c 200 -H 13 -W 11 -k 192 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1",      # column tails, 3x3
+    "-n 2 -c 960 -H 15 -W 15 -k 256 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2", # groups of 480, strided
+]
+CONFIGS_WIDE = [
+    PerfConfig(128, 160, 64, 2, 1, 64, 160, stages=4, schedule=1),
+    PerfConfig(128, 224, 64, 2, 1, 64, 224, stages=4, schedule=1),
+    PerfConfig(128, 320, 64, 2, 2, 64, 160, stages=3, schedule=1),     # two 160-wide warpgroups along N
+    PerfConfig(128, 160, 64, 2, 1, 64, 160, split_k=3, stages=4, schedule=1),
+    PerfConfig(128, 224, 64, 2, 1, 64, 224, stages=3, schedule=2),     # persistent
+    PerfConfig(128, 160, 64, 2, 1, 64, 160, stages=4, schedule=3),     # TMA
+    PerfConfig(128, 160, 64, 2, 1, 64, 160, stages=6, schedule=3),
+    PerfConfig(128, 224, 64, 2, 1, 64, 224, stages=5, schedule=3),
+    PerfConfig(64, 160, 64, 1, 1, 64, 160, stages=8, schedule=20),     # ping-pong
+    PerfConfig(64, 224, 64, 1, 1, 64, 224, stages=6, schedule=20),
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS_WIDE, ids=lambda c: "wide-" + c.serialize())
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", WIDE_LINES)
+def test_wide_wgmma_tiles_verify(engine, dtype, line, cfg):
+    """warp_tile_n 160 / 224 warpgroup kernels against the float64 reference, NaN-poisoned dX,
+    NHWC and (fp16) all-NCHW through the whole launch plan."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem(dtype, line)
+    if _check(engine, p, cfg, np.random.default_rng(29)) is None:
+        pytest.skip("config not valid for this problem")
+    if dtype == "fp16":
+        from miopen_solver.solver import DgradSolver
+        sol = DgradSolver().find_solution(parse(f"convfp16 {line} -F 2").problem, engine.target, perf_config=cfg)
+        _verify_solution(engine, sol, seed=31)
+
+
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS_WIDE if c.schedule in (2, 3, 20)],
+                         ids=lambda c: "wide-" + c.serialize())
+@pytest.mark.parametrize("line", WIDE_LINES[:4])
+def test_wide_persistent_blocks_walk_many_tiles(engine, line, cfg):
+    """The n160/n224 persistent, TMA and ping-pong kernels with the grid sized for a 3-SM
+    device: every block loops over many tiles (the mbarrier stages wrap across tiles)."""
+    _check_on_three_sms(engine, line, cfg, 37)
 
 
 # Split-K on the TMA schedule (dgrad.cu's tmask sections): work units of one k-slice of

@@ -235,6 +235,35 @@ def test_n96_n192_wgmma_configs_build(tmp_path, label, cfg):
         assert CP16.search(b.ptx), f"{spec.kernel_name}: no 16-byte cp.async"
 
 
+# warp_tile_n 160 and 224 (m64n160k16 / m64n224k16, 5 and 7 64-byte swizzled 32-wide W
+# blocks) on the zoo layers whose channels they fit (bench/zoo.txt: Inception-v3 Mixed_6c's
+# 1x7 at 160 channels, DenseNet-121 denselayer6.conv1 at 224, EfficientNet-B0 features.5.1
+# project at 672 = 3 x 224): plain, persistent, TMA and ping-pong, 4 stages and the deepest
+# that fits; the same checks as above.
+_ZOO_WIDE = {
+    "Mixed_6c 1x7": "-n 32 -c 160 -H 17 -W 17 -k 160 -y 1 -x 7 -p 0 -q 3 -u 1 -v 1",
+    "denselayer6.conv1": "-n 64 -c 224 -H 56 -W 56 -k 128 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+    "features.5.1.project": "-n 64 -c 672 -H 14 -W 14 -k 112 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1",
+}
+WIDE_BUILD_CONFIGS = (
+    "128,160,64,2,1,64,160,0,0,0,1,-1,4,1", "128,160,64,2,1,64,160,0,0,0,1,-1,3,2",
+    "128,160,64,2,1,64,160,0,0,0,1,-1,4,3", "128,160,64,2,1,64,160,0,0,0,1,-1,6,3",
+    "64,160,64,1,1,64,160,0,0,0,1,-1,8,20", "128,224,64,2,1,64,224,0,0,0,1,-1,4,1",
+    "128,224,64,2,1,64,224,0,0,0,1,-1,4,3", "128,224,64,2,1,64,224,0,0,0,1,-1,5,3",
+    "64,224,64,1,1,64,224,0,0,0,1,-1,6,20")
+_WIDE_BUILDS = [(label, cfg) for label in _ZOO_WIDE for cfg in WIDE_BUILD_CONFIGS]
+
+
+@pytest.mark.parametrize("label,cfg", _WIDE_BUILDS, ids=[f"wide-{l}-{c}" for l, c in _WIDE_BUILDS])
+def test_n160_n224_wgmma_configs_build(tmp_path, label, cfg):
+    spec, b = _warpgroup_build(tmp_path, _ZOO_WIDE[label], cfg)
+    if spec.tma:
+        assert b.count("cp.async.bulk.tensor") >= 1 + spec.config.tile_n // 32
+        assert b.count("cp.async.cg") + b.count("cp.async.ca") == 0
+    else:
+        assert CP16.search(b.ptx), f"{spec.kernel_name}: no 16-byte cp.async"
+
+
 # The NCHW TMA schedule (13): every tile of its search on an NCHW 1x1, a 7x1 and a 3x3 layer
 # (tile_m 64/128 x 1, 2, 4 rows of 64 columns, 3-4 stages; the 3x3's column shifts take the
 # shifting producer, one consumer warpgroup, the tiles whose staging rows fit): no spills,

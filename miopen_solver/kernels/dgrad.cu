@@ -64,13 +64,14 @@ static_assert(DG_TILE_K % 64 == 0, "warpgroup schedules read 128-byte swizzled r
 static_assert(DG_TILE_K == 32 && DG_DTYPE != 0 && !DG_TMA,
               "a 32-wide k-tile of 16-bit elements is one 64-byte swizzled row (cp.async loaders only)");
 // #end wgk32
-// #section !wgn32|wgn96|wgn192
+// #section !wgn32|wgb32|wgn192
 static_assert(DG_WG_N == 64 || DG_WG_N == 128 || DG_WG_N == 256, "wgmma N is 64, 128 or 256");
-// #end !wgn32|wgn96|wgn192
-// #section wgn96
-static_assert(DG_WG_N == 96 && DG_DTYPE != 0 && DG_TILE_K % 64 == 0,
-              "wgmma N 96: 16-bit W in 64-byte swizzled rows of 32 columns (3 blocks per warpgroup)");
-// #end wgn96
+// #end !wgn32|wgb32|wgn192
+// #section wgb32
+static_assert(DG_WG_N % 64 == 32 && DG_WG_N >= 96 && DG_DTYPE != 0 && DG_TILE_K % 64 == 0,
+              "wgmma N 96, 160 or 224: 16-bit W in 64-byte swizzled rows of 32 columns (3, 5 or 7 blocks "
+              "per warpgroup)");
+// #end wgb32
 // #section wgn192
 static_assert(DG_WG_N == 192 && DG_DTYPE != 0 && DG_TILE_K % 64 == 0,
               "wgmma N 192: 16-bit W in 128-byte swizzled rows of 64 columns (3 blocks per warpgroup)");
@@ -613,10 +614,10 @@ DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row
 // #section !wgtf32|wgk32
 #define DG_A_OFF(row, col) (((col) >> 6) * (DG_TILE_M * 64) + dg_sw128((row), (col) & 63))
 // #end !wgtf32|wgk32
-// #section !wgtf32|wgn32|wgn96
+// #section !wgtf32|wgn32|wgb32
 #define DG_B_OFF(row, col) (((col) >> 6) * (DG_TILE_K * 64) + dg_sw128((row), (col) & 63))
-// #end !wgtf32|wgn32|wgn96
-// #section wgk32|wgn32|wgn96
+// #end !wgtf32|wgn32|wgb32
+// #section wgk32|wgn32|wgb32
 // Narrow tiles in the 64-byte swizzle (PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout":
 // the 64B swizzle atom is 8 x 4 16-byte units K-major, 4 x 8 MN-major; the swizzle XORs
 // address bits 4-5 with bits 7-8, and its pattern repeats every 512 bytes, "Matrix
@@ -625,18 +626,18 @@ DG_DEVICE int dg_sw128(int row, int col) { return row * 64 + ((((col >> 3) ^ row
 //   tile_k 32 (wgk32):        A (dY, K-major):  [TILE_M rows][32 k]
 //   warp_tile_n 32 (wgn32):   B (W, MN-major):  [TILE_N/32 blocks][TILE_K rows][32 c]
 DG_DEVICE int dg_sw64(int row, int col) { return row * 32 + ((((col >> 3) ^ (row >> 1)) & 3) << 3) + (col & 7); }
-// #end wgk32|wgn32|wgn96
+// #end wgk32|wgn32|wgb32
 // #section wgk32
 #define DG_A_OFF(row, col) dg_sw64((row), (col))
 // #end wgk32
-// #section wgn32|wgn96
+// #section wgn32|wgb32
 #define DG_B_OFF(row, col) (((col) >> 5) * (DG_TILE_K * 32) + dg_sw64((row), (col) & 31))
-// #end wgn32|wgn96
-// #section wgn96
-// warp_tile_n 96 (wgn96): B (W, MN-major) in the wgn32 layout, [TILE_N/32 blocks][TILE_K rows]
-// [32 c]; a warpgroup's 96 columns are 3 consecutive blocks (LBO apart), and with the TMA
-// schedule each block is one box of a 64-byte-swizzled tensor map.
-// #end wgn96
+// #end wgn32|wgb32
+// #section wgb32
+// warp_tile_n 96, 160 or 224 (wgb32): B (W, MN-major) in the wgn32 layout, [TILE_N/32 blocks]
+// [TILE_K rows][32 c]; a warpgroup's columns are 3, 5 or 7 consecutive blocks (LBO apart), and
+// with the TMA schedule each block is one box of a 64-byte-swizzled tensor map.
+// #end wgb32
 // #section wgtf32
 // TF32 (fp32 elements): a 128-byte row holds 32 k, a 16-byte chunk 4. wgmma takes .tf32
 // operands K-major only, so B is stored like A, transposed by the register-staged loader:
@@ -1175,6 +1176,48 @@ DG_DEVICE void dg_wgmma_n96(float* d, unsigned long long a_desc, unsigned long l
 }
 #define dg_wgmma dg_wgmma_n96
 // #end wgn96
+// #section wgn160
+DG_DEVICE void dg_wgmma_n160(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %82, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n160k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+                 "}, %80, %81, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : DG_ACC32(0), DG_ACC32(32), DG_ACC8(64), DG_ACC8(72)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+#define dg_wgmma dg_wgmma_n160
+// #end wgn160
+// #section wgn224
+DG_DEVICE void dg_wgmma_n224(float* d, unsigned long long a_desc, unsigned long long b_desc) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %114, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n224k16.f32." DG_WG_AB "." DG_WG_AB " "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+                 "}, %112, %113, p, 1, 1, 0, 1;\n"
+                 "}\n"
+                 : DG_ACC32(0), DG_ACC32(32), DG_ACC32(64), DG_ACC8(96), DG_ACC8(104)
+                 : "l"(a_desc), "l"(b_desc), "r"(1)
+                 : "memory");
+}
+#define dg_wgmma dg_wgmma_n224
+// #end wgn224
 // #section wgn192
 DG_DEVICE void dg_wgmma_n192(float* d, unsigned long long a_desc, unsigned long long b_desc) {
     asm volatile("{\n"
@@ -1196,7 +1239,7 @@ DG_DEVICE void dg_wgmma_n192(float* d, unsigned long long a_desc, unsigned long 
 }
 #define dg_wgmma dg_wgmma_n192
 // #end wgn192
-// #section !wgn32|wgn96|wgn192
+// #section !wgn32|wgb32|wgn192
 #if DG_WG_N == 64
 #define dg_wgmma dg_wgmma_n64
 #elif DG_WG_N == 128
@@ -1204,7 +1247,7 @@ DG_DEVICE void dg_wgmma_n192(float* d, unsigned long long a_desc, unsigned long 
 #else
 #define dg_wgmma dg_wgmma_n256
 #endif
-// #end !wgn32|wgn96|wgn192
+// #end !wgn32|wgb32|wgn192
 
 // Shared-memory matrix descriptor, 128-byte swizzle: start address, leading-dimension byte
 // offset (MN-major: between 64-wide blocks; unused by K-major swizzled operands), stride
@@ -1214,7 +1257,7 @@ DG_DEVICE unsigned long long dg_wg_desc(dg_u32 addr, dg_u32 lbo, dg_u32 sbo) {
            ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
 
-// #section !wgtf32|wgk32|wgn32|wgn96
+// #section !wgtf32|wgk32|wgn32|wgb32
 DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                           int wm, int wn, int) {
     const dg_u32 a0 = dg_smem_addr(As) + wm * DG_WARP_ROWS * 128;
@@ -1237,14 +1280,14 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
     // barrier and copies; the previous tile's group is complete past this wait.
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
 }
-// #end !wgtf32|wgk32|wgn32|wgn96
-// #section wgk32|wgn32|wgn96
+// #end !wgtf32|wgk32|wgn32|wgb32
+// #section wgk32|wgn32|wgb32
 // Narrow tiles: descriptors with their swizzle mode (1 = 128-byte, 2 = 64-byte; PTX ISA
 // "Matrix Descriptor Format"), LBO and SBO as above. A with tile_k 32: 64-byte rows, the
 // 32-byte k slice kk .. kk+15 at byte kk*2 of each row, 8-row groups 512 bytes apart. B with
-// warp_tile_n 32 or 96: from the warpgroup's first 32-wide block, rows kk .. kk+15 (two 8-row
-// groups 512 bytes apart); LBO = TILE_K*64 bytes to the next 32-wide block (an n96
-// instruction spans 3, an n32 one none).
+// warp_tile_n 32, 96, 160 or 224: from the warpgroup's first 32-wide block, rows kk .. kk+15
+// (two 8-row groups 512 bytes apart); LBO = TILE_K*64 bytes to the next 32-wide block (an n96
+// instruction spans 3, n160 5, n224 7, an n32 one none).
 DG_DEVICE unsigned long long dg_wg_desc_sw(dg_u32 addr, dg_u32 lbo, dg_u32 sbo, unsigned long long mode) {
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
            ((unsigned long long)(sbo >> 4) << 32) | (mode << 62);
@@ -1259,7 +1302,7 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
 #define DG_A_DESC(kk, i) \
     dg_wg_desc_sw(a0 + ((kk) >> 6) * (DG_TILE_M * 128) + (i) * 64 * 128 + ((kk) & 63) * 2, 16, 1024, 1)
 #endif
-#if DG_WG_N == 32 || DG_WG_N == 96
+#if DG_WG_N % 64 != 0     // 32, 96, 160, 224: 32-wide blocks in the 64-byte swizzle
     const dg_u32 b0 = dg_smem_addr(Bs) + (wn * DG_WARP_COLS / 32) * (DG_TILE_K * 64);
 #define DG_B_DESC(kk) dg_wg_desc_sw(b0 + (kk) * 64, DG_TILE_K * 64, 512, 2)
 #else
@@ -1278,7 +1321,7 @@ DG_DEVICE void dg_compute(const dg_t* As, const dg_t* Bs, float (&acc)[DG_MMA_M]
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(DG_MMA_LAG) : "memory");
 }
-// #end wgk32|wgn32|wgn96
+// #end wgk32|wgn32|wgb32
 // #section wgtf32
 // TF32: k8 instructions, 32 bytes of each 128-byte row per step; B K-major like A (its rows
 // are the warpgroup's columns, 8-row groups 1024 bytes apart).
@@ -2385,19 +2428,19 @@ DG_GLOBAL void DG_KERNEL_NAME(const dg_t* __restrict__ dy, const dg_t* __restric
                     dg_tma_load_2d(a_dst, &tm_dy, k0, tt.n0, full);
 #endif
                     const int wtap = (ydot * tt.s.y_stride + tt.s.y_offset) * DG_X + xdot * tt.s.x_stride + tt.s.x_offset;
-// #section !wgn96
+// #section !wgb32
 #pragma unroll
                     for (int b = 0; b < DG_TILE_N / 64; ++b)
                         dg_tma_load_3d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 64)), &tm_w,
                                        tt.n_tile * DG_TILE_N + b * 64, wtap, k0, full);
-// #end !wgn96
-// #section wgn96
-                    // warp_tile_n 96: TILE_N/32 boxes of 32 c x 64 k (64-byte swizzled rows)
+// #end !wgb32
+// #section wgb32
+                    // warp_tile_n 96, 160 or 224: TILE_N/32 boxes of 32 c x 64 k (64-byte swizzled rows)
 #pragma unroll
                     for (int b = 0; b < DG_TILE_N / 32; ++b)
                         dg_tma_load_3d(dg_smem_addr(Bs + st * DG_B_STAGE + b * (DG_TILE_K * 32)), &tm_w,
                                        tt.n_tile * DG_TILE_N + b * 32, wtap, k0, full);
-// #end wgn96
+// #end wgb32
                 }
             }
         }

@@ -22,6 +22,9 @@ from ..problem import ConvProblem
 from ..tma import tma_box_tiles
 
 _HERE = Path(__file__).resolve().parent
+WIDE_32_BLOCKS = (96, 160, 224)
+"""warp_tile_n values whose W tile is 32-wide blocks in the 64-byte swizzle (``dgrad.cu``'s
+``wgb32`` sections: 3, 5 or 7 blocks a warpgroup, one 32-wide TMA box each)."""
 
 ATOM_CODES = {"mma16816": 0, "mfma32x32x8": 1, "mfma16x16x16": 2, "mma1688tf32": 5, "mfma16x16x8xf32": 6}
 """``DG_ATOM`` values; every FFMA lane-grid atom (``fma4x8``, ``fma8x8``) is 3, every
@@ -95,7 +98,7 @@ class TensorMapDesc:
     elements, innermost first, ``strides`` the byte strides of dims 1.. (dim 0 is
     contiguous), ``box`` the tile one copy moves (elements, innermost first), ``dtype``
     ``"fp16"`` or ``"bf16"``; ``swizzle`` the shared-memory swizzle in bytes (128, or 64 for
-    the 32-wide W boxes of warp_tile_n 96: the wgmma operand layouts; 0, none, for the NCHW
+    the 32-wide W boxes of warp_tile_n 96, 160 and 224: the wgmma operand layouts; 0, none, for the NCHW
     TMA schedule's staging rows), and elements
     outside the tensor read as zero.
     """
@@ -218,8 +221,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     atom (``spec.math == "tf32"``) keeps the ``tf32`` sections (its atom and A/B row padding);
     a 16-bit warpgroup spec with tile_k 32 keeps the ``wgk32`` sections (A in 64-byte
     swizzled rows), one with warp_tile_n 32 the ``wgn32`` sections (B in 64-byte swizzled
-    rows, the m64n32k16 instruction), warp_tile_n 96 the ``wgn96`` sections (B in 64-byte
-    swizzled 32-wide blocks, m64n96k16, 32-wide TMA boxes), warp_tile_n 192 the ``wgn192``
+    rows, the m64n32k16 instruction), warp_tile_n 96, 160 or 224 the ``wgb32`` sections (B in
+    64-byte swizzled 32-wide blocks, 32-wide TMA boxes) and its instruction's ``wgn96``,
+    ``wgn160`` or ``wgn224`` section, warp_tile_n 192 the ``wgn192``
     sections (m64n192k16), a TMA spec of 7 or 8 stages the ``st8`` sections and a TMA spec
     with split_k > 1 the ``tmask`` sections (work units of one k-slice, the split epilogue),
     the ping-pong schedule the ``pingpong`` sections (two warpgroups taking tiles in turn), a
@@ -274,8 +278,10 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
             sections = tuple(sections) + ("wgk32",)
         if c.warp_tile_n == 32:
             sections = tuple(sections) + ("wgn32",)
-        if c.warp_tile_n in (96, 192):   # m64n96k16 (B in 64-byte swizzled 32-wide blocks), m64n192k16
-            sections = tuple(sections) + (f"wgn{c.warp_tile_n}",)
+        if c.warp_tile_n in WIDE_32_BLOCKS:   # B in 64-byte swizzled 32-wide blocks, m64nNk16
+            sections = tuple(sections) + ("wgb32", f"wgn{c.warp_tile_n}")
+        elif c.warp_tile_n == 192:            # three 128-byte swizzled 64-wide blocks, m64n192k16
+            sections = tuple(sections) + ("wgn192",)
     if spec.tma and c.stages > 6:       # 7-8 mbarrier stages (the TMA schedule only)
         sections = tuple(sections) + ("st8",)
     if spec.schedule.pingpong:          # two warpgroups owning whole tiles in turn
@@ -309,7 +315,7 @@ def tensor_maps(spec) -> tuple:
     innermost first) in boxes of 64 channels x the tile's pixel box (``spec.tma_box``),
     placed per filter tap so that pixels outside dY read as zero (the padding). W: the
     (cpg, Y*X, K) view of the (K, Y, X, cpg) filter in boxes of 64 c x one tap x 64 k (32 c in
-    the 64-byte swizzle for warp_tile_n 96). Both
+    the 64-byte swizzle for warp_tile_n 96, 160 and 224). Both
     land in the 128-byte swizzled layouts of ``dgrad.cu`` (A K-major, B MN-major).
     """
     if not spec.tma:
@@ -317,7 +323,7 @@ def tensor_maps(spec) -> tuple:
     p, c = spec.problem, spec.config
     eb = p.elem_bytes
     taps = p.Y * p.X
-    if c.warp_tile_n == 96:     # 32-wide W blocks in the 64-byte swizzle (dgrad.cu wgn96)
+    if c.warp_tile_n in WIDE_32_BLOCKS:     # 32-wide W blocks in the 64-byte swizzle (dgrad.cu wgb32)
         w = TensorMapDesc("w", p.dtype, (p.cpg, taps, p.K), (p.cpg * eb, taps * p.cpg * eb), (32, 1, c.tile_k), 64)
     else:
         w = TensorMapDesc("w", p.dtype, (p.cpg, taps, p.K), (p.cpg * eb, taps * p.cpg * eb), (64, 1, c.tile_k))
