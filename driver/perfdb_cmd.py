@@ -139,7 +139,15 @@ def _import_db(path: str, arch: str, perfdb: str | None) -> tuple:
     try:
         with PerfDb(path, miopen_arch=arch) as src, PerfDb(perfdb) as db:
             db.check(write=True)
-            recs = [r for r in src.records() if r.arch in (arch, ANY_ARCH)]
+            every = src.records()
+            recs = [r for r in every if r.arch in (arch, ANY_ARCH)]
+            held = sorted({r.arch for r in every} - {arch, ANY_ARCH})
+            if held and not recs:       # a perf-db of ours says whose its records are
+                raise UserError(f"FILE {path}: holds records for {', '.join(held)}, none for --arch {arch}; "
+                                f"allowed: --arch {' or '.join(held)}, or a perf-db with {arch}'s records")
+            if held:
+                warn(f"{len(every) - len(recs)} record(s) of {path} for {', '.join(held)} not imported "
+                     f"(--arch {arch})")
             _warn_skipped(src)
             written = db.import_records([replace(r, arch=arch) for r in recs])
     except PerfDbError as e:

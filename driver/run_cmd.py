@@ -681,13 +681,15 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     infos = [n for n in search_notes if n.startswith("Info: ")] + more_infos
     if device.compile_only:
         known = lines + search_notes + list(solution.notes) + more_infos
+        if immediate:       # the solution list needs no launch (its workspace is the solution's)
+            known += report.immediate_lines(solution.tuned_ms, solution.workspace_bytes)
         if emit is not None and not o.as_json:
             for text in known:
                 emit(text)
         status, more, crec = compile_only(solution)
         if o.as_json:
             rec = report.json_record(**base, backend=None, seed=None, status="ok" if status == 0 else "compile_failed",
-                                     compile_only=crec)
+                                     compile_only=crec, immediate=immediate)
             if search_notes:
                 rec["search"] = {"ran": False, "notes": search_notes}
             rec["info"] = infos
@@ -746,6 +748,8 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         if res.ok:
             vrec = res.record
             launches += vrec["launches"]
+        elif dump and res.error_type == "FileError":     # a dump_*.bin write failed: the user's disk
+            raise UserError(f"-o 1: {res.reason.split(': ', 1)[1]}")
         else:
             failure = ("verification", res)
 

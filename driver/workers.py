@@ -628,6 +628,11 @@ def _visible_devices() -> str | None:
     return os.environ.get("CUDA_VISIBLE_DEVICES", os.environ.get("HIP_VISIBLE_DEVICES"))
 
 
+DUMP_DIR_ALLOWED = "a writable working directory"
+"""Where ``-o 1``'s ``dump_*.bin`` files go (MIOpenDriver writes them into the working
+directory), as an error's ``allowed:`` phrase says it."""
+
+
 def dump_names(verify: bool, reference: str | None) -> tuple:
     """The ``dump_*.bin`` files a verification job with ``dump`` writes, in order (MIOpen's
     names; the CPU reference's dX only when it verifies on the CPU reference)."""
@@ -648,7 +653,12 @@ def _do_verification(job: Job, state: _State) -> dict:
     dumps = []
 
     def dump(path, arr):
-        write_bytes(path, np.ascontiguousarray(arr).tobytes())
+        from miopen_solver.errors import FileError
+        try:
+            write_bytes(path, np.ascontiguousarray(arr).tobytes())
+        except FileError as e:      # -o 1 always writes into the working directory
+            raise FileError(e.path, e.reason, f"-o 0, or room for the dump_*.bin files in {DUMP_DIR_ALLOWED}",
+                            e.errno) from None
         dumps.append(path)
     names = dump_names(bool(job.verify), job.reference)
     if job.dump:

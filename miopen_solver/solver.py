@@ -684,7 +684,7 @@ class DgradSolver:
                     and not (tma and cfg.split_k in (-1, 1))):      # stream-K: the tile on TMA, unsplit
                 fallbacks.append(("the unsplit form" if tma else "the TMA form",
                                   base.replace(schedule=KernelSchedule.WGMMA_TMA, split_k=1)))
-            if base is not cfg and not stream:
+            if base is not cfg and not (fallbacks and stream):     # (its unsplit stream form is above)
                 fallbacks.append(("the cooperative TMA form", base))
             if base.schedule in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA) \
                     and settings.split_k_reduce != "stream":

@@ -271,6 +271,23 @@ def test_options_anywhere(capsys):
     assert status == 0 and json.loads(capsys.readouterr().out)["status"] == "ok"
 
 
+@pytest.mark.parametrize("extra", [[], ["-V", "0"], ["--json"]], ids=["verify", "no-verify", "json"])
+def test_a_dump_that_cannot_be_written_is_one_error_line(tmp_path, extra):
+    """``-o 1`` whose dump_*.bin write fails in the verification worker (here a file-size
+    limit of 64 bytes: EFBIG, as a full disk gives ENOSPC) is the user's disk, not a worker
+    crash: one line naming ``-o 1``, the file and what is allowed, exit 2, no file left."""
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)); "
+            "from driver.cli import main; sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, "-c", code, *SMALL.split(), "-o", "1", "--backend", "cpu", *extra],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.splitlines() == [
+        "dgrad-driver: error: -o 1: dump_wei.bin: cannot write (File too large); no file was created; allowed: "
+        "-o 0, or room for the dump_*.bin files in a writable working directory"]
+    assert "FAILED" not in r.stdout and not list(tmp_path.iterdir())
+
+
 def test_input_files_and_dumps(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = SMALL + " -o 1"
@@ -634,6 +651,28 @@ def test_compile_only_nvidia(capsys):
     status, out, _ = run(capsys, SMALL, "--arch", "sm_90", "--json")
     c = json.loads(out[0])["compile_only"]
     assert c["compiled"] and c["compiler"] == "nvcc" and 0 < c["resources"]["registers"] <= 255
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="no nvcc")
+def test_a_compile_only_run_in_immediate_mode_lists_the_solution(capsys):
+    """-S set on a compile-only run (a fresh-user trial: it printed no list and --json said
+    "find"): the solution list, its workspace that of the solution `config` reports, comes
+    before the build lines, and --json says "immediate" with the same list."""
+    from driver import workers
+    if workers.gpu_device_nodes():
+        pytest.skip("a GPU is present")
+    line = SMALL.replace(NHWC, "")                         # NCHW: a workspace for the transposes
+    ws = DgradSolver().find_solution(parse(line).problem, __import__("miopen_solver.target", fromlist=["x"])
+                                     .get_target("sm_90")).workspace_bytes
+    assert ws > 0
+    status, out, _ = run(capsys, line, "--arch", "sm_90", "-S", "1000", "--no-perfdb")
+    i = out.index("Backward Data Conv solutions available: 1")
+    assert status == 0 and out[i + 1] == f"- id: 1000 algo: 5, time: -1 ms, ws: {ws}, name: {SOLVER_NAME}"
+    assert out[i + 2].startswith("Compile-only run for sm_90")
+    status, out, _ = run(capsys, line, "--arch", "sm_90", "-S", "1000", "--no-perfdb", "--json")
+    rec = json.loads(out[0])
+    assert status == 0 and rec["mode"] == "immediate" and rec["compile_only"]["compiled"]
+    assert rec["solutions"] == [{"algo": 5, "id": 1000, "name": SOLVER_NAME, "time_ms": -1.0, "workspace_bytes": ws}]
 
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="no nvcc")

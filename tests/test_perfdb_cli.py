@@ -273,3 +273,23 @@ def test_perfdb_name_refuses_a_suffix_without_text(capsys, suffix):
 def test_perfdb_name_takes_amd_archs_with_features(capsys, arch):
     status, out, _ = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "2147483647")
     assert status == 0 and out[0].endswith(".udb")
+
+
+def test_importing_a_perf_db_of_ours_for_an_arch_it_has_no_records_of_is_an_error(capsys, tmp_path):
+    """A perf-db this tool wrote says which arch each record is for: importing it under an
+    --arch it holds nothing for is one error line naming the archs it holds (was: "Imported 0
+    record(s)", exit 0), writing nothing; under an arch it holds, the others' records are
+    named in a warning."""
+    src, dest = str(tmp_path / "src.sqlite"), str(tmp_path / "dest.sqlite")
+    text = f"{KEY}={SOLVER_NAME}:{TUNED}\n"
+    assert run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "cpu", "--perfdb", src)[0] == 0
+    status, out, err = run(capsys, "perfdb", "import", src, "--arch", "gfx942", "--perfdb", dest)
+    assert (status, out) == (2, []) and err == [
+        f"dgrad-driver: error: FILE {src}: holds records for cpu, none for --arch gfx942; allowed: --arch cpu, "
+        f"or a perf-db with gfx942's records"]
+    assert PerfDb(dest).records() == []
+    assert run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "sm_90", "--perfdb", src)[0] == 0
+    status, out, err = run(capsys, "perfdb", "import", src, "--arch", "sm_90", "--perfdb", dest)
+    assert status == 0 and out[0].startswith(f"Imported 1 record(s) (1 for {SOLVER_NAME}) for sm_90")
+    assert err == [f"dgrad-driver: warning: 1 record(s) of {src} for cpu not imported (--arch sm_90)"]
+    assert [(r.arch, r.values) for r in PerfDb(dest).records()] == [("sm_90", TUNED)]

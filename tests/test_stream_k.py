@@ -410,3 +410,19 @@ def test_a_stream_k_solution_states_its_blocks_and_workspace_by_hand():
     notes = [n for n in sol.notes if n.startswith("Stream-K:")]
     assert notes == ["Stream-K: 100 tiles of 32 k-tiles over 132 resident blocks; 8651520 bytes of the workspace: "
                      "768 of flags (zeroed before every launch), then one fp32 slot of 65536 bytes per block"]
+
+
+def test_stream_and_split_on_a_ping_pong_default_name_the_split_as_the_reason(capsys):
+    """--split-k N > 1 with --split-k-reduce stream on a ping-pong default: the error names
+    the rule the setting breaks on the tile's cooperative TMA form (stream-K splits no K;
+    split_k 1 or -1), not only that stream-K does not run on schedule 20 (which the stream
+    setting alone gets past by the TMA form)."""
+    line = "convfp16 -n 32 -c 256 -H 14 -W 14 -k 256 -y 3 -x 3 -p 1 -q 1 -F 2"
+    p = _p(line)
+    default = SOLVER.get_default_performance_config(p, SM90)
+    assert default.schedule is KernelSchedule.WGMMA_TMA_PINGPONG
+    assert main(["config"] + line.split() + ["--arch", "sm_90", "--split-k", "2", "--split-k-reduce", "stream"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and default.serialize() in err[0], err
+    assert "nor with the cooperative TMA form 128,128,64,1,1,128,128,0,0,0,2,-1,4,3,3: stream-K divides the " \
+           "k-tiles over the blocks itself; split_k must be 1 or -1, got 2" in err[0], err
