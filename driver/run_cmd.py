@@ -98,7 +98,7 @@ class Device:
         """The perf-db's arch field: the device arch (features such as ``:sramecc+``
         dropped); on the CPU engine ``cpu``, or ``<arch>@cpu`` for a simulated target, so
         CPU timings never pose as a GPU's."""
-        arch = self.target.arch.split(":")[0]
+        arch = self.target.base_arch
         if self.backend == "cpu" and arch != "cpu":
             return f"{arch}@cpu"
         return arch

@@ -146,7 +146,7 @@ def _perfdb_arch(opts: dict, target) -> str:
     backend = opts.get("backend") or "auto"
     if backend not in BACKENDS:
         raise BadInput(f"--backend {cut_values(backend)!r}: allowed: {', '.join(BACKENDS)}")
-    arch = target.arch.split(":")[0]
+    arch = target.base_arch
     return f"{arch}@cpu" if backend == "cpu" and arch != "cpu" else arch
 
 

@@ -320,6 +320,8 @@ def _overflow_reason(problem: ConvProblem) -> Reason | None:
 def check(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_DATA) -> Verdict:
     """The structural guards only (everything but ``NO_VALID_CONFIG``); see
     :func:`is_applicable` for the arguments."""
+    if isinstance(forw, bool) or not isinstance(forw, int):
+        raise TypeError(f"forw {forw!r}: allowed: an int, MIOpenDriver's -F bitmask (2: backward data)")
     reasons = []
     if problem.mode == "trans":
         reasons.append(Reason(TRANSPOSED_MODE,
@@ -366,7 +368,10 @@ def is_applicable(problem: ConvProblem, target: Target, *, forw: int = BACKWARD_
 
     Returns:
         A :class:`Verdict`; ``ok`` iff ``reasons`` is empty. Never raises for a valid
-        :class:`ConvProblem` and :class:`Target`.
+        :class:`ConvProblem` and :class:`Target` and an int ``forw``.
+
+    Raises:
+        TypeError: ``forw`` is not an int.
     """
     verdict = check(problem, target, forw=forw)
     if not verdict.ok:

@@ -414,7 +414,7 @@ class DirectSpec(FmaSpec):
         (TQW x TN x TQH), thread tile (TPW x TPH), channel vector and the resolved access
         widths, threads, dY path, index width and the problem (``short_tag``)."""
         p = self.problem
-        arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
+        arch = re.sub(r"\W", "_", self.target.base_arch)
         if self.mma:
             native = (f"_dy{'NCHW' if self.dy_nchw else 'NHWC'}_dx{'NCHW' if self.dx_nchw else 'NHWC'}"
                       if self.schedule is KernelSchedule.DIRECT_NCHW else "")

@@ -214,7 +214,7 @@ class PlaneSpec(FmaSpec):
         thread tile, shared read and dX store widths, threads, W order, index width and the
         problem (``short_tag``)."""
         p = self.problem
-        arch = re.sub(r"\W", "_", self.target.arch.split(":")[0])
+        arch = re.sub(r"\W", "_", self.target.base_arch)
         return (f"dgrad_plane_{arch}_{p.dtype}_t{self.tw}x{self.th}x{self.pb}_p{self.tpw}x{self.tph}"
                 f"_r{self.vr}_s{self.vs}_l{self.lv}{'_whole' if self.whole else ''}"
                 f"{f'_pg{self.persistent_blocks}' if self.persistent_blocks else ''}_th{self.block_threads}"

@@ -113,10 +113,13 @@ def w_shape(p: ConvProblem) -> tuple:
 
 
 def check_inputs(p: ConvProblem, dy: np.ndarray, w: np.ndarray) -> None:
-    """Raise ValueError unless dY and W have the problem's shapes and storage dtype."""
+    """Raise ValueError unless dY and W are numpy arrays of the problem's shapes and storage
+    dtype."""
     want = storage_dtype(p.dtype)
     for name, a, shape, lay in (("dY", dy, dy_shape(p), p.out_layout),
                                 ("W", w, w_shape(p), p.fil_layout)):
+        if not isinstance(a, np.ndarray):
+            raise ValueError(f"{name} is a {type(a).__name__}; allowed: a numpy array of shape {shape}, dtype {want}")
         if tuple(a.shape) != shape:
             raise ValueError(f"{name} has shape {tuple(a.shape)}; {lay} {p.dtype} problem needs {shape}")
         if a.dtype != want:

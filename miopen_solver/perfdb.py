@@ -249,6 +249,8 @@ def parse_text(text: str, arch: str, aliases: dict | None = None) -> list:
         ValueError: a malformed line (naming its number) or arch.
     """
     check_arch(arch)
+    if not isinstance(text, str):
+        raise ValueError(f"perf-db text is a {type(text).__name__}; allowed: a str of MIOpen record lines")
     aliases = aliases or {}
     out = []
     for n, line in enumerate(text_lines(text), 1):

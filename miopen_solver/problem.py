@@ -170,12 +170,12 @@ class ConvProblem:
             object.__setattr__(self, name, int(v))
         if self.spatial_dim not in (2, 3):
             raise ValueError(f"spatial_dim must be 2 or 3, got {self.spatial_dim}")
-        if self.dtype not in DTYPE_BYTES:
+        if not isinstance(self.dtype, str) or self.dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
         for name in ("in_layout", "out_layout", "fil_layout"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ValueError(f"{name} must be a layout name such as NCHW or NHWC, got {getattr(self, name)!r}")
-        if self.mode not in ("conv", "trans"):
+        if not isinstance(self.mode, str) or self.mode not in ("conv", "trans"):
             raise ValueError(f"mode {self.mode!r}; allowed: conv, trans")
         pads = self.trans_pads
         if (not isinstance(pads, (tuple, list)) or len(pads) != 3

@@ -86,6 +86,9 @@ def default_tolerance(dtype: str, implicit_gemm: bool = True) -> float:
 def _check_inputs(p: ConvProblem, dy: np.ndarray, w: np.ndarray) -> None:
     if p.is_3d or p.mode != "conv":
         raise ValueError("the reference covers 2-D convolutions in mode 'conv' only")
+    if not isinstance(dy, np.ndarray) or not isinstance(w, np.ndarray):
+        raise ValueError(f"dY {type(dy).__name__} / W {type(w).__name__}: allowed: numpy arrays of shapes "
+                         f"{layouts.dy_shape(p)} / {layouts.w_shape(p)}")
     if tuple(dy.shape) != layouts.dy_shape(p) or tuple(w.shape) != layouts.w_shape(p):
         raise ValueError(f"dY {tuple(dy.shape)} / W {tuple(w.shape)} do not match the problem: "
                          f"want {layouts.dy_shape(p)} / {layouts.w_shape(p)}")

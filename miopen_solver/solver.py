@@ -411,6 +411,18 @@ class _Choice:
     perfdb_path: str | None = None
 
 
+def as_problem(problem) -> ConvProblem:
+    """``problem`` when it is a :class:`~miopen_solver.problem.ConvProblem`.
+
+    Raises:
+        TypeError: anything else (a line of text, say), naming what is allowed.
+    """
+    if isinstance(problem, ConvProblem):
+        return problem
+    raise TypeError(f"problem {shown_value(problem)}: allowed: a miopen_solver.problem.ConvProblem, e.g. "
+                    f"miopen_solver.command.parse(line).problem")
+
+
 def as_target(target) -> Target:
     """``target`` as a :class:`Target`: a Target as it is, or a preset's name (``"gfx942"``,
     ``"sm_90"``; :func:`miopen_solver.target.get_target`).
@@ -431,6 +443,9 @@ class DgradSolver:
     """Implicit-GEMM backward data by tilde decomposition, NHWC, one launch.
 
     Stateless; every verb takes the problem and the target. Nothing here needs a GPU.
+    Every verb raises TypeError for a problem that is not a ConvProblem (:func:`as_problem`)
+    and TargetError for a target that is neither a Target nor a preset's name
+    (:func:`as_target`).
     """
 
     def solver_db_id(self) -> str:
@@ -444,7 +459,7 @@ class DgradSolver:
 
     def is_applicable(self, problem: ConvProblem, target: Target, *, forw: int = 2) -> Verdict:
         """Every reason the problem is not applicable (see :mod:`miopen_solver.applicability`)."""
-        target = as_target(target)
+        problem, target = as_problem(problem), as_target(target)
         return is_applicable(problem, target, forw=forw)
 
     def get_default_performance_config(self, problem: ConvProblem, target: Target) -> PerfConfig:
@@ -455,7 +470,7 @@ class DgradSolver:
             PerfConfigError: no default validates (the problem is then not applicable:
                 ``NO_VALID_CONFIG``).
         """
-        target = as_target(target)
+        problem, target = as_problem(problem), as_target(target)
         return default_performance_config(launch_problem(problem), target)
 
     def is_valid_performance_config(self, problem: ConvProblem, target: Target,
@@ -469,7 +484,7 @@ class DgradSolver:
             PerfConfigError: ``config`` is neither a PerfConfig nor text.
             TargetError: ``target`` is neither a Target nor a preset's name.
         """
-        target = as_target(target)
+        problem, target = as_problem(problem), as_target(target)
         if isinstance(config, str):
             try:
                 config = PerfConfig.parse(config)
@@ -501,7 +516,7 @@ class DgradSolver:
             PerfConfigError: ``config`` is given and malformed, invalid or of another type.
             TargetError: ``target`` is neither a Target nor a preset's name.
         """
-        target = as_target(target)
+        problem, target = as_problem(problem), as_target(target)
         config = None if config is None else as_perf_config(config)
         verdict = check(problem, target) if config is not None else is_applicable(problem, target)
         if not verdict.ok:
@@ -523,8 +538,9 @@ class DgradSolver:
 
     def lookup_performance_config(self, problem: ConvProblem, target: Target, perfdb,
                                   arch: str | None = None) -> tuple:
-        """The perf-db record for ``problem`` under ``arch`` (default ``target.arch``) and
-        this solver, checked against ``target``.
+        """The perf-db record for ``problem`` under ``arch`` (default ``target.base_arch``:
+        the arch without feature suffixes such as ``:sramecc+``) and this solver, checked
+        against ``target``.
 
         Returns:
             ``(config, record, reason)``: ``(None, None, "")`` when there is no record;
@@ -534,8 +550,11 @@ class DgradSolver:
         Raises:
             PerfDbError: the perf-db cannot be read.
         """
-        target = as_target(target)
-        rec = perfdb.get(problem.problem_key(), arch or target.arch, self.solver_db_id())
+        problem, target = as_problem(problem), as_target(target)
+        from .perfdb import PerfDb
+        if not isinstance(perfdb, PerfDb):
+            raise TypeError(f"perfdb {shown_value(perfdb)}: allowed: a miopen_solver.perfdb.PerfDb")
+        rec = perfdb.get(problem.problem_key(), arch or target.base_arch, self.solver_db_id())
         if rec is None:
             return None, None, ""
         try:
@@ -557,7 +576,7 @@ class DgradSolver:
                 default is valid).
             TargetError: ``target`` is neither a Target nor a preset's name.
         """
-        target = as_target(target)
+        problem, target = as_problem(problem), as_target(target)
         config = None if config is None else as_perf_config(config)
         verdict = check(problem, target)
         if not verdict.ok:
@@ -573,7 +592,7 @@ class DgradSolver:
         """The solution a run launches, decided once (MIOpen's FindSolution for one solver).
 
         Policy: ``perf_config`` (a :class:`PerfConfig` or its text) when given; else the
-        perf-db record for this problem under ``perfdb_arch`` (default ``target.arch``) when
+        perf-db record for this problem under ``perfdb_arch`` (default ``target.base_arch``) when
         it validates on ``target`` (a record that does not is ignored with a note); else the
         default. Then the settings: ``kouter`` (``auto``/``on``/``off``: ``lds_k_outer``),
         ``split_k`` (-1 or 1..64) and ``split_k_reduce`` (``auto``/``atomic``/``workspace``:
@@ -597,7 +616,7 @@ class DgradSolver:
             PerfConfigError: the given config is malformed or invalid, or the settings make
                 it invalid; the message starts with the options given.
         """
-        target = as_target(target)
+        problem, target = as_problem(problem), as_target(target)
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)
@@ -639,6 +658,8 @@ class DgradSolver:
 
     def _lookup(self, problem, target, perfdb, arch, label, choice: _Choice) -> None:
         from .perfdb import PerfDb
+        if not isinstance(perfdb, (PerfDb, str, os.PathLike)):
+            raise TypeError(f"perfdb {shown_value(perfdb)}: allowed: a miopen_solver.perfdb.PerfDb, a path, or None")
         db = perfdb if isinstance(perfdb, PerfDb) else PerfDb(os.fspath(perfdb))
         choice.perfdb_path = str(db.path)
         label = label or f"perf-db {db.path}"
@@ -819,9 +840,10 @@ class DgradSolver:
         Raises:
             PerfConfigError: an unknown ``split_k_reduce``.
         """
-        if split_k_reduce is not None and split_k_reduce not in SPLIT_K_REDUCE_CODES:
+        if split_k_reduce is not None and (not isinstance(split_k_reduce, str)
+                                           or split_k_reduce not in SPLIT_K_REDUCE_CODES):
             raise PerfConfigError(f"--split-k-reduce {split_k_reduce!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
-        target = as_target(target)
+        problem, target = as_problem(problem), as_target(target)
         if not self.is_applicable(problem, target):
             return
         seen = set()

@@ -105,7 +105,7 @@ STREAM_K_TAG = "_skst"
 
 def arch_tag(target: Target) -> str:
     """The target's arch as a C identifier (feature suffixes such as ``:sramecc+`` dropped)."""
-    return re.sub(r"\W", "_", target.arch.split(":")[0])
+    return re.sub(r"\W", "_", target.base_arch)
 
 
 def spec_identity(spec) -> dict:

@@ -109,6 +109,12 @@ class Target:
     max_grid: tuple = (2**31 - 1, 65535, 65535)
     name: str = ""
 
+    @property
+    def base_arch(self) -> str:
+        """:attr:`arch` without feature suffixes (``gfx942:sramecc+:xnack-`` -> ``gfx942``):
+        the arch a perf-db record, a kernel name and the vendor tables are keyed by."""
+        return self.arch.split(":")[0]
+
     def atoms_for(self, dtype: str) -> tuple:
         """The matrix atoms for ``dtype``, preferred first; ``()`` when there is none."""
         return self.atoms.get(dtype, ())

@@ -135,7 +135,7 @@ def target_reason(target) -> str | None:
     """Why ``target`` cannot run TF32 math (it has no TF32 matrix atom), or None when it can."""
     if target.atoms_for("tf32"):
         return None
-    why = NO_TF32.get(target.name or target.arch.split(":")[0])
+    why = NO_TF32.get(target.name or target.base_arch)
     return f"{target.arch} has no TF32 matrix instruction" + (f" ({why})" if why else "")
 
 

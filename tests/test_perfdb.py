@@ -258,3 +258,21 @@ def test_processes_creating_the_same_perfdb_at_once(tmp_path, round_):
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     with PerfDb(path) as db:
         assert sorted(r.problem_key for r in db.records()) == [f"key-{w}" for w in range(4)]
+
+
+@pytest.mark.parametrize("arch", ["gfx942:sramecc+:xnack-", "gfx90a:xnack+", "gfx942"])
+def test_a_target_with_feature_suffixes_reads_its_base_archs_records(tmp_path, arch):
+    """A target from from_device with features (``gfx942:sramecc+``, as HIP names a device)
+    looks its perf-db record up under the arch without them, as the driver does (was: an
+    ArgumentError, ':' not allowed in a perf-db arch)."""
+    from miopen_solver.command import parse
+    from miopen_solver.solver import DgradSolver
+    from miopen_solver.target import from_device
+    p = parse("convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem
+    t = from_device("amd", arch)
+    assert t.base_arch == arch.split(":")[0]
+    cfg = "64,16,32,2,1,32,16,0,0,0,1,-1,2"
+    db = PerfDb(tmp_path / "db.sqlite")
+    db.update(p.problem_key(), t.base_arch, SOLVER_NAME, cfg, 0.5)
+    sol = DgradSolver().find_solution(p, t, perfdb=db)
+    assert sol.perf_config.serialize() == cfg and sol.tuned_ms == 0.5

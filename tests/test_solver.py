@@ -373,3 +373,54 @@ def test_every_verb_refuses_a_target_of_another_type_listing_the_presets(bad):
         with pytest.raises(TargetError, match=f"^target .*: allowed: a miopen_solver.target.Target or an arch "
                                               f"name: {known}$"):
             verb()
+
+
+# ------------------------------------------------------------------ arguments of the wrong kind
+def _bad_argument_cases():
+    import numpy as np
+    from miopen_solver import layouts
+    from miopen_solver.perfdb import PerfDb
+    from miopen_solver.runtime.cpu import CpuEngine
+    p = parse("convfp16 -n 2 -c 16 -H 8 -W 8 -k 16 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem
+    s = DgradSolver()
+    dy, w = np.zeros(layouts.dy_shape(p), np.float16), np.zeros(layouts.w_shape(p), np.float16)
+    sol = s.find_solution(p, "cpu")
+    line = "convfp16 -n 2 -c 16"
+    return [     # (id, call, exception type, words of the message)
+        ("search split_k_reduce list", lambda: list(s.search(p, "sm_90", split_k_reduce=[])), ValueError,
+         ["--split-k-reduce []", "allowed: auto"]),
+        ("dtype list", lambda: p.replace(dtype=["fp16"]), ValueError, ["dtype ['fp16']", "allowed: fp32"]),
+        ("mode list", lambda: p.replace(mode=["conv"]), ValueError, ["mode ['conv']", "allowed: conv, trans"]),
+        ("forw text", lambda: s.is_applicable(p, "sm_90", forw="2"), TypeError, ["forw '2'", "allowed: an int"]),
+        ("forw None", lambda: s.is_applicable(p, "sm_90", forw=None), TypeError, ["forw None"]),
+        *[(f"{verb} on a line of text", call, TypeError, ["problem 'convfp16 -n 2 -c 16'", "ConvProblem"])
+          for verb, call in [("is_applicable", lambda: s.is_applicable(line, "sm_90")),
+                             ("default", lambda: s.get_default_performance_config(line, "sm_90")),
+                             ("valid", lambda: s.is_valid_performance_config(line, "sm_90", "x")),
+                             ("workspace", lambda: s.get_workspace_size(line, "sm_90")),
+                             ("solution", lambda: s.get_solution(line, "sm_90")),
+                             ("find", lambda: s.find_solution(line, "sm_90")),
+                             ("search", lambda: list(s.search(line, "sm_90")))]],
+        ("run dY list", lambda: CpuEngine().run(sol, dy.tolist(), w), ValueError, ["dY is a list", "numpy array"]),
+        ("run W None", lambda: CpuEngine().run(sol, dy, None), ValueError, ["W is a NoneType", "numpy array"]),
+        ("perfdb int", lambda: s.find_solution(p, "sm_90", perfdb=5), TypeError, ["perfdb 5", "a path, or None"]),
+        ("lookup None", lambda: s.lookup_performance_config(p, "sm_90", None), TypeError, ["perfdb None", "PerfDb"]),
+        ("import_text None", lambda: PerfDb(":memory:").import_text(None, "gfx942"), ValueError,
+         ["perf-db text is a NoneType"]),
+        ("warmup negative", lambda: CpuEngine().time(sol, dy, w, iters=1, warmup=-5), ValueError,
+         ["warmup -5", "an integer >= 0"]),
+        ("iters float", lambda: CpuEngine().time(sol, dy, w, iters=1.5), ValueError, ["iters 1.5", ">= 1"]),
+        ("iters bool", lambda: CpuEngine().time(sol, dy, w, iters=True), ValueError, ["iters True"]),
+    ]
+
+
+@pytest.mark.parametrize("case", _bad_argument_cases(), ids=lambda c: c[0])
+def test_arguments_of_the_wrong_kind_are_named(case):
+    """A fresh-user trial of the library: wrong-typed arguments gave AttributeError or
+    TypeError from deep inside (unhashable list, 'str' has no attribute 'mode'), or (warmup
+    < 0) were taken silently. Each is now the documented exception naming the argument, its
+    value and what is allowed."""
+    _, call, kind, words = case
+    with pytest.raises(kind) as e:
+        call()
+    assert all(word in str(e.value) for word in words), str(e.value)

@@ -62,6 +62,19 @@ class BuildInfo:
     resources: dict | None = None
 
 
+def check_count(name: str, value, least: int) -> int:
+    """``value`` as a launch count of at least ``least`` (``iters``, ``warmup``, a graph's
+    ``launches`` and ``replays``).
+
+    Raises:
+        ValueError: not an integer (bool included), or below ``least``; the message names
+            ``name``, the value and what is allowed.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} {value!r}: allowed: an integer >= {least}")
+    return int(value)
+
+
 def as_solution(work):
     """The :class:`~miopen_solver.solver.Solution` an engine runs: ``work`` itself, or the
     solution of a validated :class:`~miopen_solver.spec.DgradSpec` (its own config; nothing

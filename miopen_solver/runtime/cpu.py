@@ -55,7 +55,7 @@ from ..problem import valid_range
 from ..target import Target, get_target
 from ..tf32 import round_tf32, round_tf32_
 from ..transpose import writes_nchw_dx
-from .base import BuildInfo, Engine, Timing, as_solution
+from .base import BuildInfo, Engine, Timing, as_solution, check_count
 
 CHUNK_BYTES = 1 << 20
 """Target size of one chunk's fp32 output block (all groups), bytes: small enough to stay in
@@ -302,9 +302,8 @@ class CpuEngine(Engine):
     def time(self, work, dy: np.ndarray, w: np.ndarray, iters: int, warmup: int = 1) -> Timing:
         """Wall-clock time of ``iters`` runs (after ``warmup`` untimed ones), ms per run."""
         sol = as_solution(work)
-        if iters < 1:
-            raise ValueError(f"iters must be >= 1, got {iters}")
-        for _ in range(max(0, warmup)):
+        iters, warmup = check_count("iters", iters, 1), check_count("warmup", warmup, 0)
+        for _ in range(warmup):
             self.run(sol, dy, w)
         times = []
         for _ in range(iters):

@@ -33,7 +33,7 @@ from .. import layouts, memory
 from ..kernels import KernelSource, emit_reference
 from ..spec import check_binary
 from ..layouts import storage_dtype
-from .base import BuildInfo, Engine, Timing, as_solution
+from .base import BuildInfo, Engine, Timing, as_solution, check_count
 from .cache import BinaryCache, cache_key
 
 POISON_BYTE = 0xFF
@@ -328,6 +328,7 @@ class GpuEngine(Engine):
         layout transforms and split-K's dX memset are inside the timed region, as MIOpen's
         kernel time counts every kernel of the invoker."""
         sol = as_solution(work)
+        iters, warmup = check_count("iters", iters, 1), check_count("warmup", warmup, 0)
         p = sol.problem
         k = self._kernel(sol)
         nbytes = p.dx_elems * p.elem_bytes
@@ -350,6 +351,7 @@ class GpuEngine(Engine):
         every step of :meth:`launches`: one graph holds them all; launch gaps removed, as
         MIOpenDriver's ``--use_hip_graph``); one entry per replay."""
         sol = as_solution(work)
+        launches, replays = check_count("launches", launches, 1), check_count("replays", replays, 1)
         p = sol.problem
         k = self._kernel(sol)
         nbytes = p.dx_elems * p.elem_bytes
