@@ -74,6 +74,14 @@ SOLUTION_FASTEST = "0"
 
 
 # --------------------------------------------------------------------- the device
+def perfdb_arch(target, backend: str | None) -> str:
+    """The arch a perf-db record of ``target`` run on ``backend`` is filed under: the arch
+    without features such as ``:sramecc+`` (``Target.base_arch``); on the CPU engine ``cpu``,
+    or ``<arch>@cpu`` for a simulated target, so CPU timings never pose as a GPU's."""
+    arch = target.base_arch
+    return f"{arch}@cpu" if backend == "cpu" and arch != "cpu" else arch
+
+
 @dataclass(frozen=True)
 class Device:
     """Where a line runs.
@@ -95,13 +103,8 @@ class Device:
 
     @property
     def perfdb_arch(self) -> str:
-        """The perf-db's arch field: the device arch (features such as ``:sramecc+``
-        dropped); on the CPU engine ``cpu``, or ``<arch>@cpu`` for a simulated target, so
-        CPU timings never pose as a GPU's."""
-        arch = self.target.base_arch
-        if self.backend == "cpu" and arch != "cpu":
-            return f"{arch}@cpu"
-        return arch
+        """The perf-db's arch field of this device (:func:`perfdb_arch`)."""
+        return perfdb_arch(self.target, self.backend)
 
 
 def resolve_device(backend: str, arch: str | None, timeout: float | None = None) -> Device:

@@ -48,7 +48,7 @@ from miopen_solver.text import cut_values, json_text
 
 from .options import Command, UserError, arch_target, error_line, perfdb_label, warn
 from .run_cmd import (SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k, check_split_k_reduce, for_target,
-                      with_note)
+                      perfdb_arch, with_note)
 
 DEFAULT_ARCH = "gfx942"
 DEFAULT_NVIDIA_ARCH = "sm_90"
@@ -146,8 +146,7 @@ def _perfdb_arch(opts: dict, target) -> str:
     backend = opts.get("backend") or "auto"
     if backend not in BACKENDS:
         raise BadInput(f"--backend {cut_values(backend)!r}: allowed: {', '.join(BACKENDS)}")
-    arch = target.base_arch
-    return f"{arch}@cpu" if backend == "cpu" and arch != "cpu" else arch
+    return perfdb_arch(target, backend)
 
 
 def _parse_line(tokens, any_direction: bool):

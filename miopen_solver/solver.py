@@ -411,6 +411,17 @@ class _Choice:
     perfdb_path: str | None = None
 
 
+def _check_split_k_reduce(value) -> None:
+    """A ``split_k_reduce`` setting of :meth:`DgradSolver.find_solution` and
+    :meth:`DgradSolver.search`: None or a name of :data:`SPLIT_K_REDUCE_CODES`.
+
+    Raises:
+        PerfConfigError: anything else, naming the value and the names allowed.
+    """
+    if value is not None and (not isinstance(value, str) or value not in SPLIT_K_REDUCE_CODES):
+        raise PerfConfigError(f"--split-k-reduce {value!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
+
+
 def as_problem(problem) -> ConvProblem:
     """``problem`` when it is a :class:`~miopen_solver.problem.ConvProblem`.
 
@@ -625,9 +636,7 @@ class DgradSolver:
             raise PerfConfigError(f"--split-k {split_k!r}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
         if kouter is not None and (not isinstance(kouter, str) or kouter not in KOUTER):
             raise PerfConfigError(f"--kouter {kouter!r}: allowed: {', '.join(KOUTER)}")
-        if split_k_reduce is not None and (not isinstance(split_k_reduce, str)
-                                           or split_k_reduce not in SPLIT_K_REDUCE_CODES):
-            raise PerfConfigError(f"--split-k-reduce {split_k_reduce!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
+        _check_split_k_reduce(split_k_reduce)
         settings = _Settings(kouter, split_k, split_k_reduce)
         given = ([f"{perf_config_label} {str(perf_config)!r}"] if perf_config is not None else []) + settings.flags
         choice = _Choice()
@@ -840,9 +849,7 @@ class DgradSolver:
         Raises:
             PerfConfigError: an unknown ``split_k_reduce``.
         """
-        if split_k_reduce is not None and (not isinstance(split_k_reduce, str)
-                                           or split_k_reduce not in SPLIT_K_REDUCE_CODES):
-            raise PerfConfigError(f"--split-k-reduce {split_k_reduce!r}: allowed: {', '.join(SPLIT_K_REDUCE)}")
+        _check_split_k_reduce(split_k_reduce)
         problem, target = as_problem(problem), as_target(target)
         if not self.is_applicable(problem, target):
             return
