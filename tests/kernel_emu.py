@@ -522,10 +522,10 @@ NVIDIA_WRAPPERS = {
     emu_mma16816(c, a, b0, b1, DG_DTYPE);
 }""",
 }
-NVIDIA_WRAPPERS.update({       # one wgmma wrapper per instruction N the kernels use
-    f"dg_wgmma_n{n}": f"""DG_DEVICE void dg_wgmma_n{n}(float* d, unsigned long long a, unsigned long long b) {{
-    emu_wgmma(d, a, b, {n}, DG_DTYPE);
-}}""" for n in (32, 64, 96, 128, 160, 192, 224, 256)})
+NVIDIA_WRAPPERS.update({       # the kernel's warpgroup MMA (emit.wgmma_wrapper), N = DG_WG_N
+    "dg_wgmma": """DG_DEVICE void dg_wgmma(float* d, unsigned long long a, unsigned long long b) {
+    emu_wgmma(d, a, b, DG_WG_N, DG_DTYPE);
+}"""})
 NVIDIA_WRAPPERS.update({
     "dg_mbar_init": "DG_DEVICE void dg_mbar_init(dg_u32 bar, dg_u32 count) { emu_mbar_init(bar, (int)count); }",
     "dg_mbar_wait": "DG_DEVICE void dg_mbar_wait(dg_u32 bar, dg_u32 parity) { emu_mbar_wait(bar, parity); }",

@@ -301,3 +301,41 @@ def test_nchw_tma_search_configs_build(tmp_path, label):
         if spec.shifting:       # the producer's shifts: 16-byte shared-memory loads and stores
             assert b.count("ld.shared.v4") > 0 and b.count("st.shared.v4") > 0
     assert built >= 4
+
+
+WRAPPER_CASES = [(n, dt, "tf32" if dt == "fp32" else dt) for n in (32, 64, 96, 128, 160, 192, 224, 256)
+                 for dt in ("fp16", "bf16")] + [(n, "fp32", "tf32") for n in (64, 128, 256)]
+
+
+@pytest.mark.parametrize("n,dtype,math", WRAPPER_CASES, ids=[f"n{n}_{m}" for n, _, m in WRAPPER_CASES])
+def test_generated_wgmma_wrapper_is_one_instruction_of_its_shape(tmp_path, n, dtype, math):
+    """emit.wgmma_wrapper's text, called from a kernel, is one wgmma of m64 x n with n/2 fp32
+    accumulator registers, the descriptors and the operand forms of its element type."""
+    from miopen_solver.kernels.emit import wgmma_wrapper
+    text = ("#define DG_DEVICE __device__ __forceinline__\n" + wgmma_wrapper(n, dtype, math) +
+            "extern \"C\" __global__ void k(float* out, unsigned long long a, unsigned long long b) {\n"
+            f"    float d[{n // 2}];\n"
+            f"    for (int i = 0; i < {n // 2}; ++i) d[i] = out[i];\n"
+            "    dg_wgmma(d, a, b);\n"
+            f"    for (int i = 0; i < {n // 2}; ++i) out[i] = d[i];\n"
+            "}\n")
+    ptx = inspect_nvidia(text, "sm_90", tmp_path, "w").ptx
+    ops = [line.strip() for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert len(ops) == 1, ops
+    k, ab = ("k8", "tf32") if math == "tf32" else ("k16", {"fp16": "f16", "bf16": "bf16"}[dtype])
+    m = re.match(rf"wgmma\.mma_async\.sync\.aligned\.m64n{n}{k}\.f32\.{ab}\.{ab}\s*\{{([^}}]*)\}},\s*(.*);", ops[0])
+    assert m, ops[0]
+    assert len(m.group(1).split(",")) == n // 2
+    rest = [x.strip() for x in m.group(2).split(",")]
+    # a_desc, b_desc (64-bit), the scale-d predicate, imm-scale-a/-b 1, and for 16-bit types
+    # imm-trans-a 0 (A K-major) and imm-trans-b 1 (B MN-major)
+    assert rest[3:] == (["1", "1"] if math == "tf32" else ["1", "1", "0", "1"]), rest
+    assert rest[0].startswith("%rd") and rest[1].startswith("%rd") and rest[2] == "p"
+
+
+@pytest.mark.parametrize("n,dtype,math", [(100, "fp16", "fp16"), (264, "bf16", "bf16"), (0, "fp16", "fp16"),
+                                          (64, "fp32", "fp32")])
+def test_generated_wgmma_wrapper_refuses_shapes_the_isa_has_not(n, dtype, math):
+    from miopen_solver.kernels.emit import wgmma_wrapper
+    with pytest.raises(ValueError):
+        wgmma_wrapper(n, dtype, math)

@@ -813,7 +813,8 @@ def test_narrow_wgmma_tiles_validate_and_keep_their_sections(problem, cfg, secti
     assert spec.lds_bytes >= c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2 + 1024
     text = emit(spec).text
     assert ("dg_sw64(" in text) and ("#section" not in text)
-    assert ("dg_wgmma_n32(" in text) == ("wgn32" in sections)
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16", text)) == 1
+    assert (f"m64n{c.warp_tile_n}k16" in text) and (("m64n32k16" in text) == ("wgn32" in sections))
     assert ("#define DG_A_OFF(row, col) dg_sw64" in text) == ("wgk32" in sections)
     assert ("DG_TILE_K % 64 == 0" in text) == ("wgk32" not in sections)
     assert ("wgmma N is 64, 128 or 256" in text) == ("wgn32" not in sections)
@@ -839,23 +840,23 @@ def test_narrow_wgmma_rules(problem, cfg, reason):
 N96_CASES = [
     # (problem, config, sections): warp_tile_n 96 (B in 64-byte swizzled 32-wide blocks,
     # m64n96k16) and 192 (m64n192k16) on the three warpgroup schedules; 7-8 TMA stages (st8)
-    (nhwc(N=2, C=200, K=128, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,4,1", {"wgb32", "wgn96"}),
+    (nhwc(N=2, C=200, K=128, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,4,1", {"wgb32"}),
     (nhwc(N=2, C=320, K=128, Hi=7, Wi=7), "128,192,64,2,1,64,192,0,0,0,1,-1,5,1", {"wgn192"}),
-    (nhwc(N=2, C=192, K=128, Hi=7, Wi=7), "128,192,64,2,2,64,96,0,0,0,1,-1,4,1", {"wgb32", "wgn96"}),
-    (nhwc(N=2, C=200, K=128, Hi=7, Wi=7, dtype="bf16"), "128,96,64,2,1,64,96,0,0,0,1,-1,4,2", {"wgb32", "wgn96"}),
+    (nhwc(N=2, C=192, K=128, Hi=7, Wi=7), "128,192,64,2,2,64,96,0,0,0,1,-1,4,1", {"wgb32"}),
+    (nhwc(N=2, C=200, K=128, Hi=7, Wi=7, dtype="bf16"), "128,96,64,2,1,64,96,0,0,0,1,-1,4,2", {"wgb32"}),
     (nhwc(N=2, C=320, K=128, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,192,64,2,1,64,192,0,0,0,1,-1,3,2", {"wgn192"}),
-    (nhwc(N=2, C=200, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,4,3", {"wgb32", "wgn96"}),
+    (nhwc(N=2, C=200, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,4,3", {"wgb32"}),
     (nhwc(N=2, C=200, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,96,64,2,1,64,96,0,0,0,1,-1,8,3",
-     {"wgb32", "wgn96", "st8"}),
+     {"wgb32", "st8"}),
     (nhwc(N=2, C=320, K=256, Hi=7, Wi=7), "128,192,64,2,1,64,192,0,0,0,1,-1,5,3", {"wgn192"}),
     (nhwc(N=2, C=256, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,128,64,2,1,64,128,0,0,0,1,-1,7,3", {"st8"}),
     # 160 and 224 (5 and 7 32-wide blocks, m64n160k16 / m64n224k16) on the plain, persistent,
     # TMA and ping-pong schedules
-    (nhwc(N=2, C=160, K=128, Hi=7, Wi=7), "128,160,64,2,1,64,160,0,0,0,1,-1,4,1", {"wgb32", "wgn160"}),
-    (nhwc(N=2, C=224, K=128, Hi=7, Wi=7, dtype="bf16"), "64,224,64,1,1,64,224,0,0,0,1,-1,3,2", {"wgb32", "wgn224"}),
+    (nhwc(N=2, C=160, K=128, Hi=7, Wi=7), "128,160,64,2,1,64,160,0,0,0,1,-1,4,1", {"wgb32"}),
+    (nhwc(N=2, C=224, K=128, Hi=7, Wi=7, dtype="bf16"), "64,224,64,1,1,64,224,0,0,0,1,-1,3,2", {"wgb32"}),
     (nhwc(N=2, C=160, K=256, Hi=7, Wi=7, Y=1, X=1, pH=0, pW=0), "128,160,64,2,1,64,160,0,0,0,1,-1,5,3",
-     {"wgb32", "wgn160"}),
-    (nhwc(N=2, C=224, K=256, Hi=7, Wi=7), "64,224,64,1,1,64,224,0,0,0,1,-1,6,20", {"wgb32", "wgn224"}),
+     {"wgb32"}),
+    (nhwc(N=2, C=224, K=256, Hi=7, Wi=7), "64,224,64,1,1,64,224,0,0,0,1,-1,6,20", {"wgb32"}),
 ]
 
 
@@ -869,8 +870,7 @@ def test_n96_n192_tiles_validate_and_keep_their_sections(problem, cfg, sections)
     src = emit(spec)
     text = src.text
     assert "#section" not in text
-    for n in (96, 160, 192, 224):
-        assert (f"dg_wgmma_n{n}(" in text) == (f"wgn{n}" in sections)
+    assert re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16", text) == [str(c.warp_tile_n)]
     assert ("dg_sw64(" in text) == ("wgb32" in sections)
     assert ("wgmma N is 64, 128 or 256" in text) == (c.warp_tile_n in (64, 128, 256))
     assert ("stages 7..8: the TMA schedule only" in text) == ("st8" in sections)

@@ -39,6 +39,55 @@ def _atom_code(name: str) -> int:
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
 
+WGMMA_EMIT = "// #emit dg_wgmma\n"
+"""The line of ``dgrad.cu`` that :func:`wgmma_wrapper`'s text replaces (nothing in a kernel
+without warpgroup MMA)."""
+
+
+def wgmma_wrapper(n: int, dtype: str, math: str) -> str:
+    """CUDA text of ``dg_wgmma(d, a_desc, b_desc)``: one warpgroup MMA of 64 x ``n`` (PTX ISA
+    9.7.15, ``wgmma.mma_async``) accumulating into the fp32 fragment ``d`` (``n / 2`` registers
+    a thread), its operands in shared memory by descriptor. 16-bit ``dtype``: ``m64nNk16``,
+    A K-major and B MN-major (imm-trans-b 1); ``math`` ``"tf32"`` (fp32 data): ``m64nNk8``
+    ``.tf32``, both operands K-major (the only form ``.tf32`` takes). scale-d comes from a
+    predicate set from a register that is always 1 (accumulate), as the instruction takes
+    scale-d only as a predicate.
+
+    Raises:
+        ValueError: ``n`` is not a multiple of 8 in 8..256, or a 16-bit ``dtype`` is not
+            fp16/bf16.
+    """
+    if not (8 <= n <= 256 and n % 8 == 0):
+        raise ValueError(f"wgmma N must be a multiple of 8 in 8..256, got {n}")
+    regs = n // 2
+    if math == "tf32":
+        shape, suffix = f"m64n{n}k8.f32.tf32.tf32", ""
+    elif dtype in ("fp16", "bf16"):
+        ab = {"fp16": "f16", "bf16": "bf16"}[dtype]
+        shape, suffix = f"m64n{n}k16.f32.{ab}.{ab}", ", 0, 1"
+    else:
+        raise ValueError(f"wgmma takes fp16 or bf16 (or fp32 as tf32), got {dtype}")
+
+    pad = " " * 17
+    # the accumulator registers, 16 a line of the instruction's string, 8 a line of operands
+    reg_lines = [", ".join(f"%{i}" for i in range(j, min(j + 16, regs))) for j in range(0, regs, 16)]
+    reg_text = f", \"\n{pad}\"".join(reg_lines)
+    acc_lines = [", ".join(f'"+f"(d[{i}])' for i in range(j, min(j + 8, regs))) for j in range(0, regs, 8)]
+    acc_text = f",\n{pad}  ".join(acc_lines)
+    return (
+        "DG_DEVICE void dg_wgmma(float* d, unsigned long long a_desc, unsigned long long b_desc) {\n"
+        '    asm volatile("{\\n"\n'
+        f'{pad}".reg .pred p;\\n"\n'
+        f'{pad}"setp.ne.b32 p, %{regs + 2}, 0;\\n"\n'
+        f'{pad}"wgmma.mma_async.sync.aligned.{shape} "\n'
+        f'{pad}"{{{reg_text}}}, %{regs}, %{regs + 1}, p, 1, 1{suffix};\\n"\n'
+        f'{pad}"}}\\n"\n'
+        f"{pad}: {acc_text}\n"
+        f'{pad}: "l"(a_desc), "l"(b_desc), "r"(1)\n'
+        f'{pad}: "memory");\n'
+        "}\n")
+
+
 SUB_FIELDS = ("block_start", "n_tiles", "gemm_m", "gemm_k", "h_slice", "w_slice", "x_dot_slice",
               "dy_h_coeff", "dy_w_coeff", "y_stride", "y_offset", "x_stride", "x_offset",
               "h_begin", "w_begin", "dx_h_stride", "dx_h_offset", "dx_w_stride", "dx_w_offset")
@@ -222,9 +271,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     a 16-bit warpgroup spec with tile_k 32 keeps the ``wgk32`` sections (A in 64-byte
     swizzled rows), one with warp_tile_n 32 the ``wgn32`` sections (B in 64-byte swizzled
     rows, the m64n32k16 instruction), warp_tile_n 96, 160 or 224 the ``wgb32`` sections (B in
-    64-byte swizzled 32-wide blocks, 32-wide TMA boxes) and its instruction's ``wgn96``,
-    ``wgn160`` or ``wgn224`` section, warp_tile_n 192 the ``wgn192``
-    sections (m64n192k16), a TMA spec of 7 or 8 stages the ``st8`` sections and a TMA spec
+    64-byte swizzled 32-wide blocks, 32-wide TMA boxes), warp_tile_n 192 the ``wgn192``
+    sections (three 128-byte swizzled 64-wide blocks); every warpgroup kernel gets its
+    instruction from :func:`wgmma_wrapper` (m64nNk16, N = warp_tile_n), a TMA spec of 7 or 8 stages the ``st8`` sections and a TMA spec
     with split_k > 1 the ``tmask`` sections (work units of one k-slice, the split epilogue),
     the ping-pong schedule the ``pingpong`` sections (two warpgroups taking tiles in turn), a
     TMA spec with a producer warpgroup (``spec.producer_warpgroup``) the ``pwg`` sections
@@ -278,9 +327,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
             sections = tuple(sections) + ("wgk32",)
         if c.warp_tile_n == 32:
             sections = tuple(sections) + ("wgn32",)
-        if c.warp_tile_n in WIDE_32_BLOCKS:   # B in 64-byte swizzled 32-wide blocks, m64nNk16
-            sections = tuple(sections) + ("wgb32", f"wgn{c.warp_tile_n}")
-        elif c.warp_tile_n == 192:            # three 128-byte swizzled 64-wide blocks, m64n192k16
+        if c.warp_tile_n in WIDE_32_BLOCKS:   # B in 64-byte swizzled 32-wide blocks
+            sections = tuple(sections) + ("wgb32",)
+        elif c.warp_tile_n == 192:            # three 128-byte swizzled 64-wide blocks
             sections = tuple(sections) + ("wgn192",)
     if spec.tma and c.stages > 6:       # 7-8 mbarrier stages (the TMA schedule only)
         sections = tuple(sections) + ("st8",)
@@ -302,7 +351,9 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
         workspace = (spec.workspace_bytes, spec.stream_k_flag_words * 4)
     d += list(extra)
     memset = spec.zero_fill == "memset" if memset is None else memset
-    return _make(name, vendor, t.arch, d, _read("dgrad.cu", frozenset(sections)), grid or spec.grid, spec.block,
+    body = _read("dgrad.cu", frozenset(sections))
+    body = body.replace(WGMMA_EMIT, wgmma_wrapper(c.warp_tile_n, p.dtype, spec.math) if spec.wgmma else "")
+    return _make(name, vendor, t.arch, d, body, grid or spec.grid, spec.block,
                  spec.lds_bytes, memset=memset, tensor_maps=tensor_maps(spec) if maps is None else maps,
                  workspace=workspace)
 
