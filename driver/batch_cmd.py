@@ -119,10 +119,16 @@ class BatchOptions:
     progress: bool | None = None
 
 
+FIND_LOG_TAG = "[LogCmdFindConvolution]"
+"""The tag of MIOpen's log line for a Find call: in Find mode the same problem's
+``[LogCmdConvolution]`` line follows it, so the Find line is not run again."""
+
+
 def command_tokens(text: str) -> list | None:
     """The tokens of a line from its base argument on, without a trailing ``# comment``
     (whitespace, then ``#`` onward), ``-S``/``--solution`` and its value; None when the
-    line holds no MIOpenDriver conv command. The line is split as ``run`` splits it
+    line holds no MIOpenDriver conv command, or is a Find call's log line
+    (:data:`FIND_LOG_TAG`). The line is split as ``run`` splits it
     (:func:`~miopen_solver.command.split_command`); what comes before the base argument is
     ignored, so a quote there (log text) does not matter.
 
@@ -139,7 +145,7 @@ def command_tokens(text: str) -> list | None:
             return None
         tokens = split_command(text[base.start(1):])
     start = next((i for i, t in enumerate(tokens) if t in BASE_DTYPES or t in REJECTED_BASES), None)
-    if start is None:
+    if start is None or FIND_LOG_TAG in tokens[:start]:
         return None
     tokens = tokens[start:]
     out, i = [], 0
@@ -439,7 +445,8 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
     summary = ", ".join(f"{counts[k]} {k}" for k in ("ok", "verify-failed", "failed", "not-applicable",
                                                       "skipped", "error") if counts.get(k))
     lines.append(f"Summary: {summary or 'no commands'}"
-                 + (f"; {ignored} lines without a MIOpenDriver conv command ignored" if ignored else ""))
+                 + (f"; {ignored} lines without a MIOpenDriver conv command (or a Find call's log line) ignored"
+                    if ignored else ""))
     if o.csv is not None:
         errors = []
         n = write_csv_or_error(o.csv, CSV_FIELDS, [r.as_dict() for r in rows], errors)

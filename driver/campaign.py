@@ -513,13 +513,17 @@ def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path,
     resumed_configs = sum(len(v) for k, v in done_timing.items() if k in keys)
     resumed_problems = sum(1 for p in problems if p.key in done_verdicts)
 
+    # the executor first: a scheduler that cannot be reached (exit 2) starts nothing, so it
+    # leaves no results log behind to refuse the same command's next run
+    executor, pool_note = _make_executor(o, device, slots) if (tasks or to_verify) else (None, None)
     try:
         log = ResultsLog(log_path).open()
     except FileError as e:
+        if executor is not None:
+            executor.close(kill=True)
         raise file_error("--results", e) from None
     interrupted = False
     t0 = time.perf_counter()
-    executor = None
     with log:
         log.append({"type": "session", "session": session, "engine": o.engine, "gpus": o.gpus,
                     "backend": device.backend, "arch": arch, "target": device.target.arch, "device": device.name,
@@ -531,7 +535,6 @@ def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path,
         is_tty = getattr(err, "isatty", lambda: False)()
         mode = ("bar" if (o.progress if o.progress is not None else is_tty) else "lines") if show else "off"
         progress = CampaignProgress(err, len(tasks), len(problems), mode)   # problems are numbered in the file
-        executor, pool_note = _make_executor(o, device, slots) if (tasks or to_verify) else (None, None)
         try:
             if executor is not None:
                 for t in tasks:
@@ -734,7 +737,7 @@ def _store(o, problems, verdicts, arch, errors) -> str:
         errors.append(f"{perfdb_label(o.perfdb)}: cannot store the winners: {e.reason}")
         return "Perf-db: not written (error below)"
     return f"Perf-db: stored {stored} winners for {arch} in {db.path}" + \
-        (f" (kept {kept} faster records)" if kept else "")
+        (f" (kept {kept} records as fast or faster)" if kept else "")
 
 
 __all__ = ["CSV_FIELDS", "CampaignOptions", "read_problems", "run_campaign", "timing_record", "verdict_record"]

@@ -144,6 +144,18 @@ def _only_solver(env) -> tuple | None:
     return items
 
 
+def gpu_reference(environ=None) -> bool:
+    """``MIOPEN_DRIVER_USE_GPU_REFERENCE``: MIOpenDriver verifies on its GPU reference unless
+    the variable is set off (``!env::disabled(...)`` in conv_driver.hpp ``UseGPUReference``).
+
+    Raises:
+        UserError: a value that is neither on nor off.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get("MIOPEN_DRIVER_USE_GPU_REFERENCE")
+    return value is None or value.strip() == "" or _bool(env, "MIOPEN_DRIVER_USE_GPU_REFERENCE")
+
+
 def check_own(environ=None) -> None:
     """Our own variable ``MIOPEN_DGRAD_PDL``, checked before any subcommand runs (the GPU
     engine reads it: :func:`miopen_solver.runtime.gpu.pdl_from_env`).
@@ -167,6 +179,7 @@ def read(environ=None) -> MiopenEnv:
                     find_mode=_choice(env, "MIOPEN_FIND_MODE", FIND_MODE, 5, extra=FIND_MODE_EXTRA),
                     only_solver=_only_solver(env))
     _bool(env, "MIOPEN_DISABLE_CACHE")
+    gpu_reference(env)
     check_own(env)
     cache_dir = env.get("MIOPEN_CUSTOM_CACHE_DIR")
     if cache_dir is not None and cache_dir.strip() and os.path.exists(os.path.expanduser(cache_dir)) \
@@ -232,10 +245,19 @@ def driver_command_line(problem, dtype_base: str, solution_id: int | None = None
     return " ".join(parts)
 
 
-def command_log_line(problem, dtype_base: str, solution_id: int | None = None) -> str:
-    """The line ``MIOPEN_ENABLE_LOGGING_CMD`` prints (``MIOPEN_LOG_DRIVER_CMD``)."""
-    return f"{PREFIX}Command [LogCmdConvolution] ./bin/MIOpenDriver {driver_command_line(problem, dtype_base, solution_id)}"
+def command_log_lines(problem, dtype_base: str, immediate: bool) -> list:
+    """The lines ``MIOPEN_ENABLE_LOGGING_CMD`` prints for a run (``MIOPEN_LOG_DRIVER_CMD``):
+    in Find mode the Find call's ``[LogCmdFindConvolution]`` line, then the backward-data
+    call's ``[LogCmdConvolution]`` line; in immediate mode that line with ``-S 0``, which
+    MIOpen writes for every immediate call whatever solution runs (``convolution_api.cpp``:
+    ``is_immediate ? std::optional(0) : std::nullopt``). MIOpen logs each backward-data call;
+    a run logs its call once, not each timed launch."""
+    head = f"{PREFIX}Command [{{}}] ./bin/MIOpenDriver "
+    if immediate:
+        return [head.format("LogCmdConvolution") + driver_command_line(problem, dtype_base, 0)]
+    line = driver_command_line(problem, dtype_base)
+    return [head.format("LogCmdFindConvolution") + line, head.format("LogCmdConvolution") + line]
 
 
-__all__ = ["FIND_ENFORCE", "FIND_MODE", "FIND_MODE_EXTRA", "MiopenEnv", "command_log_line", "configure_logging",
-           "driver_command_line", "log", "read"]
+__all__ = ["FIND_ENFORCE", "FIND_MODE", "FIND_MODE_EXTRA", "MiopenEnv", "command_log_lines", "configure_logging",
+           "driver_command_line", "gpu_reference", "log", "read"]

@@ -36,7 +36,7 @@ from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
-from miopen_solver.miopen_db import SCHEMA_VERSION, user_db_dir, user_perfdb_name
+from miopen_solver.miopen_db import SCHEMA_VERSION, SRAMECC_NAMED, user_db_dir, user_perfdb_name
 from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, json_text, shorten
@@ -285,7 +285,8 @@ def name_records(arch: str, cus: int, text: bool, suffix: str, suffix_given: boo
     """Where MIOpen keeps the user perf-db of a device (``$MIOPEN_USER_DB_PATH`` or
     ``~/.config/miopen``, the file named as MIOpen names it); ``(0, [path])``. A
     ``--suffix`` given without ``--text`` is refused: the sqlite db's name has none."""
-    amd = sorted(name for name, t in PRESETS.items() if t.vendor == "amd")
+    # our AMD targets, and the archs whose db name MIOpen spells its own way (_nosramecc)
+    amd = sorted({name for name, t in PRESETS.items() if t.vendor == "amd"} | set(SRAMECC_NAMED))
     if arch.split(":")[0] not in amd or any(c.isspace() for c in arch):
         raise UserError(f"--arch {shorten(arch)!r}: not an AMD device arch MIOpen keeps a user perf-db for; "
                         f"allowed: {', '.join(amd)}, with target features if any (gfx90a:sramecc+:xnack-)")

@@ -210,23 +210,36 @@ def _read_first_line(path: str) -> str:
         return ""
 
 
-def _cpu_info() -> tuple:
-    """(vendor, model) from /proc/cpuinfo as SysInfo shortens them (AMD, Intel, unknown)."""
+def _cpu_info(path: str = "/proc/cpuinfo") -> tuple:
+    """(vendor, model) from /proc/cpuinfo as MIOpenDriver 3.5's SysInfo writes them: the vendor
+    shortened to AMD, Intel or unknown; an AMD model cut to the two words after "AMD " (a
+    missing second word leaves the trailing space); the model prefixed by ``"<sockets> x "``,
+    the count of distinct ``physical id`` values, where the file has any."""
     vendor = model = ""
+    sockets = set()
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
+                value = line.split(": ", 1)[1].rstrip("\n") if ": " in line else ""
                 if line.startswith("vendor_id") and not vendor:
-                    vendor = line.split(":", 1)[1].strip()
+                    vendor = value
                 elif line.startswith("model name") and not model:
-                    model = line.split(":", 1)[1].strip()
+                    model = value
+                elif line.startswith("physical id"):
+                    sockets.add(value)
     except OSError:
         pass
     if "AuthenticAMD" in vendor:
-        return "AMD", " ".join(model.replace("AMD ", "", 1).split()[:2])
-    if "GenuineIntel" in vendor:
-        return "Intel", model
-    return "unknown", model
+        vendor = "AMD"
+        if "AMD " in model:
+            model = model[model.index("AMD ") + 4:]
+        words = model.split()
+        model = f"{words[0] if words else ''} {words[1] if len(words) > 1 else ''}"
+    elif "GenuineIntel" in vendor:
+        vendor = "Intel"
+    else:
+        vendor = "unknown"
+    return vendor, (f"{len(sockets)} x " if sockets else "") + model
 
 
 def _ram_gb() -> int:
@@ -238,6 +251,15 @@ def _ram_gb() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+READ_FILE = "Read data from input file "
+"""MIOpenDriver's line for a buffer read from ``-e`` or ``-D`` (``util_file.hpp``)."""
+
+
+def read_file_line(path: str) -> str:
+    """``Read data from input file PATH``: a ``-e``/``-D`` file read into its buffer."""
+    return f"{READ_FILE}{path}"
 
 
 def wall_line(wall_ms: float, auxiliary_ms: float, gwss_ms: float) -> str:

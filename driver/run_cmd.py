@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 
 import click
@@ -231,8 +232,21 @@ def check_line(cmd: DriverCommand) -> None:
     check_solution(cmd)
 
 
+def find_mode(cmd: DriverCommand) -> bool:
+    """True when ``-S`` asks for MIOpen's Find mode: not set (-1) or any negative integer
+    (MIOpenDriver's ``ParseCmdLineArgs`` takes immediate mode only for a solution >= 0)."""
+    return re.fullmatch(r"-0*[1-9][0-9]*", cmd.solution.strip()) is not None
+
+
+def _after_seed(lines: list) -> int:
+    """The index after the ``PRNG seed:`` line (the end when there is none): where
+    MIOpenDriver's buffer-allocation lines go."""
+    return next((i + 1 for i, text in enumerate(lines) if text.startswith("PRNG seed: ")), len(lines))
+
+
 def check_solution(cmd: DriverCommand) -> None:
-    """``-S``: not set (-1), 0 (fastest: immediate mode with ours) or this solver's id or name.
+    """``-S``: not set (-1, or any negative integer: Find mode), 0 (fastest: immediate mode
+    with ours) or this solver's id or name.
 
     Raises:
         UserError: any other solution, naming the value and what is allowed.
@@ -240,9 +254,10 @@ def check_solution(cmd: DriverCommand) -> None:
     sol = cmd.solution.strip()
     # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
     legacy = tuple(str(i) for i in LEGACY_SOLVER_IDS)
-    if sol not in (SOLUTION_NOT_SET, SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME) + legacy:
-        raise UserError(f"-S {shorten(cmd.solution)!r}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} (not set), "
-                        f"{SOLUTION_FASTEST} (fastest), {SOLVER_ID} or {SOLVER_NAME}")
+    if not find_mode(cmd) and sol not in (SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME) + legacy:
+        raise UserError(f"-S {shorten(cmd.solution)!r}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} "
+                        f"or any negative integer (not set: Find mode), {SOLUTION_FASTEST} (fastest), {SOLVER_ID} "
+                        f"or {SOLVER_NAME}")
 
 
 def legacy_id_note(cmd: DriverCommand) -> str | None:
@@ -419,10 +434,11 @@ def check_dump_files(verify: bool, reference: str | None) -> None:
                             f"replaced") from None
 
 
-def resolve_reference(ref: str, device: Device) -> str:
-    """``--ref auto|gpu|cpu`` -> ``gpu`` or ``cpu`` (auto: the GPU reference on a GPU)."""
+def resolve_reference(ref: str, device: Device, environ=None) -> str:
+    """``--ref auto|gpu|cpu`` -> ``gpu`` or ``cpu`` (auto: the GPU reference on a GPU, unless
+    ``MIOPEN_DRIVER_USE_GPU_REFERENCE`` is set off, as MIOpenDriver reads it)."""
     if ref == "auto":
-        return "cpu" if device.backend == "cpu" else "gpu"
+        return "cpu" if device.backend == "cpu" or not miopen_env.gpu_reference(environ) else "gpu"
     if ref == "gpu" and device.backend == "cpu":
         raise UserError("--ref gpu: the cpu backend has no GPU reference; allowed here: auto, cpu")
     return ref
@@ -664,10 +680,10 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
     if dump and not o.print_name_only and not device.compile_only:
         check_dump_files(bool(cmd.verify), ref_kind)
-    immediate = cmd.solution.strip() != SOLUTION_NOT_SET     # -S given: MIOpen's immediate mode
+    immediate = not find_mode(cmd)      # -S >= 0: MIOpen's immediate mode
     if menv.logging_cmd:
-        click.echo(miopen_env.command_log_line(problem, DTYPE_BASE[problem.dtype],
-                                               SOLVER_ID if immediate else None), err=True)
+        for text in miopen_env.command_log_lines(problem, DTYPE_BASE[problem.dtype], immediate):
+            click.echo(text, err=True)
     search_notes, search_rec, o = search_first(tokens, cmd, device, o, menv)
     solution = with_note(find_solution(problem, device, o), math_fallback)
     for text in solution.warnings:
@@ -710,6 +726,9 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     graph = int(f["use_hip_graph"]) != 0
     lines.extend(more_infos)
     dy_file, w_file = check_input_files(cmd)
+    # MIOpenDriver reads -e, then -D, while allocating its buffers, after the seed line
+    at = _after_seed(lines)
+    lines[at:at] = [report.read_file_line(path) for path in (w_file, dy_file) if path]
     plan = memory.engine_plan(spec)
 
     def needs_for(n, verify):
@@ -721,7 +740,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         raise UserError(refusal)
     job_args = dict(solution=solution.to_record(), backend=device.backend,
                     seed=seed, bias=cmd.bias, dy_file=dy_file, w_file=w_file)
-    if emit is not None and not o.as_json:      # every check passed: what is known is final
+    if emit is not None and not o.as_json and not dump:      # every check passed: what is known is final
         for text in lines:
             emit(text)
         lines = []
@@ -777,9 +796,14 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         rec["info"] = infos
         return status, [json_text(rec, sort_keys=True)]
 
-    dumps = vrec["dumps"] if vrec else []
-    lines.extend(f"Wrote output to file {p}" for p in dumps if p != "dump_bwd_din_gpu.bin")
-    lines.extend(f"Wrote output to file {p}" for p in dumps if p == "dump_bwd_din_gpu.bin")
+    # -o 1 (its lines are not streamed): MIOpenDriver writes dY and W while allocating the
+    # buffers (after the seed line, before the Timestamp), dX of the run after its stats and
+    # the CPU reference's dX while verifying, before the verdict
+    wrote = {p: f"Wrote output to file {p}" for p in (vrec["dumps"] if vrec else [])}
+    at = _after_seed(lines)
+    while at < len(lines) and lines[at].startswith(report.READ_FILE):
+        at += 1
+    lines[at:at] = [wrote[p] for p in ("dump_wei.bin", "dump_dout.bin") if p in wrote]
     if immediate:
         lines.extend(report.immediate_lines(solution.tuned_ms, solution.workspace_bytes))
     if timing is not None:
@@ -790,6 +814,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         lines.extend(report.stats_lines(problem, summary["average_ms"]))
     elif cmd.wall and not cmd.time:
         lines.append(report.wall_ignored_line(cmd.wall))
+    lines.extend(wrote[p] for p in ("dump_bwd_din_gpu.bin", "dump_bwd_din_cpu.bin") if p in wrote)
     if failure is not None:
         lines.append(_failed_line(failure[1]))
     elif verdict is not None:

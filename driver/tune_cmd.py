@@ -432,8 +432,8 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
         lines.append(f"Perf-db: stored {winner.perf_config} ({winner.average_ms:.6f} ms) for "
                      f"{problem.miopen_db_key()} on {device.perfdb_arch} in {stored['path']}")
     else:
-        lines.append(f"Perf-db: kept {stored['perf_config']} ({stored['time_ms']:.6f} ms), faster than the winner "
-                     f"{winner.perf_config} ({winner.average_ms:.6f} ms), in {stored['path']}")
+        lines.append(f"Perf-db: kept {stored['perf_config']} ({stored['time_ms']:.6f} ms), as fast as or faster "
+                     f"than the winner {winner.perf_config} ({winner.average_ms:.6f} ms), in {stored['path']}")
     return _finish(status, lines, errors)
 
 

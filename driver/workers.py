@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import atexit
 import faulthandler
+import fcntl
 import importlib
 import importlib.util
 import os
@@ -269,6 +270,19 @@ def _kill_all() -> None:  # pragma: no cover - exercised at interpreter exit
         w.close(kill=True)
 
 
+
+def _pipe() -> tuple:
+    """``os.pipe()`` with both descriptors above 2: where the driver runs with stdin, stdout
+    or stderr closed (``>&-``), a pipe would take that number and the child's
+    ``stdout=``/``stderr=`` redirection would overwrite its end."""
+    fds = os.pipe()
+    if min(fds) > 2:
+        return fds
+    high = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in fds)
+    for fd in fds:
+        os.close(fd)
+    return high
+
 class Worker:
     """One worker process of one role, serving jobs one at a time; (re)started on demand.
 
@@ -318,8 +332,8 @@ class Worker:
             self._spawn(env)
 
     def _spawn(self, env: dict) -> None:
-        r_child, w_parent = os.pipe()
-        r_parent, w_child = os.pipe()
+        r_child, w_parent = _pipe()
+        r_parent, w_child = _pipe()
         self._err = tempfile.TemporaryFile()
         try:
             self._proc = subprocess.Popen(

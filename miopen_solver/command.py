@@ -12,7 +12,9 @@ Where MIOpen is lax we are strict, and say so in one :class:`MiopenCommandError`
 the flag, the value and what is allowed: unknown flags, missing values, non-integers,
 integers outside C ``int`` (MIOpenDriver reads every integer flag into a 32-bit ``int``;
 longer digit strings are refused before any conversion), ``-i 0``, a group count that does
-not divide C and K, and a derived Ho/Wo below 1 are errors (MIOpen exits 0 or clamps).
+not divide C and K, and a dilated filter larger than the padded input (derived Ho/Wo below
+1 by floor division) are errors (MIOpen exits 0, or runs Ho/Wo = 1 with a window past the
+input's edge).
 Layout values are accepted in any case (MIOpen rejects lowercase short forms, issues
 #1235/#1311). ``-F`` is a direction bitmask and only exactly ``2`` (backward data) is
 accepted. :func:`check_supported` refuses what parses but this solver cannot honour
@@ -444,8 +446,7 @@ def _convert(tok: str, flag: Flag, raw: str):
 
 _POSITIVE = (("batchsize", "N"), ("in_channels", "C"), ("out_channels", "K"), ("in_h", "Hi"),
              ("in_w", "Wi"), ("fil_h", "Y"), ("fil_w", "X"), ("conv_stride_h", "sH"),
-             ("conv_stride_w", "sW"), ("dilation_h", "dH"), ("dilation_w", "dW"),
-             ("group_count", "G"))
+             ("conv_stride_w", "sW"), ("dilation_h", "dH"), ("dilation_w", "dW"))
 
 
 def _same_pad(size: int, filt: int, stride: int) -> int:
@@ -480,7 +481,7 @@ def _build_problem(base: str, v: dict, ft: dict, shown: dict) -> ConvProblem:
                                      f"layout does not match spatial_dim {sdim}")
         layouts.append(lay)
 
-    g = v["group_count"]
+    g = max(v["group_count"], 1)     # MIOpenDriver: std::max(GetValueInt("group_count"), 1)
     if v["in_channels"] % g or v["out_channels"] % g:
         raise MiopenCommandError(ft["group_count"], shown["group_count"],
                                  f"a divisor of both C={v['in_channels']} and K={v['out_channels']}")
@@ -509,7 +510,10 @@ def _build_problem(base: str, v: dict, ft: dict, shown: dict) -> ConvProblem:
     if is3:
         kw.update(Di=v["in_d"], Z=v["fil_d"], pD=pd, sD=v["conv_stride_d"], dD=v["dilation_d"])
 
-    # Derived output sizes: an error here, where MIOpen silently clamps to 1.
+    # Derived output sizes: an error where the dilated filter exceeds the padded input. MIOpen
+    # computes max(1, (in + 2p - d*(f-1) - 1)/s + 1) in C++ (division toward zero;
+    # convolution.cpp GetForwardOutputTensorWithLayout), so it runs such a line with Ho = 1
+    # and a window reaching past the input's far edge; the two agree wherever ours is >= 1.
     if v["mode"] == "conv":
         axes = [("Ho", ("in_h", "fil_h", "pad_h", "conv_stride_h", "dilation_h"), ph),
                 ("Wo", ("in_w", "fil_w", "pad_w", "conv_stride_w", "dilation_w"), pw)]
@@ -537,8 +541,8 @@ def _derived_size_error(axis: str, names: tuple, values: list, out: int, v: dict
         else:
             parts.append(f"{ft[name]} {shown[name]}")
     letter = {"Ho": "H", "Wo": "W", "Do": "D"}[axis]
-    allowed = (f"sizes with ({letter} + 2*pad - dilation*(filter-1) - 1)/stride + 1 >= 1 "
-               f"(a larger {size_flag}, or a smaller filter, dilation or stride)")
+    allowed = (f"a dilated filter that fits the padded input, dilation*(filter-1) + 1 <= {letter} + 2*pad "
+               f"(a larger {size_flag} or pad, or a smaller filter or dilation)")
     detail = f"derived {axis}={out} < 1"
     err = MiopenCommandError(size_flag, shown[names[0]], allowed, detail)
     err.args = (f"{size_flag} {shown[names[0]]} with {', '.join(parts)}: {detail}; allowed: {allowed}",)

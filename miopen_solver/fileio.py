@@ -392,6 +392,35 @@ class GuardedStdout:
         return getattr(self.stream, name)
 
 
+class BestEffortStderr:
+    """``sys.stderr`` while :func:`run_guarding_stdout` runs a command: the real stream, whose
+    failed writes and flushes (``2> /dev/full``) are dropped -- the channel for errors has no
+    channel of its own to report that on, and a warning that cannot be shown must not change
+    the command's outcome or exit status. Everything else is the stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError:
+            return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except OSError:
+            discard_stdout(self.stream)          # nothing buffered fails again at exit
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def discard_stdout(stream) -> None:
     """Point ``stream``'s descriptor at /dev/null once it cannot be written: what is still
     buffered, and the flush at interpreter exit, then go nowhere (no ``Exception ignored
@@ -413,10 +442,16 @@ def run_guarding_stdout(run, cannot_write, status: int = 2) -> int:
     closed pipe: ``| head``) :data:`EXIT_BROKEN_PIPE`, nothing more printed; when another
     write or flush of stdout failed (a full disk, ``> /dev/full``, EIO), ``cannot_write``
     is called with the OS's reason (it prints the command's one error line naming stdout)
-    and ``status`` is returned. ``sys.stdout`` is the real stream again afterwards."""
-    real = sys.stdout
+    and ``status`` is returned. Stderr is a :class:`BestEffortStderr` meanwhile. ``sys.stdout``
+    and ``sys.stderr`` are the real streams again afterwards."""
+    real, real_err = sys.stdout, sys.stderr
+    if real_err is not None:
+        sys.stderr = BestEffortStderr(real_err)
     if real is None:                    # no stdout at all (fd 1 closed): nothing is written
-        return run()
+        try:
+            return run()
+        finally:
+            sys.stderr = real_err
     sys.stdout = guarded = GuardedStdout(real)
     try:
         result = run()
@@ -431,8 +466,9 @@ def run_guarding_stdout(run, cannot_write, status: int = 2) -> int:
     finally:
         if sys.stdout is guarded:
             sys.stdout = real
+        sys.stderr = real_err
 
 
-__all__ = ["EXIT_BROKEN_PIPE", "STDOUT", "TEMP_SUFFIX", "WRITE_ALLOWED", "GuardedStdout", "StdoutError", "check_writable",
+__all__ = ["EXIT_BROKEN_PIPE", "STDOUT", "TEMP_SUFFIX", "WRITE_ALLOWED", "BestEffortStderr", "GuardedStdout", "StdoutError", "check_writable",
            "discard_stdout", "output_target", "read_bytes", "read_text", "run_guarding_stdout", "stat_regular",
            "write_bytes", "write_text"]

@@ -105,8 +105,9 @@ class EnginePlan:
 def engine_plan(spec) -> EnginePlan:
     """The :class:`EnginePlan` of a spec (a :class:`~miopen_solver.solver.Solution`'s
     ``spec``): the padding follows the dY rows and columns its live taps read
-    (:func:`~miopen_solver.runtime.cpu.live_taps`), as the engine pads."""
-    from .runtime.cpu import live_taps
+    (:func:`~miopen_solver.runtime.cpu.read_bounds`), as the engine pads; O(taps of one
+    axis), nothing per tap."""
+    from .runtime.cpu import read_bounds
     if spec.schedule.direct:
         return EnginePlan(direct=True)
     tf32 = spec.math == "tf32"
@@ -122,14 +123,12 @@ def engine_plan(spec) -> EnginePlan:
     p = spec.problem
     if not spec.sub_gemms:
         return EnginePlan(gemm=False)
-    reads = [r for s in spec.sub_gemms for r in live_taps(p, s).values()]
-    rows = [0, p.Ho - 1] + [v for (h, _) in reads for v in h]
-    cols = [0, p.Wo - 1] + [v for (_, c) in reads for v in c]
+    ho_lo, ho_hi, wo_lo, wo_hi = read_bounds(p, spec.sub_gemms)
     # the reduction (splitk.SplitKReduce.apply): its fp32 sum, the cast, an NCHW copy, the
     # covered mask (a bool per pixel, from lists of a bool per row and column)
     reduce = (4 + 2 * p.elem_bytes) * p.dx_elems + p.Hi * p.Wi + 9 * (p.Hi + p.Wi)
     split_k = spec.workspace_bytes + reduce if getattr(spec, "workspace_reduce", False) else 0
-    return EnginePlan(pad_rows=max(rows) - min(rows) + 1 - p.Ho, pad_cols=max(cols) - min(cols) + 1 - p.Wo,
+    return EnginePlan(pad_rows=ho_hi - ho_lo + 1 - p.Ho, pad_cols=wo_hi - wo_lo + 1 - p.Wo,
                       split_k_bytes=split_k, tf32=tf32)
 
 

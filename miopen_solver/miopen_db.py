@@ -133,6 +133,11 @@ def normalize_key(key: str) -> str:
     return legacy_key_to_key(key) or key
 
 
+SRAMECC_NAMED = ("gfx906", "gfx908")
+"""Archs whose db id MIOpen suffixes with ``_nosramecc`` when SRAM ECC is off
+(``target_properties.cpp``)."""
+
+
 def db_basename(arch: str, cus: int, *, xnack: bool = False, sramecc: bool | None = None) -> str:
     """MIOpen's ``Handle::GetDbBasename`` for a device: DbId, then ``_<cus>`` (decimal) for at
     most 64 CUs, else the CU count in lowercase hex. ``arch`` may carry target features
@@ -150,7 +155,7 @@ def db_basename(arch: str, cus: int, *, xnack: bool = False, sramecc: bool | Non
         elif feat.startswith("sramecc"):
             sramecc = feat.endswith("+")
     db_id = name
-    if name in ("gfx906", "gfx908"):
+    if name in SRAMECC_NAMED:
         if sramecc is False:
             db_id += "_nosramecc"
     if xnack:
@@ -191,6 +196,6 @@ def create_sql() -> list:
     ]
 
 
-__all__ = ["FIELDS", "INT_FIELDS", "TEXT_FIELDS", "SCHEMA_VERSION", "USER_DB_ENV", "arch_from_filename",
+__all__ = ["FIELDS", "INT_FIELDS", "TEXT_FIELDS", "SCHEMA_VERSION", "SRAMECC_NAMED", "USER_DB_ENV", "arch_from_filename",
            "create_sql", "db_basename", "fields_to_key", "key_to_fields", "legacy_key_to_key", "normalize_key",
            "user_db_dir", "user_perfdb_name"]

@@ -30,8 +30,10 @@ LAYOUTS_3D = ("NCDHW", "NDHWC")
 
 
 def output_size(size_in: int, filt: int, pad: int, stride: int, dilation: int) -> int:
-    """Forward output size along one axis, MIOpen's floor formula without its clamp to 1:
-    ``(in + 2*pad - dilation*(filter-1) - 1) // stride + 1`` (may be < 1)."""
+    """Forward output size along one axis, ``(in + 2*pad - dilation*(filter-1) - 1) // stride + 1``
+    (floor division): < 1 exactly when the dilated filter exceeds the padded input. MIOpen's
+    ``max(1, ...)`` with C++ division toward zero (``GetForwardOutputTensorWithLayout``) is
+    the same wherever this is >= 1."""
     return (size_in + 2 * pad - dilation * (filt - 1) - 1) // stride + 1
 
 

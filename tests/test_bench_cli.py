@@ -474,3 +474,34 @@ def test_a_closed_pipe_ends_quietly_and_a_full_stdout_is_one_line(prog, help_):
         r = _run_to(full, argv)
     assert r.returncode == 2 and r.stderr == (f"{prog}: stdout: cannot write (No space left on device); allowed: a "
                                               "writable stdout (a file with room, a pipe, a terminal)\n")
+
+
+def _ptx_dir(path: Path, ptx: dict) -> Path:
+    import json
+    path.mkdir()
+    (path / "index.json").write_text(json.dumps({name: f"fp16/fp16/n{64 * i}/s1" for i, name in enumerate(ptx, 1)}))
+    for name, text in ptx.items():
+        (path / f"{name}.ptx").write_text(text)
+    return path
+
+
+def test_ptx_diff_compare_names_what_differs(tmp_path, capsys):
+    """bench/ptx_diff.py --compare: identical PTX is exit 0; a changed kernel (or a different
+    kernel set) is exit 1 and named, so a text-only kernel change is checked, not assumed."""
+    from bench import ptx_diff
+    a = _ptx_dir(tmp_path / "a", {"001": "wgmma m64n64k16", "002": "wgmma m64n128k16"})
+    same = _ptx_dir(tmp_path / "same", {"001": "wgmma m64n64k16", "002": "wgmma m64n128k16"})
+    moved = _ptx_dir(tmp_path / "moved", {"001": "wgmma m64n64k16", "002": "wgmma m64n128k16 // spill"})
+    fewer = _ptx_dir(tmp_path / "fewer", {"001": "wgmma m64n64k16"})
+    assert ptx_diff.compare(a, same) == [] and ptx_diff.main(["--compare", str(a), str(same)]) == 0
+    assert ptx_diff.compare(a, moved) == ["002 (fp16/fp16/n128/s1): PTX differs"]
+    assert ptx_diff.main(["--compare", str(a), str(moved)]) == 1
+    assert ptx_diff.compare(a, fewer)[0].startswith("the kernel sets differ")
+    capsys.readouterr()
+
+
+def test_ptx_diff_needs_one_mode(capsys):
+    from bench import ptx_diff
+    with pytest.raises(SystemExit) as e:
+        ptx_diff.main([])
+    assert e.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -376,3 +376,43 @@ def test_tune_file_work_per_line_does_not_grow_with_the_file(tmp_path):
         assert len(problems) == 1 and len(skipped) == 5 * k and ignored == k
     first, second = _increments(run)
     assert second <= 1.01 * first, (first, second)
+
+
+@pytest.mark.parametrize("y,x", [(5000, 5000), (20000, 20000), (1, 40000)])
+def test_a_filter_of_millions_of_taps_plans_without_memory_per_tap(y, x):
+    """The memory plan (memory.engine_plan) and the CPU engine's k-slices look at the taps by
+    axis: a 20000 x 20000 filter (4e8 taps, W under 2 GiB) is planned in O(Y + X) memory, as a
+    3x3 one, not in a record per tap (a fresh user's run reached 5.5 GB before any check)."""
+    from miopen_solver.memory import engine_plan
+    from miopen_solver.runtime.cpu import split_k_pieces
+    p = ConvProblem(N=1, C=1, K=1, Hi=y, Wi=x, Y=y, X=x, dtype="fp16", in_layout="NHWC", out_layout="NHWC",
+                    fil_layout="NHWC")
+    spec = cpu_spec(p)
+    tracemalloc.start()
+    try:
+        plan = engine_plan(spec)
+        s = spec.sub_gemms[0]
+        taps = s.y_dot_slice * s.x_dot_slice
+        pieces = split_k_pieces(spec, taps, p.kpg)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (plan.pad_rows, plan.pad_cols) == (2 * (y - 1), 2 * (x - 1))     # dY is one pixel
+    assert taps == y * x and sum(len(z) for z in pieces) == taps
+    assert pieces[0][0] == (0, 0, 1) and pieces[-1][-1] == (taps - 1, 0, 1)
+    assert peak < 4 * (y + x) * 200 + (1 << 20), peak
+
+
+@pytest.mark.parametrize("kpg,taps,tile_k,split", [(40, 9, 32, 3), (64, 1, 64, 4), (3, 49, 16, 5), (128, 4, 64, 1)])
+def test_k_pieces_by_index_are_the_listed_pieces(kpg, taps, tile_k, split):
+    """KPieces computes the (tap, k0, k1) pieces of a k-slice by index: the same pieces, in the
+    same order, as listing every tap of the slice's GemmK range, with every (tap, k) once."""
+    from miopen_solver.runtime.cpu import KPieces, split_k_slices
+    seen = []
+    for k0, k1 in split_k_slices(taps * kpg, tile_k, split):
+        listed = [(t, max(k0, t * kpg) - t * kpg, min(k1, (t + 1) * kpg) - t * kpg)
+                  for t in range(taps) if t * kpg < k1 and (t + 1) * kpg > k0]
+        got = KPieces(taps, kpg, k0, k1)
+        assert list(got) == listed and len(got) == len(listed) and got[-1] == listed[-1]
+        seen += [(t, k) for t, a, b in got for k in range(a, b)]
+    assert seen == [(t, k) for t in range(taps) for k in range(kpg)]

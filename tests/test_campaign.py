@@ -474,6 +474,27 @@ def test_a_dask_address_that_is_not_tcp_host_port_is_refused_up_front(capsys, tm
         err[0].endswith("allowed: tcp://HOST:PORT of a running 'dask scheduler' (PORT 1-65535)") and len(err[0]) < 200
 
 
+def test_an_executor_that_cannot_start_leaves_no_results_log(capsys, tmp_path, model, monkeypatch):
+    """A campaign whose executor fails to start (a Dask scheduler that cannot be reached: exit
+    2 after the connect timeout) started nothing: it must not leave a results log holding a
+    session record, which made the same command without --address refuse to run (--resume)."""
+    import driver.campaign as campaign
+    from driver.options import UserError
+
+    def unreachable(*args, **kwargs):
+        raise UserError("--address tcp://127.0.0.1:1: cannot reach the Dask scheduler (refused)")
+    monkeypatch.setattr(campaign, "_make_executor", unreachable)
+    log = tmp_path / "r.jsonl"
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--max-configs", "1",
+                               "--no-perfdb", "--results", str(log))
+    assert status == 2 and err[-1].startswith("dgrad-driver: error: --address tcp://127.0.0.1:1: cannot reach")
+    assert not log.exists()
+    monkeypatch.undo()
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--max-configs", "1",
+                               "--no-perfdb", "--results", str(log))
+    assert status == 0, err
+
+
 def test_a_dask_scheduler_without_workers_is_one_line(keep_environ):
     """A scheduler no worker joins raised distributed's WorkerStartTimeoutError as a
     traceback after the connect timeout."""

@@ -192,7 +192,7 @@ def test_unwritten_output_fails_verification(capsys, faults):
     ("conv -n 2 -F 2 -S foo", "-S 'foo': not a solution"),
     ("conv -n 2 -F 2 --perf-config abc", "--perf-config 'abc': perf config field tile_m='abc' is not an integer"),
     ("conv -n 2 -F 2 --perf-config 1,x", "perf config field tile_n='x' is not an integer"),
-    ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 (not set), 0 (fastest), 1000 or ConvDgradImplicitGemmTilde"),
+    ("conv -n 2 -F 2 -S ConvDirectNaiveConvBwd", "allowed: -1 or any negative integer (not set: Find mode), 0 (fastest), 1000 or ConvDgradImplicitGemmTilde"),
     ("conv -n 2 -F 2 --split-k 0", "--split-k 0: allowed: -1 (choose) or an integer from 1 to 64"),
     ("conv -n 2 -F 2 --split-k -2", "--split-k -2"),
     ("conv -n 2 -F 2 --kouter maybe", "--kouter"),
@@ -294,12 +294,24 @@ def test_input_files_and_dumps(capsys, tmp_path, monkeypatch):
     status, out, _ = run(capsys, line)
     assert status == 0
     assert "Wrote output to file dump_wei.bin" in out and "Wrote output to file dump_bwd_din_gpu.bin" in out
+    # MIOpenDriver's order: dY and W written with the buffers (after the seed, before the
+    # Timestamp), dX after the run's stats, the CPU reference's dX just before the verdict
+    at = {text: i for i, text in enumerate(out)}
+    wrote = [at[f"Wrote output to file {f}"] for f in ("dump_wei.bin", "dump_dout.bin", "dump_bwd_din_gpu.bin",
+                                                          "dump_bwd_din_cpu.bin")]
+    seed = at["PRNG seed: 12345678"]
+    stamp = next(i for i, text in enumerate(out) if text.startswith("Timestamp: "))
+    stats = max(i for i, text in enumerate(out) if text.startswith("stats: "))
+    assert seed < wrote[0] < wrote[1] < stamp < stats < wrote[2] < wrote[3] == len(out) - 2
     p = parse(SMALL).problem
     inp = prng.generate_inputs(p)
     assert np.array_equal(np.fromfile("dump_dout.bin", np.float16), inp.dy.ravel())
     # feed W and dY back through -e / -D: same numbers, same result
-    status, out2, _ = run(capsys, SMALL, "-e", "dump_wei.bin", "-D", "dump_dout.bin")
+    status, out2, _ = run(capsys, SMALL, "-D", "dump_dout.bin", "-e", "dump_wei.bin")
     assert status == 0 and out2[-1] == out[-1]
+    # MIOpenDriver reads W (-e), then dY (-D), with the buffers: after the seed line
+    assert out2[1:4] == ["PRNG seed: 12345678", "Read data from input file dump_wei.bin",
+                         "Read data from input file dump_dout.bin"]
     # MIOpen's CPU-reference dump: float32 (Tref) dX in its own layout (NHWC here), computed
     # here by a plain scatter loop over dY and W
     assert "Wrote output to file dump_bwd_din_cpu.bin" in out
@@ -481,6 +493,22 @@ def test_solution_flag_selects_immediate_mode(capsys, value):
     assert any(l == "MIOpen Backward Data Conv. Algorithm: 5, Solution: 1000/ConvDgradImplicitGemmTilde" for l in out)
     status, out, _ = run(capsys, SMALL.replace("-t 1", "-t 0"), "-S", value, "--no-perfdb")
     assert status == 0 and LISTED.match(out[out.index("Backward Data Conv solutions available: 1") + 1])
+
+
+@pytest.mark.parametrize("value", ["-1", "-5", "-2147483648", "-007"])
+def test_any_negative_solution_is_find_mode(capsys, value):
+    """MIOpenDriver (conv_driver.hpp ParseCmdLineArgs) takes immediate mode only for a
+    solution >= 0: every negative -S runs the Find path, as -1 does."""
+    status, out, _ = run(capsys, SMALL, "-S", value, "--no-perfdb")
+    assert status == 0 and OK.match(out[-1])
+    assert not any(l.startswith("Backward Data Conv solutions") for l in out)
+
+
+@pytest.mark.parametrize("value", ["-", "-x", "1000x", "5", "ConvBinWinograd3x3U", "--1", "-1.5"])
+def test_solution_flag_refuses_what_is_not_ours(capsys, value):
+    status, out, err = run(capsys, SMALL, "-S", value)
+    assert status == 2 and out == [] and len(err) == 1
+    assert "not a solution of this solver" in err[0] and "any negative integer (not set: Find mode)" in err[0]
 
 
 def test_immediate_mode_lists_the_tuned_time(capsys, tmp_path):
@@ -875,3 +903,24 @@ def test_an_unavailable_backend_reads_as_text_not_bytes_reprs(capsys, monkeypatc
     err = capsys.readouterr().err.splitlines()
     assert status == 2 and len(err) == 1 and err[0].startswith("dgrad-driver: error: --backend hip: no ")
     assert "b'" not in err[0] and "''" not in err[0]
+
+
+@pytest.mark.parametrize("text,expected", [
+    # two sockets of an AMD part: the two words after "AMD ", the socket count first
+    ("vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\nphysical id\t: 0\n"
+     "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\nphysical id\t: 1\n",
+     ("AMD", "2 x EPYC 9654")),
+    # one word after "AMD ": SysInfo joins it with an empty second word
+    ("vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nphysical id\t: 0\n", ("AMD", "1 x EPYC ")),
+    # Intel: the model as written; no physical id lines: no socket count
+    ("vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n", ("Intel", "Intel(R) Xeon(R) Processor")),
+    ("vendor_id\t: ARM\nmodel name\t: Neoverse\nphysical id\t: 0\nphysical id\t: 0\n", ("unknown", "1 x Neoverse")),
+])
+def test_timestamp_line_cpu_fields_follow_miopendriver_sysinfo(tmp_path, text, expected):
+    """MIOpenDriver 3.5's SysInfo::GetCpuInfo (driver/sys_info.hpp): vendor shortened, AMD model
+    cut to two words, ``<distinct physical ids> x `` before the model."""
+    from driver.report import _cpu_info
+    path = tmp_path / "cpuinfo"
+    path.write_text(text)
+    assert _cpu_info(str(path)) == expected
+    assert _cpu_info(str(tmp_path / "missing")) == ("unknown", "")

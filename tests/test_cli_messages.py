@@ -100,6 +100,41 @@ def test_a_closed_pipe_ends_quietly_with_141(tmp_path, name):
     assert EXIT_BROKEN_PIPE == 128 + 13                   # SIGPIPE is 13 on every POSIX system we run on
 
 
+@pytest.mark.parametrize("name", ["run", "tune", "batch", "applicable"])
+def test_closed_stdout_runs_and_workers_still_report(tmp_path, name):
+    """Run with stdout closed (``>&-``): the workers' pipes must not take descriptor 1 (the
+    child's stdout redirection overwrote it: exit 3, "exited ... without replying"); the
+    command runs, prints nothing and exits 0."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "MIOPEN_USER_DB_PATH": str(tmp_path / "db"),
+           "MIOPEN_DGRAD_CACHE_DIR": str(tmp_path / "kernels")}
+    csv = ["--csv", str(tmp_path / "t.csv")] if name == "tune" else []
+    r = subprocess.run([sys.executable, "-m", "driver", *subcommands(tmp_path)[name], *csv],
+                       stderr=subprocess.PIPE, env=env, cwd=tmp_path, text=True, timeout=300,
+                       preexec_fn=lambda: os.close(1))
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    if name == "tune":
+        assert "failed" not in (tmp_path / "t.csv").read_text()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("args,status", [
+    ([*LINE.split(), "--backend", "cpu", "--perfdb", "garbage.bin"], 0),     # a warning that cannot be shown
+    (["convfp16", "-n", "0", "-F", "2"], 2),                                  # an error line that cannot be
+])
+def test_an_unwritable_stderr_keeps_the_exit_status(tmp_path, args, status):
+    """``2> /dev/full``: what cannot be shown on stderr is dropped; the exit status is the
+    command's own (was 1, the verification-failed status, with stdout left empty)."""
+    (tmp_path / "garbage.bin").write_bytes(bytes(range(256)) * 4)
+    env = {**os.environ, "PYTHONPATH": ROOT, "MIOPEN_USER_DB_PATH": str(tmp_path / "db"),
+           "MIOPEN_DGRAD_CACHE_DIR": str(tmp_path / "kernels")}
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "driver", *args], stdout=subprocess.PIPE, stderr=full, env=env,
+                           cwd=tmp_path, text=True, timeout=300)
+    assert r.returncode == status
+    out = r.stdout.splitlines()
+    assert bool(out and out[-1].startswith("Backward Convolution Data Verifies OK")) == (status == 0)
+
+
 class FailingStdout(io.TextIOBase):
     """A text stdout whose every non-empty write fails with ``err`` (no descriptor: the
     driver cannot point one at /dev/null in this process)."""
@@ -422,7 +457,7 @@ TYPED = [
     # (extra tokens, the flag and value as they must be echoed)
     *[([f"-{INT_FLAGS[n].short}", v], f"-{INT_FLAGS[n].short} '{v}'")
       for n in ("batchsize", "in_channels", "out_channels", "in_h", "in_w", "fil_h", "fil_w", "conv_stride_h",
-                "conv_stride_w", "dilation_h", "dilation_w", "group_count", "iter") for v in ("-0", "+0", "000")],
+                "conv_stride_w", "dilation_h", "dilation_w", "iter") for v in ("-0", "+0", "000")],
     *[([f"--{n}", "-01"], f"--{n} '-01'") for n in ("pad_h", "pad_w", "batchsize")],
     (["-F", "+1"], "-F '+1'"), (["-F", "02", "-V", "02"], "-V '02'"), (["-t", "+2"], "-t '+2'"),
     (["-s", "-01"], "-s '-01'"), (["-w", "003"], "-w '003'"), (["-_", "+4"], "-_ '+4'"), (["-M", "-0002"], "-M '-0002'"),

@@ -312,21 +312,31 @@ def test_bias_must_be_an_integer(value):
 
 
 @pytest.mark.parametrize("line", ["conv -F 2 -c 6 -k 4 -g 4", "conv -F 2 -c 6 -k 10 -g 3",
-                                  "conv -F 2 -c 4 -k 8 -g 8", "conv -F 2 -c 4 -k 4 -g 0",
-                                  "conv -F 2 --group_count -2"])
+                                  "conv -F 2 -c 4 -k 8 -g 8"])
 def test_bad_group_count(line):
     e = err(line)
     assert e.flag in ("-g", "--group_count")
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "-2147483648"])
+def test_group_count_below_one_is_one_as_miopendriver_reads_it(value):
+    """MIOpenDriver reads the group count as ``std::max(group_count, 1)`` (conv_driver.hpp):
+    -g 0 and negative counts are an ungrouped problem, keyed and run as -g 1."""
+    p = parse(f"conv -F 2 -c 4 -k 6 -H 5 -W 5 -g {value}").problem
+    assert p.G == 1 and p == parse("conv -F 2 -c 4 -k 6 -H 5 -W 5 -g 1").problem
 
 
 @pytest.mark.parametrize("line,flag,axis", [
     ("conv -F 2 -H 2 -y 5", "-H", "Ho"), ("conv -F 2 -W 2 -x 5", "-W", "Wo"),
     ("conv -F 2 --in_h 4 -y 3 -l 2", "--in_h", "Ho"),     # dilated filter spans 5 rows
     ("conv -F 2 -H 1 -W 5 -y 3 -p 0", "-H", "Ho"),
+    # MIOpen's division toward zero gives 1 here ((2 - 3)/2 + 1); the window still overruns
+    ("conv -F 2 -H 2 -W 5 -y 3 -u 2", "-H", "Ho"), ("conv -F 2 -H 5 -W 5 -x 7 -v 4", "-W", "Wo"),
 ])
 def test_output_size_below_one_is_an_error(line, flag, axis):
-    e = err(line)             # MIOpen silently clamps to 1; we refuse
+    e = err(line)             # MIOpen runs Ho = 1 with the window past the input; we refuse
     assert e.flag == flag and f"derived {axis}=" in str(e)
+    assert "dilated filter that fits the padded input" in str(e)
 
 
 def test_output_size_exactly_one_is_fine():

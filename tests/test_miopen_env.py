@@ -14,6 +14,7 @@ from conftest import run_cli
 from miopen_solver import SOLVER_NAME
 from miopen_solver.perfdb import ENV_VAR, PerfDb
 from miopen_solver.runtime.cache import BinaryCache
+from miopen_solver.target import get_target
 
 NHWC = "--in_layout NHWC --out_layout NHWC --fil_layout NHWC"
 LINE = f"convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2 -t 1 -i 1 -V 0 {NHWC}"
@@ -184,12 +185,17 @@ def test_logging_cmd_prints_the_driver_line_as_miopen_logs_it(capsys, monkeypatc
     status, out, err = run_cli(capsys, *line.split(), "--backend", "cpu")
     assert status == 0
     # ConvArgsForMIOpenDriver: dX's n c H W, then k y x p q u v l j, non-NCHW layouts (in, fil,
-    # out), -m conv -g G -F 2 -t 1
-    assert err[0] == ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 6 -H 9 -W 7 -k 4 "
-                      "-y 3 -x 1 -p 1 -q 0 -u 2 -v 1 -l 1 -j 2 -m conv -g 2 -F 2 -t 1")
-    status, out, err = run_cli(capsys, *LINE.split(), "-S", "1000", "--backend", "cpu")
-    assert status == 0 and err[0].endswith("--fil_layout NHWC --out_layout NHWC -m conv -g 1 -F 2 -t 1 -S 1000")
-    assert err[0].startswith("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convfp16 -n 1 -c 8 ")
+    # out), -m conv -g G -F 2 -t 1; Find mode: the Find call's line, then the call's
+    args = ("./bin/MIOpenDriver conv -n 2 -c 6 -H 9 -W 7 -k 4 -y 3 -x 1 -p 1 -q 0 -u 2 -v 1 -l 1 -j 2 "
+            "-m conv -g 2 -F 2 -t 1")
+    assert err[:2] == [f"MIOpen(HIP): Command [LogCmdFindConvolution] {args}",
+                       f"MIOpen(HIP): Command [LogCmdConvolution] {args}"]
+    # immediate mode: one line, -S 0 whatever solution is asked (convolution_api.cpp)
+    for sol in ("1000", "0", "ConvDgradImplicitGemmTilde"):
+        status, out, err = run_cli(capsys, *LINE.split(), "-S", sol, "--backend", "cpu")
+        assert status == 0 and err[0].endswith("--fil_layout NHWC --out_layout NHWC -m conv -g 1 -F 2 -t 1 -S 0")
+        assert err[0].startswith("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convfp16 -n 1 -c 8 ")
+        assert not any("LogCmdFindConvolution" in e for e in err)
     monkeypatch.setenv("MIOPEN_ENABLE_LOGGING_CMD", "0")
     status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
     assert status == 0 and not any("Command" in line for line in err)
@@ -271,3 +277,24 @@ def test_custom_cache_dir_that_is_a_file_is_refused(capsys, tmp_path, monkeypatc
     status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
     assert status == 2 and len(err) == 1 and err[0].startswith("dgrad-driver: error: MIOPEN_CUSTOM_CACHE_DIR '/")
     assert err[0].endswith("': is not a directory; allowed: a directory (created when missing)")   # value cut to 60
+
+
+@pytest.mark.parametrize("value,want", [(None, "gpu"), ("", "gpu"), ("1", "gpu"), ("on", "gpu"), ("0", "cpu"),
+                                        ("false", "cpu"), ("OFF", "cpu")])
+def test_use_gpu_reference_variable_picks_the_auto_reference(value, want):
+    """MIOpenDriver verifies on the GPU reference unless MIOPEN_DRIVER_USE_GPU_REFERENCE is set
+    off (conv_driver.hpp UseGPUReference); --ref gpu/cpu still decide alone, and the CPU
+    engine has only the CPU reference."""
+    from driver.run_cmd import Device, resolve_reference
+    env = {} if value is None else {"MIOPEN_DRIVER_USE_GPU_REFERENCE": value}
+    gpu = Device("cuda", get_target("sm_90"), "H200")
+    assert resolve_reference("auto", gpu, env) == want
+    assert resolve_reference("gpu", gpu, env) == "gpu" and resolve_reference("cpu", gpu, env) == "cpu"
+    assert resolve_reference("auto", Device("cpu", get_target("cpu"), "cpu"), env) == "cpu"
+
+
+def test_use_gpu_reference_variable_bad_value_is_one_error_line(capsys, monkeypatch):
+    monkeypatch.setenv("MIOPEN_DRIVER_USE_GPU_REFERENCE", "maybe")
+    status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith("dgrad-driver: error: MIOPEN_DRIVER_USE_GPU_REFERENCE 'maybe': allowed: ")

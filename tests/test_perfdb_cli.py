@@ -244,11 +244,11 @@ def test_perfdb_export_and_list_still_reach_records_of_an_old_arch(capsys, tmp_p
     assert status == 0 and len(out) == 1
 
 
-@pytest.mark.parametrize("arch", BAD_ARCHS[:4] + ["sm_90", "cpu", "", "gfx942 "])
+@pytest.mark.parametrize("arch", [a for a in BAD_ARCHS[:4] if a != "gfx908"] + ["sm_90", "cpu", "", "gfx942 ", "gfx1030"])
 def test_perfdb_name_refuses_what_is_not_an_amd_arch(capsys, arch):
     status, out, err = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "304")
     assert status == 2 and out == [] and len(err) == 1
-    assert err[0].startswith("dgrad-driver: error: --arch ") and "allowed: gfx90a, gfx942, gfx950" in err[0]
+    assert err[0].startswith("dgrad-driver: error: --arch ") and "allowed: gfx906, gfx908, gfx90a, gfx942, gfx950" in err[0]
 
 
 @pytest.mark.parametrize("cus", ["0", "-1", "2147483648", "99999999999"])
@@ -269,10 +269,20 @@ def test_perfdb_name_refuses_a_suffix_without_text(capsys, suffix):
     assert status == 0 and out[0].endswith(f"gfx942130.{suffix}.udb.txt")
 
 
-@pytest.mark.parametrize("arch", ["gfx942", "gfx90a:sramecc+:xnack-", "gfx950"])
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a:sramecc+:xnack-", "gfx950", "gfx906", "gfx908:sramecc-"])
 def test_perfdb_name_takes_amd_archs_with_features(capsys, arch):
     status, out, _ = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "2147483647")
     assert status == 0 and out[0].endswith(".udb")
+
+
+@pytest.mark.parametrize("arch,cus,name", [("gfx908:sramecc-", 120, "gfx908_nosramecc78_1.1.0.udb"),
+                                           ("gfx908:sramecc+", 120, "gfx90878_1.1.0.udb"),
+                                           ("gfx906:sramecc-:xnack+", 60, "gfx906_nosramecc_xnack_60_1.1.0.udb")])
+def test_perfdb_name_of_the_archs_miopen_names_nosramecc(capsys, arch, cus, name):
+    """The README's `_nosramecc` rule (``Handle::GetDbBasename``) for gfx906/gfx908, which
+    ``perfdb name`` refused although it names a device MIOpen keeps a perf-db for."""
+    status, out, _ = run(capsys, "perfdb", "name", "--arch", arch, "--cus", str(cus))
+    assert status == 0 and out[0].endswith("/" + name)
 
 
 def test_importing_a_perf_db_of_ours_for_an_arch_it_has_no_records_of_is_an_error(capsys, tmp_path):

@@ -46,6 +46,7 @@ bf16 (``ml_dtypes.bfloat16``), output rounded to the storage type.
 from __future__ import annotations
 
 import time as _time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -71,21 +72,44 @@ def _dx_slice(offset: int, stride: int, t0: int, t1: int) -> slice:
     return slice(offset + t0 * stride, offset + (t1 - 1) * stride + 1, stride)
 
 
+class KPieces(Sequence):
+    """The ``(tap, k0, k1)`` pieces of one k-slice, computed by index (no list: a filter of
+    millions of taps costs no memory per tap). ``tma``: the TMA schedule's k-tiles ``j`` in
+    ``range(j0, j1)``, k-tile ``j`` being channel chunk ``j // taps`` of tap ``j % taps``;
+    else the GemmK range ``[k0, k1)`` of a k-innermost GemmK = taps x kpg."""
+
+    def __init__(self, n_taps: int, kpg: int, lo: int, hi: int, tile_k: int = 0):
+        self.n_taps, self.kpg, self.lo, self.hi, self.tile_k = n_taps, kpg, lo, hi, tile_k
+        self.t0 = lo if tile_k else lo // kpg                  # first k-tile, or first tap
+        self.count = hi - lo if tile_k else max(0, -(-hi // kpg) - self.t0)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.count))]
+        if not -self.count <= i < self.count:
+            raise IndexError(i)
+        j = self.t0 + (i % self.count)
+        if self.tile_k:
+            tk = self.tile_k
+            return (j % self.n_taps, (j // self.n_taps) * tk, min(self.kpg, (j // self.n_taps + 1) * tk))
+        return (j, max(self.lo, j * self.kpg) - j * self.kpg, min(self.hi, (j + 1) * self.kpg) - j * self.kpg)
+
+
 def split_k_pieces(spec, n_taps: int, kpg: int) -> list:
-    """The ``(tap, k0, k1)`` pieces of each k-slice of one sub-GEMM of ``n_taps`` taps, as the
-    kernel cuts them: contiguous GemmK ranges (:func:`split_k_slices`, GemmK = taps x kpg,
-    k innermost), or on the TMA schedule (:data:`~miopen_solver.spec.SPLIT_PERSISTENT`) its
-    work units' k-tiles ``[z*kt/S, (z+1)*kt/S)`` of ``kt = ceil(kpg/tile_k) * taps``, k-tile
-    j being channel chunk ``j // taps`` of tap ``j % taps`` (``dgrad.cu``'s K loop)."""
+    """The pieces (:class:`KPieces`) of each k-slice of one sub-GEMM of ``n_taps`` taps, as
+    the kernel cuts them: contiguous GemmK ranges (:func:`split_k_slices`, GemmK = taps x
+    kpg, k innermost), or on the TMA schedule (:data:`~miopen_solver.spec.SPLIT_PERSISTENT`)
+    its work units' k-tiles ``[z*kt/S, (z+1)*kt/S)`` of ``kt = ceil(kpg/tile_k) * taps``,
+    k-tile j being channel chunk ``j // taps`` of tap ``j % taps`` (``dgrad.cu``'s K loop)."""
     from ..spec import SPLIT_PERSISTENT
     tk, split = spec.config.tile_k, spec.split_k
     if spec.config.schedule in SPLIT_PERSISTENT and split > 1:
         kt = -(-kpg // tk) * n_taps
-        return [[(j % n_taps, (j // n_taps) * tk, min(kpg, (j // n_taps + 1) * tk))
-                 for j in range(z * kt // split, (z + 1) * kt // split)] for z in range(split)]
-    return [[(t, max(k0, t * kpg) - t * kpg, min(k1, (t + 1) * kpg) - t * kpg)
-             for t in range(n_taps) if t * kpg < k1 and (t + 1) * kpg > k0]
-            for k0, k1 in split_k_slices(n_taps * kpg, tk, split)]
+        return [KPieces(n_taps, kpg, z * kt // split, (z + 1) * kt // split, tk) for z in range(split)]
+    return [KPieces(n_taps, kpg, k0, k1) for k0, k1 in split_k_slices(n_taps * kpg, tk, split)]
 
 
 def split_k_slices(gemm_k: int, tile_k: int, split_k: int) -> list:
@@ -98,19 +122,33 @@ def split_k_slices(gemm_k: int, tile_k: int, split_k: int) -> list:
     return [(j * q, min((j + 1) * q, gemm_k)) for j in range(split_k) if j * q < gemm_k]
 
 
-def live_taps(p, s) -> dict:
-    """The taps ``(ydot, xdot)`` of sub-GEMM ``s`` that read some dY pixel inside the tensor
-    for a dX pixel inside dX, each with the dY row and column ranges it reads there:
-    ``{(yd, xd): ((ho_lo, ho_hi), (wo_lo, wo_hi))}`` (inclusive). Every other tap reads only
-    dY's zero padding (a dilation or pad far past the image), so it adds nothing and is
-    skipped. O(YDotSlice + XDotSlice) range checks plus the product of the live ones."""
+def live_reads(p, s) -> tuple | None:
+    """The live taps of sub-GEMM ``s`` by axis: ``({ydot: (ho_lo, ho_hi)}, {xdot: (wo_lo,
+    wo_hi)})`` (inclusive dY ranges), tap ``(yd, xd)`` being live when both are there -- it
+    reads some dY pixel inside the tensor for a dX pixel inside dX; every other tap reads
+    only dY's zero padding (a dilation or pad far past the image) and adds nothing. None
+    when the sub-GEMM has no dX pixel. O(YDotSlice + XDotSlice): nothing per tap."""
     h0, h1 = valid_range(s.dx_h_offset, s.dx_h_stride, s.h_slice, p.Hi)
     w0, w1 = valid_range(s.dx_w_offset, s.dx_w_stride, s.w_slice, p.Wi)
     if h1 <= h0 or w1 <= w0:
-        return {}
-    rows = _live_reads(s.h_begin, h0, h1, s.y_dot_slice, s.dy_h_coeff, p.Ho)
-    cols = _live_reads(s.w_begin, w0, w1, s.x_dot_slice, s.dy_w_coeff, p.Wo)
-    return {(yd, xd): (r, c) for yd, r in rows.items() for xd, c in cols.items()}
+        return None
+    return (_live_reads(s.h_begin, h0, h1, s.y_dot_slice, s.dy_h_coeff, p.Ho),
+            _live_reads(s.w_begin, w0, w1, s.x_dot_slice, s.dy_w_coeff, p.Wo))
+
+
+def read_bounds(p, subs) -> tuple:
+    """``(ho_lo, ho_hi, wo_lo, wo_hi)``: the dY rows and columns (inclusive) that the live taps
+    of sub-GEMMs ``subs`` read, widened to cover dY itself -- the padding the engine adds."""
+    ho_lo = wo_lo = 0
+    ho_hi, wo_hi = p.Ho - 1, p.Wo - 1
+    for s in subs:
+        reads = live_reads(p, s)
+        if reads is None or not reads[0] or not reads[1]:
+            continue
+        rows, cols = reads
+        ho_lo, ho_hi = min([ho_lo] + [lo for lo, _ in rows.values()]), max([ho_hi] + [hi for _, hi in rows.values()])
+        wo_lo, wo_hi = min([wo_lo] + [lo for lo, _ in cols.values()]), max([wo_hi] + [hi for _, hi in cols.values()])
+    return ho_lo, ho_hi, wo_lo, wo_hi
 
 
 def _live_reads(begin: int, t0: int, t1: int, dots: int, coeff: int, size: int) -> dict:
@@ -316,16 +354,11 @@ class CpuEngine(Engine):
     @staticmethod
     def _padded_dy(p, dy, subs):
         """dY (NHWC) as fp32 ``(N, Ho + pads, Wo + pads, K)`` with zero rows/columns wide enough that
-        every live tap slice (:func:`live_taps`) of every sub-GEMM is in bounds; returns it
+        every live tap slice (:func:`live_reads`) of every sub-GEMM is in bounds; returns it
         with the pads. A live tap reads some dY row inside ``[0, Ho)`` over the sub-GEMM's
         ``nh`` dX rows, so a pad is below ``nh <= Hi`` (likewise for columns): memory is
         bounded by the tensors, not by how large a dilation or pad is."""
-        ho_lo = wo_lo = 0
-        ho_hi, wo_hi = p.Ho - 1, p.Wo - 1
-        for s in subs:
-            for (h_lo, h_hi), (w_lo, w_hi) in live_taps(p, s).values():
-                ho_lo, ho_hi = min(ho_lo, h_lo), max(ho_hi, h_hi)
-                wo_lo, wo_hi = min(wo_lo, w_lo), max(wo_hi, w_hi)
+        ho_lo, ho_hi, wo_lo, wo_hi = read_bounds(p, subs)
         pad_h = (-ho_lo, ho_hi - (p.Ho - 1))
         pad_w = (-wo_lo, wo_hi - (p.Wo - 1))
         out = np.zeros((p.N, p.Ho + sum(pad_h), p.Wo + sum(pad_w), p.K), dtype=np.float32)
@@ -350,9 +383,9 @@ class CpuEngine(Engine):
             return
         # Only rows htl in [h0, h1) and columns wtl in [w0, w1) land in dX; the GPU computes
         # the halo rows too and masks their stores, which changes nothing written.
-        live = live_taps(p, s)                             # the others read only zeros
+        live_rows, live_cols = live_reads(p, s)            # the other taps read only zeros
         cols = _dx_slice(s.dx_w_offset, s.dx_w_stride, w0, w1)
-        if not live:  # every tap reads padding (dY may be narrower than the rows: no view)
+        if not live_rows or not live_cols:  # every tap reads padding (dY may be narrower than the rows: no view)
             if ws is not None:                             # every split stores its zeros
                 ws[:, :, _dx_slice(s.dx_h_offset, s.dx_h_stride, h0, h1), cols] = 0
             elif spec.split_k == 1:                        # split-K adds into a zeroed dX
@@ -362,12 +395,10 @@ class CpuEngine(Engine):
         _, hp, wp, _ = dy_pad.shape
         img = hp * wp
         flat = dy_pad.reshape(p.N * img, G, kpg)
-        taps = [(yd, xd) for yd in range(s.y_dot_slice) for xd in range(s.x_dot_slice)]
         w_g = w_kyxc.reshape(G, kpg, p.Y, p.X, cpg)
-        b_taps = [w_g[:, :, yd * s.y_stride + s.y_offset, xd * s.x_stride + s.x_offset, :] for yd, xd in taps]
-        # GemmK split into split_k slices; each slice as (tap, k0, k1) pieces.
-        pieces = [[(t, ka, kb) for t, ka, kb in piece if taps[t] in live]
-                  for piece in split_k_pieces(spec, len(taps), kpg)]
+        # GemmK split into split_k slices; each slice as (tap, k0, k1) pieces, tap t being
+        # (t // XDotSlice, t % XDotSlice); nothing is built per tap (a filter may have millions)
+        pieces = split_k_pieces(spec, s.y_dot_slice * s.x_dot_slice, kpg)
         row_bytes = G * wp * cpg * 4                       # one output row (all groups), fp32
         rows_per = max(1, CHUNK_BYTES // row_bytes)
         if rows_per >= hp:                                 # whole images per chunk
@@ -387,21 +418,26 @@ class CpuEngine(Engine):
                     ws[len(pieces):, n0:n1, rows, cols] = 0
                 for z, piece in enumerate(pieces):
                     d = np.empty((G, alloc, cpg), dtype=np.float32)   # rows >= length: unused
-                    if not piece:                                     # no live tap: zeros
-                        d[:, :length] = 0
                     tmp = np.empty((G, length, cpg), dtype=np.float32)
-                    for i, (t, ka, kb) in enumerate(piece):
-                        yd, xd = taps[t]
+                    first = True
+                    for t, ka, kb in piece:
+                        yd, xd = divmod(t, s.x_dot_slice)
+                        if yd not in live_rows or xd not in live_cols:
+                            continue
+                        b_t = w_g[:, ka:kb, yd * s.y_stride + s.y_offset, xd * s.x_stride + s.x_offset, :]
                         start = (n0 * img + (s.h_begin + r0 - yd * s.dy_h_coeff + pad_h[0]) * wp
                                  + s.w_begin + w0 - xd * s.dy_w_coeff + pad_w[0])
                         a_t = flat[start:start + length, :, ka:kb]           # (L, G, k)
-                        out = d[:, :length] if i == 0 else tmp
+                        out = d[:, :length] if first else tmp
                         if G == 1:
-                            np.matmul(a_t[:, 0], b_taps[t][0, ka:kb], out=out[0])
+                            np.matmul(a_t[:, 0], b_t[0], out=out[0])
                         else:
-                            np.matmul(a_t.transpose(1, 0, 2), b_taps[t][:, ka:kb], out=out)
-                        if i:
+                            np.matmul(a_t.transpose(1, 0, 2), b_t, out=out)
+                        if not first:
                             d[:, :length] += tmp
+                        first = False
+                    if first:                                         # no live tap: zeros
+                        d[:, :length] = 0
                     if n1 - n0 > 1:
                         d = d.reshape(G, n1 - n0, hp, wp, cpg)[:, :, :nr, :nw]
                     else:
