@@ -492,8 +492,38 @@ def _check_resumed_methods(o, device, problems, done_timing) -> None:
                             f"or a new --results log")
 
 
+RESUMED_OPTIONS = (("max_configs", "--max-configs"), ("verify_top", "--verify-top"), ("reference", "--ref"))
+"""The session record's options that decide what a campaign times and how its winners are
+chosen: a resumed campaign must ask what the log's first session asked."""
+
+
+def _check_resumed_options(o, records: list, ref_kind) -> None:
+    """``--resume``: the options of :data:`RESUMED_OPTIONS` as the log's first session ran
+    them. A different ``--max-configs`` made the table and CSV rank another set of configs
+    than the verdicts and the perf-db (and a larger one timed nothing more).
+
+    Raises:
+        UserError: naming the option, both values and what is allowed.
+    """
+    first = next((r for r in records if r.get("type") == "session"), None)
+    if first is None:
+        return
+    now = {"max_configs": o.max_configs, "verify_top": o.verify_top, "reference": ref_kind}
+    for key, flag in RESUMED_OPTIONS:
+        if key in first and first[key] != now[key]:
+            raise UserError(f"--resume {shown_path(o.results)}: the campaign ran {flag} {_shown_option(first[key])} "
+                            f"and this run asks {_shown_option(now[key])}; allowed: {flag} as the log's first session "
+                            f"ran it, or a new --results log")
+
+
+def _shown_option(value) -> str:
+    return "(not set)" if value is None else str(value)
+
+
 def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path, stderr) -> tuple:
     before = read_log(log_path) if o.resume else None
+    if before:
+        _check_resumed_options(o, before.records, ref_kind)
     done_timing, done_verdicts = _index(before.records, arch) if before else ({}, {})
     _check_resumed_methods(o, device, problems, done_timing)
     session = uuid.uuid4().hex[:12]
@@ -729,7 +759,8 @@ def _store(o, problems, verdicts, arch, errors) -> str:
     try:
         with db:
             for p, v in winners:
-                if db.update(p.key, arch, SOLVER_NAME, v["winner"], v["winner_average_ms"]):
+                # the time the campaign ranked by (the median), so the perf-db keeps what it chose
+                if db.update(p.key, arch, SOLVER_NAME, v["winner"], v["winner_median_ms"]):
                     stored += 1
                 else:
                     kept += 1

@@ -213,6 +213,11 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
     _warn_skipped(db)
+    if not text:                        # say whose records there are (e.g. gfx942@cpu's, simulated)
+        held = sorted(set(_known_archs(perfdb)) - {arch, ANY_ARCH})
+        if held:
+            warn(f"{perfdb_label(perfdb)} holds no records for {arch}; it holds records for {', '.join(held)} "
+                 f"(export those with --arch)")
     if out is None:
         return 0, text.splitlines()
     try:

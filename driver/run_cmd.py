@@ -572,7 +572,8 @@ def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
         return [f"Info: '{why}' is not honoured: the search times the candidate configs on a {arch} device and "
                 f"there is no {arch} device here (compile-only run: the perf-db or default config is compiled); "
                 f"search where that device is, or with --backend cpu on the CPU engine (a simulation)"], None, o
-    key, arch = problem.miopen_db_key(), device.perfdb_arch
+    # the key as the run looks it up (problem_key: both MIOpen's x spelling and the legacy - one)
+    key, arch = problem.problem_key(), device.perfdb_arch
     if enforce == ENFORCE_DB_CLEAN:
         removed = False
         if o.use_perfdb:
@@ -582,7 +583,7 @@ def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
             except PerfDbError as e:
                 raise UserError(f"MIOPEN_FIND_ENFORCE=DB_CLEAN: {perfdb_label(o.perfdb)}: {e.reason}; "
                                 f"{PERFDB_ALLOWED}, or --no-perfdb") from None
-        miopen_env.log(5, "RemoveRecordUnsafe", f"Removing record: {key}")
+        miopen_env.log(5, "RemoveRecordUnsafe", f"Removing record: {problem.miopen_db_key()}")
         notes = [f"Info: MIOPEN_FIND_ENFORCE=DB_CLEAN: {'removed the' if removed else 'no'} perf-db record of this "
                  f"problem for {arch}" + ("; '-s 1' is not honoured (DB_CLEAN blocks searching)" if asked else "")]
         return notes, None, o
@@ -597,18 +598,21 @@ def search_first(tokens, cmd, device, o: RunOptions, menv) -> tuple:
                     f"default config runs)"], None, o
         miopen_env.log(5, "IsEnabled", "MIOPEN_FIND_MODE is set to NORMAL due to unsafe combination with "
                                        "MIOPEN_FIND_ENFORCE")
-    has = None
-    if o.use_perfdb:
+    has = unusable = None
+    if o.use_perfdb:                    # a record the run would use: one it would ignore is none
         try:
             with PerfDb(o.perfdb) as db:
-                has = db.get(key, arch, SOLVER_NAME)
+                cfg, rec, _ = DgradSolver().lookup_performance_config(problem, device.target, db, arch=arch)
+                has, unusable = (rec, None) if cfg is not None else (None, rec)
         except PerfDbError:
             has = None                  # the run warns about it
-    force = enforce in (ENFORCE_DB_UPDATE, ENFORCE_SEARCH_DB_UPDATE)
+    # an unusable record is replaced by the winner, however fast its time says it was
+    force = enforce in (ENFORCE_DB_UPDATE, ENFORCE_SEARCH_DB_UPDATE) or unusable is not None
     if has is not None and not force:
         shown = f"tuned {has.time_ms:.6f} ms" if has.time_ms is not None else "imported"
+        again = "DB_UPDATE" if asked else "SEARCH_DB_UPDATE"     # DB_UPDATE alone searches only with -s 1
         return [f"Info: '{why}': the perf-db already has this problem's config ({shown}); not searching "
-                f"(MIOPEN_FIND_ENFORCE=DB_UPDATE searches again)"], None, o
+                f"(MIOPEN_FIND_ENFORCE={again} searches again)"], None, o
     topts = TuneOptions(backend=o.backend, arch=o.arch, timeout=o.timeout, warmup=o.warmup, perfdb=o.perfdb,
                         store=o.use_perfdb, ref=o.ref, quiet=True, progress=False, as_json=True,
                         environ=o.environ, force_store=force)

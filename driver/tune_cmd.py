@@ -171,6 +171,9 @@ def _check_options(o: TuneOptions) -> None:
         raise UserError(f"--time-budget {o.time_budget:g}: allowed: a finite number of seconds > 0")
     if o.csv_top is not None and o.csv is None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
+    if o.list_only and o.csv is not None:      # it wrote nothing, silently
+        raise UserError(f"--csv {o.csv}: --list times nothing, so there is no CSV to write; allowed: --csv "
+                        f"without --list (--list --json prints the configs as JSON)")
     if o.csv is not None:
         check_output_file("--csv", o.csv)
         check_not_kept("--csv", o.csv, {"the perf-db": PerfDb(o.perfdb).path})

@@ -157,8 +157,9 @@ def tf32_wgmma_config(problem: ConvProblem, target: Target) -> PerfConfig | None
     staged through registers and rounded there) for fp32 data with TF32 math on sm_90a, where
     the fp16 rules would take warpgroup MMA (cpg > 32, kpg >= 64): 128 x (64 for cpg <= 64,
     else 128) x 32 (128-byte rows of fp32), two warpgroups along M, 4 stages; None elsewhere.
-    **Not the default**: not yet timed against the ``mma.sync`` TF32 default
-    (:func:`tf32_nvidia_config`); ``bench/tf32_h200.py --wgmma`` times it."""
+    **Not the default**: timed on the H200 it lost to the ``mma.sync`` TF32 default
+    (:func:`tf32_nvidia_config`; bench/RESULTS.md, eighth session); ``bench/tf32_h200.py
+    --wgmma`` times it."""
     p, t = problem, target
     if not (p.tf32 and t.wgmma and p.cpg > 32 and p.kpg >= 64 and not p.is_3d):
         return None

@@ -21,7 +21,9 @@ that is not its own kind of log.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -146,12 +148,42 @@ def check_log(path) -> LogContents:
                                    f"{', '.join(RECORD_TYPES)}")
     if out.records and out.records[0].get("type") != "session":
         raise _not_a_log(path, "its first record is not a session record")
+    for n, rec in enumerate(out.records, 1):
+        bad = _bad_field(rec)
+        if bad:
+            raise _not_a_log(path, f"record {n} ({rec['type']}) has {bad}")
     if out.torn and not out.records:
         with open(path, "rb") as fh:
             head = fh.read(2)
         if head != b'{"':
             raise _not_a_log(path, "no complete line, and it does not start as a JSON record")
     return out
+
+
+TIMES = {"timing": ("median_ms", "average_ms", "min_ms"),
+         "verdict": ("default_median_ms", "winner_median_ms", "winner_average_ms", "speedup")}
+"""The times (ms) and ratios of each record type: a finite number >= 0 where present (a
+verdict's are null where it has no winner or no timed default)."""
+
+
+def _bad_field(rec: dict) -> str | None:
+    """What is wrong with a record's times (None: nothing): an ok ``timing`` record needs
+    all three and its ``times_ms`` a list of them; a ``verdict`` any of its own it has."""
+    def time(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    kind = rec.get("type")
+    if kind == "timing" and rec.get("status") == "ok":
+        for name in TIMES["timing"]:
+            if not time(rec.get(name)):
+                return f"{name} {shorten(json_text(rec.get(name)))}, not a number of ms >= 0"
+        times = rec.get("times_ms")
+        if not isinstance(times, list) or not times or not all(time(t) for t in times):
+            return "times_ms that is not a list of numbers of ms >= 0"
+    if kind == "verdict":
+        for name in TIMES["verdict"]:
+            if rec.get(name) is not None and not time(rec[name]):
+                return f"{name} {shorten(json_text(rec[name]))}, not a number >= 0 or null"
+    return None
 
 
 class ResultsLog:
@@ -175,8 +207,16 @@ class ResultsLog:
         except OSError as e:
             raise FileError(self.path, f"cannot open for appending ({e.strerror or e})", ALLOWED, e.errno) from None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
                 raise FileError(self.path, "is not a regular file", ALLOWED)
+            if not mode & 0o222:            # refused also for root, as every file we write
+                raise FileError(self.path, f"is read-only (mode {stat.S_IMODE(mode):04o})", ALLOWED)
+            try:                            # one campaign at a time: held until close
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise FileError(self.path, "is the log of a campaign running now (locked)",
+                                "a log no other campaign is writing") from None
             self._cut_torn_tail(fd)
         except BaseException:
             os.close(fd)

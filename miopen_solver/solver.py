@@ -126,7 +126,8 @@ class Solution:
         source: where the config came from: ``"perf-config"``, ``"perfdb"`` or ``"default"``.
         notes: lines about the choice (given config, perf-db use, fallbacks, resolved split-K).
         warnings: lines about inputs that could not be used (an unusable perf-db).
-        tuned_ms: the perf-db record's time, when the config came from there.
+        tuned_ms: the perf-db record's time, when the config came from there and runs as
+            recorded (None when a setting such as ``split_k`` changed it).
         perfdb_path: the perf-db consulted (None when none was).
         images: the whole problem's N; 0 (or ``spec.problem.N``) when one launch takes the
             whole batch. Otherwise the batch is split along N (split-N): ``spec`` is the
@@ -649,7 +650,11 @@ class DgradSolver:
             refused = e.config or choice.config
             if not given or str(e).startswith(("--", perf_config_label)):
                 raise PerfConfigError(str(e), refused) from None
-            raise PerfConfigError(f"{' '.join(given)}: {e}", refused) from None
+            why = f"{' '.join(given)}: {e}"
+            if "allowed:" not in why:       # a rule's sentence: say what would do instead
+                names = " or ".join(g.split(" ", 1)[0] for g in given)
+                why += f"; allowed: {names} as this problem and target take it (tune --list lists its configs)"
+            raise PerfConfigError(why, refused) from None
 
     def _choose(self, problem, target, perf_config, perfdb, perfdb_arch, perfdb_label,
                 perf_config_label: str = "--perf-config") -> _Choice:
@@ -743,6 +748,8 @@ class DgradSolver:
         if asked != cfg and not moved:      # a given config too: say what runs, not only what was typed
             choice.notes.append(f"{flags}: running {asked.serialize()} "
                                 f"({whose or 'the given config'} {cfg.serialize()} with the setting)")
+        if asked != cfg:                    # the tuned time was not measured for what now runs
+            choice.tuned_ms = None
         choice.config = asked
         if resolve and asked.split_k == -1:      # resolved before anything is packed or launched
             chosen = launch_spec(problem, target, asked).split_k

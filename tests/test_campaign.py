@@ -149,7 +149,7 @@ def test_file_campaign_on_two_fake_gpus(capsys, tmp_path, model):
     with PerfDb(db) as d:
         for key, v in verdicts.items():
             rec = d.get(key, "cpu", SOLVER_NAME)
-            assert rec.values == v["winner"] and rec.time_ms == pytest.approx(v["winner_average_ms"])
+            assert rec.values == v["winner"] and rec.time_ms == pytest.approx(v["winner_median_ms"])   # what it ranked by
     # not a terminal: one plain progress line per problem
     assert sorted(x.split(" done ")[0] for x in err) == [f"tune: problem {i}/3" for i in (1, 2, 3)]
 
@@ -630,7 +630,15 @@ def _not_logs(tmp_path) -> dict:
             "other_format": b'{"log_format":2,"type":"session"}\n',
             "unknown_type": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"row"}\n',
             "no_session_first": b'{"log_format":1,"type":"timing"}\n',
-            "torn_only_text": b"no newline at all"}
+            "torn_only_text": b"no newline at all",
+            # hand-edited times: a string and a negative median, a null time, a verdict's ratio
+            "time_not_a_number": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"timing","status":"ok",'
+                                 b'"median_ms":"fast","average_ms":1.0,"min_ms":1.0,"times_ms":[1.0]}\n',
+            "negative_time": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"timing","status":"ok",'
+                             b'"median_ms":-5.0,"average_ms":1.0,"min_ms":1.0,"times_ms":[1.0]}\n',
+            "times_not_a_list": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"timing","status":"ok",'
+                                b'"median_ms":1.0,"average_ms":1.0,"min_ms":1.0,"times_ms":"1.0"}\n',
+            "verdict_nan": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"verdict","speedup":NaN}\n'}
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -660,6 +668,44 @@ def test_resume_of_a_results_log_that_does_not_exist_is_refused(capsys, tmp_path
         f"dgrad-driver: error: --resume needs an existing results log; --results {path} does not exist; allowed: "
         f"the log of an earlier campaign, or a new file without --resume"]
     assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("option,first,then", [("--max-configs", "2", "1"), ("--verify-top", "0", "1")])
+def test_resume_with_other_options_is_refused(capsys, tmp_path, option, first, then):
+    """--resume with another --max-configs ranked a different set of configs in the table and
+    CSV than the verdicts and the perf-db held (and a larger one timed nothing more): refused,
+    naming the option and both values, the log left as it was."""
+    lines = tmp_path / "one.txt"
+    lines.write_text(LINES[2] + "\n")
+    log = tmp_path / "log.jsonl"
+    base = {"--max-configs": "1", "--verify-top": "0"}
+    args = ["tune", "--file", lines, "--backend", "cpu", "--results", log, "--no-perfdb"]
+    status, _, err = run_cli(capsys, *args, *[x for k, v in {**base, option: first}.items() for x in (k, v)])
+    assert status == 0, err
+    data = log.read_bytes()
+    status, out, err = run_cli(capsys, *args, "--resume", *[x for k, v in {**base, option: then}.items() for x in (k, v)])
+    assert status == 2 and out == [] and err == [
+        f"dgrad-driver: error: --resume {log}: the campaign ran {option} {first} and this run asks {then}; allowed: "
+        f"{option} as the log's first session ran it, or a new --results log"]
+    assert log.read_bytes() == data
+
+
+def test_a_results_log_in_use_or_read_only_is_refused(tmp_path):
+    """Two campaigns on one new log both appended (duplicated timings); a 0444 log was
+    appended to by root: the log is locked while a campaign writes it, and a read-only one
+    is refused (also for root), each naming the path."""
+    from miopen_solver.errors import FileError
+    path = tmp_path / "log.jsonl"
+    with ResultsLog(path) as log:
+        log.append({"type": "session", "session": "s"})
+        with pytest.raises(FileError, match="is the log of a campaign running now"):
+            ResultsLog(path).open()
+    with ResultsLog(path) as log:                  # released when the first closes
+        log.append({"type": "worker"})
+    path.chmod(0o444)
+    with pytest.raises(FileError, match=r"is read-only \(mode 0444\)"):
+        ResultsLog(path).open()
+    assert len(path.read_text().splitlines()) == 2
 
 
 def test_resume_of_an_empty_results_file_is_taken(tmp_path):

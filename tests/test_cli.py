@@ -520,6 +520,10 @@ def test_immediate_mode_lists_the_tuned_time(capsys, tmp_path):
         d.update(p.problem_key(), "cpu", SOLVER_NAME, cfg.serialize(), 0.125)
     status, out, _ = run(capsys, SMALL, "-S", "1000", "--perfdb", str(db))
     assert status == 0 and LISTED.match(out[out.index("Backward Data Conv solutions available: 1") + 1]).group(1) == "0.125"
+    # a setting that changes the recorded config: that time was not measured for what runs
+    status, out, _ = run(capsys, SMALL, "-S", "1000", "--perfdb", str(db), "--split-k", "2")
+    assert status == 0 and any(l.startswith("--split-k 2: running ") for l in out)
+    assert LISTED.match(out[out.index("Backward Data Conv solutions available: 1") + 1]).group(1) == "-1"
 
 
 def test_kouter_maps_onto_lds_k_outer(capsys):

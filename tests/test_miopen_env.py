@@ -110,6 +110,36 @@ def test_find_enforce_search_searches_without_s(capsys, tmp_path, monkeypatch, v
     assert stored(tmp_path).values == rec["search"]["winner"]
 
 
+LEGACY_KEY = "8-5-5-3x3-8-5-5-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B"     # LINE's key in MIOpen's old - spelling
+
+
+def test_a_legacy_key_record_counts_for_search_and_db_clean_as_it_does_for_the_run(capsys, tmp_path, monkeypatch):
+    """A record under the legacy ``-`` key was used by runs but not seen by ``-s 1`` (it
+    searched) nor by DB_CLEAN (which said "no record" while the same run used it)."""
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        db.update(LEGACY_KEY, "cpu", SOLVER_NAME, OTHER, 1.0)
+    status, out, _ = run_cli(capsys, *LINE.split(), "-s", "1", "--backend", "cpu")
+    assert status == 0 and any(line.startswith("Info: '-s 1': the perf-db already has") for line in out)
+    assert any(line.startswith(f"Using perf-db config {OTHER}") for line in out)
+    monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "DB_CLEAN")
+    status, out, _ = run_cli(capsys, *LINE.split(), "--backend", "cpu")
+    assert status == 0 and "Info: MIOPEN_FIND_ENFORCE=DB_CLEAN: removed the perf-db record of this problem for cpu" in out
+    assert not any(line.startswith("Using perf-db") for line in out)
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        assert db.get(LEGACY_KEY, "cpu", SOLVER_NAME) is None
+
+
+@pytest.mark.parametrize("values", ["64,16", "128,128,64,2,1,64,128,0,0,0,1,-1,4,3"])
+def test_search_runs_where_the_record_is_one_the_run_would_ignore(capsys, tmp_path, values):
+    """A malformed record, or one the target cannot run (a TMA config on the CPU engine),
+    is ignored by the run; -s 1 said "already has this problem's config" and never searched."""
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        db.update(XKEY, "cpu", SOLVER_NAME, values, 1e-9)          # "faster" than anything timed
+    status, rec, err = run_json(capsys, "-s", "1")
+    assert status == 0 and rec["search"] is not None, err
+    assert stored(tmp_path).values == rec["search"]["winner"]
+
+
 @pytest.mark.parametrize("value", ["DB_CLEAN", "5"])
 def test_find_enforce_db_clean_removes_the_record_and_blocks_search(capsys, tmp_path, monkeypatch, value):
     with PerfDb(tmp_path / "perfdb.udb") as db:

@@ -303,3 +303,14 @@ def test_importing_a_perf_db_of_ours_for_an_arch_it_has_no_records_of_is_an_erro
     assert status == 0 and out[0].startswith(f"Imported 1 record(s) (1 for {SOLVER_NAME}) for sm_90")
     assert err == [f"dgrad-driver: warning: 1 record(s) of {src} for cpu not imported (--arch sm_90)"]
     assert [(r.arch, r.values) for r in PerfDb(dest).records()] == [("sm_90", TUNED)]
+
+
+def test_export_of_an_arch_without_records_names_the_archs_the_db_holds(capsys, tmp_path):
+    """``tune --backend cpu --arch gfx942`` files records under ``gfx942@cpu``; ``perfdb export
+    --arch gfx942`` then printed nothing and exited 0 without saying why."""
+    db = tmp_path / "p.udb"
+    with PerfDb(db) as d:
+        d.update(XKEY, "gfx942@cpu", SOLVER_NAME, TUNED, 1.0)
+    status, out, err = run(capsys, "perfdb", "export", "--arch", "gfx942", "--perfdb", str(db))
+    assert status == 0 and out == [] and len(err) == 1
+    assert "holds no records for gfx942; it holds records for gfx942@cpu" in err[0]

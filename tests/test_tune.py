@@ -342,3 +342,20 @@ def test_a_resumed_campaign_refuses_a_log_timed_the_other_way(capsys, tmp_path):
     log.write_text("".join(json.dumps(r) + "\n" for r in recs if r["type"] != "verdict"))
     status, out, _ = run(capsys, *args, "--resume")      # the same method: resumed
     assert status == 0 and any("resumed: 2 configs" in x for x in out), out
+
+
+def test_list_with_csv_is_refused_as_it_writes_nothing(capsys, tmp_path):
+    """``tune --list --csv PATH`` exited 0 and silently wrote no CSV."""
+    path = tmp_path / "l.csv"
+    status, out, err = run(capsys, "tune", "--list", *LINE.split(), "--csv", str(path))
+    assert status == 2 and out == [] and len(err) == 1
+    assert err[0].startswith(f"dgrad-driver: error: --csv {path}: --list times nothing") and "allowed: " in err[0]
+    assert not path.exists()
+
+
+def test_a_setting_a_target_cannot_take_says_what_is_allowed(capsys):
+    """``--kouter on`` where the target has no transposing LDS read named the rule but not
+    what to do instead (no ``allowed:``)."""
+    status, out, err = run(capsys, *LINE.split(), "--backend", "cpu", "--kouter", "on")
+    assert status == 2 and len(err) == 1 and err[0].startswith("dgrad-driver: error: --kouter on: ")
+    assert "allowed: --kouter as this problem and target take it" in err[0]
