@@ -137,6 +137,9 @@ def command_tokens(text: str) -> list | None:
             trailing backslash): ``run``'s error for the same line.
     """
     text = _TRAILING_COMMENT.sub("", text)
+    base = _BASE_WORD.search(text)
+    if base is not None and FIND_LOG_TAG in text[:base.start(1)]:     # however the prefix splits
+        return None
     try:
         tokens = split_command(text)
     except MiopenCommandError:
@@ -145,7 +148,7 @@ def command_tokens(text: str) -> list | None:
             return None
         tokens = split_command(text[base.start(1):])
     start = next((i for i, t in enumerate(tokens) if t in BASE_DTYPES or t in REJECTED_BASES), None)
-    if start is None or FIND_LOG_TAG in tokens[:start]:
+    if start is None:
         return None
     tokens = tokens[start:]
     out, i = [], 0

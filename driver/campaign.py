@@ -49,7 +49,7 @@ from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError,
 from miopen_solver.heuristics import sample_configs
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.provenance import host_provenance, now
-from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, read_log
+from miopen_solver.results_log import NOT_A_LOG, ResultsLog, check_log, in_use, read_log
 from miopen_solver.solver import DgradSolver
 from miopen_solver.text import shorten
 
@@ -342,6 +342,9 @@ def _check_results(o: CampaignOptions) -> None:
     Raises:
         UserError: naming ``--results``, the path, why and what is allowed.
     """
+    if in_use(o.results):           # with or without --resume: wait for it, or another log
+        raise UserError(f"--results {shown_path(o.results)}: is the log of a campaign running now (locked); allowed: "
+                        f"--resume once that campaign has ended, or another file")
     try:
         existing = check_log(o.results)
     except FileError as e:
@@ -456,7 +459,7 @@ def run_campaign(o: CampaignOptions, *, stderr=None) -> tuple:
     problems, skipped, ignored = read_problems(o, device, seed)
     if not problems:
         raise UserError(f"--file {o.file}: no applicable -F 2 line to tune on {device.target.arch} "
-                        f"({len(skipped)} lines skipped, {ignored} without a conv command)")
+                        f"({len(skipped)} lines skipped, {ignored} without a conv command or a Find call's log line)")
     arch = device.perfdb_arch
 
     tmpdir = None
@@ -521,13 +524,34 @@ def _shown_option(value) -> str:
 
 
 def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path, stderr) -> tuple:
-    before = read_log(log_path) if o.resume else None
+    # the log first, locked: a second campaign on the same new log is refused here, not after
+    # both have checked it was empty; what this run created stays only once it writes to it
+    created = not os.path.exists(log_path)
+    try:
+        log = ResultsLog(log_path).open()
+    except FileError as e:
+        raise file_error("--results", e) from None
+    try:
+        before = read_log(log_path)
+        if not o.resume and (before.records or before.torn):     # written since the options were checked
+            raise UserError(f"--results {shown_path(o.results)}: holds {len(before.records)} records of another "
+                            f"campaign; allowed: --resume to continue it, or a new file")
+        prepared = _prepare(o, device, slots, ref_kind, problems, arch, before if o.resume else None)
+    except BaseException:
+        log.close()
+        if created and os.path.exists(log_path) and os.path.getsize(log_path) == 0:
+            os.unlink(log_path)
+        raise
+    return _run_logged(o, device, problems, skipped, ignored, arch, log_path, stderr, ref_kind, log, prepared)
+
+
+def _prepare(o, device, slots, ref_kind, problems, arch, before) -> tuple:
+    """What a session runs, from the log so far (``before``; None: a new campaign): the
+    timing tasks, the problems only left to verify, what was resumed, and the executor."""
     if before:
         _check_resumed_options(o, before.records, ref_kind)
     done_timing, done_verdicts = _index(before.records, arch) if before else ({}, {})
     _check_resumed_methods(o, device, problems, done_timing)
-    session = uuid.uuid4().hex[:12]
-    err = stderr if stderr is not None else sys.stderr
     tasks, to_verify = [], []
     for p in problems:
         if p.key in done_verdicts:
@@ -542,16 +566,14 @@ def _run(o, device, slots, ref_kind, problems, skipped, ignored, arch, log_path,
     keys = {p.key for p in problems}     # a set: a scan of the problems per logged key grew as their square
     resumed_configs = sum(len(v) for k, v in done_timing.items() if k in keys)
     resumed_problems = sum(1 for p in problems if p.key in done_verdicts)
-
-    # the executor first: a scheduler that cannot be reached (exit 2) starts nothing, so it
-    # leaves no results log behind to refuse the same command's next run
     executor, pool_note = _make_executor(o, device, slots) if (tasks or to_verify) else (None, None)
-    try:
-        log = ResultsLog(log_path).open()
-    except FileError as e:
-        if executor is not None:
-            executor.close(kill=True)
-        raise file_error("--results", e) from None
+    return tasks, to_verify, done_timing, done_verdicts, resumed_configs, resumed_problems, executor, pool_note
+
+
+def _run_logged(o, device, problems, skipped, ignored, arch, log_path, stderr, ref_kind, log, prepared) -> tuple:
+    tasks, to_verify, done_timing, done_verdicts, resumed_configs, resumed_problems, executor, pool_note = prepared
+    session = uuid.uuid4().hex[:12]
+    err = stderr if stderr is not None else sys.stderr
     interrupted = False
     t0 = time.perf_counter()
     with log:

@@ -295,6 +295,12 @@ def name_records(arch: str, cus: int, text: bool, suffix: str, suffix_given: boo
     if arch.split(":")[0] not in amd or any(c.isspace() for c in arch):
         raise UserError(f"--arch {shorten(arch)!r}: not an AMD device arch MIOpen keeps a user perf-db for; "
                         f"allowed: {', '.join(amd)}, with target features if any (gfx90a:sramecc+:xnack-)")
+    features = arch.split(":")[1:]
+    names = [f[:-1] for f in features]
+    if any(f[-1:] not in ("+", "-") or f[:-1] not in ("sramecc", "xnack") for f in features) \
+            or len(set(names)) != len(names):
+        raise UserError(f"--arch {shorten(arch)!r}: target features are sramecc+ or sramecc-, xnack+ or xnack-, "
+                        f"each at most once; allowed: e.g. gfx90a, gfx908:sramecc-, gfx90a:sramecc+:xnack-")
     check_count("--cus", cus, 1)
     if suffix_given and not text:
         raise UserError(f"--suffix {shorten(suffix)!r}: needs --text (only MIOpen's text user db is named with "

@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 
 from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, memory, prng
-from miopen_solver.command import DriverCommand, check_supported, parse
+from miopen_solver.command import INT_MAX, INT_MIN, DriverCommand, check_supported, parse
 from miopen_solver.errors import FileError, MiopenCommandError, RuntimeUnavailable
 from miopen_solver.fileio import check_writable
 from miopen_solver.perfdb import default_path
@@ -232,10 +232,29 @@ def check_line(cmd: DriverCommand) -> None:
     check_solution(cmd)
 
 
+def solution_number(cmd: DriverCommand) -> int | None:
+    """``-S`` as the integer MIOpenDriver reads (``strtol``: sign, digits, leading zeros and
+    surrounding blanks allowed), or None when it is not a plain integer (a solver name).
+
+    Raises:
+        UserError: an integer outside C ``int``, which MIOpenDriver cannot hold.
+    """
+    sol = cmd.solution.strip()
+    if re.fullmatch(r"[+-]?[0-9]+", sol) is None:
+        return None
+    digits = sol.lstrip("+-").lstrip("0")
+    value = int(sol) if len(digits) <= 10 else None
+    if value is None or not INT_MIN <= value <= INT_MAX:
+        raise UserError(f"-S {shorten(cmd.solution)!r}: allowed: an integer from {INT_MIN} to {INT_MAX} "
+                        f"(MIOpenDriver reads -S as a 32-bit int) or this solver's name {SOLVER_NAME}")
+    return value
+
+
 def find_mode(cmd: DriverCommand) -> bool:
     """True when ``-S`` asks for MIOpen's Find mode: not set (-1) or any negative integer
     (MIOpenDriver's ``ParseCmdLineArgs`` takes immediate mode only for a solution >= 0)."""
-    return re.fullmatch(r"-0*[1-9][0-9]*", cmd.solution.strip()) is not None
+    number = solution_number(cmd)
+    return number is not None and number < 0
 
 
 def _after_seed(lines: list) -> int:
@@ -251,10 +270,10 @@ def check_solution(cmd: DriverCommand) -> None:
     Raises:
         UserError: any other solution, naming the value and what is allowed.
     """
-    sol = cmd.solution.strip()
+    sol, number = cmd.solution.strip(), solution_number(cmd)
     # MIOpenDriver: -S 0 is immediate mode with the fastest solution, which here is ours.
-    legacy = tuple(str(i) for i in LEGACY_SOLVER_IDS)
-    if not find_mode(cmd) and sol not in (SOLUTION_FASTEST, str(SOLVER_ID), SOLVER_NAME) + legacy:
+    ours = (int(SOLUTION_FASTEST), SOLVER_ID) + tuple(LEGACY_SOLVER_IDS)
+    if not (number is not None and (number < 0 or number in ours)) and sol != SOLVER_NAME:
         raise UserError(f"-S {shorten(cmd.solution)!r}: not a solution of this solver; allowed: {SOLUTION_NOT_SET} "
                         f"or any negative integer (not set: Find mode), {SOLUTION_FASTEST} (fastest), {SOLVER_ID} "
                         f"or {SOLVER_NAME}")
@@ -262,10 +281,10 @@ def check_solution(cmd: DriverCommand) -> None:
 
 def legacy_id_note(cmd: DriverCommand) -> str | None:
     """The note for ``-S 200``: our old id, accepted (in MIOpen 200 is another solver)."""
-    sol = cmd.solution.strip()
-    if sol in tuple(str(i) for i in LEGACY_SOLVER_IDS):
-        return (f"Info: -S {sol} is this solver's old id; its id is now {SOLVER_ID} ({SOLVER_NAME}); "
-                f"in MIOpen 3.5 id {sol} is another solver")
+    number = solution_number(cmd)
+    if number in LEGACY_SOLVER_IDS:
+        return (f"Info: -S {number} is this solver's old id; its id is now {SOLVER_ID} ({SOLVER_NAME}); "
+                f"in MIOpen 3.5 id {number} is another solver")
     return None
 
 
@@ -685,9 +704,6 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     if dump and not o.print_name_only and not device.compile_only:
         check_dump_files(bool(cmd.verify), ref_kind)
     immediate = not find_mode(cmd)      # -S >= 0: MIOpen's immediate mode
-    if menv.logging_cmd:
-        for text in miopen_env.command_log_lines(problem, DTYPE_BASE[problem.dtype], immediate):
-            click.echo(text, err=True)
     search_notes, search_rec, o = search_first(tokens, cmd, device, o, menv)
     solution = with_note(find_solution(problem, device, o), math_fallback)
     for text in solution.warnings:
@@ -748,6 +764,9 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
         for text in lines:
             emit(text)
         lines = []
+    if menv.logging_cmd:                # the call is made now (not on a compile-only or name-only run)
+        for text in miopen_env.command_log_lines(problem, DTYPE_BASE[problem.dtype], immediate):
+            click.echo(text, err=True)
 
     timing = summary = failure = None
     launches = 0

@@ -191,12 +191,13 @@ def _check_perfdb(o: TuneOptions) -> None:
 
 
 def _store(o: TuneOptions, problem, device, winner) -> dict:
-    """Write the winner to the perf-db under MIOpen's key (:meth:`ConvProblem.miopen_db_key`),
-    with its time, the device and the product version; the record of what happened
-    (``error`` set when the write failed)."""
+    """Write the winner to the perf-db under MIOpen's key (:meth:`ConvProblem.miopen_db_key`;
+    given as :meth:`ConvProblem.problem_key`, so a record under the legacy ``-`` spelling that
+    runs also read is replaced, not kept beside it), with its time, the device and the
+    product version; the record of what happened (``error`` set when the write failed)."""
     from miopen_solver.provenance import product_version
     db = PerfDb(o.perfdb)
-    key = problem.miopen_db_key()
+    key = problem.problem_key()
     try:
         with db:
             wrote = db.update(key, device.perfdb_arch, SOLVER_NAME, winner.perf_config, winner.average_ms,

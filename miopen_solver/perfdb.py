@@ -858,7 +858,21 @@ class PerfDb:
                          _check_field("values", values), _check_time(time_ms),
                          device=_check_optional_text("device", device),
                          product_version=_check_optional_text("product_version", product_version))
-        return self._write([rec], replace=force) > 0
+        wrote = self._write([rec], replace=force) > 0
+        if wrote and problem_key != rec.problem_key:     # the record now lives under the x key alone
+            self._drop_side(problem_key, rec.arch, rec.solver)
+        return wrote
+
+    def _drop_side(self, problem_key: str, arch: str, solver: str) -> None:
+        """Delete our table's record filed under ``problem_key`` as written (a legacy ``-``
+        spelling), so one problem does not hold two records."""
+        conn = self._connect(create=False, write=True)
+        if conn is None or not self._side:
+            return
+        with self._guard():
+            self._in_transaction(conn, lambda: conn.execute(
+                "DELETE FROM dgrad_records WHERE problem_key = ? AND arch = ? AND solver = ?",
+                (problem_key, arch, solver)).rowcount)
 
     def remove(self, problem_key: str, arch: str, solver: str) -> bool:
         """Delete one record (MIOpen's or ours); True when it existed.

@@ -13,6 +13,7 @@ import platform
 import socket
 import sys
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 
 PRODUCT = "miopen-dgrad-solver"
 
@@ -20,9 +21,8 @@ PRODUCT = "miopen-dgrad-solver"
 def product_version() -> str | None:
     """The installed package's version (None when it is run from a bare checkout)."""
     try:
-        from importlib.metadata import PackageNotFoundError, version
         return version(PRODUCT)
-    except (ImportError, PackageNotFoundError):
+    except PackageNotFoundError:
         return None
 
 

@@ -28,7 +28,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from .errors import FileError
+from .config import PerfConfig
+from .errors import FileError, PerfConfigError
 from .text import json_text, shorten
 
 ALLOWED = "a regular file, or a new file in an existing, writable directory"
@@ -167,23 +168,62 @@ verdict's are null where it has no winner or no timed default)."""
 
 
 def _bad_field(rec: dict) -> str | None:
-    """What is wrong with a record's times (None: nothing): an ok ``timing`` record needs
-    all three and its ``times_ms`` a list of them; a ``verdict`` any of its own it has."""
+    """What is wrong with a record's fields the report and the perf-db read (None: nothing):
+    a ``timing`` record's times (all three, and ``times_ms`` a list of them, when ``ok``); a
+    ``verdict``'s times, its ``winner`` (null or a perf config) with the winner's times, and
+    ``verified`` (a list of records naming a config)."""
     def time(v) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+    def shown(v) -> str:                # a NaN or an infinity as written, not as JSON's null
+        return repr(v) if isinstance(v, float) else shorten(json_text(v))
     kind = rec.get("type")
-    if kind == "timing" and rec.get("status") == "ok":
+    if kind == "timing":
+        ok = rec.get("status") == "ok"
         for name in TIMES["timing"]:
-            if not time(rec.get(name)):
-                return f"{name} {shorten(json_text(rec.get(name)))}, not a number of ms >= 0"
+            if (ok or rec.get(name) is not None) and not time(rec.get(name)):
+                return f"{name} {shown(rec.get(name))}, not a number of ms >= 0"
         times = rec.get("times_ms")
-        if not isinstance(times, list) or not times or not all(time(t) for t in times):
+        if ok and (not isinstance(times, list) or not times or not all(time(t) for t in times)):
             return "times_ms that is not a list of numbers of ms >= 0"
     if kind == "verdict":
         for name in TIMES["verdict"]:
             if rec.get(name) is not None and not time(rec[name]):
-                return f"{name} {shorten(json_text(rec[name]))}, not a number >= 0 or null"
+                return f"{name} {shown(rec[name])}, not a number >= 0 or null"
+        winner = rec.get("winner")
+        if winner is not None:
+            try:
+                PerfConfig.parse(winner) if isinstance(winner, str) else None
+            except PerfConfigError:
+                winner = 0
+            if not isinstance(winner, str):
+                return f"winner {shown(rec.get('winner'))}, not a perf config or null"
+            for name in ("winner_median_ms", "winner_average_ms"):
+                if not time(rec.get(name)):
+                    return f"winner {winner} with {name} {shown(rec.get(name))}, not a number of ms >= 0"
+        verified = rec.get("verified", [])
+        if not isinstance(verified, list) or not all(isinstance(v, dict) and isinstance(v.get("perf_config"), str)
+                                                     for v in verified):
+            return f"verified {shown(verified)}, not a list of records naming a perf config"
     return None
+
+
+def in_use(path) -> bool:
+    """True when a campaign holds the log at ``path`` now (:class:`ResultsLog` locks it while
+    open); False for a free, missing or unreadable file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class ResultsLog:
@@ -272,4 +312,5 @@ class ResultsLog:
         self.close()
 
 
-__all__ = ["ALLOWED", "FORMAT", "LOG_ALLOWED", "NOT_A_LOG", "RECORD_TYPES", "LogContents", "ResultsLog", "check_log", "read_log"]
+__all__ = ["ALLOWED", "FORMAT", "LOG_ALLOWED", "NOT_A_LOG", "RECORD_TYPES", "LogContents", "ResultsLog", "check_log",
+           "in_use", "read_log"]

@@ -194,6 +194,7 @@ def test_logging_cmd_file_with_a_crash(capsys, monkeypatch, tmp_path):
         "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convint8 -n 2 -F 2",  # 7 error
         "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -F 2 -Q 1",  # 8 error
         f"MIOpen(HIP): Command [LogCmdFindConvolution] ./bin/MIOpenDriver {ok1}",       # 9 Find call: ignored
+        f"it's MIOpen(HIP): Command [LogCmdFindConvolution] ./bin/MIOpenDriver {ok1}",  # 10 also with a stray quote
     ]) + "\n")
     status, out, _ = run(capsys, "batch", str(log), "--backend", "cpu")
     rows = table_rows(out)
@@ -202,7 +203,7 @@ def test_logging_cmd_file_with_a_crash(capsys, monkeypatch, tmp_path):
     assert rows[2][-2:] == ["OK", "ok"] and rows[2][3] == DgradSolver().get_solution(p1, get_target("cpu")).kernel_name
     assert rows[3][-2] == "skipped" and rows[6][-2:] == ["off", "ok"]
     assert rows[7][-2] == "error" and "int8" in rows[7][-1] and rows[8][-2] == "error" and "-Q" in rows[8][-1]
-    assert out[-1] == ("Summary: 2 ok, 1 skipped, 2 error; 2 lines without a MIOpenDriver conv command (or a Find "
+    assert out[-1] == ("Summary: 2 ok, 1 skipped, 2 error; 3 lines without a MIOpenDriver conv command (or a Find "
                        "call's log line) ignored")
 
     # a worker crash costs only its own line

@@ -416,3 +416,39 @@ def test_k_pieces_by_index_are_the_listed_pieces(kpg, taps, tile_k, split):
         assert list(got) == listed and len(got) == len(listed) and got[-1] == listed[-1]
         seen += [(t, k) for t, a, b in got for k in range(a, b)]
     assert seen == [(t, k) for t in range(taps) for k in range(kpg)]
+
+
+@given(taps=st.integers(1, 60), kpg=st.integers(1, 70), tile_k=st.sampled_from([0, 16, 32, 64]),
+       split=st.integers(1, 5), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_k_pieces_live_are_the_filtered_pieces_in_order(taps, kpg, tile_k, split, data):
+    """KPieces.live visits only the live taps yet yields exactly the pieces of a filtered walk,
+    in the same order (the CPU engine's sums keep their order, so its numbers do not move)."""
+    from miopen_solver.runtime.cpu import KPieces, split_k_slices
+    live = sorted(data.draw(st.sets(st.integers(0, taps - 1))))
+    if tile_k:
+        kt = -(-kpg // tile_k) * taps
+        slices = [KPieces(taps, kpg, z * kt // split, (z + 1) * kt // split, tile_k) for z in range(split)]
+    else:
+        slices = [KPieces(taps, kpg, k0, k1) for k0, k1 in split_k_slices(taps * kpg, 16, split)]
+    for piece in slices:
+        assert list(piece.live(live)) == [x for x in piece if x[0] in set(live)]
+
+
+def test_a_huge_filter_over_a_small_image_costs_its_live_taps():
+    """8x8 dX under a filter padded to reach it: only the taps that meet the image read dY.
+    The CPU engine walked every tap (a 5000x5000 filter took 34 s a launch); its work now
+    follows the live taps: a 3000x3000 filter costs what a 300x300 one does (calls counted),
+    and the result is the float64 reference's."""
+    def problem(f):
+        return ConvProblem(N=1, C=2, K=2, Hi=8, Wi=8, Y=f, X=f, pH=(f - 8) // 2, pW=(f - 8) // 2, dtype="fp16",
+                           in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    work = {}
+    for f in (300, 3000):
+        p = problem(f)
+        spec = cpu_spec(p)
+        dy, w = random_inputs(p, seed=3)
+        out, work[f] = count_calls(lambda: CpuEngine().run(spec, dy, w))
+        if f == 300:
+            assert verify(p, np.asarray(out), dgrad_reference(p, dy, w)).ok
+    assert work[3000] <= 1.5 * work[300], work

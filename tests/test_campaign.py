@@ -513,7 +513,7 @@ def test_a_file_without_a_tunable_line_is_bad_input(capsys, tmp_path, no_workers
     path.write_text(f"# nothing\n./bin/MIOpenDriver {LINES[1].replace('-F 2', '-F 4')}\n")
     status, out, err = run_cli(capsys, "tune", "--file", path, "--backend", "cpu")
     assert status == 2 and out == [] and err == [f"dgrad-driver: error: --file {path}: no applicable -F 2 line to "
-                                                  f"tune on cpu (1 lines skipped, 0 without a conv command)"]
+                                                  f"tune on cpu (1 lines skipped, 0 without a conv command or a Find call's log line)"]
     status, out, err = run_cli(capsys, "tune", "--file", tmp_path, "--backend", "cpu")
     assert status == 2 and len(err) == 1 and "is a directory" in err[0]
 
@@ -638,7 +638,17 @@ def _not_logs(tmp_path) -> dict:
                              b'"median_ms":-5.0,"average_ms":1.0,"min_ms":1.0,"times_ms":[1.0]}\n',
             "times_not_a_list": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"timing","status":"ok",'
                                 b'"median_ms":1.0,"average_ms":1.0,"min_ms":1.0,"times_ms":"1.0"}\n',
-            "verdict_nan": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"verdict","speedup":NaN}\n'}
+            "verdict_nan": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"verdict","speedup":NaN}\n',
+            # a failed timing's time, a verdict's winner, its winner's time and its verified list
+            "failed_time_junk": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"timing",'
+                                b'"status":"failed","median_ms":"junk"}\n',
+            "winner_not_a_config": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"verdict",'
+                                   b'"winner":"hello","winner_median_ms":1.0,"winner_average_ms":1.0}\n',
+            "winner_a_number": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"verdict","winner":5}\n',
+            "winner_without_time": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"verdict",'
+                                   b'"winner":"128,128,16,2,2,64,64,0,0,0,1,-1,2","winner_median_ms":null}\n',
+            "verified_not_a_list": b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"verdict",'
+                                   b'"winner":null,"verified":"x"}\n'}
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -708,6 +718,37 @@ def test_a_results_log_in_use_or_read_only_is_refused(tmp_path):
     assert len(path.read_text().splitlines()) == 2
 
 
+def test_a_log_a_running_campaign_holds_is_refused_with_or_without_resume(capsys, tmp_path, model, no_workers):
+    path = tmp_path / "log.jsonl"
+    with ResultsLog(path) as log:
+        log.append({"type": "session", "session": "s"})
+        for extra in ([], ["--resume"]):
+            status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--results", path, *extra)
+            assert status == 2 and out == [] and err == [
+                f"dgrad-driver: error: --results {path}: is the log of a campaign running now (locked); allowed: "
+                f"--resume once that campaign has ended, or another file"]
+
+
+def test_a_new_log_another_campaign_wrote_since_the_check_is_refused(capsys, tmp_path, model, monkeypatch):
+    """Two campaigns started together on one new log both passed the "new or empty" check,
+    then both appended: the check is made again under the log's lock, before anything runs,
+    and the log the other wrote is left as it was."""
+    import driver.campaign as campaign
+    path = tmp_path / "log.jsonl"
+    real = campaign.read_problems
+
+    def other_campaign_writes_first(*args, **kwargs):
+        with ResultsLog(path) as log:
+            log.append({"type": "session", "session": "other"})
+        return real(*args, **kwargs)
+    monkeypatch.setattr(campaign, "read_problems", other_campaign_writes_first)
+    status, out, err = run_cli(capsys, "tune", "--file", model, "--backend", "cpu", "--max-configs", "1",
+                               "--no-perfdb", "--results", path)
+    assert status == 2 and err[-1] == (f"dgrad-driver: error: --results {path}: holds 1 records of another campaign; "
+                                       f"allowed: --resume to continue it, or a new file")
+    assert [json.loads(line)["session"] for line in path.read_text().splitlines()] == ["other"]
+
+
 def test_resume_of_an_empty_results_file_is_taken(tmp_path):
     from driver.campaign import CampaignOptions, _check_results
     path = tmp_path / "empty.jsonl"
@@ -764,3 +805,13 @@ def test_an_unreadable_campaign_file_is_named_by_its_flag(capsys, tmp_path, kind
     assert err[0].startswith(f"dgrad-driver: error: --file {path}: ") and "allowed:" in err[0]
     status, out, err = run_cli(capsys, "batch", path)
     assert status == 2 and len(err) == 1 and err[0].startswith(f"dgrad-driver: error: FILE {path}: ")
+
+
+def test_a_nan_time_in_a_log_is_named_as_written(tmp_path):
+    from miopen_solver.errors import FileError
+    from miopen_solver.results_log import check_log
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"log_format":1,"type":"session"}\n{"log_format":1,"type":"timing","status":"ok",'
+                     b'"median_ms":NaN,"average_ms":1.0,"min_ms":1.0,"times_ms":[1.0]}\n')
+    with pytest.raises(FileError, match=r"record 2 \(timing\) has median_ms nan, not a number of ms >= 0"):
+        check_log(path)

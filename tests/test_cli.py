@@ -504,7 +504,21 @@ def test_any_negative_solution_is_find_mode(capsys, value):
     assert not any(l.startswith("Backward Data Conv solutions") for l in out)
 
 
-@pytest.mark.parametrize("value", ["-", "-x", "1000x", "5", "ConvBinWinograd3x3U", "--1", "-1.5"])
+@pytest.mark.parametrize("value", ["-0", "+0", "00", "01000", " 1000", "+1000"])
+def test_solution_integers_are_read_as_miopendriver_reads_them(capsys, value):
+    """``strtol``: a sign, leading zeros and blanks; -0 is 0 (immediate mode, the fastest)."""
+    status, out, _ = run(capsys, SMALL, "-S", value, "--no-perfdb")
+    assert status == 0 and "Backward Data Conv solutions available: 1" in out
+
+
+@pytest.mark.parametrize("value", ["-2147483649", "2147483648", "-" + "9" * 400])
+def test_solution_integers_outside_int_are_refused(capsys, value):
+    status, out, err = run(capsys, SMALL, "-S", value)
+    assert status == 2 and out == [] and len(err) == 1
+    assert "allowed: an integer from -2147483648 to 2147483647 (MIOpenDriver reads -S as a 32-bit int)" in err[0]
+
+
+@pytest.mark.parametrize("value", ["-", "-x", "1000x", "5", "ConvBinWinograd3x3U", "--1", "-1.5", "+-1"])
 def test_solution_flag_refuses_what_is_not_ours(capsys, value):
     status, out, err = run(capsys, SMALL, "-S", value)
     assert status == 2 and out == [] and len(err) == 1

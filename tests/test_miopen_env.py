@@ -113,11 +113,20 @@ def test_find_enforce_search_searches_without_s(capsys, tmp_path, monkeypatch, v
 LEGACY_KEY = "8-5-5-3x3-8-5-5-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B"     # LINE's key in MIOpen's old - spelling
 
 
+def _import_legacy(capsys, tmp_path) -> None:
+    """LINE's record under the legacy key, as `perfdb import` of a MIOpen text db files it."""
+    text = tmp_path / "legacy.txt"
+    text.write_text(f"{LEGACY_KEY}={SOLVER_NAME}:{OTHER}\n")
+    status, _, err = run_cli(capsys, "perfdb", "import", str(text), "--arch", "cpu")
+    assert status == 0, err
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        assert [r.problem_key for r in db.records("cpu")] == [LEGACY_KEY]
+
+
 def test_a_legacy_key_record_counts_for_search_and_db_clean_as_it_does_for_the_run(capsys, tmp_path, monkeypatch):
     """A record under the legacy ``-`` key was used by runs but not seen by ``-s 1`` (it
     searched) nor by DB_CLEAN (which said "no record" while the same run used it)."""
-    with PerfDb(tmp_path / "perfdb.udb") as db:
-        db.update(LEGACY_KEY, "cpu", SOLVER_NAME, OTHER, 1.0)
+    _import_legacy(capsys, tmp_path)
     status, out, _ = run_cli(capsys, *LINE.split(), "-s", "1", "--backend", "cpu")
     assert status == 0 and any(line.startswith("Info: '-s 1': the perf-db already has") for line in out)
     assert any(line.startswith(f"Using perf-db config {OTHER}") for line in out)
@@ -328,3 +337,28 @@ def test_use_gpu_reference_variable_bad_value_is_one_error_line(capsys, monkeypa
     status, out, err = run_cli(capsys, *LINE.split(), "--backend", "cpu")
     assert status == 2 and out == [] and len(err) == 1
     assert err[0].startswith("dgrad-driver: error: MIOPEN_DRIVER_USE_GPU_REFERENCE 'maybe': allowed: ")
+
+
+@pytest.mark.parametrize("extra", [["--print-name-only"], ["--arch", "sm_90"], ["--perf-config", "1,2,3"]])
+def test_logging_cmd_logs_no_call_that_is_not_made(capsys, monkeypatch, extra):
+    """A name-only or compile-only run launches nothing, and a refused config never gets to
+    the call: no [LogCmd...] line (with the refusal, stderr stays one error line)."""
+    monkeypatch.setenv("MIOPEN_ENABLE_LOGGING_CMD", "1")
+    status, out, err = run_cli(capsys, *LINE.split(), *extra, *([] if "--arch" in extra else ["--backend", "cpu"]))
+    assert not any("Command [LogCmd" in line for line in err)
+    if "--perf-config" in extra:
+        assert status == 2 and len(err) == 1 and err[0].startswith("dgrad-driver: error: --perf-config")
+    else:
+        assert status == 0
+
+
+def test_db_update_search_replaces_a_legacy_key_record_instead_of_adding_one(capsys, tmp_path, monkeypatch):
+    """DB_UPDATE's search stored the winner under the x key beside the legacy ``-`` record, so
+    the problem held two records (``perfdb list`` showed both)."""
+    _import_legacy(capsys, tmp_path)
+    monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "DB_UPDATE")
+    status, rec, err = run_json(capsys, "-s", "1")
+    assert status == 0 and rec["search"] is not None, err
+    with PerfDb(tmp_path / "perfdb.udb") as db:
+        mine = [r for r in db.records("cpu") if r.solver == SOLVER_NAME]
+    assert [(r.problem_key, r.values) for r in mine] == [(XKEY, rec["search"]["winner"])]

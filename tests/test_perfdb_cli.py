@@ -314,3 +314,13 @@ def test_export_of_an_arch_without_records_names_the_archs_the_db_holds(capsys, 
     status, out, err = run(capsys, "perfdb", "export", "--arch", "gfx942", "--perfdb", str(db))
     assert status == 0 and out == [] and len(err) == 1
     assert "holds no records for gfx942; it holds records for gfx942@cpu" in err[0]
+
+
+@pytest.mark.parametrize("arch", ["gfx908:sramecc", "gfx908:foo", "gfx908:", "gfx908:::", "gfx908:sramecc-:sramecc+",
+                                  "gfx90a:xnack+:xnack+", "gfx942:SRAMECC+"])
+def test_perfdb_name_refuses_malformed_target_features(capsys, arch):
+    """A feature without + or -, an unknown one, an empty one or one given twice was read as a
+    guess (gfx908:sramecc as ECC off) and named a file."""
+    status, out, err = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "120")
+    assert status == 2 and out == [] and len(err) == 1
+    assert "target features are sramecc+ or sramecc-, xnack+ or xnack-, each at most once" in err[0]

@@ -59,3 +59,29 @@ def test_the_check_reports_each_kind_it_guards(tmp_path, source, kind):
     rep = _Collect()
     pyflakes_api.checkPath(str(bad), rep)
     assert any(kind in m for m in rep.messages), rep.messages
+
+
+def _handlers_naming_names_imported_in_their_try(source: str) -> list:
+    """``(line, name)`` of each except clause that names a class the same ``try`` imports: an
+    interrupt or failure before that import leaves the name unbound, and the except clause
+    itself raises (a Ctrl-C in a campaign's start-up was an UnboundLocalError traceback)."""
+    import ast
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Try):
+            continue
+        imported = {a.asname or a.name.split(".")[0] for stmt in node.body for sub in ast.walk(stmt)
+                    if isinstance(sub, (ast.Import, ast.ImportFrom)) for a in sub.names}
+        for handler in node.handlers:
+            for sub in ast.walk(handler.type) if handler.type is not None else ():
+                if isinstance(sub, ast.Name) and sub.id in imported:
+                    out.append((handler.lineno, sub.id))
+    return out
+
+
+def test_no_except_clause_names_what_its_try_imports():
+    found = [f"{p.relative_to(ROOT)}:{line}: {name}" for p in _python_files()
+             for line, name in _handlers_naming_names_imported_in_their_try(p.read_text())]
+    assert not found, "except clauses naming a class imported in their own try:\n" + "\n".join(found)
+    bad = "try:\n    from importlib.metadata import PackageNotFoundError, version\nexcept PackageNotFoundError:\n    pass\n"
+    assert _handlers_naming_names_imported_in_their_try(bad) == [(3, "PackageNotFoundError")]

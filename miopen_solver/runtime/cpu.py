@@ -45,6 +45,7 @@ bf16 (``ml_dtypes.bfloat16``), output rounded to the storage type.
 
 from __future__ import annotations
 
+import bisect
 import time as _time
 from collections.abc import Sequence
 
@@ -74,9 +75,10 @@ def _dx_slice(offset: int, stride: int, t0: int, t1: int) -> slice:
 
 class KPieces(Sequence):
     """The ``(tap, k0, k1)`` pieces of one k-slice, computed by index (no list: a filter of
-    millions of taps costs no memory per tap). ``tma``: the TMA schedule's k-tiles ``j`` in
-    ``range(j0, j1)``, k-tile ``j`` being channel chunk ``j // taps`` of tap ``j % taps``;
-    else the GemmK range ``[k0, k1)`` of a k-innermost GemmK = taps x kpg."""
+    millions of taps costs no memory per tap). With ``tile_k`` (the TMA schedule's work
+    units) the slice is the k-tiles ``j`` in ``range(lo, hi)``, k-tile ``j`` being channel
+    chunk ``j // n_taps`` of tap ``j % n_taps``; without, the GemmK range ``[lo, hi)`` of a
+    k-innermost GemmK = n_taps x kpg."""
 
     def __init__(self, n_taps: int, kpg: int, lo: int, hi: int, tile_k: int = 0):
         self.n_taps, self.kpg, self.lo, self.hi, self.tile_k = n_taps, kpg, lo, hi, tile_k
@@ -96,6 +98,23 @@ class KPieces(Sequence):
             tk = self.tile_k
             return (j % self.n_taps, (j // self.n_taps) * tk, min(self.kpg, (j // self.n_taps + 1) * tk))
         return (j, max(self.lo, j * self.kpg) - j * self.kpg, min(self.hi, (j + 1) * self.kpg) - j * self.kpg)
+
+    def live(self, taps: list):
+        """The pieces whose tap is in ``taps`` (sorted tap indices), in this slice's order,
+        visiting only those taps: work follows the taps that read dY, not the filter's size
+        (a 5000 x 5000 filter over an 8 x 8 image has a few hundred)."""
+        if self.tile_k:                 # k-tile j = chunk * n_taps + tap, chunk-major
+            n = self.n_taps
+            for chunk in range(self.lo // n, (self.hi - 1) // n + 1 if self.hi > self.lo else 0):
+                for t in taps:
+                    j = chunk * n + t
+                    if self.lo <= j < self.hi:
+                        yield self[j - self.lo]
+            return
+        for t in taps[bisect.bisect_left(taps, self.t0):]:
+            if t >= self.t0 + self.count:
+                return
+            yield self[t - self.t0]
 
 
 def split_k_pieces(spec, n_taps: int, kpg: int) -> list:
@@ -399,6 +418,7 @@ class CpuEngine(Engine):
         # GemmK split into split_k slices; each slice as (tap, k0, k1) pieces, tap t being
         # (t // XDotSlice, t % XDotSlice); nothing is built per tap (a filter may have millions)
         pieces = split_k_pieces(spec, s.y_dot_slice * s.x_dot_slice, kpg)
+        live = sorted(yd * s.x_dot_slice + xd for yd in live_rows for xd in live_cols)
         row_bytes = G * wp * cpg * 4                       # one output row (all groups), fp32
         rows_per = max(1, CHUNK_BYTES // row_bytes)
         if rows_per >= hp:                                 # whole images per chunk
@@ -420,10 +440,8 @@ class CpuEngine(Engine):
                     d = np.empty((G, alloc, cpg), dtype=np.float32)   # rows >= length: unused
                     tmp = np.empty((G, length, cpg), dtype=np.float32)
                     first = True
-                    for t, ka, kb in piece:
+                    for t, ka, kb in piece.live(live):
                         yd, xd = divmod(t, s.x_dot_slice)
-                        if yd not in live_rows or xd not in live_cols:
-                            continue
                         b_t = w_g[:, ka:kb, yd * s.y_stride + s.y_offset, xd * s.x_stride + s.x_offset, :]
                         start = (n0 * img + (s.h_begin + r0 - yd * s.dy_h_coeff + pad_h[0]) * wp
                                  + s.w_begin + w0 - xd * s.dy_w_coeff + pad_w[0])
