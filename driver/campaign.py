@@ -453,7 +453,7 @@ def run_campaign(o: CampaignOptions, *, stderr=None) -> tuple:
         raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "
                         f"use --backend cpu to tune on the CPU engine")
     slots = parse_gpus(o.gpus, device.backend)
-    ref_kind = resolve_reference(o.ref, device) if o.verify_top else None
+    ref_kind = resolve_reference(o.ref, device, o.environ) if o.verify_top else None
     _check_perfdb(o)
     seed = prng.resolve_seed(o.environ)
     problems, skipped, ignored = read_problems(o, device, seed)

@@ -36,7 +36,7 @@ from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
-from miopen_solver.miopen_db import SCHEMA_VERSION, SRAMECC_NAMED, user_db_dir, user_perfdb_name
+from miopen_solver.miopen_db import FEATURES_RULE, SCHEMA_VERSION, SRAMECC_NAMED, user_db_dir, user_perfdb_name
 from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, json_text, shorten
@@ -295,17 +295,15 @@ def name_records(arch: str, cus: int, text: bool, suffix: str, suffix_given: boo
     if arch.split(":")[0] not in amd or any(c.isspace() for c in arch):
         raise UserError(f"--arch {shorten(arch)!r}: not an AMD device arch MIOpen keeps a user perf-db for; "
                         f"allowed: {', '.join(amd)}, with target features if any (gfx90a:sramecc+:xnack-)")
-    features = arch.split(":")[1:]
-    names = [f[:-1] for f in features]
-    if any(f[-1:] not in ("+", "-") or f[:-1] not in ("sramecc", "xnack") for f in features) \
-            or len(set(names)) != len(names):
-        raise UserError(f"--arch {shorten(arch)!r}: target features are sramecc+ or sramecc-, xnack+ or xnack-, "
-                        f"each at most once; allowed: e.g. gfx90a, gfx908:sramecc-, gfx90a:sramecc+:xnack-")
     check_count("--cus", cus, 1)
     if suffix_given and not text:
         raise UserError(f"--suffix {shorten(suffix)!r}: needs --text (only MIOpen's text user db is named with "
                         f"a suffix; the sqlite one is <arch><CUs>_{SCHEMA_VERSION}.udb)")
-    name = user_perfdb_name(arch, cus, text=text, suffix=suffix)
+    try:
+        name = user_perfdb_name(arch, cus, text=text, suffix=suffix)
+    except ValueError:                  # its features (the CU count is checked above)
+        raise UserError(f"--arch {shorten(arch)!r}: {FEATURES_RULE}; allowed: e.g. gfx90a, gfx908:sramecc-, "
+                        f"gfx90a:sramecc+:xnack-") from None
     if text and (not suffix or any(c in suffix for c in "/\\") or not suffix.isprintable()):
         raise UserError(f"--suffix {shorten(suffix)!r}: allowed: MIOpen's user db suffix, e.g. HIP.3_5_1_dabb6df2b9")
     return 0, [str(user_db_dir() / name)]

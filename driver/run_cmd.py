@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 
 from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, memory, prng
-from miopen_solver.command import INT_MAX, INT_MIN, DriverCommand, check_supported, parse
+from miopen_solver.command import INT_MAX, INT_MIN, DriverCommand, check_supported, parse, parse_int
 from miopen_solver.errors import FileError, MiopenCommandError, RuntimeUnavailable
 from miopen_solver.fileio import check_writable
 from miopen_solver.perfdb import default_path
@@ -242,12 +242,11 @@ def solution_number(cmd: DriverCommand) -> int | None:
     sol = cmd.solution.strip()
     if re.fullmatch(r"[+-]?[0-9]+", sol) is None:
         return None
-    digits = sol.lstrip("+-").lstrip("0")
-    value = int(sol) if len(digits) <= 10 else None
-    if value is None or not INT_MIN <= value <= INT_MAX:
+    try:
+        return parse_int("-S", sol)       # the integer flags' own rule: digits, sign, C int range
+    except MiopenCommandError:
         raise UserError(f"-S {shorten(cmd.solution)!r}: allowed: an integer from {INT_MIN} to {INT_MAX} "
-                        f"(MIOpenDriver reads -S as a 32-bit int) or this solver's name {SOLVER_NAME}")
-    return value
+                        f"(MIOpenDriver reads -S as a 32-bit int) or this solver's name {SOLVER_NAME}") from None
 
 
 def find_mode(cmd: DriverCommand) -> bool:
@@ -700,7 +699,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     cmd, math_fallback = for_target(cmd, target)       # -M 0 where there is no TF32: IEEE fp32
     problem = cmd.problem
     check_applicable(problem, target)
-    ref_kind = resolve_reference(o.ref, device) if not device.compile_only else None
+    ref_kind = resolve_reference(o.ref, device, o.environ) if not device.compile_only else None
     if dump and not o.print_name_only and not device.compile_only:
         check_dump_files(bool(cmd.verify), ref_kind)
     immediate = not find_mode(cmd)      # -S >= 0: MIOpen's immediate mode

@@ -340,7 +340,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     if device.compile_only:
         raise UserError(f"--arch {o.arch}: tune needs a device to time on and there is no {o.arch} device here; "
                         f"use --backend cpu to tune on the CPU engine, or --list to print the configs")
-    ref_kind = resolve_reference(o.ref, device) if o.verify_top else None
+    ref_kind = resolve_reference(o.ref, device, o.environ) if o.verify_top else None
     dy_file, w_file = check_input_files(cmd)
     _check_perfdb(o)
 

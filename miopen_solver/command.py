@@ -228,7 +228,7 @@ INT_MIN, INT_MAX = -2**31, 2**31 - 1
 _INT_ALLOWED = f"an integer from {INT_MIN} to {INT_MAX} (MIOpenDriver reads integer flags as 32-bit int)"
 
 
-def _parse_int(flag_text: str, value: str) -> int:
+def parse_int(flag_text: str, value: str) -> int:
     """A plain decimal integer (ASCII digits, optional sign) that fits a C ``int``. Python's
     ``int`` alone would also take ``1_000``, surrounding spaces and non-ASCII digits; MIOpen's
     ``atoi`` would take ``12abc`` as 12 and ``abc`` as 0. All of those are errors here, and
@@ -379,7 +379,7 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
     for f in FLAGS:                     # switches and coded flags: their values only
         v = values[f.long]
         if f.values and f.kind == "str":    # -b: an int flag in MIOpen whose default is "" (0)
-            v = _parse_int(flag_text[f.long], str(v).strip()) if str(v).strip() else 0
+            v = parse_int(flag_text[f.long], str(v).strip()) if str(v).strip() else 0
         if f.values and v not in f.values:
             *most, last = map(str, f.values)
             raise MiopenCommandError(flag_text[f.long], shown[f.long], f"{', '.join(most)} or {last}")
@@ -431,7 +431,7 @@ def _allowed(flag: Flag) -> str:
 
 def _convert(tok: str, flag: Flag, raw: str):
     if flag.kind == "int":
-        return _parse_int(tok, raw)
+        return parse_int(tok, raw)
     if flag.kind == "layout":
         up = raw.upper()
         if up not in LAYOUTS_2D + LAYOUTS_3D:

@@ -133,6 +133,8 @@ def normalize_key(key: str) -> str:
     return legacy_key_to_key(key) or key
 
 
+FEATURES_RULE = "target features are sramecc+ or sramecc-, xnack+ or xnack-, each at most once"
+"""What :func:`db_basename` takes after the arch, ``:``-separated."""
 SRAMECC_NAMED = ("gfx906", "gfx908")
 """Archs whose db id MIOpen suffixes with ``_nosramecc`` when SRAM ECC is off
 (``target_properties.cpp``)."""
@@ -144,15 +146,20 @@ def db_basename(arch: str, cus: int, *, xnack: bool = False, sramecc: bool | Non
     (``gfx90a:sramecc+:xnack-``), read as MIOpen reads them.
 
     Raises:
-        ValueError: a CU count below 1.
+        ValueError: a CU count below 1; a target feature other than ``sramecc+``/``sramecc-``/
+            ``xnack+``/``xnack-``, or one given twice (:data:`FEATURES_RULE`).
     """
     if isinstance(cus, bool) or not isinstance(cus, int) or cus < 1:
         raise ValueError(f"CU count must be an integer >= 1, got {cus!r}")
     name, *features = arch.split(":")
+    names = [f[:-1] for f in features]
+    if any(f[-1:] not in ("+", "-") or f[:-1] not in ("sramecc", "xnack") for f in features) \
+            or len(set(names)) != len(names):
+        raise ValueError(f"{FEATURES_RULE}, got {arch!r}")
     for feat in features:
         if feat.startswith("xnack"):
             xnack = feat.endswith("+")
-        elif feat.startswith("sramecc"):
+        else:
             sramecc = feat.endswith("+")
     db_id = name
     if name in SRAMECC_NAMED:
@@ -196,6 +203,6 @@ def create_sql() -> list:
     ]
 
 
-__all__ = ["FIELDS", "INT_FIELDS", "TEXT_FIELDS", "SCHEMA_VERSION", "SRAMECC_NAMED", "USER_DB_ENV", "arch_from_filename",
+__all__ = ["FIELDS", "INT_FIELDS", "TEXT_FIELDS", "FEATURES_RULE", "SCHEMA_VERSION", "SRAMECC_NAMED", "USER_DB_ENV", "arch_from_filename",
            "create_sql", "db_basename", "fields_to_key", "key_to_fields", "legacy_key_to_key", "normalize_key",
            "user_db_dir", "user_perfdb_name"]

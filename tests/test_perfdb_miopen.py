@@ -249,6 +249,10 @@ def test_miopen_user_db_names():
     assert arch_from_filename("perfdb.sqlite") is None
     with pytest.raises(ValueError):
         db_basename("gfx942", 0)
+    # a feature it would have to guess at: no + or -, unknown, empty, or given twice
+    for arch in ("gfx908:sramecc", "gfx908:foo", "gfx908:", "gfx90a:xnack+:xnack-", "gfx942:SRAMECC+"):
+        with pytest.raises(ValueError, match="target features are sramecc"):
+            db_basename(arch, 120)
 
 
 def test_perfdb_name_subcommand(capsys):
