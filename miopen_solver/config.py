@@ -25,8 +25,10 @@ Text forms of the schedules beside the tilde GEMM (examples; every field as abov
   warp-MMA tile of the one dense GEMM ``[N*Ho*Wo, K] x [K, Y*X*cpg]``);
   ``patch-gemm-wgmma``: ``128,128,64,2,1,64,128,0,0,0,1,-1,4,6`` (a warpgroup tile of it,
   sm_90a); ``patch-gemm-persistent``: ``128,256,64,2,1,64,256,0,0,0,1,-1,3,9`` and
-  ``patch-gemm-tma``: ``128,256,64,2,1,64,256,0,0,0,1,-1,4,10`` (its persistent and TMA
-  forms, with those schedules' rules; TMA also needs patch rows of a multiple of 16 bytes).
+  ``patch-gemm-tma``: ``128,256,64,2,1,64,256,0,0,0,1,-1,4,10`` and
+  ``patch-gemm-pingpong``: ``128,128,64,1,1,128,128,0,0,0,1,-1,7,21`` (its persistent, TMA
+  and ping-pong forms, with those schedules' rules; the TMA forms also need patch rows of a
+  multiple of 16 bytes).
   ``split_k`` must be 1 or -1 (each dX element is written once).
 * ``nchw-pointwise`` (1x1, stride 1, no padding, dY and dX NCHW in memory):
   ``64,128,32,2,2,32,64,0,0,0,1,-1,3,7`` (a warp-MMA tile of the per-image, per-group GEMM
@@ -125,6 +127,9 @@ class KernelSchedule(enum.IntEnum):
       warp_tile_m``, ``tile_n = warp_tile_n``), the block has 256 consumer threads and a
       producer warpgroup that hands registers to them (``setmaxnreg``), e.g.
       ``128,128,64,1,1,128,128,0,0,0,1,-1,6,20``; ``split_k`` 1 or -1.
+    * ``PATCH_GEMM_PINGPONG`` (21): the patch GEMM on the ``WGMMA_TMA_PINGPONG`` main loop
+      (each warpgroup's direct epilogue scatters its tile into the dX patches while the other
+      multiplies).
     """
 
     WARP_MMA = 0
@@ -148,6 +153,7 @@ class KernelSchedule(enum.IntEnum):
     NCHW_POINTWISE_PERSISTENT = 18
     DIRECT_PLANE = 19
     WGMMA_TMA_PINGPONG = 20
+    PATCH_GEMM_PINGPONG = 21
 
     @property
     def warpgroup(self) -> bool:
@@ -157,13 +163,13 @@ class KernelSchedule(enum.IntEnum):
                         KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA,
                         KernelSchedule.GROUP_PACK_WGMMA, KernelSchedule.NCHW_TMA, KernelSchedule.SUBPIXEL_WGMMA,
                         KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT,
-                        KernelSchedule.WGMMA_TMA_PINGPONG)
+                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
 
     @property
     def patch(self) -> bool:
         """One dense GEMM whose rows scatter into disjoint dX patches (stride = filter)."""
         return self in (KernelSchedule.PATCH_GEMM, KernelSchedule.PATCH_GEMM_WGMMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
-                        KernelSchedule.PATCH_GEMM_TMA)
+                        KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.PATCH_GEMM_PINGPONG)
 
     @property
     def nchw_pointwise(self) -> bool:
@@ -215,18 +221,19 @@ class KernelSchedule(enum.IntEnum):
         """The grid holds as many blocks as fit at once; each loops over output tiles."""
         return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
                         KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT,
-                        KernelSchedule.WGMMA_TMA_PINGPONG)
+                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
 
     @property
     def tma(self) -> bool:
         """Tiles arrive by tensor-memory copies issued by a producer warp or warpgroup."""
         return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA,
-                        KernelSchedule.WGMMA_TMA_PINGPONG)
+                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
 
     @property
     def pingpong(self) -> bool:
-        """Two consumer warpgroups own whole tiles in turn (``WGMMA_TMA_PINGPONG``)."""
-        return self is KernelSchedule.WGMMA_TMA_PINGPONG
+        """Two consumer warpgroups own whole tiles in turn (``WGMMA_TMA_PINGPONG`` and the patch
+        GEMM on it)."""
+        return self in (KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
 
     @property
     def slug(self) -> str:

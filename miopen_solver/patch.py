@@ -23,8 +23,9 @@ shape is the GEMM schedule's) and only the epilogue's dX address is remapped (th
 
 Schedules and config slots: :attr:`KernelSchedule.PATCH_GEMM` (5) runs the
 :attr:`~KernelSchedule.WARP_MMA` main loop, :attr:`KernelSchedule.PATCH_GEMM_WGMMA` (6) the
-:attr:`~KernelSchedule.WGMMA` one (sm_90a), ``PATCH_GEMM_PERSISTENT`` (9) and
-``PATCH_GEMM_TMA`` (10) the persistent and TMA ones; the 13 other fields mean what they mean for that
+:attr:`~KernelSchedule.WGMMA` one (sm_90a), ``PATCH_GEMM_PERSISTENT`` (9),
+``PATCH_GEMM_TMA`` (10) and ``PATCH_GEMM_PINGPONG`` (21) the persistent, TMA and ping-pong
+ones; the 13 other fields mean what they mean for that
 main loop, on the virtual problem, e.g. ``128,128,64,2,1,64,128,0,0,0,1,-1,4,6``. Rules beyond
 the main loop's: ``split_k`` 1 or -1 (each dX element is written once), and the dX store
 width ``vector_size_c`` is clamped (never refused) to a power of two dividing one
@@ -50,7 +51,8 @@ from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reaso
 MAIN_LOOP = {KernelSchedule.PATCH_GEMM: KernelSchedule.WARP_MMA,
              KernelSchedule.PATCH_GEMM_WGMMA: KernelSchedule.WGMMA,
              KernelSchedule.PATCH_GEMM_PERSISTENT: KernelSchedule.WGMMA_PERSISTENT,
-             KernelSchedule.PATCH_GEMM_TMA: KernelSchedule.WGMMA_TMA}
+             KernelSchedule.PATCH_GEMM_TMA: KernelSchedule.WGMMA_TMA,
+             KernelSchedule.PATCH_GEMM_PINGPONG: KernelSchedule.WGMMA_TMA_PINGPONG}
 """The GEMM schedule whose main loop each patch schedule runs."""
 PATCH_SEARCH_OF = {loop: patch for patch, loop in MAIN_LOOP.items()}
 """The patch schedule of each main loop, for the search (every form is tried; the default
@@ -136,11 +138,13 @@ class PatchSpec(VirtualGemmSpec):
 
     @cached_property
     def kernel_name(self) -> str:
-        """``dgrad_patch_gemm_<arch>_<math>_<tile tag>[_pb<blocks>|_tma<blocks>][_zfm]_<problem>``:
+        """``dgrad_patch_gemm_<arch>_<math>_<tile tag>[_pb<blocks>|_tma[pp]<blocks>][_zfm]_<problem>``:
         the main loop's tile tag (:attr:`DgradSpec.tile_tag`), its persistent grid as
-        :attr:`DgradSpec.kernel_name` spells it, and the real problem's ``short_tag``."""
+        :attr:`DgradSpec.kernel_name` spells it (``tmapp``: the ping-pong main loop), and the
+        real problem's ``short_tag``."""
         p, gemm = self.problem, self.gemm
-        loop = f"_pb{gemm.tile_blocks}" if gemm.persistent else f"_tma{gemm.tile_blocks}" if gemm.tma else ""
+        pp = "pp" if gemm.schedule.pingpong else ""
+        loop = f"_pb{gemm.tile_blocks}" if gemm.persistent else f"_tma{pp}{gemm.tile_blocks}" if gemm.tma else ""
         return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}{loop}"
                 f"{ZERO_FILL_TAGS[self.zero_fill]}_{p.short_tag()}")
 
@@ -168,11 +172,11 @@ def make_patch_spec(problem: ConvProblem, target: Target, config: PerfConfig) ->
 
     Raises:
         PerfConfigError: the problem is not a patch problem, ``split_k`` is not 1 or -1, the
-            TMA form's 16-byte dX chunks do not fit a patch row run (:func:`store_run`), or
+            TMA forms' 16-byte dX chunks do not fit a patch row run (:func:`store_run`), or
             the main loop's first broken rule on the virtual problem, as one sentence.
     """
     chunk = vectors.max_vector(problem.elem_bytes)
-    if config.schedule is KernelSchedule.PATCH_GEMM_TMA and patch_reason(problem, target) is None:
+    if config.schedule.tma and config.schedule.patch and patch_reason(problem, target) is None:
         require(store_run(problem) % chunk == 0,
                 f"{config.schedule.label} stores dX in 16-byte chunks of {chunk} elements; a contiguous "
                 f"patch row run here is {store_run(problem)}, {store_run_why(problem)}")

@@ -968,6 +968,7 @@ SCHEDULE_RULES = {
     KernelSchedule.PATCH_GEMM_WGMMA: (),
     KernelSchedule.PATCH_GEMM_PERSISTENT: (),
     KernelSchedule.PATCH_GEMM_TMA: (),
+    KernelSchedule.PATCH_GEMM_PINGPONG: (),
     KernelSchedule.NCHW_POINTWISE: (),  # its own rules (miopen_solver.nchw_pw), then its main loop's
     KernelSchedule.NCHW_POINTWISE_WGMMA: (),
     KernelSchedule.NCHW_POINTWISE_PERSISTENT: (),

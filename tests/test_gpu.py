@@ -1128,6 +1128,33 @@ def _default_then_configs_verify(engine, p, configs, seed):
     return default
 
 
+PATCH_PINGPONG_CONFIGS = [
+    "128,128,64,1,1,128,128,0,0,0,1,-1,7,21",
+    "64,128,64,1,1,64,128,0,0,0,1,-1,8,21",
+    "128,64,64,1,1,128,64,0,0,0,1,-1,8,21",
+    "64,256,64,1,1,64,256,0,0,0,1,-1,5,21",
+]
+
+
+@pytest.mark.parametrize("cus", [None, 3])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", PATCH_LINES)
+def test_patch_gemm_pingpong_verifies(engine, dtype, line, cus):
+    """The patch GEMM on the ping-pong main loop (schedule 21), every tile the line takes (the
+    TMA forms need 16-byte patch row runs), on the device's grid and on a grid of 3 blocks
+    whose two warpgroups take several tiles each; NaN-poisoned dX against float64."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    p = _nhwc_problem(dtype, line)
+    target = engine.target.with_(num_cus=cus) if cus else None
+    rng = np.random.default_rng(61)
+    ran = [c for c in PATCH_PINGPONG_CONFIGS if _check(engine, p, PerfConfig.parse(c), rng, target) is not None]
+    if not ran:
+        from miopen_solver.patch import store_run
+        assert store_run(p) % 8 or p.kpg % 8, f"no ping-pong patch config took {line}"
+        pytest.skip("patch rows are not whole 16-byte chunks (the TMA forms refuse them)")
+
+
 @settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

@@ -336,3 +336,72 @@ def test_the_tma_patch_refusal_says_where_the_run_comes_from(line, why):
     with pytest.raises(PerfConfigError) as e:
         DgradSolver().find_solution(p, get_target("sm_90"), perf_config="128,64,64,2,1,64,64,0,0,0,1,-1,4,10")
     assert f"a contiguous patch row run here is {why}" in str(e.value)
+
+
+# ------------------------------------------------------------------ the ping-pong form
+def test_pingpong_patch_form_is_searched_named_and_refused_like_the_tma_form():
+    """Schedule 21 runs the patch GEMM on the ping-pong main loop (schedule 20): search()
+    offers it on sm_90a for every one-warpgroup TMA tile, its kernel name says ``tmapp`` (the
+    cooperative TMA form of the same tile and depth is another kernel), and it takes the TMA
+    form's 16-byte patch row rule and the ping-pong tile rule."""
+    p = _p(VIT)
+    t = get_target("sm_90")
+    pp = [c for c in DgradSolver().search(p, t) if c.schedule is KernelSchedule.PATCH_GEMM_PINGPONG]
+    assert pp and all(c.warp_m == c.warp_n == 1 for c in pp)
+    assert DgradSolver().get_default_performance_config(p, t).schedule is KernelSchedule.PATCH_GEMM_WGMMA
+    a = DgradSolver().find_solution(p, t, perf_config="128,128,64,1,1,128,128,0,0,0,1,-1,7,21")
+    b = DgradSolver().find_solution(p, t, perf_config="128,128,64,1,1,128,128,0,0,0,1,-1,7,10")
+    assert "_tmapp" in a.kernel_name and "_tmapp" not in b.kernel_name and "_tma" in b.kernel_name
+    assert a.kernels[0].block == (384, 1, 1) and a.spec.gemm.schedule is KernelSchedule.WGMMA_TMA_PINGPONG
+    assert a.kernels[0].source.sha256 != b.kernels[0].source.sha256
+    with pytest.raises(PerfConfigError, match="warp_m and warp_n must be 1"):
+        DgradSolver().find_solution(p, t, perf_config="128,128,64,2,1,64,128,0,0,0,1,-1,4,21")
+    stem = _p(f"convfp16 -n 2 -c 3 -H 16 -W 16 -k 64 -y 4 -x 4 -u 4 -v 4 {NHWC}")
+    with pytest.raises(PerfConfigError, match="patch row run here is 12"):
+        DgradSolver().find_solution(stem, t, perf_config="64,64,64,1,1,64,64,0,0,0,1,-1,4,21")
+    assert not any(c.schedule is KernelSchedule.PATCH_GEMM_PINGPONG for c in DgradSolver().search(stem, t))
+    assert not any(c.schedule is KernelSchedule.PATCH_GEMM_PINGPONG
+                   for c in DgradSolver().search(p, get_target("sm_80")))
+
+
+PINGPONG_EMU = [
+    # (line, config, multiprocessors): a ViT-like 16x16/s16 stem (6 column tiles on one block:
+    # its two warpgroups take 3 each); a grouped 2x2/s2 merge with H not a multiple of the
+    # stride (memset border, bf16, an odd tile count); a 4x4/s4 patch with a K tail over 2 blocks
+    (f"convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 {NHWC}", "64,128,64,1,1,64,128,0,0,0,1,-1,4,21", 1),
+    (f"convbfp16 -n 2 -c 16 -H 11 -W 8 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 {NHWC}",
+     "128,64,64,1,1,128,64,0,0,0,1,-1,3,21", 1),
+    (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 200 -y 4 -x 4 -u 4 -v 4 {NHWC}", "64,64,64,1,1,64,64,0,0,0,1,-1,5,21", 2),
+]
+
+
+@pytest.mark.parametrize("line,cfg,sms", PINGPONG_EMU, ids=[c[1] for c in PINGPONG_EMU])
+def test_emulated_pingpong_patch_kernel_matches_the_reference(line, cfg, sms, tmp_path):
+    """The ping-pong patch kernel on the CPU emulator (mbarriers, tensor copies, the
+    warpgroups' turns) against float64 with NaN-poisoned dX, each block walking several
+    tiles so both warpgroups store patches."""
+    import kernel_emu
+    if not kernel_emu.available():
+        pytest.skip("clang++ not on PATH")
+    from test_gemm_emu import run_emulated
+    sol, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg,
+                          target=get_target("sm_90").with_(num_cus=sms))
+    s = sol.spec
+    assert s.schedule is KernelSchedule.PATCH_GEMM_PINGPONG and s.tiles_per_group >= 2 * s.tile_blocks - 1
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="no nvcc on this machine")
+@pytest.mark.parametrize("line,cfg", [
+    (VIT, "128,128,64,1,1,128,128,0,0,0,1,-1,7,21"),
+    (f"convbfp16 -n 128 -c 384 -H 56 -W 56 -k 768 -y 2 -x 2 -u 2 -v 2 {NHWC}", "64,256,64,1,1,64,256,0,0,0,1,-1,5,21"),
+])
+def test_pingpong_patch_kernels_build_without_spills(tmp_path, line, cfg):
+    """ptxas: the ping-pong patch kernel keeps the register hand-off (40 producer, 232 per
+    consumer warpgroup), no local memory, tensor copies, and the patch epilogue's stores."""
+    from miopen_solver.kernels.offline import inspect_nvidia
+    sol = DgradSolver().find_solution(_p(line), get_target("sm_90"), perf_config=cfg)
+    b = inspect_nvidia(sol.kernels[0].source.text, "sm_90", tmp_path, "k")
+    assert b.spill_store_bytes == 0 and b.spill_load_bytes == 0, (sol.kernel_name, b.registers)
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in b.ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in b.ptx
+    assert b.count("cp.async.bulk.tensor") >= 2 and b.count("mbarrier.try_wait.parity") >= 3

@@ -6,6 +6,7 @@ dgrad_kernels.md sections 2 and 3), never read back from the module under test.
 """
 
 import collections
+import dataclasses
 import hashlib
 import json
 import re
@@ -461,6 +462,42 @@ def test_distinct_configs_give_distinct_names(problem, arch):
         assert by_name.setdefault(spec.kernel_name, r) == r
         assert by_resolved.setdefault(r, spec.kernel_name) == spec.kernel_name
     assert len(by_name) > 50
+
+
+def _layout(problem, layout):
+    return dataclasses.replace(problem, in_layout=layout, out_layout=layout, fil_layout=layout)
+
+
+FAMILY_PROBLEMS = [
+    nhwc(C=3, Hi=32, Wi=32, Y=8, X=8, pH=0, pW=0, sH=8, sW=8),     # patch GEMM (every main loop)
+    _layout(nhwc(Y=1, X=1, pH=0, pW=0), "NCHW"),                   # NCHW pointwise, NCHW TMA
+    nhwc(G=16, dtype="bf16"),                                      # group packing, direct
+    nhwc(sH=2, sW=2),                                              # sub-pixel, strided tilde
+    _layout(nhwc(C=32, K=32, G=32), "NCHW"),                       # depthwise planes, direct NCHW
+    _layout(nhwc(), "NCHW"),                                       # transposing paths, NCHW TMA taps
+]
+
+
+@needs_emit
+@pytest.mark.parametrize("arch", ["sm_90", "gfx942"])
+@pytest.mark.parametrize("problem", FAMILY_PROBLEMS, ids=lambda p: p.short_tag())
+def test_every_family_name_identifies_its_source(problem, arch):
+    """Over the whole search of problems every kernel family serves: two configs whose kernels
+    share a name emit the same source (the compile cache is keyed by the name), on each vendor."""
+    from miopen_solver.heuristics import search_space as _search_space
+    from miopen_solver.spec import launch_spec
+    t = get_target(arch)
+    by_name, schedules = {}, set()
+    for cfg in _search_space(problem, t):
+        try:
+            spec = launch_spec(problem, t, cfg)
+        except PerfConfigError:
+            continue
+        schedules.add(cfg.schedule)
+        sha = spec.emit().sha256
+        assert by_name.setdefault(spec.kernel_name, (sha, cfg))[0] == sha, (
+            f"{spec.kernel_name}: {by_name[spec.kernel_name][1].serialize()} and {cfg.serialize()}")
+    assert len(by_name) > 100 and schedules
 
 
 @needs_emit
