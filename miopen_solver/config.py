@@ -130,6 +130,7 @@ class KernelSchedule(enum.IntEnum):
     * ``PATCH_GEMM_PINGPONG`` (21): the patch GEMM on the ``WGMMA_TMA_PINGPONG`` main loop
       (each warpgroup's direct epilogue scatters its tile into the dX patches while the other
       multiplies).
+    * ``SUBPIXEL_PINGPONG`` (22): the sub-pixel GEMM on the ``WGMMA_TMA_PINGPONG`` main loop.
     """
 
     WARP_MMA = 0
@@ -154,6 +155,7 @@ class KernelSchedule(enum.IntEnum):
     DIRECT_PLANE = 19
     WGMMA_TMA_PINGPONG = 20
     PATCH_GEMM_PINGPONG = 21
+    SUBPIXEL_PINGPONG = 22
 
     @property
     def warpgroup(self) -> bool:
@@ -163,7 +165,8 @@ class KernelSchedule(enum.IntEnum):
                         KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA,
                         KernelSchedule.GROUP_PACK_WGMMA, KernelSchedule.NCHW_TMA, KernelSchedule.SUBPIXEL_WGMMA,
                         KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT,
-                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
+                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG,
+                        KernelSchedule.SUBPIXEL_PINGPONG)
 
     @property
     def patch(self) -> bool:
@@ -199,7 +202,8 @@ class KernelSchedule(enum.IntEnum):
     @property
     def subpixel(self) -> bool:
         """All stride phases as one stride-1 GEMM over dY (:mod:`miopen_solver.subpixel`)."""
-        return self in (KernelSchedule.SUBPIXEL, KernelSchedule.SUBPIXEL_WGMMA, KernelSchedule.SUBPIXEL_TMA)
+        return self in (KernelSchedule.SUBPIXEL, KernelSchedule.SUBPIXEL_WGMMA, KernelSchedule.SUBPIXEL_TMA,
+                        KernelSchedule.SUBPIXEL_PINGPONG)
 
     @property
     def own_layouts(self) -> bool:
@@ -221,19 +225,22 @@ class KernelSchedule(enum.IntEnum):
         """The grid holds as many blocks as fit at once; each loops over output tiles."""
         return self in (KernelSchedule.WGMMA_PERSISTENT, KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_PERSISTENT,
                         KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA, KernelSchedule.NCHW_POINTWISE_PERSISTENT,
-                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
+                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG,
+                        KernelSchedule.SUBPIXEL_PINGPONG)
 
     @property
     def tma(self) -> bool:
         """Tiles arrive by tensor-memory copies issued by a producer warp or warpgroup."""
         return self in (KernelSchedule.WGMMA_TMA, KernelSchedule.PATCH_GEMM_TMA, KernelSchedule.SUBPIXEL_TMA,
-                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
+                        KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG,
+                        KernelSchedule.SUBPIXEL_PINGPONG)
 
     @property
     def pingpong(self) -> bool:
         """Two consumer warpgroups own whole tiles in turn (``WGMMA_TMA_PINGPONG`` and the patch
-        GEMM on it)."""
-        return self in (KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG)
+        and sub-pixel GEMMs on it)."""
+        return self in (KernelSchedule.WGMMA_TMA_PINGPONG, KernelSchedule.PATCH_GEMM_PINGPONG,
+                        KernelSchedule.SUBPIXEL_PINGPONG)
 
     @property
     def slug(self) -> str:

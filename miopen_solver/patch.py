@@ -139,13 +139,11 @@ class PatchSpec(VirtualGemmSpec):
     @cached_property
     def kernel_name(self) -> str:
         """``dgrad_patch_gemm_<arch>_<math>_<tile tag>[_pb<blocks>|_tma[pp]<blocks>][_zfm]_<problem>``:
-        the main loop's tile tag (:attr:`DgradSpec.tile_tag`), its persistent grid as
-        :attr:`DgradSpec.kernel_name` spells it (``tmapp``: the ping-pong main loop), and the
-        real problem's ``short_tag``."""
+        the main loop's tile tag and loop tag (:attr:`DgradSpec.tile_tag`,
+        :attr:`DgradSpec.loop_tag`: ``tmapp`` is the ping-pong main loop), and the real
+        problem's ``short_tag``."""
         p, gemm = self.problem, self.gemm
-        pp = "pp" if gemm.schedule.pingpong else ""
-        loop = f"_pb{gemm.tile_blocks}" if gemm.persistent else f"_tma{pp}{gemm.tile_blocks}" if gemm.tma else ""
-        return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}{loop}"
+        return (f"dgrad_patch_gemm_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}{gemm.loop_tag}"
                 f"{ZERO_FILL_TAGS[self.zero_fill]}_{p.short_tag()}")
 
     def defines(self) -> list:

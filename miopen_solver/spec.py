@@ -573,13 +573,21 @@ class DgradSpec:
         p = self.problem
         path = "pw" if self.pointwise else f"tilde{len(self.sub_gemms)}"
         zf = ZERO_FILL_TAGS[self.zero_fill]
-        if self.persistent:
-            path += f"_pb{self.tile_blocks}"
-        if self.tma:
-            path += f"_tma{'pp' if self.schedule.pingpong else ''}{self.tile_blocks}"
+        path += self.loop_tag
         dx = "_dxnchw" if self.nchw_dx else ""
         ws = SKWS_TAG if self.workspace_reduce else STREAM_K_TAG if self.stream_k else ""
         return f"dgrad_{arch_tag(self.target)}_{self.math}_{self.tile_tag}_{path}{zf}{ws}{dx}_{p.short_tag()}"
+
+    @property
+    def loop_tag(self) -> str:
+        """The main loop's part of :attr:`kernel_name` (and of the virtual-GEMM families' names
+        built on this spec): ``_pb<blocks>`` persistent, ``_tma<blocks>`` TMA, ``_tmapp<blocks>``
+        the ping-pong TMA main loop, else empty."""
+        if self.persistent:
+            return f"_pb{self.tile_blocks}"
+        if self.tma:
+            return f"_tma{'pp' if self.schedule.pingpong else ''}{self.tile_blocks}"
+        return ""
 
     @property
     def tile_tag(self) -> str:
@@ -978,6 +986,7 @@ SCHEDULE_RULES = {
     KernelSchedule.SUBPIXEL: (),        # its own rules (miopen_solver.subpixel), then its main loop's
     KernelSchedule.SUBPIXEL_WGMMA: (),
     KernelSchedule.SUBPIXEL_TMA: (),
+    KernelSchedule.SUBPIXEL_PINGPONG: (),
 }
 """Each schedule's rules beyond the common ones, in order (the first broken one is the
 reason); every schedule has an entry (test_spec checks)."""

@@ -30,11 +30,12 @@ such a launch (``zero_fill = "memset"``, :func:`uncovered`).
 
 Schedules and config slots: :attr:`KernelSchedule.SUBPIXEL` (15) runs the
 :attr:`~KernelSchedule.WARP_MMA` main loop, ``SUBPIXEL_WGMMA`` (16) the ``WGMMA`` one and
-``SUBPIXEL_TMA`` (17) the ``WGMMA_TMA`` one (sm_90a); the 13 other fields mean what they
+``SUBPIXEL_TMA`` (17) the ``WGMMA_TMA`` one and ``SUBPIXEL_PINGPONG`` (22) the ping-pong one
+(sm_90a); the 13 other fields mean what they
 mean for that main loop on the virtual problem, e.g. ``128,128,64,2,1,64,128,0,0,0,1,-1,4,17``.
 Rules beyond the main loop's: ``split_k`` 1 or -1 (each dX element is written once); the dX
 store width ``vector_size_c`` is clamped (never refused) to a power of two dividing cpg; the
-TMA form (16-bit, like its main loop) stores 16-byte chunks, so it needs ``cpg % 8 == 0``;
+TMA forms (16-bit, like their main loops) store 16-byte chunks, so they need ``cpg % 8 == 0``;
 dY, W and dX NHWC in memory (no layout transform runs around these schedules).
 """
 
@@ -56,7 +57,8 @@ from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reaso
 
 MAIN_LOOP = {KernelSchedule.SUBPIXEL: KernelSchedule.WARP_MMA,
              KernelSchedule.SUBPIXEL_WGMMA: KernelSchedule.WGMMA,
-             KernelSchedule.SUBPIXEL_TMA: KernelSchedule.WGMMA_TMA}
+             KernelSchedule.SUBPIXEL_TMA: KernelSchedule.WGMMA_TMA,
+             KernelSchedule.SUBPIXEL_PINGPONG: KernelSchedule.WGMMA_TMA_PINGPONG}
 """The GEMM schedule whose main loop each sub-pixel schedule runs."""
 SUBPIXEL_OF = {loop: sched for sched, loop in MAIN_LOOP.items()}
 """The sub-pixel schedule of each main loop."""
@@ -262,10 +264,10 @@ class SubpixelSpec(VirtualGemmSpec):
 
     @cached_property
     def kernel_name(self) -> str:
-        """``dgrad_subpixel_<arch>_<math>_<tile tag>[_tma<blocks>][_zfm]_<problem>``."""
+        """``dgrad_subpixel_<arch>_<math>_<tile tag>[_tma[pp]<blocks>][_zfm]_<problem>`` (the main
+        loop's :attr:`DgradSpec.loop_tag`)."""
         p, gemm = self.problem, self.gemm
-        loop = f"_pb{gemm.tile_blocks}" if gemm.persistent and not gemm.tma else f"_tma{gemm.tile_blocks}" if gemm.tma else ""
-        return (f"dgrad_subpixel_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}{loop}"
+        return (f"dgrad_subpixel_{arch_tag(self.target)}_{self.math}_{gemm.tile_tag}{gemm.loop_tag}"
                 f"{ZERO_FILL_TAGS[self.zero_fill]}_{p.short_tag()}")
 
     def transforms(self, whole: ConvProblem) -> tuple:
@@ -298,11 +300,11 @@ def make_subpixel_spec(problem: ConvProblem, target: Target, config: PerfConfig)
 
     Raises:
         PerfConfigError: the problem is not served (:func:`subpixel_reason`), ``split_k`` is
-            not 1 or -1, the TMA form's 16-byte dX chunks do not divide cpg, or the main
+            not 1 or -1, the TMA forms' 16-byte dX chunks do not divide cpg, or the main
             loop's first broken rule on the virtual problem, as one sentence.
     """
     chunk = vectors.max_vector(problem.elem_bytes)
-    if config.schedule is KernelSchedule.SUBPIXEL_TMA and subpixel_reason(problem, target) is None:
+    if config.schedule.tma and config.schedule.subpixel and subpixel_reason(problem, target) is None:
         require(problem.cpg % chunk == 0,
                 f"{config.schedule.label} stores dX in 16-byte chunks of {chunk} elements of one phase; "
                 f"cpg {problem.cpg} is not a multiple of {chunk}")

@@ -1128,33 +1128,6 @@ def _default_then_configs_verify(engine, p, configs, seed):
     return default
 
 
-PATCH_PINGPONG_CONFIGS = [
-    "128,128,64,1,1,128,128,0,0,0,1,-1,7,21",
-    "64,128,64,1,1,64,128,0,0,0,1,-1,8,21",
-    "128,64,64,1,1,128,64,0,0,0,1,-1,8,21",
-    "64,256,64,1,1,64,256,0,0,0,1,-1,5,21",
-]
-
-
-@pytest.mark.parametrize("cus", [None, 3])
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-@pytest.mark.parametrize("line", PATCH_LINES)
-def test_patch_gemm_pingpong_verifies(engine, dtype, line, cus):
-    """The patch GEMM on the ping-pong main loop (schedule 21), every tile the line takes (the
-    TMA forms need 16-byte patch row runs), on the device's grid and on a grid of 3 blocks
-    whose two warpgroups take several tiles each; NaN-poisoned dX against float64."""
-    if not engine.target.wgmma:
-        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
-    p = _nhwc_problem(dtype, line)
-    target = engine.target.with_(num_cus=cus) if cus else None
-    rng = np.random.default_rng(61)
-    ran = [c for c in PATCH_PINGPONG_CONFIGS if _check(engine, p, PerfConfig.parse(c), rng, target) is not None]
-    if not ran:
-        from miopen_solver.patch import store_run
-        assert store_run(p) % 8 or p.kpg % 8, f"no ping-pong patch config took {line}"
-        pytest.skip("patch rows are not whole 16-byte chunks (the TMA forms refuse them)")
-
-
 @settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -1206,6 +1179,31 @@ def test_subpixel_gemm_verifies(engine, dtype, line):
     rng = np.random.default_rng(23)
     ran = [c for c in SUBPIXEL_CONFIGS if _check(engine, p, PerfConfig.parse(c), rng) is not None]
     assert ran, "some sub-pixel config serves the line"
+
+
+PINGPONG_TILES = ["128,128,64,1,1,128,128,0,0,0,1,-1,7", "64,128,64,1,1,64,128,0,0,0,1,-1,8",
+                  "128,64,64,1,1,128,64,0,0,0,1,-1,8", "64,256,64,1,1,64,256,0,0,0,1,-1,5"]
+"""One-warpgroup tiles at their deepest stages, for the families on the ping-pong main loop."""
+
+
+@pytest.mark.parametrize("dtype,cus", [("fp16", None), ("fp16", 3), ("bf16", 3)])
+@pytest.mark.parametrize("schedule,line", [(21, ln) for ln in PATCH_LINES] + [(22, ln) for ln in SUBPIXEL_LINES])
+def test_patch_and_subpixel_pingpong_verify(engine, dtype, schedule, line, cus):
+    """The patch (21) and sub-pixel (22) GEMMs on the ping-pong main loop: every tile the line
+    takes on a grid of 3 blocks whose two warpgroups take several tiles each, two of them on
+    the device's grid; NaN-poisoned dX against float64. The patch lines whose rows are not whole
+    16-byte chunks are refused by every TMA form (ViT-L/14, the ConvNeXt stem, odd cpg)."""
+    if not engine.target.wgmma:
+        pytest.skip(f"{engine.target.arch} has no warpgroup MMA")
+    from miopen_solver.patch import store_run
+    p = _nhwc_problem(dtype, line)
+    target = engine.target.with_(num_cus=cus) if cus else None
+    rng = np.random.default_rng(61)
+    ran = [t for t in (PINGPONG_TILES if cus else PINGPONG_TILES[:2]) if _check(engine, p, PerfConfig.parse(f"{t},{schedule}"), rng, target) is not None]
+    if schedule == 21 and store_run(p) % 8:
+        assert not ran
+        pytest.skip("patch rows are not whole 16-byte chunks (the TMA forms refuse them)")
+    assert ran, f"no ping-pong config of schedule {schedule} took {line}"
 
 
 SUBPIXEL_DEFAULT_LINES = [   # 32-channel strided layers whose default is the sub-pixel GEMM

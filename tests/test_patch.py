@@ -364,33 +364,6 @@ def test_pingpong_patch_form_is_searched_named_and_refused_like_the_tma_form():
                    for c in DgradSolver().search(p, get_target("sm_80")))
 
 
-PINGPONG_EMU = [
-    # (line, config, multiprocessors): a ViT-like 16x16/s16 stem (6 column tiles on one block:
-    # its two warpgroups take 3 each); a grouped 2x2/s2 merge with H not a multiple of the
-    # stride (memset border, bf16, an odd tile count); a 4x4/s4 patch with a K tail over 2 blocks
-    (f"convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 {NHWC}", "64,128,64,1,1,64,128,0,0,0,1,-1,4,21", 1),
-    (f"convbfp16 -n 2 -c 16 -H 11 -W 8 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 {NHWC}",
-     "128,64,64,1,1,128,64,0,0,0,1,-1,3,21", 1),
-    (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 200 -y 4 -x 4 -u 4 -v 4 {NHWC}", "64,64,64,1,1,64,64,0,0,0,1,-1,5,21", 2),
-]
-
-
-@pytest.mark.parametrize("line,cfg,sms", PINGPONG_EMU, ids=[c[1] for c in PINGPONG_EMU])
-def test_emulated_pingpong_patch_kernel_matches_the_reference(line, cfg, sms, tmp_path):
-    """The ping-pong patch kernel on the CPU emulator (mbarriers, tensor copies, the
-    warpgroups' turns) against float64 with NaN-poisoned dX, each block walking several
-    tiles so both warpgroups store patches."""
-    import kernel_emu
-    if not kernel_emu.available():
-        pytest.skip("clang++ not on PATH")
-    from test_gemm_emu import run_emulated
-    sol, v = run_emulated(_p(line), "sm_90", tmp_path, perf_config=cfg,
-                          target=get_target("sm_90").with_(num_cus=sms))
-    s = sol.spec
-    assert s.schedule is KernelSchedule.PATCH_GEMM_PINGPONG and s.tiles_per_group >= 2 * s.tile_blocks - 1
-    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
-
-
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="no nvcc on this machine")
 @pytest.mark.parametrize("line,cfg", [
     (VIT, "128,128,64,1,1,128,128,0,0,0,1,-1,7,21"),

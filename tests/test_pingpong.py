@@ -40,8 +40,9 @@ P1X1 = _problem("-n 32 -c 256 -H 14 -W 14 -k 1024 -y 1 -x 1")
 def test_the_schedule_is_a_warpgroup_tma_persistent_schedule():
     assert int(PP) == 20 and PP.slug == "wgmma-tma-pingpong"
     assert PP.warpgroup and PP.tma and PP.persistent and PP.pingpong
-    # the patch GEMM's form on it (schedule 21) is the only other
-    assert {s for s in KernelSchedule if s.pingpong} == {PP, KernelSchedule.PATCH_GEMM_PINGPONG}
+    # the patch and sub-pixel GEMMs' forms on it (schedules 21 and 22) are the only others
+    assert {s for s in KernelSchedule if s.pingpong} == {PP, KernelSchedule.PATCH_GEMM_PINGPONG,
+                                                         KernelSchedule.SUBPIXEL_PINGPONG}
 
 
 def test_the_spec_has_two_consumer_warpgroups_and_two_turn_barriers():
@@ -180,6 +181,40 @@ def test_the_emulated_kernel_matches_the_reference(case):
     assert s.schedule is PP and s.tiles_per_group >= 2 * s.tile_blocks - 1, (s.tiles_per_group, s.tile_blocks)
     # an NCHW dX is stored by the epilogue itself: no dX transform after the kernel
     assert s.nchw_dx is (case[4] == "-F 2") and ("dX" in [t.tensor for t in sol.transforms]) is False
+    assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+FAMILY_EMU = [
+    # (line, config, multiprocessors) of the patch and sub-pixel GEMMs on the ping-pong main
+    # loop (schedules 21, 22), each block walking several tiles so both warpgroups store.
+    # Patch: a ViT-like 16x16/s16 stem (6 column tiles on one block), a grouped bf16 2x2/s2
+    # merge with H not a multiple of the stride (memset border, an odd tile count), a 4x4/s4
+    # patch with a K tail over 2 blocks.
+    (f"convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 {NHWC}", "64,128,64,1,1,64,128,0,0,0,1,-1,4,21", 1),
+    (f"convbfp16 -n 2 -c 16 -H 11 -W 8 -k 128 -y 2 -x 2 -u 2 -v 2 -g 2 {NHWC}",
+     "128,64,64,1,1,128,64,0,0,0,1,-1,3,21", 1),
+    (f"convfp16 -n 2 -c 16 -H 8 -W 8 -k 200 -y 4 -x 4 -u 4 -v 4 {NHWC}", "64,64,64,1,1,64,64,0,0,0,1,-1,5,21", 2),
+    # Sub-pixel (after the emulated W' pack): 3x3/s2 with odd H/W (4 phases of 32 channels),
+    # a grouped bf16 5x5/s2 over 2 blocks, stride 3x2 with uncovered rows (memset).
+    (f"convfp16 -n 2 -c 32 -H 13 -W 11 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 {NHWC}",
+     "64,128,64,1,1,64,128,0,0,0,1,-1,4,22", 1),
+    (f"convbfp16 -n 2 -c 32 -H 10 -W 10 -k 128 -y 5 -x 5 -p 2 -q 2 -u 2 -v 2 -g 2 {NHWC}",
+     "128,64,64,1,1,128,64,0,0,0,1,-1,3,22", 2),
+    (f"convfp16 -n 2 -c 16 -H 10 -W 7 -k 64 -y 3 -x 3 -p 1 -u 3 -v 2 {NHWC}", "64,64,64,1,1,64,64,0,0,0,1,-1,5,22", 1),
+]
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("line,cfg,sms", FAMILY_EMU, ids=[c[1] for c in FAMILY_EMU])
+def test_the_patch_and_subpixel_gemms_on_it_match_the_reference(line, cfg, sms):
+    """The virtual-GEMM families' epilogues (patch scatter, phase scatter) under two
+    warpgroups taking tiles in turn: NaN-poisoned dX against float64."""
+    from test_gemm_emu import run_emulated
+    sol, v = run_emulated(parse(line.split()).problem, "sm_90", Path(tempfile.mkdtemp()), perf_config=cfg,
+                          target=get_target("sm_90").with_(num_cus=sms))
+    s = sol.spec
+    assert s.schedule.pingpong and s.schedule is PerfConfig.parse(cfg).schedule, s.schedule
+    assert s.tiles_per_group >= 2 * s.tile_blocks - 1, (s.tiles_per_group, s.tile_blocks)
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
 
 

@@ -215,7 +215,8 @@ def test_a_wrong_phase_offset_in_the_epilogue_fails(tmp_path):
 
 # ----------------------------------------------------------------------------- compiled code
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
-@pytest.mark.parametrize("cfg", [None, "128,256,64,2,1,64,256,0,0,0,1,-1,4,17", "128,64,32,2,2,64,32,0,0,0,1,-1,3,15"])
+@pytest.mark.parametrize("cfg", [None, "128,256,64,2,1,64,256,0,0,0,1,-1,4,17", "128,64,32,2,2,64,32,0,0,0,1,-1,3,15",
+                                 "128,128,64,1,1,128,128,0,0,0,1,-1,7,22", "64,256,64,1,1,64,256,0,0,0,1,-1,5,22"])
 def test_nvidia_kernels_use_their_matrix_instructions_without_spills(tmp_path, cfg):
     from miopen_solver.kernels.emit import emit
     from miopen_solver.kernels.offline import inspect_nvidia
@@ -300,3 +301,21 @@ def test_every_layout_combination_is_refused_or_exact(dx, dy, w):
         assert v.ok and v.nonfinite == 0, v
     fp16 = parse(f"convfp16 {line}".split()).problem
     assert DgradSolver().get_default_performance_config(fp16, SM90).schedule.subpixel == all_nhwc
+
+
+# ----------------------------------------------------------------------------- the ping-pong form
+def test_pingpong_form_is_searched_and_takes_the_tma_forms_rules():
+    """Schedule 22 runs the sub-pixel GEMM on the ping-pong main loop (schedule 20): in the
+    search on sm_90a for one-warpgroup tiles, not on sm_80; the TMA forms' 16-byte rule and
+    the ping-pong tile rule name themselves; its kernel name says ``tmapp``."""
+    p = _problem(C=32, dtype="fp16")
+    found = [c for c in DgradSolver().search(p, SM90) if c.schedule is KernelSchedule.SUBPIXEL_PINGPONG]
+    assert found and all(c.warp_m == c.warp_n == 1 for c in found)
+    assert not any(c.schedule.subpixel and c.schedule.pingpong for c in DgradSolver().search(p, get_target("sm_80")))
+    cfg = PerfConfig.parse("128,128,64,1,1,128,128,0,0,0,1,-1,7,22")
+    assert "_tmapp" in make_spec(p, SM90, cfg).kernel_name
+    with pytest.raises(PerfConfigError, match="cpg 12 is not a multiple of 8"):
+        make_spec(p.replace(C=12), SM90, cfg)
+    with pytest.raises(PerfConfigError, match="warp_m and warp_n must be 1"):
+        make_spec(p, SM90, PerfConfig.parse("128,128,64,2,1,64,128,0,0,0,1,-1,4,22"))
+

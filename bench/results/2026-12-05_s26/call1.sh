@@ -8,7 +8,7 @@ export PYTHONPATH=. MIOPEN_DGRAD_CACHE_DIR=/tmp/kc
 D=bench/results/2026-12-05_s26
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > $O/gpu.txt 2>&1
 git log -1 --format=%H > $O/commit.txt 2>&1
-timeout 150 python -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "patch_gemm_pingpong or patch_gemm_verifies" > $O/gpu_patch.txt 2>&1; echo "rc=$?" >> $O/gpu_patch.txt
+timeout 200 python -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "pingpong_verify or patch_gemm_verifies" > $O/gpu_pp.txt 2>&1; echo "rc=$?" >> $O/gpu_pp.txt
 pack
 timeout 170 python -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "wide" > $O/gpu_wide.txt 2>&1; echo "rc=$?" >> $O/gpu_wide.txt
 pack
