@@ -282,15 +282,28 @@ depthwise multipliers and small-cpg grouped layers): on the H200 it ran every su
 padding (bench/RESULTS.md). Larger cpg keeps the GEMM default until measured."""
 
 
+PATCH_PINGPONG_DEFAULT = PerfConfig(128, 128, 64, 1, 1, 128, 128, 0, 0, 0, 1, -1, 7, KernelSchedule.PATCH_GEMM_PINGPONG)
+"""The patch GEMM's default where its warpgroup form would run and the ping-pong form serves the
+problem: a 128x128 tile a warpgroup, two warpgroups taking tiles in turn, 7 stages. On the H200
+it ran 11 of 12 patch layers (ViT, DeiT, CLIP, Swin and ConvNeXt) 1.05-1.36x faster than the
+plain warpgroup default, one (ConvNeXt-T's 2x2 merge of 96 channels, K 192) 5 % slower
+(bench/RESULTS.md, twenty-sixth session)."""
+
+
 def patch_config(problem: ConvProblem, target: Target) -> PerfConfig:
     """The default of a patch problem (:mod:`miopen_solver.patch`): the GEMM default of its
     virtual pointwise problem (:func:`heuristic_config`; on NVIDIA the H200-fitted
     pointwise rules), its tile run by the patch schedule with the same main loop (a
     persistent or TMA tile on the plain warpgroup one: :data:`~miopen_solver.patch.PATCH_OF`),
-    ``split_k`` 1."""
+    ``split_k`` 1; where that is the plain warpgroup form and the ping-pong form serves the
+    problem (16-bit, sm_90a, patch rows of whole 16-byte chunks), :data:`PATCH_PINGPONG_DEFAULT`."""
     base = heuristic_config(virtual_problem(problem), target, allow_direct=False, allow_patch=False,
                             allow_pack=False, allow_model=False)
-    return base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
+    config = base.replace(schedule=PATCH_OF[base.schedule], split_k=1)
+    if (config.schedule is KernelSchedule.PATCH_GEMM_WGMMA
+            and is_valid_performance_config(problem, target, PATCH_PINGPONG_DEFAULT)[0]):
+        return PATCH_PINGPONG_DEFAULT
+    return config
 
 
 PACK_WIDTH = 64

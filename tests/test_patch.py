@@ -14,6 +14,7 @@ import pytest
 from miopen_solver.command import parse
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
+from miopen_solver.heuristics import PATCH_PINGPONG_DEFAULT
 from miopen_solver.kernels.emit import SECTION, _read
 from miopen_solver import layouts
 from miopen_solver.layouts import storage_dtype
@@ -91,7 +92,11 @@ def test_default_on_gpu_targets_is_a_patch_schedule(arch, line):
     assert sol.kernels[0].source.pre_memset == (p.Hi % p.Y != 0 or p.Wi % p.X != 0)
     assert sol.spec.grid[1] == p.G and sol.spec.split_k == 1
     if arch == "sm_90" and p.dtype != "fp32":
-        assert sol.schedule is KernelSchedule.PATCH_GEMM_WGMMA
+        # the ping-pong form where patch rows are whole 16-byte chunks (ViT's 48), else the
+        # plain warpgroup one (the ConvNeXt stem's 12)
+        pp = store_run(p) % 8 == 0
+        assert sol.schedule is (KernelSchedule.PATCH_GEMM_PINGPONG if pp else KernelSchedule.PATCH_GEMM_WGMMA)
+        assert (sol.spec.config == PATCH_PINGPONG_DEFAULT) is pp
 
 
 def test_cpu_target_default_stays_the_tilde_gemm_and_other_problems_keep_theirs():
@@ -286,14 +291,14 @@ def test_past_the_table_without_a_patch_stays_refused():
 # ------------------------------------------------------------------ persistent and TMA forms
 def test_persistent_and_tma_patch_forms_are_searched_not_defaulted():
     """Schedules 9 and 10 run the patch GEMM on the persistent and TMA main loops: search()
-    offers them on sm_90a, the default keeps the plain warpgroup main loop (PATCH_OF, as
-    measured), and their kernel names spell the persistent grid."""
+    offers them on sm_90a, the default is the ping-pong form (as measured), and their kernel
+    names spell the persistent grid."""
     p = parse("convfp16 -n 8 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16 -F 2 --in_layout NHWC "
               "--out_layout NHWC --fil_layout NHWC".split()).problem
     t = get_target("sm_90")
     found = {c.schedule for c in DgradSolver().search(p, t)}
     assert {KernelSchedule.PATCH_GEMM_PERSISTENT, KernelSchedule.PATCH_GEMM_TMA} <= found
-    assert DgradSolver().get_default_performance_config(p, t).schedule is KernelSchedule.PATCH_GEMM_WGMMA
+    assert DgradSolver().get_default_performance_config(p, t).schedule is KernelSchedule.PATCH_GEMM_PINGPONG
     for code, tag in ((9, "_pb"), (10, "_tma")):
         cfg = f"128,256,64,2,1,64,256,0,0,0,1,-1,{3 if code == 9 else 4},{code}"
         sol = DgradSolver().find_solution(p, t, perf_config=cfg)
@@ -341,14 +346,15 @@ def test_the_tma_patch_refusal_says_where_the_run_comes_from(line, why):
 # ------------------------------------------------------------------ the ping-pong form
 def test_pingpong_patch_form_is_searched_named_and_refused_like_the_tma_form():
     """Schedule 21 runs the patch GEMM on the ping-pong main loop (schedule 20): search()
-    offers it on sm_90a for every one-warpgroup TMA tile, its kernel name says ``tmapp`` (the
+    offers it on sm_90a for every one-warpgroup TMA tile, the default takes its 128x128 tile
+    at 7 stages, its kernel name says ``tmapp`` (the
     cooperative TMA form of the same tile and depth is another kernel), and it takes the TMA
     form's 16-byte patch row rule and the ping-pong tile rule."""
     p = _p(VIT)
     t = get_target("sm_90")
     pp = [c for c in DgradSolver().search(p, t) if c.schedule is KernelSchedule.PATCH_GEMM_PINGPONG]
     assert pp and all(c.warp_m == c.warp_n == 1 for c in pp)
-    assert DgradSolver().get_default_performance_config(p, t).schedule is KernelSchedule.PATCH_GEMM_WGMMA
+    assert DgradSolver().get_default_performance_config(p, t) == PATCH_PINGPONG_DEFAULT
     a = DgradSolver().find_solution(p, t, perf_config="128,128,64,1,1,128,128,0,0,0,1,-1,7,21")
     b = DgradSolver().find_solution(p, t, perf_config="128,128,64,1,1,128,128,0,0,0,1,-1,7,10")
     assert "_tmapp" in a.kernel_name and "_tmapp" not in b.kernel_name and "_tma" in b.kernel_name
