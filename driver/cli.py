@@ -52,7 +52,10 @@ class DefaultRunGroup(Group):
     """A group whose default action is ``run``: an unknown first token starts the line."""
 
     def parse_args(self, ctx, args):
-        """Prepend ``run`` when the first token is not a subcommand or a group option."""
+        """Prepend ``run`` when the first token is not a subcommand or a group option (``-h``
+        alone is ``--help``, as MIOpenDriver's ``-h``; ``-h`` inside a line stays the line's)."""
+        if list(args) == ["-h"]:
+            args = ["--help"]
         if args and args[0] not in self.commands and args[0] not in ("--help", "--version"):
             args = ["run"] + list(args)
         return super().parse_args(ctx, args)

@@ -115,7 +115,7 @@ def parse_gpus(spec: str | None, backend: str) -> list:
         return [str(i) for i in range(int(text))]
     parts = [p.strip() for p in text.split(",")]
     if len(parts) < 2 or not all(re.fullmatch(r"[0-9]{1,6}", p) for p in parts) or len(set(map(int, parts))) != len(parts):
-        raise UserError(f"--gpus {shorten(spec)}: {allowed}")
+        raise UserError(f"--gpus {shorten(spec) if text else repr(spec)}: {allowed}")
     return [str(int(p)) for p in parts]
 
 

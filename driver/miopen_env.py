@@ -100,6 +100,16 @@ def _bool(env, name: str) -> bool:
     raise UserError(f"{name} {_shown(value)}: allowed: {', '.join(TRUE)} (on) or {', '.join(FALSE)} (off)")
 
 
+def _small_decimal(v: str) -> int | None:
+    """The value of ``v`` when it is ASCII decimal digits of at most 18 significant digits
+    (every number these variables take is small: a longer one, past Python's 4300-digit
+    conversion limit included, is just not allowed), else None."""
+    digits = v.lstrip("0") or "0"
+    if v.isdigit() and v.isascii() and len(digits) <= 18:
+        return int(digits)
+    return None
+
+
 def _choice(env, name: str, table: dict, default: int, extra: dict | None = None) -> int:
     """``name``'s value: a name of ``table`` in any case or its number, or a number of
     ``extra`` (number -> how the allowed list shows it), else the default when unset.
@@ -114,8 +124,9 @@ def _choice(env, name: str, table: dict, default: int, extra: dict | None = None
     v = value.strip().upper()
     if v in table:
         return table[v]
-    if v.isdigit() and v.isascii() and (int(v) in table.values() or int(v) in extra):
-        return int(v)
+    n = _small_decimal(v)
+    if n is not None and (n in table.values() or n in extra):
+        return n
     shown = {i: f"{n} ({i})" for n, i in table.items()} | extra
     allowed = ", ".join(shown[i] for i in sorted(shown))
     raise UserError(f"{name} {_shown(value)}: allowed: {allowed} (a name in any case or its number)")
@@ -125,9 +136,9 @@ def _log_level(env) -> int:
     value = env.get("MIOPEN_LOG_LEVEL")
     if value is None or value.strip() == "":
         return 0
-    v = value.strip()
-    if v.isdigit() and v.isascii() and int(v) in LOG_LEVELS:
-        return int(v)
+    n = _small_decimal(value.strip())
+    if n in LOG_LEVELS:
+        return n
     raise UserError(f"MIOPEN_LOG_LEVEL {_shown(value)}: allowed: an integer 0-7 "
                     f"({', '.join(f'{i} {n}' for i, n in LOG_LEVELS.items())})")
 

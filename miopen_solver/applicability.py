@@ -234,6 +234,12 @@ def _largest_divisor_at_most(n: int, most: int) -> int:
     return best
 
 
+MAX_SPLIT_LAUNCHES = 65536
+"""Launches a split-N plan may take at most: equal chunks must divide N, so an N whose
+divisors that fit one launch are all small (a prime past the limit: one image a launch) would
+otherwise take up to N launches (and as many plan entries)."""
+
+
 def chunk_images(problem: ConvProblem) -> int:
     """Images per launch of the split-N plan (:func:`batch_chunks`): N when the whole batch
     fits one launch (:func:`images_per_launch`) or when not even one image fits (then the
@@ -314,6 +320,13 @@ def _overflow_reason(problem: ConvProblem) -> Reason | None:
         if bad:
             parts.append("; ".join(bad) + f": past {_limit_text(INDEX_LIMIT)}, the limit of the kernels' 32-bit "
                          f"int arithmetic; allowed: values of those flags that keep each at most {INDEX_LIMIT}")
+    if not parts:
+        n = chunk_images(problem)
+        if problem.N // n > MAX_SPLIT_LAUNCHES:
+            parts.append(f"the split along N would take {problem.N // n} launches of {n} image(s) (the largest "
+                         f"divisor of N = {problem.N} within the {images_per_launch(problem)} images one launch "
+                         f"holds); allowed: at most {MAX_SPLIT_LAUNCHES} launches, an N (-n) with a larger divisor "
+                         f"that fits one launch")
     return Reason(INDEX_OVERFLOW, "; ".join(parts)) if parts else None
 
 

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import MiopenCommandError, shown_value
-from .problem import LAYOUTS_2D, LAYOUTS_3D, ConvProblem, output_size
+from .problem import INT_MAX, INT_MIN, LAYOUTS_2D, LAYOUTS_3D, ConvProblem, output_size
 from .tf32 import MATH_DEFAULT, MATH_PEDANTIC, MATH_TYPE_ALLOWED
 
 BASE_DTYPES = {"conv": "fp32", "convfp32": "fp32", "convfp16": "fp16", "convbfp16": "bf16"}
@@ -223,8 +223,6 @@ def _strip_prefix(tokens: list) -> list:
 
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")
-INT_MIN, INT_MAX = -2**31, 2**31 - 1
-"""The range of a C ``int``, into which MIOpenDriver reads every integer flag."""
 _INT_ALLOWED = f"an integer from {INT_MIN} to {INT_MAX} (MIOpenDriver reads integer flags as 32-bit int)"
 
 

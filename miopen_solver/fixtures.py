@@ -209,9 +209,12 @@ def dumps(record: dict) -> str:
 
 def fixture_files(paths) -> list:
     """The ``*.jsonl`` files named by ``paths`` (files as given; directories searched
-    recursively, sorted). Raises FixtureError for a missing path or an empty directory."""
+    recursively, sorted). Raises FixtureError for an empty path (``Path('')`` would be the
+    working directory), a missing path or a directory without fixtures."""
     files = []
     for raw in paths:
+        if not str(raw):
+            raise FixtureError("'' is empty (no file named); allowed: fixture files (*.jsonl) or directories of them")
         p = Path(raw)
         try:
             if p.is_dir():

@@ -602,6 +602,20 @@ class PerfDb:
         shutil.copyfile(wal, f"{copy}-wal")
         return self._sqlite(str(copy))
 
+    def _check_creatable(self, directory: Path) -> None:
+        """Raise :class:`PerfDbError` unless ``directory`` (missing) can be created: its
+        nearest existing ancestor must be a directory that takes new files (probed with a
+        temporary file, removed at once)."""
+        base = next((a for a in directory.parents if a.exists() or a.is_symlink()), None)
+        if base is None or not base.is_dir():
+            raise PerfDbError(self.path, f"cannot create the directory {directory}: {base} is not a directory")
+        try:
+            with tempfile.TemporaryFile(dir=base):
+                pass
+        except OSError as e:
+            raise PerfDbError(self.path, f"cannot create the directory {directory} ({base}: "
+                                         f"{e.strerror or e})") from None
+
     def check(self, write: bool = False) -> None:
         """Raise :class:`PerfDbError` now when the file cannot be read (or, with ``write``,
         written): what a later :meth:`get` or :meth:`update` would hit. Writes nothing; a
@@ -617,8 +631,9 @@ class PerfDb:
             self._connect(create=False)
             return
         self._refuse_read_only()
-        if not self.path.parent.is_dir():
-            return                                  # the built-in location: created on write
+        if not self.path.parent.is_dir():           # the built-in location: created on write
+            self._check_creatable(self.path.parent)
+            return
         try:
             with tempfile.TemporaryFile(dir=self.path.parent):
                 pass

@@ -15,6 +15,8 @@ import dataclasses
 import numbers
 from dataclasses import dataclass
 
+from .errors import shown_value
+
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "bf8": 1}
 """Storage size in bytes per element of each data type name."""
 
@@ -113,6 +115,11 @@ def valid_range(offset: int, stride: int, count: int, size: int) -> tuple:
     return t0, max(t0, t1)
 
 
+INT_MIN, INT_MAX = -2**31, 2**31 - 1
+"""The range of a C ``int``: MIOpenDriver reads every integer flag into one, and MIOpen's
+problem descriptors hold them; every integer field of a :class:`ConvProblem` stays in it."""
+
+
 @dataclass(frozen=True)
 class ConvProblem:
     """One backward-data convolution, as MIOpenDriver's conv flags describe it.
@@ -169,6 +176,8 @@ class ConvProblem:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
                 raise ValueError(f"{name} must be an int, got {v!r}")
+            if not INT_MIN <= v <= INT_MAX:
+                raise ValueError(f"{name} {shown_value(v)} is outside a 32-bit int; allowed: {INT_MIN} to {INT_MAX}")
             object.__setattr__(self, name, int(v))
         if self.spatial_dim not in (2, 3):
             raise ValueError(f"spatial_dim must be 2 or 3, got {self.spatial_dim}")

@@ -29,7 +29,11 @@ length would take about as much room as they save)."""
 def shorten(value, limit: int = CUT_LIMIT) -> str:
     """``str(value)`` cut to ``limit`` characters for a message, with an ellipsis and the
     full length, ``aaaa...aaa... (10000 characters)``; values up to ``limit + 20``
-    characters are shown whole. The one helper every message that echoes a value uses."""
+    characters are shown whole. The one helper every message that echoes a value uses; an
+    int too long for ``str`` (past Python's 4300-digit conversion limit) is shown by its sign
+    and bit length, ``an int of 16610 bits``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14000:
+        return f"{'-' if value < 0 else ''}an int of {value.bit_length()} bits"
     text = str(value)
     return text if len(text) <= limit + _CUT_SLACK else f"{text[:limit]}... ({len(text)} characters)"
 

@@ -54,3 +54,13 @@ def test_conv_help_of_a_base_no_line_takes_is_the_lines_error(capsys, args, says
     assert main(args) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("dgrad-driver: error: ") and says in err
+
+
+def test_h_alone_is_the_tools_help(capsys):
+    """``dgrad-driver -h`` was read as a line whose base was '-h' (an error); alone it is the
+    tool's help, as ``--help`` (inside a line ``-h`` stays the line's own help)."""
+    from conftest import run_cli
+    status, out, err = run_cli(capsys, "-h")
+    assert status == 0 and err == [] and out[0].startswith("Usage: dgrad-driver")
+    status, out, err = run_cli(capsys, "convfp16", "-h")
+    assert status == 0 and out[0].startswith("MIOpenDriver convfp16")

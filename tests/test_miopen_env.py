@@ -286,6 +286,25 @@ def test_bad_values_are_one_error_line(capsys, tmp_path, monkeypatch, var, value
     assert not (tmp_path / "perfdb.udb").exists()
 
 
+HUGE = "1" * 5000        # past Python's 4300-digit int conversion limit
+ENV_VARS = ("MIOPEN_LOG_LEVEL", "MIOPEN_ENABLE_LOGGING_CMD", "MIOPEN_FIND_ENFORCE", "MIOPEN_FIND_MODE",
+            "MIOPEN_DEBUG_FIND_ONLY_SOLVER", "MIOPEN_DISABLE_CACHE", "MIOPEN_DGRAD_PDL",
+            "MIOPEN_DRIVER_USE_GPU_REFERENCE")
+
+
+@pytest.mark.parametrize("value", [HUGE, "0" * 5000 + "2", "１"])
+@pytest.mark.parametrize("var", ENV_VARS)
+def test_any_number_is_read_without_python_conversion_messages(capsys, monkeypatch, var, value):
+    """Every variable given a 5000-digit number (no variable takes one), a number with 5000
+    leading zeros or a non-ASCII digit: either its value, or one error line naming the variable
+    and what is allowed; never Python's own conversion message."""
+    monkeypatch.setenv(var, value)
+    status, out, err = run_cli(capsys, *LINE.split(), "-V", "0", "-i", "1", "--backend", "cpu")
+    assert all("set_int_max_str_digits" not in e and "invalid literal" not in e for e in err), err
+    if status:
+        assert status == 2 and len(err) == 1 and err[0].startswith(f"dgrad-driver: error: {var} ") and "allowed" in err[0]
+
+
 def test_find_mode_takes_every_value_miopen_takes_and_says_so(monkeypatch):
     """MIOpen's FindMode::Values run from Begin_ = 1 to TrustVerifyFull = 7, 4 being
     DeprecatedFastHybrid (no name; its GetFindModeValueImpl2 takes any number in

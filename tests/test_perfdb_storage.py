@@ -18,6 +18,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -298,3 +299,25 @@ def test_write_check_of_a_file_without_the_perf_db_table(tmp_path, contents):
     with PerfDb(path) as d:
         d.update(key, "sm_90", SOLVER_NAME, "64,64,32,2,2,32,32,0,0,0,1,-1,2", 0.5)
         assert d.get(key, "sm_90", SOLVER_NAME).time_ms == 0.5
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc (a directory no one creates files in)")
+def test_a_missing_directory_is_checked_before_a_tune_by_where_it_would_be_created(tmp_path, capsys, monkeypatch):
+    """A perf-db whose directory does not exist yet (the built-in ~/.config/miopen on a fresh
+    machine) is created on the first write; the write check says up front when it cannot be,
+    not after a tune's sweep: an ancestor that is a file, or one that takes no new files (HOME
+    under /proc, where even root creates nothing); a creatable one passes, creating nothing."""
+    blocker = tmp_path / "home"
+    blocker.write_text("a file where a directory would go")
+    with pytest.raises(PerfDbError, match="home, which is not a directory"):
+        PerfDb(blocker / ".config" / "miopen" / "x.udb", make_parents=True).check(write=True)
+    with pytest.raises(PerfDbError, match=r"cannot create the directory /proc/dgrad-no-such/.config/miopen \(/proc: "):
+        PerfDb(Path("/proc/dgrad-no-such/.config/miopen/x.udb"), make_parents=True).check(write=True)
+    PerfDb(tmp_path / "fresh" / ".config" / "miopen" / "x.udb", make_parents=True).check(write=True)
+    assert not (tmp_path / "fresh").exists()
+    monkeypatch.setenv("MIOPEN_USER_DB_PATH", "/proc/dgrad-no-such/.config/miopen")   # the built-in location
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    status, out, err = run_cli(capsys, "tune", "conv", "-n", "1", "-c", "4", "-H", "4", "-W", "4", "-k", "4",
+                               "-y", "1", "-x", "1", "-F", "2", "--backend", "cpu", "--max-configs", "2")
+    assert status == 2 and len(err) == 1 and "cannot create the directory /proc/dgrad-no-such" in err[0], err
+    assert not any(" OK " in line for line in out), out

@@ -357,3 +357,12 @@ def _refuse_in(path):
             raise FileError(p, "not writable (Permission denied)", "a writable file")
         return check_writable(p)
     return check
+
+
+@pytest.mark.parametrize("paths", [[""], ["FIXTURE", ""]])
+def test_an_empty_path_is_refused_not_read_as_the_working_directory(tmp_path, paths):
+    """``Path('')`` is ``.``: an empty argument replayed every *.jsonl under the working
+    directory (a stranger's files in /tmp); it is refused as every command refuses ''."""
+    real = str(make_dir(tmp_path) / "t.jsonl")
+    one_line_error(invoke(*[real if p == "FIXTURE" else p for p in paths]), "'' is empty (no file named)",
+                   "allowed: fixture files")

@@ -247,6 +247,26 @@ def test_one_image_past_the_limit_is_index_overflow(monkeypatch):
         "W is 9216 bytes (2304 elements: K*(C/G)*Y*X, from -k, -c, -g, -y/-x): past 9000 bytes, the limit")
 
 
+@pytest.mark.parametrize("n,limit,refused", [(65537, 2, True), (65536, 2, False), (2 * 65537, 4, True),
+                                             (131072, 4, False), (2**31 - 1, 2, True)])
+def test_plans_of_more_launches_than_the_cap_are_refused_up_front(monkeypatch, n, limit, refused):
+    """Equal chunks must divide N: where every divisor of N that fits a launch is small (a
+    prime N, one image a launch) the plan would take up to N launches and as many plan
+    entries (N = 2^30 + 3 of 1x1 images grew the driver past 24 GB). Past
+    MAX_SPLIT_LAUNCHES it is INDEX_OVERFLOW, decided in time and memory independent of N's
+    size; at the cap it runs. One or two 2-byte images fit a launch here."""
+    monkeypatch.setattr(ap, "TENSOR_BYTES_LIMIT", limit)
+    p = ConvProblem(N=n, C=1, Hi=1, Wi=1, K=1, Y=1, X=1, dtype="fp16",
+                    in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC")
+    v = SOLVER.is_applicable(p, get_target("sm_90"))
+    if refused:
+        assert v.codes == ("INDEX_OVERFLOW",)
+        assert v.reasons[0].message.startswith(f"the split along N would take {n // ap.chunk_images(p)} launches")
+        assert f"allowed: at most {ap.MAX_SPLIT_LAUNCHES} launches" in v.reasons[0].message
+    else:
+        assert v.ok and SOLVER.find_solution(p, get_target("sm_90")).n_chunks == n // ap.chunk_images(p) <= 65536
+
+
 def test_a_real_single_image_past_2gib():
     # 1 x 1 x 32768 x 16384 fp32 = 2^31 bytes in one image
     v = SOLVER.is_applicable(_p(f"conv -n 3 -c 1 -H 32768 -W 16384 -k 1 -y 1 -x 1 {NHWC}"), get_target("sm_90"))
@@ -427,13 +447,18 @@ def test_largest_divisor_at_most_is_the_enumerated_one(n, most):
 
 
 def test_a_huge_prime_batch_is_split_in_bounded_work():
-    """N = 2^61 - 1 (a Mersenne prime) through the API: the chunk plan is one image per
-    launch, found by counting down from the images a launch holds (bounded by the problem's
-    size), not by trial division up to sqrt(N) (about 1.5e9 steps: it hung)."""
+    """N = 2^31 - 1 (a Mersenne prime, the largest N a problem holds: 2^61 - 1 is refused by
+    ConvProblem, as MIOpenDriver's int would) through the API: the chunk plan is one image per
+    launch, found in O(sqrt(N)) divisor pairs, and the plan's launches pass the cap; the
+    count-down from the images a launch holds stays bounded for larger n too (trial division
+    up to sqrt(2^61) hung)."""
     from miopen_solver.applicability import _largest_divisor_at_most, chunk_images, images_per_launch
-    p = ConvProblem(N=2**61 - 1, C=8, Hi=8, Wi=8, K=8, Y=3, X=3, pH=1, pW=1, in_layout="NHWC", out_layout="NHWC",
+    with pytest.raises(ValueError, match="N 2305843009213693951 is outside a 32-bit int"):
+        ConvProblem(N=2**61 - 1, C=8, Hi=8, Wi=8, K=8, Y=3, X=3, pH=1, pW=1)
+    p = ConvProblem(N=2**31 - 1, C=8, Hi=8, Wi=8, K=8, Y=3, X=3, pH=1, pW=1, in_layout="NHWC", out_layout="NHWC",
                     fil_layout="NHWC")
     most = images_per_launch(p)
     assert 1 < most < 2**31 and chunk_images(p) == 1
+    assert SOLVER.is_applicable(p, get_target("sm_90")).codes == ("INDEX_OVERFLOW",)
     n = 2**61 - 2                                   # composite: the count-down finds its divisor
     assert _largest_divisor_at_most(n, 100) == max(d for d in range(1, 101) if n % d == 0)
