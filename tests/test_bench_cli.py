@@ -505,3 +505,26 @@ def test_ptx_diff_needs_one_mode(capsys):
     with pytest.raises(SystemExit) as e:
         ptx_diff.main([])
     assert e.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_every_timing_script_gets_cudnn_as_compare_runs_it(monkeypatch):
+    """bench/compare.gpu() sets cuDNN up for every script that times against it (benchmark
+    mode on, TF32 off); time_configs.py ran cuDNN in heuristic mode, 7x slower on ViT's patch
+    embedding than compare.py's cuDNN. A stand-in torch shows the settings are made before our
+    engine is asked for (here it is unavailable: no GPU)."""
+    import sys
+    import types
+    from bench import compare
+    from miopen_solver.errors import RuntimeUnavailable
+
+    def unavailable(name):
+        raise RuntimeUnavailable("no GPU here")
+    ns = types.SimpleNamespace
+    fake = ns(__version__="0", cuda=ns(is_available=lambda: True),
+              backends=ns(cudnn=ns(benchmark=False, allow_tf32=True), cuda=ns(matmul=ns(allow_tf32=True))))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr("miopen_solver.runtime.get_engine", unavailable)
+    with pytest.raises(compare.BadInput, match="needs PyTorch with a CUDA GPU"):
+        compare.gpu()
+    assert fake.backends.cudnn.benchmark is True
+    assert fake.backends.cudnn.allow_tf32 is False and fake.backends.cuda.matmul.allow_tf32 is False
