@@ -1,7 +1,10 @@
-# The cost model with the 128x160 tile among its candidates (cost_model.TILES; the working
+# The cost model with the 128x160 tile among its candidates (tiles160.patch applied to the working
 # tree, against base/ = 84feb3f without it): 15 moved zoo/suite/held-out lines and 20 new
 # held-out lines (wide_all.txt), new and base alternating (compare.py, each in its own
 # process), then each line's new default verified on the GPU (driver run -V 1).
+# Before the call (here): D=bench/results/2026-12-05_s26; mkdir -p $D/base &&
+#   git archive HEAD miopen_solver driver bench/compare.py | tar x -C $D/base && git apply $D/tiles160.patch
+# After: git checkout miopen_solver/cost_model.py (unless shipped); rm -rf $D/base
 set -x
 O=/tmp/o5; mkdir -p $O
 pack() { tar czf $OUT/all.tgz -C $O . ; }
