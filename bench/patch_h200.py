@@ -27,7 +27,8 @@ from compare import (BadInput, OneLineParser, _reason, _torch_dtype, check_outpu
                      git_commit, gpu, graph_time_ms, ours_or_error, read_suite, split_label, time_cudnn)
 from miopen_solver.command import parse  # noqa: E402
 from miopen_solver.config import PerfConfig  # noqa: E402
-from miopen_solver.errors import FileError, PerfConfigError  # noqa: E402
+from miopen_solver.errors import FileError, PerfConfigError, shown_path  # noqa: E402
+from miopen_solver.fileio import write_text  # noqa: E402
 from miopen_solver.text import json_text, shorten  # noqa: E402
 
 NHWC = "-F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
@@ -123,13 +124,18 @@ def main(argv=None) -> int:
             except PerfConfigError as e:
                 raise BadInput(f"--config {shorten(args.config)!r}: {e}") from None
         try:
-            planned = rows(Path(args.zoo))
+            planned = rows(args.zoo)
         except FileError as e:
             raise BadInput(f"--zoo {e}") from None
+        for label, line in planned:         # every line parses before any timing
+            try:
+                parse(line)
+            except ValueError as e:         # MiopenCommandError: a bad flag or value of the line
+                raise BadInput(f"--zoo {shown_path(args.zoo)}: {label}: {e}") from None
         if not any(args.only in label for label, _ in planned):
             raise BadInput(f"--only {shorten(args.only)!r}: selects no line; allowed: a substring of a patch "
                            f"line's label (e.g. {planned[0][0]!r})")
-        check_outputs(json=args.json)
+        check_outputs([("--zoo", args.zoo)], json=args.json)
         torch, eng = gpu()
     except BadInput as e:
         print(f"patch_h200.py: {e}", file=sys.stderr)
@@ -148,7 +154,11 @@ def main(argv=None) -> int:
         meta = {"device": eng.rt.device_name(), "arch": eng.target.arch, "commit": git_commit(),
                 "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                 "launches": args.launches, "replays": args.replays}
-        Path(args.json).write_text(json_text({"meta": meta, "rows": results}, indent=1) + "\n")
+        try:
+            write_text(args.json, json_text({"meta": meta, "rows": results}, indent=1) + "\n")
+        except FileError as e:
+            print(f"patch_h200.py: --json {e}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         configs = parse_configs(args.configs)
-        check_outputs(out=args.out, json=args.json)
+        check_outputs([("--suite", args.suite)], out=args.out, json=args.json)
         plan = suite_plan(args.suite, AS_WRITTEN)
         chosen, seen = [], set()
         for sub in (s for s in args.only.split(",") if s):

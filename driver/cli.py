@@ -56,6 +56,8 @@ class DefaultRunGroup(Group):
         alone is ``--help``, as MIOpenDriver's ``-h``; ``-h`` inside a line stays the line's)."""
         if list(args) == ["-h"]:
             args = ["--help"]
+        elif len(args) == 2 and args[0] in self.commands and args[1] == "-h":     # `config -h`
+            args = [args[0], "--help"]
         if args and args[0] not in self.commands and args[0] not in ("--help", "--version"):
             args = ["run"] + list(args)
         return super().parse_args(ctx, args)

@@ -105,7 +105,7 @@ from pathlib import Path
 
 from . import prng
 from .command import format_command, parse
-from .errors import FileError, MiopenCommandError, PerfConfigError, short_text
+from .errors import FileError, MiopenCommandError, PerfConfigError, short_text, shown_path
 from .fileio import read_text, write_text
 from .problem import ConvProblem
 from .solver import DgradSolver
@@ -220,14 +220,14 @@ def fixture_files(paths) -> list:
             if p.is_dir():
                 found = sorted(p.rglob("*.jsonl"))
                 if not found:
-                    raise FixtureError(f"{raw}: no *.jsonl fixture files in this directory")
+                    raise FixtureError(f"{shown_path(raw)}: no *.jsonl fixture files in this directory")
                 files.extend(found)
             elif p.exists():            # not only regular files: load_file says why it refuses one
                 files.append(p)
             else:
-                raise FixtureError(f"{raw}: no such fixture file or directory")
+                raise FixtureError(f"{shown_path(raw)}: no such fixture file or directory")
         except OSError as e:  # a name the OS refuses (too long), an unreadable directory
-            raise FixtureError(f"{raw}: cannot read ({e.strerror or e})") from None
+            raise FixtureError(f"{shown_path(raw)}: cannot read ({e.strerror or e})") from None
     return files
 
 

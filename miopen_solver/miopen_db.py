@@ -65,8 +65,14 @@ _INT = re.compile(r"-?[0-9]+\Z")
 
 
 def user_db_dir() -> Path:
-    """MIOpen's user db directory: ``$MIOPEN_USER_DB_PATH``, else ``~/.config/miopen``."""
-    return Path(os.environ.get(USER_DB_ENV) or DEFAULT_USER_DB_DIR).expanduser()
+    """MIOpen's user db directory: ``$MIOPEN_USER_DB_PATH``, else ``~/.config/miopen``. An empty
+    ``$HOME`` counts as unset (the account's home directory): ``~`` would otherwise expand to
+    nothing and put the perf-db in ``/.config/miopen``."""
+    path = Path(os.environ.get(USER_DB_ENV) or DEFAULT_USER_DB_DIR)
+    if os.environ.get("HOME") == "" and (str(path) == "~" or str(path).startswith("~/")):
+        import pwd
+        return Path(pwd.getpwuid(os.getuid()).pw_dir) / str(path)[2:]
+    return path.expanduser()
 
 
 def fields_to_key(fields: dict) -> str:

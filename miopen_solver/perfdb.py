@@ -605,8 +605,13 @@ class PerfDb:
     def _check_creatable(self, directory: Path) -> None:
         """Raise :class:`PerfDbError` unless ``directory`` (missing) can be created: its
         nearest existing ancestor must be a directory that takes new files (probed with a
-        temporary file, removed at once)."""
-        base = next((a for a in directory.parents if a.exists() or a.is_symlink()), None)
+        temporary file, removed at once); a dangling symbolic link on the way is refused (the
+        directory could not be made through it)."""
+        dangling = next((a for a in (directory, *directory.parents) if a.is_symlink() and not a.exists()), None)
+        if dangling is not None:
+            raise PerfDbError(self.path, f"cannot create the directory {directory}: {dangling} is a symbolic link "
+                                         f"to {os.readlink(dangling)!r}, which does not exist")
+        base = next((a for a in directory.parents if a.exists()), None)
         if base is None or not base.is_dir():
             raise PerfDbError(self.path, f"cannot create the directory {directory}: {base} is not a directory")
         try:

@@ -634,9 +634,10 @@ class DgradSolver:
             raise NotApplicableError(verdict)
         if split_k is not None and (isinstance(split_k, bool) or not isinstance(split_k, int)
                                     or not (split_k == -1 or 1 <= split_k <= MAX_SPLIT_K)):
-            raise PerfConfigError(f"--split-k {split_k!r}: allowed: -1 (choose) or an integer from 1 to {MAX_SPLIT_K}")
+            raise PerfConfigError(f"--split-k {shown_value(split_k)}: allowed: -1 (choose) or an integer from 1 to "
+                                  f"{MAX_SPLIT_K}")
         if kouter is not None and (not isinstance(kouter, str) or kouter not in KOUTER):
-            raise PerfConfigError(f"--kouter {kouter!r}: allowed: {', '.join(KOUTER)}")
+            raise PerfConfigError(f"--kouter {shown_value(kouter)}: allowed: {', '.join(KOUTER)}")
         _check_split_k_reduce(split_k_reduce)
         settings = _Settings(kouter, split_k, split_k_reduce)
         given = ([f"{perf_config_label} {str(perf_config)!r}"] if perf_config is not None else []) + settings.flags

@@ -803,10 +803,13 @@ def _build_gemm_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
                f"({t.regs_per_cu} per multiprocessor in 4 partitions, 255 per thread)")
     if c.schedule.tma and spec.lds_bytes > t.lds_bytes:
         per = (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * eb + 16
+        fixed = spec.lds_bytes - c.stages * per        # alignment slack, and ping-pong's turn barriers
+        turns = " and 16 bytes of the warpgroups' turn barriers" if fixed > 1024 else ""
         raise PerfConfigError(
             f"{c.schedule.label}: {c.stages} stages of {per} bytes (A {c.tile_m}x{c.tile_k}, B {c.tile_k}x{c.tile_n} "
-            f"and two mbarriers) plus 1024 bytes of alignment slack need {spec.lds_bytes} bytes of shared memory, "
-            f"more than {t.arch}'s {t.lds_bytes}; at most {max(0, (t.lds_bytes - 1024) // per)} stages of this tile fit")
+            f"and two mbarriers) plus 1024 bytes of alignment slack{turns} need {spec.lds_bytes} bytes of shared "
+            f"memory, more than {t.arch}'s {t.lds_bytes}; at most {max(0, (t.lds_bytes - fixed) // per)} stages of "
+            f"this tile fit")
     require(spec.lds_bytes <= t.lds_bytes,
            f"{spec.lds_bytes} bytes of shared memory exceed {t.arch}'s {t.lds_bytes}")
     if spec.tma:            # the maps the runtime will encode: refused here, not at the launch

@@ -137,7 +137,8 @@ def subpixel_reason(problem: ConvProblem, target: Target) -> str | None:
         return (f"filter {p.Y}x{p.X} is narrower than stride {p.sH}x{p.sW}: phases without taps would "
                 f"multiply zeros")
     if (p.sH, p.sW) == (p.Y, p.X) and not (p.pH or p.pW):
-        return "stride equal to the filter without padding is the patch GEMM (schedules 5, 6, 9, 10)"
+        patch = ", ".join(str(int(k)) for k in KernelSchedule if k.patch)
+        return f"stride equal to the filter without padding is the patch GEMM (schedules {patch})"
     orders = {t: memory_order(p, t) for t in ("dY", "W", "dX")}
     if any(o != "NHWC" for o in orders.values()):
         shown = ", ".join(f"{t} {o or 'neither NHWC nor NCHW'}" for t, o in orders.items())

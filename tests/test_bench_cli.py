@@ -264,10 +264,16 @@ def test_big_tensors_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, sa
     (["--replays", "0"], "argument --replays: '0': allowed: an integer >= 1"),
     (["--json", "/nonexistent/dir/x.json"], "--json "),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--zoo", ""], "--zoo '': empty (no file named)"),
+    (["--json", "bench/zoo.txt"], "--json bench/zoo.txt: is the input --zoo"),
+    (["--zoo", "BADZOO"], "bad/stem: <base> 'garbage': unknown base argument"),
 ])
-def test_patch_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says):
+def test_patch_h200_refuses_bad_input_in_one_line(capsys, monkeypatch, argv, says, tmp_path):
     from bench import patch_h200
     _no_gpu_work(monkeypatch, patch_h200)
+    bad = tmp_path / "zoo.txt"          # every line parses before any timing
+    bad.write_text("garbage  # bad/stem class=patch\n")
+    argv = [str(bad) if a == "BADZOO" else a for a in argv]
     assert says in refused_in_one_line(capsys, patch_h200.main, argv, "patch_h200.py")
 
 

@@ -31,6 +31,9 @@ CFG = "128,128,32,2,1,64,128,0,0,0,1,-1,4,1"
      f"--configs entry 'default@{len(KernelSchedule)}': allowed: default+stream, default@N with N a kernel schedule "
      f"code (0-{len(KernelSchedule) - 1})"),
     (["--only", "k32_", "--configs", "Default@8"], "allowed: default+stream, default@N"),
+    # an output that is the suite read would replace it
+    (["--only", "k32_", "--configs", CFG, "--out", "bench/zoo.txt"], "--out bench/zoo.txt: is the input --suite"),
+    (["--only", "k32_", "--configs", CFG, "--json", "bench/zoo.txt"], "--json bench/zoo.txt: is the input --suite"),
 ])
 def test_time_configs_refuses_bad_input_in_one_line(capsys, argv, says):
     assert says in refused_in_one_line(capsys, time_configs.main, argv, "time_configs.py")

@@ -64,3 +64,6 @@ def test_h_alone_is_the_tools_help(capsys):
     assert status == 0 and err == [] and out[0].startswith("Usage: dgrad-driver")
     status, out, err = run_cli(capsys, "convfp16", "-h")
     assert status == 0 and out[0].startswith("MIOpenDriver convfp16")
+    for sub in ("config", "applicable", "tune", "replay"):      # a subcommand and -h alone: its help
+        status, out, err = run_cli(capsys, sub, "-h")
+        assert status == 0 and err == [] and out[0].startswith(f"Usage: dgrad-driver {sub}"), (sub, out[:1], err)

@@ -313,6 +313,10 @@ def test_a_missing_directory_is_checked_before_a_tune_by_where_it_would_be_creat
         PerfDb(blocker / ".config" / "miopen" / "x.udb", make_parents=True).check(write=True)
     with pytest.raises(PerfDbError, match=r"cannot create the directory /proc/dgrad-no-such/.config/miopen \(/proc: "):
         PerfDb(Path("/proc/dgrad-no-such/.config/miopen/x.udb"), make_parents=True).check(write=True)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for where in (tmp_path / "dangling", tmp_path / "dangling" / "sub"):
+        with pytest.raises(PerfDbError, match="dangling is a symbolic link to .*nowhere.*, which does not exist"):
+            PerfDb(where / "x.udb", make_parents=True).check(write=True)
     PerfDb(tmp_path / "fresh" / ".config" / "miopen" / "x.udb", make_parents=True).check(write=True)
     assert not (tmp_path / "fresh").exists()
     monkeypatch.setenv("MIOPEN_USER_DB_PATH", "/proc/dgrad-no-such/.config/miopen")   # the built-in location
@@ -321,3 +325,15 @@ def test_a_missing_directory_is_checked_before_a_tune_by_where_it_would_be_creat
                                "-y", "1", "-x", "1", "-F", "2", "--backend", "cpu", "--max-configs", "2")
     assert status == 2 and len(err) == 1 and "cannot create the directory /proc/dgrad-no-such" in err[0], err
     assert not any(" OK " in line for line in out), out
+
+
+def test_an_empty_home_is_the_accounts_home_not_the_root_directory(monkeypatch):
+    """HOME='' made '~' expand to nothing: the built-in perf-db went to /.config/miopen (a tune
+    created it there). An empty HOME counts as unset, as for a shell's '~'."""
+    import pwd
+    from miopen_solver.miopen_db import user_db_dir
+    monkeypatch.delenv("MIOPEN_USER_DB_PATH", raising=False)
+    monkeypatch.setenv("HOME", "")
+    assert user_db_dir() == Path(pwd.getpwuid(os.getuid()).pw_dir) / ".config" / "miopen"
+    monkeypatch.setenv("HOME", "/somewhere")
+    assert user_db_dir() == Path("/somewhere/.config/miopen")

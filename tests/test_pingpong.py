@@ -398,3 +398,22 @@ def test_a_pingpong_default_says_why_and_a_given_config_does_not():
                for n in notes), notes
     given = DgradSolver().find_solution(p, SM90, perf_config="128,128,64,1,1,128,128,0,0,0,1,-1,6,20").notes
     assert not any(n.startswith("Default:") for n in given), given
+
+
+@pytest.mark.parametrize("cfg", ["128,128,64,1,1,128,128,0,0,0,1,-1,8,20", "64,256,64,1,1,64,256,0,0,0,1,-1,6,20",
+                                 "128,256,64,2,1,64,256,0,0,0,1,-1,6,3"])
+def test_the_shared_memory_refusal_adds_up_and_names_the_depth_that_fits(cfg):
+    """The refusal's parts (stages x bytes, the alignment slack, ping-pong's turn barriers) sum
+    to the total it names, and the depth it says fits is the deepest that validates (the turn
+    barriers' 16 bytes were in the total but not in the sentence)."""
+    import re
+    c = PerfConfig.parse(cfg)
+    with pytest.raises(PerfConfigError) as e:
+        make_spec(P1X1, SM90, c)
+    msg = str(e.value)
+    stages, per, total, most = (int(x) for x in re.search(
+        r"(\d+) stages of (\d+) bytes .* need (\d+) bytes .* at most (\d+) stages", msg).groups())
+    assert stages * per + 1024 + (16 if c.schedule.pingpong else 0) == total
+    assert ("turn barriers" in msg) is c.schedule.pingpong
+    assert is_valid_performance_config(P1X1, SM90, c.replace(stages=most))[0]
+    assert not is_valid_performance_config(P1X1, SM90, c.replace(stages=most + 1))[0]

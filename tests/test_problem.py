@@ -175,3 +175,17 @@ def test_the_other_fields_say_what_is_allowed():
         with pytest.raises(ValueError, match=says):
             ConvProblem(**{**BASE, **kw})
     assert ConvProblem(**{**BASE, "trans_pads": [0, 0, 0]}).trans_pads == (0, 0, 0)
+
+
+@pytest.mark.parametrize("field", ["N", "C", "Hi", "Wi", "K", "Y", "X", "pH", "sH", "dW", "G", "Di"])
+@pytest.mark.parametrize("value", [2**31, -2**31 - 1, 2**61 - 1, 10**5000], ids=["2^31", "-2^31-1", "2^61-1", "10^5000"])
+def test_every_integer_field_stays_in_a_c_int(field, value):
+    """The library API is bounded as the command line is (MIOpenDriver reads every flag into a
+    C int): a field outside it is refused naming the field (work downstream grew with such a
+    value's size; a 5000-digit one also broke Python's own int-to-text conversion)."""
+    kw = dict(N=1, C=1, Hi=1, Wi=1, K=1, Y=1, X=1)
+    kw[field] = value
+    with pytest.raises(ValueError, match=f"^{field} .* is outside a 32-bit int; allowed: -2147483648 to 2147483647$"):
+        ConvProblem(**kw)
+    with pytest.raises(ValueError, match="trans_pads must be 3 ints .output pads along D, H, W., each a C int"):
+        ConvProblem(N=1, C=1, Hi=1, Wi=1, K=1, Y=1, X=1, trans_pads=(value, 0, 0))

@@ -424,3 +424,17 @@ def test_arguments_of_the_wrong_kind_are_named(case):
     with pytest.raises(kind) as e:
         call()
     assert all(word in str(e.value) for word in words), str(e.value)
+
+
+@pytest.mark.parametrize("name,value,says", [
+    ("split_k", 10**5000, "--split-k an int of 16610 bits: allowed: -1 (choose)"),
+    ("split_k", 2**64, f"--split-k {2**64}: allowed"),
+    ("kouter", "x" * 5000, "--kouter 'xxxx"),
+], ids=["10^5000", "2^64", "long-kouter"])
+def test_settings_of_any_size_are_refused_in_their_own_words(name, value, says):
+    """A setting past what Python turns into text (a 5000-digit int) was Python's ValueError
+    from building the message; now the setting's own refusal, the value shortened."""
+    p = ConvProblem(N=1, C=8, Hi=4, Wi=4, K=8, Y=1, X=1)
+    with pytest.raises(PerfConfigError) as e:
+        DgradSolver().find_solution(p, "sm_90", **{name: value})
+    assert says in str(e.value) and len(str(e.value)) < 400
