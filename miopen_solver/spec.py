@@ -436,10 +436,11 @@ class DgradSpec:
 
     @property
     def staged_epilogue(self) -> bool:
-        """dX tiles go through shared memory for row-wise vector stores (split_k == 1);
-        split-K stores straight from the registers (atomic adds into dX, or fp32 partial sums
-        into the workspace)."""
-        return self.split_k == 1
+        """dX tiles go through shared memory for row-wise vector stores (split_k == 1, not the
+        TMA schedules); split-K stores straight from the registers (atomic adds into dX, or
+        fp32 partial sums into the workspace), and the TMA schedules' warpgroups store their
+        accumulators directly (``dg_epilogue_direct``: no shared memory after the stages)."""
+        return self.split_k == 1 and not self.tma
 
     @property
     def lds_bytes(self) -> int:

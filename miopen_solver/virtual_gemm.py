@@ -50,7 +50,6 @@ class VirtualGemmSpec:
     record_key = "virtual_gemm"
     split_k = 1
     pointwise = False
-    staged_epilogue = True
     zero_fill_blocks = 0
     workspace_bytes = 0
 
@@ -66,6 +65,11 @@ class VirtualGemmSpec:
     @property
     def tma(self) -> bool:
         return self.gemm.tma
+
+    @property
+    def staged_epilogue(self) -> bool:
+        """The main loop's epilogue stages dX in shared memory (:attr:`DgradSpec.staged_epilogue`)."""
+        return self.gemm.staged_epilogue
 
     @property
     def tma_box(self):

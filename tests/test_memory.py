@@ -399,7 +399,7 @@ def test_run_refused_when_even_n_1_does_not_fit(capsys, monkeypatch, no_workers)
                                          ("-t 0 -V 0 -o 1", ["verification"])])
 def test_the_needs_are_the_workers_a_run_starts(flags, roles):
     """-V 0 starts no verification worker, so the pre-check counts none (it said
-    "verification worker: ..." for -V 0 -n 2147483647): -t 0 -V 0 is one untimed launch in
+    "verification worker: ..." for -V 0 -n 268435456): -t 0 -V 0 is one untimed launch in
     the timing worker, holding what a timing run holds."""
     cmd = parse((BIG.replace(" -t 1", "") + " " + flags).split())
     p = cmd.problem
@@ -412,7 +412,7 @@ def test_the_needs_are_the_workers_a_run_starts(flags, roles):
 
 
 def test_a_run_with_v0_refused_names_no_verification_worker(capsys, monkeypatch, no_workers):
-    status, out, err = run_cli(capsys, *BIG.replace(" -t 1", "").split(), "-V", "0", "-n", "2147483647",
+    status, out, err = run_cli(capsys, *BIG.replace(" -t 1", "").split(), "-V", "0", "-n", "268435456",
                                "--backend", "cpu")
     assert status == 2 and out == [] and len(err) == 1
     assert "(launch worker: process " in err[0] and "verification" not in err[0] and "-V 0" not in err[0]
@@ -457,7 +457,9 @@ def test_batch_line_that_cannot_fit_is_an_error_row(capsys, monkeypatch, tmp_pat
     assert out[-1] == "Summary: 1 ok, 1 error"
 
 
-ISSUE = "convfp16 -n 2147483647 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
+# N = 2^31 - 2: its divisors let the split along N run in 1991 launches (2^31 - 1, a prime, is
+# refused first: 2^31 - 1 launches of one image; applicability.MAX_SPLIT_LAUNCHES)
+ISSUE = "convfp16 -n 2147483646 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
 
 
 def _line_needs(line, n):
@@ -502,7 +504,7 @@ def test_the_hint_under_rlimit_as_fits_it_and_names_it(capsys, monkeypatch, no_w
     assert f"; RLIMIT_AS (ulimit -v) allows {memory.format_bytes(limit)}; allowed: -n " in err[0]
     n = _hint(err[0])
     assert _fits(ISSUE, n, host) and not _fits(ISSUE, n + 1, host)
-    status, out, err = run_cli(capsys, *ISSUE.replace("2147483647", str(n + 1)).split(), "--backend", "cpu")
+    status, out, err = run_cli(capsys, *ISSUE.replace("2147483646", str(n + 1)).split(), "--backend", "cpu")
     assert status == 2 and err[0].startswith("dgrad-driver: error: address space: needs ")
 
 
