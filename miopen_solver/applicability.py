@@ -322,8 +322,9 @@ def _overflow_reason(problem: ConvProblem) -> Reason | None:
                          f"int arithmetic; allowed: values of those flags that keep each at most {INDEX_LIMIT}")
     if not parts:
         n = chunk_images(problem)
-        if problem.N // n > MAX_SPLIT_LAUNCHES:
-            parts.append(f"the split along N would take {problem.N // n} launches of {n} image(s) (the largest "
+        launches = problem.N // n
+        if launches > MAX_SPLIT_LAUNCHES:
+            parts.append(f"the split along N would take {launches} launches of {n} image(s) (the largest "
                          f"divisor of N = {problem.N} within the {images_per_launch(problem)} images one launch "
                          f"holds); allowed: at most {MAX_SPLIT_LAUNCHES} launches, an N (-n) with a larger divisor "
                          f"that fits one launch")

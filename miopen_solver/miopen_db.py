@@ -71,7 +71,7 @@ def user_db_dir() -> Path:
     path = Path(os.environ.get(USER_DB_ENV) or DEFAULT_USER_DB_DIR)
     if os.environ.get("HOME") == "" and (str(path) == "~" or str(path).startswith("~/")):
         import pwd
-        return Path(pwd.getpwuid(os.getuid()).pw_dir) / str(path)[2:]
+        return Path(pwd.getpwuid(os.getuid()).pw_dir) / path.relative_to("~")
     return path.expanduser()
 
 

@@ -602,25 +602,6 @@ class PerfDb:
         shutil.copyfile(wal, f"{copy}-wal")
         return self._sqlite(str(copy))
 
-    def _check_creatable(self, directory: Path) -> None:
-        """Raise :class:`PerfDbError` unless ``directory`` (missing) can be created: its
-        nearest existing ancestor must be a directory that takes new files (probed with a
-        temporary file, removed at once); a dangling symbolic link on the way is refused (the
-        directory could not be made through it)."""
-        dangling = next((a for a in (directory, *directory.parents) if a.is_symlink() and not a.exists()), None)
-        if dangling is not None:
-            raise PerfDbError(self.path, f"cannot create the directory {directory}: {dangling} is a symbolic link "
-                                         f"to {os.readlink(dangling)!r}, which does not exist")
-        base = next((a for a in directory.parents if a.exists()), None)
-        if base is None or not base.is_dir():
-            raise PerfDbError(self.path, f"cannot create the directory {directory}: {base} is not a directory")
-        try:
-            with tempfile.TemporaryFile(dir=base):
-                pass
-        except OSError as e:
-            raise PerfDbError(self.path, f"cannot create the directory {directory} ({base}: "
-                                         f"{e.strerror or e})") from None
-
     def check(self, write: bool = False) -> None:
         """Raise :class:`PerfDbError` now when the file cannot be read (or, with ``write``,
         written): what a later :meth:`get` or :meth:`update` would hit. Writes nothing; a
@@ -636,15 +617,24 @@ class PerfDb:
             self._connect(create=False)
             return
         self._refuse_read_only()
-        if not self.path.parent.is_dir():           # the built-in location: created on write
-            self._check_creatable(self.path.parent)
-            return
+        parent = self.path.parent
+        if parent.is_dir():
+            probe = parent
+        else:       # the built-in location, created on write: through no dangling link, under its
+            # nearest existing ancestor (a directory: _check_path refused anything else)
+            dangling = next((a for a in (parent, *parent.parents) if a.is_symlink() and not a.exists()), None)
+            if dangling is not None:
+                raise PerfDbError(self.path, f"cannot create the directory {parent}: {dangling} is a symbolic "
+                                             f"link to {os.readlink(dangling)!r}, which does not exist")
+            probe = next(a for a in parent.parents if a.exists())
         try:
-            with tempfile.TemporaryFile(dir=self.path.parent):
+            with tempfile.TemporaryFile(dir=probe):
                 pass
         except OSError as e:
-            raise PerfDbError(self.path, f"cannot create files in {self.path.parent} ({e.strerror or e}); "
-                                         f"a perf-db's -wal and -shm files are created there") from None
+            why = e.strerror or e
+            raise PerfDbError(self.path, f"cannot create files in {parent} ({why}); a perf-db's -wal and -shm "
+                                         f"files are created there" if probe == parent else
+                              f"cannot create the directory {parent} ({probe}: {why})") from None
         if not self.path.exists():
             return
         with self._guard():

@@ -192,8 +192,8 @@ class ConvProblem:
         if (not isinstance(pads, (tuple, list)) or len(pads) != 3
                 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or not INT_MIN <= v <= INT_MAX
                        for v in pads)):
-            raise ValueError(f"trans_pads must be 3 ints (output pads along D, H, W), each a C int, got "
-                             f"{'(' + ', '.join(map(shown_value, pads)) + ')' if isinstance(pads, (tuple, list)) else shown_value(pads)}")
+            got = f"({', '.join(map(shown_value, pads))})" if isinstance(pads, (tuple, list)) else shown_value(pads)
+            raise ValueError(f"trans_pads must be 3 ints (output pads along D, H, W), each a C int, got {got}")
         object.__setattr__(self, "trans_pads", tuple(int(v) for v in pads))
         for name in ("N", "C", "Hi", "Wi", "K", "Y", "X", "sH", "sW", "dH", "dW", "G", "Di", "Z", "sD", "dD"):
             if getattr(self, name) < 1:
