@@ -43,7 +43,7 @@ slot                meaning for ``direct``
                     out-of-range columns), and, where the threads are a multiple of
                     ``tile_n*kpg``, the filter is staged by fixed (channel, k) lanes over
                     unrolled taps (no division per staged element); 2 = the mma body
-                    (below)
+                    (below); 3 = the mma body on persistent blocks (below)
 ``vector_size_b``   unused, must be 0
 ``split_k``         unused, must be 1 (every dX element is written once by one thread)
 ==================  ===================================================================
@@ -66,6 +66,10 @@ rows (a multiple of the unit's rows, :func:`unit_rows`), ``tile_n`` channels (a 
 shared memory), ``stages`` 1, ``warp_m`` the warps (waves) per block, 1 to
 min(:data:`MAX_MMA_WARPS`, ``tile_n``) (each takes every ``warp_m``-th channel of the
 block). K spans ``16 + spanx`` columns: ``ceil((16 + spanx)/16)`` k-steps, at most :data:`MAX_MMA_KSTEPS`.
+``vector_size_a`` 3 runs the same body on persistent blocks (:func:`mma_walkers`): per channel
+block, ``walkers`` blocks each walk every ``walkers``-th dX tile of it (all images and phases),
+building the band table once per W phase instead of once per tile; grid x = ``channel blocks
+* walkers``.
 
 Shared memory (all dynamic, passed at launch as the KernelSource's ``shared_bytes``): the
 block's filter taps in fp32, ``Y*X`` rows of ``TN*kpg`` floats rounded up to 4, plus 4, then with
@@ -125,6 +129,9 @@ MMA_ATOMS = {"nvidia": "mma16816", "amd": "mfma16x16x16"}
 """The matrix atom of the mma body per vendor (``cpu``: NVIDIA's form)."""
 MMA_BODY = 2
 """``vector_size_a`` of the mma body."""
+MMA_PERSISTENT_BODY = 3
+"""``vector_size_a`` of the mma body on persistent blocks."""
+MMA_BODIES = (MMA_BODY, MMA_PERSISTENT_BODY)
 MAX_WIN = 96
 """Most fp32 dY window registers per thread (used window columns x dY channels)."""
 MAX_VK = 32
@@ -370,6 +377,7 @@ class DirectSpec(FmaSpec):
     out_pitch: int = 0       # mma body: elements per output-plane column (its rows consecutive)
     plane_bytes: int = 0     # mma body: bytes of the dY planes
     out_in_plane: bool = False   # mma body: each output plane lives in its channel's dY plane
+    walkers: int = 0         # mma body: persistent blocks per channel block (0: one tile a block)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -406,6 +414,8 @@ class DirectSpec(FmaSpec):
     @property
     def grid(self) -> tuple:
         p = self.problem
+        if self.walkers:
+            return (self.cblocks * self.walkers, 1, 1)
         return (p.N * self.tiles_h * self.tiles_w * self.nph_h * self.nph_w * self.cblocks, 1, 1)
 
     @property
@@ -418,8 +428,9 @@ class DirectSpec(FmaSpec):
         if self.mma:
             native = (f"_dy{'NCHW' if self.dy_nchw else 'NHWC'}_dx{'NCHW' if self.dx_nchw else 'NHWC'}"
                       if self.schedule is KernelSchedule.DIRECT_NCHW else "")
+            walk = f"_pw{self.walkers}" if self.walkers else ""
             return (f"dgrad_direct_mma_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_w{self.warps}"
-                    f"_k{self.ksteps}{native}{'_i64' if self.idx64 else ''}_{p.short_tag()}")
+                    f"_k{self.ksteps}{walk}{native}{'_i64' if self.idx64 else ''}_{p.short_tag()}")
         path = ("lds32" if self.stage32 else "lds") if self.stage else "l1"
         return (f"dgrad_direct_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_p{self.tpw}x{self.tph}"
                 f"_v{self.vec}_y{self.ly}x{self.lx}_th{self.block_threads}_{path}_s{self.config.stages}"
@@ -435,7 +446,7 @@ class DirectSpec(FmaSpec):
             "vector_dx": self.lx,
             "dy_path": ("lds32" if self.stage32 else "lds") if self.stage else "l1",
             "dy_rows_in_flight": self.config.stages,
-            "body": "mma" if self.mma else "lean" if self.lean else "original",
+            "body": ("mma-persistent" if self.walkers else "mma") if self.mma else "lean" if self.lean else "original",
             "phases": [self.nph_h, self.nph_w],
             "lds_bytes": self.lds_bytes,
             "accumulators_per_thread": (self.tqh // self.tph) * (self.tqw // 16) * 4 if self.mma
@@ -447,6 +458,7 @@ class DirectSpec(FmaSpec):
             "index_bits": 64 if self.idx64 else 32,
         } | ({"mma": {"atom": "m16n8k16" if self.tph == 8 else "mfma16x16x16", "unit": {"rows": self.tph, "columns": 16},
                       "channels_per_warp_pass": 1, "warps": self.warps, "k_steps": self.ksteps,
+                      "walkers_per_channel_block": self.walkers,
                       "plane_rows": self.plane_rows, "plane_pitch": self.plane_pitch,
                       "dy_order": "NCHW" if self.dy_nchw else "NHWC",
                       "dx_order": "NCHW" if self.dx_nchw else "NHWC"}} if self.mma else {})
@@ -464,7 +476,8 @@ class DirectSpec(FmaSpec):
                     ("DD_TILES_W", self.tiles_w), ("DD_CB", self.cblocks), ("DD_BAND_BYTES", self.ws_bytes),
                     ("DD_PLANE_BYTES", self.plane_bytes), ("DD_OUT_IN_PLANE", int(self.out_in_plane)),
                     ("DD_IDX64", int(self.idx64)), ("DD_MIN_BLOCKS", self.min_blocks),
-                    ("DD_DY_NCHW", int(self.dy_nchw)), ("DD_DX_NCHW", int(self.dx_nchw))]
+                    ("DD_DY_NCHW", int(self.dy_nchw)), ("DD_DX_NCHW", int(self.dx_nchw)),
+                    ("DD_WALKERS", self.walkers)]
         return [("DD_THREADS", self.block_threads), ("DD_TN", self.tn), ("DD_V", self.vec),
                 ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_TPW", self.tpw), ("DD_TPH", self.tph),
                 ("DD_CT", self.ct), ("DD_TWT", self.twt), ("DD_THT", self.tht),
@@ -515,15 +528,16 @@ def make_direct_spec(problem: ConvProblem, target: Target, config: PerfConfig) -
     """
     p, t, c = problem, target, config
     if c.schedule is KernelSchedule.DIRECT_NCHW:
-        _check(c.vector_size_a == MMA_BODY,
-               f"vector_size_a must be 2 (the mma body) for schedule 14 (direct-nchw), got {c.vector_size_a}")
+        _check(c.vector_size_a in MMA_BODIES,
+               f"vector_size_a must be 2 (the mma body) or 3 (on persistent blocks) for schedule 14 (direct-nchw), "
+               f"got {c.vector_size_a}")
         return _make_mma_spec(p, t, c, native=True)
     why = direct_reason(p, t)
     _check(why is None, f"the direct schedule does not apply: {why}")
-    _check(c.vector_size_a in (0, 1, MMA_BODY),      # first: it decides what the other slots mean
-           f"vector_size_a must be 0 (original body), 1 (lean body) or 2 (mma body) for the direct schedule, "
-           f"got {c.vector_size_a}")
-    if c.vector_size_a == MMA_BODY:
+    _check(c.vector_size_a in (0, 1) + MMA_BODIES,      # first: it decides what the other slots mean
+           f"vector_size_a must be 0 (original body), 1 (lean body), 2 (mma body) or 3 (mma body on persistent "
+           f"blocks) for the direct schedule, got {c.vector_size_a}")
+    if c.vector_size_a in MMA_BODIES:
         return _make_mma_spec(p, t, c)
     for name, want in FIXED_SLOTS:
         got = getattr(c, name)
@@ -610,7 +624,8 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
     """:func:`make_direct_spec` for the mma body (``vector_size_a`` 2; ``native``: on the
     ``DIRECT_NCHW`` schedule, tensors in their own memory order)."""
     why = mma_reason(p, t, native)
-    _check(why is None, f"{KernelSchedule.DIRECT_NCHW.label}: {why}" if native else f"vector_size_a=2 (mma body): {why}")
+    _check(why is None, f"{KernelSchedule.DIRECT_NCHW.label}: {why}" if native
+           else f"vector_size_a={c.vector_size_a} (mma body): {why}")
     dy_nchw = native and memory_order(p, "dY") == "NCHW"
     dx_nchw = native and memory_order(p, "dX") == "NCHW"
     rows = unit_rows(t)
@@ -658,7 +673,7 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
     blocks = p.N * tiles_h * tiles_w * nph_h * nph_w * cblocks
     _check(blocks <= t.max_grid[0], f"{blocks} blocks exceed the grid limit {t.max_grid[0]}; raise tile_m or tile_k")
     idx64 = max(p.dy_elems, p.dx_elems, p.w_elems) > 2**31 - 1
-    return DirectSpec(problem=p, target=t, config=c, vec=8, tn=c.tile_n, tqw=c.tile_m, tqh=c.tile_k,
+    spec = DirectSpec(problem=p, target=t, config=c, vec=8, tn=c.tile_n, tqw=c.tile_m, tqh=c.tile_k,
                       tpw=16, tph=rows, stage=True, ct=c.tile_n // 8, twt=c.tile_m // 16, tht=c.tile_k // rows,
                       ny=1, tny=c.tile_n, ly=8, lys=8, lx=8, nph_h=nph_h, nph_w=nph_w, tiles_h=tiles_h,
                       tiles_w=tiles_w, cblocks=cblocks, ws_pitch=band_width, ws_bytes=ws_bytes,
@@ -666,13 +681,28 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
                       ksteps=ksteps, plane_rows=plane_rows, plane_width=plane_width, plane_pitch=plane_pitch,
                       out_pitch=out_pitch, plane_bytes=plane_bytes, out_in_plane=out_in_plane,
                       dy_nchw=dy_nchw, dx_nchw=dx_nchw)
+    if c.vector_size_a == MMA_PERSISTENT_BODY:
+        spec = replace(spec, walkers=mma_walkers(spec))
+    return spec
 
 
-def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int, rows: int = 8) -> PerfConfig:
+def mma_walkers(spec: DirectSpec) -> int:
+    """Persistent blocks per channel block for the mma body on persistent blocks: the blocks
+    the device holds at once (:attr:`DirectSpec.min_blocks` per multiprocessor x
+    ``target.num_cus``) shared out over the channel blocks, at least 1, at most the dX tiles
+    of a channel block (images x tiles x phases)."""
+    p = spec.problem
+    units = p.N * spec.tiles_h * spec.tiles_w * spec.nph_h * spec.nph_w
+    return max(1, min(units, spec.min_blocks * spec.target.num_cus // spec.cblocks))
+
+
+def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int, rows: int = 8,
+               persistent: bool = False) -> PerfConfig:
     """The mma body's config of a ``tile_k x tile_m`` dX tile of ``tile_n`` channels,
-    ``warps`` warps (waves) and units of ``rows`` dX rows (:func:`unit_rows`; not validated)."""
+    ``warps`` warps (waves) and units of ``rows`` dX rows (:func:`unit_rows`), on persistent
+    blocks with ``persistent`` (not validated)."""
     return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, warp_m=warps, warp_n=1, warp_tile_m=16,
-                      warp_tile_n=rows, vector_size_a=MMA_BODY, vector_size_b=0, vector_size_c=8, split_k=1,
+                      warp_tile_n=rows, vector_size_a=MMA_PERSISTENT_BODY if persistent else MMA_BODY, vector_size_b=0, vector_size_c=8, split_k=1,
                       lds_k_outer=1, stages=1, schedule=KernelSchedule.DIRECT)
 
 
@@ -690,13 +720,15 @@ def mma_tiles(target: Target) -> tuple:
 
 
 def mma_search_space(problem: ConvProblem, target: Target, native: bool = False):
-    """The mma body's candidate configs (unvalidated; none where :func:`mma_reason` refuses),
-    on the ``DIRECT_NCHW`` schedule with ``native``."""
+    """The mma body's candidate configs (unvalidated; none where :func:`mma_reason` refuses):
+    every tile of :func:`mma_tiles`, then each on persistent blocks; on the ``DIRECT_NCHW``
+    schedule with ``native``."""
     if mma_reason(problem, target, native) is not None:
         return
-    for tile in mma_tiles(target):
-        cfg = mma_config(*tile, rows=unit_rows(target))
-        yield cfg.replace(schedule=KernelSchedule.DIRECT_NCHW) if native else cfg
+    for persistent in (False, True):
+        for tile in mma_tiles(target):
+            cfg = mma_config(*tile, rows=unit_rows(target), persistent=persistent)
+            yield cfg.replace(schedule=KernelSchedule.DIRECT_NCHW) if native else cfg
 
 
 def is_valid_direct_config(problem: ConvProblem, target: Target, config: PerfConfig) -> tuple:

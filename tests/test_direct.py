@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miopen_solver import layouts
-from miopen_solver.direct import (FIXED_SLOTS, MAX_ACC, MMA_BODY, POLICIES, DirectSpec, default_direct_config,
+from miopen_solver.direct import (FIXED_SLOTS, MAX_ACC, MMA_BODIES, POLICIES, DirectSpec, default_direct_config,
                                   default_policy, direct_reason, direct_search_space, is_valid_direct_config,
                                   make_direct_spec, policy_config, run_direct_cpu)
 from miopen_solver.errors import PerfConfigError
@@ -165,12 +165,12 @@ def test_unused_slots_are_documented_fixed_values():
     assert dict(FIXED_SLOTS) == {"warp_m": 1, "warp_n": 1, "vector_size_b": 0, "split_k": 1}
     bodies = set()
     for c in direct_search_space(dw(), SM90):
-        if c.vector_size_a == MMA_BODY:            # the mma body: warp_m counts warps
+        if c.vector_size_a in MMA_BODIES:          # the mma body: warp_m counts warps
             assert (c.warp_n, c.vector_size_b, c.split_k) == (1, 0, 1) and c.warp_m in (4, 8)
         else:
             assert all(getattr(c, k) == v for k, v in FIXED_SLOTS)
         bodies.add(c.vector_size_a)
-    assert bodies == {0, 1, 2}                     # tune and search() reach the lean and mma bodies
+    assert bodies == {0, 1, 2, 3}                  # tune and search() reach the lean and mma bodies
     assert {c.vector_size_a for c in direct_search_space(dw(dtype="fp32"), get_target("gfx942"))} == {0, 1}
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from miopen_solver import layouts
-from miopen_solver.direct import (MAX_ACC, MAX_MMA_KSTEPS, MAX_MMA_WARPS, MMA_BODY, MMA_TILES, direct_search_space,
+from miopen_solver.direct import (MAX_ACC, MAX_MMA_KSTEPS, MAX_MMA_WARPS, MMA_BODY, MMA_PERSISTENT_BODY, MMA_TILES,
+                                  direct_search_space,
                                   is_valid_direct_config, make_direct_spec, mma_config, mma_reason, phase_spans,
                                   run_direct_cpu)
 from miopen_solver.errors import PerfConfigError
@@ -97,6 +98,7 @@ def test_spec_fields_name_dict_and_record():
     d = json.loads(json.dumps(s.as_dict()))
     assert d["body"] == "mma" and d["mma"] == {"atom": "m16n8k16", "unit": {"rows": 8, "columns": 16},
                                                "channels_per_warp_pass": 1, "warps": 4, "k_steps": 2,
+                                               "walkers_per_channel_block": 0,
                                                "plane_rows": 10, "plane_pitch": 56, "dy_order": "NHWC",
                                                "dx_order": "NHWC"}
     assert d["thread_tile"] is None                  # lanes own fragments of units, not a pixel tile
@@ -185,11 +187,19 @@ FIXED = [      # 7x7 s1 (two k-steps), 5x5 s2 (phases), dilation 3 (three k-step
 ]
 
 
+def few_cus(n: int):
+    """SM90 as a device of ``n`` multiprocessors: persistent blocks walk many tiles."""
+    return SM90.with_(num_cus=n)
+
+
 @pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+@pytest.mark.parametrize("persistent", [False, True], ids=["one_tile", "persistent"])
 @pytest.mark.parametrize("case", range(len(FIXED) + 8))
-def test_emulated_mma_body_matches_float64_reference(case, tmp_path):
+def test_emulated_mma_body_matches_float64_reference(case, persistent, tmp_path):
     """Fixed and random depthwise problems (strides 1-4, dilations 1-3, pads, images smaller
-    and larger than a tile), random tiles, dX NaN-poisoned (every element must be written)."""
+    and larger than a tile), random tiles, dX NaN-poisoned (every element must be written);
+    on persistent blocks sized for a device of 1-3 multiprocessors (each walks several
+    tiles, across W phases where strided)."""
     R = random.Random(700 + case)
     if case < len(FIXED):
         p = FIXED[case]
@@ -199,8 +209,8 @@ def test_emulated_mma_body_matches_float64_reference(case, tmp_path):
         while p is None:
             p = random_mma_problem(R)
         tile = R.choice(SMALL_TILES)
-    s = make_direct_spec(p, SM90, mma_config(*tile))
-    assert s.mma
+    s = make_direct_spec(p, few_cus(R.randint(1, 3)) if persistent else SM90, mma_config(*tile, persistent=persistent))
+    assert s.mma and (s.walkers > 0) == persistent
     dy, w = fresh_inputs(p, np.random.default_rng(case))
     out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor="nvidia")
     assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), tile)
@@ -214,7 +224,7 @@ def test_a_wrong_band_fails(tmp_path):
     p = FIXED[0]
     s = make_direct_spec(p, SM90, mma_config(16, 16, 8, 4))
     src = s.emit()
-    bad = src.text.replace("(d + h + xmin) * DG_SW", "(d + h + xmin + 1) * DG_SW")
+    bad = src.text.replace("const int e = 16 + (rw", "const int e = 17 + (rw")
     assert bad != src.text
 
     class Bent:                      # run_direct reads the problem and the emitted source
@@ -225,6 +235,52 @@ def test_a_wrong_band_fails(tmp_path):
     dy, w = fresh_inputs(p, np.random.default_rng(1))
     out = kernel_emu.run_direct(Bent(), dy, w, tmp_path, vendor="nvidia")
     assert rms_range(dgrad_reference(p, dy, w), out) > 0.1
+
+
+def walks(s) -> list:
+    """The W phases each persistent block of ``s`` meets, in its order (the kernel's walk)."""
+    p = s.problem
+    per_phase = p.N * s.tiles_h * s.tiles_w
+    units = per_phase * s.nph_h * s.nph_w
+    return [[(u // per_phase) % s.nph_w for u in range(b, units, s.walkers)] for b in range(s.walkers)]
+
+
+def test_persistent_grid_shares_the_resident_blocks_over_channel_blocks():
+    p = dw(N=64, C=96, Hi=56, Wi=56, Y=7, X=7, pH=3, pW=3)
+    one, walk = (make_direct_spec(p, SM90, mma_config(64, 16, 16, 8, persistent=x)) for x in (False, True))
+    assert (one.walkers, one.config.vector_size_a) == (0, MMA_BODY) and walk.config.vector_size_a == MMA_PERSISTENT_BODY
+    assert walk.walkers == walk.min_blocks * SM90.num_cus // walk.cblocks == 2 * 132 // 6
+    assert walk.grid == (6 * walk.walkers, 1, 1) and one.grid == (64 * 4 * 1 * 6, 1, 1)
+    assert ("DD_WALKERS", walk.walkers) in walk.defines() and ("DD_WALKERS", 0) in one.defines()
+    assert f"_pw{walk.walkers}_" in walk.kernel_name and "_pw" not in one.kernel_name
+    assert walk.as_dict()["body"] == "mma-persistent" and one.as_dict()["body"] == "mma"
+    assert Solution.from_record(json.loads(json.dumps(solution_of(walk).to_record()))).spec == walk
+    tiny = dw(N=1, C=8, Hi=8, Wi=16, Y=3, X=3, pH=1, pW=1)          # one tile: never more walkers than tiles
+    assert make_direct_spec(tiny, SM90, mma_config(16, 8, 8, 4, persistent=True)).walkers == 1
+    many = dw(N=2, C=4096, Hi=8, Wi=16)                            # 512 channel blocks: one walker each
+    assert make_direct_spec(many, SM90, mma_config(16, 8, 8, 4, persistent=True)).walkers == 1
+
+
+@pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
+def test_a_persistent_block_that_keeps_its_band_across_w_phases_fails(tmp_path):
+    """The check can fail: persistent blocks that build the band table only once are wrong
+    where a block's walk crosses W phases (stride 2: each phase has its own taps)."""
+    p = FIXED[1].replace(N=3)                  # 3 tiles a phase, 4 walkers: every walk crosses W phases
+    s = make_direct_spec(p, few_cus(1), mma_config(16, 8, 8, 4, persistent=True))
+    assert s.walkers == 4 and all(len(set(w)) > 1 for w in walks(s))
+    src = s.emit()
+    bad = src.text.replace("if (rw != band_rw) {", "if (band_rw < 0) {")
+    assert bad != src.text
+
+    class Bent:
+        problem = p
+
+        def emit(self):
+            return dataclasses.replace(src, text=bad)
+    dy, w = fresh_inputs(p, np.random.default_rng(2))
+    assert rms_range(dgrad_reference(p, dy, w), kernel_emu.run_direct(s, dy, w, tmp_path, vendor="nvidia")) \
+        < default_tolerance(p.dtype, implicit_gemm=False)
+    assert rms_range(dgrad_reference(p, dy, w), kernel_emu.run_direct(Bent(), dy, w, tmp_path, vendor="nvidia")) > 0.1
 
 
 LAYERS = [    # the zoo's large-filter depthwise layers (ConvNeXt 7x7, EfficientNet 5x5 s1 and s2)
@@ -247,12 +303,14 @@ def test_nvcc_builds_every_searched_tile_without_spills(arch, dtype, tmp_path):
             if not ok:
                 assert "shared memory" in why and arch == "sm_80", why
                 continue
-            b = offline.inspect_nvidia(make_direct_spec(p, t, mma_config(*tile)).emit().text, arch, tmp_path, "k")
-            assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.spill_load_bytes == 0 \
-                and b.stack_bytes == 0, (kw, tile, b.registers)
-            assert b.count("mma.sync.aligned.m16n8k16") > 0 and b.count("ldmatrix") > 0
-            built += 1
-    assert built >= 3 * len(MMA_TILES) - 3
+            for persistent in (False, True) if dtype == "fp16" else (False,):    # the walk: one dtype
+                spec = make_direct_spec(p, t, mma_config(*tile, persistent=persistent))
+                b = offline.inspect_nvidia(spec.emit().text, arch, tmp_path, "k")
+                assert 0 < b.registers <= 255 and b.spill_store_bytes == 0 and b.spill_load_bytes == 0 \
+                    and b.stack_bytes == 0, (kw, tile, persistent, b.registers)
+                assert b.count("mma.sync.aligned.m16n8k16") > 0 and b.count("ldmatrix") > 0
+                built += 1
+    assert built >= (3 * len(MMA_TILES) - 3) * (2 if dtype == "fp16" else 1)
 
 
 # ----------------------------------------------------------------------------- DIRECT_NCHW
@@ -264,8 +322,8 @@ LAYOUT_CASES = [("NCHW", "NCHW", "NCHW"), ("NHWC", "NCHW", "NCHW"), ("NCHW", "NH
 """(dX, dY, W) layouts DIRECT_NCHW serves: at least one of dY and dX NCHW, W in either."""
 
 
-def native(tile=(16, 16, 8, 4)):
-    return mma_config(*tile).replace(schedule=KernelSchedule.DIRECT_NCHW)
+def native(tile=(16, 16, 8, 4), persistent=False):
+    return mma_config(*tile, persistent=persistent).replace(schedule=KernelSchedule.DIRECT_NCHW)
 
 
 def laid(p: ConvProblem, lay) -> ConvProblem:
@@ -289,7 +347,8 @@ def test_direct_nchw_solution_has_no_transform_and_names_its_layouts(lay):
     p = laid(dw(C=32, Hi=20, Wi=24, Y=7, X=7, pH=3, pW=3), lay)
     solver = DgradSolver()
     cfgs = [c for c in solver.search(p, SM90) if c.schedule is KernelSchedule.DIRECT_NCHW]
-    assert len(cfgs) == len(MMA_TILES) and all(c.vector_size_a == MMA_BODY for c in cfgs)
+    assert len(cfgs) == 2 * len(MMA_TILES) and [c.vector_size_a for c in cfgs] == \
+        [MMA_BODY] * len(MMA_TILES) + [MMA_PERSISTENT_BODY] * len(MMA_TILES)
     sol = solver.get_solution(p, SM90, cfgs[0])
     dy_order, dx_order = ("NCHW" if lay[1] == "NCHW" else "NHWC"), ("NCHW" if lay[0] == "NCHW" else "NHWC")
     assert f"_dy{dy_order}_dx{dx_order}_" in sol.kernel_name and "+transpose" not in sol.kernel_name
@@ -322,16 +381,17 @@ def test_cpu_engine_runs_direct_nchw_in_every_layout(lay):
 @pytest.mark.parametrize("case", range(len(LAYOUT_CASES) + 6))
 def test_emulated_direct_nchw_matches_float64_reference(case, tmp_path):
     """The mma body reading dY and writing dX in their own layouts (each case of
-    LAYOUT_CASES on a fixed 7x7 problem, then random problems and tiles), dX NaN-poisoned."""
+    LAYOUT_CASES on a fixed 7x7 problem, then random problems and tiles, half of them on
+    persistent blocks of a 1-3 multiprocessor device), dX NaN-poisoned."""
     R = random.Random(800 + case)
     if case < len(LAYOUT_CASES):
-        p, tile = laid(FIXED[0], LAYOUT_CASES[case]), (16, 16, 8, 4)
+        p, tile, persistent = laid(FIXED[0], LAYOUT_CASES[case]), (16, 16, 8, 4), False
     else:
         p = None
         while p is None or mma_reason(laid(p, ("NCHW",) * 3), SM90, native=True) is not None:
             p = random_mma_problem(R)
-        p, tile = laid(p, R.choice(LAYOUT_CASES)), R.choice(SMALL_TILES)
-    s = make_direct_spec(p, SM90, native(tile))
+        p, tile, persistent = laid(p, R.choice(LAYOUT_CASES)), R.choice(SMALL_TILES), R.random() < 0.5
+    s = make_direct_spec(p, few_cus(R.randint(1, 3)) if persistent else SM90, native(tile, persistent))
     emulated_matches_reference(s, case, "nvidia", tmp_path)
 
 
@@ -381,7 +441,9 @@ def test_emulated_amd_mma_body_matches_float64_reference(case, tmp_path):
     if case >= len(FIXED):
         tile = R.choice([t for t in AMD_MMA_TILES
                          if is_valid_direct_config(p, GFX942, mma_config(*t, rows=16).replace(schedule=sched))[0]])
-    s = make_direct_spec(p, GFX942, mma_config(*tile, rows=16).replace(schedule=sched))
+    persistent = case % 2 == 1          # persistent blocks of a 2-CU device: each walks several tiles
+    t = GFX942.with_(num_cus=2) if persistent else GFX942
+    s = make_direct_spec(p, t, mma_config(*tile, rows=16, persistent=persistent).replace(schedule=sched))
     emulated_matches_reference(s, case, "amd", tmp_path)
 
 
@@ -395,12 +457,15 @@ def test_clang_builds_amd_mma_tiles_without_scratch(arch, tmp_path):
             for dtype in ("fp16", "bf16"):
                 p = laid(dw(**kw, dtype=dtype), (lay,) * 3)
                 for tile in AMD_MMA_TILES:
-                    cfg = mma_config(*tile, rows=16).replace(schedule=sched)
-                    ok, why = is_valid_direct_config(p, t, cfg)
-                    if not ok:
-                        assert "shared memory" in why, why
-                        continue
-                    co = offline.compile_amd(make_direct_spec(p, t, cfg).emit().text, arch, tmp_path)
-                    assert co.data and co.resources.get("ScratchSize [bytes/lane]", 0) == 0, (kw, tile, co.resources)
-                    built += 1
-    assert built >= 3 * 2 * 2 * 4
+                    # persistent blocks: fp16 only (the walk does not depend on the type)
+                    for persistent in (False, True) if dtype == "fp16" else (False,):
+                        cfg = mma_config(*tile, rows=16, persistent=persistent).replace(schedule=sched)
+                        ok, why = is_valid_direct_config(p, t, cfg)
+                        if not ok:
+                            assert "shared memory" in why, why
+                            continue
+                        co = offline.compile_amd(make_direct_spec(p, t, cfg).emit().text, arch, tmp_path)
+                        assert co.data and co.resources.get("ScratchSize [bytes/lane]", 0) == 0, \
+                            (kw, tile, persistent, co.resources)
+                        built += 1
+    assert built >= 3 * 2 * 3 * 4

@@ -781,14 +781,14 @@ def test_direct_mma_body_verifies(engine, dtype, line):
     """The direct schedule's mma body (``vector_size_a`` 2: banded-W MMAs on tensor cores)
     on every searched tile, where it applies (depthwise, C a multiple of 8, NVIDIA)."""
     from miopen_solver.config import KernelSchedule
-    from miopen_solver.direct import MMA_BODY, mma_reason
+    from miopen_solver.direct import MMA_BODIES, mma_reason
     from miopen_solver.solver import DgradSolver
     p = _nhwc_problem(dtype, line)
     if mma_reason(p, engine.target) is not None:
         pytest.skip(mma_reason(p, engine.target))
     rng = np.random.default_rng(14)
     cfgs = [c for c in DgradSolver().search(p, engine.target)
-            if c.schedule is KernelSchedule.DIRECT and c.vector_size_a == MMA_BODY]
+            if c.schedule is KernelSchedule.DIRECT and c.vector_size_a in MMA_BODIES]
     assert cfgs
     assert sum(_check(engine, p, cfg, rng) is not None for cfg in cfgs) >= 1
 
@@ -815,8 +815,28 @@ def test_direct_mma_body_random_problems(engine, seed):
             pytest.skip(mma_reason(p, engine.target))
     tiles = [t for t in MMA_TILES if is_valid_direct_config(p, engine.target, mma_config(*t))[0]]
     assert tiles
-    cfg = mma_config(*R.choice(tiles))
-    assert _check(engine, p, cfg, np.random.default_rng(seed)) is not None
+    cfg = mma_config(*R.choice(tiles), persistent=R.random() < 0.5)
+    # persistent blocks sized for a 1-3 SM device: every block walks many tiles, across phases
+    target = engine.target.with_(num_cus=R.randint(1, 3)) if cfg.vector_size_a == 3 else None
+    assert _check(engine, p, cfg, np.random.default_rng(seed), target=target) is not None
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("line", DIRECT_LINES)
+def test_direct_mma_persistent_blocks_walk_many_tiles(engine, dtype, line):
+    """The mma body on persistent blocks (``vector_size_a`` 3) with the grid sized for a
+    3-SM device: each block walks many dX tiles (and the W phases of strided lines, building
+    its band table again for each), NaN-poisoned dX against the float64 reference."""
+    from miopen_solver.direct import MMA_TILES, is_valid_direct_config, mma_config, mma_reason
+    p = _nhwc_problem(dtype, line)
+    if mma_reason(p, engine.target) is not None:
+        pytest.skip(mma_reason(p, engine.target))
+    small = engine.target.with_(num_cus=3)
+    cfgs = [mma_config(*t, persistent=True) for t in MMA_TILES]
+    cfgs = [c for c in cfgs if is_valid_direct_config(p, small, c)[0]]
+    assert cfgs
+    for i, cfg in enumerate(cfgs[:3]):
+        assert _check(engine, p, cfg, np.random.default_rng(40 + i), target=small) is not None
 
 
 @pytest.mark.parametrize("lay", [("NCHW", "NCHW", "NCHW"), ("NHWC", "NCHW", "NCHW"), ("NCHW", "NHWC", "NHWC")])

@@ -732,6 +732,24 @@ DD_DEVICE void dd_dispatch(int rw, const dd_t* __restrict__ dy, const float* ws,
     }
 }
 
+// #block unit
+// A block's work unit from its index b: channel block cb fastest, then phase ph = rh *
+// DD_NPH_W + rw, tile tw along W, tile th along H, image n.
+struct dd_unit { int cb, ph, tw, th, n; };
+DD_DEVICE dd_unit dd_unit_of(long long b) {
+    dd_unit u;
+    u.cb = (int)(b % DD_CB);
+    b /= DD_CB;
+    u.ph = (int)(b % (DD_NPH_H * DD_NPH_W));
+    b /= DD_NPH_H * DD_NPH_W;
+    u.tw = (int)(b % DD_TILES_W);
+    b /= DD_TILES_W;
+    u.th = (int)(b % DD_TILES_H);
+    u.n = (int)(b / DD_TILES_H);
+    return u;
+}
+// #end block unit
+
 // ------------------------------------------------------------------ the kernel
 DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restrict__ w, dd_t* __restrict__ dx) {
     extern DD_SHARED __attribute__((aligned(16))) unsigned char dd_smem[];
@@ -739,15 +757,8 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
     float* ws = reinterpret_cast<float*>(dd_smem);                      // [Y*X][DD_WSP] fp32
     dd_t* ys = reinterpret_cast<dd_t*>(dd_smem + DD_WS_BYTES);          // staged dY (DD_STAGE)
     const int tid = DD_TID();
-    long long b = DD_BID();
-    const int cb = (int)(b % DD_CB);
-    b /= DD_CB;
-    const int ph = (int)(b % (DD_NPH_H * DD_NPH_W));
-    b /= DD_NPH_H * DD_NPH_W;
-    const int tw = (int)(b % DD_TILES_W);
-    b /= DD_TILES_W;
-    const int th = (int)(b % DD_TILES_H);
-    const int n = (int)(b / DD_TILES_H);
+    const dd_unit unit = dd_unit_of(DD_BID());
+    const int cb = unit.cb, ph = unit.ph, tw = unit.tw, th = unit.th, n = unit.n;
     const int rh = ph / DD_NPH_W;
     const int rw = ph % DD_NPH_W;
 

@@ -27,7 +27,8 @@
 //
 // Block steps: (1) the band table: for every filter row y and channel, A's diagonals as
 // 32-bit pairs (A[m][k] depends on k - m only), so a warp loads its A fragment with 4*DD_KS
-// shared loads at fixed offsets; (2) the dY window to the planes, 16-byte global loads of
+// shared loads at fixed offsets (a thread builds whole rows from the row's X taps; persistent
+// blocks build it once per W phase); (2) the dY window to the planes, 16-byte global loads of
 // 8 channels, zeros outside dY and outside the columns and rows any tap reads; (3) each
 // warp takes channels warp, warp + DD_WARPS, ..., sums every valid filter row's MMAs into
 // fp32 accumulators and stores them, rounded to the storage type, into the channel's
@@ -51,6 +52,8 @@
 // #include-block direct.cu vendor
 
 // #include-block direct.cu moves
+
+// #include-block direct.cu unit
 
 // ------------------------------------------------------------------ rules (mirror direct.py)
 #if defined(DG_VENDOR_AMD)
@@ -79,7 +82,7 @@ static_assert((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR <= DD_PR * DD_PP, "an outp
 #define DD_OUT_STRIDE ((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR)
 #endif
 static_assert(DD_BW >= 16 * DD_KS + 16, "band entries per (row, channel)");
-#define DD_BATCH 4           // loads a thread issues before it stores any (staging and the band table)
+#define DD_BATCH 4           // loads a thread issues before it stores any (the dY staging)
 
 // ------------------------------------------------------------------ matrix instructions
 #if defined(DG_VENDOR_AMD)
@@ -149,6 +152,17 @@ DD_DEVICE bool dd_tap_ok(int r, int pad, int stride, int dil, int t) {
 }
 
 // ------------------------------------------------------------------ the kernel
+// A block's work unit: dX tile (th, tw) of image n in phase ph = rh * DD_NPH_W + rw, for
+// channel block cb. One unit per block (DD_WALKERS 0: dd_unit_of), or persistent blocks
+// (DD_WALKERS > 0): block b takes channel block b % DD_CB and walks the units b / DD_CB,
+// + DD_WALKERS, ... of that channel block (tile along W fastest, then along H, image, phase),
+// so its band table is built once per W phase it meets instead of once per unit, and the
+// blocks of a multiprocessor drift apart (one stages its dY window while another multiplies).
+#if DD_WALKERS
+constexpr long long DD_UNITS_PER_PHASE = (long long)DG_N * DD_TILES_H * DD_TILES_W;
+constexpr long long DD_UNITS = DD_UNITS_PER_PHASE * DD_NPH_H * DD_NPH_W;
+#endif
+
 DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restrict__ w, dd_t* __restrict__ dx) {
     extern DD_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
     DD_GRID_DEPENDENCY();
@@ -158,309 +172,326 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
     // where it fits (DD_OUT_IN_PLANE; only the warp that reads a plane writes it), else after them.
     dd_t* outp = planes + (DD_OUT_IN_PLANE ? 0 : DD_TN * DD_PR * DD_PP);
     const int tid = DD_TID();
-    long long b = DD_BID();
-    const int cb = (int)(b % DD_CB);
-    b /= DD_CB;
-    const int ph = (int)(b % (DD_NPH_H * DD_NPH_W));
-    b /= DD_NPH_H * DD_NPH_W;
-    const int tw = (int)(b % DD_TILES_W);
-    b /= DD_TILES_W;
-    const int th = (int)(b % DD_TILES_H);
-    const int n = (int)(b / DD_TILES_H);
-    const int rh = ph / DD_NPH_W;
-    const int rw = ph % DD_NPH_W;
-    const int c0 = cb * DD_TN;
-    const int qh0 = th * DD_TQH;
-    const int qw0 = tw * DD_TQW;
+#if DD_WALKERS
+    const int cb = (int)(DD_BID() % DD_CB);
+    int band_rw = -1;                  // the W phase the band table holds (-1: none yet)
+    for (long long work = DD_BID() / DD_CB; work < DD_UNITS; work += DD_WALKERS) {
+        const int ph = (int)(work / DD_UNITS_PER_PHASE);
+        long long b = work % DD_UNITS_PER_PHASE;
+        const int tw = (int)(b % DD_TILES_W);
+        b /= DD_TILES_W;
+        const int th = (int)(b % DD_TILES_H);
+        const int n = (int)(b / DD_TILES_H);
+#else
+    {
+        const dd_unit unit = dd_unit_of(DD_BID());
+        const int cb = unit.cb, ph = unit.ph, tw = unit.tw, th = unit.th, n = unit.n;
+        const int band_rw = -1;
+#endif
+        const int rh = ph / DD_NPH_W;
+        const int rw = ph % DD_NPH_W;
+        const int c0 = cb * DD_TN;
+        const int qh0 = th * DD_TQH;
+        const int qw0 = tw * DD_TQW;
 
-    // The phase's tap offsets: the smallest and largest of each axis (none: no tap reaches).
-    int ymin = 0, ymax = -1, xmin = 0, xmax = -1;
-    for (int t = 0; t < DG_Y; ++t) {
-        if (!dd_tap_ok(rh, DG_PH, DG_SH, DG_DH, t)) continue;
-        const int off = (rh + DG_PH - t * DG_DH) / DG_SH;
-        if (ymax < ymin) ymin = ymax = off;
-        else { ymin = off < ymin ? off : ymin; ymax = off > ymax ? off : ymax; }
-    }
-    for (int t = 0; t < DG_X; ++t) {
-        if (!dd_tap_ok(rw, DG_PW, DG_SW, DG_DW, t)) continue;
-        const int off = (rw + DG_PW - t * DG_DW) / DG_SW;
-        if (xmax < xmin) xmin = xmax = off;
-        else { xmin = off < xmin ? off : xmin; xmax = off > xmax ? off : xmax; }
-    }
-    const bool taps = ymax >= ymin && xmax >= xmin;
+        // The phase's tap offsets: the smallest and largest of each axis (none: no tap reaches).
+        int ymin = 0, ymax = -1, xmin = 0, xmax = -1;
+        for (int t = 0; t < DG_Y; ++t) {
+            if (!dd_tap_ok(rh, DG_PH, DG_SH, DG_DH, t)) continue;
+            const int off = (rh + DG_PH - t * DG_DH) / DG_SH;
+            if (ymax < ymin) ymin = ymax = off;
+            else { ymin = off < ymin ? off : ymin; ymax = off > ymax ? off : ymax; }
+        }
+        for (int t = 0; t < DG_X; ++t) {
+            if (!dd_tap_ok(rw, DG_PW, DG_SW, DG_DW, t)) continue;
+            const int off = (rw + DG_PW - t * DG_DW) / DG_SW;
+            if (xmax < xmin) xmin = xmax = off;
+            else { xmin = off < xmin ? off : xmin; xmax = off > xmax ? off : xmax; }
+        }
+        const bool taps = ymax >= ymin && xmax >= xmin;
 
-    // (1) The band table: band[y][c][16 + d] holds A[m][k], A[m][k+1] for k - m = d, i.e. the
-    // W[c,y,x] of the taps whose offsets are d + xmin and d + 1 + xmin (0 where no valid x),
-    // so a thread's A fragment is 4*DD_KS 32-bit shared loads at fixed offsets.
-    // DD_BATCH entries a thread: their loads are issued together, then stored (one round trip
-    // to L2 per batch instead of one per entry).
-    constexpr int BAND_N = DG_Y * DD_TN * DD_BW;
-    for (int i0 = tid; i0 < BAND_N; i0 += DD_BATCH * DD_THREADS) {
-        dd_u32 pair[DD_BATCH];
+        // (1) The band table: band[y][c][16 + d] holds A[m][k], A[m][k+1] for k - m = d, i.e. the
+        // W[c,y,x] of the taps whose offsets are d + xmin (low half) and d + 1 + xmin (high half),
+        // 0 where no valid x, so a thread's A fragment is 4*DD_KS 32-bit shared loads at fixed
+        // offsets. It depends on the W phase only. A thread builds whole rows (y, c): the row's X
+        // taps loaded together (W[c][y][0..X) lie consecutively), its DD_BW words zeroed in 16-byte
+        // stores, then each valid tap x, at offset o, added into entries o - xmin (low half) and
+        // o - xmin - 1 (high half). Block-uniform condition: the barrier after (2) orders the
+        // rows before any warp reads them, and the one that ends the previous unit every read of
+        // the old table before it is rebuilt.
+        if (rw != band_rw) {
+            for (int t = tid; t < DG_Y * DD_TN; t += DD_THREADS) {
+                const int cl = t % DD_TN;
+                const int y = t / DD_TN;
+                dd_u32 tap[DG_X];
 #pragma unroll
-        for (int u = 0; u < DD_BATCH; ++u) {
-            const int i = i0 + u * DD_THREADS;
-            const int d = i % DD_BW - 16;
-            const int t = i / DD_BW;
-            const int cl = t % DD_TN;
-            const int y = t / DD_TN;
-            pair[u] = 0;
-            if (i < BAND_N && c0 + cl < DG_C) {
+                for (int x = 0; x < DG_X; ++x)
+                    tap[x] = c0 + cl < DG_C && dd_tap_ok(rw, DG_PW, DG_SW, DG_DW, x)
+                                 ? (dd_u32)w[((dd_idx)(c0 + cl) * DG_Y + y) * DG_X + x] : 0u;
+                dd_u32* row = band + t * DD_BW;
+                dd_b16* row16 = reinterpret_cast<dd_b16*>(row);
+                const dd_b16 zero = {{0u, 0u, 0u, 0u}};
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int num = rw + DG_PW - (d + h + xmin) * DG_SW;       // = x * dW for a tap x
-                    if (num >= 0 && num % DG_DW == 0 && num / DG_DW < DG_X)
-                        pair[u] |= (dd_u32)w[((dd_idx)(c0 + cl) * DG_Y + y) * DG_X + num / DG_DW] << (16 * h);
+                for (int i = 0; i < DD_BW / 4; ++i) row16[i] = zero;
+#pragma unroll
+                for (int x = 0; x < DG_X; ++x) {
+                    if (!dd_tap_ok(rw, DG_PW, DG_SW, DG_DW, x)) continue;
+                    const int e = 16 + (rw + DG_PW - x * DG_DW) / DG_SW - xmin;
+                    row[e] |= tap[x];
+                    row[e - 1] |= tap[x] << 16;
                 }
             }
+#if DD_WALKERS
+            band_rw = rw;
+#endif
         }
-#pragma unroll
-        for (int u = 0; u < DD_BATCH; ++u)
-            if (i0 + u * DD_THREADS < BAND_N) band[i0 + u * DD_THREADS] = pair[u];
-    }
 
-    // (2) The dY window, channel-major: plane row pr, column pc hold dY row qh0 + ymin + pr,
-    // column qw0 + xmin + pc; zeros outside dY and outside what a tap reads.
-    constexpr int GROUPS = DD_TN / 8;
-    const int rows_read = DD_TQH + (ymax - ymin);
-    const int cols_read = DD_TQW + (xmax - xmin);
+        // (2) The dY window, channel-major: plane row pr, column pc hold dY row qh0 + ymin + pr,
+        // column qw0 + xmin + pc; zeros outside dY and outside what a tap reads.
+        constexpr int GROUPS = DD_TN / 8;
+        const int rows_read = DD_TQH + (ymax - ymin);
+        const int cols_read = DD_TQW + (xmax - xmin);
 #if DD_DY_NCHW
-    // NCHW dY: a plane row is a piece of a dY row; consecutive threads take consecutive
-    // column pairs (coalesced loads, one 32-bit shared store each).
-    // 4 * DD_BATCH pairs a thread in flight at once.
-    constexpr int STAGE_N = DD_TN * DD_PR * (DD_PW / 2);
-    for (int i0 = tid; i0 < STAGE_N; i0 += 4 * DD_BATCH * DD_THREADS) {
-        dd_u32 v[4 * DD_BATCH];
+        // NCHW dY: a plane row is a piece of a dY row; consecutive threads take consecutive
+        // column pairs (coalesced loads, one 32-bit shared store each).
+        // 4 * DD_BATCH pairs a thread in flight at once.
+        constexpr int STAGE_N = DD_TN * DD_PR * (DD_PW / 2);
+        for (int i0 = tid; i0 < STAGE_N; i0 += 4 * DD_BATCH * DD_THREADS) {
+            dd_u32 v[4 * DD_BATCH];
 #pragma unroll
-        for (int u = 0; u < 4 * DD_BATCH; ++u) {
-            const int i = i0 + u * DD_THREADS;
-            const int pc = 2 * (i % (DD_PW / 2));
-            const int t = i / (DD_PW / 2);
-            const int pr = t % DD_PR;
-            const int cl = t / DD_PR;
-            const int ho = qh0 + ymin + pr;
-            const int wo = qw0 + xmin + pc;
-            const bool row_ok = i < STAGE_N && taps && pr < rows_read && ho >= 0 && ho < DG_HO && c0 + cl < DG_C;
-            const dd_t* src = dy + (((dd_idx)n * DG_C + c0 + cl) * DG_HO + ho) * DG_WO + wo;
-            const dd_t e0 = row_ok && pc < cols_read && wo >= 0 && wo < DG_WO ? src[0] : (dd_t)0;
-            const dd_t e1 = row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO ? src[1] : (dd_t)0;
-            v[u] = (dd_u32)e0 | ((dd_u32)e1 << 16);
-        }
+            for (int u = 0; u < 4 * DD_BATCH; ++u) {
+                const int i = i0 + u * DD_THREADS;
+                const int pc = 2 * (i % (DD_PW / 2));
+                const int t = i / (DD_PW / 2);
+                const int pr = t % DD_PR;
+                const int cl = t / DD_PR;
+                const int ho = qh0 + ymin + pr;
+                const int wo = qw0 + xmin + pc;
+                const bool row_ok = i < STAGE_N && taps && pr < rows_read && ho >= 0 && ho < DG_HO && c0 + cl < DG_C;
+                const dd_t* src = dy + (((dd_idx)n * DG_C + c0 + cl) * DG_HO + ho) * DG_WO + wo;
+                const dd_t e0 = row_ok && pc < cols_read && wo >= 0 && wo < DG_WO ? src[0] : (dd_t)0;
+                const dd_t e1 = row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO ? src[1] : (dd_t)0;
+                v[u] = (dd_u32)e0 | ((dd_u32)e1 << 16);
+            }
 #pragma unroll
-        for (int u = 0; u < 4 * DD_BATCH; ++u) {
-            const int i = i0 + u * DD_THREADS;
-            if (i < STAGE_N)
-                *reinterpret_cast<dd_u32*>(planes + (i / (DD_PW / 2)) * DD_PP + 2 * (i % (DD_PW / 2))) = v[u];
-        }
-    }
-#else
-    // NHWC dY: a thread moves two neighbouring pixels of 8 channels: two 16-byte loads,
-    // eight 32-bit shared stores. The channel group is the fastest index, so neighbouring
-    // threads read neighbouring 16-byte pieces of a pixel (whole 32-byte sectors); DD_BATCH
-    // pixel pairs a thread are loaded before any is stored.
-    constexpr int STAGE_N = GROUPS * DD_PR * (DD_PW / 2);
-    for (int i0 = tid; i0 < STAGE_N; i0 += DD_BATCH * DD_THREADS) {
-        dd_t e0[DD_BATCH][8], e1[DD_BATCH][8];
-#pragma unroll
-        for (int u = 0; u < DD_BATCH; ++u) {
-            const int i = i0 + u * DD_THREADS;
-            const int g8 = i % GROUPS;
-            const int t = i / GROUPS;
-            const int pc = 2 * (t % (DD_PW / 2));
-            const int pr = t / (DD_PW / 2);
-            const int ho = qh0 + ymin + pr;
-            const int wo = qw0 + xmin + pc;
-            const int c = c0 + 8 * g8;
-            const bool row_ok = i < STAGE_N && taps && pr < rows_read && ho >= 0 && ho < DG_HO && c < DG_C;
-            const dd_t* src = dy + (((dd_idx)n * DG_HO + ho) * DG_WO + wo) * DG_C + c;
-            if (row_ok && pc < cols_read && wo >= 0 && wo < DG_WO) dd_load<8, true>(e0[u], src);
-            else dd_zero<8>(e0[u]);
-            if (row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO) dd_load<8, true>(e1[u], src + DG_C);
-            else dd_zero<8>(e1[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < DD_BATCH; ++u) {
-            const int i = i0 + u * DD_THREADS;
-            if (i >= STAGE_N) continue;
-            const int t = i / GROUPS;
-            dd_u32* dst = reinterpret_cast<dd_u32*>(
-                planes + (8 * (i % GROUPS) * DD_PR + t / (DD_PW / 2)) * DD_PP + 2 * (t % (DD_PW / 2)));
-#pragma unroll
-            for (int k = 0; k < 8; ++k) dst[k * (DD_PR * DD_PP / 2)] = (dd_u32)e0[u][k] | ((dd_u32)e1[u][k] << 16);
-        }
-    }
-#endif
-    DD_SYNC();
-
-    // (3) Per channel: every valid filter row's banded A times the staged dY rows.
-    const int warp = tid / DD_WAVE;
-    const int lane = tid % DD_WAVE;
-#if defined(DG_VENDOR_AMD)
-    const int lm = lane % 16;                  // A's row m, B's column n (a dY row of the unit)
-    const int lk = 4 * (lane / 16);            // the lane's 4 k columns
-    const int band_lane = 16 + lk - lm;        // band entry of A[m][k], A[m][k+1]
-#else
-    const int g = lane / 4;
-    const int t4 = lane % 4;
-    const dg_u32 plane_base = dg_smem_addr(planes);
-    // A fragment (m16n8k16, row-major): a[s][r] holds A[m][k], A[m][k+1] with m = g + 8*(r&1),
-    // k = 16*s + 2*t4 + 8*(r>>1): band entry 16 + k - m.
-    const int band_lane = 16 + 2 * t4 - g;
-#endif
-    for (int cl = warp; cl < DD_TN; cl += DD_WARPS) {
-        float acc[DD_RB][DD_CBW][4];
-#pragma unroll
-        for (int rb = 0; rb < DD_RB; ++rb)
-#pragma unroll
-            for (int cw = 0; cw < DD_CBW; ++cw)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[rb][cw][e] = 0.0f;
-        if (taps && c0 + cl < DG_C) {
-            for (int ty = 0; ty < DG_Y; ++ty) {
-                if (!dd_tap_ok(rh, DG_PH, DG_SH, DG_DH, ty)) continue;
-                const int row0 = (rh + DG_PH - ty * DG_DH) / DG_SH - ymin;    // plane row of unit row 0
-                const dd_u32* brow = band + (ty * DD_TN + cl) * DD_BW + band_lane;
-#if defined(DG_VENDOR_AMD)
-                dd_opv a[DD_KS];
-#pragma unroll
-                for (int s = 0; s < DD_KS; ++s) a[s] = dd_opv_of(brow[16 * s], brow[16 * s + 2]);
-#pragma unroll
-                for (int rb = 0; rb < DD_RB; ++rb)
-#pragma unroll
-                    for (int cw = 0; cw < DD_CBW; ++cw) {
-                        // B: 4 consecutive dY columns of plane row row0 + 16*rb + lm (8 bytes)
-                        const dd_t* bp = planes + (cl * DD_PR + row0 + 16 * rb + lm) * DD_PP + 16 * cw + lk;
-                        dd_accv c = {acc[rb][cw][0], acc[rb][cw][1], acc[rb][cw][2], acc[rb][cw][3]};
-#pragma unroll
-                        for (int s = 0; s < DD_KS; ++s) {
-                            const dd_u32* bw = reinterpret_cast<const dd_u32*>(bp + 16 * s);
-                            c = dd_mfma(a[s], dd_opv_of(bw[0], bw[1]), c);
-                        }
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) acc[rb][cw][e] = c[e];
-                    }
-#else
-                dg_u32 a[DD_KS][4];
-#pragma unroll
-                for (int s = 0; s < DD_KS; ++s)
-#pragma unroll
-                    for (int r = 0; r < 4; ++r) a[s][r] = brow[16 * s + 8 * (r >> 1) - 8 * (r & 1)];
-#pragma unroll
-                for (int rb = 0; rb < DD_RB; ++rb)
-#pragma unroll
-                    for (int cw = 0; cw < DD_CBW; ++cw) {
-                        // ldmatrix: lanes 8i..8i+7 address rows 0..7 (dY rows) of matrix i
-                        // (8 k-columns from 8*i); x4 covers two k-steps, x2 one.
-                        const dg_u32 addr = plane_base +
-                            (dg_u32)(((cl * DD_PR + row0 + 8 * rb + (lane & 7)) * DD_PP + 16 * cw + 8 * (lane >> 3)) * 2);
-#pragma unroll
-                        for (int s = 0; s + 1 < DD_KS; s += 2) {
-                            dg_u32 r[4];
-                            dg_ldmatrix_x4(r, addr + 32 * s);
-                            dg_mma(acc[rb][cw], a[s], r[0], r[1]);
-                            dg_mma(acc[rb][cw], a[s + 1], r[2], r[3]);
-                        }
-                        if constexpr (DD_KS % 2 == 1) {
-                            dg_u32 r[2];
-                            dg_ldmatrix_x2(r, addr + 32 * (DD_KS - 1));
-                            dg_mma(acc[rb][cw], a[DD_KS - 1], r[0], r[1]);
-                        }
-                    }
-#endif
+            for (int u = 0; u < 4 * DD_BATCH; ++u) {
+                const int i = i0 + u * DD_THREADS;
+                if (i < STAGE_N)
+                    *reinterpret_cast<dd_u32*>(planes + (i / (DD_PW / 2)) * DD_PP + 2 * (i % (DD_PW / 2))) = v[u];
             }
         }
-#if DD_OUT_IN_PLANE
-        DD_WAVE_SYNC();                 // every lane's reads of this plane are done
-#endif
-        // The accumulators -> the channel's output plane, rounded to the storage type.
-#if defined(DG_VENDOR_AMD)
-        // acc[..][e] is dX column m = lk + e, row j = lm of the unit.
-#pragma unroll
-        for (int rb = 0; rb < DD_RB; ++rb)
-#pragma unroll
-            for (int cw = 0; cw < DD_CBW; ++cw)
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-#if DD_DX_NCHW
-                    outp[cl * DD_OUT_STRIDE + (16 * rb + lm) * DD_OPR + 16 * cw + lk + e] = dd_from_f(acc[rb][cw][e]);
 #else
-                    outp[cl * DD_OUT_STRIDE + (16 * cw + lk + e) * DD_OPR + 16 * rb + lm] = dd_from_f(acc[rb][cw][e]);
+        // NHWC dY: a thread moves two neighbouring pixels of 8 channels: two 16-byte loads,
+        // eight 32-bit shared stores. The channel group is the fastest index, so neighbouring
+        // threads read neighbouring 16-byte pieces of a pixel (whole 32-byte sectors); DD_BATCH
+        // pixel pairs a thread are loaded before any is stored.
+        constexpr int STAGE_N = GROUPS * DD_PR * (DD_PW / 2);
+        for (int i0 = tid; i0 < STAGE_N; i0 += DD_BATCH * DD_THREADS) {
+            dd_t e0[DD_BATCH][8], e1[DD_BATCH][8];
+#pragma unroll
+            for (int u = 0; u < DD_BATCH; ++u) {
+                const int i = i0 + u * DD_THREADS;
+                const int g8 = i % GROUPS;
+                const int t = i / GROUPS;
+                const int pc = 2 * (t % (DD_PW / 2));
+                const int pr = t / (DD_PW / 2);
+                const int ho = qh0 + ymin + pr;
+                const int wo = qw0 + xmin + pc;
+                const int c = c0 + 8 * g8;
+                const bool row_ok = i < STAGE_N && taps && pr < rows_read && ho >= 0 && ho < DG_HO && c < DG_C;
+                const dd_t* src = dy + (((dd_idx)n * DG_HO + ho) * DG_WO + wo) * DG_C + c;
+                if (row_ok && pc < cols_read && wo >= 0 && wo < DG_WO) dd_load<8, true>(e0[u], src);
+                else dd_zero<8>(e0[u]);
+                if (row_ok && pc + 1 < cols_read && wo + 1 >= 0 && wo + 1 < DG_WO) dd_load<8, true>(e1[u], src + DG_C);
+                else dd_zero<8>(e1[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < DD_BATCH; ++u) {
+                const int i = i0 + u * DD_THREADS;
+                if (i >= STAGE_N) continue;
+                const int t = i / GROUPS;
+                dd_u32* dst = reinterpret_cast<dd_u32*>(
+                    planes + (8 * (i % GROUPS) * DD_PR + t / (DD_PW / 2)) * DD_PP + 2 * (t % (DD_PW / 2)));
+#pragma unroll
+                for (int k = 0; k < 8; ++k) dst[k * (DD_PR * DD_PP / 2)] = (dd_u32)e0[u][k] | ((dd_u32)e1[u][k] << 16);
+            }
+        }
+#endif
+        DD_SYNC();
+
+        // (3) Per channel: every valid filter row's banded A times the staged dY rows.
+        const int warp = tid / DD_WAVE;
+        const int lane = tid % DD_WAVE;
+#if defined(DG_VENDOR_AMD)
+        const int lm = lane % 16;                  // A's row m, B's column n (a dY row of the unit)
+        const int lk = 4 * (lane / 16);            // the lane's 4 k columns
+        const int band_lane = 16 + lk - lm;        // band entry of A[m][k], A[m][k+1]
+#else
+        const int g = lane / 4;
+        const int t4 = lane % 4;
+        const dg_u32 plane_base = dg_smem_addr(planes);
+        // A fragment (m16n8k16, row-major): a[s][r] holds A[m][k], A[m][k+1] with m = g + 8*(r&1),
+        // k = 16*s + 2*t4 + 8*(r>>1): band entry 16 + k - m.
+        const int band_lane = 16 + 2 * t4 - g;
+#endif
+        for (int cl = warp; cl < DD_TN; cl += DD_WARPS) {
+            float acc[DD_RB][DD_CBW][4];
+#pragma unroll
+            for (int rb = 0; rb < DD_RB; ++rb)
+#pragma unroll
+                for (int cw = 0; cw < DD_CBW; ++cw)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[rb][cw][e] = 0.0f;
+            if (taps && c0 + cl < DG_C) {
+                for (int ty = 0; ty < DG_Y; ++ty) {
+                    if (!dd_tap_ok(rh, DG_PH, DG_SH, DG_DH, ty)) continue;
+                    const int row0 = (rh + DG_PH - ty * DG_DH) / DG_SH - ymin;    // plane row of unit row 0
+                    const dd_u32* brow = band + (ty * DD_TN + cl) * DD_BW + band_lane;
+#if defined(DG_VENDOR_AMD)
+                    dd_opv a[DD_KS];
+#pragma unroll
+                    for (int s = 0; s < DD_KS; ++s) a[s] = dd_opv_of(brow[16 * s], brow[16 * s + 2]);
+#pragma unroll
+                    for (int rb = 0; rb < DD_RB; ++rb)
+#pragma unroll
+                        for (int cw = 0; cw < DD_CBW; ++cw) {
+                            // B: 4 consecutive dY columns of plane row row0 + 16*rb + lm (8 bytes)
+                            const dd_t* bp = planes + (cl * DD_PR + row0 + 16 * rb + lm) * DD_PP + 16 * cw + lk;
+                            dd_accv c = {acc[rb][cw][0], acc[rb][cw][1], acc[rb][cw][2], acc[rb][cw][3]};
+#pragma unroll
+                            for (int s = 0; s < DD_KS; ++s) {
+                                const dd_u32* bw = reinterpret_cast<const dd_u32*>(bp + 16 * s);
+                                c = dd_mfma(a[s], dd_opv_of(bw[0], bw[1]), c);
+                            }
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) acc[rb][cw][e] = c[e];
+                        }
+#else
+                    dg_u32 a[DD_KS][4];
+#pragma unroll
+                    for (int s = 0; s < DD_KS; ++s)
+#pragma unroll
+                        for (int r = 0; r < 4; ++r) a[s][r] = brow[16 * s + 8 * (r >> 1) - 8 * (r & 1)];
+#pragma unroll
+                    for (int rb = 0; rb < DD_RB; ++rb)
+#pragma unroll
+                        for (int cw = 0; cw < DD_CBW; ++cw) {
+                            // ldmatrix: lanes 8i..8i+7 address rows 0..7 (dY rows) of matrix i
+                            // (8 k-columns from 8*i); x4 covers two k-steps, x2 one.
+                            const dg_u32 addr = plane_base +
+                                (dg_u32)(((cl * DD_PR + row0 + 8 * rb + (lane & 7)) * DD_PP + 16 * cw + 8 * (lane >> 3)) * 2);
+#pragma unroll
+                            for (int s = 0; s + 1 < DD_KS; s += 2) {
+                                dg_u32 r[4];
+                                dg_ldmatrix_x4(r, addr + 32 * s);
+                                dg_mma(acc[rb][cw], a[s], r[0], r[1]);
+                                dg_mma(acc[rb][cw], a[s + 1], r[2], r[3]);
+                            }
+                            if constexpr (DD_KS % 2 == 1) {
+                                dg_u32 r[2];
+                                dg_ldmatrix_x2(r, addr + 32 * (DD_KS - 1));
+                                dg_mma(acc[rb][cw], a[DD_KS - 1], r[0], r[1]);
+                            }
+                        }
+#endif
+                }
+            }
+#if DD_OUT_IN_PLANE
+            DD_WAVE_SYNC();                 // every lane's reads of this plane are done
+#endif
+            // The accumulators -> the channel's output plane, rounded to the storage type.
+#if defined(DG_VENDOR_AMD)
+            // acc[..][e] is dX column m = lk + e, row j = lm of the unit.
+#pragma unroll
+            for (int rb = 0; rb < DD_RB; ++rb)
+#pragma unroll
+                for (int cw = 0; cw < DD_CBW; ++cw)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+#if DD_DX_NCHW
+                        outp[cl * DD_OUT_STRIDE + (16 * rb + lm) * DD_OPR + 16 * cw + lk + e] = dd_from_f(acc[rb][cw][e]);
+#else
+                        outp[cl * DD_OUT_STRIDE + (16 * cw + lk + e) * DD_OPR + 16 * rb + lm] = dd_from_f(acc[rb][cw][e]);
 #endif
 #elif DD_DX_NCHW
-        // acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit; the output
-        // plane is row-major (an NCHW dX row as it lies): 16-bit stores.
+            // acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit; the output
+            // plane is row-major (an NCHW dX row as it lies): 16-bit stores.
 #pragma unroll
-        for (int rb = 0; rb < DD_RB; ++rb)
+            for (int rb = 0; rb < DD_RB; ++rb)
 #pragma unroll
-            for (int cw = 0; cw < DD_CBW; ++cw)
+                for (int cw = 0; cw < DD_CBW; ++cw)
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    outp[cl * DD_OUT_STRIDE + (8 * rb + 2 * t4 + (e & 1)) * DD_OPR + 16 * cw + g + 8 * (e >> 1)] =
-                        dd_from_f(acc[rb][cw][e]);
+                    for (int e = 0; e < 4; ++e)
+                        outp[cl * DD_OUT_STRIDE + (8 * rb + 2 * t4 + (e & 1)) * DD_OPR + 16 * cw + g + 8 * (e >> 1)] =
+                            dd_from_f(acc[rb][cw][e]);
 #else
-        // acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit; the output
-        // plane is column-major (rows consecutive), so rows j, j+1 are one 32-bit store.
+            // acc[..][e] is dX column m = g + 8*(e>>1), row j = 2*t4 + (e&1) of the unit; the output
+            // plane is column-major (rows consecutive), so rows j, j+1 are one 32-bit store.
 #pragma unroll
-        for (int rb = 0; rb < DD_RB; ++rb)
+            for (int rb = 0; rb < DD_RB; ++rb)
 #pragma unroll
-            for (int cw = 0; cw < DD_CBW; ++cw)
+                for (int cw = 0; cw < DD_CBW; ++cw)
 #pragma unroll
-                for (int e = 0; e < 4; e += 2)
-                    *reinterpret_cast<dd_u32*>(outp + cl * DD_OUT_STRIDE + (16 * cw + g + 8 * (e >> 1)) * DD_OPR +
-                                               8 * rb + 2 * t4) =
-                        (dd_u32)dd_from_f(acc[rb][cw][e]) | ((dd_u32)dd_from_f(acc[rb][cw][e + 1]) << 16);
+                    for (int e = 0; e < 4; e += 2)
+                        *reinterpret_cast<dd_u32*>(outp + cl * DD_OUT_STRIDE + (16 * cw + g + 8 * (e >> 1)) * DD_OPR +
+                                                   8 * rb + 2 * t4) =
+                            (dd_u32)dd_from_f(acc[rb][cw][e]) | ((dd_u32)dd_from_f(acc[rb][cw][e + 1]) << 16);
 #endif
-    }
-    DD_SYNC();
+        }
+        DD_SYNC();
 
 #if DD_DX_NCHW
-    // (4) Output planes -> NCHW dX: a thread takes 8 consecutive columns of one row of one
-    // channel (one 16-byte shared load); consecutive threads take consecutive pieces of a row.
-    // With W-stride 1 and rows of a multiple of 8 elements the 8 dX elements are one aligned
-    // 16-byte store, else 8 stores (W-strided phases scatter).
-    for (int i = tid; i < DD_TN * DD_TQH * (DD_TQW / 8); i += DD_THREADS) {
-        const int q8 = 8 * (i % (DD_TQW / 8));
-        const int t = i / (DD_TQW / 8);
-        const int qr = t % DD_TQH;
-        const int cl = t / DD_TQH;
-        const int hi = (qh0 + qr) * DG_SH + rh;
-        const int wi0 = (qw0 + q8) * DG_SW + rw;
-        if (hi >= DG_HI || wi0 >= DG_WI || c0 + cl >= DG_C) continue;
-        dd_t e[8];
-        dd_load<8, false>(e, outp + cl * DD_OUT_STRIDE + qr * DD_OPR + q8);
-        dd_t* dst = dx + (((dd_idx)n * DG_C + c0 + cl) * DG_HI + hi) * DG_WI + wi0;
-        if (DG_SW == 1 && DG_WI % 8 == 0 && wi0 + 8 <= DG_WI) {
-            dd_store<8>(dst, e);
-        } else {
+        // (4) Output planes -> NCHW dX: a thread takes 8 consecutive columns of one row of one
+        // channel (one 16-byte shared load); consecutive threads take consecutive pieces of a row.
+        // With W-stride 1 and rows of a multiple of 8 elements the 8 dX elements are one aligned
+        // 16-byte store, else 8 stores (W-strided phases scatter).
+        for (int i = tid; i < DD_TN * DD_TQH * (DD_TQW / 8); i += DD_THREADS) {
+            const int q8 = 8 * (i % (DD_TQW / 8));
+            const int t = i / (DD_TQW / 8);
+            const int qr = t % DD_TQH;
+            const int cl = t / DD_TQH;
+            const int hi = (qh0 + qr) * DG_SH + rh;
+            const int wi0 = (qw0 + q8) * DG_SW + rw;
+            if (hi >= DG_HI || wi0 >= DG_WI || c0 + cl >= DG_C) continue;
+            dd_t e[8];
+            dd_load<8, false>(e, outp + cl * DD_OUT_STRIDE + qr * DD_OPR + q8);
+            dd_t* dst = dx + (((dd_idx)n * DG_C + c0 + cl) * DG_HI + hi) * DG_WI + wi0;
+            if (DG_SW == 1 && DG_WI % 8 == 0 && wi0 + 8 <= DG_WI) {
+                dd_store<8>(dst, e);
+            } else {
 #pragma unroll
-            for (int k = 0; k < 8; ++k)
-                if (wi0 + k * DG_SW < DG_WI) dst[k * DG_SW] = e[k];
+                for (int k = 0; k < 8; ++k)
+                    if (wi0 + k * DG_SW < DG_WI) dst[k * DG_SW] = e[k];
+            }
         }
-    }
 #else
-    // (4) Output planes -> dX: a thread takes rows qr, qr+1 of column qc for 8 channels (eight
-    // 32-bit shared loads, two 16-byte stores); group fastest, so a pixel's channels are
-    // consecutive in memory.
-    for (int i = tid; i < GROUPS * (DD_TQH / 2) * DD_TQW; i += DD_THREADS) {
-        const int g8 = i % GROUPS;
-        const int t = i / GROUPS;
-        const int qc = t % DD_TQW;
-        const int qr = 2 * (t / DD_TQW);
-        const int hi = (qh0 + qr) * DG_SH + rh;
-        const int wi = (qw0 + qc) * DG_SW + rw;
-        const int c = c0 + 8 * g8;
-        if (hi >= DG_HI || wi >= DG_WI || c >= DG_C) continue;
-        dd_t e0[8], e1[8];
+        // (4) Output planes -> dX: a thread takes rows qr, qr+1 of column qc for 8 channels (eight
+        // 32-bit shared loads, two 16-byte stores); group fastest, so a pixel's channels are
+        // consecutive in memory.
+        for (int i = tid; i < GROUPS * (DD_TQH / 2) * DD_TQW; i += DD_THREADS) {
+            const int g8 = i % GROUPS;
+            const int t = i / GROUPS;
+            const int qc = t % DD_TQW;
+            const int qr = 2 * (t / DD_TQW);
+            const int hi = (qh0 + qr) * DG_SH + rh;
+            const int wi = (qw0 + qc) * DG_SW + rw;
+            const int c = c0 + 8 * g8;
+            if (hi >= DG_HI || wi >= DG_WI || c >= DG_C) continue;
+            dd_t e0[8], e1[8];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const dd_u32 v =
-                *reinterpret_cast<const dd_u32*>(outp + (8 * g8 + k) * DD_OUT_STRIDE + qc * DD_OPR + qr);
-            e0[k] = (dd_t)(v & 0xffffu);
-            e1[k] = (dd_t)(v >> 16);
+            for (int k = 0; k < 8; ++k) {
+                const dd_u32 v =
+                    *reinterpret_cast<const dd_u32*>(outp + (8 * g8 + k) * DD_OUT_STRIDE + qc * DD_OPR + qr);
+                e0[k] = (dd_t)(v & 0xffffu);
+                e1[k] = (dd_t)(v >> 16);
+            }
+            dd_t* dst = dx + (((dd_idx)n * DG_HI + hi) * DG_WI + wi) * DG_C + c;
+            dd_store<8>(dst, e0);
+            if (hi + DG_SH < DG_HI) dd_store<8>(dst + (dd_idx)DG_SH * DG_WI * DG_C, e1);
         }
-        dd_t* dst = dx + (((dd_idx)n * DG_HI + hi) * DG_WI + wi) * DG_C + c;
-        dd_store<8>(dst, e0);
-        if (hi + DG_SH < DG_HI) dd_store<8>(dst + (dd_idx)DG_SH * DG_WI * DG_C, e1);
-    }
 #endif
+#if DD_WALKERS
+        DD_SYNC();      // this unit's reads of the planes, output planes and band table are done
+#endif
+    }
 }
