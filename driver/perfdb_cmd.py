@@ -95,7 +95,15 @@ def _known_archs(perfdb) -> set:
 
 
 def _warn_missing(perfdb, path) -> None:
-    if not os.path.exists(path):
+    """A perf-db file that is not there yet (its nearest existing ancestor is a directory):
+    one warning, nothing to read. Under a file that is not a directory it is left to the
+    read, whose error names that file (one line, not a warning and an error)."""
+    if os.path.exists(path):
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(parent) and parent != os.path.dirname(parent):
+        parent = os.path.dirname(parent)
+    if os.path.isdir(parent):
         warn(f"{perfdb_label(perfdb)}: no perf-db file there yet; nothing to read")
 
 

@@ -54,7 +54,7 @@ from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED
                       arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
                       ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
 from .run_cmd import (check_applicable, check_input_files, for_target, graph_on_cpu_note, parse_line, resolve_device,
-                      resolve_reference)
+                      resolve_reference, unhonoured_flag_notes)
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
               "perf_config", "split_k", "split_k_reduce", "lds_k_outer", "kernel_name", "compile_ms", "failure",
@@ -69,10 +69,10 @@ class TuneRow:
     perf_config: str
     kernel_name: str
     split_k: int
-    lds_k_outer: bool
+    lds_k_outer: int                 # the value the kernel runs (-1 resolved; 2 = the direct stage32 path)
     split_k_reduce: str = "none"      # none | atomic | workspace
     schedule: str = ""               # the kernel schedule's slug (config --json's spec.schedule)
-    status: str = "pending"          # "ok" | "failed"
+    status: str = "pending"          # "ok" | "failed" | "skipped" (not started: the time budget ran out)
     average_ms: float | None = None
     median_ms: float | None = None
     min_ms: float | None = None
@@ -306,6 +306,29 @@ def _verify_top(ranked, solutions, job_args, o: TuneOptions, ref_kind: str, say)
     return chosen
 
 
+def tune_flag_notes(cmd, environ=None) -> list:
+    """One ``Info:`` line per flag of the line that ``tune`` does not honour (never
+    silence): ``-s 1`` (tune is the search), ``-o 1`` (no dump files), ``-V 0`` (tune
+    verifies its ``--verify-top`` best configs), ``-w 1``/``2`` (tune times every config its
+    own way), each as the line wrote it; then the flags no run honours
+    (:func:`~driver.run_cmd.unhonoured_flag_notes`)."""
+    f = cmd.flags
+
+    def ignored(name):
+        return f"Info: '{cmd.flag_text(name)} {cmd.value_text(name)}' ignored"
+    out = []
+    if int(f["search"]):
+        out.append(f"{ignored('search')}: tune times every selected config itself (it is the search)")
+    if int(f["dump_output"]):
+        out.append(f"{ignored('dump_output')}: tune writes no dump files")
+    if int(f["verify"]) == 0:
+        out.append(f"{ignored('verify')}: tune verifies its --verify-top best configs (--verify-top 0 verifies none)")
+    if int(f["wall"]):
+        out.append(f"{ignored('wall')}: tune times every config by the method its heading names, not by wall clock "
+                   f"per layer")
+    return out + unhonoured_flag_notes(cmd, environ)
+
+
 def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None, **kw) -> tuple:
     """Tune one MIOpenDriver line. Returns ``(exit_status, stdout_lines)``.
 
@@ -349,7 +372,8 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     for i, cfg in enumerate(picked, 1):
         sol = solver.get_solution(problem, target, cfg)
         solutions[cfg.serialize()] = sol
-        rows.append(TuneRow(i, cfg.serialize(), sol.kernel_name, sol.spec.split_k, sol.spec.lds_k_outer,
+        kouter = cfg.lds_k_outer if cfg.lds_k_outer >= 0 else int(sol.spec.lds_k_outer)
+        rows.append(TuneRow(i, cfg.serialize(), sol.kernel_name, sol.spec.split_k, kouter,
                             getattr(sol.spec, "split_k_reduce", "none"), sol.spec.schedule.slug))
 
     seed = prng.resolve_seed(o.environ)
@@ -365,6 +389,9 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     say(f"Tuning {SOLVER_NAME} on {target.arch} ({device.backend}, {device.name}): problem "
         f"{problem.problem_key()}, {len(rows)} of {len(candidates)} valid configs, -i {cmd.iters}, "
         + ("graph replays (-J 1)" if graph else f"warm-up {o.warmup}"))
+    info = tune_flag_notes(cmd, o.environ)
+    for line in info:
+        say(line)
     if graph and device.backend == "cpu":
         say(graph_on_cpu_note(cmd))
     if math_note:
@@ -375,6 +402,9 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     timed, budget_hit, seconds = _time_configs(rows, solutions, job_args, cmd.iters, o, problem, progress, say,
                                                graph)
 
+    for r in rows:
+        if budget_hit and r.status == "pending":      # never started: the budget ran out first
+            r.status, r.reason = "skipped", f"not timed: --time-budget {o.time_budget:g} s reached"
     ok_rows = sorted((r for r in rows if r.status == "ok"), key=lambda r: (r.average_ms, r.median_ms, r.index))
     for rank, r in enumerate(ok_rows, 1):
         r.rank = rank
@@ -391,7 +421,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
     csv_rows = None
     if o.csv is not None:
         chosen = ok_rows[:o.csv_top] if o.csv_top is not None else ok_rows + failed_rows + \
-            [r for r in rows if r.status == "pending"]
+            [r for r in rows if r.status == "skipped"]
         csv_rows = write_csv_or_error(o.csv, CSV_FIELDS, [{**r.as_dict(), "verified": _verified_text(r, "")}
                                                           for r in chosen], errors)
 
@@ -404,7 +434,7 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
                "perfdb_arch": device.perfdb_arch, "seed": seed, "iterations": cmd.iters,
                "warmup": 0 if replayed else o.warmup, "method": method,
                "candidates": len(candidates), "selected": len(rows), "timed": timed, "budget_hit": budget_hit,
-               "seconds": seconds, "reference": ref_kind.upper() if ref_kind else None,
+               "seconds": seconds, "reference": ref_kind.upper() if ref_kind else None, "info": info,
                "rows": [r.as_dict() for r in ok_rows + failed_rows],
                "winner": winner.as_dict() if winner else None, "perfdb": stored,
                "csv": {"path": o.csv, "rows": csv_rows} if o.csv else None}

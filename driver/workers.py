@@ -443,13 +443,16 @@ class Worker:
             self._tx.send(job)
             if not self._rx.poll(self.timeout):
                 code = self._reap(kill=True)
+                _remove_dump_temps(job, pid)
                 return WorkerResult(
                     ok=False, failure="timeout", exit_code=code, signal=_signal_name(code), pid=pid,
                     seconds=time.perf_counter() - t0,
                     reason=f"{self.role} worker (pid {pid}) timed out after {self.timeout:g} s; killed with SIGKILL")
             reply = self._rx.recv()
         except (EOFError, OSError):
-            return self._died(pid, t0)
+            result = self._died(pid, t0)
+            _remove_dump_temps(job, pid)
+            return result
         seconds = time.perf_counter() - t0
         if reply.get("ok"):
             return WorkerResult(ok=True, record=reply["record"], pid=pid, seconds=seconds)
@@ -652,6 +655,14 @@ def dump_names(verify: bool, reference: str | None) -> tuple:
     names; the CPU reference's dX only when it verifies on the CPU reference)."""
     return ("dump_wei.bin", "dump_dout.bin", "dump_bwd_din_gpu.bin") + \
         (("dump_bwd_din_cpu.bin",) if verify and reference == "cpu" else ())
+
+
+def _remove_dump_temps(job: Job, pid: int | None) -> None:
+    """The temporary files of ``-o 1`` dump writes that worker ``pid`` did not finish (it was
+    killed or died): removed from the working directory, where the dumps go."""
+    if pid is not None and job.dump:
+        from miopen_solver.fileio import remove_temps
+        remove_temps(os.getcwd(), dump_names(bool(job.verify), job.reference), pid)
 
 
 def _do_verification(job: Job, state: _State) -> dict:

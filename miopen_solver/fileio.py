@@ -51,7 +51,9 @@ WRITE_ALLOWED = ("a file path in an existing, writable directory (replaced whole
 """What an output path may be (the ``allowed`` of a write's :class:`FileError`)."""
 
 TEMP_SUFFIX = ".tmp"
-"""Temporary files of an atomic write are ``.<name>.<random>.tmp`` beside the target."""
+"""Temporary files of an atomic write are ``.<name>.<pid>-<random>.tmp`` beside the target
+(``<pid>``: the writing process, so what a killed process left can be found,
+:func:`remove_temps`)."""
 
 _DESCRIPTOR = re.compile(r"/dev/fd/(\d+)|/proc/(?:self|thread-self|(\d+))/fd/(\d+)|/dev/(stdin|stdout|stderr)")
 _STD_FD = {"stdin": 0, "stdout": 1, "stderr": 2}
@@ -206,15 +208,40 @@ def output_target(path) -> tuple:
     raise FileError(path, f"is {_kind(st.st_mode)}, not a regular file or a character device", WRITE_ALLOWED)
 
 
+def _temp_prefix(name: str, pid: int) -> str:
+    return f".{name[:100]}.{pid}-"
+
+
 def _create_temp(directory: str, name: str) -> tuple:
-    """A new empty file ``.<name>.<random>.tmp`` in ``directory`` (mode 0666 less the
+    """A new empty file ``.<name>.<pid>-<random>.tmp`` in ``directory`` (mode 0666 less the
     umask); ``(fd, path)``."""
     while True:
-        tmp = os.path.join(directory, f".{name[:100]}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+        tmp = os.path.join(directory, f"{_temp_prefix(name, os.getpid())}{secrets.token_hex(6)}{TEMP_SUFFIX}")
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
         except FileExistsError:
             continue
+
+
+def remove_temps(directory, names, pid: int) -> list:
+    """Remove the temporary files that process ``pid`` left in ``directory`` while writing
+    files called ``names`` (a write it did not finish: the process was killed); returns
+    their paths. Best effort: a file that cannot be removed stays, and is not listed."""
+    prefixes = tuple(_temp_prefix(n, pid) for n in names)
+    gone = []
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return gone
+    for entry in entries:
+        if entry.startswith(prefixes) and entry.endswith(TEMP_SUFFIX):
+            path = os.path.join(directory, entry)
+            try:
+                os.unlink(path)
+                gone.append(path)
+            except OSError:
+                pass
+    return gone
 
 
 def check_writable(path) -> str:
@@ -470,5 +497,5 @@ def run_guarding_stdout(run, cannot_write, status: int = 2) -> int:
 
 
 __all__ = ["EXIT_BROKEN_PIPE", "STDOUT", "TEMP_SUFFIX", "WRITE_ALLOWED", "BestEffortStderr", "GuardedStdout", "StdoutError", "check_writable",
-           "discard_stdout", "output_target", "read_bytes", "read_text", "run_guarding_stdout", "stat_regular",
-           "write_bytes", "write_text"]
+           "discard_stdout", "output_target", "read_bytes", "read_text", "remove_temps", "run_guarding_stdout",
+           "stat_regular", "write_bytes", "write_text"]

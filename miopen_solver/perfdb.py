@@ -315,6 +315,13 @@ def _config_key(config_id, values) -> str:
     return miopen_db.fields_to_key(dict(zip(miopen_db.FIELDS, values)))
 
 
+def _storage_failure(e: sqlite3.Error) -> bool:
+    """sqlite's errors for storage that failed under it (SQLITE_IOERR, SQLITE_FULL,
+    SQLITE_CANTOPEN: a full file system among them), not for the file's contents."""
+    msg = str(e)
+    return any(m in msg for m in ("disk I/O error", "database or disk is full", "unable to open database file"))
+
+
 class PerfDb:
     """A perf-db file. Use as a context manager, or call :meth:`close`.
 
@@ -358,6 +365,8 @@ class PerfDb:
                 msg = f"not a valid SQLite database ({msg})"
             elif "readonly" in msg:
                 msg = f"cannot be written ({msg})"
+            elif _storage_failure(e):
+                msg = f"its storage failed ({msg}): the file system may be full"
             raise PerfDbError(self.path, msg) from None
         except OSError as e:
             raise PerfDbError(self.path, e.strerror or str(e)) from None
@@ -538,7 +547,16 @@ class PerfDb:
             else:
                 conn = self._sqlite(str(self.path))
             try:
-                conn, present = self._setup(conn, create)
+                try:
+                    conn, present = self._setup(conn, create)
+                except sqlite3.OperationalError as e:
+                    if write or not _storage_failure(e):
+                        raise
+                    # a reader whose storage takes no new file (full: sqlite cannot build
+                    # the -shm): as on read-only storage
+                    conn.close()
+                    conn = self._connect_read_only()
+                    conn, present = self._setup(conn, create)
                 if not present:
                     conn.close()
                     self.close()

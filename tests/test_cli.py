@@ -240,8 +240,14 @@ def test_json_record(capsys):
 
 
 def test_print_name_only(capsys):
-    status, out, _ = run(capsys, SMALL, "--print-name-only")
-    assert status == 0 and len(out) == 1 and out[0].startswith("dgrad_")
+    status, out, err = run(capsys, SMALL, "--print-name-only")
+    assert status == 0 and len(out) == 1 and out[0].startswith("dgrad_") and err == []
+    # -s 1 is not run with it: the same name (stdout stays the name alone), and stderr says so
+    for flag in ("-s", "--search"):
+        status, out2, err = run(capsys, SMALL, flag, "1", "--print-name-only")
+        assert status == 0 and out2 == out and err == [
+            f"dgrad-driver: warning: '{flag} 1' not honoured with --print-name-only: no search is run; the name is "
+            f"the default config's"]
 
 
 def test_arch_and_perf_config(capsys):

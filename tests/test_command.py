@@ -354,12 +354,35 @@ def test_sizes_must_be_positive(line, flag):
     assert err(line).flag == flag
 
 
-@pytest.mark.parametrize("H,Y,u,want", [(56, 3, 1, 1), (56, 3, 2, 0), (57, 3, 2, 1), (56, 7, 2, 2),
-                                        (7, 1, 1, 0), (10, 5, 3, 2)])
+@pytest.mark.parametrize("H,Y,u,want", [(56, 3, 1, 1), (57, 3, 2, 1), (57, 7, 2, 3), (7, 1, 1, 0), (10, 5, 3, 2),
+                                        (9, 3, 2, 1)])
 def test_pad_mode_same(H, Y, u, want):
     # MIOpenDriver: pad = max(fil - (in % s == 0 ? s : in % s), 0) / 2
     p = parse(f"conv -F 2 -H {H} -W {H} -y {Y} -x {Y} -u {u} -v {u} -p 5 -q 5 --pad_mode same").problem
     assert (p.pH, p.pW) == (want, want)
+
+
+def test_pad_mode_same_sizes_dy_as_miopen_or_is_refused():
+    """MIOpen sizes dY ceil(in/stride) in same mode (no dilation) and keeps the rounded-down
+    pad on the top/left: where the total pad fil - (in % s or s) is odd that problem pads one
+    more row (column) at the bottom (right), which a symmetric-pad problem cannot hold, so
+    the line is refused naming -z; every other line gets MIOpen's dY size."""
+    for H in range(1, 20):
+        for Y in range(1, 8):
+            for u in range(1, 5):
+                r = H % u or u
+                total = max(Y - r, 0)
+                line = f"conv -F 2 -H {H} -W 3 -y {Y} -x 1 -u {u} -v 1 -z same"
+                if total % 2:
+                    e = err(line)
+                    assert e.flag == "-z" and f"Ho = ceil(-H {H} / -u {u}) = {-(-H // u)}" in str(e), (line, str(e))
+                    assert "symmetric" in e.allowed
+                else:
+                    p = parse(line).problem
+                    assert (p.Ho, p.Wo, p.pH) == (-(-H // u), 3, total // 2), line
+    e = err("conv -F 2 -H 9 -W 8 -y 1 -x 2 --pad_mode same")            # the W axis, the long flag
+    assert e.flag == "--pad_mode" and "Wo = ceil(-W 8 / -v 1) = 8" in str(e)
+    assert parse("conv -F 2 -H 8 -W 8 -y 2 -x 2 -l 2 -j 2 -z same").problem.pH == 0     # dilated: pads as given
 
 
 def test_pad_mode_valid_zeroes_pads():
@@ -547,9 +570,9 @@ def test_a_derived_size_below_one_names_every_flag_that_made_it(axis, size, culp
         assert f"{flag} " in msg or culprit.startswith("--")
 
 
-@pytest.mark.parametrize("line,pad", [("conv -F 2 -H 2 -W 8 -y 9 -x 3 -u 4 --pad_mode same", "pad 3 (from --pad_mode same)"),
-                                      ("conv -F 2 -H 2 -W 8 -y 9 -x 3 -u 4 -p 2 --pad_mode valid",
+@pytest.mark.parametrize("line,pad", [("conv -F 2 -H 2 -W 8 -y 9 -x 3 -u 4 -p 2 --pad_mode valid",
                                        "pad 0 (from --pad_mode valid)")])
 def test_a_derived_size_error_says_where_a_pad_mode_pad_came_from(line, pad):
+    # (same mode never gets here: its symmetric lines have Ho = ceil(H/u) >= 1, the others are refused first)
     e = err(line)
     assert str(e).startswith(f"-H 2 with -y 9, {pad}, -u 4, -l 1: derived Ho=")

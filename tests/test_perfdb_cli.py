@@ -191,6 +191,22 @@ def test_missing_perfdb_is_a_warning_for_readers(capsys, tmp_path):
     assert status == 2 and err[0].startswith("dgrad-driver: error: --perfdb '': is empty")
 
 
+def test_a_perfdb_under_a_file_is_one_error_for_readers(capsys, tmp_path, monkeypatch):
+    """A perf-db path under a regular file (as flag, through the environment, and deeper
+    below it): one error line naming that file, no "not there yet" warning before it."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    for args, env in (((["--perfdb", str(plain / "db.sqlite")]), None), ((["--perfdb", str(plain / "a" / "b.udb")]), None),
+                      ([], str(plain))):
+        if env:                         # MIOpen's user perf-db directory, a file here
+            monkeypatch.delenv(ENV_VAR)
+            monkeypatch.setenv("MIOPEN_USER_DB_PATH", env)
+        for cmd in (["list"], ["export", "--arch", "cpu"]):
+            status, out, err = run(capsys, "perfdb", *cmd, *args)
+            assert status == 2 and out == [] and len(err) == 1, (cmd, args, err)
+            assert err[0].startswith("dgrad-driver: error: ") and f"is under {plain}, which is not a directory" in err[0]
+
+
 def test_a_perfdb_on_read_only_storage_can_be_read(capsys, tmp_path, monkeypatch):
     """A WAL perf-db on storage that cannot be written (no -shm file possible) is read as
     immutable. (Tests run as root, where permissions do not stop writes, so the check that

@@ -175,6 +175,37 @@ def test_records_in_the_wal_are_read_on_read_only_storage(capsys, tmp_path, immu
     assert sorted(os.listdir(d)) == sorted(["p.sqlite", "p.sqlite-wal"] + (["p.sqlite-shm"] if shm == "kept" else []))
 
 
+class _FailingStorage:
+    """A connection on storage that fails under sqlite (a full file system: no -shm can be
+    made): every statement raises what sqlite raises there."""
+
+    def __init__(self, msg):
+        self.msg = msg
+
+    def execute(self, *a):
+        raise sqlite3.OperationalError(self.msg)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("msg", ["disk I/O error", "database or disk is full", "unable to open database file"])
+def test_a_reader_on_failing_storage_reads_as_on_read_only_storage(capsys, tmp_path, monkeypatch, msg):
+    """A fresh-user trial filled the perf-db's file system: list failed with "disk I/O
+    error" and a run dropped the tuned record. A reader whose plain connection fails that way
+    reads through the read-only path (here the -wal copy); a writer's error says the storage
+    failed, not that the file is not a perf-db."""
+    db = make_db(tmp_path / "p.sqlite")
+    leave_in_wal(db, "WAL-KEY", TUNED, 2.5)
+    real = PerfDb._sqlite
+    monkeypatch.setattr(PerfDb, "_sqlite", lambda self, target, uri=False:
+                        _FailingStorage(msg) if not uri and str(target) == str(db) else real(self, target, uri))
+    status, out, err = run_cli(capsys, "perfdb", "list", "--perfdb", db)
+    assert status == 0 and err == [] and f"cpu WAL-KEY {SOLVER_NAME} {TUNED} 2.500000 ms" in out
+    with pytest.raises(PerfDbError, match=f"its storage failed \\({msg}\\): the file system may be full"):
+        PerfDb(db).update("NEW", "cpu", SOLVER_NAME, TUNED, 1.0)
+
+
 def test_a_clean_perfdb_on_read_only_storage_is_read(capsys, tmp_path, immutable):
     d = tmp_path / "store"
     d.mkdir()

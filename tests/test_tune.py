@@ -189,6 +189,30 @@ def test_time_budget_stops_the_sweep(capsys):
     assert any(x.startswith("Timed 1 configs in ") for x in out)
 
 
+def test_csv_rows_say_what_ran_and_the_kouter_the_kernel_runs(capsys, tmp_path):
+    """After the time budget the rows never started are "skipped" with the reason (a
+    fresh-user trial found them left "pending"), and lds_k_outer is the value the kernel runs
+    (-1 resolved by the solver; a direct config's 2 stays 2, not a bool)."""
+    csv_path = tmp_path / "t.csv"
+    status, out, _ = run(capsys, "tune", *LINE.split(), "--backend", "cpu", "--max-configs", "6",
+                         "--time-budget", "0.001", "--no-perfdb", "--csv", str(csv_path))
+    rows = read_csv(csv_path)
+    assert status == 0 and [r["status"] for r in rows] == ["ok"] + ["skipped"] * 5
+    assert {r["reason"] for r in rows[1:]} == {"not timed: --time-budget 0.001 s reached"}
+    solver = DgradSolver()
+    for r in rows:
+        cfg = solver.get_solution(PROBLEM, CPU, r["perf_config"])
+        want = cfg.perf_config.lds_k_outer if cfg.perf_config.lds_k_outer >= 0 else int(cfg.spec.lds_k_outer)
+        assert r["lds_k_outer"] == str(want) and r["lds_k_outer"] in ("0", "1", "2")
+    dw = "convfp16 -n 2 -c 16 -H 9 -W 9 -k 16 -g 16 -y 3 -x 3 -p 1 -q 1 -F 2 -i 1"
+    stage32 = "16,16,8,1,1,4,1,1,0,8,1,2,1,4"                     # lds_k_outer 2: the fp32-staged window
+    assert DgradSolver().is_valid_performance_config(parse(dw).problem, CPU, stage32)[0]
+    status, lines = tune_line(dw.split(), TuneOptions(backend="cpu", max_configs=200, verify_top=0, store=False,
+                                                      as_json=True))
+    kouters = {row["perf_config"].split(",")[11]: row["lds_k_outer"] for row in json.loads(lines[0])["rows"]}
+    assert kouters.get("2") == 2 and kouters.get("1") == 1, kouters
+
+
 def test_a_hanging_config_times_out_and_the_sweep_goes_on(capsys, monkeypatch):
     hang = picked(3)[2].serialize()
     monkeypatch.setenv(workers.PRELOAD_ENV, FAULTS)
@@ -272,6 +296,27 @@ def test_progress_through_tune_and_quiet(tmp_path):
     tune_line(tokens, TuneOptions(backend="cpu", max_configs=2, verify_top=1, store=False, progress=True, quiet=True),
               stderr=buf)
     assert buf.getvalue() == ""
+
+
+@pytest.mark.parametrize("flags, said", [
+    ("-s 1", ["'-s 1' ignored: tune times every selected config itself"]),
+    ("-o 1", ["'-o 1' ignored: tune writes no dump files"]),
+    ("--verify 0", ["'--verify 0' ignored: tune verifies its --verify-top best configs"]),
+    ("-w 2 -t 1", ["'-w 2' ignored: tune times every config by the method its heading names"]),
+    ("-b 1 -s 1", ["'-s 1' ignored", "'-b 1' is not honoured: backward bias"]),
+    ("-V 1 -s 0 -o 0 -w 0", []),
+])
+def test_tune_names_every_line_flag_it_does_not_honour(flags, said):
+    """A fresh-user trial found tune silent on -s 1, -o 1, -V 0 and -w 1 where run and batch
+    say so: one Info line each (the order of the line's flags does not matter), in the text
+    and in --json's info list; none for the flags' defaults."""
+    tokens = (LINE + " " + flags).split()
+    status, lines = tune_line(tokens, TuneOptions(backend="cpu", max_configs=1, verify_top=1, store=False))
+    info = [line for line in lines if line.startswith("Info: ")]
+    assert status == 0 and len(info) == len(said) and all(want in got for want, got in zip(said, info)), info
+    status, lines = tune_line(tokens, TuneOptions(backend="cpu", max_configs=1, verify_top=0, store=False,
+                                                  as_json=True))
+    assert json.loads(lines[0])["info"] == info
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "gfx942"])

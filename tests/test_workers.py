@@ -247,6 +247,22 @@ def test_hang_is_killed_at_the_timeout(monkeypatch):
     assert "timed out after 1 s" in res.reason and gone(res.pid)
 
 
+@pytest.mark.parametrize("how", ["strand_exit", "strand_hang"])
+def test_a_dying_worker_leaves_no_dump_temp_files(monkeypatch, tmp_path, how):
+    """-o 1: a verification worker that dies (or is killed at the timeout) in the middle of a
+    dump_*.bin write leaves its temporary file; the driver removes it, and only its."""
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / ".dump_bwd_din_gpu.bin.1-0123456789ab.tmp"       # pid 1's: not this worker's
+    other.write_bytes(b"x")
+    fault(monkeypatch, how, **{"in": "run"})
+    res = workers.run_one(job("verification", dump=True), timeout=5.0 if how == "strand_hang" else None)
+    assert not res.ok and res.failure == ("timeout" if how == "strand_hang" else "crashed")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert [n for n in left if n.endswith(".tmp")] == [other.name], left
+    if how == "strand_exit":            # died after its first two dumps (a hang may be killed before them)
+        assert left == sorted([other.name, "dump_wei.bin", "dump_dout.bin"])
+
+
 def test_worker_stdout_never_reaches_ours(monkeypatch, capfd):
     fault(monkeypatch, "stdout")
     assert workers.run_one(job("timing", iters=1)).ok

@@ -4,6 +4,9 @@ Environment:
 
 ``DGRAD_TEST_FAULT``        ``segv`` (a real segmentation fault), ``hang`` (sleep for an
                             hour), ``raise`` (RuntimeError), ``exit`` (``os._exit(7)``),
+                            ``strand_exit``/``strand_hang`` (an atomic write of
+                            ``dump_bwd_din_gpu.bin`` in the working directory begun, as a
+                            killed write leaves it, then ``exit``/``hang``),
                             ``stdout`` (print to stdout, then work normally), ``zeros``
                             (dX all zeros) or ``nan1`` (one dX element left NaN);
 ``DGRAD_TEST_FAULT_IN``     ``time`` or ``run``: which CpuEngine method misbehaves
@@ -54,6 +57,12 @@ def _misbehave(spec, method):
         raise RuntimeError("injected fault")
     elif FAULT == "exit":
         os._exit(7)
+    elif FAULT.startswith("strand_"):
+        from miopen_solver import fileio
+        fileio._create_temp(os.getcwd(), "dump_bwd_din_gpu.bin")
+        if FAULT == "strand_exit":
+            os._exit(7)
+        _clock.sleep(3600)
     elif FAULT == "stdout":
         print("stray worker output on stdout", flush=True)
 
