@@ -213,7 +213,7 @@ def _check_options(o: BatchOptions) -> None:
     # --batch-size and --iters become every line's -n and -i: MIOpenDriver's 32-bit int range
     for flag, value in (("--batch-size", o.batch_size), ("--iters", o.iters)):
         check_count(flag, value, 1)
-    check_count("--max-lines", o.max_lines, 1, None)
+    check_count("--max-lines", o.max_lines, 1)
     check_count("--warmup", o.warmup, 0)
     if o.csv is not None:
         check_output_file("--csv", o.csv)
@@ -467,7 +467,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
 @count_option("--iters", 1, default=None, help=f"Replace every line's -i with N (1 to {INT_MAX}).")
 @click.option("--no-verify", "no_verify", is_flag=True, help="Time only (as if every line had -V 0).")
 @click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
-@click.option("--max-lines", "max_lines", type=int, default=None,
+@count_option("--max-lines", 1, default=None,
               help="Stop after N lines have run (skipped, not-applicable and error lines do not count).")
 @ref_option
 @click.option("--quiet", is_flag=True, help="No progress line on stderr.")

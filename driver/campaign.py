@@ -57,7 +57,7 @@ from . import report, workers
 from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_address, parse_gpus
 from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
                       check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
-from .campaign_cli import ENGINES
+from .campaign_cli import ENGINES, check_compile_pool
 from .run_cmd import (check_input_files, check_line, for_target, graph_on_cpu_note, resolve_device,
                       resolve_reference)
 from .tune_cmd import TuneOptions, _check_perfdb
@@ -288,22 +288,12 @@ class CampaignProgress:
 
 
 # --------------------------------------------------------------------- the run
-def compile_pool_max() -> int:
-    """The largest ``--compile-pool``: one process per CPU. A pool is CPU processes, so more
-    only queue on the same cores; an unbounded N started a process per queued kernel (up to
-    every config of the sweep) and past 2^31 raised OverflowError in the process pool."""
-    return os.cpu_count() or 1
-
-
 def _check_options(o: CampaignOptions) -> None:
     for flag, value, low in (("--top", o.top, 1), ("--verify-top", o.verify_top, 0),
                              ("--csv-top", o.csv_top, 1), ("--max-configs", o.max_configs, 1),
                              ("--compile-pool", o.compile_pool, 0)):
-        if value is not None and value < low:
-            raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
-    if o.compile_pool and o.compile_pool > compile_pool_max():
-        raise UserError(f"--compile-pool {o.compile_pool}: more compile processes than this host has CPUs; "
-                        f"allowed: an integer from 0 (off) to {compile_pool_max()} (the CPU count)")
+        check_count(flag, value, low)
+    check_compile_pool("--compile-pool", o.compile_pool)
     check_count("--warmup", o.warmup, 0)
     if o.file is not None and o.line:
         raise UserError(f"--file {shown_path(o.file)}: a campaign takes FILE or one line, not both (line "

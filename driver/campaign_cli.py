@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
+from miopen_solver.text import shorten
+
+from .options import Integer, UserError
+
 ENGINES = ("local", "dask")
+
+
+def compile_pool_max() -> int:
+    """The largest ``--compile-pool``: one process per CPU. A pool is CPU processes, so more
+    only queue on the same cores; an unbounded N started a process per queued kernel (up to
+    every config of the sweep) and past 2^31 raised OverflowError in the process pool."""
+    return os.cpu_count() or 1
+
+
+def check_compile_pool(flag: str, value) -> None:
+    """``--compile-pool``: an integer from 0 (off) to :func:`compile_pool_max`.
+
+    Raises:
+        UserError: anything else (text too: a number too long to convert), naming the value.
+    """
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= compile_pool_max()):
+        return
+    why = "" if str(value).lstrip().startswith("-") else "more compile processes than this host has CPUs; "
+    raise UserError(f"{flag} {shorten(value)}: {why}allowed: an integer from 0 (off) to {compile_pool_max()} "
+                    f"(the CPU count)")
 
 
 def wants_campaign(*, file=None, results=None, resume=False, gpus=None, engine=None, address=None,
@@ -30,7 +56,7 @@ def campaign_options(f):
                      help="local: workers on this host; dask: one Dask worker per GPU."),
         click.option("--address", "address", default=None, metavar="tcp://HOST:PORT",
                      help="The Dask scheduler (--engine dask); without it a LocalCluster is started."),
-        click.option("--compile-pool", "compile_pool", type=int, default=0, show_default=True, metavar="N",
+        click.option("--compile-pool", "compile_pool", type=Integer(check_compile_pool), default=0, show_default=True, metavar="N",
                      help="CPU processes that compile the next configs while the GPUs time (0: off; at most the CPU count)."),
     ]
     for opt in reversed(opts):

@@ -40,10 +40,10 @@ from miopen_solver.errors import MiopenCommandError
 from miopen_solver.fileio import EXIT_BROKEN_PIPE, GuardedStdout, StdoutError, run_guarding_stdout
 
 from . import miopen_env
-from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, Group, UserError, arch_option,
+from .options import (EXIT_INTERRUPTED, EXIT_USER_ERROR, LINE_SETTINGS, PROG, Group, Integer, UserError, arch_option,
                       backend_option, error_line, json_option, perfdb_options, ref_option, run_and_print, split_line,
                       timeout_option, warmup_option)
-from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, run_line
+from .run_cmd import KOUTER, SPLIT_K_REDUCE, RunOptions, check_split_k, run_line
 
 __all__ = ["cli", "main", "run_line", "RunOptions", "EXIT_BROKEN_PIPE", "GuardedStdout", "StdoutError"]
 
@@ -60,7 +60,31 @@ class DefaultRunGroup(Group):
             args = [args[0], "--help"]
         if args and args[0] not in self.commands and args[0] not in ("--help", "--version"):
             args = ["run"] + list(args)
+            ctx.meta[IMPLICIT_RUN] = True
         return super().parse_args(ctx, args)
+
+
+IMPLICIT_RUN = "dgrad_driver.implicit_run"
+"""``ctx.meta`` key: the line's first word named no subcommand, so ``run`` was put before it."""
+
+
+def unknown_first_word(word: str) -> MiopenCommandError:
+    """The error for a first word that names neither a subcommand nor a base argument
+    (``dgrad-driver tnue conv ...``: a mistyped subcommand as likely as a mistyped base)."""
+    commands = ", ".join(cli.list_commands(None))
+    return MiopenCommandError("<base>", word, f"a subcommand ({commands}) or an MIOpenDriver base "
+                                              f"({', '.join(BASE_DTYPES)})", "unknown subcommand or base argument")
+
+
+def _run_first_word(tokens, opts, emit=None):
+    """:func:`run_line` for a line without ``run`` before it: an unknown base argument is
+    reported by :func:`unknown_first_word`."""
+    try:
+        return run_line(tokens, opts, emit=emit)
+    except MiopenCommandError as e:
+        if e.flag == "<base>" and e.detail == "unknown base argument":
+            raise unknown_first_word(e.value) from None
+        raise
 
 
 @click.group(PROG, cls=DefaultRunGroup)
@@ -84,7 +108,7 @@ def cli():
               help="Run this serialised PerfConfig instead of the perf-db's or the default.")
 @click.option("--kouter", type=click.Choice(tuple(KOUTER)), default=None,
               help="B tile k-outer in LDS (lds_k_outer): auto = the solver's policy.")
-@click.option("--split-k", "split_k", type=int, default=None,
+@click.option("--split-k", "split_k", type=Integer(lambda flag, value: check_split_k(value)), default=None,
               help="Split-K degree: N from 1 to 64, or -1 to let the solver choose (the choice is printed).")
 @click.option("--split-k-reduce", "split_k_reduce", type=click.Choice(SPLIT_K_REDUCE), default=None,
               help="How split-K slices are summed: atomic adds into dX, or an fp32 workspace and a "
@@ -104,7 +128,7 @@ def run_cmd(ctx, backend, arch, as_json, perf_config, kouter, split_k, split_k_r
                       split_k=split_k, split_k_reduce=split_k_reduce, print_name_only=print_name_only, ref=ref,
                       timeout=timeout,
                       warmup=warmup, perfdb=perfdb, use_perfdb=not no_perfdb)
-    run_and_print(ctx, run_line, split_line(line), opts, stream=True)
+    run_and_print(ctx, _run_first_word if ctx.meta.get(IMPLICIT_RUN) else run_line, split_line(line), opts, stream=True)
 
 
 from .tune_cmd import tune_cmd  # noqa: E402
@@ -228,8 +252,9 @@ def _main(argv=None) -> int:
     if _wants_conv_help(args):
         base = next((a for a in args if not a.startswith("-") and "MIOpenDriver" not in a), args[0])
         if base not in BASE_DTYPES:    # MIOpenDriver: "Incorrect BaseArg"; the error a run of the line gives
-            why = REJECTED_BASES.get(base, "unknown base argument")
-            click.echo(error_line(MiopenCommandError("<base>", base, ", ".join(BASE_DTYPES), why)), err=True)
+            error = (MiopenCommandError("<base>", base, ", ".join(BASE_DTYPES), REJECTED_BASES[base])
+                     if base in REJECTED_BASES else unknown_first_word(base))
+            click.echo(error_line(error), err=True)
             return EXIT_USER_ERROR
         click.echo("\n".join(conv_help_lines(base)))
         return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 
 import click
@@ -154,34 +155,51 @@ def arch_option(f=None, *, without_device: str = "compile only"):
     return deco(f) if f is not None else deco
 
 
-def check_timeout(raw, shown: str) -> float:
-    """``raw`` as a finite number of seconds in (0, :data:`MAX_TIMEOUT_S`].
+def shown_text(value: str) -> str:
+    """A typed value as a message shows it: cut by :func:`~miopen_solver.text.shorten`,
+    quoted (``repr``) when it is empty or blank."""
+    return shorten(value) if value.strip() else repr(value)
+
+
+def check_seconds(raw, name: str, high: float | None = None, sep: str = " ") -> float:
+    """``raw`` (text as typed, or a number) as a finite number of seconds > 0 and at most
+    ``high`` (None: no bound).
 
     Raises:
-        UserError: ``<shown>: allowed: a finite number of seconds > 0 and <= 1e+06``
-            (``shown`` is how the user gave it: ``--timeout inf``, ``DGRAD_WORKER_TIMEOUT=inf``).
+        UserError: ``<name><sep><raw>: allowed: a finite number of seconds > 0[ and <= high]``,
+            ``raw`` as typed (:func:`shown_text`): ``--timeout inf``, ``DGRAD_WORKER_TIMEOUT=inf``.
     """
     try:
         value = float(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         value = math.nan
-    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
-        raise UserError(f"{shorten(shown)}: allowed: a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:g}")
+    if not (math.isfinite(value) and 0 < value and (high is None or value <= high)):
+        shown = shown_text(raw) if isinstance(raw, str) else shorten(raw)
+        bound = "" if high is None else f" and <= {high:g}"
+        raise UserError(f"{name}{sep}{shown}: allowed: a finite number of seconds > 0{bound}")
     return value
 
 
-def _timeout_callback(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        return check_timeout(value, f"--timeout {value if value.strip() else repr(value)}")
-    except UserError as e:
-        raise click.UsageError(str(e), ctx) from None
+def check_timeout(raw, name: str, sep: str = " ") -> float:
+    """``raw`` as a finite number of seconds in (0, :data:`MAX_TIMEOUT_S`]
+    (:func:`check_seconds`; ``name`` and ``sep`` as the user gave it: ``--timeout``,
+    ``DGRAD_WORKER_TIMEOUT`` with ``=``)."""
+    return check_seconds(raw, name, MAX_TIMEOUT_S, sep)
+
+
+def seconds_callback(check):
+    """A click callback refusing, up front, a value ``check(value, flag)`` refuses."""
+    def callback(ctx, param, value):
+        try:
+            return None if value is None else check(value, max(param.opts, key=len))
+        except UserError as e:
+            raise click.UsageError(str(e), ctx) from None
+    return callback
 
 
 def timeout_option(f):
     """``--timeout SECONDS``: finite, > 0 and <= :data:`MAX_TIMEOUT_S`, per worker job."""
-    return click.option("--timeout", default=None, metavar="SECONDS", callback=_timeout_callback,
+    return click.option("--timeout", default=None, metavar="SECONDS", callback=seconds_callback(check_timeout),
                         help="Seconds a worker may take per job before it is killed: finite, > 0, "
                              "<= 1e6 (default $DGRAD_WORKER_TIMEOUT or 300).")(f)
 
@@ -326,20 +344,43 @@ def check_count(flag: str, value, low: int, high: int | None = INT_MAX) -> None:
         raise UserError(f"{flag} {shorten(value)}: allowed: {allowed}")
 
 
-def _count_callback(low: int):
-    def check(ctx, param, value):
+_DECIMAL = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+class Integer(click.types.IntParamType):
+    """The type of every integer option: click's ``int``, then ``check(flag, value)``, the
+    option's own range check (raising :class:`UserError`; it must refuse text), so a bad value is refused up
+    front, before anything runs. Every option's range lies within C ``int``, so a decimal
+    integer of more digits than :data:`~miopen_solver.command.INT_MAX` has is given to
+    ``check`` as the text typed, unconverted (work bounded by the length; Python converts
+    at most 4300 digits, and click called more 'not a valid integer'): out of range, with
+    the allowed range."""
+
+    def __init__(self, check):
+        self.check = check
+
+    def convert(self, value, param, ctx):
+        flag = max(param.opts, key=len) if param is not None else "value"
+        digits = value.strip().lstrip("+-").lstrip("0") if isinstance(value, str) else ""
         try:
-            check_count(param.opts[0], value, low)
+            if len(digits) > len(str(INT_MAX)) and _DECIMAL.fullmatch(value):
+                self.check(flag, value.strip())
+            value = super().convert(value, param, ctx)
+            self.check(flag, value)
         except UserError as e:
             raise click.UsageError(str(e), ctx) from None
         return value
-    return check
+
+
+def count_type(low: int) -> Integer:
+    """The click type of a count from ``low`` to INT_MAX (:func:`check_count`)."""
+    return Integer(lambda flag, value: check_count(flag, value, low))
 
 
 def count_option(name: str, low: int, **kw):
     """A click option taking a count from ``low`` to INT_MAX (:func:`check_count`), refused
     up front, before anything runs."""
-    return click.option(name, type=int, callback=_count_callback(low), **kw)
+    return click.option(name, type=count_type(low), **kw)
 
 
 def warmup_option(f):

@@ -41,7 +41,7 @@ from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, json_text, shorten
 
-from .options import (PERFDB_ALLOWED, Group, UserError, check_count, check_output_file, file_error, json_option,
+from .options import (PERFDB_ALLOWED, Group, UserError, check_count, check_output_file, count_option, file_error, json_option,
                       perfdb_label, run_and_print, warn)
 
 ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device arch (sm_90, gfx942, ...), "
@@ -319,7 +319,7 @@ def name_records(arch: str, cus: int, text: bool, suffix: str, suffix_given: boo
 
 @perfdb_group.command("name")
 @click.option("--arch", required=True, help="The device arch, with its features if any (gfx90a:sramecc+:xnack-).")
-@click.option("--cus", type=int, required=True, help="The device's compute-unit count.")
+@count_option("--cus", 1, required=True, help="The device's compute-unit count.")
 @click.option("--text", is_flag=True, help="The text perf-db's name (MIOpen's default build) instead of sqlite's.")
 @click.option("--suffix", default="HIP.3_5_1", show_default=True,
               help="The MIOpen build's user db suffix (text form only; see an existing *.udb.txt or *.ufdb.txt).")

@@ -15,6 +15,8 @@ against the golden's band; ``cuda``/``hip`` run them on the GPU (NHWC problems o
 others are skipped with a note) and check them against the tolerance. GPU numerics run in a
 *verification* worker process, as a run's do (``--timeout`` per fixture; a crash or a hang
 fails that fixture, and the next one gets a fresh worker); the driver opens no GPU context.
+CPU numerics run in the driver's process, so ``--timeout`` with ``--backend cpu`` bounds
+nothing: an ``Info:`` line says it is ignored.
 ``--update-golden`` (CPU only) writes the new expectations of drifted fixtures into their
 files and prints what moved; failed fixtures are never written.
 
@@ -41,6 +43,8 @@ from miopen_solver.runtime import get_engine
 from . import workers
 from .options import Command, UserError, error_line, timeout_option
 DEFAULT_PATH = "fixtures"
+CPU_TIMEOUT_NOTE = ("Info: '--timeout {timeout}' is ignored with --backend cpu: the CPU numerics run in this "
+                    "process; --timeout bounds the verification worker of --backend cuda or hip, per fixture")
 HASH_WIDTH = 12
 
 
@@ -234,6 +238,8 @@ def replay_cmd(paths, backend, pattern, update, failures_only, timeout):
         engine = _engine(backend, timeout)
     except (RuntimeUnavailable, UserError, ValueError) as e:
         _fail(str(e))
+    if timeout is not None and backend == "cpu":
+        click.echo(CPU_TIMEOUT_NOTE.format(timeout=f"{timeout:g}"))
 
     t0 = time.perf_counter()
     try:

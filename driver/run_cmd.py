@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 
 from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, memory, prng
+from miopen_solver.applicability import SPATIAL_DIM
 from miopen_solver.command import INT_MAX, INT_MIN, DriverCommand, check_supported, parse, parse_int
 from miopen_solver.errors import FileError, MiopenCommandError, RuntimeUnavailable
 from miopen_solver.fileio import check_writable
@@ -153,8 +154,8 @@ def check_split_k(value: int | None) -> None:
     Raises:
         UserError: anything else, naming the value and what is allowed.
     """
-    if value is not None and not (value == -1 or 1 <= value <= MAX_SPLIT_K):
-        raise UserError(f"--split-k {value}: {SPLIT_K_ALLOWED}")
+    if value is not None and not (isinstance(value, int) and (value == -1 or 1 <= value <= MAX_SPLIT_K)):
+        raise UserError(f"--split-k {shorten(value)}: {SPLIT_K_ALLOWED}")
 
 
 def check_kouter(value: str | None) -> None:
@@ -376,12 +377,18 @@ def parse_line(tokens) -> DriverCommand:
     return cmd
 
 
+REASON_ALLOWED = {SPATIAL_DIM: "2-D lines (-_ 2, or no --spatial_dim)"}
+"""What a line must be instead, for a reason the line's flags alone decide (its error says so)."""
+
+
 def check_applicable(problem, target) -> None:
-    """Raise UserError with every reason when the solver says not applicable."""
+    """Raise UserError with every reason when the solver says not applicable (and what is
+    allowed, for the reasons of :data:`REASON_ALLOWED`)."""
     verdict = DgradSolver().is_applicable(problem, target)
     if not verdict.ok:
         reasons = "; ".join(f"{r.code}: {r.message}" for r in verdict.reasons)
-        raise UserError(f"not applicable on {target.arch}: {reasons}")
+        allowed = [REASON_ALLOWED[r.code] for r in verdict.reasons if r.code in REASON_ALLOWED]
+        raise UserError(f"not applicable on {target.arch}: {reasons}" + "".join(f"; allowed: {a}" for a in allowed))
 
 
 def check_input_file(path: str, shape: tuple, dtype, flag: str) -> None:

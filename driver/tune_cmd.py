@@ -33,7 +33,6 @@ line); 3 never (worker failures are rows).
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -51,8 +50,9 @@ from miopen_solver.text import json_text
 from . import report, workers
 from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, Command, OutputError, UserError,
-                      arch_option, backend_option, check_count, check_not_kept, check_output_file, json_option, perfdb_label, perfdb_options,
-                      ref_option, run_and_print, split_line, timeout_option, warmup_option, write_csv_or_error)
+                      arch_option, backend_option, check_count, check_not_kept, check_output_file, check_seconds,
+                      count_type, json_option, perfdb_label, perfdb_options, ref_option, run_and_print,
+                      seconds_callback, split_line, timeout_option, warmup_option, write_csv_or_error)
 from .run_cmd import (check_applicable, check_input_files, for_target, graph_on_cpu_note, parse_line, resolve_device,
                       resolve_reference, unhonoured_flag_notes)
 
@@ -162,13 +162,12 @@ def _check_options(o: TuneOptions) -> None:
     """Everything that can be wrong with the options, before the sweep starts."""
     for flag, value, low in (("--top", o.top, 1), ("--verify-top", o.verify_top, 0),
                              ("--csv-top", o.csv_top, 1), ("--max-configs", o.max_configs, 1)):
-        if value is not None and value < low:
-            raise UserError(f"{flag} {value}: allowed: an integer >= {low}")
+        check_count(flag, value, low)
     check_count("--warmup", o.warmup, 0)
     if o.split_k_reduce is not None and o.split_k_reduce not in SPLIT_K_REDUCE:
         raise UserError(f"--split-k-reduce {o.split_k_reduce}: allowed: {', '.join(SPLIT_K_REDUCE)}")
-    if o.time_budget is not None and not (math.isfinite(o.time_budget) and o.time_budget > 0):
-        raise UserError(f"--time-budget {o.time_budget:g}: allowed: a finite number of seconds > 0")
+    if o.time_budget is not None:
+        check_seconds(o.time_budget, "--time-budget")
     if o.csv_top is not None and o.csv is None:
         raise UserError(f"--csv-top {o.csv_top}: needs --csv PATH")
     if o.list_only and o.csv is not None:      # it wrote nothing, silently
@@ -485,14 +484,15 @@ def _verified_text(row: TuneRow, unknown: str = "-") -> str:
 @click.command("tune", cls=Command, context_settings=LINE_SETTINGS)
 @backend_option
 @arch_option(without_device="an error, except with --list (the configs need no device)")
-@click.option("--top", type=int, default=5, show_default=True, help="Rows to print.")
-@click.option("--verify-top", "verify_top", type=int, default=3, show_default=True,
+@click.option("--top", type=count_type(1), default=5, show_default=True, help="Rows to print.")
+@click.option("--verify-top", "verify_top", type=count_type(0), default=3, show_default=True,
               help="Verify the fastest N (0: none; the fastest timed config wins).")
 @click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
-@click.option("--csv-top", "csv_top", type=int, default=None, help="Write only the top N rows (N >= 1).")
-@click.option("--max-configs", "max_configs", type=int, default=None,
+@click.option("--csv-top", "csv_top", type=count_type(1), default=None,
+              help="Write only the top N rows (N >= 1).")
+@click.option("--max-configs", "max_configs", type=count_type(1), default=None,
               help="Sweep at most N configs (the default plus N-1 evenly spaced).")
-@click.option("--time-budget", "time_budget", type=float, default=None,
+@click.option("--time-budget", "time_budget", default=None, metavar="SECONDS", callback=seconds_callback(check_seconds),
               help="Stop starting new configs after this many seconds.")
 @click.option("--quiet", is_flag=True, help="No progress line on stderr.")
 @ref_option

@@ -98,7 +98,7 @@ def _env_seconds(name: str, default: float) -> float:
     if not raw:
         return default
     try:
-        return check_timeout(raw, f"{name}={raw}")
+        return check_timeout(raw, name, sep="=")
     except UserError as e:
         raise ValueError(str(e)) from None
 

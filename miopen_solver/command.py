@@ -370,6 +370,9 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
     shown = {f.long: typed.get(f.long, str(values[f.long])) for f in FLAGS}     # values as typed, for messages
     forw = values["forw"]
     if forw != 2 and not allow_any_direction:
+        if "forw" not in given:
+            raise MiopenCommandError("-F", None, "-F 2 (backward data)", f"not given: MIOpenDriver's default 0 "
+                                     f"asks for {describe_directions(forw)}")
         raise MiopenCommandError(flag_text["forw"], shown["forw"], "exactly 2 (backward data)",
                                  f"the line asks for {describe_directions(forw)}")
     if values["iter"] < 1:

@@ -123,7 +123,8 @@ class MiopenCommandError(ValueError):
             shown = f" {value}"
         else:
             shown = " " + repr(shorten(value))
-        flag_shown = shorten(flag) if str(flag).isprintable() else repr(shorten(flag))  # no raw control bytes
+        text = str(flag)            # quoted: control bytes (never raw), and an empty or blank token
+        flag_shown = shorten(text) if text.isprintable() and text.strip() == text != "" else repr(shorten(text))
         msg = f"{flag_shown}{shown}: {detail + '; ' if detail else ''}allowed: {allowed}"
         super().__init__(msg)
 

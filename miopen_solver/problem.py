@@ -15,7 +15,7 @@ import dataclasses
 import numbers
 from dataclasses import dataclass
 
-from .errors import shown_value
+from .errors import ArgumentError, shown_value
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "bf8": 1}
 """Storage size in bytes per element of each data type name."""
@@ -29,6 +29,22 @@ INT_FIELDS = ("N", "C", "Hi", "Wi", "K", "Y", "X", "pH", "pW", "sH", "sW", "dH",
 
 LAYOUTS_2D = ("NCHW", "NHWC", "CHWN")
 LAYOUTS_3D = ("NCDHW", "NDHWC")
+
+
+def layout_name(name: str, value, dims: tuple = ("NCHW", "NCDHW")) -> str:
+    """``value`` in upper case: an order of the letters of one of ``dims`` (each once), in any
+    case (``NHWC``, ``nchw``, ``HWNC``: the applicability check says which are supported).
+
+    Raises:
+        ArgumentError: ``NAME VALUE: allowed: ...`` for anything else (a non-string too).
+    """
+    def fits(text):
+        return any(sorted(text) == sorted(d) for d in dims)
+    up = value.upper() if isinstance(value, str) else ""
+    if not fits(up):
+        named = ", ".join(lay for lay in LAYOUTS_2D + LAYOUTS_3D if fits(lay))
+        raise ArgumentError(name, value, f"the letters {' or '.join(dims)}, each once, in any order and case (e.g. {named})")
+    return up
 
 
 def output_size(size_in: int, filt: int, pad: int, stride: int, dilation: int) -> int:
@@ -139,7 +155,8 @@ class ConvProblem:
         ValueError: a derived output size below 1, a group count that does not divide C
             and K, a non-positive size or negative pad (the depth fields too), a size that is
             not an int (bool and float refused; numpy ints kept as int), an unknown dtype or
-            mode, a layout that is not a name, trans_pads not 3 ints. (The command parser
+            mode, a layout that is not an order of the letters NCHW or NCDHW (any case: stored in
+            upper case; :func:`layout_name`), trans_pads not 3 ints. (The command parser
             turns these into :class:`~miopen_solver.errors.MiopenCommandError` naming the flag.)
     """
 
@@ -183,9 +200,8 @@ class ConvProblem:
             raise ValueError(f"spatial_dim must be 2 or 3, got {self.spatial_dim}")
         if not isinstance(self.dtype, str) or self.dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype {self.dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
-        for name in ("in_layout", "out_layout", "fil_layout"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ValueError(f"{name} must be a layout name such as NCHW or NHWC, got {getattr(self, name)!r}")
+        for name in ("in_layout", "out_layout", "fil_layout"):     # any case, as the command line takes them
+            object.__setattr__(self, name, layout_name(name, getattr(self, name)))
         if not isinstance(self.mode, str) or self.mode not in ("conv", "trans"):
             raise ValueError(f"mode {self.mode!r}; allowed: conv, trans")
         pads = self.trans_pads
@@ -316,7 +332,11 @@ class ConvProblem:
     def stored_as(self, layout: str) -> bool:
         """Every tensor has the bytes of a packed ``layout`` tensor (:func:`same_memory`):
         its flag is ``layout``, or differs only in where dims of length 1 sit (a 1x1 filter
-        in NCHW is KYXC; C=1 or H=W=1 makes NCHW and NHWC one order)."""
+        in NCHW is KYXC; C=1 or H=W=1 makes NCHW and NHWC one order).
+
+        Raises:
+            ArgumentError: ``layout`` is not a layout of the problem's rank (:func:`layout_name`)."""
+        layout = layout_name("layout", layout, ("NCDHW",) if self.is_3d else ("NCHW",))
         lens, lays = self.tensor_lengths(), self.tensor_layouts()
         return all(sorted(lays[t]) == sorted(lens[t]) and same_memory(lens[t], lays[t], layout) for t in lens)
 

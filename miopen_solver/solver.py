@@ -32,7 +32,7 @@ from typing import Iterator
 from . import SOLVER_ID, SOLVER_NAME
 from .applicability import NotApplicableError, Verdict, check, is_applicable, launch_problem
 from .config import SPLIT_K_REDUCE, KernelSchedule, PerfConfig, as_perf_config
-from .errors import PerfConfigError, PerfDbError, RecordError, TargetError, shown_value
+from .errors import ArgumentError, PerfConfigError, PerfDbError, RecordError, TargetError, shown_value
 from .heuristics import (PINGPONG_CONSUMERS, cooperative_form, default_performance_config, max_search_split_k,
                          max_stream_k_workspace, search_space)
 from .nchw_pw import nchw_pw_reason, wt_transform
@@ -451,6 +451,22 @@ def as_target(target) -> Target:
                       f"{known}", target, known)
 
 
+def _check_find_arguments(perfdb_arch, perfdb_label, perf_config_label, resolve_split_k) -> None:
+    """:meth:`DgradSolver.find_solution`'s arguments that have one type.
+
+    Raises:
+        ArgumentError: the first that does not, naming it, its value and what is allowed.
+    """
+    if perfdb_arch is not None:
+        from .perfdb import _check_field
+        _check_field("arch", perfdb_arch)          # as the perf-db checks the arch it files under
+    for name, value, none in (("perfdb_label", perfdb_label, True), ("perf_config_label", perf_config_label, False)):
+        if not (value is None and none) and (not isinstance(value, str) or not value.strip()):
+            raise ArgumentError(name, value, "a non-empty string" + (" or None" if none else ""))
+    if not isinstance(resolve_split_k, bool):
+        raise ArgumentError("resolve_split_k", resolve_split_k, "True or False")
+
+
 class DgradSolver:
     """Implicit-GEMM backward data by tilde decomposition, NHWC, one launch.
 
@@ -566,7 +582,7 @@ class DgradSolver:
         from .perfdb import PerfDb
         if not isinstance(perfdb, PerfDb):
             raise TypeError(f"perfdb {shown_value(perfdb)}: allowed: a miopen_solver.perfdb.PerfDb")
-        rec = perfdb.get(problem.problem_key(), arch or target.base_arch, self.solver_db_id())
+        rec = perfdb.get(problem.problem_key(), target.base_arch if arch is None else arch, self.solver_db_id())
         if rec is None:
             return None, None, ""
         try:
@@ -627,8 +643,12 @@ class DgradSolver:
             NotApplicableError: the problem is not applicable on ``target``.
             PerfConfigError: the given config is malformed or invalid, or the settings make
                 it invalid; the message starts with the options given.
+            ArgumentError: ``perfdb_arch`` not None or a perf-db field (a non-empty string),
+                ``perfdb_label`` not None or a non-empty string, ``perf_config_label`` not a
+                non-empty string, ``resolve_split_k`` not a bool.
         """
         problem, target = as_problem(problem), as_target(target)
+        _check_find_arguments(perfdb_arch, perfdb_label, perf_config_label, resolve_split_k)
         verdict = check(problem, target)
         if not verdict.ok:
             raise NotApplicableError(verdict)

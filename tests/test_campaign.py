@@ -431,7 +431,7 @@ def test_gpu_counts_up_to_4096_are_gpus_0_to_n_minus_1():
     (["--resume"], "--resume: needs --results PATH"),
     (["--address", "tcp://127.0.0.1:1"], "--address tcp://127.0.0.1:1: needs --engine dask"),
     (["--engine", "dask", "--address", "tcp://127.0.0.1:1", "--gpus", "2"], "--gpus 2: with --address"),
-    (["--compile-pool", "-1"], "--compile-pool -1: allowed: an integer >= 0"),
+    (["--compile-pool", "-1"], f"--compile-pool -1: allowed: an integer from 0 (off) to {os.cpu_count()} (the CPU count)"),
     (["--time-budget", "5"], "--time-budget: not available in a campaign"),
     (["--results", "{tmp}"], "is a directory"),
     (["convfp16", "-n", "1"], "a campaign takes FILE or one line, not both (line 'convfp16 -n 1' given too); "

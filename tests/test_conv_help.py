@@ -42,11 +42,12 @@ def test_shell_completion_prints_a_script_not_help():
 
 
 @pytest.mark.parametrize("args,says", [
-    (["foo", "--help"], "<base> 'foo': unknown base argument; allowed: conv, convfp32, convfp16, convbfp16"),
-    (["search", "-h"], "<base> 'search': unknown base argument"),
-    (["./bin/MIOpenDriver", "convfp64", "-?"], "<base> 'convfp64': unknown base argument"),
+    (["foo", "--help"], "<base> 'foo': unknown subcommand or base argument; allowed: a subcommand (applicable, batch, "
+                        "config, perfdb, replay, run, tune) or an MIOpenDriver base (conv, convfp32, convfp16, convbfp16)"),
+    (["search", "-h"], "<base> 'search': unknown subcommand or base argument"),
+    (["./bin/MIOpenDriver", "convfp64", "-?"], "<base> 'convfp64': unknown subcommand or base argument"),
     (["convint8", "--help"], "<base> 'convint8': int8 has no backward-data pass in MIOpen"),
-    (["-n", "4", "--help"], "<base> '4': unknown base argument"),
+    (["-n", "4", "--help"], "<base> '4': unknown subcommand or base argument"),
 ])
 def test_conv_help_of_a_base_no_line_takes_is_the_lines_error(capsys, args, says):
     """As MIOpenDriver ("Incorrect BaseArg"), help is only for a base argument a line takes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from miopen_solver.command import parse
@@ -163,8 +165,9 @@ def test_every_size_field_takes_ints_only(name):
 
 def test_the_other_fields_say_what_is_allowed():
     cases = [(dict(dtype="fp64"), "dtype 'fp64'; allowed: fp32, fp16, bf16, int8, fp8, bf8"),
-             (dict(in_layout=None), "in_layout must be a layout name such as NCHW or NHWC, got None"),
-             (dict(fil_layout=""), "fil_layout must be a layout name"),
+             (dict(in_layout=None), re.escape("in_layout None (NoneType): allowed: the letters NCHW or NCDHW, "
+                                              "each once, in any order and case (e.g. NCHW, NHWC, CHWN, NCDHW, NDHWC)")),
+             (dict(fil_layout=""), "fil_layout '': allowed: the letters NCHW or NCDHW"),
              (dict(mode="foo"), "mode 'foo'; allowed: conv, trans"),
              (dict(mode="trans", trans_pads=(0,)), r"trans_pads must be 3 ints \(output pads along D, H, W\)"),
              (dict(trans_pads=(0, 0, 0.5)), "trans_pads must be 3 ints"),

@@ -150,7 +150,7 @@ def test_csv_top_and_no_perfdb(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--csv-top", "0", "--csv", "x.csv"], "--csv-top 0: allowed: an integer >= 1"),
+    (["--csv-top", "0", "--csv", "x.csv"], "--csv-top 0: allowed: an integer from 1 to 2147483647"),
     (["--csv-top", "2"], "--csv-top 2: needs --csv PATH"),
     (["--top", "0"], "--top 0"),
     (["--verify-top", "-1"], "--verify-top -1"),
