@@ -361,10 +361,15 @@ class Integer(click.types.IntParamType):
 
     def convert(self, value, param, ctx):
         flag = max(param.opts, key=len) if param is not None else "value"
-        digits = value.strip().lstrip("+-").lstrip("0") if isinstance(value, str) else ""
+        decimal = isinstance(value, str) and _DECIMAL.fullmatch(value)
         try:
-            if len(digits) > len(str(INT_MAX)) and _DECIMAL.fullmatch(value):
-                self.check(flag, value.strip())
+            if decimal:
+                text = value.strip()
+                sign = text[0] if text[0] in "+-" else ""
+                digits = text.lstrip("+-").lstrip("0")
+                if len(digits) > len(str(INT_MAX)):
+                    self.check(flag, text)
+                value = sign + (digits or "0")          # leading zeros cut: Python converts 4300 digits
             value = super().convert(value, param, ctx)
             self.check(flag, value)
         except UserError as e:

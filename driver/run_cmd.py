@@ -718,8 +718,9 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     aux_ms = (time.perf_counter() - t_aux) * 1e3
     if o.print_name_only:
         if int(cmd.flags["search"]):
+            source = {"perf-config": "--perf-config", "perfdb": "perf-db"}.get(solution.source, solution.source)
             warn(f"'{cmd.flag_text('search')} {cmd.value_text('search')}' not honoured with --print-name-only: no "
-                 f"search is run; the name is the {solution.source} config's")
+                 f"search is run; the name is the {source} config's")
         return EXIT_OK, [json_text({"kernel_name": solution.kernel_name}) if o.as_json else solution.kernel_name]
 
     base = dict(command=cmd.command_line(), problem=problem, solution=solution)

@@ -219,7 +219,7 @@ def _time_configs(rows, solutions, job_args, iters, o: TuneOptions, problem, pro
     flops = problem.flops
     with workers.Worker("timing", timeout=o.timeout) as w:
         for row in rows:
-            if o.time_budget is not None and time.perf_counter() - t0 >= o.time_budget:
+            if timed and o.time_budget is not None and time.perf_counter() - t0 >= o.time_budget:
                 budget_hit = True
                 break
             progress.update(timed, failed, best, row.perf_config)

@@ -475,7 +475,7 @@ def _check_same_symmetric(v: dict, ft: dict, shown: dict, is3: bool) -> None:
             raise MiopenCommandError(
                 ft["pad_mode"], shown["pad_mode"],
                 "symmetric padding: -z default with explicit pads, or -z same where filter - (in % stride, "
-                "or stride) is even",
+                "or stride) is even or below 1",
                 f"MIOpen sizes dY {axis} = ceil({ft[size]} {n} / {ft[stride]} {s}) = {want} in same mode, one more "
                 f"than pad {pad} on both sides gives (an extra padded {side}); this solver takes symmetric pads")
 

@@ -100,7 +100,8 @@ class KernelSchedule(enum.IntEnum):
       the tap, on the ``WGMMA_TMA`` main loop with the operands' roles swapped (W^T in the
       workspace is A; dY rows of 64 pixels are B's MN-major blocks; dX stored NCHW by the
       direct epilogue), sm_90a, 16-bit (:mod:`miopen_solver.nchw_tma`).
-    * ``DIRECT_NCHW`` (14): the ``DIRECT`` schedule's mma body (``vector_size_a`` 2) reading dY
+    * ``DIRECT_NCHW`` (14): the ``DIRECT`` schedule's mma body (``vector_size_a`` 2, or 3 on
+      persistent blocks) reading dY
       and writing dX in their own memory order, NCHW or NHWC, in place: its dY planes are
       channel-major, so an NCHW dY row is copied as it lies and an NCHW dX row stored as it
       lies; depthwise W is the same bytes in either order. No transform, no workspace

@@ -66,21 +66,22 @@ rows (a multiple of the unit's rows, :func:`unit_rows`), ``tile_n`` channels (a 
 shared memory), ``stages`` 1, ``warp_m`` the warps (waves) per block, 1 to
 min(:data:`MAX_MMA_WARPS`, ``tile_n``) (each takes every ``warp_m``-th channel of the
 block). K spans ``16 + spanx`` columns: ``ceil((16 + spanx)/16)`` k-steps, at most :data:`MAX_MMA_KSTEPS`.
-``vector_size_a`` 3 runs the same body on persistent blocks (:func:`mma_walkers`): per channel
-block, ``walkers`` blocks each walk every ``walkers``-th dX tile of it (all images and phases),
-building the band table once per W phase instead of once per tile; grid x = ``channel blocks
-* walkers``.
+``vector_size_a`` 3 runs the same body on persistent blocks (:func:`mma_persistent_blocks`):
+as many blocks as the device holds at once, each taking one run of nearly equal length of the
+dX tiles in the order channel block, W phase, H phase, image, tile, and building the band table
+again only where its run enters another channel block or W phase (not once per tile);
+grid x = those blocks.
 
 Shared memory (all dynamic, passed at launch as the KernelSource's ``shared_bytes``): the
 block's filter taps in fp32, ``Y*X`` rows of ``TN*kpg`` floats rounded up to 4, plus 4, then with
 ``lds_k_outer`` 1 or 2 the staged dY window, ``(TQH + spany) x (TQW + spanx) x TNY`` storage
 elements (1) or floats (2) (span = the largest tap-offset spread over the phases, TNY = the
 block's dY channels). A config whose total exceeds the target's shared memory is refused.
-The mma body: the band table, ``Y x tile_n x (16*k-steps + 16)`` 32-bit pairs of A's
-diagonals (the phase's W taps by offset, zeros off the band), then one dY plane per
-channel, ``(tile_k + spany) x pitch`` with ``pitch = tile_m + 16*(k-steps - 1) + 8`` (an odd
-number of 16-byte units: ldmatrix's 8 row addresses hit 8 bank groups), then one output
-plane per channel: for an NHWC dX ``tile_m`` columns of ``tile_k + 8`` (``+ 16`` when
+The mma body: the band table, ``Y x tile_n`` rows of ``16*k-steps + 16`` 32-bit pairs of A's
+diagonals (the phase's W taps by offset, zeros off the band) and :data:`BAND_PAD` words of pad
+each, then one dY plane per channel, ``(tile_k + spany) x pitch`` with
+``pitch = tile_m + 16*(k-steps - 1) + 8`` (an odd number of 16-byte units: ldmatrix's 8 row
+addresses hit 8 bank groups), then one output plane per channel: for an NHWC dX ``tile_m`` columns of ``tile_k + 8`` (``+ 16`` when
 ``tile_k`` is an odd multiple of 8) rows, rows consecutive; for an NCHW dX (schedule 14)
 ``tile_k`` rows of ``tile_m + 8`` columns, columns consecutive; inside the channel's dY plane
 where it fits (only the warp that reads a plane writes its output there), else after the
@@ -132,6 +133,9 @@ MMA_BODY = 2
 MMA_PERSISTENT_BODY = 3
 """``vector_size_a`` of the mma body on persistent blocks."""
 MMA_BODIES = (MMA_BODY, MMA_PERSISTENT_BODY)
+BAND_PAD = 4
+"""Words of pad after each band-table row of the mma body (a row pitch that puts the 16-byte
+stores of 8 neighbouring rows, built by neighbouring threads, in 8 different bank groups)."""
 MAX_WIN = 96
 """Most fp32 dY window registers per thread (used window columns x dY channels)."""
 MAX_VK = 32
@@ -377,7 +381,7 @@ class DirectSpec(FmaSpec):
     out_pitch: int = 0       # mma body: elements per output-plane column (its rows consecutive)
     plane_bytes: int = 0     # mma body: bytes of the dY planes
     out_in_plane: bool = False   # mma body: each output plane lives in its channel's dY plane
-    walkers: int = 0         # mma body: persistent blocks per channel block (0: one tile a block)
+    pblocks: int = 0         # mma body: persistent blocks in all (0: one dX tile a block)
     split_k: int = 1
     zero_fill: str = "none"
     workspace_bytes: int = 0
@@ -414,8 +418,8 @@ class DirectSpec(FmaSpec):
     @property
     def grid(self) -> tuple:
         p = self.problem
-        if self.walkers:
-            return (self.cblocks * self.walkers, 1, 1)
+        if self.pblocks:
+            return (self.pblocks, 1, 1)
         return (p.N * self.tiles_h * self.tiles_w * self.nph_h * self.nph_w * self.cblocks, 1, 1)
 
     @property
@@ -428,7 +432,7 @@ class DirectSpec(FmaSpec):
         if self.mma:
             native = (f"_dy{'NCHW' if self.dy_nchw else 'NHWC'}_dx{'NCHW' if self.dx_nchw else 'NHWC'}"
                       if self.schedule is KernelSchedule.DIRECT_NCHW else "")
-            walk = f"_pw{self.walkers}" if self.walkers else ""
+            walk = f"_pb{self.pblocks}" if self.pblocks else ""
             return (f"dgrad_direct_mma_{arch}_{p.dtype}_t{self.tqw}x{self.tn}x{self.tqh}_w{self.warps}"
                     f"_k{self.ksteps}{walk}{native}{'_i64' if self.idx64 else ''}_{p.short_tag()}")
         path = ("lds32" if self.stage32 else "lds") if self.stage else "l1"
@@ -446,7 +450,7 @@ class DirectSpec(FmaSpec):
             "vector_dx": self.lx,
             "dy_path": ("lds32" if self.stage32 else "lds") if self.stage else "l1",
             "dy_rows_in_flight": self.config.stages,
-            "body": ("mma-persistent" if self.walkers else "mma") if self.mma else "lean" if self.lean else "original",
+            "body": ("mma-persistent" if self.pblocks else "mma") if self.mma else "lean" if self.lean else "original",
             "phases": [self.nph_h, self.nph_w],
             "lds_bytes": self.lds_bytes,
             "accumulators_per_thread": (self.tqh // self.tph) * (self.tqw // 16) * 4 if self.mma
@@ -458,7 +462,7 @@ class DirectSpec(FmaSpec):
             "index_bits": 64 if self.idx64 else 32,
         } | ({"mma": {"atom": "m16n8k16" if self.tph == 8 else "mfma16x16x16", "unit": {"rows": self.tph, "columns": 16},
                       "channels_per_warp_pass": 1, "warps": self.warps, "k_steps": self.ksteps,
-                      "walkers_per_channel_block": self.walkers,
+                      "persistent_blocks": self.pblocks,
                       "plane_rows": self.plane_rows, "plane_pitch": self.plane_pitch,
                       "dy_order": "NCHW" if self.dy_nchw else "NHWC",
                       "dx_order": "NCHW" if self.dx_nchw else "NHWC"}} if self.mma else {})
@@ -477,7 +481,7 @@ class DirectSpec(FmaSpec):
                     ("DD_PLANE_BYTES", self.plane_bytes), ("DD_OUT_IN_PLANE", int(self.out_in_plane)),
                     ("DD_IDX64", int(self.idx64)), ("DD_MIN_BLOCKS", self.min_blocks),
                     ("DD_DY_NCHW", int(self.dy_nchw)), ("DD_DX_NCHW", int(self.dx_nchw)),
-                    ("DD_WALKERS", self.walkers)]
+                    ("DD_PBLOCKS", self.pblocks), ("DD_BP", self.ws_pitch + BAND_PAD)]
         return [("DD_THREADS", self.block_threads), ("DD_TN", self.tn), ("DD_V", self.vec),
                 ("DD_TQW", self.tqw), ("DD_TQH", self.tqh), ("DD_TPW", self.tpw), ("DD_TPH", self.tph),
                 ("DD_CT", self.ct), ("DD_TWT", self.twt), ("DD_THT", self.tht),
@@ -621,8 +625,9 @@ def unit_rows(target: Target) -> int:
 
 
 def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = False) -> DirectSpec:
-    """:func:`make_direct_spec` for the mma body (``vector_size_a`` 2; ``native``: on the
-    ``DIRECT_NCHW`` schedule, tensors in their own memory order)."""
+    """:func:`make_direct_spec` for the mma body (``vector_size_a`` 2, or 3 on persistent
+    blocks: :func:`mma_persistent_blocks`; ``native``: on the ``DIRECT_NCHW`` schedule,
+    tensors in their own memory order)."""
     why = mma_reason(p, t, native)
     _check(why is None, f"{KernelSchedule.DIRECT_NCHW.label}: {why}" if native
            else f"vector_size_a={c.vector_size_a} (mma body): {why}")
@@ -659,7 +664,7 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
     else:               # columns of tile_k rows, 32-bit fragment stores; words = 4 mod 8: no bank conflict
         out_pitch = c.tile_k + (8 if c.tile_k % 16 == 0 else 16)
     band_width = 16 * ksteps + 16
-    ws_bytes = p.Y * c.tile_n * band_width * 4
+    ws_bytes = p.Y * c.tile_n * (band_width + BAND_PAD) * 4
     plane_bytes = c.tile_n * plane_rows * plane_pitch * eb
     out_in_plane = (c.tile_k if dx_nchw else c.tile_m) * out_pitch <= plane_rows * plane_pitch
     lds = ws_bytes + plane_bytes + (0 if out_in_plane else c.tile_n * c.tile_m * out_pitch * eb)
@@ -682,18 +687,21 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
                       out_pitch=out_pitch, plane_bytes=plane_bytes, out_in_plane=out_in_plane,
                       dy_nchw=dy_nchw, dx_nchw=dx_nchw)
     if c.vector_size_a == MMA_PERSISTENT_BODY:
-        spec = replace(spec, walkers=mma_walkers(spec))
+        spec = replace(spec, pblocks=mma_persistent_blocks(spec))
     return spec
 
 
-def mma_walkers(spec: DirectSpec) -> int:
-    """Persistent blocks per channel block for the mma body on persistent blocks: the blocks
-    the device holds at once (:attr:`DirectSpec.min_blocks` per multiprocessor x
-    ``target.num_cus``) shared out over the channel blocks, at least 1, at most the dX tiles
-    of a channel block (images x tiles x phases)."""
-    p = spec.problem
-    units = p.N * spec.tiles_h * spec.tiles_w * spec.nph_h * spec.nph_w
-    return max(1, min(units, spec.min_blocks * spec.target.num_cus // spec.cblocks))
+def mma_units(spec: DirectSpec) -> int:
+    """The dX tiles of an mma spec, one block's work each without persistence: images x tiles
+    x phases x channel blocks."""
+    return spec.problem.N * spec.tiles_h * spec.tiles_w * spec.nph_h * spec.nph_w * spec.cblocks
+
+
+def mma_persistent_blocks(spec: DirectSpec) -> int:
+    """Persistent blocks of the mma body on persistent blocks: the blocks the device holds at
+    once (:attr:`DirectSpec.min_blocks` per multiprocessor x ``target.num_cus``), at most the
+    dX tiles (:func:`mma_units`); each takes a run of nearly equal length of the tiles."""
+    return max(1, min(mma_units(spec), spec.min_blocks * spec.target.num_cus))
 
 
 def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int, rows: int = 8,
@@ -702,7 +710,8 @@ def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int, rows: int = 8,
     ``warps`` warps (waves) and units of ``rows`` dX rows (:func:`unit_rows`), on persistent
     blocks with ``persistent`` (not validated)."""
     return PerfConfig(tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, warp_m=warps, warp_n=1, warp_tile_m=16,
-                      warp_tile_n=rows, vector_size_a=MMA_PERSISTENT_BODY if persistent else MMA_BODY, vector_size_b=0, vector_size_c=8, split_k=1,
+                      warp_tile_n=rows, vector_size_a=MMA_PERSISTENT_BODY if persistent else MMA_BODY,
+                      vector_size_b=0, vector_size_c=8, split_k=1,
                       lds_k_outer=1, stages=1, schedule=KernelSchedule.DIRECT)
 
 

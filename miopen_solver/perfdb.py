@@ -316,8 +316,9 @@ def _config_key(config_id, values) -> str:
 
 
 def _storage_failure(e: sqlite3.Error) -> bool:
-    """sqlite's errors for storage that failed under it (SQLITE_IOERR, SQLITE_FULL,
-    SQLITE_CANTOPEN: a full file system among them), not for the file's contents."""
+    """sqlite's errors for storage that failed under it (SQLITE_IOERR, SQLITE_FULL, and
+    SQLITE_CANTOPEN, which also covers a -shm it may not create), not for the file's
+    contents: a reader then reads as on read-only storage."""
     msg = str(e)
     return any(m in msg for m in ("disk I/O error", "database or disk is full", "unable to open database file"))
 
@@ -365,7 +366,7 @@ class PerfDb:
                 msg = f"not a valid SQLite database ({msg})"
             elif "readonly" in msg:
                 msg = f"cannot be written ({msg})"
-            elif _storage_failure(e):
+            elif "disk I/O error" in msg or "disk is full" in msg:
                 msg = f"its storage failed ({msg}): the file system may be full"
             raise PerfDbError(self.path, msg) from None
         except OSError as e:

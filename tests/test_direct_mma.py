@@ -1,6 +1,6 @@
-"""The direct schedule's mma body (``vector_size_a`` 2, kernels/direct_mma.cu), CPU only: its
-rules, its spec and records, the search, offline builds (no spills), and the emitted kernel
-run on the emulator (NVIDIA flavour: ldmatrix and mma.sync emulated from their documented
+"""The direct schedule's mma body (``vector_size_a`` 2, and 3 on persistent blocks;
+kernels/direct_mma.cu), CPU only: its rules, its spec and records, the search, offline builds
+(no spills), and the emitted kernel run on the emulator (NVIDIA flavour: ldmatrix and mma.sync emulated from their documented
 fragment layouts) against the float64 reference with NaN-poisoned dX."""
 
 from __future__ import annotations
@@ -90,15 +90,15 @@ def test_spec_fields_name_dict_and_record():
     assert s.mma and s.block_threads == 128 and s.ksteps == 2            # 16 + 4 columns: 2 k-steps
     assert s.plane_rows == 8 + 2 and s.plane_width == 32 + 16 and s.plane_pitch == 56
     assert (s.plane_pitch // 8) % 2 == 1
-    assert s.lds_bytes == 3 * 16 * 48 * 4 + 16 * 10 * 56 * 2 + 16 * 32 * 24 * 2     # band, dY planes, output planes
+    assert s.lds_bytes == 3 * 16 * 52 * 4 + 16 * 10 * 56 * 2 + 16 * 32 * 24 * 2     # band (48 + 4 pad), dY planes, output planes
     assert not s.out_in_plane                    # 32 columns x 24 > 10 rows x 56: output planes after the dY planes
     s2 = make_direct_spec(p, SM90, mma_config(16, 16, 16, 4))
-    assert s2.out_in_plane and s2.lds_bytes == 3 * 16 * 48 * 4 + 16 * 18 * 40 * 2       # 16 x 24 <= 18 x 40
+    assert s2.out_in_plane and s2.lds_bytes == 3 * 16 * 52 * 4 + 16 * 18 * 40 * 2       # 16 x 24 <= 18 x 40
     assert s.kernel_name == f"dgrad_direct_mma_sm_90_fp16_t32x16x8_w4_k2_{p.short_tag()}"
     d = json.loads(json.dumps(s.as_dict()))
     assert d["body"] == "mma" and d["mma"] == {"atom": "m16n8k16", "unit": {"rows": 8, "columns": 16},
                                                "channels_per_warp_pass": 1, "warps": 4, "k_steps": 2,
-                                               "walkers_per_channel_block": 0,
+                                               "persistent_blocks": 0,
                                                "plane_rows": 10, "plane_pitch": 56, "dy_order": "NHWC",
                                                "dx_order": "NHWC"}
     assert d["thread_tile"] is None                  # lanes own fragments of units, not a pixel tile
@@ -210,7 +210,7 @@ def test_emulated_mma_body_matches_float64_reference(case, persistent, tmp_path)
             p = random_mma_problem(R)
         tile = R.choice(SMALL_TILES)
     s = make_direct_spec(p, few_cus(R.randint(1, 3)) if persistent else SM90, mma_config(*tile, persistent=persistent))
-    assert s.mma and (s.walkers > 0) == persistent
+    assert s.mma and (s.pblocks > 0) == persistent
     dy, w = fresh_inputs(p, np.random.default_rng(case))
     out = kernel_emu.run_direct(s, dy, w, tmp_path, vendor="nvidia")
     assert np.isfinite(out.astype(np.float32)).all(), ("a dX element was not written", p.short_tag(), tile)
@@ -237,39 +237,49 @@ def test_a_wrong_band_fails(tmp_path):
     assert rms_range(dgrad_reference(p, dy, w), out) > 0.1
 
 
-def walks(s) -> list:
-    """The W phases each persistent block of ``s`` meets, in its order (the kernel's walk)."""
-    p = s.problem
-    per_phase = p.N * s.tiles_h * s.tiles_w
-    units = per_phase * s.nph_h * s.nph_w
-    return [[(u // per_phase) % s.nph_w for u in range(b, units, s.walkers)] for b in range(s.walkers)]
+def runs(s) -> list:
+    """The (channel block, W phase) of each dX tile every persistent block of ``s`` takes, in
+    its order: the kernel's runs, computed here from the tiles' order (channel block, W phase,
+    H phase, image, tile)."""
+    per_cb = s.problem.N * s.tiles_h * s.tiles_w * s.nph_h * s.nph_w
+    units = per_cb * s.cblocks
+    per_w = per_cb // s.nph_w
+    return [[(u // per_cb, u % per_cb // per_w) for u in range(b * units // s.pblocks, (b + 1) * units // s.pblocks)]
+            for b in range(s.pblocks)]
 
 
-def test_persistent_grid_shares_the_resident_blocks_over_channel_blocks():
+def test_persistent_blocks_are_the_resident_blocks_each_with_an_even_run():
     p = dw(N=64, C=96, Hi=56, Wi=56, Y=7, X=7, pH=3, pW=3)
     one, walk = (make_direct_spec(p, SM90, mma_config(64, 16, 16, 8, persistent=x)) for x in (False, True))
-    assert (one.walkers, one.config.vector_size_a) == (0, MMA_BODY) and walk.config.vector_size_a == MMA_PERSISTENT_BODY
-    assert walk.walkers == walk.min_blocks * SM90.num_cus // walk.cblocks == 2 * 132 // 6
-    assert walk.grid == (6 * walk.walkers, 1, 1) and one.grid == (64 * 4 * 1 * 6, 1, 1)
-    assert ("DD_WALKERS", walk.walkers) in walk.defines() and ("DD_WALKERS", 0) in one.defines()
-    assert f"_pw{walk.walkers}_" in walk.kernel_name and "_pw" not in one.kernel_name
+    assert (one.pblocks, one.config.vector_size_a) == (0, MMA_BODY) and walk.config.vector_size_a == MMA_PERSISTENT_BODY
+    assert walk.pblocks == walk.min_blocks * SM90.num_cus == 2 * 132
+    assert walk.grid == (264, 1, 1) and one.grid == (64 * 4 * 1 * 6, 1, 1)
+    assert ("DD_PBLOCKS", 264) in walk.defines() and ("DD_PBLOCKS", 0) in one.defines()
+    assert ("DD_BP", walk.ws_pitch + 4) in walk.defines() and walk.ws_bytes == 7 * 16 * (48 + 4) * 4
+    assert "_pb264_" in walk.kernel_name and "_pb" not in one.kernel_name
     assert walk.as_dict()["body"] == "mma-persistent" and one.as_dict()["body"] == "mma"
+    assert walk.as_dict()["mma"]["persistent_blocks"] == 264
     assert Solution.from_record(json.loads(json.dumps(solution_of(walk).to_record()))).spec == walk
-    tiny = dw(N=1, C=8, Hi=8, Wi=16, Y=3, X=3, pH=1, pW=1)          # one tile: never more walkers than tiles
-    assert make_direct_spec(tiny, SM90, mma_config(16, 8, 8, 4, persistent=True)).walkers == 1
-    many = dw(N=2, C=4096, Hi=8, Wi=16)                            # 512 channel blocks: one walker each
-    assert make_direct_spec(many, SM90, mma_config(16, 8, 8, 4, persistent=True)).walkers == 1
+    for q, cfg in ((p, (64, 16, 16, 8)), (dw(N=2, C=4096, Hi=8, Wi=16), (16, 8, 8, 4)),     # 512 channel blocks
+                   (dw(N=1, C=8, Hi=8, Wi=16, Y=3, X=3, pH=1, pW=1), (16, 8, 8, 4)),         # one tile
+                   (FIXED[1], (16, 8, 8, 4))):                                               # stride 2: 4 phases
+        s = make_direct_spec(q, SM90, mma_config(*cfg, persistent=True))
+        tiles = [u for run in runs(s) for u in run]
+        lengths = {len(run) for run in runs(s)}
+        # every tile once, every block busy, runs within one tile of each other
+        assert len(tiles) == q.N * s.tiles_h * s.tiles_w * s.nph_h * s.nph_w * s.cblocks
+        assert s.pblocks == min(len(tiles), s.min_blocks * 132) and min(lengths) >= 1 and max(lengths) - min(lengths) <= 1
 
 
 @pytest.mark.skipif(not kernel_emu.available(), reason="clang++ not on PATH")
 def test_a_persistent_block_that_keeps_its_band_across_w_phases_fails(tmp_path):
     """The check can fail: persistent blocks that build the band table only once are wrong
-    where a block's walk crosses W phases (stride 2: each phase has its own taps)."""
-    p = FIXED[1].replace(N=3)                  # 3 tiles a phase, 4 walkers: every walk crosses W phases
+    where a block's run of tiles enters another W phase (stride 2: each has its own taps)."""
+    p = FIXED[1].replace(N=1, sH=1, sW=3)      # 3 W phases of 2 tiles, 4 blocks: runs of 1-2 tiles
     s = make_direct_spec(p, few_cus(1), mma_config(16, 8, 8, 4, persistent=True))
-    assert s.walkers == 4 and all(len(set(w)) > 1 for w in walks(s))
+    assert any(len({rw for _, rw in run}) > 1 for run in runs(s))
     src = s.emit()
-    bad = src.text.replace("if (rw != band_rw) {", "if (band_rw < 0) {")
+    bad = src.text.replace("if (cb * DD_NPH_W + rw != band_key) {", "if (band_key < 0) {")
     assert bad != src.text
 
     class Bent:

@@ -107,9 +107,14 @@ def test_a_huge_compile_pool_is_out_of_range(capsys, monkeypatch, no_workers, si
         f"--compile-pool {cut(value)}: {why}allowed: an integer from 0 (off) to 4 (the CPU count)")
 
 
-def test_leading_zeros_do_not_make_an_integer_huge(capsys, no_workers):
-    assert error(capsys, *LINE.split(), "--split-k", "0" * 50 + "65") == (
+@pytest.mark.parametrize("zeros", [50, 5000])          # also past Python's 4300-digit conversion limit
+def test_leading_zeros_do_not_make_an_integer_huge(capsys, no_workers, zeros):
+    assert error(capsys, *LINE.split(), "--split-k", "0" * zeros + "65") == (
         "--split-k 65: allowed: -1 (choose) or an integer from 1 to 64")
+    assert error(capsys, "tune", *LINE.split(), "--list", "--top", "-" + "0" * zeros) == (
+        f"--top 0: {COUNT.format(low=1)}")
+    status, out, _ = run_cli(capsys, "tune", *LINE.split(), "--list", "--max-configs", "0" * zeros + "2")
+    assert status == 0 and len(out) == 2
 
 
 # ================================================================ 7e, 7f: a missing -F, a 3-D line

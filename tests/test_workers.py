@@ -259,8 +259,10 @@ def test_a_dying_worker_leaves_no_dump_temp_files(monkeypatch, tmp_path, how):
     assert not res.ok and res.failure == ("timeout" if how == "strand_hang" else "crashed")
     left = sorted(p.name for p in tmp_path.iterdir())
     assert [n for n in left if n.endswith(".tmp")] == [other.name], left
-    if how == "strand_exit":            # died after its first two dumps (a hang may be killed before them)
-        assert left == sorted([other.name, "dump_wei.bin", "dump_dout.bin"])
+    if "stranded" not in left:          # a hang killed (5 s) before its write began: nothing was tested
+        assert how == "strand_hang"
+        pytest.skip("the worker was killed before it began the dump write (a busy machine)")
+    assert left == sorted([other.name, "dump_wei.bin", "dump_dout.bin", "stranded"])
 
 
 def test_worker_stdout_never_reaches_ours(monkeypatch, capfd):

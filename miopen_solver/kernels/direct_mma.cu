@@ -28,7 +28,7 @@
 // Block steps: (1) the band table: for every filter row y and channel, A's diagonals as
 // 32-bit pairs (A[m][k] depends on k - m only), so a warp loads its A fragment with 4*DD_KS
 // shared loads at fixed offsets (a thread builds whole rows from the row's X taps; persistent
-// blocks build it once per W phase); (2) the dY window to the planes, 16-byte global loads of
+// blocks build it again only where their run of tiles enters another channel block or W phase); (2) the dY window to the planes, 16-byte global loads of
 // 8 channels, zeros outside dY and outside the columns and rows any tap reads; (3) each
 // warp takes channels warp, warp + DD_WARPS, ..., sums every valid filter row's MMAs into
 // fp32 accumulators and stores them, rounded to the storage type, into the channel's
@@ -81,7 +81,8 @@ static_assert((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR <= DD_PR * DD_PP, "an outp
 #else
 #define DD_OUT_STRIDE ((DD_DX_NCHW ? DD_TQH : DD_TQW) * DD_OPR)
 #endif
-static_assert(DD_BW >= 16 * DD_KS + 16, "band entries per (row, channel)");
+static_assert(DD_BW >= 16 * DD_KS + 16 && DD_BW % 4 == 0, "band entries per (row, channel), 16-byte rows");
+static_assert(DD_BP == DD_BW + 4, "band row pitch: the entries and 4 words of pad");
 #define DD_BATCH 4           // loads a thread issues before it stores any (the dY staging)
 
 // ------------------------------------------------------------------ matrix instructions
@@ -152,32 +153,39 @@ DD_DEVICE bool dd_tap_ok(int r, int pad, int stride, int dil, int t) {
 }
 
 // ------------------------------------------------------------------ the kernel
-// A block's work unit: dX tile (th, tw) of image n in phase ph = rh * DD_NPH_W + rw, for
-// channel block cb. One unit per block (DD_WALKERS 0: dd_unit_of), or persistent blocks
-// (DD_WALKERS > 0): block b takes channel block b % DD_CB and walks the units b / DD_CB,
-// + DD_WALKERS, ... of that channel block (tile along W fastest, then along H, image, phase),
-// so its band table is built once per W phase it meets instead of once per unit, and the
-// blocks of a multiprocessor drift apart (one stages its dY window while another multiplies).
-#if DD_WALKERS
+// A block's work unit: dX tile (th, tw) of image n in phase (rh, rw), for channel block cb.
+// One unit per block (DD_PBLOCKS 0: dd_unit_of), or DD_PBLOCKS persistent blocks (as many as
+// the device holds at once): the units in the order channel block, W phase, H phase, image,
+// tile along H, tile along W (fastest) are cut into DD_PBLOCKS runs of nearly equal length,
+// block b taking run b, so a block rebuilds its band table only where its run enters another
+// channel block or W phase (once or twice for most runs), every block of the device has work
+// until the end, and the blocks of a multiprocessor drift apart (one stages its dY window
+// while another multiplies).
+#if DD_PBLOCKS
 constexpr long long DD_UNITS_PER_PHASE = (long long)DG_N * DD_TILES_H * DD_TILES_W;
-constexpr long long DD_UNITS = DD_UNITS_PER_PHASE * DD_NPH_H * DD_NPH_W;
+constexpr long long DD_UNITS_PER_CB = DD_UNITS_PER_PHASE * DD_NPH_H * DD_NPH_W;
+constexpr long long DD_UNITS = DD_UNITS_PER_CB * DD_CB;
 #endif
 
 DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restrict__ w, dd_t* __restrict__ dx) {
     extern DD_SHARED __attribute__((aligned(16))) unsigned char dg_smem[];
     DD_GRID_DEPENDENCY();
-    dd_u32* band = reinterpret_cast<dd_u32*>(dg_smem);                              // [Y][TN][BW]
+    dd_u32* band = reinterpret_cast<dd_u32*>(dg_smem);                              // [Y][TN][BP]
     dd_t* planes = reinterpret_cast<dd_t*>(dg_smem + DD_BAND_BYTES);                 // [TN][PR][PP]
     // Output planes [TN][TQW][OPR], DD_OUT_STRIDE elements apart: in the channel's own dY plane
     // where it fits (DD_OUT_IN_PLANE; only the warp that reads a plane writes it), else after them.
     dd_t* outp = planes + (DD_OUT_IN_PLANE ? 0 : DD_TN * DD_PR * DD_PP);
     const int tid = DD_TID();
-#if DD_WALKERS
-    const int cb = (int)(DD_BID() % DD_CB);
-    int band_rw = -1;                  // the W phase the band table holds (-1: none yet)
-    for (long long work = DD_BID() / DD_CB; work < DD_UNITS; work += DD_WALKERS) {
-        const int ph = (int)(work / DD_UNITS_PER_PHASE);
-        long long b = work % DD_UNITS_PER_PHASE;
+#if DD_PBLOCKS
+    int band_key = -1;                 // cb * DD_NPH_W + rw of the band table built (-1: none yet)
+    const long long run_end = (DD_BID() + 1) * DD_UNITS / DD_PBLOCKS;
+    for (long long work = DD_BID() * DD_UNITS / DD_PBLOCKS; work < run_end; ++work) {
+        const int cb = (int)(work / DD_UNITS_PER_CB);
+        long long b = work % DD_UNITS_PER_CB;
+        const int rw = (int)(b / (DD_UNITS_PER_PHASE * DD_NPH_H));
+        b %= DD_UNITS_PER_PHASE * DD_NPH_H;
+        const int rh = (int)(b / DD_UNITS_PER_PHASE);
+        b %= DD_UNITS_PER_PHASE;
         const int tw = (int)(b % DD_TILES_W);
         b /= DD_TILES_W;
         const int th = (int)(b % DD_TILES_H);
@@ -185,11 +193,10 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
 #else
     {
         const dd_unit unit = dd_unit_of(DD_BID());
-        const int cb = unit.cb, ph = unit.ph, tw = unit.tw, th = unit.th, n = unit.n;
-        const int band_rw = -1;
+        const int cb = unit.cb, tw = unit.tw, th = unit.th, n = unit.n;
+        const int rh = unit.ph / DD_NPH_W, rw = unit.ph % DD_NPH_W;
+        const int band_key = -1;
 #endif
-        const int rh = ph / DD_NPH_W;
-        const int rw = ph % DD_NPH_W;
         const int c0 = cb * DD_TN;
         const int qh0 = th * DD_TQH;
         const int qw0 = tw * DD_TQW;
@@ -213,13 +220,14 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
         // (1) The band table: band[y][c][16 + d] holds A[m][k], A[m][k+1] for k - m = d, i.e. the
         // W[c,y,x] of the taps whose offsets are d + xmin (low half) and d + 1 + xmin (high half),
         // 0 where no valid x, so a thread's A fragment is 4*DD_KS 32-bit shared loads at fixed
-        // offsets. It depends on the W phase only. A thread builds whole rows (y, c): the row's X
-        // taps loaded together (W[c][y][0..X) lie consecutively), its DD_BW words zeroed in 16-byte
-        // stores, then each valid tap x, at offset o, added into entries o - xmin (low half) and
-        // o - xmin - 1 (high half). Block-uniform condition: the barrier after (2) orders the
-        // rows before any warp reads them, and the one that ends the previous unit every read of
-        // the old table before it is rebuilt.
-        if (rw != band_rw) {
+        // offsets. It depends on the channel block and the W phase only. A thread builds whole
+        // rows (y, c), DD_BP words apart (DD_BW entries and 4 words of pad, so the 16-byte stores
+        // of 8 neighbouring rows hit 8 different bank groups): the row's X taps loaded together
+        // (W[c][y][0..X) lie consecutively), its entries zeroed in 16-byte stores, then each
+        // valid tap x, at offset o, added into entries o - xmin (low half) and o - xmin - 1 (high
+        // half). Block-uniform condition: the barrier after (2) orders the rows before any warp
+        // reads them; every read of the previous table was before the barrier that ends (3).
+        if (cb * DD_NPH_W + rw != band_key) {
             for (int t = tid; t < DG_Y * DD_TN; t += DD_THREADS) {
                 const int cl = t % DD_TN;
                 const int y = t / DD_TN;
@@ -228,7 +236,7 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                 for (int x = 0; x < DG_X; ++x)
                     tap[x] = c0 + cl < DG_C && dd_tap_ok(rw, DG_PW, DG_SW, DG_DW, x)
                                  ? (dd_u32)w[((dd_idx)(c0 + cl) * DG_Y + y) * DG_X + x] : 0u;
-                dd_u32* row = band + t * DD_BW;
+                dd_u32* row = band + t * DD_BP;
                 dd_b16* row16 = reinterpret_cast<dd_b16*>(row);
                 const dd_b16 zero = {{0u, 0u, 0u, 0u}};
 #pragma unroll
@@ -241,8 +249,8 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                     row[e - 1] |= tap[x] << 16;
                 }
             }
-#if DD_WALKERS
-            band_rw = rw;
+#if DD_PBLOCKS
+            band_key = cb * DD_NPH_W + rw;
 #endif
         }
 
@@ -346,7 +354,7 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
                 for (int ty = 0; ty < DG_Y; ++ty) {
                     if (!dd_tap_ok(rh, DG_PH, DG_SH, DG_DH, ty)) continue;
                     const int row0 = (rh + DG_PH - ty * DG_DH) / DG_SH - ymin;    // plane row of unit row 0
-                    const dd_u32* brow = band + (ty * DD_TN + cl) * DD_BW + band_lane;
+                    const dd_u32* brow = band + (ty * DD_TN + cl) * DD_BP + band_lane;
 #if defined(DG_VENDOR_AMD)
                     dd_opv a[DD_KS];
 #pragma unroll
@@ -490,8 +498,8 @@ DD_GLOBAL void DG_KERNEL_NAME(const dd_t* __restrict__ dy, const dd_t* __restric
             if (hi + DG_SH < DG_HI) dd_store<8>(dst + (dd_idx)DG_SH * DG_WI * DG_C, e1);
         }
 #endif
-#if DD_WALKERS
-        DD_SYNC();      // this unit's reads of the planes, output planes and band table are done
+#if DD_PBLOCKS && DD_OUT_IN_PLANE
+        DD_SYNC();      // (4)'s reads of the output planes, inside the dY planes, before (2) refills them
 #endif
     }
 }
