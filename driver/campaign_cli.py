@@ -56,7 +56,8 @@ def campaign_options(f):
                      help="local: workers on this host; dask: one Dask worker per GPU."),
         click.option("--address", "address", default=None, metavar="tcp://HOST:PORT",
                      help="The Dask scheduler (--engine dask); without it a LocalCluster is started."),
-        click.option("--compile-pool", "compile_pool", type=Integer(check_compile_pool), default=0, show_default=True, metavar="N",
+        click.option("--compile-pool", "compile_pool", type=Integer(check_compile_pool), default=0, show_default=True,
+                     metavar="N",
                      help="CPU processes that compile the next configs while the GPUs time (0: off; at most the CPU count)."),
     ]
     for opt in reversed(opts):

@@ -82,7 +82,7 @@ def _run_first_word(tokens, opts, emit=None):
     try:
         return run_line(tokens, opts, emit=emit)
     except MiopenCommandError as e:
-        if e.flag == "<base>" and e.detail == "unknown base argument":
+        if e.flag == "<base>" and e.value is not None and e.value not in BASE_DTYPES and e.value not in REJECTED_BASES:
             raise unknown_first_word(e.value) from None
         raise
 

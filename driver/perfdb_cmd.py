@@ -41,8 +41,8 @@ from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, json_text, shorten
 
-from .options import (PERFDB_ALLOWED, Group, UserError, check_count, check_output_file, count_option, file_error, json_option,
-                      perfdb_label, run_and_print, warn)
+from .options import (PERFDB_ALLOWED, Group, UserError, check_count, check_output_file, count_option, file_error,
+                      json_option, perfdb_label, run_and_print, warn)
 
 ARCH_HELP = ("The arch the records belong to, as the perf-db keys it: the device arch (sm_90, gfx942, ...), "
              "or <arch>@cpu for a target simulated on the CPU engine.")
@@ -95,15 +95,9 @@ def _known_archs(perfdb) -> set:
 
 
 def _warn_missing(perfdb, path) -> None:
-    """A perf-db file that is not there yet (its nearest existing ancestor is a directory):
-    one warning, nothing to read. Under a file that is not a directory it is left to the
-    read, whose error names that file (one line, not a warning and an error)."""
-    if os.path.exists(path):
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(parent) and parent != os.path.dirname(parent):
-        parent = os.path.dirname(parent)
-    if os.path.isdir(parent):
+    """After a read that found no file (a path the read refuses, e.g. one under a regular
+    file, is its error alone): one warning, nothing read."""
+    if not os.path.exists(path):
         warn(f"{perfdb_label(perfdb)}: no perf-db file there yet; nothing to read")
 
 
@@ -214,12 +208,12 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
         own = {os.path.realpath(f"{db_path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
         if out != STDOUT and target in own:
             raise UserError(f"-o {out}: is the perf-db being exported ({db_path}); allowed: another file")
-    _warn_missing(perfdb, db_path)
     try:
         with PerfDb(perfdb) as db:
             text = db.export_text(arch)
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
+    _warn_missing(perfdb, db_path)
     _warn_skipped(db)
     if not text:                        # say whose records there are (e.g. gfx942@cpu's, simulated)
         held = sorted(set(_known_archs(perfdb)) - {arch, ANY_ARCH})
@@ -241,12 +235,12 @@ def list_records(arch: str | None, perfdb: str | None, as_json: bool) -> tuple:
     """Every record (of ``arch`` when given), one line each or one JSON list; ``(0, lines)``."""
     if arch is not None:
         _check_arch(arch, _known_archs(perfdb) if os.path.exists(PerfDb(perfdb).path) else ())
-    _warn_missing(perfdb, PerfDb(perfdb).path)
     try:
         with PerfDb(perfdb) as db:
             recs = db.records(arch)
     except PerfDbError as e:
         raise _db_error(perfdb, e) from None
+    _warn_missing(perfdb, db.path)
     _warn_skipped(db)
     if as_json:
         return 0, [json_text([{"problem_key": r.problem_key, "arch": r.arch, "solver": r.solver,

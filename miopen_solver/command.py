@@ -456,20 +456,19 @@ def _same_pad(size: int, filt: int, stride: int) -> int:
     return max(filt - r, 0) // 2
 
 
-def _check_same_symmetric(v: dict, ft: dict, shown: dict, is3: bool) -> None:
+def _check_same_symmetric(v: dict, ft: dict, shown: dict, pads: tuple) -> None:
     """Refuse a ``--pad_mode same`` line whose MIOpen problem pads one side more than the
     other: without dilation MIOpen sizes dY ``ceil(in/stride)`` in that mode
     (``ConvolutionDescriptor::GetForwardOutputTensorWithLayout``, src/convolution.cpp) but
     keeps the rounded-down pad of :func:`_same_pad` at the top and left, so where the total
     pad ``filter - (in % stride or stride)`` is odd, dY has one more row (column) than the
-    symmetric pad gives and its window reaches one element past the bottom (right) edge."""
-    axes = [("Ho", "in_h", "fil_h", "conv_stride_h", "row at the bottom"),
-            ("Wo", "in_w", "fil_w", "conv_stride_w", "column at the right")]
-    if is3:
-        axes.append(("Do", "in_d", "fil_d", "conv_stride_d", "plane at the back"))
-    for axis, size, filt, stride, side in axes:
+    symmetric pad gives and its window reaches one element past the bottom (right) edge.
+    ``pads``: the :func:`_same_pad` pads along H, W (and D)."""
+    axes = (("Ho", "in_h", "fil_h", "conv_stride_h", "row at the bottom"),
+            ("Wo", "in_w", "fil_w", "conv_stride_w", "column at the right"),
+            ("Do", "in_d", "fil_d", "conv_stride_d", "plane at the back"))
+    for (axis, size, filt, stride, side), pad in zip(axes, pads):
         n, f, s = v[size], v[filt], v[stride]
-        pad = _same_pad(n, f, s)
         want, got = -(-n // s), output_size(n, f, pad, s, 1)
         if got != want:
             raise MiopenCommandError(
@@ -523,7 +522,7 @@ def _build_problem(base: str, v: dict, ft: dict, shown: dict) -> ConvProblem:
             if is3:
                 pd = _same_pad(v["in_d"], v["fil_d"], v["conv_stride_d"])
             if undilated:
-                _check_same_symmetric(v, ft, shown, is3)
+                _check_same_symmetric(v, ft, shown, (ph, pw) + ((pd,) if is3 else ()))
 
     kw = dict(
         N=v["batchsize"], C=v["in_channels"], Hi=v["in_h"], Wi=v["in_w"], K=v["out_channels"],

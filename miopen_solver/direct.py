@@ -691,17 +691,12 @@ def _make_mma_spec(p: ConvProblem, t: Target, c: PerfConfig, native: bool = Fals
     return spec
 
 
-def mma_units(spec: DirectSpec) -> int:
-    """The dX tiles of an mma spec, one block's work each without persistence: images x tiles
-    x phases x channel blocks."""
-    return spec.problem.N * spec.tiles_h * spec.tiles_w * spec.nph_h * spec.nph_w * spec.cblocks
-
-
 def mma_persistent_blocks(spec: DirectSpec) -> int:
     """Persistent blocks of the mma body on persistent blocks: the blocks the device holds at
     once (:attr:`DirectSpec.min_blocks` per multiprocessor x ``target.num_cus``), at most the
-    dX tiles (:func:`mma_units`); each takes a run of nearly equal length of the tiles."""
-    return max(1, min(mma_units(spec), spec.min_blocks * spec.target.num_cus))
+    dX tiles (the grid of ``spec`` without persistence, a tile a block); each takes a run of
+    nearly equal length of the tiles."""
+    return max(1, min(spec.grid[0], spec.min_blocks * spec.target.num_cus))
 
 
 def mma_config(tile_m: int, tile_n: int, tile_k: int, warps: int, rows: int = 8,

@@ -315,12 +315,15 @@ def _config_key(config_id, values) -> str:
     return miopen_db.fields_to_key(dict(zip(miopen_db.FIELDS, values)))
 
 
+_STORAGE_FAILED = ("disk I/O error", "database or disk is full")
+"""sqlite's messages of SQLITE_IOERR and SQLITE_FULL: the storage failed under the file."""
+
+
 def _storage_failure(e: sqlite3.Error) -> bool:
-    """sqlite's errors for storage that failed under it (SQLITE_IOERR, SQLITE_FULL, and
+    """sqlite's errors for storage that failed under it (:data:`_STORAGE_FAILED`, and
     SQLITE_CANTOPEN, which also covers a -shm it may not create), not for the file's
     contents: a reader then reads as on read-only storage."""
-    msg = str(e)
-    return any(m in msg for m in ("disk I/O error", "database or disk is full", "unable to open database file"))
+    return any(m in str(e) for m in _STORAGE_FAILED + ("unable to open database file",))
 
 
 class PerfDb:
@@ -366,7 +369,7 @@ class PerfDb:
                 msg = f"not a valid SQLite database ({msg})"
             elif "readonly" in msg:
                 msg = f"cannot be written ({msg})"
-            elif "disk I/O error" in msg or "disk is full" in msg:
+            elif any(m in msg for m in _STORAGE_FAILED):
                 msg = f"its storage failed ({msg}): the file system may be full"
             raise PerfDbError(self.path, msg) from None
         except OSError as e:
