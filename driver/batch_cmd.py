@@ -199,13 +199,11 @@ def ignored_flag_notes(cmd) -> list:
     """A row's notes for the line's flags batch does not honour (``-S`` is dropped as the line
     is read): ``-s 1`` (no search: ``run`` searches first, ``tune`` tunes) and ``-o 1`` (no
     dump files), each as the line wrote it."""
-    def given(name):
-        return f"'{cmd.flag_text(name)} {cmd.value_text(name)}' ignored"
     out = []
     if int(cmd.flags["search"]):
-        out.append(f"{given('search')}: batch runs no search (run or tune the line)")
+        out.append(f"'{cmd.given('search')}' ignored: batch runs no search (run or tune the line)")
     if int(cmd.flags["dump_output"]):
-        out.append(f"{given('dump_output')}: batch writes no dump files")
+        out.append(f"'{cmd.given('dump_output')}' ignored: batch writes no dump files")
     return out
 
 

@@ -70,7 +70,7 @@ GRAPH_ON_CPU_NOTE = ("Info: '{given}' is ignored on the cpu engine (no graph cap
 def graph_on_cpu_note(cmd: DriverCommand | None = None) -> str:
     """:data:`GRAPH_ON_CPU_NOTE` echoing ``cmd``'s ``-J`` as typed (``--use_hip_graph 1``
     without a line: a campaign's lines)."""
-    given = f"{cmd.flag_text('use_hip_graph')} {cmd.value_text('use_hip_graph')}" if cmd else "--use_hip_graph 1"
+    given = cmd.given("use_hip_graph") if cmd else "--use_hip_graph 1"
     return GRAPH_ON_CPU_NOTE.format(given=given)
 SOLUTION_FASTEST = "0"
 
@@ -326,23 +326,21 @@ def unhonoured_flag_notes(cmd: DriverCommand, environ=None) -> list:
     env = os.environ if environ is None else environ
     out = []
 
-    def given(name):                    # the flag and its value as the line typed them
-        return f"{cmd.flag_text(name)} {cmd.value_text(name)}"
     if cmd.bias:
-        out.append(f"Info: '{given('bias')}' is not honoured: backward bias is not run or verified "
+        out.append(f"Info: '{cmd.given('bias')}' is not honoured: backward bias is not run or verified "
                    "(backward data only; the bias buffer still draws its random numbers)")
     if str(f["verification_cache"]).strip():
-        out.append(f"Info: '{given('verification_cache')}' is not honoured: the reference is always "
+        out.append(f"Info: '{cmd.given('verification_cache')}' is not honoured: the reference is always "
                    "computed, never read from or written to a verification cache")
     if int(f["math_type"]) == MATH_DEFAULT and cmd.problem.dtype != "fp32":
-        out.append(f"Info: '{given('math_type')}' changes nothing for {cmd.base}: TF32 math is for fp32 data "
+        out.append(f"Info: '{cmd.given('math_type')}' changes nothing for {cmd.base}: TF32 math is for fp32 data "
                    f"only, as in MIOpen")
     overrides = [name for name in ENV_OVERRIDES if str(env.get(name, "")).strip() not in ("", "0")]
     if overrides:
         out.append(f"Info: {' and '.join(overrides)} set: not honoured (MIOpen's EnvEnableTF32 reads them); "
                    f"only '-M 0' selects TF32 math here")
     if int(f["init_output_nan"]) == 0 and "init_output_nan" in cmd.written:
-        out.append(f"Info: '{given('init_output_nan')}' is not honoured: dX is always filled with NaN before the "
+        out.append(f"Info: '{cmd.given('init_output_nan')}' is not honoured: dX is always filled with NaN before the "
                    "verification launch")
     return out
 
@@ -719,7 +717,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     if o.print_name_only:
         if int(cmd.flags["search"]):
             source = {"perf-config": "--perf-config", "perfdb": "perf-db"}.get(solution.source, solution.source)
-            warn(f"'{cmd.flag_text('search')} {cmd.value_text('search')}' not honoured with --print-name-only: no "
+            warn(f"'{cmd.given('search')}' not honoured with --print-name-only: no "
                  f"search is run; the name is the {source} config's")
         return EXIT_OK, [json_text({"kernel_name": solution.kernel_name}) if o.as_json else solution.kernel_name]
 

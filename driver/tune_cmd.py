@@ -313,17 +313,15 @@ def tune_flag_notes(cmd, environ=None) -> list:
     (:func:`~driver.run_cmd.unhonoured_flag_notes`)."""
     f = cmd.flags
 
-    def ignored(name):
-        return f"Info: '{cmd.flag_text(name)} {cmd.value_text(name)}' ignored"
     out = []
     if int(f["search"]):
-        out.append(f"{ignored('search')}: tune times every selected config itself (it is the search)")
+        out.append(f"Info: '{cmd.given('search')}' ignored: tune times every selected config itself (it is the search)")
     if int(f["dump_output"]):
-        out.append(f"{ignored('dump_output')}: tune writes no dump files")
+        out.append(f"Info: '{cmd.given('dump_output')}' ignored: tune writes no dump files")
     if int(f["verify"]) == 0:
-        out.append(f"{ignored('verify')}: tune verifies its --verify-top best configs (--verify-top 0 verifies none)")
+        out.append(f"Info: '{cmd.given('verify')}' ignored: tune verifies its --verify-top best configs (--verify-top 0 verifies none)")
     if int(f["wall"]):
-        out.append(f"{ignored('wall')}: tune times every config by the method its heading names, not by wall clock "
+        out.append(f"Info: '{cmd.given('wall')}' ignored: tune times every config by the method its heading names, not by wall clock "
                    f"per layer")
     return out + unhonoured_flag_notes(cmd, environ)
 

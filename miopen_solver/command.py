@@ -177,6 +177,11 @@ class DriverCommand:
         message echoes (``-n -0``, not the ``0`` it parsed to)."""
         return self.typed.get(name, str(self.flags[name]))
 
+    def given(self, name: str) -> str:
+        """Flag ``name`` and its value as the line wrote them (``-s 1``, ``--search 1``): what
+        a note that a flag is ignored or not honoured quotes."""
+        return f"{self.flag_text(name)} {self.value_text(name)}"
+
     @property
     def iters(self) -> int:
         return int(self.flags["iter"])
