@@ -325,19 +325,28 @@ def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H2
     return [(us, c) for us, _, c in out]
 
 
-def model_config(problem: ConvProblem, target: Target, coefficients: Coefficients = H200) -> PerfConfig | None:
+def model_config(problem: ConvProblem, target: Target, coefficients: Coefficients = H200,
+                 schedules: frozenset | None = None) -> PerfConfig | None:
     """The cheapest candidate by the model, or None when none builds a spec (with the shipped
-    :data:`H200` weights, ranked once per problem and target: a failed candidate's spec is
-    not cached, so a second ranking would build it again)."""
+    :data:`H200` weights, ranked once per problem, target and ``schedules``: a failed
+    candidate's spec is not cached, so a second ranking would build it again). ``schedules``:
+    only the candidates of these schedules (default every :data:`MODELLED` one)."""
     if coefficients is H200:
-        return _h200_pick(problem, target)
-    r = ranked(problem, target, coefficients)
+        return _h200_pick(problem, target, schedules)
+    r = ranked(problem, target, coefficients, pool=_pool(problem, schedules))
     return r[0][1] if r else None
 
 
+def _pool(problem: ConvProblem, schedules: frozenset | None) -> tuple | None:
+    """:func:`candidates` of ``schedules`` (None: all of them, as :func:`ranked` takes them)."""
+    if schedules is None:
+        return None
+    return tuple(c for c in candidates(problem) if c.schedule in schedules)
+
+
 @lru_cache(maxsize=1024)
-def _h200_pick(problem: ConvProblem, target: Target) -> PerfConfig | None:
-    r = ranked(problem, target, H200)
+def _h200_pick(problem: ConvProblem, target: Target, schedules: frozenset | None) -> PerfConfig | None:
+    r = ranked(problem, target, H200, pool=_pool(problem, schedules))
     return r[0][1] if r else None
 
 
@@ -349,11 +358,12 @@ on one zoo layer (``bench/fit_cost_model.py``, bench/RESULTS.md): 0.10 kept the 
 
 
 def default_config(problem: ConvProblem, target: Target, rules: PerfConfig,
-                   coefficients: Coefficients = H200) -> PerfConfig:
-    """The default of a :func:`modelled` problem: the model's pick where it predicts
-    ``rules`` (the rules' config) at least :data:`MIN_GAIN` slower, else ``rules`` (also when
-    ``rules`` is not a modelled schedule or builds no spec, or no candidate builds)."""
-    pick = model_config(problem, target, coefficients)
+                   coefficients: Coefficients = H200, schedules: frozenset | None = None) -> PerfConfig:
+    """The default of a :func:`modelled` problem: the model's pick (among ``schedules``'
+    candidates, default all) where it predicts ``rules`` (the rules' config) at least
+    :data:`MIN_GAIN` slower, else ``rules`` (also when ``rules`` is not a modelled schedule
+    or builds no spec, or no candidate builds)."""
+    pick = model_config(problem, target, coefficients, schedules)
     if pick is None or pick == rules:
         return rules
     try:

@@ -28,7 +28,7 @@ from .spec import (WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
 from .tma import TMA_MAX_STAGES, TMA_MIN_FILL, tma_fill, tma_reason
-from .transpose import native_problem
+from .transpose import NCHW_DX_SCHEDULES, native_problem
 
 TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
 """The warp-specialised TMA tile the default takes for large stride-1 problems."""
@@ -525,8 +525,9 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
             return short
         rules = measured_nvidia_config(p, t)
         coeffs = cost_model.H200 if coefficients is None else coefficients
-        if allow_model and p.all_nhwc and cost_model.modelled(p, t):
-            rules = cost_model.default_config(p, t, rules, coeffs)
+        if allow_model and cost_model.modelled(p, t):   # dX NCHW: only kernels that store it so
+            rules = cost_model.default_config(p, t, rules, coeffs,
+                                              schedules=None if p.all_nhwc else NCHW_DX_SCHEDULES)
         if allow_model and p.all_nhwc:     # strided: all phases as one GEMM where the model says so
             rules = cost_model.subpixel_config(problem, t, rules, coeffs) or rules   # in its own layouts
         return pingpong_form(problem, t, rules) if allow_model else rules

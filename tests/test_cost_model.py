@@ -350,15 +350,20 @@ def test_the_default_takes_the_pick_only_past_the_margin(monkeypatch):
     assert cm.default_config(p, SM90, bad) == bad
 
 
-def test_the_solver_default_is_the_model_default_on_modelled_nhwc_problems_only():
+def test_the_solver_default_is_the_model_default_on_modelled_problems():
     from miopen_solver.heuristics import default_performance_config, pingpong_form
+    from miopen_solver.transpose import NCHW_DX_SCHEDULES, native_problem
     p = _p("-n 64 -c 512 -H 7 -W 7 -k 2048 -y 1 -x 1")
     rules = default_performance_config(p, SM90, allow_model=False)
     # the model's pick, in its ping-pong form where it is a one-warpgroup TMA tile
     assert default_performance_config(p, SM90) == pingpong_form(p, SM90, cm.default_config(p, SM90, rules))
+    # MIOpen's default layout: the model picks for the kernel between the transforms (dY and W
+    # NHWC, dX NCHW) among the schedules that store dX NCHW themselves
     nchw = parse("convfp16 -n 64 -c 512 -H 7 -W 7 -k 2048 -y 3 -x 3 -p 1 -q 1 -F 2".split()).problem
-    assert default_performance_config(nchw, SM90) == pingpong_form(
-        nchw, SM90, default_performance_config(nchw, SM90, allow_model=False))
+    rules = default_performance_config(nchw, SM90, allow_model=False)
+    pick = cm.default_config(native_problem(nchw), SM90, rules, schedules=NCHW_DX_SCHEDULES)
+    assert pick != rules and pick.schedule in NCHW_DX_SCHEDULES
+    assert default_performance_config(nchw, SM90) == pingpong_form(nchw, SM90, pick)
     sm80 = get_target("sm_80")
     assert default_performance_config(p, sm80) == default_performance_config(p, sm80, allow_model=False)
 
@@ -445,3 +450,30 @@ def test_the_judgement_takes_the_refit_default_the_solver_would_make():
         assert t["refit"] == str(want)
         assert t["refit_us"] == next((r["us"] for r in rs if r["config"] == want), None)
     assert changed         # the margin rule is exercised: some layer takes the pick
+
+
+def test_nchw_defaults_never_take_a_schedule_that_needs_a_dx_transform():
+    """Every zoo line in MIOpen's default layout (all NCHW), as written and with H and W made
+    odd (so the NCHW pointwise schedule, whose pixel vectors need even planes, does not take
+    the 1x1 lines first), whose kernel problem the model times gets a GEMM default whose
+    kernel stores the NCHW dX itself: unfiltered, the model gives 9 of the odd-size lines the
+    persistent schedule, whose NHWC dX needs one more launch that the model does not time."""
+    import re
+    from miopen_solver.heuristics import default_performance_config
+    from miopen_solver.transpose import NCHW_DX_SCHEDULES, native_problem
+    layout = re.compile(r"\s--(in|out|fil)_layout\s+\S+")
+    zoo = Path(__file__).resolve().parents[1] / "bench" / "zoo.txt"
+    seen = 0
+    for line in zoo.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        written = parse(layout.sub("", line.partition("#")[0]).split()).problem
+        for problem in (written, written.replace(Hi=written.Hi | 1, Wi=written.Wi | 1)):
+            native = native_problem(problem)
+            if native.all_nhwc or not cm.modelled(native, SM90):
+                continue
+            cfg = default_performance_config(problem, SM90)
+            if cfg.schedule in cm.MODELLED or cfg.schedule is KernelSchedule.WGMMA_TMA_PINGPONG:
+                seen += 1
+                assert cfg.schedule in NCHW_DX_SCHEDULES, (problem.short_tag(), cfg.serialize())
+    assert seen >= 120
