@@ -73,6 +73,12 @@ def pair_us(eng, before, launches: int, replays: int) -> float | None:
             eng.rt.free(b)
 
 
+def layout_transforms(sol) -> list:
+    """The solution's layout transforms (:class:`LayoutTransform`), without the other launches
+    among its transforms (a sub-pixel solution's W' pack), which have no tile or band form."""
+    return [t for t in sol.transforms if isinstance(t, LayoutTransform)]
+
+
 def breakdown(eng, p, launches: int, replays: int) -> dict:
     """``{config, total_us, steps: [(name, us, grid)]}`` for the default solution of ``p``."""
     sol = DgradSolver().find_solution(p, eng.target)
@@ -84,13 +90,13 @@ def breakdown(eng, p, launches: int, replays: int) -> dict:
         parts = [(st.kernel.source.name, graph_us(eng, lambda s=st: eng._run_once([s]), launches, replays),
                   tuple(st.grid)) for st in steps]
     forms = [(t.label, t.rows, t.cols, transform_us(eng, t, "tile", launches, replays),
-              transform_us(eng, t, "band", launches, replays)) for t in sol.transforms]
+              transform_us(eng, t, "band", launches, replays)) for t in layout_transforms(sol)]
     dx_alt = None
     if writes_nchw_dx(sol.spec):        # the transform an NHWC-dX kernel would need instead of its NCHW stores
         t = LayoutTransform("dX", "NHWC", "NCHW", p.N, p.Hi * p.Wi, p.C, p.elem_bytes, 0)
         dx_alt = transform_us(eng, t, t.kernel_form, launches, replays)
     return {"config": sol.perf_config.serialize(), "total_us": total, "steps": parts, "kernel": k.source.name,
-            "forms": forms, "pair_us": pair_us(eng, [t for t in sol.transforms if t.before], launches, replays),
+            "forms": forms, "pair_us": pair_us(eng, [t for t in layout_transforms(sol) if t.before], launches, replays),
             "dx_transform_us": dx_alt}
 
 

@@ -53,10 +53,9 @@ TRANSPOSE_BLOCK = (32, 8, 1)
 BAND_BYTES = 8192
 """Bytes a band-form transpose block moves (``transpose.cu``'s ``DT_BAND_BYTES``)."""
 BAND_MAX_COLS = 64
-"""Matrices with an odd number of columns up to this many take the band form
-(:attr:`LayoutTransform.kernel_form`): a block moves a band of rows (src's run contiguous) or
-whole matrices, with dst runs of at least 64 elements, where the tile form's 64 x 64 tiles
-would hold only ``cols`` columns."""
+"""The widest rows the band form takes by default (:attr:`LayoutTransform.kernel_form`): a block moves a
+band of rows (src's run contiguous) or whole matrices, with dst runs of at least 64 elements,
+where the tile form's 64 x 64 tiles would hold only ``cols`` columns."""
 MAX_GRID_Y = 65535
 """Matrices along grid y; more are strided over by the kernel."""
 
@@ -199,16 +198,21 @@ class LayoutTransform:
 
     @property
     def kernel_form(self) -> str:
-        """``form``, else the band form where it moves whole matrices or bands of rows of an
-        odd number of columns, at most :data:`BAND_MAX_COLS` (a filter's ``Y*X`` taps, a 7x7
-        image), the tile form otherwise: the band form's gather reads shared memory with a
-        stride of ``cols`` elements, which an odd ``cols`` spreads over every bank; with an even
-        stride (and bands of columns, whose stride is a multiple of 8) the reads serialise and
-        the band form measured slower than the tile form (bench/RESULTS.md, eleventh session)."""
+        """``form``, else the band form where it moves whole matrices or bands of rows of at
+        most :data:`BAND_MAX_COLS` columns that are odd or shorter than one 32-byte sector,
+        the tile form otherwise. The tile form reads a src row per warp row: a row of a few
+        bytes uses a fraction of the sector it is read from (a 2-tap filter's 4 bytes: 1/8),
+        and an odd row straddles sectors; the band form reads src's run whole. Its gather
+        reads shared memory with a stride of ``cols`` elements, which an even stride
+        serialises on few banks, so wider even rows take tiles. Both forms timed
+        (bench/RESULTS.md): odd widths, eleventh session (W 512x9: 15.4 -> 6.1 us; dY of 7x7
+        images tied); 2- and 4-tap filters' W, twenty-eighth session (tile 15.4 / 17.4 us,
+        band 3.0 / 5.0); even rows of 32 bytes and more (16-tap W, 64- to 4096-wide dY) and
+        odd rows past 64 (289: band 5x slower) run faster as tiles."""
         if self.form:
             return self.form
-        odd_narrow = self.cols % 2 == 1 and self.cols <= BAND_MAX_COLS
-        return "band" if odd_narrow and self.band_mode != "cols" else "tile"
+        narrow = self.cols % 2 == 1 or self.cols * self.elem_bytes < 32
+        return "band" if narrow and self.cols <= BAND_MAX_COLS and self.band_mode != "cols" else "tile"
 
     @property
     def kernel_name(self) -> str:

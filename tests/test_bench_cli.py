@@ -357,7 +357,7 @@ def test_nchw_breakdown_without_a_gpu_is_one_line(capsys, no_gpu):
 @pytest.mark.parametrize("line,pair,dx_alt", [
     ("convfp16 -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2", True, True),     # dY+W paired, NCHW dX
     ("convfp16 -n 4 -c 64 -H 7 -W 7 -k 64 -y 1 -x 1 -F 2", False, True),                # dY alone
-    ("convfp16 -n 4 -c 64 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2", True, False),   # a dX transform runs
+    ("convfp16 -n 4 -c 32 -H 14 -W 14 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2", True, False),   # a dX transform runs
 ])
 def test_nchw_breakdown_times_every_step_the_pair_and_the_dx_alternative(tmp_path, line, pair, dx_alt):
     """On a recording runtime: every launch of the run is timed alone, the pair launch of dY's
@@ -534,3 +534,24 @@ def test_every_timing_script_gets_cudnn_as_compare_runs_it(monkeypatch):
         compare.gpu()
     assert fake.backends.cudnn.benchmark is True
     assert fake.backends.cudnn.allow_tf32 is False and fake.backends.cuda.matmul.allow_tf32 is False
+
+
+def test_nchw_breakdown_times_only_layout_transforms():
+    """A sub-pixel solution's transforms include its W' pack, which has no tile or band form
+    (the breakdown's NHWC column failed on YOLOv5s' 3x3 stride-2 stem, whose NHWC default is
+    sub-pixel, with "'PackW' object has no attribute 'rows'"): the form and pair timings
+    take the layout transforms only."""
+    from bench import nchw_breakdown
+    from miopen_solver.command import parse
+    from miopen_solver.solver import DgradSolver
+    from miopen_solver.target import get_target
+    from miopen_solver.transpose import LayoutTransform
+    line = ("convfp16 -n 16 -c 32 -H 320 -W 320 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 2 --in_layout NHWC "
+            "--out_layout NHWC --fil_layout NHWC")
+    target = get_target("sm_90")
+    sub = DgradSolver().find_solution(parse(line.split()).problem, target,
+                                      perf_config="256,128,64,2,1,128,128,0,0,0,1,-1,4,16")
+    assert len(sub.transforms) == 1 and nchw_breakdown.layout_transforms(sub) == []     # the pack alone
+    nchw = DgradSolver().find_solution(parse(line.split()[:-6]).problem, target)      # MIOpen's default layout
+    kept = nchw_breakdown.layout_transforms(nchw)
+    assert kept == list(nchw.transforms) and all(isinstance(t, LayoutTransform) for t in kept)

@@ -1041,7 +1041,7 @@ def test_overlapped_launches_verify_plain_and_in_a_graph(engine, line, cfg):
 @pytest.mark.parametrize("batch,rows,cols", [(1, 64, 64), (3, 128, 192), (2, 65, 63), (5, 1, 7), (4, 7, 1),
                                              (2, 300, 17), (70000, 3, 5), (1, 2, 4096 * 3), (32, 512, 49),
                                              (512, 512, 9), (300, 64, 9), (3, 136, 49), (32, 49, 2048),
-                                             (3, 49, 1001), (2, 196, 520)])
+                                             (3, 49, 1001), (2, 196, 520), (512, 512, 2), (384, 384, 4)])
 def test_transpose_kernel_is_bit_exact(engine, eb, batch, rows, cols, form):
     """Each transpose form alone on random bits (the band form where it takes the shape):
     whole and partial tiles and bands, whole matrices to a block, odd and even row lengths

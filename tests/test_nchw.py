@@ -333,11 +333,11 @@ def test_transpose_compiles_for_amd_without_scratch(eb, arch, form):
 
 # Shapes of both transpose forms: whole matrices several to a block (with a short last group),
 # bands of rows (a short last band), odd and even sizes (16-byte, 4-byte and scalar paths),
-# the filters' KCYX -> KYXC (cols = Y*X), dY of 7x7 and 56x56 images, a 1 x n row, bands of
+# the filters' KCYX -> KYXC (cols = Y*X; 2, 4 and 6 taps: even rows under a sector), dY of 7x7 and 56x56 images, a 1 x n row, bands of
 # columns (an NHWC dX of 7x7 images, odd widths).
 TRANSPOSE_SHAPES = [(5, 3, 9), (70, 64, 9), (3, 512, 9), (2, 512, 49), (2, 136, 49), (1, 64, 64), (2, 65, 63),
                     (3, 7, 1), (2, 40, 3136), (1, 1, 4096 * 3), (4, 300, 17), (2, 24, 40), (2, 49, 2048),
-                    (3, 9, 1000), (2, 49, 1001), (2, 196, 520)]
+                    (3, 9, 1000), (2, 49, 1001), (2, 196, 520), (3, 512, 2), (2, 384, 4), (2, 100, 8), (5, 7, 6)]
 
 
 @pytest.mark.skipif(not __import__("kernel_emu").available(), reason="clang++ not on PATH")
@@ -476,3 +476,22 @@ def test_the_pair_kernel_is_bit_exact_on_the_emulator(tmp_path, eb, shapes):
         assert np.array_equal(got, want), (t.tensor, forms)
         gap = out[t.offset + t.nbytes:-(-(t.offset + t.nbytes) // 256) * 256 + 256]
         assert gap == b"\xff" * len(gap), "a pair job wrote past its output"
+
+
+@pytest.mark.parametrize("eb", [2, 4])
+def test_transpose_form_follows_row_bytes(eb):
+    """The default form by shape: the band form for rows that are odd or shorter than a
+    32-byte sector (the tile form would read a fraction of every sector it touches), up to
+    64 columns; the tile form for even rows of a whole
+    sector or more, for wider rows, and for bands of columns. The cases timed on the GPU are
+    among them (W 512x2 and 384x4: band; 3x16 fp16 and dY 1280x64: tile; dY 384x289: tile)."""
+    for cols in range(1, 130):
+        for rows, batch in ((512, 512), (3, 96), (7, 2)):
+            t = LayoutTransform("W", "NCHW", "NHWC", batch, rows, cols, eb, 0)
+            under_a_sector = cols * eb < 32
+            want = "band" if cols <= 64 and (cols % 2 or under_a_sector) and t.band_mode != "cols" else "tile"
+            assert t.kernel_form == want, (batch, rows, cols, eb, t.band_mode)
+    assert LayoutTransform("W", "NCHW", "NHWC", 512, 512, 2, 2, 0).kernel_form == "band"
+    assert LayoutTransform("W", "NCHW", "NHWC", 384, 384, 4, 2, 0).kernel_form == "band"
+    assert LayoutTransform("W", "NCHW", "NHWC", 96, 3, 16, 2, 0).kernel_form == "tile"
+    assert LayoutTransform("dY", "NCHW", "NHWC", 64, 384, 289, 2, 0).kernel_form == "tile"
