@@ -34,7 +34,11 @@ schedule, the other weights shared; all are >= 0, so more work never looks cheap
 
 The model sets the default (:func:`default_config`) only where it expects the rules' config
 to be at least :data:`MIN_GAIN` slower than its own pick: its relative error on the H200 rows
-is about 0.15 (rms), so a smaller predicted gain is within its noise.
+is about 0.15 (rms), so a smaller predicted gain is within its noise. It was fitted on
+all-NHWC launches; it also ranks the kernels of problems whose dX is NCHW (the kernel between
+the layout transforms stores it NCHW: the same tiles and loads, another store pattern the
+features count as the same bytes), where it moved 37 lines' defaults 1.16x faster in geomean
+on the H100 (bench/RESULTS.md, twenty-eighth session).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from .spec import DgradSpec, make_spec, split_k_atomics_reason
 from .target import Target
 from .tilde import cached_decompose
 from .tma import tma_box_tiles
+from .transpose import writes_nchw_dx
 
 NOMINAL_SM_FLOPS = 739e12 / 132
 """Nominal MMA rate of one multiprocessor, FLOP/s: the H200's measured fp16 dense ceiling
@@ -302,13 +307,14 @@ def stage_forms(config: PerfConfig) -> tuple:
 
 
 def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H200,
-           pool: tuple | None = None, estimate=None) -> list:
+           pool: tuple | None = None, estimate=None, keep=None) -> list:
     """``(estimate_us, config)`` of every candidate (``pool``, default :func:`candidates`)
     that builds a spec for ``problem`` -- in its own stage count, else in 7 minus it --
     cheapest first (ties keep candidate order). Split-K candidates only where split-K may
     reduce by atomics (:func:`~miopen_solver.spec.split_k_atomics_reason`): the workspace
     reduction's cost is not modelled. ``estimate``: the time of one config (default
-    :func:`estimate_us`; :func:`subpixel_estimate_us` for the sub-pixel schedules)."""
+    :func:`estimate_us`; :func:`subpixel_estimate_us` for the sub-pixel schedules).
+    ``keep``: a predicate on the built spec; a candidate whose spec fails it is left out."""
     estimate = estimate or estimate_us
     out = []
     splits = split_k_atomics_reason(problem, target) is None
@@ -317,6 +323,8 @@ def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H2
             continue
         for cfg in stage_forms(c):
             try:
+                if keep is not None and not keep(make_spec(problem, target, cfg)):
+                    break                     # the other stage count keeps schedule and split
                 out.append((estimate(problem, target, cfg, coefficients), i, cfg))
                 break
             except (PerfConfigError, ValueError):
@@ -326,27 +334,22 @@ def ranked(problem: ConvProblem, target: Target, coefficients: Coefficients = H2
 
 
 def model_config(problem: ConvProblem, target: Target, coefficients: Coefficients = H200,
-                 schedules: frozenset | None = None) -> PerfConfig | None:
+                 nchw_dx: bool = False) -> PerfConfig | None:
     """The cheapest candidate by the model, or None when none builds a spec (with the shipped
-    :data:`H200` weights, ranked once per problem, target and ``schedules``: a failed
-    candidate's spec is not cached, so a second ranking would build it again). ``schedules``:
-    only the candidates of these schedules (default every :data:`MODELLED` one)."""
+    :data:`H200` weights, ranked once per problem, target and ``nchw_dx``: a failed
+    candidate's spec is not cached, so a second ranking would build it again). ``nchw_dx``:
+    only the candidates whose kernel stores dX NCHW itself
+    (:func:`~miopen_solver.transpose.writes_nchw_dx`); the others add a dX transform the
+    model does not time."""
     if coefficients is H200:
-        return _h200_pick(problem, target, schedules)
-    r = ranked(problem, target, coefficients, pool=_pool(problem, schedules))
+        return _h200_pick(problem, target, nchw_dx)
+    r = ranked(problem, target, coefficients, keep=writes_nchw_dx if nchw_dx else None)
     return r[0][1] if r else None
 
 
-def _pool(problem: ConvProblem, schedules: frozenset | None) -> tuple | None:
-    """:func:`candidates` of ``schedules`` (None: all of them, as :func:`ranked` takes them)."""
-    if schedules is None:
-        return None
-    return tuple(c for c in candidates(problem) if c.schedule in schedules)
-
-
 @lru_cache(maxsize=1024)
-def _h200_pick(problem: ConvProblem, target: Target, schedules: frozenset | None) -> PerfConfig | None:
-    r = ranked(problem, target, H200, pool=_pool(problem, schedules))
+def _h200_pick(problem: ConvProblem, target: Target, nchw_dx: bool) -> PerfConfig | None:
+    r = ranked(problem, target, H200, keep=writes_nchw_dx if nchw_dx else None)
     return r[0][1] if r else None
 
 
@@ -358,12 +361,13 @@ on one zoo layer (``bench/fit_cost_model.py``, bench/RESULTS.md): 0.10 kept the 
 
 
 def default_config(problem: ConvProblem, target: Target, rules: PerfConfig,
-                   coefficients: Coefficients = H200, schedules: frozenset | None = None) -> PerfConfig:
-    """The default of a :func:`modelled` problem: the model's pick (among ``schedules``'
-    candidates, default all) where it predicts ``rules`` (the rules' config) at least
-    :data:`MIN_GAIN` slower, else ``rules`` (also when ``rules`` is not a modelled schedule
-    or builds no spec, or no candidate builds)."""
-    pick = model_config(problem, target, coefficients, schedules)
+                   coefficients: Coefficients = H200, nchw_dx: bool = False) -> PerfConfig:
+    """The default of a :func:`modelled` problem: the model's pick (with ``nchw_dx``, among
+    the candidates whose kernel stores dX NCHW itself: :func:`model_config`) where it
+    predicts ``rules`` (the rules' config) at least :data:`MIN_GAIN` slower, else ``rules``
+    (also when ``rules`` is not a modelled schedule or builds no spec, or no candidate
+    builds)."""
+    pick = model_config(problem, target, coefficients, nchw_dx)
     if pick is None or pick == rules:
         return rules
     try:

@@ -28,7 +28,7 @@ from .spec import (WGMMA_N_WIDE, WGMMA_NARROW, count_tiles, is_valid_performance
 from .target import Target
 from .tilde import axes, cached_decompose, too_many_sub_gemms
 from .tma import TMA_MAX_STAGES, TMA_MIN_FILL, tma_fill, tma_reason
-from .transpose import NCHW_DX_SCHEDULES, native_problem
+from .transpose import native_problem, nchw_dx_rule
 
 TMA_DEFAULT = PerfConfig(128, 256, 64, 2, 1, 64, 256, 0, 0, 0, 1, -1, 4, 3)
 """The warp-specialised TMA tile the default takes for large stride-1 problems."""
@@ -471,9 +471,11 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     (:func:`pack_config`); else NVIDIA takes :func:`~miopen_solver.sub_wave.sub_wave_config` where the
     grid is under one wave (a latency model), then :func:`short_k_config` for short pointwise GEMMs
     (measured on the zoo), then :func:`measured_nvidia_config` (fitted to H200 sweeps),
-    replaced on the problems the warpgroup cost model times (all-NHWC, :func:`cost_model.modelled
-    <miopen_solver.cost_model.modelled>`) by :func:`~miopen_solver.cost_model.default_config`
-    (the model's pick where it expects the rules' config to be clearly slower), and strided problems
+    replaced on the problems the warpgroup cost model times (:func:`cost_model.modelled
+    <miopen_solver.cost_model.modelled>`, on the kernel's problem: dY and W NHWC) by
+    :func:`~miopen_solver.cost_model.default_config` (the model's pick where it expects the
+    rules' config to be clearly slower; with dX NCHW in memory, among the kernels that store
+    it so, where any can), and all-NHWC strided problems
     by :func:`~miopen_solver.cost_model.subpixel_config` (all stride phases as one GEMM where the
     tilde GEMM's groups are too narrow for the model's tiles or the model expects it clearly
     faster; a one-warpgroup TMA tile takes its ping-pong form, :func:`pingpong_form`; ``allow_model=False``
@@ -525,9 +527,10 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
             return short
         rules = measured_nvidia_config(p, t)
         coeffs = cost_model.H200 if coefficients is None else coefficients
-        if allow_model and cost_model.modelled(p, t):   # dX NCHW: only kernels that store it so
-            rules = cost_model.default_config(p, t, rules, coeffs,
-                                              schedules=None if p.all_nhwc else NCHW_DX_SCHEDULES)
+        if allow_model and cost_model.modelled(p, t):
+            # dX NCHW: only kernels that store it so, where any can (else all add the transform)
+            own_dx = not p.all_nhwc and nchw_dx_rule(p, KernelSchedule.WGMMA, 1)
+            rules = cost_model.default_config(p, t, rules, coeffs, nchw_dx=own_dx)
         if allow_model and p.all_nhwc:     # strided: all phases as one GEMM where the model says so
             rules = cost_model.subpixel_config(problem, t, rules, coeffs) or rules   # in its own layouts
         return pingpong_form(problem, t, rules) if allow_model else rules
