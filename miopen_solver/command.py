@@ -387,8 +387,7 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
         if f.values and f.kind == "str":    # -b: an int flag in MIOpen whose default is "" (0)
             v = parse_int(flag_text[f.long], str(v).strip()) if str(v).strip() else 0
         if f.values and v not in f.values:
-            *most, last = map(str, f.values)
-            raise MiopenCommandError(flag_text[f.long], shown[f.long], f"{', '.join(most)} or {last}")
+            raise MiopenCommandError(flag_text[f.long], shown[f.long], _own_allowed(f))
     sdim = values["spatial_dim"]
     if sdim not in (2, 3):
         raise MiopenCommandError(flag_text["spatial_dim"], shown["spatial_dim"], "2 or 3")
@@ -435,9 +434,32 @@ def _allowed(flag: Flag) -> str:
     return "a value"
 
 
+def _own_allowed(flag: Flag) -> str | None:
+    """What an integer flag with its own rule takes (the text its value check gives), for a
+    value that is not an integer or is out of ``int`` range; None for a plain integer flag."""
+    if flag.long == "forw":
+        return "exactly 2 (backward data)"
+    if flag.long == "spatial_dim":
+        return "2 or 3"
+    if flag.long == "math_type":
+        return MATH_TYPE_ALLOWED
+    if flag.long == "iter":
+        return "an integer >= 1"
+    if flag.values:
+        *most, last = map(str, flag.values)
+        return f"{', '.join(most)} or {last}"
+    return None
+
+
 def _convert(tok: str, flag: Flag, raw: str):
     if flag.kind == "int":
-        return parse_int(tok, raw)
+        try:
+            return parse_int(tok, raw)
+        except MiopenCommandError as e:
+            own = _own_allowed(flag)
+            if own is None:
+                raise
+            raise MiopenCommandError(tok, raw, own, e.detail) from None
     if flag.kind == "layout":
         up = raw.upper()
         if up not in LAYOUTS_2D + LAYOUTS_3D:

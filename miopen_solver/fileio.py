@@ -35,6 +35,7 @@ one reason and what is allowed; nothing here prints.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import re
 import secrets
@@ -179,10 +180,12 @@ def output_target(path) -> tuple:
     fd = _descriptor(path)
     if fd is not None:
         try:
-            os.fstat(fd)
+            mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
         except OSError as e:
             raise FileError(path, f"names descriptor {fd}, which is not open ({_why(e)})", WRITE_ALLOWED,
                             e.errno) from None
+        if mode not in (os.O_WRONLY, os.O_RDWR):
+            raise FileError(path, f"names descriptor {fd}, which is open for reading only", WRITE_ALLOWED)
         return "descriptor", fd
     target = os.path.realpath(path)
     parent = os.path.dirname(target)
@@ -202,6 +205,10 @@ def output_target(path) -> tuple:
     if stat.S_ISCHR(st.st_mode):
         if not os.access(target, os.W_OK):
             raise FileError(path, "not writable (a character device without write permission)", WRITE_ALLOWED)
+        try:        # opened as the write will open it: a terminal device with no terminal (ENXIO) fails here
+            os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY))
+        except OSError as e:
+            raise FileError(path, f"not writable ({_why(e)})", WRITE_ALLOWED, e.errno) from None
         return "device", target
     if stat.S_ISDIR(st.st_mode):
         raise FileError(path, "is a directory", WRITE_ALLOWED)

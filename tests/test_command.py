@@ -216,7 +216,8 @@ def test_missing_value(line, flag):
 @pytest.mark.parametrize("flag", ["-n", "-F", "--pad_h", "-g", "-i"])
 def test_non_integer_values(flag, value):
     e = err(["conv", "-F", "2", flag, value])
-    assert e.flag == flag and e.value == value and e.allowed == "an integer"
+    own = {"-F": "exactly 2 (backward data)", "-i": "an integer >= 1"}     # flags with their own rule
+    assert e.flag == flag and e.value == value and e.allowed == own.get(flag, "an integer")
 
 
 def test_signed_integers_parse():
@@ -576,3 +577,24 @@ def test_a_derived_size_error_says_where_a_pad_mode_pad_came_from(line, pad):
     # (same mode never gets here: its symmetric lines have Ho = ceil(H/u) >= 1, the others are refused first)
     e = err(line)
     assert str(e).startswith(f"-H 2 with -y 9, {pad}, -u 4, -l 1: derived Ho=")
+
+
+_BASE_LINE = "convfp16 -n 1 -c 8 -H 7 -W 7 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2"
+_OWN_RULE = [f for f in FLAGS if f.kind == "int" and (f.values or f.long in ("forw", "spatial_dim", "math_type", "iter"))]
+
+
+@pytest.mark.parametrize("flag", _OWN_RULE, ids=lambda f: f.long)
+@pytest.mark.parametrize("bad", ["abc", "2.0", "3000000000", "-99999999999"])
+def test_integer_flags_with_their_own_rule_say_it_for_any_bad_value(flag, bad):
+    """A flag that takes only some integers (-V 0 or 1, -F 2, -M, -_ 2 or 3, -i >= 1, ...)
+    says what it takes whether the bad value is an integer outside that set, not an integer
+    at all, or outside C int range: a fresh-user trial found ``-V abc`` answered "an integer"
+    and ``-V 3000000000`` "an integer from -2147483648 to 2147483647" while ``-V 5`` said
+    "0 or 1"."""
+    with pytest.raises(MiopenCommandError) as own:
+        parse(f"{_BASE_LINE} -{flag.short} {0 if flag.long == 'iter' else 123456}".split() if flag.long != "forw" else
+              f"{_BASE_LINE.replace('-F 2', '-F 3')}".split())
+    with pytest.raises(MiopenCommandError) as e:
+        parse(f"{_BASE_LINE.replace('-F 2', '') if flag.long == 'forw' else _BASE_LINE} -{flag.short} {bad}".split())
+    assert e.value.flag == f"-{flag.short}" and e.value.allowed == own.value.allowed, (e.value, own.value)
+    assert "from -2147483648" not in str(e.value) and "allowed: an integer;" not in str(e.value) + ";"

@@ -240,3 +240,45 @@ def test_long_and_odd_paths_are_cut_and_quoted_in_messages(tmp_path):
     with pytest.raises(FileError) as e:
         fileio.read_text("bad\nname", 10)
     assert str(e.value).startswith("'bad\\nname': ")
+
+
+def test_an_output_descriptor_must_be_open_for_writing(tmp_path):
+    """``/dev/fd/N`` open only for reading is refused before any work (a fresh-user trial's
+    tune --csv /dev/fd/3 ran the whole sweep, then failed on the write); one open for
+    writing, or both, is taken."""
+    import os
+    from miopen_solver.errors import FileError
+    from miopen_solver.fileio import output_target
+    r, w = os.pipe()
+    f = tmp_path / "in.txt"
+    f.write_text("x")
+    ro = os.open(f, os.O_RDONLY)
+    rw = os.open(f, os.O_RDWR)
+    try:
+        for fd in (r, ro):
+            with pytest.raises(FileError, match=f"descriptor {fd}, which is open for reading only"):
+                output_target(f"/dev/fd/{fd}")
+        for fd in (w, rw):
+            assert output_target(f"/dev/fd/{fd}") == ("descriptor", fd)
+    finally:
+        for fd in (r, w, ro, rw):
+            os.close(fd)
+
+
+def test_an_output_device_is_opened_before_any_work(monkeypatch):
+    """A character device that cannot be opened for writing (``/dev/tty`` with no
+    terminal: ENXIO) is refused by the check, as the write would fail after the run."""
+    import errno
+    import os
+    from miopen_solver import fileio
+    from miopen_solver.errors import FileError
+    assert fileio.output_target("/dev/null") == ("device", "/dev/null")
+    real = os.open
+
+    def no_device(path, flags, *a):
+        if path == "/dev/null" and flags & os.O_WRONLY:
+            raise OSError(errno.ENXIO, os.strerror(errno.ENXIO))
+        return real(path, flags, *a)
+    monkeypatch.setattr(fileio.os, "open", no_device)
+    with pytest.raises(FileError, match="not writable"):
+        fileio.output_target("/dev/null")
