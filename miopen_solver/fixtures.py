@@ -220,15 +220,23 @@ def fixture_files(paths) -> list:
             if p.is_dir():
                 found = sorted(p.rglob("*.jsonl"))
                 if not found:
-                    raise FixtureError(f"{shown_path(raw)}: no *.jsonl fixture files in this directory")
+                    raise FixtureError(f"{shown_path(raw)}: no *.jsonl fixture files in this directory; "
+                                       f"allowed: {FIXTURE_PATHS_ALLOWED}")
                 files.extend(found)
             elif p.exists():            # not only regular files: load_file says why it refuses one
                 files.append(p)
             else:
-                raise FixtureError(f"{shown_path(raw)}: no such fixture file or directory")
+                raise FixtureError(f"{shown_path(raw)}: no such fixture file or directory; allowed: {FIXTURE_PATHS_ALLOWED}")
         except OSError as e:  # a name the OS refuses (too long), an unreadable directory
             raise FixtureError(f"{shown_path(raw)}: cannot read ({e.strerror or e})") from None
     return files
+
+
+FIXTURE_PATHS_ALLOWED = "fixture files (*.jsonl) or directories holding them (default ./fixtures)"
+"""What ``replay`` takes as its paths, for a message."""
+RECORD_ALLOWED = ("one JSON object per line with the keys id, source and command at least "
+                  "(fixtures/README.md)")
+"""What a fixture line must be, for a message."""
 
 
 def load_file(path) -> list:
@@ -252,7 +260,7 @@ def load_file(path) -> list:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
-            raise FixtureError(f"{where}: not valid JSON ({json_error(e)})") from None
+            raise FixtureError(f"{where}: not valid JSON ({json_error(e)}); allowed: {RECORD_ALLOWED}") from None
         except ValueError:              # json's int(): a number past Python's digit limit
             raise FixtureError(f"{where}: not valid JSON (a number of more than "
                                f"{sys.get_int_max_str_digits()} digits)") from None
@@ -262,7 +270,7 @@ def load_file(path) -> list:
             raise FixtureError(f"{where}: a record must be a JSON object, got {type(rec).__name__}")
         missing = [k for k in _REQUIRED_KEYS if k not in rec]
         if missing:
-            raise FixtureError(f"{where}: missing key(s) {', '.join(missing)}")
+            raise FixtureError(f"{where}: missing key(s) {', '.join(missing)}; allowed: {RECORD_ALLOWED}")
         unknown = sorted(set(rec) - set(RECORD_KEYS))
         if unknown:
             raise FixtureError(f"{where}: unknown key(s) {', '.join(unknown)}; "

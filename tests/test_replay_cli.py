@@ -59,6 +59,7 @@ def one_line_error(result, *fragments):
     for f in fragments:
         assert f in lines[0], lines[0]
     assert "Traceback" not in result.output
+    return lines[0]
 
 
 def test_all_passed(tmp_path):
@@ -124,7 +125,8 @@ def test_only_selects_and_unmatched_is_bad_input(tmp_path):
     assert r.exit_code == 0 and "replayed 2 fixtures" in r.stdout
     r = invoke(d, "--only", "int8")
     assert r.exit_code == 0 and "replayed 1 fixtures" in r.stdout
-    one_line_error(invoke(d, "--only", "nothing*"), "no fixture id matches 'nothing*'")
+    err = one_line_error(invoke(d, "--only", "nothing*"), "--only 'nothing*': no fixture id matches")
+    assert "allowed: a substring of a fixture id, or a shell pattern" in err
 
 
 def test_update_golden_rewrites_and_prints_what_moved(tmp_path):
@@ -366,3 +368,16 @@ def test_an_empty_path_is_refused_not_read_as_the_working_directory(tmp_path, pa
     real = str(make_dir(tmp_path) / "t.jsonl")
     one_line_error(invoke(*[real if p == "FIXTURE" else p for p in paths]), "'' is empty (no file named)",
                    "allowed: fixture files")
+
+
+@pytest.mark.parametrize("make,says", [
+    (lambda d: d / "missing_dir", "no such fixture file or directory; allowed: fixture files (*.jsonl)"),
+    (lambda d: (d / "empty").mkdir() or d / "empty", "no *.jsonl fixture files in this directory; allowed:"),
+    (lambda d: (d / "x.jsonl").write_text("{}\n") and d / "x.jsonl", "missing key(s) command, id, source; allowed:"),
+    (lambda d: (d / "y.jsonl").write_text("x\n") and d / "y.jsonl", "not valid JSON (Expecting value"),
+])
+def test_bad_fixture_paths_and_records_say_what_is_allowed(tmp_path, make, says):
+    """A fresh-user trial found these four refusals named the path and the fault but not what
+    replay takes."""
+    err = one_line_error(invoke(str(make(tmp_path))), says)
+    assert "allowed: " in err
