@@ -193,9 +193,11 @@ def too_many_sub_gemms(h: AxisTilde, w: AxisTilde) -> str | None:
     nh, nw = len(h.phases()), len(w.phases())
     if nh * nw <= MAX_SUB_GEMMS:
         return None
-    return (f"{nh} x {nw} = {nh * nw} tilde sub-GEMMs (filter {h.filt}x{w.filt}, stride {h.stride}x{w.stride}, "
-            f"dilation {h.dilation}x{w.dilation}); a kernel takes at most {MAX_SUB_GEMMS} "
-            f"(one 76-byte record each in 64 KiB of constant memory)")
+    return (f"{nh} x {nw} = {nh * nw} tilde sub-GEMMs (filter -y/-x {h.filt}x{w.filt}, stride -u/-v "
+            f"{h.stride}x{w.stride}, dilation -l/-j {h.dilation}x{w.dilation}); a kernel takes at most "
+            f"{MAX_SUB_GEMMS} (one 76-byte record each in 64 KiB of constant memory); allowed: at most "
+            f"{MAX_SUB_GEMMS}, or a stride equal to the filter with no padding and dilation 1 (-p 0 -q 0: "
+            f"the patch GEMM, which has no sub-GEMM table)")
 
 
 def decompose(problem: ConvProblem) -> Decomposition:

@@ -285,7 +285,10 @@ def test_past_the_table_without_a_patch_stays_refused():
     from miopen_solver import applicability as ap
     p = parse("convfp16 -n 2 -c 3 -H 64 -W 64 -k 64 -y 31 -x 31 -p 1 -q 1 -u 31 -v 31 -F 2".split()).problem
     for arch in ("sm_90", "gfx942", "cpu"):
-        assert ap.is_applicable(p, get_target(arch)).codes == ("TOO_MANY_SUB_GEMMS",)
+        v = ap.is_applicable(p, get_target(arch))
+        assert v.codes == ("TOO_MANY_SUB_GEMMS",)
+        text = str(v)           # names the flags behind the count and the way out (a fresh-user trial)
+        assert "-y/-x 31x31" in text and "-u/-v 31x31" in text and "allowed: " in text and "-p 0 -q 0" in text
 
 
 # ------------------------------------------------------------------ persistent and TMA forms
