@@ -230,10 +230,13 @@ def replay_cmd(paths, backend, pattern, update, failures_only, timeout):
     chosen = fx.select(fixtures, pattern)
     if not chosen:
         where = ", ".join(str(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        if not pattern:
+            _fail(f"{where}: no fixtures; allowed: fixture files of JSON Lines, one fixture per line "
+                  "(fixtures/README.md)")
+        if not fixtures:
+            _fail(f"no fixture id matches {pattern!r} in {where}")
         _fail(f"--only {pattern!r}: no fixture id matches in {where}; allowed: a substring of a fixture id, or a "
-              f"shell pattern (*, ?, []) matching a whole id (e.g. {fixtures[0].id!r})" if pattern and fixtures else
-              f"no fixture id matches {pattern!r} in {where}" if pattern else
-              f"{where}: no fixtures; allowed: fixture files of JSON Lines, one fixture per line (fixtures/README.md)")
+              f"shell pattern (*, ?, []) matching a whole id (e.g. {fixtures[0].id!r})")
     if update:
         _check_rewritable(sorted({f.path for f in chosen}))
     try:

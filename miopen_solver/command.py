@@ -378,10 +378,10 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
         if "forw" not in given:
             raise MiopenCommandError("-F", None, "-F 2 (backward data)", f"not given: MIOpenDriver's default 0 "
                                      f"asks for {describe_directions(forw)}")
-        raise MiopenCommandError(flag_text["forw"], shown["forw"], "exactly 2 (backward data)",
+        raise MiopenCommandError(flag_text["forw"], shown["forw"], _OWN_RULES["forw"],
                                  f"the line asks for {describe_directions(forw)}")
     if values["iter"] < 1:
-        raise MiopenCommandError(flag_text["iter"], shown["iter"], "an integer >= 1")
+        raise MiopenCommandError(flag_text["iter"], shown["iter"], _OWN_RULES["iter"])
     for f in FLAGS:                     # switches and coded flags: their values only
         v = values[f.long]
         if f.values and f.kind == "str":    # -b: an int flag in MIOpen whose default is "" (0)
@@ -390,9 +390,9 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
             raise MiopenCommandError(flag_text[f.long], shown[f.long], _own_allowed(f))
     sdim = values["spatial_dim"]
     if sdim not in (2, 3):
-        raise MiopenCommandError(flag_text["spatial_dim"], shown["spatial_dim"], "2 or 3")
+        raise MiopenCommandError(flag_text["spatial_dim"], shown["spatial_dim"], _OWN_RULES["spatial_dim"])
     if values["math_type"] not in (MATH_DEFAULT, MATH_PEDANTIC):
-        raise MiopenCommandError(flag_text["math_type"], shown["math_type"], MATH_TYPE_ALLOWED)
+        raise MiopenCommandError(flag_text["math_type"], shown["math_type"], _OWN_RULES["math_type"])
 
     problem = _build_problem(base, values, flag_text, shown)
     return DriverCommand(base=base, problem=problem, flags=values, argv=tuple(tokens), written=given, typed=typed)
@@ -434,17 +434,17 @@ def _allowed(flag: Flag) -> str:
     return "a value"
 
 
+_OWN_RULES = {"forw": "exactly 2 (backward data)", "spatial_dim": "2 or 3", "math_type": MATH_TYPE_ALLOWED,
+              "iter": "an integer >= 1"}
+"""What the integer flags checked by :func:`parse` after conversion take (its messages)."""
+
+
 def _own_allowed(flag: Flag) -> str | None:
-    """What an integer flag with its own rule takes (the text its value check gives), for a
-    value that is not an integer or is out of ``int`` range; None for a plain integer flag."""
-    if flag.long == "forw":
-        return "exactly 2 (backward data)"
-    if flag.long == "spatial_dim":
-        return "2 or 3"
-    if flag.long == "math_type":
-        return MATH_TYPE_ALLOWED
-    if flag.long == "iter":
-        return "an integer >= 1"
+    """What an integer flag with its own rule takes (:data:`_OWN_RULES`, or its value set),
+    also for a value that is not an integer or is out of ``int`` range; None for a plain
+    integer flag."""
+    if flag.long in _OWN_RULES:
+        return _OWN_RULES[flag.long]
     if flag.values:
         *most, last = map(str, flag.values)
         return f"{', '.join(most)} or {last}"
