@@ -353,10 +353,11 @@ against 22.2 us through transposes, H*W = 196 (8-byte vectors) at 17.9 against 2
 
 
 def nchw_pw_vector_bytes(problem: ConvProblem) -> int:
-    """Bytes of the widest vector along the pixels of an NCHW plane: the largest power of two
-    dividing ``Hi*Wi`` elements, times the element size, at most 16."""
+    """Bytes of the widest vector along the pixels of an NCHW dY plane: the largest power of
+    two dividing ``Ho*Wo`` elements (``Hi*Wi`` for a 1x1 filter), times the element size, at
+    most 16."""
     eb = problem.elem_bytes
-    return vectors.pow2_divisor(problem.Hi * problem.Wi, vectors.max_vector(eb)) * eb
+    return vectors.pow2_divisor(problem.Ho * problem.Wo, vectors.max_vector(eb)) * eb
 
 
 def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:

@@ -222,12 +222,13 @@ def cpu_engine_bytes(p: ConvProblem, plan: EnginePlan) -> int:
         images = min(p.N, max(1, PATCH_CHUNK // per_image))
         rounded = 4 * (p.dy_elems + p.w_elems) if plan.tf32 else 0         # TF32-rounded copies
         return dx + relayout + 4 * p.w_elems + images * (4 * p.dy_elems // p.N + 3 * per_image) + rounded
-    if plan.nchw_pw:    # W^T and its fp32 copy; per chunk of images: fp32 dY, the GEMM output and its cast
-        from .nchw_pw import CHUNK_BYTES as NCHW_PW_CHUNK
+    if plan.nchw_pw:    # W^T and its fp32 copy; per chunk of images: fp32 dY, the GEMM output, its cast
+        from .nchw_pw import CHUNK_BYTES as NCHW_PW_CHUNK     # (and a patch filter's scatter copy)
         per_image = 4 * p.C * p.Hi * p.Wi
         images = min(p.N, max(1, NCHW_PW_CHUNK // per_image))
         rounded = 4 * (p.dy_elems + p.w_elems) if plan.tf32 else 0         # TF32-rounded copies
-        return dx + 5 * p.w_elems + images * (4 * p.dy_elems // p.N + per_image + dx // p.N) + rounded
+        scatter = dx // p.N if p.Y * p.X > 1 else 0
+        return dx + 5 * p.w_elems + images * (4 * p.dy_elems // p.N + per_image + dx // p.N + scatter) + rounded
     if plan.nchw_tma:   # W^T and its fp32 copy; per chunk of images: fp32 dY, a tap's window and product,
         from .nchw_tma import CHUNK_BYTES as NCHW_TMA_CHUNK     # the sum, its cast (no padding)
         per_image = 4 * p.C * p.Hi * p.Wi

@@ -1,5 +1,5 @@
-"""The ``nchw-pointwise`` kernel schedules: 1x1 problems whose dY and dX are NCHW in memory,
-run with no dY or dX transform.
+"""The ``nchw-pointwise`` kernel schedules: 1x1 and patch-filter problems whose dY and dX are
+NCHW in memory, run with no dY or dX transform.
 
 Pure Python (no printing, no GPU). Problems served (:func:`nchw_pw_reason`): a 1x1 filter,
 stride 1, no padding (any dilation), dY and dX NCHW in memory (:func:`~miopen_solver.transpose.memory_order`),
@@ -21,6 +21,14 @@ GEMM is that of :func:`virtual_problem` (one image of ``cpg`` pixels with ``P`` 
 adds only the batching: grid y = N*G blocks (image ``y / G``, group ``y % G``), each offsetting
 A by ``g*cpg*kpg``, B by ``(n*K + g*kpg)*P`` and dX by ``(n*C + g*cpg)*P`` elements (64-bit).
 
+Patch filters (:func:`is_patch`: stride = filter ``Y x X``, no padding, dilation 1, dX a whole
+number of patches, W KCYX) are the same GEMM with ``cpg*Y*X`` rows: every dY pixel feeds its
+own patch, so per image and group ``D (cpg*Y*X x Ho*Wo) = W_g^T x dY[n, g] (kpg x Ho*Wo)``
+with W^T's rows ``(c, y, x)`` (KCYX bytes through the same transform), and the ``nchw_patch``
+section stores ``D[(c, y, x), (ho, wo)]`` at ``dX[n, g*cpg + c, ho*Y + y, wo*X + x]`` in runs
+of :func:`patch_vector` consecutive ``x`` (the virtual problem's ``Wi`` is ``cpg*Y*X``, its
+``C`` is ``Ho*Wo``).
+
 Schedules and config slots: :attr:`KernelSchedule.NCHW_POINTWISE` (7) runs the
 :attr:`~KernelSchedule.WARP_MMA` main loop, :attr:`KernelSchedule.NCHW_POINTWISE_WGMMA` (8)
 the :attr:`~KernelSchedule.WGMMA` one (sm_90a); the 13 other fields mean what they mean for
@@ -39,14 +47,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from math import gcd
 
 import numpy as np
 
+from . import vectors
 from .config import KernelSchedule, PerfConfig
 from .problem import ConvProblem
 from .spec import arch_tag
 from .target import Target
-from .transpose import LayoutTransform, memory_order
+from .transpose import LayoutTransform, has_order, memory_order
 from .virtual_gemm import VirtualGemmSpec, make_virtual_spec, virtual_gemm_reason
 
 MAIN_LOOP = {KernelSchedule.NCHW_POINTWISE: KernelSchedule.WARP_MMA,
@@ -73,9 +83,16 @@ def nchw_pw_reason(problem: ConvProblem, target: Target) -> str | None:
     why = virtual_gemm_reason(p, target, "the NCHW pointwise schedules")
     if why is not None:
         return why
-    if not p.is_pointwise:
-        return (f"a {p.Y}x{p.X} filter with stride {p.sH}x{p.sW} and padding {p.pH}x{p.pW} is not "
-                f"pointwise (1x1, stride 1, no padding)")
+    if not p.is_pointwise and not is_patch(p):
+        return (f"a {p.Y}x{p.X} filter with stride {p.sH}x{p.sW}, padding {p.pH}x{p.pW} and dilation "
+                f"{p.dH}x{p.dW} is neither pointwise (1x1, stride 1, no padding) nor a patch filter "
+                f"(stride = filter, no padding, dilation 1)")
+    if is_patch(p):
+        if p.Hi % p.Y or p.Wi % p.X:
+            return (f"dX {p.Hi}x{p.Wi} is not a whole number of {p.Y}x{p.X} patches (its border rows "
+                    f"and columns get no patch)")
+        if not has_order(p, "W", "NCHW"):
+            return "W is not NCHW (KCYX) in memory: a patch filter's W^T rows must be (c, y, x)"
     for tensor in ("dY", "dX"):
         order = memory_order(p, tensor)
         if order != "NCHW":
@@ -87,13 +104,31 @@ def nchw_pw_reason(problem: ConvProblem, target: Target) -> str | None:
     return None
 
 
-def virtual_problem(problem: ConvProblem) -> ConvProblem:
-    """The pointwise problem whose GEMM one (image, group) is: one image of ``cpg`` pixels
-    (the rows of W^T) with ``H*W`` channels (dY's and dX's pixels), ``kpg`` dY channels,
-    one group (all NHWC)."""
+def is_patch(problem: ConvProblem) -> bool:
+    """Whether ``problem`` has a patch filter: larger than 1x1, stride equal to the filter, no
+    padding, dilation 1 (every dY pixel feeds its own ``Y x X`` patch of dX)."""
     p = problem
-    return ConvProblem(N=1, C=p.Hi * p.Wi, Hi=1, Wi=p.cpg, K=p.kpg, Y=1, X=1, G=1, dtype=p.dtype,
+    return (p.Y * p.X > 1 and (p.sH, p.sW) == (p.Y, p.X) and (p.pH, p.pW) == (0, 0) and (p.dH, p.dW) == (1, 1)
+            and not p.is_3d)
+
+
+def virtual_problem(problem: ConvProblem) -> ConvProblem:
+    """The pointwise problem whose GEMM one (image, group) is: one image of ``cpg*Y*X``
+    pixels (the rows of W^T: ``(c, y, x)``) with ``Ho*Wo`` channels (dY's pixels; dX's too
+    for a 1x1 filter), ``kpg`` dY channels, one group (all NHWC)."""
+    p = problem
+    return ConvProblem(N=1, C=p.Ho * p.Wo, Hi=1, Wi=p.cpg * p.Y * p.X, K=p.kpg, Y=1, X=1, G=1, dtype=p.dtype,
                        in_layout="NHWC", out_layout="NHWC", fil_layout="NHWC", tf32=p.tf32)
+
+
+def patch_vector(problem: ConvProblem, tile_m: int) -> int:
+    """Elements per dX store of a patch problem's epilogue (``tile_m`` rows a tile): the
+    largest power of two dividing the filter width X and ``tile_m``, at most 16 bytes (the
+    run of one patch row those rows are); 1 for a 1x1 filter."""
+    p = problem
+    if not is_patch(p):
+        return 1
+    return vectors.pow2_divisor(gcd(p.X, tile_m), vectors.max_vector(p.elem_bytes))
 
 
 def gemm_twin(problem: ConvProblem) -> ConvProblem:
@@ -106,11 +141,11 @@ def gemm_twin(problem: ConvProblem) -> ConvProblem:
 
 
 def wt_transform(problem: ConvProblem) -> LayoutTransform:
-    """The one transform of an NCHW pointwise run: W ``(G, kpg, cpg)`` (KC per group; the
-    bytes of a 1x1 filter in NCHW and NHWC alike) -> W^T ``(G, cpg, kpg)`` at the start of
-    the workspace, before the kernel."""
+    """The one transform of an NCHW pointwise run: W ``(G, kpg, cpg*Y*X)`` (KC per group for
+    a 1x1 filter, whose bytes are the same in NCHW and NHWC; KCYX for a patch filter) -> W^T
+    ``(G, cpg*Y*X, kpg)`` at the start of the workspace, before the kernel."""
     p = problem
-    return LayoutTransform("W", "KC", "CK", p.G, p.kpg, p.cpg, p.elem_bytes, 0)
+    return LayoutTransform("W", "KC", "CK", p.G, p.kpg, p.cpg * p.Y * p.X, p.elem_bytes, 0)
 
 
 def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
@@ -162,16 +197,35 @@ class NchwPwSpec(VirtualGemmSpec):
         """The layout transforms of a run over the ``whole`` batch: W -> W^T only."""
         return (wt_transform(whole),)
 
+    @property
+    def patch(self) -> bool:
+        """A patch filter (:func:`is_patch`): the epilogue scatters W^T rows (c, y, x) into
+        the patches of dX (the ``nchw_patch`` section)."""
+        return is_patch(self.problem)
+
+    @property
+    def patch_vector(self) -> int:
+        """Elements per dX store of the patch epilogue (:func:`patch_vector`; 1 for 1x1)."""
+        return patch_vector(self.problem, self.gemm.config.tile_m)
+
     def defines(self) -> list:
-        """The ``DG_NCHW_*`` defines: the real launch problem the section batches over."""
+        """The ``DG_NCHW_*`` defines: the real launch problem the section batches over (``C``:
+        W^T's rows of all groups, ``C*Y*X``), and for a patch filter its patch (``PY``, ``PX``),
+        dX plane (``HI``, ``WI``), dY width (``WO``) and store vector (``PV``)."""
         p = self.problem
-        return [("DG_NCHW_N", p.N), ("DG_NCHW_G", p.G), ("DG_NCHW_K", p.K), ("DG_NCHW_C", p.C)]
+        out = [("DG_NCHW_N", p.N), ("DG_NCHW_G", p.G), ("DG_NCHW_K", p.K), ("DG_NCHW_C", p.C * p.Y * p.X)]
+        if self.patch:
+            out += [("DG_NCHW_PY", p.Y), ("DG_NCHW_PX", p.X), ("DG_NCHW_HI", p.Hi), ("DG_NCHW_WI", p.Wi),
+                    ("DG_NCHW_WO", p.Wo), ("DG_NCHW_PV", self.patch_vector)]
+        return out
 
     def emit(self):
         """``dgrad.cu`` for the virtual problem's GEMM with its ``nchw_pw`` section (the
-        per-(image, group) operand offsets) and the ``DG_NCHW_*`` defines, on :attr:`grid`."""
+        per-(image, group) operand offsets), for a patch filter the ``nchw_patch`` section
+        (its epilogue), and the ``DG_NCHW_*`` defines, on :attr:`grid`."""
         from .kernels.emit import emit_gemm
-        return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=("nchw_pw",),
+        sections = ("nchw_pw", "nchw_patch") if self.patch else ("nchw_pw",)
+        return emit_gemm(self.gemm, name=self.kernel_name, extra=tuple(self.defines()), sections=sections,
                          memset=False, grid=self.grid, tile_blocks=self.tile_blocks)
 
     def as_dict(self) -> dict:
@@ -192,7 +246,8 @@ def make_nchw_pw_spec(problem: ConvProblem, target: Target, config: PerfConfig) 
     """
     return make_virtual_spec(NchwPwSpec, problem, target, config, why=nchw_pw_reason(problem, target),
                              virtual=virtual_problem, gemm_config=gemm_config,
-                             gemm_shape="[cpg, kpg] x [kpg, H*W] per image and group")
+                             gemm_shape=("[cpg*Y*X, kpg] x [kpg, Ho*Wo]" if is_patch(problem)
+                                         else "[cpg, kpg] x [kpg, H*W]") + " per image and group")
 
 
 # ----------------------------------------------------------------------------- CPU engine
@@ -210,17 +265,19 @@ def nchw_pw_run(spec: NchwPwSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarray
         ValueError: ``dx`` is not C-contiguous (it could not be written through a view).
     """
     p = spec.problem
-    G, kpg, cpg, P = p.G, p.kpg, p.cpg, p.Hi * p.Wi
+    G, kpg, rows, P = p.G, p.kpg, p.cpg * p.Y * p.X, p.Ho * p.Wo
     if not dx.flags.c_contiguous:
         raise ValueError("the NCHW pointwise engine writes dX through a view: pass a C-contiguous array")
-    out = dx.reshape(p.N, G, cpg, P)
+    # dX as (N, G, cpg, Ho, Y, Wo, X): row (c, y, x) and column (ho, wo) of each image's GEMM
+    out = dx.reshape(p.N, G, p.cpg, p.Ho, p.Y, p.Wo, p.X)
     b = np.asarray(dy).reshape(p.N, G, kpg, P)
-    a = np.asarray(wt, dtype=np.float32).reshape(G, cpg, kpg)
-    step = max(1, CHUNK_BYTES // (4 * p.C * P))
+    a = np.asarray(wt, dtype=np.float32).reshape(G, rows, kpg)
+    step = max(1, CHUNK_BYTES // (4 * p.C * p.Hi * p.Wi))
     for n0 in range(0, p.N, step):
         n1 = min(p.N, n0 + step)
-        out[n0:n1] = np.matmul(a, b[n0:n1].astype(np.float32)).astype(dx.dtype)
+        d = np.matmul(a, b[n0:n1].astype(np.float32)).astype(dx.dtype)
+        out[n0:n1] = d.reshape(n1 - n0, G, p.cpg, p.Y, p.X, p.Ho, p.Wo).transpose(0, 1, 2, 5, 3, 6, 4)
 
 
-__all__ = ["CHUNK_BYTES", "MAIN_LOOP", "NCHW_PW_OF", "NchwPwSpec", "gemm_config", "gemm_twin", "make_nchw_pw_spec",
-           "nchw_pw_reason", "nchw_pw_run", "virtual_problem", "wt_transform"]
+__all__ = ["CHUNK_BYTES", "MAIN_LOOP", "NCHW_PW_OF", "NchwPwSpec", "gemm_config", "gemm_twin", "is_patch",
+           "make_nchw_pw_spec", "nchw_pw_reason", "nchw_pw_run", "patch_vector", "virtual_problem", "wt_transform"]

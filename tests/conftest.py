@@ -125,8 +125,12 @@ NCHW_PW_LINES = [
     "convfp16 -n 32 -c 2048 -H 7 -W 8 -k 512 -y 1 -x 1",        # P = 56: 8-element pixel vectors
     "conv -n 8 -c 33 -H 7 -W 8 -k 17 -y 1 -x 1",                 # odd channels, fp32
     "convbfp16 -n 4 -c 96 -H 14 -W 14 -k 192 -y 1 -x 1 -g 3",    # groups
+    "convfp16 -n 64 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",     # patch filters: ViT-B/16
+    "convbfp16 -n 64 -c 3 -H 224 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4",         # ConvNeXt stem
+    "conv -n 8 -c 96 -H 56 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2 -g 2",          # downsampling, grouped
 ]
-"""All-NCHW 1x1 lines whose default kernels (the nchw-pointwise GEMMs) the compile tests build."""
+"""All-NCHW 1x1 and patch-filter lines whose default kernels (the nchw-pointwise GEMMs) the
+compile tests build."""
 FAMILY_LINES = ([("patch_gemm", f"{line} -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC")
                  for line in PATCH_LINES] + [("nchw_pw", f"{line} -F 2") for line in NCHW_PW_LINES])
 """``(kernel name part, full line)`` of the virtual-GEMM families' compile-test lines."""

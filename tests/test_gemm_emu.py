@@ -254,6 +254,18 @@ CASES = [
      "nchw-pointwise"),
     ("conv -n 2 -c 16 -H 3 -W 4 -k 24 -y 1 -x 1 -g 2 -F 2", "gfx90a", "32,16,16,1,1,32,16,0,0,0,1,-1,2,7",
      "nchw-pointwise"),
+    # ... and patch filters (stride = filter): W^T rows (c, y, x) scattered into the patches,
+    # runs of 4/2/1 x (16-byte, 4-byte, scalar stores), 1xX (wav2vec2), groups, warpgroup MMA
+    ("convfp16 -n 2 -c 3 -H 8 -W 12 -k 32 -y 4 -x 4 -u 4 -v 4 -F 2", "sm_90", "64,64,64,1,1,64,64,0,0,0,1,-1,3,8",
+     "nchw-pointwise-wgmma"),
+    ("convbfp16 -n 2 -c 8 -H 6 -W 10 -k 16 -y 2 -x 2 -u 2 -v 2 -g 2 -F 2", "sm_80",
+     "64,32,32,2,1,32,32,0,0,0,1,-1,3,7", "nchw-pointwise"),
+    ("conv -n 2 -c 5 -H 1 -W 12 -k 24 -y 1 -x 2 -u 1 -v 2 -F 2", "gfx942", "32,16,16,1,1,32,16,0,0,0,1,-1,2,7",
+     "nchw-pointwise"),
+    ("convfp16 -n 1 -c 2 -H 9 -W 6 -k 16 -y 3 -x 3 -u 3 -v 3 -F 2", "sm_90", "64,64,64,1,1,64,64,0,0,0,1,-1,3,8",
+     "nchw-pointwise-wgmma"),
+    ("convfp16 -n 2 -c 2 -H 32 -W 48 -k 16 -y 16 -x 16 -u 16 -v 16 -F 2", "sm_90",
+     "64,64,64,1,1,64,64,0,0,0,1,-1,3,8", "nchw-pointwise-wgmma"),
 ]
 
 
@@ -357,6 +369,25 @@ def test_a_wrong_fragment_row_fails(tmp_path, arch, line, cfg, atom):
         return out
     sol, v = run_emulated(p, arch, tmp_path, perf_config=cfg, mangle=mangle)
     assert not v.ok, sol.kernel_name
+
+
+@pytest.mark.parametrize("wrong,right", [
+    ("wo * DG_NCHW_PX + x)", "wo * DG_NCHW_PX)"),                     # every x of a run on x = 0
+    ("ho * DG_NCHW_PY + y)", "ho * DG_NCHW_PY)"),                     # every patch row on y = 0
+    ("const int y = cy % DG_NCHW_PY;", "const int y = cy / DG_NCHW_PY % DG_NCHW_PY;"),   # (c, y) swapped
+    ("run.e[e] = Cs[(rg * DG_NCHW_PV + e) * DG_C_ROW + col];", "run.e[e] = Cs[(rg * DG_NCHW_PV) * DG_C_ROW + col];"),
+])
+def test_nchw_patch_scatter_mistakes_fail(tmp_path, wrong, right):
+    """The patch epilogue's dX address is checked element by element: each of these
+    mistakes (a lost x or y, the channel and patch row mixed up, one row stored for the
+    whole run) fails against the float64 reference."""
+    p = parse("convfp16 -n 2 -c 2 -H 32 -W 48 -k 16 -y 16 -x 16 -u 16 -v 16 -F 2".split()).problem
+
+    def mangle(text):
+        assert wrong in text
+        return text.replace(wrong, right)
+    sol, v = run_emulated(p, "sm_90", tmp_path, perf_config="64,64,64,1,1,64,64,0,0,0,1,-1,3,8", mangle=mangle)
+    assert sol.spec.patch_vector == 8 and not v.ok, sol.kernel_name      # two runs of 8 a patch row
 
 
 @pytest.mark.parametrize("line,vector", [

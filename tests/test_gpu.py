@@ -1463,6 +1463,44 @@ def test_random_nchw_pointwise_problems_match_reference(engine, data):
 
 
 
+NCHW_PATCH_LINES = [
+    "-n 8 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",      # ViT-B/16 stem
+    "-n 8 -c 3 -H 224 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4",           # ConvNeXt stem
+    "-n 8 -c 96 -H 56 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2",           # ConvNeXt downsampling
+    "-n 4 -c 3 -H 56 -W 42 -k 64 -y 14 -x 14 -u 14 -v 14",         # ViT-L/14: runs of 2
+    "-n 2 -c 512 -H 1 -W 3124 -k 512 -y 1 -x 2 -u 1 -v 2",         # wav2vec2 k2/s2, odd Ho*Wo
+    "-n 2 -c 36 -H 12 -W 9 -k 24 -y 2 -x 3 -u 2 -v 3 -g 3",        # groups, odd channels
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("line", NCHW_PATCH_LINES)
+def test_nchw_patch_filters_verify(engine, dtype, line):
+    """Patch filters with dY, W and dX NCHW on the NCHW pointwise schedules (the family's
+    default tile, then every listed tile on the small lines), NaN-poisoned dX."""
+    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
+    p = parse(f"{base} {line} -F 2".split()).problem
+    sol = _nchw_pw_run(engine, p, None)
+    assert sol is not None and sol.spec.patch
+    if p.N <= 4:
+        assert [c for c in NCHW_PW_CONFIGS if _nchw_pw_run(engine, p, c) is not None]
+
+
+@settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_nchw_patch_problems_match_reference(engine, data):
+    dtype = data.draw(st.sampled_from(["fp16", "bf16", "fp32"]))
+    G = data.draw(st.sampled_from([1, 1, 2, 3]))
+    cpg, kpg = data.draw(st.integers(2, 40)), data.draw(st.integers(2, 90))
+    y, x = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8))
+    assume(y * x > 1)
+    p = ConvProblem(N=data.draw(st.integers(1, 3)), C=G * cpg, K=G * kpg, G=G, Y=y, X=x, sH=y, sW=x, dtype=dtype,
+                    Hi=y * data.draw(st.integers(1, 9)), Wi=x * data.draw(st.integers(1, 9)),
+                    in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW")
+    assume(_nchw_pw_run(engine, p, data.draw(st.sampled_from(NCHW_PW_CONFIGS + [None]))) is not None)
+
+
 @pytest.mark.parametrize("cfg", [c for c in NCHW_PW_CONFIGS if c.endswith(",18")])
 @pytest.mark.parametrize("line", NCHW_PW_LINES[:2] + NCHW_PW_LINES[4:6])
 def test_nchw_pointwise_persistent_rows_walk_many_tiles(engine, line, cfg):

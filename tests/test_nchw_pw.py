@@ -73,8 +73,8 @@ def test_nchw_1x1_problems_apply(line):
     (NHWC, "dY is NHWC in memory"),
     ("--out_layout NHWC", "dY is NHWC in memory"),
     ("--in_layout NHWC", "dX is NHWC in memory"),
-    ("-u 2 -v 2", "not pointwise"),
-    ("-p 1 -q 1", "not pointwise"),
+    ("-u 2 -v 2", "neither pointwise"),
+    ("-p 1 -q 1", "neither pointwise"),
 ])
 def test_other_problems_are_refused_with_the_reason(flags, why):
     p = _p(f"convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 1 -x 1 -F 2 {flags}")
@@ -84,7 +84,7 @@ def test_other_problems_are_refused_with_the_reason(flags, why):
 
 
 def test_a_3x3_and_a_grid_past_65535_rows_are_refused():
-    assert "not pointwise" in nchw_pw_reason(_p("convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -F 2"), SM90)
+    assert "neither pointwise" in nchw_pw_reason(_p("convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -F 2"), SM90)
     p = _p("convfp16 -n 1100 -c 64 -H 2 -W 2 -k 64 -y 1 -x 1 -g 64 -F 2")      # N*G = 70400 block rows
     assert "70400 (image, group) blocks exceed sm_90's grid limit 65535 along y" in nchw_pw_reason(p, SM90)
     sol = SOLVER.find_solution(p, SM90)                           # another schedule still serves it:
@@ -278,6 +278,42 @@ def test_cpu_engine_matches_float64(n, g, cpg, kpg, h, w, dtype, fil, dil):
         assert dx.shape == layouts.dx_shape(p)
         v = verify(p, dx, ref)
         assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 9), st.integers(1, 17), st.integers(1, 5),
+       st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.sampled_from(["fp16", "bf16", "fp32"]))
+def test_patch_filters_on_the_cpu_engine_match_float64(n, g, cpg, kpg, ho, wo, y, x, dtype):
+    """Patch filters (stride = filter, no padding; 1xX, Yx1, YxX, odd channels, groups,
+    every dtype) with dY, W and dX NCHW: the NCHW pointwise schedule's per-image GEMM of
+    cpg*Y*X rows scattered into the patches, on sm_90 and gfx942, NaN-poisoned dX."""
+    if y * x == 1:
+        y = 2
+    p = ConvProblem(N=n, C=g * cpg, Hi=ho * y, Wi=wo * x, K=g * kpg, Y=y, X=x, G=g, sH=y, sW=x, dtype=dtype,
+                    in_layout="NCHW", out_layout="NCHW", fil_layout="NCHW")
+    dy, wt = _inputs(p, n * 1000 + cpg * 10 + kpg)
+    ref = dgrad_reference(p, dy, wt)
+    for arch in ("sm_90", "gfx942"):
+        t = get_target(arch)
+        why = nchw_pw_reason(p, t)
+        if why is not None:     # C = 1, K = 1 or a 1-pixel plane: NHWC bytes too, read in place
+            assert "NHWC in memory" in why and min(p.C, p.K, p.Ho * p.Wo) == 1, why
+            continue
+        sol = _pw(p, t)
+        assert sol.schedule.nchw_pointwise and [x.tensor for x in sol.transforms] == ["W"]
+        dx = CpuEngine(t).run(sol, dy, wt)
+        v = verify(p, dx, ref)
+        assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("flags,why", [
+    ("-y 2 -x 2 -u 2 -v 2 -H 7 -W 8", "not a whole number of 2x2 patches"),
+    ("-y 2 -x 2 -u 2 -v 2 -H 8 -W 8 --fil_layout NHWC", "W is not NCHW (KCYX)"),
+    ("-y 2 -x 2 -u 2 -v 2 -p 1 -q 1 -H 8 -W 8", "neither pointwise"),
+    ("-y 2 -x 2 -u 1 -v 1 -H 8 -W 8", "neither pointwise"),
+])
+def test_patch_filters_the_family_cannot_take_say_why(flags, why):
+    assert why in nchw_pw_reason(_p(f"convfp16 -n 2 -c 8 -k 16 {flags} -F 2"), SM90)
 
 
 def test_forced_split_n_runs_three_chunks(monkeypatch, tmp_path):

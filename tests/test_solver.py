@@ -231,7 +231,8 @@ def test_settings_on_a_given_config_say_what_runs(kw, changed):
 
 
 @pytest.mark.parametrize("line,family", [
-    ("convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 -F 2", KernelSchedule.PATCH_GEMM),
+    ("convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16 -F 2 --in_layout NHWC --out_layout NHWC "
+     "--fil_layout NHWC", KernelSchedule.PATCH_GEMM),
     ("convbfp16 -n 2 -c 64 -H 14 -W 14 -k 128 -y 1 -x 1 -F 2", KernelSchedule.NCHW_POINTWISE),
 ])
 def test_kouter_off_on_a_virtual_gemm_wgmma_default_stays_in_its_family(line, family):

@@ -188,6 +188,18 @@ static_assert(DG_CPG % DG_VEC_B == 0 && DG_CPG % DG_VEC_C == 0 && DG_KPG % DG_VE
               "vectors along the pixels divide H*W (aligned at every image and group); along k, kpg");
 static_assert(DG_NCHW_N * DG_NCHW_G <= 65535, "grid y holds one block row per (image, group)");
 // #end nchw_pw
+// #section nchw_patch
+// NCHW patch (miopen_solver/nchw_pw.py, stride = filter Y x X, no padding, W KCYX): row m of
+// the GEMM is (c, y, x) of W^T with x innermost, column p = (ho, wo) a dY pixel; element
+// (m, p) is dX[n, g*cpg + c, ho*Y + y, wo*X + x], so DG_NCHW_PV consecutive rows (x .. x+PV-1
+// of one patch row) are PV consecutive dX elements, stored as one vector. DG_NCHW_C counts
+// the rows of every group (C*Y*X), so the nchw_pw section's offsets are the patch ones too:
+// image n's dX starts n*C*Y*X*Ho*Wo = n*C*Hi*Wi elements in.
+static_assert(DG_NCHW_PY * DG_NCHW_PX > 1 && DG_NCHW_WO * DG_NCHW_PX == DG_NCHW_WI && DG_CPG % DG_NCHW_WO == 0 &&
+              DG_CPG / DG_NCHW_WO * DG_NCHW_PY == DG_NCHW_HI, "patches tile dX exactly: Hi = Ho*Y, Wi = Wo*X");
+static_assert(DG_NCHW_PX % DG_NCHW_PV == 0 && DG_TILE_M % DG_NCHW_PV == 0,
+              "a dX vector is PV rows of one patch row, aligned in the tile");
+// #end nchw_patch
 // #section nchw_tma
 // NCHW on the TMA schedule (miopen_solver/nchw_tma.py: stride 1, dY and dX NCHW): per image n
 // and group g, dX[n, g] (cpg x Hi*Wi) = sum over taps (y, x) of W_yx^T (cpg x kpg) x the
@@ -1623,6 +1635,32 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
             }
     DG_SYNC();
     const int tid = DG_TID();
+// #section nchw_patch
+    // Units of DG_NCHW_PV rows x one column, the column fastest: a warp's lanes store the
+    // runs of consecutive dY pixels wo, which lie DG_NCHW_PX elements apart in a dX row.
+    static_assert(DG_NCHW_PV * DG_EB <= 16, "a dX vector of at most 16 bytes");
+    typedef typename dg_bytes<DG_NCHW_PV * DG_EB>::type dg_vp_t;
+#pragma unroll 2
+    for (int u = tid; u < DG_TILE_M / DG_NCHW_PV * DG_TILE_N; u += DG_THREADS) {
+        const int rg = u / DG_TILE_N;
+        const int col = u - rg * DG_TILE_N;
+        const int m = m_tile * DG_TILE_M + rg * DG_NCHW_PV;
+        const int pix = n_tile * DG_TILE_N + col;
+        if (m >= s.gemm_m || pix >= DG_CPG) continue;  // PV divides cpg*Y*X: all rows or none
+        const int x = m % DG_NCHW_PX;
+        const int cy = m / DG_NCHW_PX;
+        const int y = cy % DG_NCHW_PY;
+        const int c = cy / DG_NCHW_PY;
+        const int ho = pix / DG_NCHW_WO;
+        const int wo = pix - ho * DG_NCHW_WO;
+        union { dg_vp_t v; dg_t e[DG_NCHW_PV]; } run;
+#pragma unroll
+        for (int e = 0; e < DG_NCHW_PV; ++e) run.e[e] = Cs[(rg * DG_NCHW_PV + e) * DG_C_ROW + col];
+        *reinterpret_cast<dg_vp_t*>(dx + ((long long)c * DG_NCHW_HI + ho * DG_NCHW_PY + y) * DG_NCHW_WI +
+                                    wo * DG_NCHW_PX + x) = run.v;
+    }
+    return;
+// #end nchw_patch
     const int per_row = DG_TILE_N / DG_VEC_C;
 #pragma unroll 4
     for (int u = tid; u < DG_TILE_M * per_row; u += DG_THREADS) {
