@@ -32,10 +32,11 @@ filter (``-u 100000 -y 3``: YTilde = 100000) only the first Y phases have taps.
 Sub-GEMMs are only the pairs of a row phase and a column phase that each write at least one
 dX row (:meth:`AxisTilde.writing_phases`): a phase whose rows all fall outside dX (a pad or
 dilation far past the image) has no sub-GEMM, so GemmM sums to at most ``N*Hi*Wi`` whatever
-the pads, strides and dilations. Phase ``i`` writes iff ``(dH*i - pH) mod sH < Hi`` and its
-``htilde`` window meets ``[HBegin, HEnd)``; the writing phases are counted in O(log) with a
-floor sum, whatever the number of phases, and listed in O(count * log^2)
-(:meth:`AxisTilde.writing_count`). A problem whose dX no tap reaches (no phase of one axis
+the pads, strides and dilations. Phase ``i`` writes iff its least row >= 0 over all
+``htilde``, ``(dH*i - pH) mod sH``, is < Hi and ``i`` lies in the span of phases whose rows
+over ``[HBegin, HEnd)`` reach dX (:meth:`AxisTilde._writing_span`); the writing phases are
+counted in O(log) with a floor sum, whatever the number of phases
+(:meth:`AxisTilde.writing_count`), and listed in O(count * log^2). A problem whose dX no tap reaches (no phase of one axis
 writes) runs one placeholder sub-GEMM of phase (0, 0) over one row and one column
 (GemmM = N), which writes nothing; the zero fill writes all of dX.
 """
@@ -136,9 +137,10 @@ class AxisTilde:
         return t1 - t0
 
     def _writing_span(self) -> tuple:
-        """``(lo, hi)``: the phases ``i`` of :meth:`phases` in ``[lo, hi)`` are those whose rows
-        ``htilde`` in ``[HBegin, HEnd)`` reach both ends of dX (some ``hi`` >= 0 and some < Hi);
-        such a phase writes iff ``(dH*i - pH) mod sH < Hi`` (:meth:`_count_writing`). O(1)."""
+        """``(lo, hi)``: the phases of :meth:`phases` outside ``[lo, hi)`` write nothing (dX rows
+        grow with ``i``: below ``lo`` even the row of ``htilde = HEnd - 1`` is < 0, from ``hi``
+        on even the row of ``htilde = HBegin`` is >= Hi); inside, phase ``i`` writes iff
+        ``(dH*i - pH) mod sH < Hi`` (:meth:`_count_writing`). O(1)."""
         n = len(self.phases())
         if n == 0:
             return 0, 0
