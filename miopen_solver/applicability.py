@@ -50,19 +50,23 @@ Policy (decisions, with their sources):
     per axis, rows and columns of dX/dY (with pads, strides, dilations and the tilde
     halo) stay within ``2*(Hi + 2*pH) + sH`` in magnitude, which must be <= 2^31-1 (a
     pad, stride or dilation near 2^31 overflows although each value fits an ``int``);
-    and GemmM = N*HTildeSlice*WTildeSlice (halo rows included) plus a tile's rows must
-    too (per launch: split-N divides it as well). The parser already refuses any flag outside a C ``int``, as MIOpenDriver reads
+    and the largest sub-GEMM's GemmM = N*HTildeSlice*WTildeSlice (its phase's rows actually
+    written, at most N*Hi*Wi) plus a tile's rows must too (per launch: split-N divides it
+    as well). The parser already refuses any flag outside a C ``int``, as MIOpenDriver reads
     them. Like the tensor sizes, these hold for every target (the ``cpu`` target runs
     the GPU kernels' decomposition). Each finding of the reason names the MIOpenDriver
     flags behind it (:data:`OVERFLOW_FLAGS`; a coordinate with each flag's value) and the
     limit it passes, 2^31-1.
 ``TOO_MANY_SUB_GEMMS``
-    More than :data:`~miopen_solver.tilde.MAX_SUB_GEMMS` (862) non-empty tilde sub-GEMMs:
-    the kernel keeps one 76-byte record per sub-GEMM in 64 KiB of constant memory. There are
-    ``min(YTilde, Y) * min(XTilde, X)`` of them (YTilde = sH/gcd(sH, dH)), counted in O(1),
-    so a huge stride with a small filter stays applicable (``-u 100000 -y 3``: 3 row phases)
-    and only large strides *and* large filters are refused (e.g. 31x31 with stride 31 and pad
-    1). The ``cpu`` target runs the same decomposition and takes the same limit. A problem the
+    More than :data:`~miopen_solver.tilde.MAX_SUB_GEMMS` (862) tilde sub-GEMMs: the kernel
+    keeps one 76-byte record per sub-GEMM in 64 KiB of constant memory. There is one per pair
+    of a row phase and a column phase that each write a dX row (at most ``min(YTilde, Y, Hi)
+    * min(XTilde, X, Wi)``, YTilde = sH/gcd(sH, dH)), counted in O(log)
+    (:func:`~miopen_solver.tilde.too_many_sub_gemms`), so a huge stride with a small filter
+    stays applicable (``-u 100000 -y 3``: 3 row phases), as does a tiny image with a huge
+    stride and filter (``-H 2 -y 1000 -u 999``: 2 of 999 row phases write), and only large
+    strides *and* large filters over large enough images are refused (e.g. 31x31 with stride
+    31 and pad 1 on 62x62). The ``cpu`` target runs the same decomposition and takes the same limit. A problem the
     patch GEMM serves (stride = filter, no padding: ViT-B/32's 32x32 embedding) is not refused:
     that family is one dense GEMM with no sub-GEMM table, and it is then the only family
     offered (:func:`~miopen_solver.heuristics.heuristic_config`, ``search``).
@@ -98,7 +102,7 @@ from .problem import DTYPE_BYTES, ConvProblem
 from .heuristics import default_performance_config
 from .target import Target
 from .tf32 import target_reason
-from .tilde import axes, too_many_sub_gemms
+from .tilde import axes, rows_per_image, too_many_sub_gemms
 
 DIRECTION = "DIRECTION"
 TRANSPOSED_MODE = "TRANSPOSED_MODE"
@@ -203,17 +207,18 @@ GEMM_M_HEADROOM = 1024
 
 def images_per_launch(problem: ConvProblem) -> int:
     """The most images (N) one launch may take: dY and dX of that many images within
-    :data:`TENSOR_BYTES_LIMIT` bytes and :data:`INDEX_LIMIT` elements, and GemmM (their
-    rows, halo included) plus a tile's rows within :data:`INDEX_LIMIT`; at least
-    ``problem.N`` is not promised (0 when not even one image fits). O(1)."""
+    :data:`TENSOR_BYTES_LIMIT` bytes and :data:`INDEX_LIMIT` elements, and the largest
+    sub-GEMM's GemmM (N times its phase's rows actually written,
+    :func:`~miopen_solver.tilde.rows_per_image`) plus a tile's rows within
+    :data:`INDEX_LIMIT`; at least ``problem.N`` is not promised (0 when not even one image
+    fits). O(sub-GEMMs)."""
     eb = DTYPE_BYTES.get(problem.dtype, 4)
     per_dy, per_dx = problem.dy_elems // problem.N, problem.dx_elems // problem.N
     most = min(TENSOR_BYTES_LIMIT // max(1, per_dy * eb), TENSOR_BYTES_LIMIT // max(1, per_dx * eb),
                INDEX_LIMIT // max(1, per_dy), INDEX_LIMIT // max(1, per_dx))
     if not problem.is_3d:
-        h, w = axes(problem)
-        rows = h.slice * w.slice
-        most = min(most, max(0, INDEX_LIMIT - GEMM_M_HEADROOM) // max(1, rows))
+        rows, cols = rows_per_image(*axes(problem))
+        most = min(most, max(0, INDEX_LIMIT - GEMM_M_HEADROOM) // max(1, rows * cols))
     return most
 
 
@@ -313,9 +318,10 @@ def _overflow_reason(problem: ConvProblem) -> Reason | None:
                    (h, "2*(Hi + 2*pH) + sH", ("Hi", "pH", "sH"), ("-H", "-p", "-u")),
                    (w, "2*(Wi + 2*pW) + sW", ("Wi", "pW", "sW"), ("-W", "-q", "-v")))
                if 2 * (a.size_in + 2 * a.pad) + a.stride > INDEX_LIMIT]
-        gemm_m = h.slice * w.slice
+        rows, cols = rows_per_image(h, w)
+        gemm_m = rows * cols
         if gemm_m + GEMM_M_HEADROOM > INDEX_LIMIT:
-            bad.append(f"GemmM of one image = HTildeSlice*WTildeSlice = {h.slice}*{w.slice} = {gemm_m} "
+            bad.append(f"GemmM of one image = HTildeSlice*WTildeSlice = {rows}*{cols} = {gemm_m} "
                        f"(+{GEMM_M_HEADROOM} rows of a tile), from {flags['GemmM'][1]}")
         if bad:
             parts.append("; ".join(bad) + f": past {_limit_text(INDEX_LIMIT)}, the limit of the kernels' 32-bit "

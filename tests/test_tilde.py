@@ -181,7 +181,7 @@ def test_needs_zero_fill_iff_some_pixel_uncovered(hp, wp):
 def test_phase_slices_hold_exactly_the_phase_rows_inside_dx(Hi, Y, s, d, data):
     """Each phase's own slice (AxisTilde.phase_slice) is the shared HTildeSlice trimmed to the
     rows whose dX row lies in [0, Hi): the same dX rows, none outside, in the same order (a
-    phase with no row inside keeps the shared slice: its sub-GEMM writes nothing)."""
+    phase with no row inside has an empty slice, and no sub-GEMM)."""
     p = data.draw(st.integers(0, 2 * Y))
     Ho = (Hi + 2 * p - d * (Y - 1) - 1) // s + 1
     if Ho < 1:
@@ -190,6 +190,6 @@ def test_phase_slices_hold_exactly_the_phase_rows_inside_dx(Hi, Y, s, d, data):
     for i in h.phases():
         begin, count, off = h.phase_slice(i)
         shared = [h.dx_offset(i) + s * t for t in range(h.slice)]
-        inside = [r for r in shared if 0 <= r < Hi] or shared    # no row inside: the shared slice, all masked
-        assert [off + s * t for t in range(count)] == inside
+        inside = [r for r in shared if 0 <= r < Hi]
+        assert [off + s * t for t in range(count)] == inside and count == h.rows_written(i)
         assert off == h.dilation * i + s * begin - p                     # the dX row of htilde = begin
