@@ -145,7 +145,8 @@ def wt_transform(problem: ConvProblem) -> LayoutTransform:
     a 1x1 filter, whose bytes are the same in NCHW and NHWC; KCYX for a patch filter) -> W^T
     ``(G, cpg*Y*X, kpg)`` at the start of the workspace, before the kernel."""
     p = problem
-    return LayoutTransform("W", "KC", "CK", p.G, p.kpg, p.cpg * p.Y * p.X, p.elem_bytes, 0)
+    src, dst = ("KCYX", "CYXK") if is_patch(p) else ("KC", "CK")
+    return LayoutTransform("W", src, dst, p.G, p.kpg, p.cpg * p.Y * p.X, p.elem_bytes, 0)
 
 
 def gemm_config(problem: ConvProblem, config: PerfConfig) -> PerfConfig:
@@ -230,9 +231,12 @@ class NchwPwSpec(VirtualGemmSpec):
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready): the main loop's resolved values, with the real problem,
-        the config, the GEMM's shape and the launch grid."""
+        the config, the GEMM's shape and the launch grid; for a patch filter
+        ``vector_size_c`` is the patch epilogue's dX store (:attr:`patch_vector`)."""
         d = self.gemm_dict(zero_fill=self.zero_fill)
         d["grid"] = list(self.grid)
+        if self.patch:
+            d["vector_size_c"] = self.patch_vector
         return d
 
 

@@ -23,7 +23,7 @@ from miopen_solver.heuristics import NCHW_PW_MIN_VECTOR_BYTES, nchw_pw_config, n
 from miopen_solver.config import KernelSchedule, PerfConfig
 from miopen_solver.errors import PerfConfigError
 from miopen_solver.kernels.emit import _read
-from miopen_solver.nchw_pw import NchwPwSpec, nchw_pw_reason, virtual_problem, wt_transform
+from miopen_solver.nchw_pw import NchwPwSpec, nchw_pw_reason, patch_vector, virtual_problem, wt_transform
 from miopen_solver.perfdb import PerfDb
 from miopen_solver.problem import ConvProblem
 from miopen_solver.reference import dgrad_reference, verify
@@ -300,10 +300,23 @@ def test_patch_filters_on_the_cpu_engine_match_float64(n, g, cpg, kpg, ho, wo, y
             assert "NHWC in memory" in why and min(p.C, p.K, p.Ho * p.Wo) == 1, why
             continue
         sol = _pw(p, t)
-        assert sol.schedule.nchw_pointwise and [x.tensor for x in sol.transforms] == ["W"]
+        assert sol.schedule.nchw_pointwise and [(x.tensor, x.src, x.dst) for x in sol.transforms] == [
+            ("W", "KCYX", "CYXK")]
+        assert sol.spec.as_dict()["vector_size_c"] == sol.spec.patch_vector
         dx = CpuEngine(t).run(sol, dy, wt)
         v = verify(p, dx, ref)
         assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
+
+
+@pytest.mark.parametrize("line,tile_m,vector", [
+    ("convfp16 -n 2 -c 3 -H 32 -W 32 -k 64 -y 16 -x 16 -u 16 -v 16", 64, 8),    # 16 x: two runs of 8
+    ("convbfp16 -n 2 -c 3 -H 28 -W 28 -k 64 -y 14 -x 14 -u 14 -v 14", 64, 2),   # 14 x: runs of 2
+    ("conv -n 2 -c 8 -H 8 -W 8 -k 16 -y 4 -x 4 -u 4 -v 4", 128, 4),             # fp32: 16 bytes
+    ("convfp16 -n 2 -c 8 -H 8 -W 6 -k 16 -y 2 -x 3 -u 2 -v 3", 64, 1),          # odd X
+    ("convfp16 -n 2 -c 8 -H 8 -W 8 -k 16 -y 1 -x 1", 64, 1),                    # 1x1: no patch
+])
+def test_patch_vector_is_the_run_a_tile_row_group_holds(line, tile_m, vector):
+    assert patch_vector(_p(f"{line} -F 2"), tile_m) == vector
 
 
 @pytest.mark.parametrize("flags,why", [
