@@ -1746,8 +1746,100 @@ DG_DEVICE dg_u32 dg_pick4(dg_u32 a0, dg_u32 a1, dg_u32 a2, dg_u32 a3, int i) {
     return i == 0 ? a0 : i == 1 ? a1 : i == 2 ? a2 : a3;
 }
 
+// #section tmadx
+// The TMA schedules' NCHW dX epilogue (emit.py asks this section with nchw_dx for 16-bit TMA
+// kernels whose warp tiles hold whole groups of 4 column chunks).
+static_assert(DG_DTYPE != 0 && DG_MMA_N % 4 == 0, "runs of 8 pixels: 16-bit elements, 4 chunks at a time");
+// An 8x8 transpose of 16-bit elements over the 8 lanes of a warp that share lane % 4 (lane r =
+// lane / 4 % 8): lane r's e[k] becomes the e[r] of lane k, in three butterfly stages of two
+// 32-bit shuffles each (stage s swaps the half whose index bit s differs from r's).
+DG_DEVICE void dg_transpose8(dg_t (&e)[8], int r) {
+#pragma unroll
+    for (int s = 4; s >= 1; s >>= 1) {
+        const bool up = r & s;  // this lane keeps the elements whose bit s is its own
+        dg_t send[4];
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            const int k0 = ((t & ~(s - 1)) << 1) | (t & (s - 1));  // bit s clear
+            send[t] = up ? e[k0] : e[k0 | s];
+        }
+        const dg_u32 got0 = __shfl_xor_sync(0xffffffffu, (dg_u32)send[0] | ((dg_u32)send[1] << 16), 4 * s);
+        const dg_u32 got1 = __shfl_xor_sync(0xffffffffu, (dg_u32)send[2] | ((dg_u32)send[3] << 16), 4 * s);
+        const dg_t got[4] = {(dg_t)(got0 & 0xffffu), (dg_t)(got0 >> 16), (dg_t)(got1 & 0xffffu), (dg_t)(got1 >> 16)};
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            const int k0 = ((t & ~(s - 1)) << 1) | (t & (s - 1));
+            if (up) e[k0] = got[t];
+            else e[k0 | s] = got[t];
+        }
+    }
+}
+
+// Whether GEMM rows row0 .. row0 + 7 of the tile are 8 consecutive pixels of one dX plane
+// (pix0 their first): both ends inside dX, 7 apart, in one image; with boxes, inside one box
+// row (DG_BOX_W a multiple of 8), where the pixels only grow along it.
+DG_DEVICE bool dg_tma_run8(const dg_tma_tile& tt, int row0, int& pix0) {
+    pix0 = dg_tma_pixel(tt, row0);
+    const int pix7 = dg_tma_pixel(tt, row0 + 7);
+#if DG_TMA_RECT
+    return DG_BOX_W % 8 == 0 && pix0 >= 0 && pix7 == pix0 + 7;
+#else
+    return pix0 >= 0 && pix7 == pix0 + 7 && pix0 / (DG_HI * DG_WI) == pix7 / (DG_HI * DG_WI);
+#endif
+}
+// #end tmadx
 DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_N][DG_ACC_PER_ATOM],
                                   int g, const dg_tma_tile& tt, int n_tile, int wm, int wn, int lane) {
+// #section tmadx
+    // NCHW dX from the fragment in runs of 8 pixels of one channel: per 8-row half of a warp's
+    // 16 rows and 4 column chunks (32 channels), lane (lr, lq) holds row lr of columns
+    // 8*chunk + 2*lq + {0, 1}; an 8x8 transpose over the lanes of one lq gives lane (lr, lq) the
+    // 8 rows of column 8*(lr/2) + 2*lq + lr%2. A run of consecutive pixels is stored in the widest
+    // pieces its address allows (16 bytes when 16-byte aligned), any other pixel by itself.
+    const int lq = lane & 3, lr = (lane & 31) >> 2;
+#pragma unroll
+    for (int i = 0; i < DG_MMA_M; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row0 = dg_acc_row(wm, i, lane & ~31, 2 * h);  // the half's first row
+            int pix0;
+            const bool run = dg_tma_run8(tt, row0, pix0);
+#pragma unroll
+            for (int j0 = 0; j0 < DG_MMA_N; j0 += 4) {
+                dg_t e[8];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) e[k] = dg_from_float(acc[i][j0 + k / 2][2 * h + k % 2]);
+                dg_transpose8(e, lr);
+                const int c = n_tile * DG_TILE_N + wn * DG_WARP_COLS + (j0 + lr / 2) * 8 + 2 * lq + lr % 2;
+                if (c >= DG_CPG) continue;
+                const int ch = g * DG_CPG + c;
+                if (run) {
+                    dg_t* p = dx + dg_nchw_offset(pix0, ch);
+                    const unsigned a = (unsigned)reinterpret_cast<unsigned long long>(p);
+                    if (a % 16 == 0) {
+                        dg_b16 v;
+#pragma unroll
+                        for (int w = 0; w < 4; ++w) v.v[w] = (dg_u32)e[2 * w] | ((dg_u32)e[2 * w + 1] << 16);
+                        *reinterpret_cast<dg_b16*>(p) = v;
+                    } else if (a % 4 == 0) {
+#pragma unroll
+                        for (int w = 0; w < 4; ++w)
+                            reinterpret_cast<dg_u32*>(p)[w] = (dg_u32)e[2 * w] | ((dg_u32)e[2 * w + 1] << 16);
+                    } else {
+#pragma unroll
+                        for (int v = 0; v < 8; ++v) p[v] = e[v];
+                    }
+                } else {
+#pragma unroll
+                    for (int v = 0; v < 8; ++v) {
+                        const int pix = dg_tma_pixel(tt, row0 + v);
+                        if (pix >= 0) dx[dg_nchw_offset(pix, ch)] = e[v];
+                    }
+                }
+            }
+        }
+    return;
+// #end tmadx
 // #section nchw_dx
     // NCHW dX, element by element from the fragment: for one accumulator register, the 8
     // row groups of a warp are consecutive pixels of 4 channels, so a warp's store covers
