@@ -264,8 +264,7 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     kept, ``memset`` (dX zeroed before the launch) set and the launch ``grid`` (default
     ``spec.grid``), a schedule's kernel built on ``spec``'s main loop
     (:mod:`miopen_solver.patch`, :mod:`miopen_solver.nchw_pw`). A spec that stores dX NCHW
-    (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW`` (a 16-bit TMA
-    one also the ``tmadx`` sections: runs of 8 pixels through a lane transpose); one whose
+    (``spec.nchw_dx``) keeps the ``nchw_dx`` sections and defines ``DG_DX_NCHW``; one whose
     split-K goes through the workspace (``spec.workspace_reduce``) keeps the ``skws`` sections
     and defines ``DG_WS_SLICE`` (fp32 elements from one slice to the next); a spec on a TF32
     atom (``spec.math == "tf32"``) keeps the ``tf32`` sections (its atom and A/B row padding);
@@ -316,8 +315,6 @@ def emit_gemm(spec, *, name: str | None = None, extra: tuple = (), sections: tup
     if spec.nchw_dx:     # dX stored NCHW by the epilogues (transpose.nchw_dx_rule)
         d += [("DG_DX_NCHW", 1), ("DG_NCHW_VEC", spec.nchw_dx_vector)]
         sections = tuple(sections) + ("nchw_dx",)
-        if spec.tma and spec.problem.elem_bytes == 2 and spec.mma_n % 4 == 0:   # runs through a lane transpose
-            sections = tuple(sections) + ("tmadx",)
     if spec.workspace_reduce:     # split-K partial sums into the fp32 workspace (splitk.py)
         d.append(("DG_WS_SLICE", spec.workspace_slice_elems))
         sections = tuple(sections) + ("skws",)
