@@ -69,7 +69,8 @@ Policy (decisions, with their sources):
     31 and pad 1 on 62x62). The ``cpu`` target runs the same decomposition and takes the same limit. A problem the
     patch GEMM serves (stride = filter, no padding: ViT-B/32's 32x32 embedding) is not refused:
     that family is one dense GEMM with no sub-GEMM table, and it is then the only family
-    offered (:func:`~miopen_solver.heuristics.heuristic_config`, ``search``).
+    offered with the NCHW pointwise schedules, the same dense GEMM on NCHW lines
+    (:func:`~miopen_solver.heuristics.heuristic_config`, ``search``).
 ``NO_VALID_CONFIG``
     Neither the default heuristic nor its fallbacks validate
     (:func:`miopen_solver.heuristics.default_performance_config`); the sentence carries the

@@ -18,7 +18,7 @@ from .direct_plane import default_plane_config, plane_reason, plane_search_space
 from .errors import PerfConfigError
 from .group_pack import PACK_OF, pack_reason
 from .group_pack import virtual_problem as pack_virtual
-from .nchw_pw import NCHW_PW_OF, gemm_twin, nchw_pw_reason
+from .nchw_pw import NCHW_PW_OF, gemm_twin, is_patch, nchw_pw_reason
 from .nchw_pw import virtual_problem as nchw_pw_virtual
 from .patch import PATCH_OF, PATCH_SEARCH_OF, patch_reason, virtual_problem
 from .problem import ConvProblem
@@ -346,8 +346,8 @@ def pack_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
 
 NCHW_PW_MIN_VECTOR_BYTES = 8
 """The NCHW pointwise schedule is the default only where its loads and stores along the
-pixels (the largest power of two dividing H*W elements, at most 16 bytes) are at least this
-wide. At 2-byte vectors its per-image GEMM issues 8 times the memory instructions of the
+pixels (the largest power of two dividing H*W elements -- Ho*Wo dY pixels for a patch
+filter --, at most 16 bytes) are at least this wide. At 2-byte vectors its per-image GEMM issues 8 times the memory instructions of the
 16-byte NHWC path: measured on the H200 (fp16, bench/RESULTS.md), H*W = 49 ran at 42.0 us
 against 22.2 us through transposes, H*W = 196 (8-byte vectors) at 17.9 against 22.8 us."""
 
@@ -368,12 +368,14 @@ def nchw_pw_config(problem: ConvProblem, target: Target) -> PerfConfig:
     main loop (:data:`~miopen_solver.nchw_pw.NCHW_PW_OF`: TMA tiles on the plain warpgroup
     one), ``split_k`` 1; rows
     (channels) halved down to 64 while a tile holds two or more times the power of two
-    covering cpg (half of a 128-row tile would be padding when cpg <= 64)."""
-    base = heuristic_config(gemm_twin(problem), target, allow_direct=False, allow_patch=False, allow_nchw_pw=False,
+    covering the GEMM's rows, cpg (cpg*Y*X for a patch filter; half of a 128-row tile would
+    be padding when they are <= 64)."""
+    twin = gemm_twin(problem)
+    base = heuristic_config(twin, target, allow_direct=False, allow_patch=False, allow_nchw_pw=False,
                             allow_pack=False, allow_model=False)
     cfg = base.replace(schedule=NCHW_PW_OF[base.schedule], split_k=1)
     cover = 16
-    while cover < problem.cpg:
+    while cover < twin.Wi:      # the GEMM's rows: cpg, or cpg*Y*X for a patch filter
         cover *= 2
     while cfg.tile_m > 64 and cfg.tile_m >= 2 * cover:
         if cfg.warp_m > 1:
@@ -466,6 +468,8 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     on the problem with dY and W NHWC (:func:`~miopen_solver.transpose.native_problem`: the
     kernel between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
+    then GPU targets take the NCHW pointwise schedule for the patch filters it serves, by the
+    1x1 rule (:func:`~miopen_solver.nchw_pw.is_patch`: NCHW dY and dX, KCYX W, whole patches);
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
     cpg), and a group-pack schedule for grouped problems with narrow groups
@@ -499,20 +503,23 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
       lds_k_outer automatic.
     """
     p, t = problem, target
-    if (allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None
-            and nchw_pw_vector_bytes(p) >= NCHW_PW_MIN_VECTOR_BYTES):
+    nchw_pw = (allow_nchw_pw and t.is_gpu and nchw_pw_reason(p, t) is None
+               and nchw_pw_vector_bytes(p) >= NCHW_PW_MIN_VECTOR_BYTES)
+    if nchw_pw and not is_patch(p):
         return nchw_pw_config(p, t)
     if allow_direct and t.vendor == "nvidia" and p.cpg == 1 and plane_reason(p, t) is None:
         try:
             return default_plane_config(p, t)
         except PerfConfigError:     # no plane tile fits the launch limits: the NHWC direct default
             pass
-    p = native_problem(p)
+    given, p = p, native_problem(p)
     if allow_direct and t.vendor == "nvidia" and p.cpg <= DIRECT_DEFAULT_MAX_CPG and direct_reason(p, t) is None:
         try:
             return default_direct_config(p, t)
         except PerfConfigError:     # no direct tile fits the launch limits: the GEMM default
             pass
+    if nchw_pw:        # a patch filter in NCHW: after the depthwise and small-cpg families
+        return nchw_pw_config(given, t)
     if allow_patch and patch_reason(p, t) is None and (t.is_gpu or _too_many_sub_gemms(p)):
         return patch_config(p, t)
     if allow_pack and t.is_gpu and not p.is_3d:
@@ -772,7 +779,7 @@ transforms."""
 
 def _too_many_sub_gemms(p: ConvProblem) -> bool:
     """More tilde sub-GEMMs than a kernel's table holds (:func:`~miopen_solver.tilde.too_many_sub_gemms`):
-    only the patch GEMM can run the problem."""
+    only the dense GEMMs (patch, NCHW pointwise) can run the problem."""
     return not p.is_3d and too_many_sub_gemms(*axes(p)) is not None
 
 
@@ -781,9 +788,10 @@ def search_space(problem: ConvProblem, target: Target) -> Iterator[PerfConfig]:
     split_k at most the k-tiles of the deepest sub-GEMM (split-K sums by atomics where they
     are allowed, else through the fp32 workspace: ``split_k_reduce`` auto,
     :func:`~miopen_solver.spec.split_k_reduce_mode`). A problem with more tilde sub-GEMMs
-    than a kernel holds gets the patch schedules' candidates alone (the only family that
-    runs it)."""
+    than a kernel holds gets the dense GEMMs' candidates alone (the families that run it: the
+    NCHW pointwise schedules in its own layouts where they serve it, the patch schedules)."""
     if _too_many_sub_gemms(problem):
+        yield from _nchw_pw_candidates(problem, target, (1,), 0)
         yield from _patch_candidates(native_problem(problem), target, (1,), 0)
         return
     max_k = max(s.gemm_k for s in cached_decompose(problem).sub_gemms)

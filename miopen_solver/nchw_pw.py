@@ -89,10 +89,11 @@ def nchw_pw_reason(problem: ConvProblem, target: Target) -> str | None:
                 f"(stride = filter, no padding, dilation 1)")
     if is_patch(p):
         if p.Hi % p.Y or p.Wi % p.X:
-            return (f"dX {p.Hi}x{p.Wi} is not a whole number of {p.Y}x{p.X} patches (its border rows "
-                    f"and columns get no patch)")
+            return (f"dX {p.Hi}x{p.Wi} (-H/-W) is not a whole number of {p.Y}x{p.X} (-y/-x) patches (its border "
+                    f"rows and columns get no patch); allowed: -H a multiple of -y and -W of -x")
         if not has_order(p, "W", "NCHW"):
-            return "W is not NCHW (KCYX) in memory: a patch filter's W^T rows must be (c, y, x)"
+            return ("W is not NCHW (KCYX) in memory: a patch filter's W^T rows must be (c, y, x); "
+                    "allowed: --fil_layout NCHW")
     for tensor in ("dY", "dX"):
         order = memory_order(p, tensor)
         if order != "NCHW":
@@ -257,13 +258,14 @@ def make_nchw_pw_spec(problem: ConvProblem, target: Target, config: PerfConfig) 
 # ----------------------------------------------------------------------------- CPU engine
 def nchw_pw_run(spec: NchwPwSpec, dy: np.ndarray, wt: np.ndarray, dx: np.ndarray) -> None:
     """One launch of ``spec`` on the CPU, as the kernel does it: per image and group the GEMM
-    ``W_g^T [cpg, kpg] x dY[n, g] [kpg, P]`` in fp32 (chunks of images of about
+    ``W_g^T [cpg*Y*X, kpg] x dY[n, g] [kpg, Ho*Wo]`` in fp32 (chunks of images of about
     :data:`CHUNK_BYTES`), stored into NCHW dX in the storage type.
 
     Args:
-        dy: the launch's images of dY, NCHW bytes (any shape of ``N*K*P`` elements);
-        wt: W^T, ``(G, cpg, kpg)`` bytes (:func:`wt_transform`); dx: the launch's images of
-            dX, a C-contiguous array of ``N*C*P`` elements written in place as NCHW.
+        dy: the launch's images of dY, NCHW bytes (any shape of ``N*K*Ho*Wo`` elements);
+        wt: W^T, ``(G, cpg*Y*X, kpg)`` bytes (:func:`wt_transform`); dx: the launch's images of
+            dX, a C-contiguous array of ``N*C*Hi*Wi`` elements written in place as NCHW (each
+            W^T row ``(c, y, x)`` into its patches for a patch filter).
 
     Raises:
         ValueError: ``dx`` is not C-contiguous (it could not be written through a view).

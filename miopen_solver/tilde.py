@@ -187,11 +187,10 @@ class AxisTilde:
                 todo += [(mid, hi), (lo, mid)]              # lo half popped first: ascending
         return tuple(out)
 
-    def covers_all(self, phases=None) -> bool:
-        """Whether the phases ``phases`` (default :meth:`writing_phases`) together write every
-        dX row. Phases write disjoint rows (``dH*i mod sH`` differs for every ``i < YTilde``),
-        so counting them is exact: O(phases), not O(Hi)."""
-        phases = self.writing_phases() if phases is None else phases
+    def covers_all(self, phases) -> bool:
+        """Whether the phases ``phases`` (those :meth:`writing_phases` lists, bounded by the
+        kernel's table) together write every dX row. Phases write disjoint rows (``dH*i mod sH``
+        differs for every ``i < YTilde``), so counting them is exact: O(phases), not O(Hi)."""
         return sum(self.rows_written(i) for i in phases) == self.size_in
 
 

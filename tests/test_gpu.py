@@ -1381,8 +1381,36 @@ def test_nchw_dx_from_the_epilogue_verifies(engine, line, dtype, cfg, combo):
     assert v.ok and v.nonfinite == 0, (sol.kernel_name, v)
 
 
+NCHW_RUN_LINES = [
+    "-n 2 -c 64 -H 16 -W 16 -k 128 -y 3 -x 3 -p 1 -q 1",                 # 16-byte aligned rows
+    "-n 3 -c 72 -H 33 -W 33 -k 64 -y 1 -x 1",                             # odd planes
+    "-n 2 -c 64 -H 7 -W 7 -k 256 -y 3 -x 3 -p 1 -q 1",                    # a tile row spans dX rows
+    "-n 2 -c 128 -H 3 -W 4 -k 64 -y 1 -x 1",                              # tile rows cross images
+    "-n 2 -c 128 -H 9 -W 12 -k 64 -y 3 -x 3 -p 2 -q 2 -l 2 -j 2",         # dilation: box rows of 12
+]
+NCHW_RUN_CONFIGS = ["128,64,64,2,1,64,64,0,0,0,1,-1,4,3", "128,256,64,2,1,64,256,0,0,0,1,-1,4,3",
+                    "256,128,64,2,1,128,128,0,0,0,1,-1,4,3", "128,128,64,1,1,128,128,0,0,0,1,-1,7,20"]
+
+
+@pytest.mark.parametrize("cfg", NCHW_RUN_CONFIGS)
+@pytest.mark.parametrize("line", NCHW_RUN_LINES)
+def test_tma_nchw_dx_verifies_element_by_element(engine, line, cfg):
+    """The TMA and ping-pong schedules' NCHW dX epilogue (stores from the fragment): fp16,
+    NaN-poisoned dX, every element within 0.25 of the float64 reference (MIOpen's rms
+    tolerance alone would pass a few wrong pixels)."""
+    from miopen_solver import layouts
+    p, sol = _nchw_dx_solution(engine, line, "fp16", ("NCHW", "NCHW", "NCHW"), cfg)
+    assert sol.spec.tma and sol.spec.nchw_dx
+    rng = np.random.default_rng(31)
+    dy = rng.uniform(-1, 1, layouts.dy_shape(p)).astype(np.float16)
+    w = rng.uniform(-1, 1, layouts.w_shape(p)).astype(np.float16)
+    v = verify(p, engine.run(sol, dy, w), dgrad_reference(p, dy, w))
+    assert v.ok and v.nonfinite == 0 and v.max_abs_diff < 0.25, (sol.kernel_name, v)
+
+
 @pytest.mark.parametrize("cfg", ["64,64,32,2,2,32,32,0,0,0,1,-1,2", "64,64,32,2,2,32,32,0,0,0,3,-1,2",
-                                 "128,128,64,2,1,64,128,0,0,0,1,-1,3,1", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2"])
+                                 "128,128,64,2,1,64,128,0,0,0,1,-1,3,1", "128,256,64,2,1,64,256,0,0,0,1,-1,3,2",
+                                 "128,64,64,2,1,64,64,0,0,0,1,-1,4,3"])
 def test_nchw_dx_split_n_forced_chunks_verify(engine, monkeypatch, cfg):
     """Three launches, each storing its images of the user's NCHW dX at its offset; timed
     plainly and through one graph."""

@@ -319,8 +319,42 @@ def test_patch_vector_is_the_run_a_tile_row_group_holds(line, tile_m, vector):
     assert patch_vector(_p(f"{line} -F 2"), tile_m) == vector
 
 
+@pytest.mark.parametrize("line,family", [
+    ("convfp16 -n 8 -c 64 -H 56 -W 56 -k 64 -y 2 -x 2 -u 2 -v 2 -g 64 -F 2", "direct-plane"),    # depthwise
+    ("convfp16 -n 8 -c 128 -H 56 -W 56 -k 128 -y 2 -x 2 -u 2 -v 2 -g 32 -F 2", "direct"),        # cpg 4
+    ("convfp16 -n 8 -c 64 -H 56 -W 56 -k 128 -y 2 -x 2 -u 2 -v 2 -F 2", "nchw-pointwise-wgmma"),  # dense
+])
+def test_depthwise_and_small_cpg_patch_filters_keep_their_families(line, family):
+    """The NCHW pointwise default of patch filters comes after the plane and direct rules: a
+    depthwise or cpg-4 patch layer is not a GEMM of K = kpg = 1 or 4 on 64-row tiles."""
+    assert SOLVER.find_solution(_p(line), SM90).schedule.slug == family
+
+
+@pytest.mark.parametrize("line", [
+    "convfp16 -n 64 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16 -F 2",      # 768 rows
+    "convbfp16 -n 32 -c 3 -H 224 -W 224 -k 1024 -y 14 -x 14 -u 14 -v 14 -F 2",    # 588 rows
+])
+@pytest.mark.parametrize("arch", ["sm_90", "gfx942"])
+def test_patch_tiles_are_sized_by_the_gemm_rows_not_cpg(line, arch):
+    """cpg = 3, but the per-image GEMM has cpg*Y*X rows: the family keeps its GEMM default's
+    tile_m rather than halving it for 3 channels."""
+    from miopen_solver.heuristics import heuristic_config
+    from miopen_solver.nchw_pw import gemm_twin
+    p, t = _p(line), get_target(arch)
+    base = heuristic_config(gemm_twin(p), t, allow_direct=False, allow_patch=False, allow_nchw_pw=False,
+                            allow_pack=False, allow_model=False)
+    assert nchw_pw_config(p, t).tile_m == base.tile_m
+
+
+def test_the_search_past_the_sub_gemm_table_has_both_dense_gemms():
+    p = _p("convfp16 -n 2 -c 3 -H 256 -W 256 -k 64 -y 32 -x 32 -u 32 -v 32 -F 2")
+    slugs = {c.schedule.slug for c in SOLVER.search(p, SM90)}
+    assert SOLVER.find_solution(p, SM90).schedule.nchw_pointwise
+    assert {"nchw-pointwise", "nchw-pointwise-wgmma"} <= slugs and any(s.startswith("patch-gemm") for s in slugs)
+
+
 @pytest.mark.parametrize("flags,why", [
-    ("-y 2 -x 2 -u 2 -v 2 -H 7 -W 8", "not a whole number of 2x2 patches"),
+    ("-y 2 -x 2 -u 2 -v 2 -H 7 -W 8", "not a whole number of 2x2 (-y/-x) patches"),
     ("-y 2 -x 2 -u 2 -v 2 -H 8 -W 8 --fil_layout NHWC", "W is not NCHW (KCYX)"),
     ("-y 2 -x 2 -u 2 -v 2 -p 1 -q 1 -H 8 -W 8", "neither pointwise"),
     ("-y 2 -x 2 -u 1 -v 1 -H 8 -W 8", "neither pointwise"),
