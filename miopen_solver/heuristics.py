@@ -344,6 +344,11 @@ def pack_config(problem: ConvProblem, target: Target) -> PerfConfig | None:
     return base.replace(schedule=PACK_OF[base.schedule], split_k=1)
 
 
+NCHW_PW_PATCH_ELEM_BYTES = 2
+"""Patch filters in NCHW take the NCHW pointwise default only in 16-bit storage: on the H100
+(bench/RESULTS.md, twenty-ninth session) it ran the ConvNeXt-T stem 2.6x and its 96-channel
+2x2 merge 1.7x faster than the patch GEMM between transposes, ViT-B/16 1.10x, while the fp32
+ViT-B/16 stem (FFMA, compute-bound) ran 5-20 % slower on every fp32 tile timed."""
 NCHW_PW_MIN_VECTOR_BYTES = 8
 """The NCHW pointwise schedule is the default only where its loads and stores along the
 pixels (the largest power of two dividing H*W elements -- Ho*Wo dY pixels for a patch
@@ -468,8 +473,9 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
     on the problem with dY and W NHWC (:func:`~miopen_solver.transpose.native_problem`: the
     kernel between the layout transforms). NVIDIA targets take the direct schedule for depthwise and small-cpg grouped problems it
     serves (cpg <= :data:`DIRECT_DEFAULT_MAX_CPG`; :func:`~miopen_solver.direct.default_direct_config`);
-    then GPU targets take the NCHW pointwise schedule for the patch filters it serves, by the
-    1x1 rule (:func:`~miopen_solver.nchw_pw.is_patch`: NCHW dY and dX, KCYX W, whole patches);
+    then GPU targets take the NCHW pointwise schedule for the 16-bit patch filters it serves
+    (:data:`NCHW_PW_PATCH_ELEM_BYTES`), by the 1x1 rule (:func:`~miopen_solver.nchw_pw.is_patch`:
+    NCHW dY and dX, KCYX W, whole patches);
     GPU targets take a patch schedule for the patch problems it serves (stride = filter, no
     padding: :func:`patch_config`, one dense GEMM instead of Y*X tilde sub-GEMMs of GemmN =
     cpg), and a group-pack schedule for grouped problems with narrow groups
@@ -518,7 +524,7 @@ def heuristic_config(problem: ConvProblem, target: Target, *, allow_direct: bool
             return default_direct_config(p, t)
         except PerfConfigError:     # no direct tile fits the launch limits: the GEMM default
             pass
-    if nchw_pw:        # a patch filter in NCHW: after the depthwise and small-cpg families
+    if nchw_pw and given.elem_bytes == NCHW_PW_PATCH_ELEM_BYTES:   # a 16-bit patch filter in NCHW
         return nchw_pw_config(given, t)
     if allow_patch and patch_reason(p, t) is None and (t.is_gpu or _too_many_sub_gemms(p)):
         return patch_config(p, t)

@@ -127,7 +127,7 @@ NCHW_PW_LINES = [
     "convbfp16 -n 4 -c 96 -H 14 -W 14 -k 192 -y 1 -x 1 -g 3",    # groups
     "convfp16 -n 64 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",     # patch filters: ViT-B/16
     "convbfp16 -n 64 -c 3 -H 224 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4",         # ConvNeXt stem
-    "conv -n 8 -c 96 -H 56 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2 -g 2",          # downsampling, grouped
+    "convfp16 -n 8 -c 96 -H 56 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2 -g 2",      # downsampling, grouped
 ]
 """All-NCHW 1x1 and patch-filter lines whose default kernels (the nchw-pointwise GEMMs) the
 compile tests build."""

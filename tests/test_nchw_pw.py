@@ -323,10 +323,13 @@ def test_patch_vector_is_the_run_a_tile_row_group_holds(line, tile_m, vector):
     ("convfp16 -n 8 -c 64 -H 56 -W 56 -k 64 -y 2 -x 2 -u 2 -v 2 -g 64 -F 2", "direct-plane"),    # depthwise
     ("convfp16 -n 8 -c 128 -H 56 -W 56 -k 128 -y 2 -x 2 -u 2 -v 2 -g 32 -F 2", "direct"),        # cpg 4
     ("convfp16 -n 8 -c 64 -H 56 -W 56 -k 128 -y 2 -x 2 -u 2 -v 2 -F 2", "nchw-pointwise-wgmma"),  # dense
+    ("conv -n 8 -c 64 -H 56 -W 56 -k 128 -y 2 -x 2 -u 2 -v 2 -F 2", "patch-gemm"),               # fp32
+    ("convfp16 -n 8 -c 64 -H 14 -W 14 -k 128 -y 2 -x 2 -u 2 -v 2 -F 2", "patch-gemm-pingpong"),   # 49 pixels
 ])
 def test_depthwise_and_small_cpg_patch_filters_keep_their_families(line, family):
-    """The NCHW pointwise default of patch filters comes after the plane and direct rules: a
-    depthwise or cpg-4 patch layer is not a GEMM of K = kpg = 1 or 4 on 64-row tiles."""
+    """The NCHW pointwise default of patch filters comes after the plane and direct rules (a
+    depthwise or cpg-4 patch layer is not a GEMM of K = kpg = 1 or 4 on 64-row tiles), and
+    takes 16-bit lines with 8-byte dY vectors only (fp32 and 2-byte vectors ran slower)."""
     assert SOLVER.find_solution(_p(line), SM90).schedule.slug == family
 
 
