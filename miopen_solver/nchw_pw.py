@@ -86,7 +86,8 @@ def nchw_pw_reason(problem: ConvProblem, target: Target) -> str | None:
     if not p.is_pointwise and not is_patch(p):
         return (f"a {p.Y}x{p.X} filter with stride {p.sH}x{p.sW}, padding {p.pH}x{p.pW} and dilation "
                 f"{p.dH}x{p.dW} is neither pointwise (1x1, stride 1, no padding) nor a patch filter "
-                f"(stride = filter, no padding, dilation 1)")
+                f"(stride = filter, no padding, dilation 1); allowed: -y/-x 1 with -u/-v 1 and -p/-q 0, "
+                f"or -u/-v equal to -y/-x with -p/-q 0 and -l/-j 1")
     if is_patch(p):
         if p.Hi % p.Y or p.Wi % p.X:
             return (f"dX {p.Hi}x{p.Wi} (-H/-W) is not a whole number of {p.Y}x{p.X} (-y/-x) patches (its border "
@@ -94,14 +95,17 @@ def nchw_pw_reason(problem: ConvProblem, target: Target) -> str | None:
         if not has_order(p, "W", "NCHW"):
             return ("W is not NCHW (KCYX) in memory: a patch filter's W^T rows must be (c, y, x); "
                     "allowed: --fil_layout NCHW")
-    for tensor in ("dY", "dX"):
+    for tensor, flag in (("dY", "--out_layout"), ("dX", "--in_layout")):
         order = memory_order(p, tensor)
+        if order == "NHWC" and has_order(p, tensor, "NCHW"):     # both orders' bytes (one channel or pixel)
+            return (f"{tensor} has the bytes of NHWC as well as NCHW (one channel or a one-pixel plane): the "
+                    f"NHWC kernels read it in place; allowed here: a {tensor} of more than one channel and pixel")
         if order != "NCHW":
-            return f"{tensor} is {order or 'neither NCHW nor NHWC'} in memory, not NCHW"
+            return f"{tensor} is {order or 'neither NCHW nor NHWC'} in memory, not NCHW; allowed: {flag} NCHW"
     most = target.max_grid[1]
     if p.N * p.G > most:
         return (f"N*G = {p.N}*{p.G} = {p.N * p.G} (image, group) blocks exceed {target.arch}'s grid "
-                f"limit {most} along y")
+                f"limit {most} along y; allowed: N*G (-n times -g) at most {most} a launch")
     return None
 
 

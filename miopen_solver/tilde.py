@@ -329,11 +329,14 @@ def too_many_sub_gemms(h: AxisTilde, w: AxisTilde) -> str | None:
     nh, nw = h.writing_count(), w.writing_count()
     if nh * nw <= MAX_SUB_GEMMS:
         return None
-    return (f"{nh} x {nw} = {nh * nw} tilde sub-GEMMs (filter -y/-x {h.filt}x{w.filt}, stride -u/-v "
+    head = (f"{nh} x {nw} = {nh * nw} tilde sub-GEMMs (filter -y/-x {h.filt}x{w.filt}, stride -u/-v "
             f"{h.stride}x{w.stride}, dilation -l/-j {h.dilation}x{w.dilation}); a kernel takes at most "
-            f"{MAX_SUB_GEMMS} (one 76-byte record each in 64 KiB of constant memory); allowed: at most "
-            f"{MAX_SUB_GEMMS}, or a stride equal to the filter with no padding and dilation 1 (-p 0 -q 0: "
-            f"the patch GEMM, which has no sub-GEMM table)")
+            f"{MAX_SUB_GEMMS} (one 76-byte record each in 64 KiB of constant memory); allowed: ")
+    if all(a.stride == a.filt and a.pad == 0 and a.dilation == 1 for a in (h, w)):   # a patch filter already
+        return head + ("a schedule with no sub-GEMM table: the patch GEMM's (5, 6, 9, 10, 21) or, with dY and "
+                       "dX NCHW, the NCHW pointwise ones (7, 8, 18)")
+    return head + (f"at most {MAX_SUB_GEMMS}, or a stride equal to the filter with no padding and dilation 1 "
+                   f"(-p 0 -q 0: the patch GEMM, which has no sub-GEMM table)")
 
 
 def decompose(problem: ConvProblem) -> Decomposition:

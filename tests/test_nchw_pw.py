@@ -297,7 +297,7 @@ def test_patch_filters_on_the_cpu_engine_match_float64(n, g, cpg, kpg, ho, wo, y
         t = get_target(arch)
         why = nchw_pw_reason(p, t)
         if why is not None:     # C = 1, K = 1 or a 1-pixel plane: NHWC bytes too, read in place
-            assert "NHWC in memory" in why and min(p.C, p.K, p.Ho * p.Wo) == 1, why
+            assert "the bytes of NHWC as well as NCHW" in why and min(p.C, p.K, p.Ho * p.Wo) == 1, why
             continue
         sol = _pw(p, t)
         assert sol.schedule.nchw_pointwise and [(x.tensor, x.src, x.dst) for x in sol.transforms] == [
@@ -354,6 +354,25 @@ def test_the_search_past_the_sub_gemm_table_has_both_dense_gemms():
     slugs = {c.schedule.slug for c in SOLVER.search(p, SM90)}
     assert SOLVER.find_solution(p, SM90).schedule.nchw_pointwise
     assert {"nchw-pointwise", "nchw-pointwise-wgmma"} <= slugs and any(s.startswith("patch-gemm") for s in slugs)
+
+
+@pytest.mark.parametrize("line,why", [
+    ("convfp16 -n 2 -c 3 -H 16 -W 16 -k 64 -y 16 -x 16 -u 16 -v 16 -F 2",       # Ho = Wo = 1
+     "dY has the bytes of NHWC as well as NCHW (one channel or a one-pixel plane)"),
+    ("convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 1 -x 1 -F 2 --out_layout NHWC", "allowed: --out_layout NCHW"),
+    ("convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 1 -x 1 -F 2 --in_layout NHWC", "allowed: --in_layout NCHW"),
+    ("convfp16 -n 2 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2", "allowed: -y/-x 1 with -u/-v 1 and -p/-q 0"),
+    ("convfp16 -n 1100 -c 64 -H 2 -W 2 -k 64 -y 1 -x 1 -g 64 -F 2", "allowed: N*G (-n times -g) at most 65535"),
+])
+def test_refusals_say_what_is_allowed(line, why):
+    assert why in nchw_pw_reason(_p(line), SM90)
+
+
+def test_a_patch_line_past_the_sub_gemm_table_is_told_which_schedules_take_it():
+    p = _p("convfp16 -n 1 -c 3 -H 64 -W 64 -k 8 -y 32 -x 32 -u 32 -v 32 -F 2")
+    with pytest.raises(PerfConfigError, match=r"the patch GEMM's \(5, 6, 9, 10, 21\) or, with dY and dX NCHW, "
+                                              r"the NCHW pointwise ones \(7, 8, 18\)"):
+        SOLVER.find_solution(p, SM90, perf_config="128,8,32,4,1,32,8,0,0,0,1,-1,1")
 
 
 @pytest.mark.parametrize("flags,why", [
