@@ -1465,15 +1465,6 @@ def _nchw_pw_run(engine, p, cfg):
     return sol
 
 
-@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("line", NCHW_PW_LINES)
-def test_nchw_pointwise_verifies(engine, dtype, line):
-    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
-    p = parse(f"{base} {line} -F 2".split()).problem
-    sol = _nchw_pw_run(engine, p, None)
-    assert sol is not None
-    if p.N <= 4:            # the small lines: every main loop's tiles too
-        assert [c for c in NCHW_PW_CONFIGS if _nchw_pw_run(engine, p, c) is not None]
 
 
 @settings(max_examples=int(os.environ.get("DGRAD_GPU_EXAMPLES", "120")), deadline=None,
@@ -1502,15 +1493,15 @@ NCHW_PATCH_LINES = [
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("line", NCHW_PATCH_LINES)
-def test_nchw_patch_filters_verify(engine, dtype, line):
-    """Patch filters with dY, W and dX NCHW on the NCHW pointwise schedules (the family's
+@pytest.mark.parametrize("line", NCHW_PW_LINES + NCHW_PATCH_LINES)
+def test_nchw_pointwise_verifies(engine, dtype, line):
+    """1x1 and patch filters with dY and dX NCHW on the NCHW pointwise schedules (the family's
     default tile, then every listed tile on the small lines), NaN-poisoned dX."""
-    base = {"fp16": "convfp16", "bf16": "convbfp16", "fp32": "conv"}[dtype]
-    p = parse(f"{base} {line} -F 2".split()).problem
+    from miopen_solver.nchw_pw import is_patch
+    p = parse(f"{BASE_OF[dtype]} {line} -F 2".split()).problem
     sol = _nchw_pw_run(engine, p, None)
-    assert sol is not None and sol.spec.patch
-    if p.N <= 4:
+    assert sol is not None and sol.spec.patch is is_patch(p)
+    if p.N <= 4:            # the small lines: every main loop's tiles too
         assert [c for c in NCHW_PW_CONFIGS if _nchw_pw_run(engine, p, c) is not None]
 
 
