@@ -578,9 +578,10 @@ def default_performance_config(problem: ConvProblem, target: Target, *, allow_di
     setting the direct, patch or NCHW pointwise schedule cannot take falls back to).
 
     Raises:
-        PerfConfigError: no candidate validates; the message gives each candidate's reason.
+        PerfConfigError: no candidate validates; the message gives each candidate's reason,
+            once for the candidates that share it.
     """
-    reasons = []
+    reasons = {}                    # reason -> the candidates refused for it, in order
     first = heuristic_config(problem, target, allow_direct=allow_direct, allow_patch=allow_patch,
                              allow_nchw_pw=allow_nchw_pw, allow_pack=allow_pack, allow_model=allow_model)
     fallbacks = FALLBACK_CONFIGS
@@ -592,8 +593,13 @@ def default_performance_config(problem: ConvProblem, target: Target, *, allow_di
         ok, why = is_valid_performance_config(problem, target, cfg)
         if ok:
             return cfg
-        reasons.append(f"{cfg.serialize()}: {why}")
-    raise PerfConfigError("no default config is valid: " + "; ".join(reasons))
+        reasons.setdefault(why, []).append(cfg.serialize())
+    if len(reasons) == 1:
+        ((why, cfgs),) = reasons.items()
+        raise PerfConfigError(f"no default config is valid: each of the {len(cfgs)} candidates "
+                              f"(the first {cfgs[0]}): {why}")
+    raise PerfConfigError("no default config is valid: " + "; ".join(
+        f"{' and '.join(cfgs)}: {why}" for why, cfgs in reasons.items()))
 
 
 # ------------------------------------------------------------------- search space

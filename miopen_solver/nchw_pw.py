@@ -194,10 +194,12 @@ class NchwPwSpec(VirtualGemmSpec):
     @cached_property
     def kernel_name(self) -> str:
         """``dgrad_nchw_pw_<arch>_<math>_<tile tag>_<problem>``: the main loop's tile tag
-        (:attr:`DgradSpec.tile_tag`) and the launch problem's ``short_tag``."""
+        (:attr:`DgradSpec.tile_tag`; for a patch filter its dX store width is
+        :attr:`patch_vector`, as ``as_dict`` reports it) and the launch problem's ``short_tag``."""
         p = self.problem
         loop = f"_pb{self.tile_blocks}" if self.gemm.persistent else ""
-        return f"dgrad_nchw_pw_{arch_tag(self.target)}_{self.math}_{self.gemm.tile_tag}{loop}_{p.short_tag()}"
+        tag = self.gemm.tag_with(self.patch_vector if self.patch else None)
+        return f"dgrad_nchw_pw_{arch_tag(self.target)}_{self.math}_{tag}{loop}_{p.short_tag()}"
 
     def transforms(self, whole: ConvProblem) -> tuple:
         """The layout transforms of a run over the ``whole`` batch: W -> W^T only."""

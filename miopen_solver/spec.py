@@ -595,9 +595,15 @@ class DgradSpec:
         """The tile part of :attr:`kernel_name`: tiles, warp grid and warp tile, atom,
         resolved vector widths, split-K, B layout and stages, e.g.
         ``t128x128x32_w2x2_a64x64_mma16816_v8v8v2_sk1_ko_s3``."""
+        return self.tag_with()
+
+    def tag_with(self, vec_c: int | None = None) -> str:
+        """:attr:`tile_tag` with ``vec_c`` as the dX store width (a family whose epilogue
+        stores dX at another width than the GEMM's C vectors, e.g. the NCHW patch runs)."""
         c = self.config
+        vc = self.vec_c if vec_c is None else vec_c
         return (f"t{c.tile_m}x{c.tile_n}x{c.tile_k}_w{c.warp_m}x{c.warp_n}"
-                f"_a{c.warp_tile_m}x{c.warp_tile_n}_{self.atom.name}_v{self.vec_a}v{self.vec_b}v{self.vec_c}"
+                f"_a{c.warp_tile_m}x{c.warp_tile_n}_{self.atom.name}_v{self.vec_a}v{self.vec_b}v{vc}"
                 f"_sk{self.split_k}_{'ko' if self.lds_k_outer else 'mo'}_s{c.stages}")
 
     def emit(self):

@@ -506,6 +506,8 @@ NVIDIA_WRAPPERS = {
 #endif
 }""",
     "dg_store_f32x2": "DG_DEVICE void dg_store_f32x2(float* p, float x, float y) { p[0] = x; p[1] = y; }",
+    "dg_store16": "DG_DEVICE void dg_store16(void* p, const dg_b16& v) { std::memcpy(p, &v, 16); }",
+    "dg_store8": "DG_DEVICE void dg_store8(void* p, const dg_b8& v) { std::memcpy(p, &v, 8); }",
     "dg_smem_addr": "DG_DEVICE dg_u32 dg_smem_addr(const void* p) { return (dg_u32)((const unsigned char*)p - dg_smem); }",
     "dg_cp_async": """DG_DEVICE void dg_cp_async(dg_u32 s, const void* gmem, bool valid) {
     std::memset(dg_smem + s, 0, BYTES);

@@ -30,6 +30,20 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on
 SUITE = list(suite_lines())
 MAX_SCALAR_SPILL = 32
 CP16 = re.compile(r"cp\.async\.(cg|ca)\.shared\.global\S* \[[^\]]+\], \[[^\]]+\], 16")
+ST_GLOBAL = re.compile(r"^\s*(?:@!?%p\d+\s+)?st\.global((?:\.[a-z]+)*?)(?:\.v(\d))?\.[bfsu](\d+)\s", re.M)
+
+
+def global_store_bytes(b) -> set:
+    """The widths in bytes of the PTX's global stores (``st.global.v4.b32``: 16)."""
+    return {int(v or 1) * int(bits) // 8 for _, v, bits in ST_GLOBAL.findall(b.ptx)}
+
+
+def assert_dx_store_width(b, spec, nbytes: int) -> None:
+    """Every global store of the kernel is one ``nbytes``-wide instruction: the dX chunks or
+    runs the epilogue builds in registers (and the zero fill's) stored whole (nvcc splits a
+    struct built member by member into 4-byte stores where it cannot follow the address's
+    alignment)."""
+    assert global_store_bytes(b) == {nbytes}, (spec.kernel_name, sorted(global_store_bytes(b)))
 
 
 @pytest.mark.parametrize("base", ["convfp16", "conv"])
@@ -56,7 +70,8 @@ def test_default_kernel_instruction_mix(tmp_path, base, label, line):
         assert b.count("mbarrier.arrive.expect_tx") >= 1
         assert b.count("cp.async.cg") + b.count("cp.async.ca") == 0
         if spec.split_k == 1:
-            assert b.count("st.global.v4") >= 1 and b.count("shfl.sync.bfly") >= 1
+            assert b.count("shfl.sync.bfly") >= 1
+            assert_dx_store_width(b, spec, 16)
         elif spec.workspace_reduce:
             assert b.count("st.global.v2.f32") >= 1 and b.count("red.global") == 0
         else:
@@ -102,11 +117,15 @@ def test_patch_and_nchw_pw_default_kernel_instruction_mix(tmp_path, arch, family
     else:
         assert b.count("mma.sync.aligned.m16n8k16") >= 1 and b.count("ldmatrix") >= 1
     patch = getattr(spec, "patch", False)      # NCHW patch filters: runs of patch_vector x of a patch row
-    if patch:        # nvcc splits a run built in registers into 4-byte stores (PTX st.global.u32 / v2.u16)
+    if patch and spec.patch_vector * p.elem_bytes in (8, 16):
+        assert_dx_store_width(b, spec, spec.patch_vector * p.elem_bytes)
+    elif patch:      # runs of 2 or 1 elements
         assert b.count("st.global") >= 1, f"{spec.kernel_name}: no dX store"
     elif spec.staged_epilogue and spec.vec_c == 16 // p.elem_bytes:
         assert b.count("st.global.v4") >= 1, f"{spec.kernel_name}: no 16-byte dX store"
-    elif not spec.staged_epilogue:        # the TMA schedules' warpgroups store accumulator pairs
+    elif not spec.staged_epilogue and spec.split_k == 1:   # 16-byte chunks from the quad transpose
+        assert_dx_store_width(b, spec, 16)
+    elif not spec.staged_epilogue:
         assert b.count("st.global") >= 1, f"{spec.kernel_name}: no dX store"
 
 

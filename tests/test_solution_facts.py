@@ -148,3 +148,38 @@ def test_the_driver_never_names_a_kernel_or_workspace_by_its_spec():
                     if re.search(r"\bspec\.(kernel_name|workspace_bytes)\b", text):
                         hits.append(f"driver/{name}:{n}: {text.strip()}")
     assert hits == []
+
+
+# The kernel name's vector tag (``_v<a>v<b>v<c>_``) and ``config``'s vector_size_a/b/c are
+# one fact told twice: for every GEMM family, default and searched configs, they agree (the
+# NCHW patch runs once named the virtual GEMM's C vector while config gave the store width).
+NAME_LINES = [
+    "convfp16 -n 4 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16 -F 2",                 # NCHW patch
+    "convbfp16 -n 4 -c 3 -H 224 -W 224 -k 96 -y 4 -x 4 -u 4 -v 4 -F 2",                     # NCHW patch, runs of 4
+    "convfp16 -n 4 -c 96 -H 56 -W 56 -k 192 -y 2 -x 2 -u 2 -v 2 -F 2",                      # NCHW patch, runs of 2
+    "convfp16 -n 4 -c 64 -H 56 -W 56 -k 256 -y 1 -x 1 -F 2",                                 # NCHW 1x1
+    "convfp16 -n 4 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16 -F 2 --in_layout NHWC --out_layout NHWC "
+    "--fil_layout NHWC",                                                                      # NHWC patch GEMM
+    "convfp16 -n 4 -c 64 -H 28 -W 28 -k 64 -y 3 -x 3 -p 1 -q 1 -F 2 --in_layout NHWC --out_layout NHWC "
+    "--fil_layout NHWC",                                                                      # tilde GEMM
+    "conv -n 4 -c 33 -H 7 -W 8 -k 17 -y 1 -x 1 -F 2",                                        # fp32, odd channels
+]
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80", "gfx942"])
+@pytest.mark.parametrize("line", NAME_LINES)
+def test_kernel_name_vector_tag_is_configs_vector_sizes(arch, line):
+    solver, target = DgradSolver(), get_target(arch)
+    p = parse(line).problem
+    cfgs = [None] + list(solver.search(p, target))[:12]
+    seen = 0
+    for cfg in cfgs:
+        sol = solver.find_solution(p, target, perf_config=cfg)
+        m = re.search(r"_v(\d+)v(\d+)v(\d+)_", sol.kernel_name)
+        if m is None:           # the direct families name one vector width
+            continue
+        d = sol.spec.as_dict()
+        assert tuple(map(int, m.groups())) == (d["vector_size_a"], d["vector_size_b"], d["vector_size_c"]), \
+            (sol.kernel_name, d["vector_size_a"], d["vector_size_b"], d["vector_size_c"])
+        seen += 1
+    assert seen >= 1

@@ -609,6 +609,18 @@ def test_no_default_raises_with_every_reason():
     assert str(e.value).count("shared memory exceed") == 1 + len(FALLBACK_CONFIGS)
 
 
+@pytest.mark.parametrize("target", [GFX942, GFX90A], ids=["gfx942", "gfx90a"])
+def test_no_default_gives_a_shared_reason_once(target):
+    # Every candidate refused for the same reason (the groups exceed the grid along y): the
+    # reason appears once, with the count, so the line stays short whatever the candidates.
+    p = nhwc(N=1, C=65536, K=65536, G=65536, Hi=8, Wi=8)
+    with pytest.raises(PerfConfigError) as e:
+        default_performance_config(p, target)
+    msg = str(e.value)
+    assert msg.count("grid limit") == 1 and "each of the" in msg and "candidates" in msg, msg
+    assert len(msg) < 300, msg
+
+
 @st.composite
 def problems(draw, max_side=24):
     """Random 2-D NHWC problems of the supported dtypes (small enough to decompose fast)."""

@@ -332,6 +332,25 @@ template <> struct dg_bytes<4> { typedef dg_u32 type; };
 template <> struct dg_bytes<8> { typedef dg_b8 type; };
 template <> struct dg_bytes<16> { typedef dg_b16 type; };
 
+// 16- and 8-byte global stores (p aligned to the width). nvcc lowers an assignment of a
+// dg_b16/dg_b8 to 4-byte stores wherever it cannot follow the address's alignment (the patch
+// epilogues' offsets), so NVIDIA names the width in PTX.
+DG_DEVICE void dg_store16(void* p, const dg_b16& v) {
+#if defined(DG_VENDOR_AMD)
+    *reinterpret_cast<dg_b16*>(p) = v;
+#else
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.v[0]), "r"(v.v[1]), "r"(v.v[2]),
+                 "r"(v.v[3]) : "memory");
+#endif
+}
+DG_DEVICE void dg_store8(void* p, const dg_b8& v) {
+#if defined(DG_VENDOR_AMD)
+    *reinterpret_cast<dg_b8*>(p) = v;
+#else
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.v[0]), "r"(v.v[1]) : "memory");
+#endif
+}
+
 template <int BYTES>
 DG_DEVICE typename dg_bytes<BYTES>::type dg_zero_bytes() {
     typename dg_bytes<BYTES>::type z;
@@ -1656,8 +1675,14 @@ DG_DEVICE void dg_epilogue_staged(dg_t* dx, const dg_sub& s, const float (&acc)[
         union { dg_vp_t v; dg_t e[DG_NCHW_PV]; } run;
 #pragma unroll
         for (int e = 0; e < DG_NCHW_PV; ++e) run.e[e] = Cs[(rg * DG_NCHW_PV + e) * DG_C_ROW + col];
-        *reinterpret_cast<dg_vp_t*>(dx + ((long long)c * DG_NCHW_HI + ho * DG_NCHW_PY + y) * DG_NCHW_WI +
-                                    wo * DG_NCHW_PX + x) = run.v;
+        dg_t* const to = dx + ((long long)c * DG_NCHW_HI + ho * DG_NCHW_PY + y) * DG_NCHW_WI + wo * DG_NCHW_PX + x;
+#if DG_NCHW_PV * DG_EB == 16
+        dg_store16(to, run.v);
+#elif DG_NCHW_PV * DG_EB == 8
+        dg_store8(to, run.v);
+#else
+        *reinterpret_cast<dg_vp_t*>(to) = run.v;
+#endif
     }
     return;
 // #end nchw_patch
@@ -1795,22 +1820,22 @@ DG_DEVICE void dg_epilogue_direct(dg_t* dx, const float (&acc)[DG_MMA_M][DG_MMA_
                     v.v[0] = out[0]; v.v[1] = out[1]; v.v[2] = out[2]; v.v[3] = out[3];
 // #section patch
                     // the patch GEMM: row pix is a dY pixel, the chunk 8 columns of one patch row
-                    *reinterpret_cast<dg_b16*>(dx + dg_patch_offset(pix, g, c)) = v;
+                    dg_store16(dx + dg_patch_offset(pix, g, c), v);
                     continue;
 // #end patch
 // #section subpix
                     {   // the sub-pixel GEMM: the chunk is 8 channels of one phase of virtual pixel pix
                         const long long o = dg_subpix_offset(pix, g, c);
-                        if (o >= 0) *reinterpret_cast<dg_b16*>(dx + o) = v;
+                        if (o >= 0) dg_store16(dx + o, v);
                         continue;
                     }
 // #end subpix
 // #section nchw_tma
                     // the NCHW TMA GEMM: row pix is a channel, the chunk 8 pixels of one dX row
-                    if (dg_nt_inside(tt, c)) *reinterpret_cast<dg_b16*>(dx + dg_nt_offset(tt, g, pix, c)) = v;
+                    if (dg_nt_inside(tt, c)) dg_store16(dx + dg_nt_offset(tt, g, pix, c), v);
                     continue;
 // #end nchw_tma
-                    *reinterpret_cast<dg_b16*>(row + (j0 + q) * 8) = v;
+                    dg_store16(row + (j0 + q) * 8, v);
                 }
             }
         }
