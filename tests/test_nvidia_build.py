@@ -365,3 +365,26 @@ def test_generated_wgmma_wrapper_refuses_shapes_the_isa_has_not(n, dtype, math):
     from miopen_solver.kernels.emit import wgmma_wrapper
     with pytest.raises(ValueError):
         wgmma_wrapper(n, dtype, math)
+
+
+# Every TMA schedule's direct epilogue (NHWC dX, the patch scatter, the sub-pixel phases, the
+# ping-pong warpgroups) builds 16-byte dX chunks in registers: each is one 16-byte store on
+# every schedule the search offers, not only on the defaults the tests above build.
+STORE_LINES = {
+    "patch": "convfp16 -n 8 -c 3 -H 224 -W 224 -k 768 -y 16 -x 16 -u 16 -v 16",
+    "strided": "convfp16 -n 8 -c 128 -H 56 -W 56 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2",
+    "dense": "convbfp16 -n 8 -c 128 -H 28 -W 28 -k 128 -y 3 -x 3 -p 1 -q 1",
+}
+TMA_STORE_CASES = [("patch", 10), ("patch", 21), ("strided", 3), ("strided", 17), ("strided", 20),
+                   ("strided", 22), ("dense", 3), ("dense", 20)]
+
+
+@pytest.mark.parametrize("kind,schedule", TMA_STORE_CASES, ids=[f"{k}-{s}" for k, s in TMA_STORE_CASES])
+def test_tma_schedules_store_whole_dx_chunks(tmp_path, kind, schedule):
+    from miopen_solver.solver import DgradSolver
+    line = STORE_LINES[kind] + " -F 2 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+    p, solver = parse(line).problem, DgradSolver()
+    cfg = next(c for c in solver.search(p, SM90) if c.schedule.value == schedule and c.split_k == 1)
+    spec = solver.find_solution(p, SM90, perf_config=cfg).spec
+    assert spec.tma and spec.split_k == 1, spec.kernel_name
+    assert_dx_store_width(inspect_nvidia(emit(spec).text, "sm_90", tmp_path, "k"), spec, 16)
