@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, replace
 import click
 
 from miopen_solver import memory
-from miopen_solver.command import BASE_DTYPES, INT_MAX, REJECTED_BASES, describe_directions, parse, split_command
+from miopen_solver.command import BASE_DTYPES, INT_MAX, MAX_LAUNCHES, REJECTED_BASES, describe_directions, parse, split_command
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import read_text
 from miopen_solver.perfdb import PerfDb
@@ -56,8 +56,8 @@ from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, Command, OutputError, UserError, arch_option, backend_option,
                       check_count, check_not_kept, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
                       run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
-from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, for_target, resolve_device,
-                      resolve_reference, timing_summary, with_note)
+from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, for_target, nonfinite_input_notes,
+                      resolve_device, resolve_reference, timing_summary, with_note)
 from .tune_cmd import Progress
 
 CSV_FIELDS = ("line", "status", "problem_key", "applicable", "kernel_name", "time_ms", "median_ms", "min_ms",
@@ -208,11 +208,12 @@ def ignored_flag_notes(cmd) -> list:
 
 
 def _check_options(o: BatchOptions) -> None:
-    # --batch-size and --iters become every line's -n and -i: MIOpenDriver's 32-bit int range
-    for flag, value in (("--batch-size", o.batch_size), ("--iters", o.iters)):
-        check_count(flag, value, 1)
+    # --batch-size and --iters become every line's -n and -i: MIOpenDriver's 32-bit int range,
+    # launches bounded
+    check_count("--batch-size", o.batch_size, 1)
+    check_count("--iters", o.iters, 1, MAX_LAUNCHES)
     check_count("--max-lines", o.max_lines, 1)
-    check_count("--warmup", o.warmup, 0)
+    check_count("--warmup", o.warmup, 0, MAX_LAUNCHES)
     if o.csv is not None:
         check_output_file("--csv", o.csv)
 
@@ -255,16 +256,22 @@ def _line_tokens(tokens: list, o: BatchOptions) -> list:
 
 class _RowLines:
     """Rows printed one by one, aligned: a column is as wide as its header and its widest
-    value so far; the line numbers and problem keys are known before the first row (the
-    lines are parsed up front), kernel names and times as they come."""
+    value so far; the line numbers, problem keys and kernel names are known before the
+    first row (the lines are parsed and their solutions found up front, a few ms a line,
+    as each row will find it), times as they come."""
 
-    def __init__(self, commands: list, o: BatchOptions):
+    def __init__(self, commands: list, o: BatchOptions, device=None):
         self.line = max((n for n, _ in commands), default=0)
-        self.key, self.kernel, self.time = 1, 1, 0.0
+        self.key, self.kernel, self.time = 1, 1, 99999.0   # times below 1e5 ms keep the column
         for _, tokens in commands:
             try:
-                self.key = max(self.key, len(parse_tokens(tokens, o).problem.problem_key()))
-            except (MiopenCommandError, ValueError):
+                cmd = parse_tokens(tokens, o)
+                self.key = max(self.key, len(cmd.problem.problem_key()))
+                if device is not None and cmd.flags["forw"] == 2:
+                    cmd, _ = for_target(cmd, device.target)
+                    sol = find_solution(cmd.problem, device, RunOptions(perfdb=o.perfdb, use_perfdb=o.use_perfdb))
+                    self.kernel = max(self.kernel, len(sol.kernel_name))
+            except (MiopenCommandError, PerfConfigError, UserError, ValueError):
                 continue
 
     def _table(self, rows: list) -> list:
@@ -341,7 +348,8 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
     for text in solution.warnings:
         warn(text)
     row.kernel_name, row.perf_config = solution.kernel_name, solution.perf_config.serialize()
-    notes = [x for x in (math_note, *ignored_flag_notes(cmd)) if x]
+    nonfinite = nonfinite_input_notes(cmd) if o.verify and cmd.verify else []
+    notes = [x for x in (math_note, *ignored_flag_notes(cmd), *nonfinite) if x]
     if notes:                       # a failure below replaces them with its reason
         row.note = "; ".join(notes)
     row.config_source = solution.source
@@ -377,7 +385,8 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
         row.status, row.verified = "ok", "OK"
     else:
         row.status, row.verified = "verify-failed", "FAILED"
-        row.note = f"{report.cpp_float(v['error'])} > {report.cpp_float(v['tolerance'])} on {res.record['reference']} reference"
+        row.note = "; ".join([f"{report.cpp_float(v['error'])} > {report.cpp_float(v['tolerance'])} on "
+                              f"{res.record['reference']} reference", *nonfinite])
 
 
 def _failing(counts: dict) -> int:
@@ -419,7 +428,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
     show = (o.progress if o.progress is not None else getattr(err, "isatty", lambda: False)()) and not o.quiet
     limit = o.max_lines if o.max_lines is not None else len(commands)
     progress = Progress(err, min(limit, len(commands)), show, label="batch")
-    row_line = _RowLines(commands, o)
+    row_line = _RowLines(commands, o, device)
     lines = []
     say = emit if emit is not None else lines.append
     say(f"Batch {path}: {len(commands)} commands on {device.target.arch} ({device.backend}, {device.name})"
@@ -462,7 +471,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
 @backend_option
 @arch_option(without_device="an error (batch runs every line; use --backend cpu to simulate the target)")
 @count_option("--batch-size", 1, default=None, help=f"Replace every line's -n with N (1 to {INT_MAX}).")
-@count_option("--iters", 1, default=None, help=f"Replace every line's -i with N (1 to {INT_MAX}).")
+@count_option("--iters", 1, MAX_LAUNCHES, default=None, help=f"Replace every line's -i with N (1 to {MAX_LAUNCHES}).")
 @click.option("--no-verify", "no_verify", is_flag=True, help="Time only (as if every line had -V 0).")
 @click.option("--csv", "csv_path", default=None, metavar="PATH", help="Write the rows to a CSV file.")
 @count_option("--max-lines", 1, default=None,

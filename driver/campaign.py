@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 import click
 
 from miopen_solver import SOLVER_NAME, prng
+from miopen_solver.command import MAX_LAUNCHES
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError, shown_path
 from miopen_solver.heuristics import sample_configs
 from miopen_solver.perfdb import PerfDb
@@ -294,7 +295,7 @@ def _check_options(o: CampaignOptions) -> None:
                              ("--compile-pool", o.compile_pool, 0)):
         check_count(flag, value, low)
     check_compile_pool("--compile-pool", o.compile_pool)
-    check_count("--warmup", o.warmup, 0)
+    check_count("--warmup", o.warmup, 0, MAX_LAUNCHES)
     if o.file is not None and o.line:
         raise UserError(f"--file {shown_path(o.file)}: a campaign takes FILE or one line, not both (line "
                         f"{shorten(' '.join(o.line))!r} given too); allowed: --file FILE without a line (each "
@@ -714,7 +715,7 @@ def _report(o, device, problems, skipped, ignored, records, arch, run, executor,
                      f"speed-up {total_default / total_tuned:.2f}x (geomean {_fmt_speedup(geo)})")
     rate = run.timed_now / seconds if seconds > 0 else 0.0
     lines.append(f"Timed {run.timed_now} configs in {seconds:.1f} s ({rate:.2f} configs/s) on "
-                 f"{executor.size if executor else 0} workers: {run.failed_now} failed, "
+                 f"{getattr(executor, 'used', executor.size) if executor else 0} workers: {run.failed_now} failed, "
                  f"{run.cache_hits} found their kernel in the cache")
     if executor is not None and getattr(executor, "compile_pool", None) is not None:
         st = executor.compile_pool.stats

@@ -413,15 +413,23 @@ class LocalExecutor:
         self.runners = [SlotRunner("local" if g is None else f"gpu{g}", g, timeout, pin_env(g), backend)
                         for g in self.gpus]
         self._threads = []
+        self._ran = set()           # the slots that have taken a task
 
     @property
     def size(self) -> int:
         return len(self.runners)
 
+    @property
+    def used(self) -> int:
+        """Slots that have run at least one task (a slot's workers start with its first)."""
+        return len(self._ran)
+
     def describe(self) -> str:
         if self.gpus == [None]:
             return "Engine local: 1 worker"
-        return f"Engine local: {len(self.gpus)} workers (visible device {', '.join(self.gpus)})"
+        if self.backend == "cpu":       # --gpus N on the CPU engine: N CPU workers, no device to pin
+            return f"Engine local: {len(self.gpus)} CPU worker slots"
+        return f"Engine local: {len(self.gpus)} worker slots (visible device {', '.join(self.gpus)})"
 
     def submit(self, task: Task) -> None:
         with self._cond:
@@ -458,6 +466,7 @@ class LocalExecutor:
                     upcoming = self._queue.upcoming(task.problem, self._lookahead)
                 self.compile_pool.ahead(upcoming)
                 self.compile_pool.claim(task)
+            self._ran.add(i)
             res = runner.call(task.kind, task.job)
             self.results.put((task, res))
             task = None

@@ -10,7 +10,7 @@ import tempfile
 
 import click
 
-from miopen_solver.command import INT_MAX, split_command
+from miopen_solver.command import INT_MAX, MAX_LAUNCHES, split_command
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, shown_path
 from miopen_solver.fileio import check_writable, stat_regular
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, default_path
@@ -377,21 +377,21 @@ class Integer(click.types.IntParamType):
         return value
 
 
-def count_type(low: int) -> Integer:
-    """The click type of a count from ``low`` to INT_MAX (:func:`check_count`)."""
-    return Integer(lambda flag, value: check_count(flag, value, low))
+def count_type(low: int, high: int = INT_MAX) -> Integer:
+    """The click type of a count from ``low`` to ``high`` (:func:`check_count`)."""
+    return Integer(lambda flag, value: check_count(flag, value, low, high))
 
 
-def count_option(name: str, low: int, **kw):
-    """A click option taking a count from ``low`` to INT_MAX (:func:`check_count`), refused
-    up front, before anything runs."""
-    return click.option(name, type=count_type(low), **kw)
+def count_option(name: str, low: int, high: int = INT_MAX, **kw):
+    """A click option taking a count from ``low`` to ``high`` (default INT_MAX;
+    :func:`check_count`), refused up front, before anything runs."""
+    return click.option(name, type=count_type(low, high), **kw)
 
 
 def warmup_option(f):
-    """``--warmup N`` (0 to INT_MAX) untimed launches."""
-    return count_option("--warmup", 0, default=1, show_default=True,
-                        help=f"Untimed launches before the -i timed ones (0 to {INT_MAX}).")(f)
+    """``--warmup N`` (0 to :data:`~miopen_solver.command.MAX_LAUNCHES`) untimed launches."""
+    return count_option("--warmup", 0, MAX_LAUNCHES, default=1, show_default=True,
+                        help=f"Untimed launches before the -i timed ones (0 to {MAX_LAUNCHES}).")(f)
 
 
 def arch_target(arch: str) -> Target:

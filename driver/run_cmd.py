@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME, layouts, memory, prng
 from miopen_solver.applicability import SPATIAL_DIM
-from miopen_solver.command import INT_MAX, INT_MIN, DriverCommand, check_supported, parse, parse_int
+from miopen_solver.command import INT_MAX, INT_MIN, MAX_LAUNCHES, DriverCommand, check_supported, parse, parse_int
 from miopen_solver.errors import FileError, MiopenCommandError, RuntimeUnavailable
 from miopen_solver.fileio import check_writable
 from miopen_solver.perfdb import default_path
@@ -339,9 +339,37 @@ def unhonoured_flag_notes(cmd: DriverCommand, environ=None) -> list:
     if overrides:
         out.append(f"Info: {' and '.join(overrides)} set: not honoured (MIOpen's EnvEnableTF32 reads them); "
                    f"only '-M 0' selects TF32 math here")
-    if int(f["init_output_nan"]) == 0 and "init_output_nan" in cmd.written:
+    if int(f["init_output_nan"]) == 0 and "init_output_nan" in cmd.written and cmd.verify:
         out.append(f"Info: '{cmd.given('init_output_nan')}' is not honoured: dX is always filled with NaN before the "
                    "verification launch")
+    return out
+
+
+# The exponent bits of a 16-bit storage word that mark Inf or NaN (fp16: 5 bits, bf16: 8).
+_NONFINITE_EXPONENT = {"fp16": 0x7C00, "bf16": 0x7F80}
+
+
+def nonfinite_input_notes(cmd: DriverCommand) -> list:
+    """One line for each ``-D``/``-e`` file that holds NaN or Inf elements (read whole: the
+    file has the problem's size, checked before by :func:`check_input_files`): dX and the
+    reference are then NaN wherever such an element reaches, so a failed verification is
+    the data's, not the kernel's."""
+    import numpy as np
+    out = []
+    dtype = cmd.problem.dtype
+    for name in ("dout_data", "weights"):
+        path = cmd.flags[name]
+        if not path:
+            continue
+        if dtype == "fp32":
+            bad = ~np.isfinite(np.fromfile(path, dtype=np.float32))
+        else:
+            mask = _NONFINITE_EXPONENT[dtype]
+            bad = (np.fromfile(path, dtype=np.uint16) & mask) == mask
+        n = int(np.count_nonzero(bad))
+        if n:
+            out.append(f"{cmd.flag_text(name)} {path} holds {n} NaN or Inf element(s) of {bad.size}: dX and the "
+                       f"reference are NaN wherever they reach, so verification cannot pass")
     return out
 
 
@@ -688,7 +716,7 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
             user mistakes (the CLI prints one line and exits 2).
     """
     o = opts or RunOptions(**kw)
-    check_count("--warmup", o.warmup, 0)
+    check_count("--warmup", o.warmup, 0, MAX_LAUNCHES)
     menv = miopen_env.read(o.environ)
     miopen_env.configure_logging(menv)
     timeout = workers.job_timeout(o.timeout)
@@ -754,6 +782,9 @@ def run_line(tokens, opts: RunOptions | None = None, *, emit=None, **kw) -> tupl
     graph = int(f["use_hip_graph"]) != 0
     lines.extend(more_infos)
     dy_file, w_file = check_input_files(cmd)
+    if cmd.verify:
+        for text in nonfinite_input_notes(cmd):
+            warn(text)
     # MIOpenDriver reads -e, then -D, while allocating its buffers, after the seed line
     at = _after_seed(lines)
     lines[at:at] = [report.read_file_line(path) for path in (w_file, dy_file) if path]

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, replace
 import click
 
 from miopen_solver import SOLVER_NAME, memory, prng
+from miopen_solver.command import MAX_LAUNCHES
 from miopen_solver.config import SPLIT_K_REDUCE
 from miopen_solver.errors import PerfDbError
 from miopen_solver.heuristics import sample_configs, stream_k_reason
@@ -52,9 +53,9 @@ from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, Command, OutputError, UserError,
                       arch_option, backend_option, check_count, check_not_kept, check_output_file, check_seconds,
                       count_type, json_option, perfdb_label, perfdb_options, ref_option, run_and_print,
-                      seconds_callback, split_line, timeout_option, warmup_option, write_csv_or_error)
-from .run_cmd import (check_applicable, check_input_files, for_target, graph_on_cpu_note, parse_line, resolve_device,
-                      resolve_reference, unhonoured_flag_notes)
+                      seconds_callback, split_line, timeout_option, warmup_option, warn, write_csv_or_error)
+from .run_cmd import (check_applicable, check_input_files, for_target, graph_on_cpu_note, nonfinite_input_notes,
+                      parse_line, resolve_device, resolve_reference, unhonoured_flag_notes)
 
 CSV_FIELDS = ("rank", "status", "average_ms", "median_ms", "min_ms", "gflops", "verified", "verify_error",
               "perf_config", "split_k", "split_k_reduce", "lds_k_outer", "kernel_name", "compile_ms", "failure",
@@ -163,7 +164,7 @@ def _check_options(o: TuneOptions) -> None:
     for flag, value, low in (("--top", o.top, 1), ("--verify-top", o.verify_top, 0),
                              ("--csv-top", o.csv_top, 1), ("--max-configs", o.max_configs, 1)):
         check_count(flag, value, low)
-    check_count("--warmup", o.warmup, 0)
+    check_count("--warmup", o.warmup, 0, MAX_LAUNCHES)
     if o.split_k_reduce is not None and o.split_k_reduce not in SPLIT_K_REDUCE:
         raise UserError(f"--split-k-reduce {o.split_k_reduce}: allowed: {', '.join(SPLIT_K_REDUCE)}")
     if o.time_budget is not None:
@@ -362,6 +363,9 @@ def tune_line(tokens, opts: TuneOptions | None = None, *, stderr=None, emit=None
                         f"use --backend cpu to tune on the CPU engine, or --list to print the configs")
     ref_kind = resolve_reference(o.ref, device, o.environ) if o.verify_top else None
     dy_file, w_file = check_input_files(cmd)
+    if o.verify_top:
+        for text in nonfinite_input_notes(cmd):
+            warn(text)
     _check_perfdb(o)
 
     solver = DgradSolver()

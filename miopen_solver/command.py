@@ -361,9 +361,9 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
             if flag is None:
                 raise MiopenCommandError(tok, None, "a MIOpenDriver conv flag (see --help)", "unknown flag")
         else:
-            raise MiopenCommandError(tok, None, "-x VALUE or --long_name VALUE",
+            raise MiopenCommandError(tok, None, "-<letter> VALUE or --<long_name> VALUE pairs",
                                      "not a flag (values follow their flag)")
-        if i + 1 >= len(tokens):
+        if i + 1 >= len(tokens) or _FLAG_TOKEN.fullmatch(tokens[i + 1]):    # "-n -c 16": -n has no value
             raise MiopenCommandError(tok, MiopenCommandError.MISSING, _allowed(flag), "missing value")
         raw = tokens[i + 1]
         values[flag.long] = _convert(tok, flag, raw)
@@ -380,7 +380,7 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
                                      f"asks for {describe_directions(forw)}")
         raise MiopenCommandError(flag_text["forw"], shown["forw"], _OWN_RULES["forw"],
                                  f"the line asks for {describe_directions(forw)}")
-    if values["iter"] < 1:
+    if not 1 <= values["iter"] <= MAX_LAUNCHES:
         raise MiopenCommandError(flag_text["iter"], shown["iter"], _OWN_RULES["iter"])
     for f in FLAGS:                     # switches and coded flags: their values only
         v = values[f.long]
@@ -424,6 +424,17 @@ def check_supported(cmd: DriverCommand) -> None:
             raise MiopenCommandError(cmd.flag_text(name), cmd.value_text(name), "-1", "cast types are not supported")
 
 
+MAX_LAUNCHES = 100_000
+"""Most launches one run times or warms up (``-i``, ``--warmup``, ``batch --iters``): a run's
+work is bounded by its problem's size, not by a count's magnitude (MIOpenDriver takes any
+``int``; at 2^31 launches even a 10 us kernel would run for six hours)."""
+
+
+_FLAG_TOKEN = re.compile(r"-[A-Za-z$%]|--[a-z_]+")
+"""A token that is a flag of the line (``-c``, ``--in_layout``), never a value: where a
+value is due, it means the value is missing. Negative numbers (``-1``) are values."""
+
+
 def _allowed(flag: Flag) -> str:
     if flag.kind == "int":
         return "an integer"
@@ -435,7 +446,7 @@ def _allowed(flag: Flag) -> str:
 
 
 _OWN_RULES = {"forw": "exactly 2 (backward data)", "spatial_dim": "2 or 3", "math_type": MATH_TYPE_ALLOWED,
-              "iter": "an integer >= 1"}
+              "iter": f"an integer from 1 to {MAX_LAUNCHES} (timed launches)"}
 """What the integer flags checked by :func:`parse` after conversion take (its messages)."""
 
 
@@ -502,8 +513,8 @@ def _check_same_symmetric(v: dict, ft: dict, shown: dict, pads: tuple) -> None:
                 ft["pad_mode"], shown["pad_mode"],
                 "symmetric padding: -z default with explicit pads, or -z same where filter - (in % stride, "
                 "or stride) is even or below 1",
-                f"MIOpen sizes dY {axis} = ceil({ft[size]} {n} / {ft[stride]} {s}) = {want} in same mode, one more "
-                f"than pad {pad} on both sides gives (an extra padded {side}); this solver takes symmetric pads")
+                f"in same mode MIOpen sizes dY {axis} = ceil({ft[size]} {n} / {ft[stride]} {s}) = {want}, but pads "
+                f"{pad} on both sides give {got} (MIOpen pads one extra {side}); this solver takes symmetric pads")
 
 
 def _build_problem(base: str, v: dict, ft: dict, shown: dict) -> ConvProblem:

@@ -242,3 +242,23 @@ def test_each_lines_use_hip_graph_flag_sets_how_it_is_timed(capsys, timing_graph
     f.write_text(f"{line}\n{line} -J 1\n{line} --use_hip_graph 0\n{line} --use_hip_graph 1\n")
     status, out, _ = run(capsys, "batch", str(f), "--backend", "cpu", "--no-verify")
     assert status == 0 and seen == [False, True, False, True], (seen, out)
+
+
+def test_the_table_columns_line_up_whatever_the_kernel_names(capsys, tmp_path):
+    # Rows stream as they finish, so every column's width must be known before the header:
+    # the kernel names of all lines (short CPU names and long transposing ones, a skipped
+    # line, an error line) are found up front; each row's status starts under "status".
+    path = tmp_path / "mixed.txt"
+    path.write_text("convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 2 --in_layout NHWC --out_layout NHWC "
+                    "--fil_layout NHWC\n"
+                    "convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 1 -x 1 -F 1\n"
+                    "conv -n 1 -c 144 -H 6 -W 6 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2 -F 2\n"
+                    "convfp16 -n 1 -c 8 -H 5 -W 5 -k 8 -y 9 -x 9 -F 2\n")
+    status, out, _ = run(capsys, "batch", str(path), "--backend", "cpu")
+    start = next(i for i, x in enumerate(out) if x.split()[:3] == ["line", "problem_key", "applicable"])
+    header, rows = out[start], out[start + 1:start + 5]
+    assert len(rows) == 4 and not rows[-1].startswith("Summary")
+    for name in ("applicable", "verified", "status"):
+        col = header.index(name)
+        for row in rows:
+            assert row[col - 2:col] == "  " and row[col] != " ", (name, header, row)

@@ -10,6 +10,7 @@ import concurrent.futures
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,7 +91,7 @@ def test_file_campaign_on_two_fake_gpus(capsys, tmp_path, model):
     want = expected_configs(3)
     assert out[0] == f"Campaign {model}: 3 problems on cpu (cpu, cpu (numpy engine)); 2 lines skipped; " \
                      f"1 lines without a conv command ignored"
-    assert out[1] == "Engine local: 2 workers (visible device 0, 1)"
+    assert out[1] == "Engine local: 2 CPU worker slots"
     assert "Skipped line 4: same problem as line 2" in out
     assert "Skipped line 7: -F 1: forward, not backward data" in out
 
@@ -815,3 +816,18 @@ def test_a_nan_time_in_a_log_is_named_as_written(tmp_path):
                      b'"median_ms":NaN,"average_ms":1.0,"min_ms":1.0,"times_ms":[1.0]}\n')
     with pytest.raises(FileError, match=r"record 2 \(timing\) has median_ms nan, not a number of ms >= 0"):
         check_log(path)
+
+
+def test_the_worker_count_is_the_slots_that_ran(capsys, tmp_path, model):
+    # 16 slots and two configs of one problem: the summary counts the slots that took a task
+    # (each starts its workers with its first), not the 16 asked for.
+    line = tmp_path / "one.txt"
+    line.write_text("convfp16 -n 1 -c 8 -H 6 -W 6 -k 8 -y 3 -x 3 -p 1 -q 1 -F 2\n")
+    status, out, err = run_cli(capsys, "tune", "--file", line, "--backend", "cpu", "--gpus", "16", "--max-configs",
+                               "2", "--results", tmp_path / "log.jsonl", "--perfdb", tmp_path / "db.sqlite")
+    assert status == 0, (out, err)
+    assert out[1] == "Engine local: 16 CPU worker slots"
+    (timed,) = [x for x in out if x.startswith("Timed 2 configs in ")]
+    used = int(re.search(r" on (\d+) workers:", timed).group(1))
+    workers_logged = {r.get("slot") for r in records(tmp_path / "log.jsonl", "worker")}
+    assert 1 <= used <= 4 and used == len(workers_logged), (timed, workers_logged)

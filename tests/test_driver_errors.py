@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, run_cli
@@ -23,7 +24,7 @@ from driver import batch_cmd, report, workers
 from driver.batch_cmd import command_tokens
 from driver.options import check_timeout
 from miopen_solver import prng
-from miopen_solver.command import parse
+from miopen_solver.command import MAX_LAUNCHES, parse
 from miopen_solver.errors import CompileError, PerfDbError
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, PerfDb
 from miopen_solver.solver import DgradSolver
@@ -663,25 +664,36 @@ def test_startup_timeout_accepted_values(monkeypatch):
 
 
 # ================================================================ counts: 32-bit ints, checked up front
-COUNT_OPTIONS = [("run", "--warmup", 0), ("tune", "--warmup", 0), ("campaign", "--warmup", 0),
-                 ("batch", "--warmup", 0), ("batch", "--batch-size", 1), ("batch", "--iters", 1)]
+# Launch counts stop at MAX_LAUNCHES (a run's work is bounded by its problem, not a count);
+# the others at the C int MIOpenDriver reads them into.
+COUNT_OPTIONS = [("run", "--warmup", 0, MAX_LAUNCHES), ("tune", "--warmup", 0, MAX_LAUNCHES),
+                 ("campaign", "--warmup", 0, MAX_LAUNCHES), ("batch", "--warmup", 0, MAX_LAUNCHES),
+                 ("batch", "--batch-size", 1, 2**31 - 1), ("batch", "--iters", 1, MAX_LAUNCHES)]
 
 
-@pytest.mark.parametrize("mode,flag,low", COUNT_OPTIONS)
-@pytest.mark.parametrize("value", ["99999999999", "2147483648", "-1", "0"])
-def test_count_options_are_c_ints_refused_up_front(capsys, tmp_path, no_workers, mode, flag, low, value):
-    if low <= int(value) <= 2**31 - 1:
-        pytest.skip("a valid count (0 warm-up launches)")
+@pytest.mark.parametrize("mode,flag,low,high", COUNT_OPTIONS)
+@pytest.mark.parametrize("value", ["99999999999", "2147483648", "-1", "0", str(MAX_LAUNCHES + 1)])
+def test_count_options_are_refused_up_front(capsys, tmp_path, no_workers, mode, flag, low, high, value):
+    if low <= int(value) <= high:
+        pytest.skip("a valid count")
     args = mode_args("tune" if mode == "campaign" else mode, tmp_path)
     if mode == "campaign":
         args += ["--gpus", "1"]
     status, out, err = run(capsys, *args, flag, value)
     assert status == 2 and out == []
-    one_line(err, f"{flag} {value}: allowed: an integer from {low} to 2147483647")
+    one_line(err, f"{flag} {value}: allowed: an integer from {low} to {high}")
 
 
-@pytest.mark.parametrize("mode,flag,low", COUNT_OPTIONS)
-def test_count_options_are_checked_through_the_python_entry_points_too(tmp_path, no_workers, mode, flag, low):
+def test_timed_launches_are_bounded_like_the_warmup(capsys, no_workers):
+    # -i is the line's own flag: the same bound, named as MIOpenDriver's flag
+    status, out, err = run(capsys, *SMALL.split(), "-i", str(MAX_LAUNCHES + 1))
+    assert status == 2 and out == []
+    one_line(err, f"-i '{MAX_LAUNCHES + 1}': allowed: an integer from 1 to {MAX_LAUNCHES} (timed launches)")
+    assert parse([*SMALL.split(), "-i", str(MAX_LAUNCHES)]).iters == MAX_LAUNCHES
+
+
+@pytest.mark.parametrize("mode,flag,low,high", COUNT_OPTIONS)
+def test_count_options_are_checked_through_the_python_entry_points_too(tmp_path, no_workers, mode, flag, low, high):
     from driver.batch_cmd import BatchOptions, batch_file as run_batch
     from driver.campaign import CampaignOptions, run_campaign
     from driver.options import UserError
@@ -692,5 +704,35 @@ def test_count_options_are_checked_through_the_python_entry_points_too(tmp_path,
              "tune": lambda: tune_line(SMALL.split(), TuneOptions(backend="cpu", **{name: 2**31})),
              "campaign": lambda: run_campaign(CampaignOptions(line=SMALL.split(), backend="cpu", **{name: 2**31})),
              "batch": lambda: run_batch(str(batch_file(tmp_path, SMALL)), BatchOptions(backend="cpu", **{name: 2**31}))}
-    with pytest.raises(UserError, match=f"{flag} {2**31}: allowed: an integer from {low} to 2147483647"):
+    with pytest.raises(UserError, match=f"{flag} {2**31}: allowed: an integer from {low} to {high}"):
         calls[mode]()
+
+
+# ================================================================ -D/-e data that is not finite
+NONFINITE_CASES = [("convfp16", "-D", "nan"), ("convbfp16", "-D", "inf"), ("conv", "-D", "-inf"),
+                   ("convfp16", "-e", "-inf"), ("convbfp16", "-e", "nan"), ("conv", "-e", "inf"),
+                   ("convfp16", "-D", None), ("convbfp16", "-e", None)]
+
+
+@pytest.mark.parametrize("base,flag,bad", NONFINITE_CASES)
+def test_nonfinite_input_data_is_named_as_the_datas(capsys, tmp_path, base, flag, bad):
+    # A failed verification on NaN/Inf input reads as a wrong kernel unless the run says the
+    # data holds them: one warning naming the flag, the file and the count; none for finite data.
+    from miopen_solver import layouts
+    line = " ".join([base] + SMALL.split()[1:])
+    p = parse(line).problem
+    shape = layouts.dy_shape(p) if flag == "-D" else layouts.w_shape(p)
+    data = np.random.default_rng(3).uniform(-1, 1, shape).astype(np.float32)
+    if bad is not None:
+        data.flat[[0, 5, data.size - 1]] = float(bad)
+    path = tmp_path / "data.bin"
+    data.astype(layouts.storage_dtype(p.dtype)).tofile(path)
+    status, out, err = run(capsys, *line.split(), "--backend", "cpu", flag, str(path))
+    warns = [e for e in err if "NaN or Inf" in e]
+    if bad is None:
+        assert status == 0 and warns == []
+    else:
+        assert status == 1 and any("FAILED" in o for o in out)
+        one_line(warns, f"{flag} {path} holds 3 NaN or Inf element(s) of {data.size}", kind="warning")
+    status, out, err = run(capsys, *line.split(), "--backend", "cpu", flag, str(path), "-V", "0")
+    assert status == 0 and not [e for e in err if "NaN or Inf" in e]

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import run_cli
 from driver.cli import cli
-from miopen_solver.command import BASE_DTYPES, INT_MAX
+from miopen_solver.command import BASE_DTYPES, INT_MAX, MAX_LAUNCHES
 from miopen_solver.errors import ArgumentError
 from miopen_solver.problem import LAYOUTS_2D, LAYOUTS_3D, ConvProblem
 from miopen_solver.solver import DgradSolver
@@ -48,7 +48,7 @@ def test_after_run_the_first_word_is_a_base_only(capsys):
 @pytest.mark.parametrize("token", ["", " ", " x", "x ", "\t"])
 def test_an_empty_or_blank_token_is_shown_quoted(capsys, token):
     assert error(capsys, "conv", "-n", "1", token, "-F", "2") == (
-        f"{token!r}: not a flag (values follow their flag); allowed: -x VALUE or --long_name VALUE")
+        f"{token!r}: not a flag (values follow their flag); allowed: -<letter> VALUE or --<long_name> VALUE pairs")
 
 
 # ================================================================ 7b/7c: seconds as typed, cut as every value
@@ -78,13 +78,13 @@ def test_the_timeout_variable_is_cut_by_its_value_length(capsys, monkeypatch, no
 COUNT = "allowed: an integer from {low} to %d" % INT_MAX
 INT_OPTIONS = [
     (["run", *LINE.split()], "--split-k", "allowed: -1 (choose) or an integer from 1 to 64"),
-    (["run", *LINE.split()], "--warmup", COUNT.format(low=0)),
+    (["run", *LINE.split()], "--warmup", f"allowed: an integer from 0 to {MAX_LAUNCHES}"),
     (["tune", *LINE.split(), "--list"], "--top", COUNT.format(low=1)),
     (["tune", *LINE.split(), "--list"], "--verify-top", COUNT.format(low=0)),
     (["tune", *LINE.split(), "--list"], "--csv-top", COUNT.format(low=1)),
     (["tune", *LINE.split(), "--list"], "--max-configs", COUNT.format(low=1)),
     (["batch", "x.txt"], "--batch-size", COUNT.format(low=1)),
-    (["batch", "x.txt"], "--iters", COUNT.format(low=1)),
+    (["batch", "x.txt"], "--iters", f"allowed: an integer from 1 to {MAX_LAUNCHES}"),
     (["batch", "x.txt"], "--max-lines", COUNT.format(low=1)),
     (["perfdb", "name", "--arch", "gfx942"], "--cus", COUNT.format(low=1)),
 ]

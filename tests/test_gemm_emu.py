@@ -372,7 +372,7 @@ def test_a_wrong_fragment_row_fails(tmp_path, arch, line, cfg, atom):
 
 
 @pytest.mark.parametrize("wrong,right", [
-    ("wo * DG_NCHW_PX + x)", "wo * DG_NCHW_PX)"),                     # every x of a run on x = 0
+    ("wo * DG_NCHW_PX + x;", "wo * DG_NCHW_PX;"),                     # every x of a run on x = 0
     ("ho * DG_NCHW_PY + y)", "ho * DG_NCHW_PY)"),                     # every patch row on y = 0
     ("const int y = cy % DG_NCHW_PY;", "const int y = cy / DG_NCHW_PY % DG_NCHW_PY;"),   # (c, y) swapped
     ("run.e[e] = Cs[(rg * DG_NCHW_PV + e) * DG_C_ROW + col];", "run.e[e] = Cs[(rg * DG_NCHW_PV) * DG_C_ROW + col];"),
