@@ -84,6 +84,21 @@ def emit_line(text: str) -> None:
     click.echo(text)
 
 
+def misplaced_option(ctx, e) -> str | None:
+    """For a line's unknown ``--name`` that is an option of other ``dgrad-driver`` commands
+    (``tune ... --perf-config``): the message naming the commands that take it; None for
+    any other error."""
+    if not (isinstance(e, MiopenCommandError) and e.detail == "unknown flag" and str(e.flag).startswith("--")):
+        return None
+    group = ctx.parent.command if ctx.parent is not None else None
+    owners = [name for name, c in sorted(getattr(group, "commands", {}).items())
+              if name != ctx.command.name and any(e.flag in p.opts for p in c.params)]
+    if not owners:
+        return None
+    return (f"{e.flag}: an option of dgrad-driver {' and '.join(owners)}, not of {ctx.command.name}; allowed: "
+            f"{ctx.command.name}'s options (dgrad-driver {ctx.command.name} --help) and MIOpenDriver conv flags")
+
+
 def run_and_print(ctx, fn, *args, stream: bool = False) -> None:
     """Call ``fn(*args) -> (status, lines)``; print the lines and exit with the status, or
     print a user error as one line and exit 2 (an :class:`OutputError`'s lines first).
@@ -99,7 +114,7 @@ def run_and_print(ctx, fn, *args, stream: bool = False) -> None:
         click.echo(error_line(e), err=True)
         ctx.exit(EXIT_USER_ERROR)
     except USER_ERRORS as e:
-        click.echo(error_line(e), err=True)
+        click.echo(error_line(misplaced_option(ctx, e) or e), err=True)
         ctx.exit(EXIT_USER_ERROR)
     except KeyboardInterrupt:
         click.echo(f"{PROG}: interrupted", err=True)

@@ -46,7 +46,7 @@ from miopen_solver.solver import DgradSolver
 from miopen_solver.target import get_target
 from miopen_solver.text import cut_values, json_text
 
-from .options import Command, UserError, arch_target, error_line, perfdb_label, warn
+from .options import Command, UserError, arch_target, error_line, misplaced_option, perfdb_label, warn
 from .run_cmd import (SPLIT_K_ALLOWED, check_kouter, check_solution, check_split_k, check_split_k_reduce, for_target,
                       perfdb_arch, with_note)
 
@@ -158,7 +158,8 @@ def _parse_line(tokens, any_direction: bool):
         check_solution(cmd)               # -S names a solution: the same values a run takes
         return cmd
     except (MiopenCommandError, UserError) as e:
-        raise BadInput(str(e)) from None
+        ctx = click.get_current_context(silent=True)
+        raise BadInput((misplaced_option(ctx, e) if ctx is not None else None) or str(e)) from None
 
 
 def _fail(message: str) -> None:

@@ -195,3 +195,32 @@ def test_find_solution_takes_the_documented_values(tmp_path):
     sol = DgradSolver().find_solution(ConvProblem(**P), "cpu", perfdb=str(tmp_path / "db.udb"), perfdb_arch="cpu",
                                       perfdb_label=None, perf_config_label="--perf-config", resolve_split_k=False)
     assert sol is not None
+
+
+# ================================================================ an option of another command
+def _line_commands_and_foreign_options():
+    """(command, --option, the commands that take it) for every option of a dgrad-driver
+    command that a line-taking command (run, tune, config, applicable) does not take."""
+    owners = {}
+    for name, c in cli.commands.items():
+        for p in c.params:
+            for opt in p.opts:
+                if opt.startswith("--") and opt != "--help":
+                    owners.setdefault(opt, set()).add(name)
+    return [(cmd, opt, sorted(names)) for cmd in ("run", "tune", "config", "applicable")
+            for opt, names in sorted(owners.items()) if cmd not in names]
+
+
+FOREIGN = _line_commands_and_foreign_options()
+
+
+@pytest.mark.parametrize("cmd,opt,owners", FOREIGN, ids=[f"{c}{o}" for c, o, _ in FOREIGN])
+def test_an_option_of_another_command_is_named_as_theirs(capsys, cmd, opt, owners):
+    # "tune <line> --perf-config X" used to say "--perf-config: unknown flag ... a MIOpenDriver
+    # conv flag": the line's parser saw a word it did not know. It names who takes it.
+    msg = error(capsys, cmd, *LINE.split(), opt, "1")
+    if "unknown flag" not in msg and not msg.startswith(f"{opt}: an option of dgrad-driver "):
+        assert msg.startswith(f"{opt}") and "allowed" in msg, msg
+        pytest.skip(f"{cmd} gives {opt} its own message: {msg}")
+    assert msg == (f"{opt}: an option of dgrad-driver {' and '.join(owners)}, not of {cmd}; allowed: {cmd}'s options "
+                   f"(dgrad-driver {cmd} --help) and MIOpenDriver conv flags"), msg
