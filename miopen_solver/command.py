@@ -442,7 +442,7 @@ def _allowed(flag: Flag) -> str:
         return ", ".join(LAYOUTS_2D + LAYOUTS_3D)
     if flag.kind == "choice":
         return ", ".join(flag.choices)
-    return "a value"
+    return flag.help       # what the string flag names, e.g. "dY binary input file"
 
 
 _OWN_RULES = {"forw": "exactly 2 (backward data)", "spatial_dim": "2 or 3", "math_type": MATH_TYPE_ALLOWED,

@@ -601,3 +601,10 @@ def test_integer_flags_with_their_own_rule_say_it_for_any_bad_value(flag, bad):
         parse(f"{_BASE_LINE.replace('-F 2', '') if flag.long == 'forw' else _BASE_LINE} -{flag.short} {bad}".split())
     assert e.value.flag == f"-{flag.short}" and e.value.allowed == own.value.allowed, (e.value, own.value)
     assert "from -2147483648" not in str(e.value) and "allowed: an integer;" not in str(e.value) + ";"
+
+
+@pytest.mark.parametrize("flag", [f for f in FLAGS if f.short != "F"], ids=lambda f: f.long)
+def test_a_missing_value_says_what_the_flag_takes(flag):
+    # "-S <missing>: missing value; allowed: a value" told nothing: every flag names what it takes
+    e = err(["conv", "-F", "2", f"-{flag.short}"])
+    assert e.flag == f"-{flag.short}" and "missing value" in str(e) and e.allowed not in ("", "a value"), str(e)
