@@ -257,19 +257,21 @@ def _line_tokens(tokens: list, o: BatchOptions) -> list:
 class _RowLines:
     """Rows printed one by one, aligned: a column is as wide as its header and its widest
     value so far; the line numbers, problem keys and kernel names are known before the
-    first row (the lines are parsed and their solutions found up front, a few ms a line,
-    as each row will find it), times as they come."""
+    first row (the lines are parsed and their solutions found up front, a few ms a line;
+    :attr:`solutions` keeps them, by line number, for the rows to run), times as they come."""
 
     def __init__(self, commands: list, o: BatchOptions, device=None):
         self.line = max((n for n, _ in commands), default=0)
         self.key, self.kernel, self.time = 1, 1, 99999.0   # times below 1e5 ms keep the column
-        for _, tokens in commands:
+        self.solutions = {}
+        for n, tokens in commands:
             try:
                 cmd = parse_tokens(tokens, o)
                 self.key = max(self.key, len(cmd.problem.problem_key()))
                 if device is not None and cmd.flags["forw"] == 2:
                     cmd, _ = for_target(cmd, device.target)
                     sol = find_solution(cmd.problem, device, RunOptions(perfdb=o.perfdb, use_perfdb=o.use_perfdb))
+                    self.solutions[n] = sol
                     self.kernel = max(self.kernel, len(sol.kernel_name))
             except (MiopenCommandError, PerfConfigError, UserError, ValueError):
                 continue
@@ -312,8 +314,9 @@ def _memory_refusal(problem, solution, device, ref_kind, verify: bool, files: tu
 
 
 def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, timing_w, verify_w, seed,
-             held: dict) -> None:
-    """Run one line into ``row``; ``held``: host bytes each worker holds now (updated)."""
+             held: dict, known=None) -> None:
+    """Run one line into ``row``; ``held``: host bytes each worker holds now (updated);
+    ``known``: the line's solution when it was found already (:class:`_RowLines`)."""
     try:
         cmd = parse_tokens(tokens, o)
     except MiopenCommandError as e:
@@ -340,8 +343,8 @@ def _run_row(row: BatchRow, tokens: list, o: BatchOptions, device, ref_kind, tim
         return
     row.applicable = "yes"
     try:
-        solution = with_note(find_solution(problem, device, RunOptions(perfdb=o.perfdb, use_perfdb=o.use_perfdb)),
-                             math_note)
+        solution = with_note(known or find_solution(problem, device,
+                                                    RunOptions(perfdb=o.perfdb, use_perfdb=o.use_perfdb)), math_note)
     except (PerfConfigError, ValueError) as e:
         row.status, row.note = "error", one_line(e)
         return
@@ -443,7 +446,7 @@ def batch_file(path: str, opts: BatchOptions | None = None, *, stderr=None, emit
                 break
             progress.update(ran, _failing(counts), None, f"line {n}")
             row = BatchRow(line=n, status="pending")
-            _run_row(row, tokens, o, device, ref_kind, tw, vw, seed, held)
+            _run_row(row, tokens, o, device, ref_kind, tw, vw, seed, held, row_line.solutions.get(n))
             rows.append(row)
             counts[row.status] = counts.get(row.status, 0) + 1
             ran += row.status in RAN
