@@ -38,6 +38,7 @@ from __future__ import annotations
 import click
 
 from miopen_solver import SOLVER_NAME
+from miopen_solver.applicability import DIRECTION
 from miopen_solver.command import check_supported, parse, split_command
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import MiopenCommandError, PerfConfigError
@@ -177,7 +178,10 @@ def _verdict_doc(problem, target, verdict, math_note: str | None = None) -> dict
 
 def _verdict_text(doc: dict) -> str:
     state = "applicable" if doc["applicable"] else "not applicable"
-    lines = [f"{doc['solver']} on {doc['arch']}: {state}", f"problem key: {doc['problem_key']}"]
+    # a line asking for another direction: the key shown is its backward-data problem's
+    other = any(r["code"] == DIRECTION for r in doc["reasons"])
+    label = "problem key of its backward-data problem (-F 2)" if other else "problem key"
+    lines = [f"{doc['solver']} on {doc['arch']}: {state}", f"{label}: {doc['problem_key']}"]
     if doc.get("math_note"):
         lines.append(f"note: {doc['math_note']}")
     lines += [f"  {r['code']}: {r['message']}" for r in doc["reasons"]]

@@ -111,9 +111,16 @@ def test_split_own_options():
     assert rest == ["conv", "-n", "2"] and opts == {"arch": "sm_90", "perf-config": "1,2", "json": True}
 
 
-def test_forward_line_is_a_direction_verdict():
-    r = run(applicable_cmd, shlex.split(SUITE_LINE.replace("-F 2", "-F 1")))
-    assert r.exit_code == 1 and "  DIRECTION: -F 1 asks for forward" in r.stdout
+@pytest.mark.parametrize("forw", ["1", "4", "5"])
+def test_forward_line_is_a_direction_verdict(forw):
+    """A line asking for another direction is answered, and the key it shows is said to be
+    its backward-data problem's (MIOpen keys a forward problem differently: direction F)."""
+    r = run(applicable_cmd, shlex.split(SUITE_LINE.replace("-F 2", f"-F {forw}")))
+    assert r.exit_code == 1 and f"  DIRECTION: -F {forw} asks for " in r.stdout
+    key = parse(shlex.split(SUITE_LINE)).problem.problem_key()
+    assert f"problem key of its backward-data problem (-F 2): {key}\n" in r.stdout
+    assert "\nproblem key: " not in r.stdout
+    assert f"\nproblem key: {key}\n" in run(applicable_cmd, shlex.split(SUITE_LINE)).stdout
 
 
 def test_not_applicable_exit_1_lists_all_reasons():
