@@ -45,7 +45,8 @@ from dataclasses import asdict, dataclass, replace
 import click
 
 from miopen_solver import memory
-from miopen_solver.command import BASE_DTYPES, INT_MAX, MAX_LAUNCHES, REJECTED_BASES, describe_directions, parse, split_command
+from miopen_solver.command import (BASE_DTYPES, INT_MAX, MAX_LAUNCHES, REJECTED_BASES, describe_directions, is_conv_flag,
+                                   parse, split_command)
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import read_text
 from miopen_solver.perfdb import PerfDb
@@ -54,8 +55,9 @@ from miopen_solver.text import text_lines
 
 from . import report, workers
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, Command, OutputError, UserError, arch_option, backend_option,
-                      check_count, check_not_kept, check_output_file, count_option, file_error, one_line, perfdb_label, perfdb_options, ref_option,
-                      run_and_print, timeout_option, warmup_option, warn, write_csv_or_error)
+                      check_count, check_not_kept, check_not_stdout, check_output_file, count_option, file_error,
+                      one_line, perfdb_label, perfdb_options, ref_option, run_and_print, timeout_option,
+                      warmup_option, warn, write_csv_or_error)
 from .run_cmd import (RunOptions, check_input_files, check_line, find_solution, for_target, nonfinite_input_notes,
                       resolve_device, resolve_reference, timing_summary, with_note)
 from .tune_cmd import Progress
@@ -149,7 +151,9 @@ def command_tokens(text: str) -> list | None:
         tokens = split_command(text[base.start(1):])
     start = next((i for i, t in enumerate(tokens) if t in BASE_DTYPES or t in REJECTED_BASES), None)
     if start is None:
-        return None
+        start = _mistyped_base(tokens)
+        if start is None:
+            return None
     tokens = tokens[start:]
     out, i = [], 0
     while i < len(tokens):
@@ -159,6 +163,23 @@ def command_tokens(text: str) -> list | None:
         out.append(tokens[i])
         i += 1
     return out
+
+
+_CONV_WORD = re.compile(r"conv\w*", re.IGNORECASE)
+
+
+def _mistyped_base(tokens: list) -> int | None:
+    """Where a line's conv command starts when its base argument is no known one: a ``conv...``
+    word (any case) right after the MIOpenDriver program, or first on the line and followed by
+    a conv flag. Such a line is a command with a bad base (``run`` refuses it; in a batch it is an
+    error row), not a line without a command; other MIOpenDriver bases (``pool``, ``gemm``)
+    and words in log text are not conv commands."""
+    for i, t in enumerate(tokens[:-1]):
+        if (t == "MIOpenDriver" or t.endswith("/MIOpenDriver")) and _CONV_WORD.fullmatch(tokens[i + 1]):
+            return i + 1
+    if len(tokens) > 1 and _CONV_WORD.fullmatch(tokens[0]) and is_conv_flag(tokens[1]):
+        return 0
+    return None
 
 
 def file_commands(text: str) -> tuple:
@@ -216,6 +237,7 @@ def _check_options(o: BatchOptions) -> None:
     check_count("--warmup", o.warmup, 0, MAX_LAUNCHES)
     if o.csv is not None:
         check_output_file("--csv", o.csv)
+        check_not_stdout("--csv", o.csv, "the batch table")
 
 
 def read_batch_file(path: str, flag: str = "FILE") -> str:

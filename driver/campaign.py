@@ -56,8 +56,9 @@ from miopen_solver.text import shorten
 
 from . import report, workers
 from .executors import CompilePool, DaskExecutor, LocalExecutor, Task, check_address, parse_gpus
-from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError,
-                      check_count, check_not_kept, check_output_file, file_error, one_line, perfdb_label, write_csv_or_error)
+from .options import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VERIFY_FAILED, OutputError, UserError, check_count,
+                      check_not_kept, check_not_stdout, check_output_file, file_error, one_line, perfdb_label,
+                      write_csv_or_error)
 from .campaign_cli import ENGINES, check_compile_pool
 from .run_cmd import (check_input_files, check_line, for_target, graph_on_cpu_note, resolve_device,
                       resolve_reference)
@@ -318,6 +319,7 @@ def _check_options(o: CampaignOptions) -> None:
     kept = {"the perf-db": PerfDb(o.perfdb).path, "--file, the lines being tuned": o.file}
     if o.csv is not None:
         check_output_file("--csv", o.csv)
+        check_not_stdout("--csv", o.csv, "the campaign report")
         check_not_kept("--csv", o.csv, {**kept, "the --results log": o.results})
     if o.results is not None:
         check_not_kept("--results", o.results, kept)

@@ -12,7 +12,7 @@ import click
 
 from miopen_solver.command import INT_MAX, MAX_LAUNCHES, split_command
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, RuntimeUnavailable, shown_path
-from miopen_solver.fileio import check_writable, stat_regular
+from miopen_solver.fileio import check_writable, output_target, stat_regular
 from miopen_solver.perfdb import ENV_VAR as PERFDB_ENV, default_path
 from miopen_solver.runtime import BACKENDS
 from miopen_solver.target import PRESETS, Target, get_target
@@ -250,6 +250,25 @@ def check_output_file(flag: str, path: str) -> None:
         check_writable(path)
     except FileError as e:
         raise file_error(flag, e) from None
+
+
+def check_not_stdout(flag: str, path: str, report: str) -> None:
+    """An output file given by ``flag`` (``--csv``) is not this command's standard output
+    (``-``, ``/dev/stdout``, ``/dev/fd/1``), which carries its ``report``: the two would
+    interleave, and neither could be read back.
+
+    Raises:
+        UserError: naming the flag, the path and what is allowed.
+    """
+    if path is None:
+        return
+    try:
+        kind, where = output_target(path)
+    except FileError:
+        return                  # check_output_file names that fault
+    if kind == "stdout" or (kind == "descriptor" and where == 1):
+        raise UserError(f"{flag} {path}: standard output carries {report}; allowed: a file path, "
+                        f"or /dev/stderr")
 
 
 PERFDB_SIDE_FILES = ("", "-wal", "-shm", "-journal")

@@ -222,6 +222,10 @@ def export_records(arch: str, perfdb: str | None, out: str | None) -> tuple:
                  f"(export those with --arch)")
     if out is None:
         return 0, text.splitlines()
+    if not text and out != STDOUT and os.path.isfile(out) and os.path.getsize(out) > 0:
+        # an --arch with no records (a typo, another device's name) would empty the file
+        raise UserError(f"-o {out}: no {arch} records to export, and the file holds {os.path.getsize(out)} bytes; "
+                        f"allowed: an --arch the perf-db holds records for, or another file (the file is unchanged)")
     try:
         kind = write_text(out, text)
     except FileError as e:

@@ -220,6 +220,9 @@ def replay_cmd(paths, backend, pattern, update, failures_only, timeout):
     2 bad input.
     """
     paths = list(paths) or [DEFAULT_PATH]
+    if pattern is not None and not pattern.strip():     # '' would match every id, as no --only does
+        _fail(f"--only {pattern!r}: an empty pattern; allowed: a substring of a fixture id, or a shell pattern "
+              f"(*, ?, []), or no --only for every fixture")
     if update and backend != "cpu":
         _fail(f"--update-golden needs --backend cpu: the golden numerics are CPU results (got {backend})")
     try:

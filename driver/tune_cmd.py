@@ -51,8 +51,8 @@ from miopen_solver.text import json_text
 from . import report, workers
 from .campaign_cli import campaign_options, wants_campaign
 from .options import (EXIT_OK, EXIT_VERIFY_FAILED, LINE_SETTINGS, PERFDB_ALLOWED, Command, OutputError, UserError,
-                      arch_option, backend_option, check_count, check_not_kept, check_output_file, check_seconds,
-                      count_type, json_option, perfdb_label, perfdb_options, ref_option, run_and_print,
+                      arch_option, backend_option, check_count, check_not_kept, check_not_stdout, check_output_file,
+                      check_seconds, count_type, json_option, perfdb_label, perfdb_options, ref_option, run_and_print,
                       seconds_callback, split_line, timeout_option, warmup_option, warn, write_csv_or_error)
 from .run_cmd import (check_applicable, check_input_files, for_target, graph_on_cpu_note, nonfinite_input_notes,
                       parse_line, resolve_device, resolve_reference, unhonoured_flag_notes)
@@ -176,6 +176,7 @@ def _check_options(o: TuneOptions) -> None:
                         f"without --list (--list --json prints the configs as JSON)")
     if o.csv is not None:
         check_output_file("--csv", o.csv)
+        check_not_stdout("--csv", o.csv, "the tuning report")
         check_not_kept("--csv", o.csv, {"the perf-db": PerfDb(o.perfdb).path})
 
 

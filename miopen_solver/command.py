@@ -134,6 +134,13 @@ FLAGS = (
 _BY_SHORT = {f.short: f for f in FLAGS}
 _BY_LONG = {f.long: f for f in FLAGS}
 
+
+def is_conv_flag(token: str) -> bool:
+    """``token`` names a MIOpenDriver conv flag (``-n`` or ``--batchsize``)."""
+    if token.startswith("--"):
+        return token[2:] in _BY_LONG
+    return len(token) == 2 and token[0] == "-" and token[1] in _BY_SHORT
+
 DIRECTION_BITS = ((1, "forward"), (2, "backward data"), (4, "backward weights"))
 
 

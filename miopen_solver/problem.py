@@ -23,6 +23,8 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp8": 1, "bf8": 1}
 DTYPE_KEY = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "bf8": "BF8"}
 """Data type spelling in MIOpen's problem key (``EncodeDataTypesForKey``)."""
 
+DEPTH_NONE = {"Di": 1, "Z": 1, "pD": 0, "sD": 1, "dD": 1}
+"""The depth fields' values in a 2-D problem (any other is refused)."""
 INT_FIELDS = ("N", "C", "Hi", "Wi", "K", "Y", "X", "pH", "pW", "sH", "sW", "dH", "dW", "G", "spatial_dim", "Di", "Z",
               "pD", "sD", "dD")
 """The :class:`ConvProblem` fields that are ints."""
@@ -140,8 +142,9 @@ problem descriptors hold them; every integer field of a :class:`ConvProblem` sta
 class ConvProblem:
     """One backward-data convolution, as MIOpenDriver's conv flags describe it.
 
-    Spatial fields carry the 3-D depth too (``Di``, ``Z``, ``pD``, ``sD``, ``dD``); for a
-    2-D problem (``spatial_dim == 2``) they are 1/0 and ignored.
+    Spatial fields carry the 3-D depth too (``Di``, ``Z``, ``pD``, ``sD``, ``dD``); a 2-D
+    problem (``spatial_dim == 2``) has them at 1/0 (:data:`DEPTH_NONE`; another value is
+    refused).
 
     Layouts use MIOpenDriver's flag roles: ``in_layout`` is dX (the convolution input),
     ``out_layout`` is dY, ``fil_layout`` is W.
@@ -152,7 +155,8 @@ class ConvProblem:
     line without ``-M 0`` (MIOpen's default, IEEE fp32).
 
     Raises:
-        ValueError: a derived output size below 1, a group count that does not divide C
+        ValueError: a depth field of a 2-D problem other than :data:`DEPTH_NONE`'s, a derived
+            output size below 1, a group count that does not divide C
             and K, a non-positive size or negative pad (the depth fields too), a size that is
             not an int (bool and float refused; numpy ints kept as int), an unknown dtype or
             mode, a layout that is not an order of the letters NCHW or NCDHW (any case: stored in
@@ -217,6 +221,11 @@ class ConvProblem:
         for name in ("pH", "pW", "pD"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.spatial_dim == 2:           # no depth: the fields keep their 1/0 (sizes count them)
+            for name, none in DEPTH_NONE.items():
+                if getattr(self, name) != none:
+                    raise ValueError(f"{name} {getattr(self, name)}: a 2-D problem (spatial_dim 2) has no depth; "
+                                     f"allowed: {none}, or spatial_dim 3")
         if self.C % self.G or self.K % self.G:
             raise ValueError(f"group count {self.G} must divide C={self.C} and K={self.K}")
         if not isinstance(self.tf32, bool):

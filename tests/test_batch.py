@@ -70,6 +70,30 @@ def test_command_tokens():
 
 TINY = "convfp16 -n 1 -c 8 -H 4 -W 4 -k 8 -y 1 -x 1 -F 2 -i 1"
 
+MISTYPED = ["convbf16", "CONVFP16", "convfp17", "Conv", "convfp16x"]
+
+
+@pytest.mark.parametrize("where", ["./bin/MIOpenDriver {base}", "MIOpen(HIP): Command [LogCmdConvolution] "
+                                   "./bin/MIOpenDriver {base}", "{base}"])
+def test_a_mistyped_conv_base_is_an_error_row_not_an_ignored_line(capsys, tmp_path, where):
+    """A conv command whose base argument is no known one (after the MIOpenDriver program, or
+    first on the line before a conv flag) is refused as run refuses it: an error row, exit 1. Lines
+    of other MIOpenDriver bases and log text that only mentions a conv word stay ignored."""
+    flags = TINY.split(" ", 1)[1]
+    lines = [f"{where.format(base=b)} {flags}" for b in MISTYPED]
+    lines += ["./bin/MIOpenDriver pool -n 2 -c 8", "conversion took 3 s", "converting -the weights", TINY]
+    f = tmp_path / "f.txt"
+    f.write_text("\n".join(lines) + "\n")
+    status, out, _ = run(capsys, "batch", str(f), "--backend", "cpu")
+    rows = table_rows(out)
+    assert status == 1 and sorted(rows) == list(range(1, len(MISTYPED) + 1)) + [len(lines)]
+    for n, base in enumerate(MISTYPED, 1):
+        assert rows[n][-2:] == ["error", f"<base> '{base}': unknown base argument; allowed: conv, convfp32, "
+                                         "convfp16, convbfp16"], rows[n]
+        assert command_tokens(lines[n - 1])[0] == base
+    assert rows[len(lines)][-1] == "ok" or rows[len(lines)][-2] == "ok"
+    assert out[-1].endswith("; 3 lines without a MIOpenDriver conv command (or a Find call's log line) ignored")
+
 
 def csv_rows(path):
     with open(path, newline="") as fh:

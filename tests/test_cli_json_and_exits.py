@@ -185,3 +185,26 @@ def test_a_truncated_fixture_names_the_column_without_a_doubled_at(capsys, tmp_p
     with pytest.raises(fx.FixtureError, match=r"t\.jsonl:1: not valid JSON \(a number of more than \d+ digits\)"):
         f.write_text('{"id": "a", "source": "s", "command": "c", "x": ' + "1" * 5000 + "}\n")
         fx.load_file(f)
+
+
+# ------------------------------------------------------------------ --csv onto standard output
+@pytest.mark.parametrize("path", ["-", "/dev/stdout", "/dev/fd/1"])
+@pytest.mark.parametrize("command", ["batch", "tune", "campaign"])
+def test_a_csv_onto_standard_output_is_refused_before_any_work(capsys, tmp_path, command, path):
+    """stdout carries each command's report (and --json's one object): a CSV there would
+    interleave with it. Refused in one line naming --csv, the path and what is allowed, exit
+    2, before a line runs; the same command with a file path writes it."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{SMALL} {NHWC3}\n")
+    argv = {"batch": ["batch", lines, "--backend", "cpu"],
+            "tune": ["tune", *SMALL.split(), *NHWC3.split(), "--backend", "cpu", "--max-configs", "2",
+                     "--no-perfdb"],
+            "campaign": ["tune", "--file", lines, "--backend", "cpu", "--max-configs", "2", "--no-perfdb",
+                         "--results", tmp_path / "log.jsonl"]}[command]
+    status, out, err = run_cli(capsys, *argv, "--csv", path)
+    assert status == 2 and out == [] and len(err) == 1, (out, err)
+    assert err[0].startswith(f"dgrad-driver: error: --csv {path}: standard output carries the ")
+    assert err[0].endswith("; allowed: a file path, or /dev/stderr")
+    assert not (tmp_path / "log.jsonl").exists()
+    status, _, _ = run_cli(capsys, *argv, "--csv", tmp_path / "rows.csv")
+    assert status == 0 and (tmp_path / "rows.csv").read_text().count("\n") >= 2

@@ -332,6 +332,27 @@ def test_export_of_an_arch_without_records_names_the_archs_the_db_holds(capsys, 
     assert "holds no records for gfx942; it holds records for gfx942@cpu" in err[0]
 
 
+def test_export_of_nothing_never_empties_an_existing_file(capsys, tmp_path):
+    """An --arch without records (a typo) emptied the -o file it was to replace: refused in one
+    line, exit 2, the file unchanged; an empty or new file is still written (empty)."""
+    db = tmp_path / "p.udb"
+    with PerfDb(db) as d:
+        d.update(XKEY, "gfx942", SOLVER_NAME, TUNED, 1.0)
+    old = tmp_path / "old.txt"
+    old.write_text("kept\n")
+    status, out, err = run(capsys, "perfdb", "export", "--arch", "sm_90", "--perfdb", str(db), "-o", str(old))
+    assert status == 2 and out == [] and old.read_text() == "kept\n"
+    assert err[-1] == (f"dgrad-driver: error: -o {old}: no sm_90 records to export, and the file holds 5 bytes; "
+                       "allowed: an --arch the perf-db holds records for, or another file (the file is unchanged)")
+    for fresh in (tmp_path / "new.txt", tmp_path / "empty.txt"):
+        if fresh.name == "empty.txt":
+            fresh.write_text("")
+        status, _, _ = run(capsys, "perfdb", "export", "--arch", "sm_90", "--perfdb", str(db), "-o", str(fresh))
+        assert status == 0 and fresh.read_text() == ""
+    status, _, _ = run(capsys, "perfdb", "export", "--arch", "gfx942", "--perfdb", str(db), "-o", str(old))
+    assert status == 0 and old.read_text().startswith(XKEY)
+
+
 @pytest.mark.parametrize("arch", ["gfx908:sramecc", "gfx908:foo", "gfx908:", "gfx908:::", "gfx908:sramecc-:sramecc+",
                                   "gfx90a:xnack+:xnack+", "gfx942:SRAMECC+"])
 def test_perfdb_name_refuses_malformed_target_features(capsys, arch):

@@ -158,9 +158,26 @@ def test_every_size_field_takes_ints_only(name):
     for bad in (2.0, 2.5, True, None, "2", (2,)):
         with pytest.raises(ValueError, match=f"^{name} must be an int, got "):
             ConvProblem(**{**BASE, name: bad})
-    good = 2 if name == "spatial_dim" else (1 if name in ("Y", "X", "G", "Di", "Z", "sD", "dD") else 2)
+    good = 2 if name == "spatial_dim" else (1 if name in ("Y", "X", "G", "Di", "Z", "sD", "dD") else
+                                            0 if name == "pD" else 2)
     p = ConvProblem(**{**BASE, name: np.int64(good)})
     assert type(getattr(p, name)) is int and p == ConvProblem(**{**BASE, name: good})
+
+
+@pytest.mark.parametrize("name,value", [("Di", 7), ("Z", 5), ("pD", 1), ("sD", 2), ("dD", 3)])
+def test_a_2d_problem_refuses_a_depth(name, value):
+    """A 2-D problem has no depth: a depth field other than 1 (0 for pD) would enter its
+    sizes, flops and bounds but not its key. Refused, naming the field, the value and what is
+    allowed; the same field makes a 3-D problem."""
+    from miopen_solver.problem import DEPTH_NONE
+    with pytest.raises(ValueError, match=f"^{name} {value}: a 2-D problem \\(spatial_dim 2\\) has no depth; "
+                                         f"allowed: {DEPTH_NONE[name]}, or spatial_dim 3$"):
+        ConvProblem(**{**BASE, name: value})
+    with pytest.raises(ValueError, match=f"^{name} {value}: a 2-D problem"):
+        ConvProblem(**BASE).replace(**{name: value})
+    three = ConvProblem(**{**BASE, "spatial_dim": 3, "in_layout": "NDHWC", "out_layout": "NDHWC",
+                           "fil_layout": "NDHWC", "Di": 8, "Z": 3, name: value})
+    assert getattr(three, name) == value and three.is_3d
 
 
 def test_the_other_fields_say_what_is_allowed():

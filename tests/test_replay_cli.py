@@ -127,6 +127,9 @@ def test_only_selects_and_unmatched_is_bad_input(tmp_path):
     assert r.exit_code == 0 and "replayed 1 fixtures" in r.stdout
     err = one_line_error(invoke(d, "--only", "nothing*"), "--only 'nothing*': no fixture id matches")
     assert "allowed: a substring of a fixture id, or a shell pattern" in err
+    for empty in ("", " "):         # matched every fixture, as if --only were not given
+        err = one_line_error(invoke(d, "--only", empty), f"--only {empty!r}: an empty pattern")
+        assert err.endswith("or no --only for every fixture")
 
 
 def test_update_golden_rewrites_and_prints_what_moved(tmp_path):
