@@ -479,6 +479,8 @@ def _convert(tok: str, flag: Flag, raw: str):
                 raise
             raise MiopenCommandError(tok, raw, own, e.detail) from None
     if flag.kind == "layout":
+        if raw == "":           # MIOpenDriver's default value: NCHW (NCDHW in 3-D), set by parse
+            return ""
         up = raw.upper()
         if up not in LAYOUTS_2D + LAYOUTS_3D:
             raise MiopenCommandError(tok, raw, _allowed(flag), "unknown layout")

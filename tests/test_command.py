@@ -151,7 +151,18 @@ def test_layouts_default_independently():
     assert (p.in_layout, p.out_layout, p.fil_layout) == ("NCHW", "NHWC", "NCHW")
 
 
-@pytest.mark.parametrize("value", ["NCWH", "HWCN", "nchw4", "", "NC"])
+@pytest.mark.parametrize("flag", ["-I", "--in_layout", "-O", "--out_layout", "-f", "--fil_layout"])
+def test_an_empty_layout_is_the_default_as_in_miopendriver(flag):
+    """MIOpenDriver's layout flags default to "" (its help says so, and ours), read as
+    NCHW, or NCDHW for a 3-D line: an explicit empty value is that default, not an error."""
+    two = parse(["conv", "-F", "2", "--out_layout", "NHWC", flag, ""]).problem
+    named = {"-I": "in_layout", "-O": "out_layout", "-f": "fil_layout"}.get(flag, flag[2:])
+    assert getattr(two, named) == "NCHW"
+    three = parse(["conv", "-F", "2", "--spatial_dim", "3", flag, ""]).problem
+    assert getattr(three, named) == "NCDHW" and three.is_3d
+
+
+@pytest.mark.parametrize("value", ["NCWH", "HWCN", "nchw4", " ", "NC"])
 def test_unknown_layout(value):
     e = err(["conv", "-F", "2", "-I", value])
     assert e.flag == "-I" and e.value == value and "NHWC" in e.allowed

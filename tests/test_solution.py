@@ -242,6 +242,24 @@ def test_a_worker_refuses_a_tampered_record_as_data():
     assert not res.ok and "solution record transforms" in res.reason
 
 
+@pytest.mark.parametrize("arch,line,cfg", [
+    ("sm_90", "convfp16 -n 1 -c 64 -H 4 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1", None),      # the default splits already
+    ("gfx942", "convfp16 -n 1 -c 64 -H 4 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1", None),     # it does not: -1 resolved
+    ("sm_90", "convfp16 -n 2 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -g 64", None),   # direct: no K split
+    ("gfx942", "convfp16 -n 1 -c 64 -H 4 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1", "64,64,32,2,2,32,32,0,0,0,2,-1,2"),
+    ("gfx942", "convfp16 -n 1 -c 64 -H 4 -W 4 -k 64 -y 3 -x 3 -p 1 -q 1", "64,64,32,2,2,32,32,0,0,0,-1,-1,2"),
+])
+def test_split_k_minus_one_always_says_what_it_resolved_to(arch, line, cfg):
+    """--split-k -1 lets the solver choose, and the choice is printed (README): also where
+    the config's own split is the choice (a split default, a given split, a schedule that
+    splits no K), not only where -1 had to be resolved."""
+    p = parse(f"{line} -F 2 {NHWC}".split()).problem
+    sol = DgradSolver().find_solution(p, get_target(arch), perf_config=cfg, split_k=-1)
+    chosen = getattr(sol.spec, "split_k", 1)
+    said = [n for n in sol.notes if n.startswith("Split-K: -1 resolved to ")]
+    assert len(said) == 1 and said[0].startswith(f"Split-K: -1 resolved to {chosen}"), sol.notes
+
+
 def test_find_solution_policy_and_notes(tmp_path):
     """Given config > perf-db > default, each with its note; settings on top."""
     solver, p, t = DgradSolver(), parse(LINE.split()).problem, get_target("sm_90")
@@ -343,11 +361,13 @@ DW = ("convfp16 -n 2 -c 32 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -g {g} -F 2 "
                                       {"split_k": -1, "kouter": "auto"}])
 def test_settings_a_direct_default_already_is_leave_it_alone(settings):
     """``-1``/``1``/``auto`` ask for what the direct schedule is (one write per dX element, its
-    own dY path): the default stays, with no note (a regression found in review: rc 2)."""
+    own dY path): the default stays (a regression found in review: rc 2), with no note but
+    the choice ``-1`` asked for (README: the choice is printed)."""
     p = parse(DW.format(g=32).split()).problem
     base = DgradSolver().find_solution(p, get_target("sm_90"))
     sol = DgradSolver().find_solution(p, get_target("sm_90"), **settings)
-    assert base.schedule is KernelSchedule.DIRECT and sol.perf_config == base.perf_config and sol.notes == ()
+    said = ("Split-K: -1 resolved to 1 (the direct default's own)",) if settings.get("split_k") == -1 else ()
+    assert base.schedule is KernelSchedule.DIRECT and sol.perf_config == base.perf_config and sol.notes == said
 
 
 def test_settings_a_direct_default_cannot_take_move_to_the_gemm_default_or_say_why():
