@@ -107,7 +107,7 @@ from . import prng
 from .command import format_command, parse
 from .errors import FileError, MiopenCommandError, PerfConfigError, short_text, shown_path
 from .fileio import read_text, write_text
-from .problem import ConvProblem
+from .problem import DTYPE_BYTES, ConvProblem
 from .solver import DgradSolver
 from .target import Target, get_target
 from .text import json_error, json_text, shorten, text_lines
@@ -604,8 +604,21 @@ def flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
+BAND_DTYPES = tuple(dict.fromkeys((*BAND_RATIO, *DTYPE_BYTES)))
+"""The dtypes an rms band is judged for: :data:`BAND_RATIO`'s, and every problem dtype (the
+others at fp32's ratio)."""
+NUMERICS_MODES = ("band", "gpu", "skip")
+"""How :func:`compare` treats the numerics fields."""
+
+
 def rms_in_band(golden: float, actual: float, tolerance: float, dtype: str) -> bool:
-    """Whether a CPU rms error is close enough to its golden (module docstring rule)."""
+    """Whether a CPU rms error is close enough to its golden (module docstring rule).
+
+    Raises:
+        ValueError: a ``dtype`` that is no problem's (:data:`BAND_DTYPES`).
+    """
+    if dtype not in BAND_DTYPES:
+        raise ValueError(f"dtype {dtype!r}; allowed: {', '.join(BAND_DTYPES)}")
     if not (isinstance(golden, (int, float)) and isinstance(actual, (int, float))):
         return False
     if not (math.isfinite(golden) and math.isfinite(actual)):
@@ -627,7 +640,15 @@ def compare(expected: dict | None, actual: dict, *, dtype: str = "fp32",
 
     Returns:
         A list of :class:`Drift`, in key order; empty when nothing moved.
+
+    Raises:
+        ValueError: a ``numerics`` mode or ``dtype`` not listed above (a typo would compare
+            by another rule than the caller meant).
     """
+    if numerics not in NUMERICS_MODES:
+        raise ValueError(f"numerics {numerics!r}; allowed: {', '.join(NUMERICS_MODES)}")
+    if dtype not in BAND_DTYPES:
+        raise ValueError(f"dtype {dtype!r}; allowed: {', '.join(BAND_DTYPES)}")
     if expected is None:
         return [Drift("expect", None, "(computed now; no golden yet)", "missing")]
     exp, act = flatten(expected), flatten(actual)

@@ -847,7 +847,14 @@ class PerfDb:
     def records(self, arch: str | None = None) -> list:
         """Every record (of one arch when given), in storage order (see :meth:`export_text`).
         A row whose values have the wrong type (a table written by another tool) is left
-        out and named in :attr:`warnings`."""
+        out and named in :attr:`warnings`.
+
+        Raises:
+            ArgumentError: an ``arch`` that is not None and no arch a record could be filed
+                under (:meth:`get`'s rule).
+        """
+        if arch is not None:
+            _check_field("arch", arch)
         conn = self._connect(create=False)
         if conn is None:
             return []
@@ -942,7 +949,13 @@ class PerfDb:
         """Records of ``arch`` as MIOpen record lines, one per problem key, ``;``-separated,
         in the order they were stored (a line where its key was first stored); ends with a
         newline when not empty. Text in this form imported into an empty perf-db comes back as
-        the same bytes (see the module docstring)."""
+        the same bytes (see the module docstring).
+
+        Raises:
+            ArgumentError: ``arch`` not an arch a record could be filed under (None too: MIOpen's
+                text holds one device's records, and a key's solver once).
+        """
+        _check_field("arch", arch)
         lines = {}
         for r in self.records(arch):
             lines.setdefault(r.problem_key, []).append(f"{r.solver}:{r.values}")

@@ -609,3 +609,18 @@ def test_a_bad_perf_config_key_is_one_error(tmp_path):
     path.write_text(json.dumps({"command": "conv -n 1 -F 2", "id": "a", "source": "s", "perf_config": 7}) + "\n")
     with pytest.raises(fx.FixtureError, match="perf_config must be a non-empty string"):
         fx.load_file(path)
+
+
+def test_compare_and_the_band_refuse_unknown_modes_and_dtypes():
+    """A typo in numerics= compared by another rule than meant, and an unknown dtype took
+    fp32's band: both are refused, naming the argument and what is allowed."""
+    exp = {"numerics": {"rms_error": 1e-4, "tolerance": 1e-2}}
+    for mode in fx.NUMERICS_MODES:
+        assert fx.compare(exp, exp, numerics=mode) == []
+    with pytest.raises(ValueError, match=r"^numerics 'xyz'; allowed: band, gpu, skip$"):
+        fx.compare(exp, exp, numerics="xyz")
+    with pytest.raises(ValueError, match=r"^dtype 'fp64'; allowed: fp32, fp16, bf16, tf32, "):
+        fx.compare(exp, exp, dtype="fp64")
+    with pytest.raises(ValueError, match=r"^dtype 'xyz'"):
+        fx.rms_in_band(1e-4, 1e-4, 1e-2, "xyz")
+    assert fx.rms_in_band(1e-4, 1e-4, 1e-2, "int8")       # a problem dtype: fp32's band

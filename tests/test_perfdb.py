@@ -276,3 +276,20 @@ def test_a_target_with_feature_suffixes_reads_its_base_archs_records(tmp_path, a
     db.update(p.problem_key(), t.base_arch, SOLVER_NAME, cfg, 0.5)
     sol = DgradSolver().find_solution(p, t, perfdb=db)
     assert sol.perf_config.serialize() == cfg and sol.tuned_ms == 0.5
+
+
+@pytest.mark.parametrize("bad", [None, 5, "", "a:b", "x=y", " gfx942", b"gfx942"])
+def test_export_and_listing_take_only_an_arch_a_record_could_have(tmp_path, bad):
+    """export_text(None) mixed every arch's records in one MIOpen text (a key's solver twice);
+    an arch no record can be filed under (not text, empty, holding =;:) gave an empty answer
+    as if there were no records. Both are get()'s ArgumentError; records(None) stays 'all'."""
+    db = PerfDb(tmp_path / "p.udb")
+    db.update("k1", "cpu", "s", "1,2")
+    db.update("k1", "gfx942", "s", "3,4")
+    with pytest.raises(ArgumentError, match="perf-db arch"):
+        db.export_text(bad)
+    if bad is not None:
+        with pytest.raises(ArgumentError, match="perf-db arch"):
+            db.records(bad)
+    assert [r.arch for r in db.records(None)] == ["cpu", "gfx942"]
+    assert db.export_text("gfx942") == "k1=s:3,4\n"
