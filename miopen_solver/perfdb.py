@@ -221,8 +221,11 @@ def parse_record_line(line: str, lineno: int = 0) -> list:
     Raises:
         ValueError: a line without ``=``, an entry without ``:``, an empty field or one
             holding a second ``=;:``, naming the line number.
+        ArgumentError: ``line`` is not a string.
     """
     where = f"line {lineno}: " if lineno else ""
+    if not isinstance(line, str):
+        raise ArgumentError("perf-db record line", line, "a string (KEY=SolverId:VALUES)")
     key, sep, rest = line.strip().lstrip("\ufeff").partition("=")
     key = key.strip()
     if not sep or not key:
@@ -336,10 +339,23 @@ class PerfDb:
             mistyped path is an error rather than a new directory tree.
         miopen_arch: the arch of a MIOpen file's records when the file does not say (a
             MIOpen user db we never wrote, not named as MIOpen names them).
+
+    Raises:
+        ArgumentError: a ``path`` that is not a str or os.PathLike (or None) or holds a NUL,
+            a ``make_parents`` that is not a bool (or None), a ``miopen_arch`` no record could
+            be filed under.
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, make_parents: bool | None = None,
                  miopen_arch: str | None = None):
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise ArgumentError("perf-db path", path, "a path (str or os.PathLike) or None")
+        if not isinstance(make_parents, (bool, type(None))):
+            raise ArgumentError("perf-db make_parents", make_parents, "True, False or None")
+        if miopen_arch is not None:
+            _check_field("miopen_arch", miopen_arch)
+        if path is not None and "\0" in os.fspath(path):
+            raise ArgumentError("perf-db path", path, "a path without NUL characters")
         self._empty = path is not None and not str(path).strip()
         self.path = Path(path).expanduser() if path is not None else default_path()
         self._builtin = path is None and not os.environ.get(ENV_VAR)

@@ -293,3 +293,26 @@ def test_export_and_listing_take_only_an_arch_a_record_could_have(tmp_path, bad)
             db.records(bad)
     assert [r.arch for r in db.records(None)] == ["cpu", "gfx942"]
     assert db.export_text("gfx942") == "k1=s:3,4\n"
+
+
+@pytest.mark.parametrize("kwargs,says", [
+    (dict(path=5), "perf-db path 5: allowed: a path (str or os.PathLike) or None"),
+    (dict(path=b"/tmp/x.udb"), "perf-db path b'/tmp/x.udb' (bytes): allowed: a path"),
+    (dict(path="/tmp/a\0b"), "allowed: a path without NUL characters"),
+    (dict(path="x.udb", make_parents="no"), "perf-db make_parents 'no': allowed: True, False or None"),
+    (dict(path="x.udb", miopen_arch="a:b"), "perf-db miopen_arch 'a:b': contains ':'"),
+    (dict(path="x.udb", miopen_arch=5), "perf-db miopen_arch 5"),
+])
+def test_a_perfdb_of_wrong_arguments_is_refused_when_made(kwargs, says):
+    """Raw TypeError/ValueError from os and sqlite, a truthy string taken as make_parents=True
+    (a directory tree made), an arch stored that no record could carry: each is refused
+    when the PerfDb is made, naming the argument and what is allowed."""
+    with pytest.raises(ArgumentError) as e:
+        PerfDb(**kwargs)
+    assert says in str(e.value)
+
+
+@pytest.mark.parametrize("bad", [None, 5, b"k=s:1"])
+def test_a_record_line_that_is_not_text_is_refused(bad):
+    with pytest.raises(ArgumentError, match="perf-db record line"):
+        parse_record_line(bad)
