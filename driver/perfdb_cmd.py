@@ -36,7 +36,8 @@ from miopen_solver import LEGACY_SOLVER_IDS, SOLVER_ID, SOLVER_NAME
 from miopen_solver.config import PerfConfig
 from miopen_solver.errors import FileError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import STDOUT, read_text, write_text
-from miopen_solver.miopen_db import FEATURES_RULE, SCHEMA_VERSION, SRAMECC_NAMED, user_db_dir, user_perfdb_name
+from miopen_solver.miopen_db import (FEATURES_RULE, SCHEMA_VERSION, SRAMECC_NAMED, is_problem_key, user_db_dir,
+                                     user_perfdb_name)
 from miopen_solver.perfdb import ANY_ARCH, PerfDb, check_arch, parse_text
 from miopen_solver.target import PRESETS
 from miopen_solver.text import CUT_LIMIT, json_text, shorten
@@ -134,6 +135,27 @@ def _is_sqlite(path: str) -> bool:
         return False
 
 
+def _warn_unusable(located: list) -> None:
+    """Warnings for imported records no run can use: ``located`` holds ``(where, record)``
+    pairs (``where``: ``line N`` of a text file, or ``row`` of a database). A key that is no
+    MIOpen problem key is never looked up; our solver's values that are no perf config are
+    ignored by runs."""
+    keys = [f"{where} {shorten(r.problem_key)!r}" for where, r in located if not is_problem_key(r.problem_key)]
+    if keys:
+        warn(f"{len(keys)} record(s) have keys that are not MIOpen problem keys and no problem will look them up: "
+             + "; ".join(keys[:3]) + (" ..." if len(keys) > 3 else ""))
+    bad = []
+    for where, r in located:
+        if r.solver == SOLVER_NAME:
+            try:
+                PerfConfig.parse(r.values)
+            except PerfConfigError as e:
+                bad.append(f"{where} {shorten(r.problem_key)}: {shorten(e, 2 * CUT_LIMIT)}")
+    if bad:
+        warn(f"{len(bad)} {SOLVER_NAME} record(s) are not perf configs and will be ignored by runs: "
+             + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else ""))
+
+
 def _import_db(path: str, arch: str, perfdb: str | None) -> tuple:
     """Import a MIOpen user perf-db (sqlite) file: its records are ``arch``'s."""
     if os.path.realpath(path) == os.path.realpath(PerfDb(perfdb).path):
@@ -152,6 +174,7 @@ def _import_db(path: str, arch: str, perfdb: str | None) -> tuple:
                      f"(--arch {arch})")
             _warn_skipped(src)
             written = db.import_records([replace(r, arch=arch) for r in recs])
+            _warn_unusable([("row", r) for r in recs])
     except PerfDbError as e:
         raise UserError(f"FILE {path}: {e.reason}; allowed: a MIOpen user perf-db (sqlite) or its text form") \
             if str(e.path) == str(path) else _db_error(perfdb, e) from None
@@ -172,16 +195,9 @@ def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
     if _is_sqlite(path):
         return _import_db(path, arch, perfdb)
     text = _read_text(path)
-    ours, bad = set(), []
     try:
         numbered = parse_text(text, arch, ALIASES)        # every line checked before any write
-        for n, rec in numbered:
-            if rec.solver == SOLVER_NAME:
-                ours.add(rec.problem_key)
-                try:
-                    PerfConfig.parse(rec.values)
-                except PerfConfigError as e:
-                    bad.append(f"line {n} {shorten(rec.problem_key)}: {shorten(e, 2 * CUT_LIMIT)}")
+        ours = {rec.problem_key for _, rec in numbered if rec.solver == SOLVER_NAME}
         with PerfDb(perfdb) as db:
             db.check(write=True)
             written = db.import_records([rec for _, rec in numbered])
@@ -189,9 +205,7 @@ def import_records(path: str, arch: str, perfdb: str | None) -> tuple:
         raise _db_error(perfdb, e) from None
     except ValueError as e:
         raise UserError(f"FILE {path}: {e}") from None
-    if bad:
-        warn(f"{len(bad)} {SOLVER_NAME} record(s) are not perf configs and will be ignored by runs: "
-             + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else ""))
+    _warn_unusable([(f"line {n}", rec) for n, rec in numbered])
     return 0, [f"Imported {written} record(s) ({len(ours)} for {SOLVER_NAME}) for {arch} from {path} "
                f"into {PerfDb(perfdb).path}"]
 

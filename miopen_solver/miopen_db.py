@@ -103,6 +103,14 @@ _LEGACY_3D = re.compile(
     r"(?P<dir>[A-Z])(?:_g(?P<g>\d+))?(?P<cx>_cxTF32)?\Z")
 
 
+def is_problem_key(key: str) -> bool:
+    """Whether ``key`` has the form of a MIOpen problem key (an ``x``-key, or the
+    ``-``-joined form of :meth:`~miopen_solver.problem.ConvProblem.problem_key`): only such a
+    key can be looked up by a problem."""
+    return isinstance(key, str) and (key_to_fields(key) is not None or _LEGACY_2D.match(key) is not None
+                                     or _LEGACY_3D.match(key) is not None)
+
+
 def legacy_key_to_key(key: str) -> str | None:
     """MIOpen's ``-``-joined key (``ProblemDescription::Serialize``, before ROCm 6.2; what
     :meth:`ConvProblem.problem_key` gives) as the ``x``-key, or None when it is not one or

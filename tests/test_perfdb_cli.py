@@ -17,6 +17,8 @@ from miopen_solver.target import get_target
 LINE = ("convfp16 -n 2 -c 16 -H 9 -W 9 -k 16 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1 -F 2 -t 1 -V 1 -i 2 "
         "--in_layout NHWC --out_layout NHWC --fil_layout NHWC")
 KEY = parse(LINE).problem.problem_key()
+ZKEY = "64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-B"
+"""A second MIOpen problem key (records stored under it are exported after KEY's)."""
 XKEY = parse(LINE).problem.miopen_db_key()
 TUNED = "32,16,16,2,1,16,16,0,0,0,1,-1,2"
 
@@ -43,7 +45,7 @@ def test_import_export_round_trip_and_list(capsys, tmp_path):
     db = str(tmp_path / "db.sqlite")
     text = (f"{KEY}={SOLVER_NAME}:{TUNED};ConvOclDirectFwd:16,16,8,1\n"
             f"\n"
-            f"ZZ-KEY={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2\n")
+            f"{ZKEY}={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2\n")
     status, out, err = run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "cpu", "--perfdb", db)
     assert status == 0 and err == []
     assert out == [f"Imported 3 record(s) (2 for {SOLVER_NAME}) for cpu from {tmp_path / 'gfx942.HIP.udb.txt'} "
@@ -51,13 +53,13 @@ def test_import_export_round_trip_and_list(capsys, tmp_path):
     # export: one line per key, solvers in name order, blank line dropped -- MIOpen's form
     status, out, err = run(capsys, "perfdb", "export", "--arch", "cpu", "--perfdb", db)
     assert status == 0 and out == [f"{KEY}={SOLVER_NAME}:{TUNED};ConvOclDirectFwd:16,16,8,1",
-                                   f"ZZ-KEY={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2"]
+                                   f"{ZKEY}={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2"]
     # export of another arch is empty; export to a file
     assert run(capsys, "perfdb", "export", "--arch", "sm_90", "--perfdb", db)[:2] == (0, [])
     dest = tmp_path / "out.txt"
     status, out, _ = run(capsys, "perfdb", "export", "--arch", "cpu", "--perfdb", db, "-o", str(dest))
     assert status == 0 and out == [f"Exported 2 line(s) for cpu to {dest}"]
-    assert dest.read_text().splitlines()[1] == f"ZZ-KEY={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2"
+    assert dest.read_text().splitlines()[1] == f"{ZKEY}={SOLVER_NAME}:64,64,32,2,2,32,32,0,0,0,1,-1,2"
     # list, text and JSON
     status, out, _ = run(capsys, "perfdb", "list", "--perfdb", db, "--json")
     recs = json.loads(out[0])
@@ -134,12 +136,12 @@ def test_bom_spaces_and_numeric_id_are_normalised(capsys, tmp_path):
     last entry of a repeated (key, solver) wins and is counted once."""
     db = str(tmp_path / "db.sqlite")
     text = (f"\ufeff{KEY} = {SOLVER_NAME} : 64,64,32,2,2,32,32,0,0,0,1,-1,2 ; 200:{TUNED}\n"
-            f"OTHER=200:{TUNED}\n")
+            f"{ZKEY}=200:{TUNED}\n")
     status, out, err = run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "cpu", "--perfdb", db)
     assert status == 0 and err == [] and out[0].startswith(f"Imported 2 record(s) (2 for {SOLVER_NAME})")
     with PerfDb(db) as d:
         assert d.get(KEY, "cpu", SOLVER_NAME).values == TUNED
-        assert d.get("OTHER", "cpu", SOLVER_NAME).values == TUNED
+        assert d.get(ZKEY, "cpu", SOLVER_NAME).values == TUNED
     status, out, _ = run(capsys, *LINE.split(), "--backend", "cpu", "--perfdb", db)
     assert status == 0 and f"Using perf-db config {TUNED} (imported, no time) from {db}" in out
 
@@ -361,3 +363,22 @@ def test_perfdb_name_refuses_malformed_target_features(capsys, arch):
     status, out, err = run(capsys, "perfdb", "name", "--arch", arch, "--cus", "120")
     assert status == 2 and out == [] and len(err) == 1
     assert "target features are sramecc+ or sramecc-, xnack+ or xnack-, each at most once" in err[0]
+
+
+def test_import_warns_of_records_no_run_can_use(capsys, tmp_path):
+    """Keys that are no MIOpen problem key (never looked up) and this solver's values that are
+    no perf config (ignored by runs) are imported as given, each kind named in one warning,
+    from a text file and from a sqlite perf-db alike."""
+    text = (f"hello world={SOLVER_NAME}:{TUNED}\nnotakey=Foo:1\n{KEY}={SOLVER_NAME}:12345\n"
+            f"{ZKEY}={SOLVER_NAME}:{TUNED}\n")
+    db = tmp_path / "a.udb"
+    status, out, err = run(capsys, "perfdb", "import", records_file(tmp_path, text), "--arch", "gfx942",
+                           "--perfdb", str(db))
+    assert status == 0 and out[0].startswith("Imported 4 record(s)")
+    assert err == ["dgrad-driver: warning: 2 record(s) have keys that are not MIOpen problem keys and no problem "
+                   "will look them up: line 1 'hello world'; line 2 'notakey'",
+                   f"dgrad-driver: warning: 1 {SOLVER_NAME} record(s) are not perf configs and will be ignored by "
+                   f"runs: line 3 {KEY}: " + err[1].split(f"line 3 {KEY}: ", 1)[1]]
+    status, out, err = run(capsys, "perfdb", "import", str(db), "--arch", "gfx942", "--perfdb", str(tmp_path / "b.udb"))
+    assert status == 0 and len(err) == 2 and "row 'hello world'; row 'notakey'" in err[0]
+    assert f"are not perf configs and will be ignored by runs: row {KEY}: " in err[1]
