@@ -250,11 +250,17 @@ def parse_text(text: str, arch: str, aliases: dict | None = None) -> list:
 
     Raises:
         ValueError: a malformed line (naming its number) or arch.
+        ArgumentError: ``aliases`` not a dict, or an alias that is no solver id.
     """
     check_arch(arch)
     if not isinstance(text, str):
         raise ValueError(f"perf-db text is a {type(text).__name__}; allowed: a str of MIOpen record lines")
+    if aliases is not None and not isinstance(aliases, dict):
+        raise ArgumentError("perf-db aliases", aliases, "a dict of solver id -> solver id, or None")
     aliases = aliases or {}
+    for old, new in aliases.items():         # a record filed under a bad id could never be read
+        _check_field("solver id alias", old)
+        _check_field("solver id", new)
     out = []
     for n, line in enumerate(text_lines(text), 1):
         if not line.strip():

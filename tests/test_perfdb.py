@@ -316,3 +316,14 @@ def test_a_perfdb_of_wrong_arguments_is_refused_when_made(kwargs, says):
 def test_a_record_line_that_is_not_text_is_refused(bad):
     with pytest.raises(ArgumentError, match="perf-db record line"):
         parse_record_line(bad)
+
+
+@pytest.mark.parametrize("aliases,says", [(5, "perf-db aliases 5"), ({"1000": "a:b"}, "perf-db solver id 'a:b'"),
+                                          ({"": "S"}, "perf-db solver id alias ''"), ({"1000": 7}, "solver id 7")])
+def test_import_aliases_that_would_file_unreadable_records_are_refused(tmp_path, aliases, says):
+    """An alias to 'a:b' wrote a row no lookup could read (and read back as 'skipped'); other
+    kinds raised AttributeError. Refused before anything is written."""
+    db = PerfDb(tmp_path / "a.udb")
+    with pytest.raises(ArgumentError) as e:
+        db.import_text("x=1000:1,2\n", "cpu", aliases=aliases)
+    assert says in str(e.value) and not (tmp_path / "a.udb").exists()
