@@ -151,15 +151,23 @@ _NUMBER = "number"
 _MAGNITUDE = "magnitude"
 """A finite number >= 0 (an rms error, a tolerance: ``NaN``, an infinity or a negative
 one would make every replay drift, or pass, whatever the code computes)."""
+_COUNT = "count"
+"""An integer >= 0 (bytes, a count)."""
+_POSITIVE = "positive"
+"""An integer >= 1 (threads, blocks, images)."""
+_SHA256 = "sha256"
+"""64 lower-case hex digits."""
+_GRID = "grid"
+"""A list of 3 integers >= 1 (a launch grid)."""
 _TARGET_SCHEMA = {"applicable": bool, "reasons": [str], "notes": [str], "perf_config": str,
-                  "kernel_name": str, "grid": [int], "block": int, "shared_bytes": int,
-                  "source_sha256": str, "defines_sha256": str, "split_n": [int], "workspace_bytes": int,
-                  "perf_config_refused": str}
+                  "kernel_name": str, "grid": _GRID, "block": _POSITIVE, "shared_bytes": _COUNT,
+                  "source_sha256": _SHA256, "defines_sha256": _SHA256, "split_n": [_POSITIVE],
+                  "workspace_bytes": _COUNT, "perf_config_refused": str}
 _EXPECT_SCHEMA = {
     "parse_error": {"flag": str, "message": str, "value": (str, None)},
     "problem_key": str,
     "targets": {arch: _TARGET_SCHEMA for arch in GOLDEN_TARGETS},
-    "numerics": {"command": str, "ok": bool, "rms_error": _MAGNITUDE, "tolerance": _MAGNITUDE, "nonfinite": int,
+    "numerics": {"command": str, "ok": bool, "rms_error": _MAGNITUDE, "tolerance": _MAGNITUDE, "nonfinite": _COUNT,
                  "skipped": str, "arch": str},
 }
 """The shape of ``expect`` (module docstring): a dict maps keys to the shape of their value
@@ -167,7 +175,8 @@ _EXPECT_SCHEMA = {
 ``t``, a tuple allows several, ``None`` is JSON null."""
 
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", _NUMBER: "a number",
-               _MAGNITUDE: "a finite number >= 0", None: "null"}
+               _MAGNITUDE: "a finite number >= 0", None: "null", _COUNT: "an integer >= 0",
+               _POSITIVE: "an integer >= 1", _SHA256: "64 lower-case hex digits", _GRID: "a list of 3 integers >= 1"}
 
 
 class FixtureError(ValueError):
@@ -326,7 +335,9 @@ def _check_shape(value, shape, key: str, where: str) -> None:
     else:
         shapes = shape if isinstance(shape, tuple) else (shape,)
         if not any(_is(value, t) for t in shapes):
-            got = _json_number(value) if _MAGNITUDE in shapes and _is(value, _NUMBER) else _json_type(value)
+            numeric = any(t in shapes for t in (_MAGNITUDE, _COUNT, _POSITIVE)) and _is(value, _NUMBER)
+            shown = numeric or (_SHA256 in shapes and isinstance(value, str)) or (_GRID in shapes and isinstance(value, list))
+            got = _json_number(value) if shown else _json_type(value)
             raise FixtureError(f"{where}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in shapes)}, got {got}")
 
 
@@ -339,6 +350,12 @@ def _is(value, t) -> bool:
         return _is(value, _NUMBER) and (isinstance(value, int) or math.isfinite(value)) and value >= 0
     if t is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if t is _COUNT or t is _POSITIVE:
+        return _is(value, int) and value >= (1 if t is _POSITIVE else 0)
+    if t is _SHA256:
+        return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
+    if t is _GRID:
+        return isinstance(value, list) and len(value) == 3 and all(_is(v, _POSITIVE) for v in value)
     return isinstance(value, t)
 
 
