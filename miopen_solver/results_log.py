@@ -169,7 +169,7 @@ verdict's are null where it has no winner or no timed default)."""
 
 def _bad_field(rec: dict) -> str | None:
     """What is wrong with a record's fields the report and the perf-db read (None: nothing):
-    a ``timing`` record's times (all three, and ``times_ms`` a list of them, when ``ok``); a
+    a ``timing`` record's ``perf_config`` (a perf config) and times (all three, and ``times_ms`` a list of them, when ``ok``); a
     ``verdict``'s times, its ``winner`` (null or a perf config) with the winner's times, and
     ``verified`` (a list of records naming a config)."""
     def time(v) -> bool:
@@ -177,6 +177,11 @@ def _bad_field(rec: dict) -> str | None:
 
     def shown(v) -> str:                # a NaN or an infinity as written, not as JSON's null
         return repr(v) if isinstance(v, float) else shorten(json_text(v))
+    def config(v) -> bool:
+        try:
+            return isinstance(v, str) and PerfConfig.parse(v) is not None
+        except PerfConfigError:
+            return False
     kind = rec.get("type")
     if kind == "timing":
         ok = rec.get("status") == "ok"
@@ -186,18 +191,16 @@ def _bad_field(rec: dict) -> str | None:
         times = rec.get("times_ms")
         if ok and (not isinstance(times, list) or not times or not all(time(t) for t in times)):
             return "times_ms that is not a list of numbers of ms >= 0"
+        if not config(rec.get("perf_config")):     # ranked, verified and filed by it
+            return f"perf_config {shown(rec.get('perf_config'))}, not a perf config"
     if kind == "verdict":
         for name in TIMES["verdict"]:
             if rec.get(name) is not None and not time(rec[name]):
                 return f"{name} {shown(rec[name])}, not a number >= 0 or null"
         winner = rec.get("winner")
         if winner is not None:
-            try:
-                PerfConfig.parse(winner) if isinstance(winner, str) else None
-            except PerfConfigError:
-                winner = 0
-            if not isinstance(winner, str):
-                return f"winner {shown(rec.get('winner'))}, not a perf config or null"
+            if not config(winner):
+                return f"winner {shown(winner)}, not a perf config or null"
             for name in ("winner_median_ms", "winner_average_ms"):
                 if not time(rec.get(name)):
                     return f"winner {winner} with {name} {shown(rec.get(name))}, not a number of ms >= 0"

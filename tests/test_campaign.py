@@ -818,6 +818,19 @@ def test_a_nan_time_in_a_log_is_named_as_written(tmp_path):
         check_log(path)
 
 
+@pytest.mark.parametrize("value,shown", [('"1,2,3"', '"1,2,3"'), ("null", "null"), ("7", "7")])
+def test_a_timing_record_of_no_perf_config_is_refused(tmp_path, value, shown):
+    """--resume ranked, verified and filed timings by their perf_config without checking it
+    (a verdict's winner was checked): a timing whose perf_config is no perf config is named."""
+    from miopen_solver.errors import FileError
+    from miopen_solver.results_log import check_log
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"log_format":1,"type":"session"}\n{"log_format":1,"type":"timing","status":"ok",'
+                    '"median_ms":1.0,"average_ms":1.0,"min_ms":1.0,"times_ms":[1.0],"perf_config":' + value + '}\n')
+    with pytest.raises(FileError, match=rf"record 2 \(timing\) has perf_config {re.escape(shown)}, not a perf config"):
+        check_log(path)
+
+
 def test_the_worker_count_is_the_slots_that_ran(capsys, tmp_path, model):
     # 16 slots and two configs of one problem: the summary counts the slots that took a task
     # (each starts its workers with its first), not the 16 asked for.
