@@ -276,7 +276,10 @@ def split_command(line: str) -> list:
     Raises:
         MiopenCommandError: the line cannot be split (an unbalanced quote, a trailing
             backslash).
+        ValueError: ``line`` is not a string.
     """
+    if not isinstance(line, str):
+        raise ValueError(f"command line {shown_value(line)}: allowed: a string")
     tokens, current, started, pos = [], [], False, 0
     while pos < len(line):
         m = _SHELL_PIECE.match(line, pos)
@@ -624,8 +627,18 @@ def _derived_size_error(axis: str, names: tuple, values: list, out: int, v: dict
 
 def format_command(problem: ConvProblem, base: str | None = None, extra: str = "") -> str:
     """An MIOpenDriver line (short flags) that parses back to ``problem`` (``-M 0`` only for
-    TF32 math)."""
-    base = base or {v: k for k, v in reversed(list(BASE_DTYPES.items()))}[problem.dtype]
+    TF32 math).
+
+    Raises:
+        ValueError: ``problem`` is not a :class:`ConvProblem`, or its dtype has no base
+            argument this solver parses (int8, fp8, bf8).
+    """
+    if not isinstance(problem, ConvProblem):
+        raise ValueError(f"problem {shown_value(problem)}: allowed: a ConvProblem")
+    bases = {v: k for k, v in reversed(list(BASE_DTYPES.items()))}
+    if base is None and problem.dtype not in bases:
+        raise ValueError(f"dtype {problem.dtype}: no base argument parses it; allowed: {', '.join(bases)}")
+    base = base or bases[problem.dtype]
     p = problem
     s = (f"{base} -n {p.N} -c {p.C} -H {p.Hi} -W {p.Wi} -k {p.K} -y {p.Y} -x {p.X} "
          f"-p {p.pH} -q {p.pW} -u {p.sH} -v {p.sW} -l {p.dH} -j {p.dW} -g {p.G} -m {p.mode} "

@@ -383,10 +383,12 @@ def load(paths) -> list:
 
     Raises:
         FixtureError: see :func:`fixture_files` and :func:`load_file`; also an id that
-            appears in two files.
+            appears in two files, and ``paths`` that are not a path or a list of paths.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, (str, Path)) for p in paths):
+        raise FixtureError(f"fixture paths {shorten(repr(paths))}: allowed: a path (str or Path) or a list of them")
     fixtures, where = [], {}
     for f in fixture_files(paths):
         for fx in load_file(f):
@@ -399,7 +401,13 @@ def load(paths) -> list:
 
 def select(fixtures, pattern: str | None) -> list:
     """Fixtures whose id matches ``pattern``: a shell-style pattern (``*``, ``?``, ``[]``)
-    matched against the whole id, or, without wildcards, a substring of the id."""
+    matched against the whole id, or, without wildcards, a substring of the id.
+
+    Raises:
+        ValueError: a ``pattern`` that is neither a string nor None.
+    """
+    if pattern is not None and not isinstance(pattern, str):
+        raise ValueError(f"fixture pattern {shorten(repr(pattern))}: allowed: a string or None")
     if not pattern:
         return list(fixtures)
     if any(ch in pattern for ch in "*?["):

@@ -619,3 +619,18 @@ def test_a_missing_value_says_what_the_flag_takes(flag):
     # "-S <missing>: missing value; allowed: a value" told nothing: every flag names what it takes
     e = err(["conv", "-F", "2", f"-{flag.short}"])
     assert e.flag == f"-{flag.short}" and "missing value" in str(e) and e.allowed not in ("", "a value"), str(e)
+
+
+def test_format_and_split_refuse_what_they_cannot_take():
+    """format_command of no ConvProblem (AttributeError) or of an int8 problem (KeyError) and
+    split_command of no string (TypeError) are ValueErrors naming the argument."""
+    from miopen_solver.command import format_command, split_command
+    from miopen_solver.problem import ConvProblem
+    with pytest.raises(ValueError, match=r"^problem None .*: allowed: a ConvProblem$"):
+        format_command(None)
+    for dtype in ("int8", "fp8", "bf8"):
+        with pytest.raises(ValueError, match=rf"^dtype {dtype}: no base argument parses it; allowed: bf16, fp16, fp32$"):
+            format_command(ConvProblem(N=1, C=4, Hi=4, Wi=4, K=4, Y=1, X=1, dtype=dtype))
+    for bad in (None, 5, b"conv -n 1"):
+        with pytest.raises(ValueError, match="^command line .*: allowed: a string$"):
+            split_command(bad)

@@ -624,3 +624,13 @@ def test_compare_and_the_band_refuse_unknown_modes_and_dtypes():
     with pytest.raises(ValueError, match=r"^dtype 'xyz'"):
         fx.rms_in_band(1e-4, 1e-4, 1e-2, "xyz")
     assert fx.rms_in_band(1e-4, 1e-4, 1e-2, "int8")       # a problem dtype: fp32's band
+
+
+def test_load_and_select_refuse_arguments_of_the_wrong_kind():
+    for bad in (None, 5, [5]):
+        with pytest.raises(fx.FixtureError, match="allowed: a path \\(str or Path\\) or a list of them$"):
+            fx.load(bad)
+    for bad in (5, ["x"]):
+        with pytest.raises(ValueError, match="^fixture pattern .*: allowed: a string or None$"):
+            fx.select([], bad)
+    assert fx.select([], None) == [] and fx.select([], "") == []
