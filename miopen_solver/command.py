@@ -374,7 +374,8 @@ def parse(argv, *, allow_any_direction: bool = False) -> DriverCommand:
             raise MiopenCommandError(tok, None, "-<letter> VALUE or --<long_name> VALUE pairs",
                                      "not a flag (values follow their flag)")
         if i + 1 >= len(tokens) or _FLAG_TOKEN.fullmatch(tokens[i + 1]):    # "-n -c 16": -n has no value
-            raise MiopenCommandError(tok, MiopenCommandError.MISSING, _allowed(flag), "missing value")
+            raise MiopenCommandError(tok, MiopenCommandError.MISSING, _own_allowed(flag) or _allowed(flag),
+                                     "missing value")
         raw = tokens[i + 1]
         values[flag.long] = _convert(tok, flag, raw)
         given[flag.long] = tok

@@ -634,3 +634,13 @@ def test_format_and_split_refuse_what_they_cannot_take():
     for bad in (None, 5, b"conv -n 1"):
         with pytest.raises(ValueError, match="^command line .*: allowed: a string$"):
             split_command(bad)
+
+
+@pytest.mark.parametrize("flag", [f for f in __import__("miopen_solver.command", fromlist=["FLAGS"]).FLAGS
+                                  if f.kind == "int"], ids=lambda f: f.short)
+def test_a_missing_value_says_what_a_wrong_one_says(flag):
+    """`-o` with no value said "an integer" where a wrong value says "0 or 1": for every
+    integer flag the missing value names what the flag takes, as a non-integer does."""
+    missing = err(["conv", "-F", "2", f"-{flag.short}"])
+    wrong = err(["conv", "-F", "2", f"-{flag.short}", "x"])
+    assert missing.detail == "missing value" and missing.allowed == wrong.allowed, (missing, wrong)
