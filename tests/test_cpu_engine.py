@@ -217,3 +217,11 @@ def test_tma_split_k_pieces_are_the_kernels_k_tiles(line, cfg):
         assert seen == [(t, k) for t in range(taps) for k in range(p.kpg)]
         assert slices[0][0] == (0, 0, min(64, p.kpg)) and (taps == 1 or slices[0][1][0] == 1)
     check_against_reference(p, spec)
+
+
+@pytest.mark.parametrize("bad", ["x", None, 5, {"problem": 1}])
+def test_an_engine_refuses_what_is_no_solution(bad):
+    """run("x", dy, w) raised AttributeError from inside the engine: work that is neither a
+    Solution nor a spec is a ValueError naming it."""
+    with pytest.raises(ValueError, match="allowed: a Solution \\(DgradSolver.find_solution\\) or a validated spec"):
+        CpuEngine().run(bad, np.zeros(1, np.float32), np.zeros(1, np.float32))

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import shown_value
+
 
 @dataclass
 class Timing:
@@ -78,9 +80,18 @@ def check_count(name: str, value, least: int) -> int:
 def as_solution(work):
     """The :class:`~miopen_solver.solver.Solution` an engine runs: ``work`` itself, or the
     solution of a validated :class:`~miopen_solver.spec.DgradSpec` (its own config; nothing
-    is chosen)."""
+    is chosen).
+
+    Raises:
+        ValueError: ``work`` is neither (a spec of every family has a problem and a config).
+    """
     from ..solver import Solution, solution_of
-    return work if isinstance(work, Solution) else solution_of(work)
+    if isinstance(work, Solution):
+        return work
+    if not (hasattr(work, "problem") and hasattr(work, "config") and hasattr(work, "target")):
+        raise ValueError(f"work {shown_value(work)}: allowed: a Solution (DgradSolver.find_solution) or a "
+                         f"validated spec")
+    return solution_of(work)
 
 
 class Engine(abc.ABC):
