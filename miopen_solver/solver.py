@@ -776,7 +776,7 @@ class DgradSolver:
             chosen = launch_spec(problem, target, asked).split_k
             choice.config = asked.replace(split_k=chosen)
             choice.notes.append(f"Split-K: -1 resolved to {chosen}")
-        elif settings.split_k == -1:             # the config's own split is the choice: say so too
+        elif settings.split_k == -1 and asked.split_k != -1:   # the config's own split is the choice
             chosen = getattr(launch_spec(problem, target, choice.config), "split_k", 1)
             choice.notes.append(f"Split-K: -1 resolved to {chosen} ({whose or 'the given config'}'s own)")
         if settings.split_k_reduce not in (None, "stream") and getattr(launch_spec(problem, target, choice.config),
