@@ -45,8 +45,8 @@ from dataclasses import asdict, dataclass, replace
 import click
 
 from miopen_solver import memory
-from miopen_solver.command import (BASE_DTYPES, INT_MAX, MAX_LAUNCHES, REJECTED_BASES, describe_directions, is_conv_flag,
-                                   parse, split_command)
+from miopen_solver.command import (BASE_DTYPES, INT_MAX, MAX_LAUNCHES, REJECTED_BASES, describe_directions,
+                                   is_conv_flag, is_driver_program, parse, split_command)
 from miopen_solver.errors import FileError, MiopenCommandError, PerfConfigError, PerfDbError
 from miopen_solver.fileio import read_text
 from miopen_solver.perfdb import PerfDb
@@ -175,7 +175,7 @@ def _mistyped_base(tokens: list) -> int | None:
     error row), not a line without a command; other MIOpenDriver bases (``pool``, ``gemm``)
     and words in log text are not conv commands."""
     for i, t in enumerate(tokens[:-1]):
-        if (t == "MIOpenDriver" or t.endswith("/MIOpenDriver")) and _CONV_WORD.fullmatch(tokens[i + 1]):
+        if is_driver_program(t) and _CONV_WORD.fullmatch(tokens[i + 1]):
             return i + 1
     if len(tokens) > 1 and _CONV_WORD.fullmatch(tokens[0]) and is_conv_flag(tokens[1]):
         return 0

@@ -141,6 +141,12 @@ def is_conv_flag(token: str) -> bool:
         return token[2:] in _BY_LONG
     return len(token) == 2 and token[0] == "-" and token[1] in _BY_SHORT
 
+
+def is_driver_program(token: str) -> bool:
+    """``token`` is the MIOpenDriver program (``MIOpenDriver``, ``./bin/MIOpenDriver``)."""
+    return token == "MIOpenDriver" or token.endswith("/MIOpenDriver")
+
+
 DIRECTION_BITS = ((1, "forward"), (2, "backward data"), (4, "backward weights"))
 
 
@@ -228,7 +234,7 @@ def _strip_prefix(tokens: list) -> list:
     the base are not dropped, so a mistyped subcommand (``dgrad-driver tnue convfp16 ...``) is
     an unknown base argument, not a silent run."""
     for i, t in enumerate(tokens[:-1]):
-        if (t == "MIOpenDriver" or t.endswith("/MIOpenDriver")) and (
+        if is_driver_program(t) and (
                 tokens[i + 1] in BASE_DTYPES or tokens[i + 1] in REJECTED_BASES):
             return tokens[i + 1:]
     return tokens
