@@ -140,10 +140,12 @@ def _warn_unusable(located: list) -> None:
     pairs (``where``: ``line N`` of a text file, or ``row`` of a database). A key that is no
     MIOpen problem key is never looked up; our solver's values that are no perf config are
     ignored by runs."""
+    def first(items: list) -> str:      # three of them, and a mark when there are more
+        return "; ".join(items[:3]) + (" ..." if len(items) > 3 else "")
     keys = [f"{where} {shorten(r.problem_key)!r}" for where, r in located if not is_problem_key(r.problem_key)]
     if keys:
         warn(f"{len(keys)} record(s) have keys that are not MIOpen problem keys and no problem will look them up: "
-             + "; ".join(keys[:3]) + (" ..." if len(keys) > 3 else ""))
+             + first(keys))
     bad = []
     for where, r in located:
         if r.solver == SOLVER_NAME:
@@ -152,8 +154,7 @@ def _warn_unusable(located: list) -> None:
             except PerfConfigError as e:
                 bad.append(f"{where} {shorten(r.problem_key)}: {shorten(e, 2 * CUT_LIMIT)}")
     if bad:
-        warn(f"{len(bad)} {SOLVER_NAME} record(s) are not perf configs and will be ignored by runs: "
-             + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else ""))
+        warn(f"{len(bad)} {SOLVER_NAME} record(s) are not perf configs and will be ignored by runs: " + first(bad))
 
 
 def _import_db(path: str, arch: str, perfdb: str | None) -> tuple:

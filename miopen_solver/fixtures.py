@@ -336,7 +336,8 @@ def _check_shape(value, shape, key: str, where: str) -> None:
         shapes = shape if isinstance(shape, tuple) else (shape,)
         if not any(_is(value, t) for t in shapes):
             numeric = any(t in shapes for t in (_MAGNITUDE, _COUNT, _POSITIVE)) and _is(value, _NUMBER)
-            shown = numeric or (_SHA256 in shapes and isinstance(value, str)) or (_GRID in shapes and isinstance(value, list))
+            shown = (numeric or (_SHA256 in shapes and isinstance(value, str))
+                     or (_GRID in shapes and isinstance(value, list)))
             got = _json_number(value) if shown else _json_type(value)
             raise FixtureError(f"{where}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in shapes)}, got {got}")
 

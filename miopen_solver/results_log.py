@@ -169,14 +169,15 @@ verdict's are null where it has no winner or no timed default)."""
 
 def _bad_field(rec: dict) -> str | None:
     """What is wrong with a record's fields the report and the perf-db read (None: nothing):
-    a ``timing`` record's ``perf_config`` (a perf config) and times (all three, and ``times_ms`` a list of them, when ``ok``); a
-    ``verdict``'s times, its ``winner`` (null or a perf config) with the winner's times, and
+    a ``timing`` record's ``perf_config`` (a perf config) and times (all three, and
+    ``times_ms`` a list of them, when ``ok``); a ``verdict``'s times, its ``winner`` (null or a perf config) with the winner's times, and
     ``verified`` (a list of records naming a config)."""
     def time(v) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
     def shown(v) -> str:                # a NaN or an infinity as written, not as JSON's null
         return repr(v) if isinstance(v, float) else shorten(json_text(v))
+
     def config(v) -> bool:
         try:
             return isinstance(v, str) and PerfConfig.parse(v) is not None
